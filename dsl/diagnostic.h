@@ -1,0 +1,42 @@
+/** \file
+ * Source locations and spec errors. Every problem in a spec is reported as one SpecError with
+ * the file, line and column, the offending line with a caret under the column, and a sentence
+ * saying what was found and what was expected.
+ */
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/** A position in a spec file; line and column are 1-based. */
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int col = 0;
+  bool valid() const { return line > 0; }
+};
+
+/** A user-facing error in a spec, with its location. */
+class SpecError : public std::runtime_error {
+ public:
+  SpecError(SourceLoc loc, const std::string& message)
+      : std::runtime_error(message), loc_(std::move(loc)) {}
+  const SourceLoc& loc() const { return loc_; }
+  /** Call sites that led here, innermost first, when the error is inside a called composite. */
+  std::vector<SourceLoc> trace;
+
+ private:
+  SourceLoc loc_;
+};
+
+/** Formats `file:line:col: error: message`, the source line and a caret, plus the call trace.
+ *  Reads the line from disk when it is not given. */
+std::string format_error(const SpecError& e);
+
+/** The text of line `line` (1-based) of `file`, or "" when unreadable. */
+std::string source_line(const std::string& file, int line);
+
+}  // namespace kiln

@@ -1,0 +1,394 @@
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "dsl/parser.h"
+#include "dsl/spec.h"
+
+namespace kiln {
+
+namespace {
+
+SourceLoc node_loc(const std::string& file, const toml::source_region& r) {
+  return SourceLoc{file, static_cast<int>(r.begin.line), static_cast<int>(r.begin.column)};
+}
+
+int utf8_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+
+/** Maps each character of a parsed TOML string back to its position in the file by walking the
+ *  raw text from the opening quote. Falls back to the quote's position if the walk disagrees
+ *  with the parsed value (it never should). */
+std::vector<std::pair<int, int>> string_positions(const std::vector<std::string>& lines,
+                                                  int line, int col, const std::string& value) {
+  std::vector<std::pair<int, int>> pos;
+  size_t r = line - 1, c = col - 1;
+  auto fallback = [&] { return std::vector<std::pair<int, int>>(value.size() + 1, {line, col}); };
+  if (r >= lines.size()) return fallback();
+  auto raw = [&]() -> char { return c < lines[r].size() ? lines[r][c] : '\n'; };
+  auto advance = [&] {
+    if (c < lines[r].size()) {
+      ++c;
+    } else if (r + 1 < lines.size()) {
+      ++r;
+      c = 0;
+    } else {
+      ++c;
+    }
+  };
+  std::string open = lines[r].substr(c, 3);
+  bool multi = open == "\"\"\"" || open == "'''";
+  bool basic = lines[r][c] == '"';
+  for (int k = 0; k < (multi ? 3 : 1); ++k) advance();
+  if (multi && raw() == '\r') advance();
+  if (multi && raw() == '\n') advance();
+  size_t k = 0;
+  while (k < value.size()) {
+    if (r >= lines.size() || (r == lines.size() - 1 && c > lines[r].size())) return fallback();
+    std::pair<int, int> here{static_cast<int>(r + 1), static_cast<int>(c + 1)};
+    if (basic && raw() == '\\') {
+      advance();
+      char e = raw();
+      if (e == ' ' || e == '\t' || e == '\n' || e == '\r') {
+        while (raw() == ' ' || raw() == '\t' || raw() == '\n' || raw() == '\r') advance();
+        continue;
+      }
+      int bytes = 1;
+      if (e == 'u' || e == 'U') {
+        std::string hex;
+        for (int h = 0; h < (e == 'u' ? 4 : 8); ++h) {
+          advance();
+          hex += raw();
+        }
+        bytes = utf8_length(static_cast<uint32_t>(std::stoul(hex, nullptr, 16)));
+      }
+      advance();
+      for (int b = 0; b < bytes; ++b, ++k) pos.push_back(here);
+      continue;
+    }
+    if (raw() != value[k] && !(raw() == '\n' && value[k] == '\n')) return fallback();
+    pos.push_back(here);
+    advance();
+    ++k;
+  }
+  pos.push_back({static_cast<int>(r + 1), static_cast<int>(c + 1)});
+  return pos;
+}
+
+class Loader {
+ public:
+  explicit Loader(std::string path) : path_(std::move(path)) {}
+
+  std::unique_ptr<SpecFile> load() {
+    std::ifstream in(path_);
+    if (!in) throw SpecError(SourceLoc{path_, 0, 0}, "cannot read spec file '" + path_ + "'");
+    std::stringstream buf;
+    buf << in.rdbuf();
+    std::string text = buf.str();
+    std::string line;
+    std::istringstream ls(text);
+    while (std::getline(ls, line)) lines_.push_back(line);
+    toml::table root;
+    try {
+      root = toml::parse(text, path_);
+    } catch (const toml::parse_error& e) {
+      throw SpecError(node_loc(path_, e.source()),
+                      "TOML syntax error: " + std::string(e.description()));
+    }
+    auto file = std::make_unique<SpecFile>();
+    file->path = path_;
+    for (const auto& [key, node] : sorted(root)) {
+      if (key == "meta") {
+        meta(*file, node);
+        continue;
+      }
+      const toml::table* t = node->as_table();
+      if (!t)
+        throw SpecError(loc(*node), "'" + key + "' must be a table (a composite such as [" + key +
+                                        "]) or [meta]");
+      auto c = composite(key, *t, loc(*node));
+      c->file = file.get();
+      file->composites.push_back(std::move(c));
+    }
+    return file;
+  }
+
+ private:
+  using Entry = std::pair<std::string, const toml::node*>;
+
+  /** Table entries in the order they are written in the file. */
+  static std::vector<Entry> sorted(const toml::table& t) {
+    std::vector<Entry> out;
+    for (const auto& [k, v] : t) out.push_back({std::string(k.str()), &v});
+    std::stable_sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
+      const auto &x = a.second->source().begin, &y = b.second->source().begin;
+      return x.line != y.line ? x.line < y.line : x.column < y.column;
+    });
+    return out;
+  }
+
+  SourceLoc loc(const toml::node& n) const { return node_loc(path_, n.source()); }
+
+  SourceText text_of(const toml::node& n, const std::string& value) const {
+    SourceText s;
+    s.text = value;
+    s.file = path_;
+    auto b = n.source().begin;
+    s.pos = string_positions(lines_, static_cast<int>(b.line), static_cast<int>(b.column), value);
+    return s;
+  }
+
+  std::string string_value(const toml::node& n, const std::string& what) const {
+    if (const auto* s = n.as_string()) return s->get();
+    throw SpecError(loc(n), what + " must be a string");
+  }
+
+  std::string relative_path(const std::string& p) const {
+    if (!p.empty() && p[0] == '/') return p;
+    auto slash = path_.rfind('/');
+    return slash == std::string::npos ? p : path_.substr(0, slash + 1) + p;
+  }
+
+  void meta(SpecFile& file, const toml::node* node) {
+    const toml::table* t = node->as_table();
+    if (!t) throw SpecError(loc(*node), "[meta] must be a table");
+    for (const auto& [key, v] : sorted(*t)) {
+      auto* list = key == "use" ? &file.uses : nullptr;
+      if (key != "use" && key != "rules")
+        throw SpecError(loc(*v), "unknown key '" + key + "' in [meta]; expected use or rules");
+      const toml::array* a = v->as_array();
+      if (!a) throw SpecError(loc(*v), "[meta] " + key + " must be an array of file paths");
+      for (const auto& item : *a) {
+        std::string p = relative_path(string_value(item, "a path in [meta] " + key));
+        if (list)
+          list->push_back({p, loc(item)});
+        else
+          file.rules.push_back(p);
+      }
+    }
+  }
+
+  std::unique_ptr<Composite> composite(const std::string& name, const toml::table& t,
+                                       SourceLoc at) {
+    auto c = std::make_unique<Composite>();
+    c->name = name;
+    c->loc = at;
+    bool has_body = false, has_out = false;
+    for (const auto& [key, v] : sorted(t)) {
+      if (key == "doc") {
+        c->doc = string_value(*v, "doc");
+      } else if (key == "in" || key == "out") {
+        params(key == "in" ? c->inputs : c->outputs, *v, key);
+        has_out |= key == "out";
+      } else if (key == "attrs") {
+        attrs(*c, *v);
+      } else if (key == "types") {
+        types(*c, *v);
+      } else if (key == "body") {
+        c->body_loc = loc(*v);
+        c->body = parse_body(text_of(*v, string_value(*v, "body")));
+        has_body = true;
+      } else if (key == "test") {
+        test(*c, *v);
+      } else {
+        throw SpecError(loc(*v), "unknown key '" + key + "' in composite '" + name +
+                                     "'; expected doc, in, out, attrs, types, body or test");
+      }
+    }
+    if (!has_out) throw SpecError(at, "composite '" + name + "' has no 'out' table");
+    if (!has_body) throw SpecError(at, "composite '" + name + "' has no 'body'");
+    check_type_names(*c);
+    return c;
+  }
+
+  void params(std::vector<Param>& out, const toml::node& n, const std::string& what) {
+    const toml::table* t = n.as_table();
+    if (!t)
+      throw SpecError(loc(n), "'" + what + "' must be a table of name = \"type\", e.g. { x = \"T[N]\" }");
+    for (const auto& [key, v] : sorted(*t)) {
+      Param p;
+      p.name = key;
+      p.loc = loc(*v);
+      p.type = parse_type(text_of(*v, string_value(*v, "the type of '" + key + "'")));
+      if (p.type.is_const && what == "out")
+        throw SpecError(p.type.loc, "an output cannot be marked const");
+      out.push_back(std::move(p));
+    }
+  }
+
+  AttrValue attr_value(const toml::node& v) const {
+    AttrValue a;
+    if (auto i = v.as_integer()) {
+      a.kind = AttrValue::Kind::integer;
+      a.integer = i->get();
+    } else if (auto f = v.as_floating_point()) {
+      a.kind = AttrValue::Kind::number;
+      a.number = f->get();
+    } else if (auto b = v.as_boolean()) {
+      a.kind = AttrValue::Kind::boolean;
+      a.boolean = b->get();
+    } else if (auto s = v.as_string()) {
+      a.kind = AttrValue::Kind::string;
+      a.string = s->get();
+    } else if (auto arr = v.as_array()) {
+      a.kind = AttrValue::Kind::list;
+      for (const auto& item : *arr) a.list.push_back(attr_value(item));
+    } else {
+      throw SpecError(loc(v), "an attribute must be an integer, float, bool, string or array");
+    }
+    return a;
+  }
+
+  void attrs(Composite& c, const toml::node& n) {
+    const toml::table* t = n.as_table();
+    if (!t) throw SpecError(loc(n), "'attrs' must be a table of name = default");
+    for (const auto& [key, v] : sorted(*t)) c.attrs.push_back({key, attr_value(*v), loc(*v)});
+  }
+
+  void types(Composite& c, const toml::node& n) {
+    const toml::table* t = n.as_table();
+    if (!t) throw SpecError(loc(n), "'types' must be a table such as { T = [\"f32\", \"f64\"] }");
+    for (const auto& [key, v] : sorted(*t)) {
+      TypeVar tv{key, {}, loc(*v)};
+      const toml::array* a = v->as_array();
+      if (!a || a->empty())
+        throw SpecError(loc(*v), "type variable '" + key + "' needs a non-empty array of dtypes");
+      for (const auto& item : *a) {
+        std::string s = string_value(item, "a dtype");
+        auto d = parse_dtype(s);
+        if (!d)
+          throw SpecError(loc(item), "unknown dtype '" + s +
+                                         "'; expected f64, f32, f16, bf16, i64, i32, i16, i8, u8 "
+                                         "or bool");
+        tv.allowed.push_back(*d);
+      }
+      c.types.push_back(std::move(tv));
+    }
+  }
+
+  void test(Composite& c, const toml::node& n) {
+    const toml::table* t = n.as_table();
+    if (!t) throw SpecError(loc(n), "'test' must be a table");
+    for (const auto& [key, v] : sorted(*t)) {
+      if (key == "sizes") {
+        const toml::table* s = v->as_table();
+        if (!s) throw SpecError(loc(*v), "test sizes must be a table such as { N = [1, 7] }");
+        for (const auto& [var, vals] : sorted(*s)) c.test.sizes[var] = int_list(*vals);
+      } else if (key == "batch") {
+        const toml::array* a = v->as_array();
+        if (!a) throw SpecError(loc(*v), "test batch must be an array such as [3, 5]");
+        if (!a->empty() && (*a)[0].is_array())
+          for (const auto& b : *a) c.test.batches.push_back(int_list(b));
+        else
+          c.test.batches.push_back(int_list(*v));
+      } else if (key == "rtol" || key == "atol") {
+        auto x = v->value<double>();
+        if (!x) throw SpecError(loc(*v), key + " must be a number");
+        (key == "rtol" ? c.test.rtol : c.test.atol) = *x;
+      } else if (key == "range") {
+        const toml::table* r = v->as_table();
+        if (!r) throw SpecError(loc(*v), "test range must be a table such as { x = [0.1, 4] }");
+        for (const auto& [input, lohi] : sorted(*r)) {
+          const toml::array* a = lohi->as_array();
+          auto lo = a && a->size() == 2 ? (*a)[0].value<double>() : std::nullopt;
+          auto hi = a && a->size() == 2 ? (*a)[1].value<double>() : std::nullopt;
+          if (!lo || !hi || *lo >= *hi)
+            throw SpecError(loc(*lohi), "a test range must be [low, high] with low < high");
+          c.test.ranges[input] = {*lo, *hi};
+        }
+      } else {
+        throw SpecError(loc(*v), "unknown key '" + key +
+                                     "' in test; expected sizes, batch, rtol, atol or range");
+      }
+    }
+  }
+
+  std::vector<int64_t> int_list(const toml::node& n) const {
+    std::vector<int64_t> out;
+    if (auto i = n.value<int64_t>(); i && n.is_integer()) return {*i};
+    const toml::array* a = n.as_array();
+    if (a)
+      for (const auto& item : *a) {
+        if (!item.is_integer()) throw SpecError(loc(item), "expected an integer");
+        out.push_back(*item.value<int64_t>());
+      }
+    else
+      throw SpecError(loc(n), "expected an integer or an array of integers");
+    return out;
+  }
+
+  void check_type_names(const Composite& c) const {
+    for (const auto* list : {&c.inputs, &c.outputs})
+      for (const Param& p : *list) {
+        const std::string& d = p.type.dtype;
+        if (parse_dtype(d) || c.type_var(d)) continue;
+        if (!std::isupper(static_cast<unsigned char>(d[0])))
+          throw SpecError(p.type.dtype_loc,
+                          "unknown dtype '" + d +
+                              "'; expected f64, f32, f16, bf16, i64, i32, i16, i8, u8, bool or a "
+                              "type variable (a capitalised name such as T)");
+      }
+  }
+
+  std::string path_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace
+
+std::string AttrValue::str() const {
+  switch (kind) {
+    case Kind::integer:
+      return std::to_string(integer);
+    case Kind::number: {
+      std::ostringstream s;
+      s << number;
+      return s.str();
+    }
+    case Kind::boolean:
+      return boolean ? "true" : "false";
+    case Kind::string:
+      return "\"" + string + "\"";
+    case Kind::list: {
+      std::string s = "[";
+      for (size_t i = 0; i < list.size(); ++i) s += (i ? ", " : "") + list[i].str();
+      return s + "]";
+    }
+  }
+  return "?";
+}
+
+size_t TestSpec::case_count() const {
+  size_t n = 1;
+  for (const auto& [k, v] : sizes) n = std::max(n, v.size());
+  return n;
+}
+
+std::map<std::string, int64_t> TestSpec::case_sizes(size_t k) const {
+  std::map<std::string, int64_t> out;
+  for (const auto& [var, v] : sizes)
+    if (!v.empty()) out[var] = v[std::min(k, v.size() - 1)];
+  return out;
+}
+
+const TypeVar* Composite::type_var(const std::string& n) const {
+  for (const TypeVar& t : types)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+
+const AttrDecl* Composite::attr(const std::string& n) const {
+  for (const AttrDecl& a : attrs)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+const Composite* SpecFile::find(const std::string& name) const {
+  for (const auto& c : composites)
+    if (c->name == name) return c.get();
+  return nullptr;
+}
+
+std::unique_ptr<SpecFile> load_spec_file(const std::string& path) { return Loader(path).load(); }
+
+}  // namespace kiln

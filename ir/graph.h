@@ -1,0 +1,86 @@
+/** \file
+ * The graph IR: an SSA DAG of primitive-op nodes. Operands always precede their users, so the
+ * node vector is a topological order. Every node carries its dtype and symbolic shape. The
+ * builder methods do no checking — the spec front end checks user input with locations, and
+ * ir/verifier.h checks graphs that passes produce.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/int_expr.h"
+#include "ir/op.h"
+#include "ir/view.h"
+
+namespace kiln {
+
+using NodeId = int32_t;
+
+/** One node. Fields past `operands` are used by the ops named in their comments. */
+struct Node {
+  Op op = Op::constant;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<NodeId> operands;
+  double value = 0;               ///< constant: the scalar, exact for integers up to 2^53
+  int64_t int_value = 0;          ///< constant: the scalar of an integer or bool constant
+  bool symbolic = false;          ///< constant: the value is `size_value`, known at run time
+  IntExpr size_value;             ///< constant: a size expression such as `N` (when symbolic)
+  int axis = 0;                   ///< index: the axis whose position is the value
+  View view;                      ///< view
+  ReduceKind reduce_kind = ReduceKind::sum;  ///< reduce
+  std::vector<int> axes;          ///< reduce: the reduced axes, ascending
+  std::string name;               ///< input: its name; extern: the routine
+  bool constant_input = false;    ///< input: marked `const` (weights) in the spec
+};
+
+/** A named result of the graph. */
+struct GraphOutput {
+  std::string name;
+  NodeId node;
+};
+
+/** A whole composite after lowering: primitive nodes, inputs, outputs and free size variables. */
+class Graph {
+ public:
+  std::string name;
+  std::vector<Node> nodes;
+  std::vector<NodeId> inputs;          ///< in declaration order
+  std::vector<GraphOutput> outputs;    ///< in declaration order
+  std::vector<std::string> size_vars;  ///< size variables the caller binds, in declaration order
+
+  const Node& operator[](NodeId id) const { return nodes[id]; }
+  size_t size() const { return nodes.size(); }
+
+  NodeId add(Node n);
+  NodeId input(const std::string& name, DType t, const Shape& shape, bool constant_input);
+  NodeId constant(DType t, const Shape& shape, double value);
+  NodeId constant_int(DType t, const Shape& shape, int64_t value);
+  /** A constant whose value is a size expression, evaluated once the sizes are bound. */
+  NodeId constant_size(DType t, const Shape& shape, const IntExpr& value);
+  NodeId index(DType t, const Shape& shape, int axis);
+  /** A view of `src`; folds into `src`'s own view, and returns `src` for an identity view. */
+  NodeId view(NodeId src, const View& v);
+  NodeId unary(Op op, NodeId a);
+  /** Result dtype is bool for comparisons, else `a`'s. */
+  NodeId binary(Op op, NodeId a, NodeId b);
+  /** where: dtype of `b`; mulacc: dtype of `a`. */
+  NodeId ternary(Op op, NodeId a, NodeId b, NodeId c);
+  NodeId cast(NodeId a, DType t, bool bitwise = false);
+  /** Reduces `axes` (ascending), which keep size 1. */
+  NodeId reduce(ReduceKind kind, NodeId a, const std::vector<int>& axes);
+};
+
+/** Text form, one node per line: `%3 = add %1, %2 : f32[M, N]`. */
+std::string graph_to_text(const Graph& g);
+
+/** Graphviz dot form. */
+std::string graph_to_dot(const Graph& g);
+
+/** The scalar of a constant node as text: exact for integers, shortest round trip for floats. */
+std::string constant_str(const Node& n);
+
+}  // namespace kiln

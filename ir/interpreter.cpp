@@ -1,0 +1,444 @@
+/* Semantics of the reference interpreter.
+ *
+ * - Nodes are evaluated in order (operands precede users). A node's concrete dims are
+ *   eval_shape(node.shape, sizes). Every input tensor must match its input node's dtype and dims.
+ * - Float dtypes compute in double and are not rounded after each op; only `cast` (and constants
+ *   and `index`, which are values of their dtype) round to the node's float dtype. Integer and bool
+ *   dtypes compute exactly in int64 and wrap to the node's dtype after each op; bool is 0/1.
+ * - constant: every element the scalar. index: the element's coordinate along `axis`.
+ * - view: for each output multi-index bind %0..%r-1, evaluate the mask bounds (an element failing
+ *   `0 <= expr < bound` reads 0) and the source index; a source index out of range is an error.
+ * - copy: identity. cast: float->float rounds to nearest even; float->int truncates toward zero,
+ *   NaN gives 0 and values outside the target's range saturate to its min or max; int->float is
+ *   exact then rounded; ->bool is (v != 0); int->int wraps.
+ * - bitcast: reinterprets the bits between types of equal width (f32 values are first rounded to
+ *   f32, f16/bf16 to their format); different widths are an error.
+ * - unary: neg, recip (1/x), sqrt, exp2, log2, sin (floats only but neg), not (bool: logical,
+ *   integers: bitwise ~).
+ * - binary on integers: add, mul wrap; max; idiv truncates toward zero and mod has the sign of the
+ *   dividend (C semantics), both raise on a zero divisor; and, or, xor bitwise; shl, shr take the
+ *   shift amount modulo the bit width, shr is arithmetic for signed types and logical for u8.
+ * - binary on floats: add, mul, max (NaN if either operand is NaN), mod (std::fmod); idiv and the
+ *   bitwise ops are errors. cmplt, cmpeq give bool for any operand dtype; NaN compares false.
+ * - where(cond, a, b) = cond != 0 ? a : b. mulacc(a, b, c) = a*b + c, fused (std::fma) for floats.
+ * - reduce: sum (from 0), prod (from 1) and max (from -inf, NaN propagates; integers from the
+ *   dtype's minimum) over the listed axes in row-major order; reduced axes keep size 1.
+ * - extern: not available yet (error).
+ */
+#include "ir/interpreter.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+
+namespace kiln {
+
+namespace {
+
+using Env = std::map<std::string, int64_t>;
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t k = 0; k < d.size(); ++k)
+    s += (k ? ", " : "") + std::to_string(d[k]);
+  return s + "]";
+}
+
+std::string dtype_str(DType t) {
+  return std::string(dtype_name(t));
+}
+
+[[noreturn]] void fail(NodeId id, const Node& n, const std::string& what) {
+  throw std::runtime_error("%" + std::to_string(id) + " (" + std::string(op_name(n.op)) +
+                           "): " + what);
+}
+
+int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+int64_t wrapping_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+int64_t int_min(DType t) {
+  return is_signed_int(t) ? -static_cast<int64_t>(uint64_t{1} << (dtype_bits(t) - 1)) : 0;
+}
+
+int64_t int_max(DType t) {
+  return t == DType::boolean ? 1 : wrap_int(t, wrapping_add(int_min(t), -1));
+}
+
+/** The `cast` of a double to integer dtype `t`: truncate, NaN -> 0, saturate; bool is v != 0. */
+int64_t float_to_int(DType t, double v) {
+  if (t == DType::boolean) return v != 0;
+  if (std::isnan(v)) return 0;
+  if (v >= static_cast<double>(int_max(t))) return int_max(t);  // 2^63 for i64: saturates
+  if (v <= static_cast<double>(int_min(t))) return int_min(t);
+  return static_cast<int64_t>(v);
+}
+
+int64_t int_at(const Tensor& t, size_t k) {
+  return is_float(t.dtype) ? float_to_int(DType::i64, t.f[k]) : t.i[k];
+}
+
+/** Stores a double result into `out`, converting like `cast` if `out` is not a float tensor. */
+void put_float(Tensor& out, size_t k, double v) {
+  if (is_float(out.dtype))
+    out.f[k] = v;
+  else
+    out.i[k] = float_to_int(out.dtype, v);
+}
+
+/** Stores an exact integer result into `out`, wrapping it to out's dtype. */
+void put_int(Tensor& out, size_t k, int64_t v) {
+  if (is_float(out.dtype))
+    out.f[k] = static_cast<double>(v);
+  else
+    out.i[k] = wrap_int(out.dtype, v);
+}
+
+/** Stores element `j` of `src` as element `k` of `out`, converting like `cast` (no rounding). */
+void put_element(Tensor& out, size_t k, const Tensor& src, size_t j) {
+  if (is_float(src.dtype))
+    put_float(out, k, src.f[j]);
+  else
+    put_int(out, k, src.i[j]);
+}
+
+/** IEEE binary16 bits of `v`, which must already be rounded to f16. */
+uint64_t encode_half(double v) {
+  uint64_t sign = std::signbit(v) ? 0x8000 : 0;
+  double a = std::fabs(v);
+  if (std::isnan(v)) return 0x7e00;
+  if (std::isinf(v)) return sign | 0x7c00;
+  if (a == 0) return sign;
+  int e = std::ilogb(a);
+  if (e < -14) return sign | static_cast<uint64_t>(std::ldexp(a, 24));  // subnormal
+  return sign | (static_cast<uint64_t>(e + 15) << 10) |
+         static_cast<uint64_t>((std::ldexp(a, -e) - 1) * 1024);
+}
+
+double decode_half(uint64_t h) {
+  double sign = (h & 0x8000) ? -1 : 1;
+  int exp = static_cast<int>((h >> 10) & 0x1f);
+  double mant = static_cast<double>(h & 0x3ff);
+  if (exp == 0) return sign * std::ldexp(mant, -24);
+  if (exp == 31) return mant != 0 ? NAN : sign * INFINITY;
+  return sign * std::ldexp(1 + mant / 1024, exp - 15);
+}
+
+/** The storage bits of element `k` (floats are first rounded to their dtype). */
+uint64_t to_bits(const Tensor& t, size_t k) {
+  double v = is_float(t.dtype) ? round_to_float(t.dtype, t.f[k]) : 0;
+  if (t.dtype == DType::f64) return std::bit_cast<uint64_t>(v);
+  if (t.dtype == DType::f32) return std::bit_cast<uint32_t>(static_cast<float>(v));
+  if (t.dtype == DType::bf16) return std::bit_cast<uint32_t>(static_cast<float>(v)) >> 16;
+  if (t.dtype == DType::f16) return encode_half(v);
+  int bits = dtype_bits(t.dtype);
+  uint64_t u = static_cast<uint64_t>(t.i[k]);
+  return bits == 64 ? u : u & ((uint64_t{1} << bits) - 1);
+}
+
+void from_bits(Tensor& out, size_t k, uint64_t b) {
+  auto as_float = [](uint64_t w) { return std::bit_cast<float>(static_cast<uint32_t>(w)); };
+  if (out.dtype == DType::f64) out.f[k] = std::bit_cast<double>(b);
+  if (out.dtype == DType::f32) out.f[k] = as_float(b);
+  if (out.dtype == DType::bf16) out.f[k] = as_float(b << 16);
+  if (out.dtype == DType::f16) out.f[k] = decode_half(b);
+  if (!is_float(out.dtype)) out.i[k] = wrap_int(out.dtype, static_cast<int64_t>(b));
+}
+
+double float_unary(Op op, double v) {
+  if (op == Op::neg) return -v;
+  if (op == Op::recip) return 1 / v;
+  if (op == Op::sqrt) return std::sqrt(v);
+  if (op == Op::exp2) return std::exp2(v);
+  if (op == Op::log2) return std::log2(v);
+  return std::sin(v);
+}
+
+int64_t int_unary(Op op, DType t, int64_t v) {
+  if (op == Op::neg) return wrapping_mul(v, -1);
+  return t == DType::boolean ? !v : ~v;  // not
+}
+
+bool defined_on_floats(Op op) {
+  return op == Op::add || op == Op::mul || op == Op::max || op == Op::mod || op == Op::cmplt ||
+         op == Op::cmpeq;
+}
+
+double float_binary(Op op, double a, double b) {
+  if (op == Op::add) return a + b;
+  if (op == Op::mul) return a * b;
+  if (op == Op::max) return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+  if (op == Op::mod) return std::fmod(a, b);
+  if (op == Op::cmplt) return a < b;
+  return a == b;  // cmpeq
+}
+
+/** `op` on two integers of dtype `t`; the caller wraps the result to the node's dtype. */
+int64_t int_binary(NodeId id, Op op, DType t, int64_t a, int64_t b) {
+  int bits = dtype_bits(t);
+  int shift = static_cast<int>(((b % bits) + bits) % bits);
+  if ((op == Op::idiv || op == Op::mod) && b == 0)
+    throw std::runtime_error("integer division by zero in node %" + std::to_string(id));
+  if (op == Op::add) return wrapping_add(a, b);
+  if (op == Op::mul) return wrapping_mul(a, b);
+  if (op == Op::max) return std::max(a, b);
+  if (op == Op::idiv) return b == -1 ? wrapping_mul(a, -1) : a / b;  // INT64_MIN / -1 wraps
+  if (op == Op::mod) return b == -1 ? 0 : a % b;
+  if (op == Op::bit_and) return a & b;
+  if (op == Op::bit_or) return a | b;
+  if (op == Op::bit_xor) return a ^ b;
+  if (op == Op::shl) return static_cast<int64_t>(static_cast<uint64_t>(a) << shift);
+  if (op == Op::shr) return a >> shift;  // sign-extended for signed types, non-negative for u8
+  if (op == Op::cmplt) return a < b;
+  return a == b;  // cmpeq
+}
+
+/** One index expression of a view with the sizes substituted. Affine ones (most views) are
+ *  evaluated from coefficients; the others through IntExpr::eval with %k bound in `env`. */
+struct IndexFn {
+  IntExpr expr;
+  bool affine = false;
+  int64_t constant = 0;
+  std::vector<int64_t> coeff;
+
+  int64_t operator()(const std::vector<int64_t>& idx, const Env& env) const {
+    if (!affine) return expr.eval(env);
+    int64_t v = constant;
+    for (size_t k = 0; k < idx.size(); ++k)
+      v += coeff[k] * idx[k];
+    return v;
+  }
+};
+
+/** Compiles `e`; finds an affine expression's coefficients by evaluating it at unit vectors.
+ *  `slots` point at the %k entries of `env`, all zero. */
+IndexFn compile_index(const IntExpr& e, const std::map<std::string, IntExpr>& sizes, Env& env,
+                      const std::vector<int64_t*>& slots) {
+  IndexFn f;
+  f.expr = e.substitute(sizes);
+  f.affine = f.expr.is_affine();
+  if (!f.affine) return f;
+  f.constant = f.expr.eval(env);
+  for (int64_t* slot : slots) {
+    *slot = 1;
+    f.coeff.push_back(f.expr.eval(env) - f.constant);
+    *slot = 0;
+  }
+  return f;
+}
+
+/** Advances a row-major multi-index. */
+void next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
+  for (size_t d = idx.size(); d-- > 0;) {
+    idx[d] = idx[d] + 1 < dims[d] ? idx[d] + 1 : 0;
+    if (idx[d] != 0) return;
+  }
+}
+
+Tensor eval_view(NodeId id, const Node& n, const Tensor& src, const std::vector<int64_t>& dims,
+                 const SizeBindings& sizes) {
+  if (n.view.index.size() != src.dims.size())
+    fail(id, n, "the view's rank does not match its source's");
+  std::map<std::string, IntExpr> size_sub;
+  for (const auto& [name, value] : sizes)
+    size_sub[name] = value;
+  Env env;  // the %k bindings
+  std::vector<int64_t*> slots;
+  for (size_t d = 0; d < dims.size(); ++d)
+    slots.push_back(&env["%" + std::to_string(d)]);
+  std::vector<IndexFn> index, mask;
+  std::vector<int64_t> bound;  // mask bounds are size expressions
+  for (const IntExpr& e : n.view.index)
+    index.push_back(compile_index(e, size_sub, env, slots));
+  for (const MaskBound& m : n.view.mask) {
+    mask.push_back(compile_index(m.expr, size_sub, env, slots));
+    bound.push_back(m.bound.eval(sizes));
+  }
+  std::vector<int64_t> idx(dims.size(), 0), at(src.dims.size());
+  Tensor out(n.dtype, dims);
+  for (size_t k = 0; k < out.numel(); ++k, next_index(idx, dims)) {
+    for (size_t d = 0; d < slots.size(); ++d)
+      *slots[d] = idx[d];
+    bool valid = true;
+    for (size_t m = 0; m < mask.size() && valid; ++m) {
+      int64_t v = mask[m](idx, env);
+      valid = v >= 0 && v < bound[m];
+    }
+    if (!valid) continue;  // out is zero-initialised
+    size_t offset = 0;
+    for (size_t d = 0; d < at.size(); ++d) {
+      at[d] = index[d](idx, env);
+      if (at[d] < 0 || at[d] >= src.dims[d])
+        throw std::runtime_error("view reads outside its source: %" + std::to_string(id) + " at " +
+                                 dims_str(idx) + " reads " + dims_str(at) +
+                                 " of a source with dims " + dims_str(src.dims));
+      offset = offset * static_cast<size_t>(src.dims[d]) + static_cast<size_t>(at[d]);
+    }
+    put_element(out, k, src, offset);
+  }
+  return out;
+}
+
+Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<int64_t>& dims) {
+  std::vector<size_t> out_stride(a.dims.size(), 0);  // 0 along reduced axes
+  bool ok = a.dims.size() == dims.size();
+  size_t stride = 1;
+  for (size_t d = a.dims.size(); ok && d-- > 0;) {
+    bool reduced = std::find(n.axes.begin(), n.axes.end(), int(d)) != n.axes.end();
+    ok = dims[d] == (reduced ? 1 : a.dims[d]);
+    if (!reduced) out_stride[d] = stride;
+    stride *= static_cast<size_t>(dims[d]);
+  }
+  if (!ok) fail(id, n, "operand dims " + dims_str(a.dims) + " do not reduce to " + dims_str(dims));
+  Op op = n.reduce_kind == ReduceKind::sum    ? Op::add
+          : n.reduce_kind == ReduceKind::prod ? Op::mul
+                                              : Op::max;
+  Tensor out(n.dtype, dims);
+  std::fill(out.f.begin(), out.f.end(), op == Op::add ? 0 : op == Op::mul ? 1 : -INFINITY);
+  std::fill(out.i.begin(), out.i.end(), op == Op::add ? 0 : op == Op::mul ? 1 : int_min(n.dtype));
+  std::vector<int64_t> idx(a.dims.size(), 0);
+  for (size_t k = 0; k < a.numel(); ++k, next_index(idx, a.dims)) {
+    size_t o = 0;
+    for (size_t d = 0; d < idx.size(); ++d)
+      o += out_stride[d] * static_cast<size_t>(idx[d]);
+    if (is_float(n.dtype))
+      out.f[o] = float_binary(op, out.f[o], a.at(k));
+    else
+      put_int(out, o, int_binary(id, op, n.dtype, out.i[o], int_at(a, k)));
+  }
+  return out;
+}
+
+void check_elementwise(NodeId id, const Node& n, const std::vector<const Tensor*>& args,
+                       const std::vector<int64_t>& dims) {
+  for (const Tensor* a : args)
+    if (a->dims != dims)
+      fail(id, n, "operand dims " + dims_str(a->dims) + " differ from " + dims_str(dims));
+  DType t = args[0]->dtype;
+  OpClass cls = op_info(n.op).cls;
+  bool float_only = cls == OpClass::unary && n.op != Op::neg && n.op != Op::logical_not;
+  if (float_only && !is_float(t)) fail(id, n, "needs a float operand, got " + dtype_str(t));
+  if (n.op == Op::logical_not && is_float(t)) fail(id, n, "needs an integer or bool operand");
+  if (cls == OpClass::binary && is_float(t) && !defined_on_floats(n.op))
+    fail(id, n, "is not defined for float operands (" + dtype_str(t) + ")");
+  if (cls == OpClass::binary && args[1]->dtype != t) fail(id, n, "operand dtypes differ");
+  if (n.op == Op::bitcast && dtype_bits(t) != dtype_bits(n.dtype))
+    fail(id, n, "bitcast between types of different widths");
+}
+
+Tensor eval_elementwise(NodeId id, const Node& n, const std::vector<const Tensor*>& args,
+                        const std::vector<int64_t>& dims) {
+  check_elementwise(id, n, args, dims);
+  const Tensor& a = *args[0];
+  bool fl = is_float(a.dtype);
+  OpClass cls = op_info(n.op).cls;
+  Tensor out(n.dtype, dims);
+  for (size_t k = 0; k < out.numel(); ++k) {
+    if (n.op == Op::copy || n.op == Op::cast)
+      put_element(out, k, a, k);
+    else if (n.op == Op::bitcast)
+      from_bits(out, k, to_bits(a, k));
+    else if (n.op == Op::where)
+      put_element(out, k, *args[a.at(k) != 0 ? 1 : 2], k);
+    else if (n.op == Op::mulacc && fl)
+      put_float(out, k, std::fma(a.f[k], args[1]->at(k), args[2]->at(k)));
+    else if (n.op == Op::mulacc)
+      put_int(out, k, wrapping_add(wrapping_mul(a.i[k], int_at(*args[1], k)), int_at(*args[2], k)));
+    else if (cls == OpClass::unary && fl)
+      put_float(out, k, float_unary(n.op, a.f[k]));
+    else if (cls == OpClass::unary)
+      put_int(out, k, int_unary(n.op, a.dtype, a.i[k]));
+    else if (fl)
+      put_float(out, k, float_binary(n.op, a.f[k], args[1]->f[k]));
+    else
+      put_int(out, k, int_binary(id, n.op, a.dtype, a.i[k], args[1]->i[k]));
+  }
+  if (n.op == Op::cast && is_float(n.dtype))  // the one place where float values are rounded
+    for (double& v : out.f)
+      v = round_to_float(n.dtype, v);
+  return out;
+}
+
+Tensor eval_source(NodeId id, const Node& n, const std::vector<int64_t>& dims) {
+  Tensor out(n.dtype, dims);
+  if (n.op == Op::constant && is_float(n.dtype))
+    std::fill(out.f.begin(), out.f.end(), round_to_float(n.dtype, n.value));
+  if (n.op == Op::constant && !is_float(n.dtype))
+    std::fill(out.i.begin(), out.i.end(), wrap_int(n.dtype, n.int_value));
+  if (n.op == Op::constant) return out;
+  if (n.axis < 0 || n.axis >= static_cast<int>(dims.size()))
+    fail(id, n, "axis " + std::to_string(n.axis) + " is out of range");
+  size_t stride = 1;
+  for (size_t d = n.axis + 1; d < dims.size(); ++d)
+    stride *= static_cast<size_t>(dims[d]);
+  for (size_t k = 0; k < out.numel(); ++k)
+    out.set_int(k, static_cast<int64_t>((k / stride) % static_cast<size_t>(dims[n.axis])));
+  return out;
+}
+
+/** The caller's tensor for input node `id`, checked against the node. */
+const Tensor& input_value(const Graph& g, NodeId id, const std::vector<int64_t>& dims,
+                          const std::vector<Tensor>& inputs) {
+  const Node& n = g[id];
+  auto it = std::find(g.inputs.begin(), g.inputs.end(), id);
+  if (it == g.inputs.end()) fail(id, n, "the input is not listed among the graph's inputs");
+  const Tensor& t = inputs[it - g.inputs.begin()];
+  size_t have = is_float(t.dtype) ? t.f.size() : t.i.size();
+  if (t.dtype != n.dtype || t.dims != dims || have != t.numel())
+    throw std::runtime_error("input '" + n.name + "': expected " + dtype_str(n.dtype) +
+                             dims_str(dims) + ", got " + tensor_type_str(t) + " with " +
+                             std::to_string(have) + " elements");
+  return t;
+}
+
+}  // namespace
+
+std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
+                              const std::vector<Tensor>& inputs) {
+  for (const std::string& v : g.size_vars)
+    if (!sizes.count(v)) throw std::runtime_error("size variable '" + v + "' is not bound");
+  if (inputs.size() != g.inputs.size())
+    throw std::runtime_error("expected " + std::to_string(g.inputs.size()) + " inputs, got " +
+                             std::to_string(inputs.size()));
+  std::vector<Tensor> values(g.size());
+  for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
+    const Node& n = g[id];
+    std::vector<int64_t> dims = eval_shape(n.shape, sizes);
+    for (int64_t d : dims)
+      if (d < 0) fail(id, n, "negative dimension in " + dims_str(dims));
+    std::vector<const Tensor*> args;
+    for (NodeId o : n.operands) {
+      if (o < 0 || o >= id) fail(id, n, "operand %" + std::to_string(o) + " is not evaluated yet");
+      args.push_back(&values[o]);
+    }
+    if (op_info(n.op).arity >= 0 && args.size() != static_cast<size_t>(op_info(n.op).arity))
+      fail(id, n, "wrong number of operands");
+    if (n.op == Op::extern_call)
+      throw std::runtime_error("extern routine '" + n.name +
+                               "' is not available in the interpreter");
+    if (n.op == Op::input)
+      values[id] = input_value(g, id, dims, inputs);
+    else if (n.op == Op::constant || n.op == Op::index)
+      values[id] = eval_source(id, n, dims);
+    else if (n.op == Op::view)
+      values[id] = eval_view(id, n, *args[0], dims, sizes);
+    else if (n.op == Op::reduce)
+      values[id] = eval_reduce(id, n, *args[0], dims);
+    else
+      values[id] = eval_elementwise(id, n, args, dims);
+  }
+  std::vector<Tensor> out;
+  for (const GraphOutput& o : g.outputs) {
+    if (o.node < 0 || o.node >= static_cast<NodeId>(g.size()))
+      throw std::runtime_error("output '" + o.name + "' refers to a missing node");
+    out.push_back(values[o.node]);
+  }
+  return out;
+}
+
+}  // namespace kiln

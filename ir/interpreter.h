@@ -1,0 +1,27 @@
+/** \file
+ * The reference interpreter: the oracle every runtime is checked against. Evaluates any graph
+ * for any binding of its size variables. Floating-point work is done in double (an explicit
+ * cast to a narrower float rounds, as the program asked); integer work is exact with
+ * wrap-around to the node's dtype. Written for clarity, not speed.
+ */
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace kiln {
+
+/** Size-variable bindings: name -> value. */
+using SizeBindings = std::map<std::string, int64_t>;
+
+/** Evaluates `g` on `inputs` (in g.inputs order); returns the outputs in g.outputs order.
+ *  Throws std::runtime_error with a clear message on an unbound size, a wrong input shape or
+ *  dtype, an integer division by zero, or a view that reads outside its source. */
+std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
+                              const std::vector<Tensor>& inputs);
+
+}  // namespace kiln

@@ -1,0 +1,43 @@
+/** \file
+ * Concrete tensors: the values the interpreter computes and the CLI fills with random data.
+ * Floating-point elements are held as double, integer and bool elements as exact int64.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace kiln {
+
+/** A dense row-major tensor with concrete dimensions. */
+struct Tensor {
+  DType dtype = DType::f32;
+  std::vector<int64_t> dims;
+  std::vector<double> f;   ///< elements of a float tensor
+  std::vector<int64_t> i;  ///< elements of an integer or bool tensor
+
+  Tensor() = default;
+  Tensor(DType t, std::vector<int64_t> dims);
+  size_t numel() const;
+  /** Element `k` as a double (exact for integers up to 2^53). */
+  double at(size_t k) const;
+  /** Sets element `k`, rounding to the dtype (floats) or wrapping (integers). */
+  void set(size_t k, double v);
+  void set_int(size_t k, int64_t v);
+};
+
+/** Fills a tensor with seeded uniform values in [lo, hi) (integers: [lo, hi) rounded down).
+ *  Deterministic across platforms: uses its own generator, not <random>'s distributions. */
+Tensor random_tensor(DType t, const std::vector<int64_t>& dims, uint64_t seed, double lo,
+                     double hi);
+
+/** "f32[3, 5]" */
+std::string tensor_type_str(const Tensor& t);
+
+/** One line summarising the values: min, max, mean and the first few elements. */
+std::string tensor_summary(const Tensor& t);
+
+}  // namespace kiln

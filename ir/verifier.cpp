@@ -1,0 +1,216 @@
+#include "ir/verifier.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace kiln {
+
+namespace {
+
+std::string dt(DType t) {
+  return std::string(dtype_name(t));
+}
+
+/** Collects the problems of one node, each prefixed "%id (op): ". */
+class NodeChecker {
+ public:
+  NodeChecker(const Graph& g, NodeId id, std::vector<std::string>& out)
+      : g_(g), id_(id), n_(g[id]), out_(out) {}
+
+  void run() {
+    if (static_cast<int>(n_.op) >= kNumOps) {
+      out_.push_back("%" + std::to_string(id_) + " (?): unknown op");
+      return;
+    }
+    if (!check_operands()) return;
+    if (is_elementwise(n_.op)) check_elementwise_shapes();
+    check_dtypes();
+    if (n_.op == Op::view) check_view();
+    if (n_.op == Op::reduce) check_reduce();
+    if (n_.op == Op::index && (n_.axis < 0 || n_.axis >= static_cast<int>(n_.shape.size())))
+      report("axis " + std::to_string(n_.axis) + " is out of range for rank " +
+             std::to_string(n_.shape.size()));
+    if (n_.op == Op::input && std::find(g_.inputs.begin(), g_.inputs.end(), id_) == g_.inputs.end())
+      report("input '" + n_.name + "' is not listed among the graph's inputs");
+    check_size_vars();
+  }
+
+ private:
+  void report(const std::string& what) {
+    out_.push_back("%" + std::to_string(id_) + " (" + std::string(op_name(n_.op)) + "): " + what);
+  }
+
+  const Node& operand(size_t k) const { return g_[n_.operands[k]]; }
+
+  /** Arity and operand order; false when the operands cannot be looked at. */
+  bool check_operands() {
+    int arity = op_info(n_.op).arity;
+    if (arity >= 0 && n_.operands.size() != static_cast<size_t>(arity)) {
+      report("expects " + std::to_string(arity) + " operands, has " +
+             std::to_string(n_.operands.size()));
+      return false;
+    }
+    bool ok = true;
+    for (NodeId o : n_.operands) {
+      if (o < 0 || o >= id_) {
+        report("operand %" + std::to_string(o) + " does not precede its user");
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  void check_elementwise_shapes() {
+    for (size_t k = 0; k < n_.operands.size(); ++k)
+      if (!same_shape(operand(k).shape, n_.shape))
+        report("operand %" + std::to_string(n_.operands[k]) + " has shape " +
+               shape_str(operand(k).shape) + " but the node has " + shape_str(n_.shape));
+  }
+
+  void require(bool ok, const std::string& what) {
+    if (!ok) report(what);
+  }
+
+  void check_dtypes() {
+    DType t = n_.dtype;
+    OpClass cls = op_info(n_.op).cls;
+    if (cls == OpClass::unary) {
+      DType a = operand(0).dtype;
+      require(a == t, "operand dtype " + dt(a) + " differs from the result's " + dt(t));
+      bool float_only = n_.op == Op::recip || n_.op == Op::sqrt || n_.op == Op::exp2 ||
+                        n_.op == Op::log2 || n_.op == Op::sin;
+      if (float_only) require(is_float(a), "needs a float dtype, got " + dt(a));
+      if (n_.op == Op::logical_not)
+        require(is_int(a) || a == DType::boolean, "needs an integer or bool dtype, got " + dt(a));
+    } else if (cls == OpClass::binary) {
+      check_binary_dtypes();
+    } else if (n_.op == Op::where) {
+      require(operand(0).dtype == DType::boolean,
+              "condition has dtype " + dt(operand(0).dtype) + ", not bool");
+      for (size_t k = 1; k < 3; ++k)
+        require(operand(k).dtype == t, "operand %" + std::to_string(n_.operands[k]) +
+                                           " has dtype " + dt(operand(k).dtype) +
+                                           " but the node has " + dt(t));
+    } else if (n_.op == Op::mulacc) {
+      for (size_t k = 0; k < 3; ++k)
+        require(operand(k).dtype == t, "operand %" + std::to_string(n_.operands[k]) +
+                                           " has dtype " + dt(operand(k).dtype) +
+                                           " but the node has " + dt(t));
+    } else if (n_.op == Op::bitcast) {
+      require(
+          dtype_bits(operand(0).dtype) == dtype_bits(t),
+          "bitcast between types of different widths: " + dt(operand(0).dtype) + " -> " + dt(t));
+    } else if (n_.op == Op::view || n_.op == Op::copy || n_.op == Op::reduce) {
+      require(operand(0).dtype == t,
+              "operand dtype " + dt(operand(0).dtype) + " differs from the result's " + dt(t));
+    }
+  }
+
+  void check_binary_dtypes() {
+    DType a = operand(0).dtype, b = operand(1).dtype;
+    if (a != b) {
+      report("operand dtypes differ: " + dt(a) + " and " + dt(b));
+      return;
+    }
+    bool compare = n_.op == Op::cmplt || n_.op == Op::cmpeq;
+    DType expected = compare ? DType::boolean : a;
+    require(n_.dtype == expected, "result dtype " + dt(n_.dtype) + " should be " + dt(expected));
+    bool int_only = n_.op == Op::idiv || n_.op == Op::shl || n_.op == Op::shr;
+    bool int_or_bool = n_.op == Op::bit_and || n_.op == Op::bit_or || n_.op == Op::bit_xor;
+    if (int_only) require(is_int(a), "needs an integer dtype, got " + dt(a));
+    if (int_or_bool)
+      require(is_int(a) || a == DType::boolean, "needs an integer or bool dtype, got " + dt(a));
+  }
+
+  void check_view() {
+    const View& v = n_.view;
+    size_t rank = operand(0).shape.size();
+    require(v.index.size() == rank, "view has " + std::to_string(v.index.size()) +
+                                        " index expressions for a source of rank " +
+                                        std::to_string(rank));
+    require(same_shape(v.shape, n_.shape),
+            "view shape " + shape_str(v.shape) + " differs from the node's " + shape_str(n_.shape));
+    std::set<std::string> vars;
+    for (const IntExpr& e : v.index)
+      e.collect_vars(vars);
+    for (const MaskBound& m : v.mask)
+      m.expr.collect_vars(vars);
+    for (const std::string& name : vars) {
+      if (name[0] != '%') continue;
+      bool ok = name.size() > 1 && name.find_first_not_of("0123456789", 1) == std::string::npos &&
+                name.size() < 10 && std::stoul(name.substr(1)) < v.shape.size();
+      require(ok, "index variable " + name + " is outside the view's rank " +
+                      std::to_string(v.shape.size()));
+    }
+  }
+
+  void check_reduce() {
+    const Shape& src = operand(0).shape;
+    Shape expected = src;
+    for (size_t k = 0; k < n_.axes.size(); ++k) {
+      int ax = n_.axes[k];
+      if (ax < 0 || ax >= static_cast<int>(src.size())) {
+        report("reduce axis " + std::to_string(ax) + " is out of range for rank " +
+               std::to_string(src.size()));
+        return;
+      }
+      if (k > 0 && ax <= n_.axes[k - 1]) {
+        report("reduce axes are not ascending and unique");
+        return;
+      }
+      expected[ax] = 1;
+    }
+    require(same_shape(expected, n_.shape),
+            "shape " + shape_str(n_.shape) + " should be " + shape_str(expected));
+  }
+
+  void check_size_vars() {
+    std::set<std::string> vars;
+    for (const IntExpr& d : n_.shape)
+      d.collect_vars(vars);
+    if (n_.op == Op::view) {
+      for (const IntExpr& e : n_.view.index)
+        e.collect_vars(vars);
+      for (const MaskBound& m : n_.view.mask) {
+        m.expr.collect_vars(vars);
+        m.bound.collect_vars(vars);
+      }
+    }
+    for (const std::string& name : vars)
+      if (name[0] != '%' &&
+          std::find(g_.size_vars.begin(), g_.size_vars.end(), name) == g_.size_vars.end())
+        report("size variable '" + name + "' is not among the graph's size variables");
+  }
+
+  const Graph& g_;
+  NodeId id_;
+  const Node& n_;
+  std::vector<std::string>& out_;
+};
+
+}  // namespace
+
+std::vector<std::string> verify(const Graph& g) {
+  std::vector<std::string> problems;
+  for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id)
+    NodeChecker(g, id, problems).run();
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    NodeId id = g.inputs[k];
+    bool exists = id >= 0 && id < static_cast<NodeId>(g.size());
+    if (!exists || g[id].op != Op::input)
+      problems.push_back("input #" + std::to_string(k) + ": %" + std::to_string(id) +
+                         (exists ? " is not an input node" : " does not exist"));
+  }
+  for (const GraphOutput& o : g.outputs)
+    if (o.node < 0 || o.node >= static_cast<NodeId>(g.size()))
+      problems.push_back("output '" + o.name + "': %" + std::to_string(o.node) + " does not exist");
+  return problems;
+}
+
+void verify_or_throw(const Graph& g) {
+  std::vector<std::string> problems = verify(g);
+  if (!problems.empty()) throw std::logic_error(problems.front());
+}
+
+}  // namespace kiln

@@ -1,0 +1,58 @@
+/** \file
+ * Views: reshape, permute, expand, slice, pad and stride as index maps instead of copies.
+ * A view of rank r reads a source tensor; for each source dimension it gives the source index as
+ * an expression over the view's index variables `%0 .. %r-1` and the size variables. An element
+ * of the view is valid when every mask constraint `0 <= expr < bound` holds; invalid elements
+ * read as zero (this is how pad is expressed). Views compose: a view of a view is one view.
+ */
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/int_expr.h"
+
+namespace kiln {
+
+/** Valid when `0 <= expr < bound`, `expr` over the view's index variables. */
+struct MaskBound {
+  IntExpr expr;
+  IntExpr bound;
+};
+
+/** An index map from a view's index space into its source. */
+struct View {
+  Shape shape;                    ///< the view's own shape
+  std::vector<IntExpr> index;     ///< one source index per source dimension
+  std::vector<MaskBound> mask;    ///< all must hold for an element to be valid
+
+  /** The identity view of a tensor of shape `s`. */
+  static View identity(const Shape& s);
+
+  /** True when this view reads its source unchanged (same shape, index `%k` in dimension k). */
+  bool is_identity(const Shape& source) const;
+
+  /** `outer` applied to the result of `inner`: one view reading inner's source. */
+  static View compose(const View& outer, const View& inner);
+
+  std::string str() const;
+};
+
+/** The view primitives. Each takes the source shape and returns a view of it. Callers check
+ *  arguments first (the spec front end reports bad ones with a location); these assume them. */
+namespace views {
+
+/** Reinterpret row-major data with a new shape of equal element count. */
+View reshape(const Shape& src, const Shape& dst);
+/** Dimension k of the result is dimension perm[k] of the source. */
+View permute(const Shape& src, const std::vector<int>& perm);
+/** Broadcast size-1 dimensions to `dst` (same rank). */
+View expand(const Shape& src, const Shape& dst);
+/** Elements start, start+step, ... of `axis`, `count` of them (step may be negative). */
+View slice(const Shape& src, int axis, const IntExpr& start, const IntExpr& count, int64_t step);
+/** Adds `before` and `after` zero elements around `axis`. */
+View pad(const Shape& src, int axis, const IntExpr& before, const IntExpr& after);
+
+}  // namespace views
+
+}  // namespace kiln

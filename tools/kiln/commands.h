@@ -1,0 +1,15 @@
+/** \file
+ * The `kiln` subcommands. Each registers itself on the CLI11 app and returns a callback result
+ * through `exit_code`.
+ */
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kiln::cli {
+
+void add_check_command(CLI::App& app, int& exit_code);
+void add_run_command(CLI::App& app, int& exit_code);
+void add_show_command(CLI::App& app, int& exit_code);
+
+}  // namespace kiln::cli

@@ -1,0 +1,157 @@
+#include "tools/kiln/session.h"
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+namespace kiln::cli {
+
+namespace {
+
+std::pair<std::string, std::string> split_assignment(const std::string& s, const char* what) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    throw UsageError(std::string("expected ") + what + " as NAME=VALUE, got '" + s + "'");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+int64_t parse_int(const std::string& s, const std::string& what) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size())
+    throw UsageError("expected an integer for " + what + ", got '" + s + "'");
+  return v;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(s);
+  while (std::getline(in, item, sep)) {
+    auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+AttrValue parse_attr(const std::string& text, const AttrDecl& decl) {
+  AttrValue a = decl.value;
+  try {
+    switch (decl.value.kind) {
+      case AttrValue::Kind::integer:
+        a.integer = parse_int(text, "attribute " + decl.name);
+        break;
+      case AttrValue::Kind::number:
+        a.number = std::stod(text);
+        break;
+      case AttrValue::Kind::boolean:
+        if (text != "true" && text != "false") throw UsageError("");
+        a.boolean = text == "true";
+        break;
+      case AttrValue::Kind::string:
+        a.string = text;
+        break;
+      case AttrValue::Kind::list:
+        a.list.clear();
+        for (const std::string& x : split(text, ',')) {
+          AttrValue item;
+          item.integer = parse_int(x, "attribute " + decl.name);
+          a.list.push_back(item);
+        }
+        break;
+    }
+  } catch (const std::exception&) {
+    throw UsageError("attribute '" + decl.name + "' expects a value like its default " +
+                     decl.value.str() + ", got '" + text + "'");
+  }
+  return a;
+}
+
+}  // namespace
+
+SizeBindings parse_sizes(const std::string& text) {
+  SizeBindings out;
+  for (const std::string& item : split(text, ',')) {
+    auto [k, v] = split_assignment(item, "a size");
+    out[k] = parse_int(v, "size " + k);
+    if (out[k] < 0) throw UsageError("size " + k + " must not be negative");
+  }
+  return out;
+}
+
+void load_selection(const Selection& sel, Loaded& out) {
+  std::string path = sel.target, name;
+  auto colon = sel.target.rfind(':');
+  if (colon != std::string::npos) {
+    path = sel.target.substr(0, colon);
+    name = sel.target.substr(colon + 1);
+  }
+  out.file = &out.lib.load(path);
+  if (name.empty()) {
+    if (out.file->composites.size() != 1) {
+      std::string names;
+      for (const auto& c : out.file->composites) names += " " + c->name;
+      throw UsageError(path + " holds several composites; name one as " + path +
+                       ":COMPOSITE (one of:" + names + ")");
+    }
+    out.comp = out.file->composites[0].get();
+  } else {
+    out.comp = out.file->find(name);
+    if (!out.comp) {
+      std::string names;
+      for (const auto& c : out.file->composites) names += " " + c->name;
+      throw UsageError("no composite '" + name + "' in " + path + " (it has:" + names + ")");
+    }
+  }
+  for (const std::string& d : sel.dtypes) {
+    auto [k, v] = split_assignment(d, "a dtype choice");
+    auto dt = parse_dtype(v);
+    if (!dt) throw UsageError("unknown dtype '" + v + "' in --dtype " + d);
+    auto tvars = resolve_type_vars(*out.comp, {});
+    if (!tvars.count(k))
+      throw UsageError("composite '" + out.comp->name + "' has no type variable '" + k + "'");
+    if (const TypeVar* tv = out.comp->type_var(k))
+      if (std::find(tv->allowed.begin(), tv->allowed.end(), *dt) == tv->allowed.end())
+        throw UsageError("type variable " + k + " of '" + out.comp->name + "' does not allow " +
+                         v);
+    out.options.dtypes[k] = *dt;
+  }
+  for (const std::string& a : sel.attrs) {
+    auto [k, v] = split_assignment(a, "an attribute");
+    const AttrDecl* decl = out.comp->attr(k);
+    if (!decl) throw UsageError("composite '" + out.comp->name + "' has no attribute '" + k + "'");
+    out.options.attrs[k] = parse_attr(v, *decl);
+  }
+  if (!sel.batch.empty()) {
+    for (const std::string& b : split(sel.batch, ','))
+      out.batch.push_back(parse_int(b, "--batch"));
+  } else if (!out.comp->test.batches.empty()) {
+    out.batch = out.comp->test.batches[0];
+  }
+  out.options.batch_rank = static_cast<int>(out.batch.size());
+}
+
+std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,
+                                  uint64_t seed) {
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const Node& n = g[g.inputs[k]];
+    double lo = -1, hi = 1;
+    if (n.dtype == DType::boolean) {
+      lo = 0;
+      hi = 2;
+    } else if (n.dtype == DType::u8) {
+      lo = 0;
+      hi = 16;
+    } else if (is_int(n.dtype)) {
+      lo = -8;
+      hi = 8;
+    }
+    if (auto it = c.test.ranges.find(n.name); it != c.test.ranges.end())
+      std::tie(lo, hi) = it->second;
+    out.push_back(random_tensor(n.dtype, eval_shape(n.shape, sizes), seed + 7919 * k, lo, hi));
+  }
+  return out;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,53 @@
+/** \file
+ * What the `kiln` subcommands share: naming a composite as FILE[:COMPOSITE], loading it,
+ * choosing dtypes, batch rank and attributes from the command line, binding sizes, and making
+ * seeded random inputs. Exit codes live here too (README "Exit codes").
+ */
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dsl/lower.h"
+#include "ir/interpreter.h"
+
+namespace kiln::cli {
+
+/** Process exit codes. */
+enum Exit : int { ok = 0, spec_error = 1, usage_error = 2, test_failed = 3, run_error = 4 };
+
+/** A command-line mistake: printed as one line, exit code 2. */
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/** Options that pick and instantiate a composite. */
+struct Selection {
+  std::string target;                  ///< FILE[:COMPOSITE]
+  std::vector<std::string> dtypes;     ///< T=f32
+  std::vector<std::string> attrs;      ///< name=value
+  std::string batch;                   ///< "3,5"; empty: the composite's test batch
+};
+
+/** A loaded composite, ready to lower. */
+struct Loaded {
+  Library lib;
+  const SpecFile* file = nullptr;
+  const Composite* comp = nullptr;
+  LowerOptions options;
+  std::vector<int64_t> batch;  ///< batch dimensions bound to batch0, batch1, ...
+};
+
+/** Loads the target and applies dtype, attribute and batch choices. Throws SpecError or
+ *  UsageError. */
+void load_selection(const Selection& sel, Loaded& out);
+
+/** Parses "M=100,N=7" into bindings. */
+SizeBindings parse_sizes(const std::string& text);
+
+/** Seeded random inputs for every graph input; ranges from the composite's test table. */
+std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,
+                                  uint64_t seed);
+
+}  // namespace kiln::cli
