@@ -13,5 +13,6 @@ function(kiln_test_suite folder label)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
   add_test(NAME ${folder} COMMAND ${target} --no-intro=true --duration=false
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(${folder} PROPERTIES LABELS ${label})
+  set_tests_properties(${folder} PROPERTIES LABELS ${label}
+                       ENVIRONMENT "KILN_BIN=$<TARGET_FILE:kiln>")
 endfunction()
