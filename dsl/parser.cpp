@@ -1,6 +1,7 @@
 #include "dsl/parser.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
@@ -296,10 +297,11 @@ class Parser {
     for (char c : t.text)
       if (c != '_') digits += c;
     char* end = nullptr;
-    bool integral = digits.find_first_of(".eE") == std::string::npos;
+    bool hex = digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
+    bool integral = hex || digits.find_first_of(".eE") == std::string::npos;
     if (integral) {
       errno = 0;
-      e->integer = std::strtoll(digits.c_str(), &end, 0);
+      e->integer = std::strtoll(digits.c_str(), &end, hex ? 16 : 10);
       if (errno) throw SpecError(loc(t), "integer literal '" + t.text + "' is out of range");
       e->number = static_cast<double>(e->integer);
       e->is_integer = true;
