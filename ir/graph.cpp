@@ -1,7 +1,9 @@
 #include "ir/graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace kiln {
 
@@ -31,7 +33,9 @@ NodeId Graph::constant(DType t, const Shape& shape, double value) {
   if (is_float(t)) {
     n.value = value;
   } else {
-    n.int_value = wrap_int(t, static_cast<int64_t>(value));
+    // integers beyond int64 or NaN have no integer value: saturate (NaN -> 0)
+    double v = std::isnan(value) ? 0 : std::clamp(value, -9.2233720368547758e18, 9.2233720368547748e18);
+    n.int_value = wrap_int(t, static_cast<int64_t>(v));
     n.value = static_cast<double>(n.int_value);
   }
   return add(std::move(n));

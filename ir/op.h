@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
