@@ -27,7 +27,9 @@ double round_binary(double v, int mantissa, int min_exp, int max_exp) {
 
 }  // namespace
 
-std::string_view dtype_name(DType t) { return kNames[static_cast<int>(t)]; }
+std::string_view dtype_name(DType t) {
+  return kNames[static_cast<int>(t)];
+}
 
 std::optional<DType> parse_dtype(std::string_view s) {
   for (size_t i = 0; i < kNames.size(); ++i)
@@ -36,17 +38,23 @@ std::optional<DType> parse_dtype(std::string_view s) {
 }
 
 const std::vector<DType>& all_dtypes() {
-  static const std::vector<DType> all = {DType::f64, DType::f32, DType::f16, DType::bf16,
-                                         DType::i64, DType::i32, DType::i16, DType::i8,
+  static const std::vector<DType> all = {DType::f64, DType::f32,    DType::f16, DType::bf16,
+                                         DType::i64, DType::i32,    DType::i16, DType::i8,
                                          DType::u8,  DType::boolean};
   return all;
 }
 
-bool is_float(DType t) { return t <= DType::bf16; }
+bool is_float(DType t) {
+  return t <= DType::bf16;
+}
 
-bool is_int(DType t) { return t >= DType::i64 && t <= DType::u8; }
+bool is_int(DType t) {
+  return t >= DType::i64 && t <= DType::u8;
+}
 
-bool is_signed_int(DType t) { return t >= DType::i64 && t <= DType::i8; }
+bool is_signed_int(DType t) {
+  return t >= DType::i64 && t <= DType::i8;
+}
 
 int dtype_bits(DType t) {
   switch (t) {

@@ -34,10 +34,12 @@ bool is_signed_int(DType t);
 /** Storage width in bits (bool is 8). */
 int dtype_bits(DType t);
 
-/** Wraps an exact integer to the range of integer dtype `t` (two's complement); bool maps to 0/1. */
+/** Wraps an exact integer to the range of integer dtype `t` (two's complement); bool maps to 0/1.
+ */
 int64_t wrap_int(DType t, int64_t v);
 
-/** Rounds a double to the nearest value representable in float dtype `t` (round to nearest even). */
+/** Rounds a double to the nearest value representable in float dtype `t` (round to nearest even).
+ */
 double round_to_float(DType t, double v);
 
 }  // namespace kiln

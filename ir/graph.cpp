@@ -34,7 +34,8 @@ NodeId Graph::constant(DType t, const Shape& shape, double value) {
     n.value = value;
   } else {
     // integers beyond int64 or NaN have no integer value: saturate (NaN -> 0)
-    double v = std::isnan(value) ? 0 : std::clamp(value, -9.2233720368547758e18, 9.2233720368547748e18);
+    double v =
+        std::isnan(value) ? 0 : std::clamp(value, -9.2233720368547758e18, 9.2233720368547748e18);
     n.int_value = wrap_int(t, static_cast<int64_t>(v));
     n.value = static_cast<double>(n.int_value);
   }
@@ -128,7 +129,8 @@ NodeId Graph::reduce(ReduceKind kind, NodeId a, const std::vector<int>& axes) {
   n.op = Op::reduce;
   n.dtype = nodes[a].dtype;
   n.shape = nodes[a].shape;
-  for (int ax : axes) n.shape[ax] = 1;
+  for (int ax : axes)
+    n.shape[ax] = 1;
   n.operands = {a};
   n.reduce_kind = kind;
   n.axes = axes;
@@ -165,7 +167,8 @@ std::string node_attrs(const Node& n) {
       return n.view.str();
     case Op::reduce: {
       std::string s = std::string(reduce_kind_name(n.reduce_kind)) + " axes=[";
-      for (size_t i = 0; i < n.axes.size(); ++i) s += (i ? "," : "") + std::to_string(n.axes[i]);
+      for (size_t i = 0; i < n.axes.size(); ++i)
+        s += (i ? "," : "") + std::to_string(n.axes[i]);
       return s + "]";
     }
     case Op::extern_call:
@@ -183,7 +186,8 @@ std::string type_str(const Node& n) {
 
 std::string graph_to_text(const Graph& g) {
   std::string s = "graph " + g.name + "(";
-  for (size_t i = 0; i < g.size_vars.size(); ++i) s += (i ? ", " : "") + g.size_vars[i];
+  for (size_t i = 0; i < g.size_vars.size(); ++i)
+    s += (i ? ", " : "") + g.size_vars[i];
   s += ")\n";
   for (size_t id = 0; id < g.nodes.size(); ++id) {
     const Node& n = g.nodes[id];

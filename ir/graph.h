@@ -25,16 +25,16 @@ struct Node {
   DType dtype = DType::f32;
   Shape shape;
   std::vector<NodeId> operands;
-  double value = 0;               ///< constant: the scalar, exact for integers up to 2^53
-  int64_t int_value = 0;          ///< constant: the scalar of an integer or bool constant
-  bool symbolic = false;          ///< constant: the value is `size_value`, known at run time
-  IntExpr size_value;             ///< constant: a size expression such as `N` (when symbolic)
-  int axis = 0;                   ///< index: the axis whose position is the value
-  View view;                      ///< view
+  double value = 0;       ///< constant: the scalar, exact for integers up to 2^53
+  int64_t int_value = 0;  ///< constant: the scalar of an integer or bool constant
+  bool symbolic = false;  ///< constant: the value is `size_value`, known at run time
+  IntExpr size_value;     ///< constant: a size expression such as `N` (when symbolic)
+  int axis = 0;           ///< index: the axis whose position is the value
+  View view;              ///< view
   ReduceKind reduce_kind = ReduceKind::sum;  ///< reduce
-  std::vector<int> axes;          ///< reduce: the reduced axes, ascending
-  std::string name;               ///< input: its name; extern: the routine
-  bool constant_input = false;    ///< input: marked `const` (weights) in the spec
+  std::vector<int> axes;                     ///< reduce: the reduced axes, ascending
+  std::string name;                          ///< input: its name; extern: the routine
+  bool constant_input = false;               ///< input: marked `const` (weights) in the spec
 };
 
 /** A named result of the graph. */

@@ -26,7 +26,9 @@ int64_t floor_div(int64_t a, int64_t b) {
   return q;
 }
 
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+int64_t floor_mod(int64_t a, int64_t b) {
+  return a - floor_div(a, b) * b;
+}
 
 Atom make_atom(IntAtom::Kind kind, const std::string& name, const IntExpr& a, const IntExpr& b) {
   auto atom = std::make_shared<IntAtom>();
@@ -81,8 +83,8 @@ std::string term_str(const Term& t) {
                    ? e.str()
                    : "(" + e.str() + ")";
       };
-      s += "(" + paren(a.a) + (a.kind == IntAtom::Kind::floordiv ? " / " : " % ") + paren(a.b) +
-           ")";
+      s +=
+          "(" + paren(a.a) + (a.kind == IntAtom::Kind::floordiv ? " / " : " % ") + paren(a.b) + ")";
     }
   }
   return s;
@@ -100,7 +102,9 @@ IntExpr IntExpr::var(const std::string& name) {
   return e;
 }
 
-IntExpr IntExpr::index(int k) { return var("%" + std::to_string(k)); }
+IntExpr IntExpr::index(int k) {
+  return var("%" + std::to_string(k));
+}
 
 IntExpr IntExpr::from_terms(std::vector<Term> terms) {
   for (Term& t : terms)
@@ -125,11 +129,14 @@ IntExpr operator+(const IntExpr& a, const IntExpr& b) {
 
 IntExpr operator-(const IntExpr& a) {
   std::vector<Term> t = a.terms_;
-  for (Term& x : t) x.coeff = -x.coeff;
+  for (Term& x : t)
+    x.coeff = -x.coeff;
   return IntExpr::from_terms(std::move(t));
 }
 
-IntExpr operator-(const IntExpr& a, const IntExpr& b) { return a + (-b); }
+IntExpr operator-(const IntExpr& a, const IntExpr& b) {
+  return a + (-b);
+}
 
 IntExpr operator*(const IntExpr& a, const IntExpr& b) {
   std::vector<Term> t;
@@ -284,7 +291,8 @@ std::string IntExpr::str() const {
 const std::string& IntExpr::key() const {
   if (!key_) {
     std::string k;
-    for (const Term& t : terms_) k += std::to_string(t.coeff) + "*" + monomial_key(t.factors) + ";";
+    for (const Term& t : terms_)
+      k += std::to_string(t.coeff) + "*" + monomial_key(t.factors) + ";";
     key_ = std::make_shared<const std::string>(std::move(k));
   }
   return *key_;
@@ -292,7 +300,8 @@ const std::string& IntExpr::key() const {
 
 std::string shape_str(const Shape& s) {
   std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].str();
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? ", " : "") + s[i].str();
   return out + "]";
 }
 
@@ -305,7 +314,8 @@ bool same_shape(const Shape& a, const Shape& b) {
 
 std::vector<int64_t> eval_shape(const Shape& s, const std::map<std::string, int64_t>& env) {
   std::vector<int64_t> out;
-  for (const IntExpr& d : s) out.push_back(d.eval(env));
+  for (const IntExpr& d : s)
+    out.push_back(d.eval(env));
   return out;
 }
 

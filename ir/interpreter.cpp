@@ -5,7 +5,8 @@
  * - Float dtypes compute in double and are not rounded after each op; only `cast` (and constants
  *   and `index`, which are values of their dtype) round to the node's float dtype. Integer and bool
  *   dtypes compute exactly in int64 and wrap to the node's dtype after each op; bool is 0/1.
- * - constant: every element the scalar (a symbolic one evaluates its size expression). index: the element's coordinate along `axis`.
+ * - constant: every element the scalar (a symbolic one evaluates its size expression). index: the
+ * element's coordinate along `axis`.
  * - view: for each output multi-index bind %0..%r-1, evaluate the mask bounds (an element failing
  *   `0 <= expr < bound` reads 0) and the source index; a source index out of range is an error.
  * - copy: identity. cast: float->float rounds to nearest even; float->int truncates toward zero,
@@ -372,8 +373,7 @@ Tensor eval_source(NodeId id, const Node& n, const std::vector<int64_t>& dims,
     std::fill(out.f.begin(), out.f.end(),
               round_to_float(n.dtype, n.symbolic ? static_cast<double>(size_value) : n.value));
   if (n.op == Op::constant && !is_float(n.dtype))
-    std::fill(out.i.begin(), out.i.end(),
-              wrap_int(n.dtype, n.symbolic ? size_value : n.int_value));
+    std::fill(out.i.begin(), out.i.end(), wrap_int(n.dtype, n.symbolic ? size_value : n.int_value));
   if (n.op == Op::constant) return out;
   if (n.axis < 0 || n.axis >= static_cast<int>(dims.size()))
     fail(id, n, "axis " + std::to_string(n.axis) + " is out of range");

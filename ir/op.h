@@ -13,17 +13,34 @@ namespace kiln {
 
 enum class Op : uint8_t {
   // data
-  input,    ///< a composite's input tensor (not counted among the primitives)
-  constant, ///< every element the same scalar
-  index,    ///< the position along one axis (iota)
-  view,     ///< an index map over its operand (ir/view.h)
-  copy,     ///< materialise the operand
-  cast,     ///< value conversion to the node's dtype
-  bitcast,  ///< reinterpret the bits as the node's dtype (same width)
+  input,     ///< a composite's input tensor (not counted among the primitives)
+  constant,  ///< every element the same scalar
+  index,     ///< the position along one axis (iota)
+  view,      ///< an index map over its operand (ir/view.h)
+  copy,      ///< materialise the operand
+  cast,      ///< value conversion to the node's dtype
+  bitcast,   ///< reinterpret the bits as the node's dtype (same width)
   // unary
-  neg, recip, sqrt, exp2, log2, sin, logical_not,
+  neg,
+  recip,
+  sqrt,
+  exp2,
+  log2,
+  sin,
+  logical_not,
   // binary
-  add, mul, max, idiv, mod, bit_and, bit_or, bit_xor, shl, shr, cmplt, cmpeq,
+  add,
+  mul,
+  max,
+  idiv,
+  mod,
+  bit_and,
+  bit_or,
+  bit_xor,
+  shl,
+  shr,
+  cmplt,
+  cmpeq,
   // ternary
   where,   ///< cond ? a : b
   mulacc,  ///< a * b + c
@@ -43,7 +60,7 @@ enum class ReduceKind : uint8_t { sum, max, prod };
 struct OpInfo {
   std::string_view name;  ///< spelling in printouts and rules: "add", "reduce", ...
   OpClass cls;
-  int arity;              ///< operand count; -1 for variadic (extern)
+  int arity;  ///< operand count; -1 for variadic (extern)
 };
 
 const OpInfo& op_info(Op op);

@@ -6,13 +6,15 @@ namespace {
 
 IntExpr product(const Shape& s, size_t begin, size_t end) {
   IntExpr p = 1;
-  for (size_t i = begin; i < end; ++i) p = p * s[i];
+  for (size_t i = begin; i < end; ++i)
+    p = p * s[i];
   return p;
 }
 
 std::map<std::string, IntExpr> index_substitution(const std::vector<IntExpr>& by) {
   std::map<std::string, IntExpr> sub;
-  for (size_t k = 0; k < by.size(); ++k) sub["%" + std::to_string(k)] = by[k];
+  for (size_t k = 0; k < by.size(); ++k)
+    sub["%" + std::to_string(k)] = by[k];
   return sub;
 }
 
@@ -27,7 +29,8 @@ bool divides(const IntExpr& a, const IntExpr& b) {
 View View::identity(const Shape& s) {
   View v;
   v.shape = s;
-  for (size_t k = 0; k < s.size(); ++k) v.index.push_back(IntExpr::index(static_cast<int>(k)));
+  for (size_t k = 0; k < s.size(); ++k)
+    v.index.push_back(IntExpr::index(static_cast<int>(k)));
   return v;
 }
 
@@ -42,19 +45,24 @@ View View::compose(const View& outer, const View& inner) {
   auto sub = index_substitution(outer.index);
   View v;
   v.shape = outer.shape;
-  for (const IntExpr& e : inner.index) v.index.push_back(e.substitute(sub));
+  for (const IntExpr& e : inner.index)
+    v.index.push_back(e.substitute(sub));
   v.mask = outer.mask;
-  for (const MaskBound& m : inner.mask) v.mask.push_back({m.expr.substitute(sub), m.bound});
+  for (const MaskBound& m : inner.mask)
+    v.mask.push_back({m.expr.substitute(sub), m.bound});
   return v;
 }
 
 std::string View::str() const {
   std::string s = "(";
-  for (size_t k = 0; k < shape.size(); ++k) s += (k ? ", %" : "%") + std::to_string(k);
+  for (size_t k = 0; k < shape.size(); ++k)
+    s += (k ? ", %" : "%") + std::to_string(k);
   s += ") -> (";
-  for (size_t k = 0; k < index.size(); ++k) s += (k ? ", " : "") + index[k].str();
+  for (size_t k = 0; k < index.size(); ++k)
+    s += (k ? ", " : "") + index[k].str();
   s += ")";
-  for (const MaskBound& m : mask) s += " if 0 <= " + m.expr.str() + " < " + m.bound.str();
+  for (const MaskBound& m : mask)
+    s += " if 0 <= " + m.expr.str() + " < " + m.bound.str();
   return s;
 }
 
@@ -85,7 +93,8 @@ View reshape(const Shape& src, const Shape& dst) {
       }
     }
     if (i_end == src.size())  // trailing size-1 destination dimensions join the last group
-      while (j_end < dst.size() && dst[j_end] == IntExpr(1)) ++j_end;
+      while (j_end < dst.size() && dst[j_end] == IntExpr(1))
+        ++j_end;
     IntExpr linear = 0;
     for (size_t k = j; k < j_end; ++k)
       if (dst[k] != IntExpr(1)) linear = linear * dst[k] + IntExpr::index(static_cast<int>(k));

@@ -22,9 +22,9 @@ struct MaskBound {
 
 /** An index map from a view's index space into its source. */
 struct View {
-  Shape shape;                    ///< the view's own shape
-  std::vector<IntExpr> index;     ///< one source index per source dimension
-  std::vector<MaskBound> mask;    ///< all must hold for an element to be valid
+  Shape shape;                  ///< the view's own shape
+  std::vector<IntExpr> index;   ///< one source index per source dimension
+  std::vector<MaskBound> mask;  ///< all must hold for an element to be valid
 
   /** The identity view of a tensor of shape `s`. */
   static View identity(const Shape& s);

@@ -35,7 +35,8 @@ Run run(const RunSpec& spec) {
   r.graph = lower_composite(*r.lib, *r.comp, opt);
   verify_or_throw(r.graph);
   r.sizes = spec.sizes;
-  for (size_t k = 0; k < spec.batch.size(); ++k) r.sizes["batch" + std::to_string(k)] = spec.batch[k];
+  for (size_t k = 0; k < spec.batch.size(); ++k)
+    r.sizes["batch" + std::to_string(k)] = spec.batch[k];
   for (size_t k = 0; k < r.graph.inputs.size(); ++k) {
     const Node& n = r.graph[r.graph.inputs[k]];
     if (auto g = spec.given.find(n.name); g != spec.given.end()) {
@@ -48,7 +49,8 @@ Run run(const RunSpec& spec) {
     if (auto it = r.comp->test.ranges.find(n.name); it != r.comp->test.ranges.end())
       std::tie(lo, hi) = it->second;
     if (auto it = spec.ranges.find(n.name); it != spec.ranges.end()) std::tie(lo, hi) = it->second;
-    r.inputs.push_back(random_tensor(n.dtype, eval_shape(n.shape, r.sizes), spec.seed + 31 * k, lo, hi));
+    r.inputs.push_back(
+        random_tensor(n.dtype, eval_shape(n.shape, r.sizes), spec.seed + 31 * k, lo, hi));
   }
   r.outputs = interpret(r.graph, r.sizes, r.inputs);
   return r;
@@ -78,13 +80,15 @@ AttrValue attr_bool(bool v) {
 AttrValue attr_list(const std::vector<int64_t>& v) {
   AttrValue a;
   a.kind = AttrValue::Kind::list;
-  for (int64_t x : v) a.list.push_back(attr_int(x));
+  for (int64_t x : v)
+    a.list.push_back(attr_int(x));
   return a;
 }
 
 size_t offset(const std::vector<int64_t>& dims, const std::vector<int64_t>& idx) {
   size_t o = 0;
-  for (size_t k = 0; k < dims.size(); ++k) o = o * dims[k] + idx[k];
+  for (size_t k = 0; k < dims.size(); ++k)
+    o = o * dims[k] + idx[k];
   return o;
 }
 
@@ -92,7 +96,8 @@ void expect_close(const Tensor& got, const std::vector<double>& want, double rto
   REQUIRE(got.numel() == want.size());
   for (size_t k = 0; k < want.size(); ++k) {
     double g = got.at(k), w = want[k];
-    bool ok = (std::isnan(g) && std::isnan(w)) || g == w || std::fabs(g - w) <= atol + rtol * std::fabs(w);
+    bool ok = (std::isnan(g) && std::isnan(w)) || g == w ||
+              std::fabs(g - w) <= atol + rtol * std::fabs(w);
     if (!ok) {
       std::ostringstream msg;
       msg << "element " << k << ": got " << g << ", want " << w;
@@ -110,7 +115,8 @@ void for_each_index(const std::vector<int64_t>& dims,
   for (;;) {
     fn(idx);
     int k = static_cast<int>(dims.size()) - 1;
-    while (k >= 0 && ++idx[k] == dims[k]) idx[k--] = 0;
+    while (k >= 0 && ++idx[k] == dims[k])
+      idx[k--] = 0;
     if (k < 0) return;
   }
 }

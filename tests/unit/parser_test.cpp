@@ -61,8 +61,9 @@ TEST_CASE("parser: numbers") {
 }
 
 TEST_CASE("parser: bodies, targets and comments") {
-  auto body = parse_body(text("m = max(x, axis=-1)  # row max\n\n e = exp(x - m); y = e\nC[m, n] = "
-                              "sum(A[m, k] *\n  B[k, n], k)\na, b = f(x)\n"));
+  auto body =
+      parse_body(text("m = max(x, axis=-1)  # row max\n\n e = exp(x - m); y = e\nC[m, n] = "
+                      "sum(A[m, k] *\n  B[k, n], k)\na, b = f(x)\n"));
   REQUIRE(body.size() == 5);
   CHECK(body[0].targets[0].name == "m");
   CHECK(body[2].targets[0].name == "y");

@@ -32,7 +32,8 @@ int check_file(const std::string& path) {
   const SpecFile& f = lib.load(path);
   for (const auto& c : f.composites) {
     bool batched = false;
-    for (const Param& p : c->inputs) batched |= p.type.batch;
+    for (const Param& p : c->inputs)
+      batched |= p.type.batch;
     for (const auto& dtypes : dtype_choices(*c, 64))
       for (int rank : batched ? std::vector<int>{0, 2} : std::vector<int>{0}) {
         LowerOptions opt;

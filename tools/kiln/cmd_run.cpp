@@ -38,7 +38,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
     verify_or_throw(g);
     if (o->debug >= 2) std::cout << graph_to_text(g);
     SizeBindings sizes = o->test.empty() ? l.comp->test.case_sizes(0) : parse_sizes(o->test);
-    for (size_t k = 0; k < l.batch.size(); ++k) sizes["batch" + std::to_string(k)] = l.batch[k];
+    for (size_t k = 0; k < l.batch.size(); ++k)
+      sizes["batch" + std::to_string(k)] = l.batch[k];
     for (const std::string& v : g.size_vars)
       if (!sizes.count(v))
         throw UsageError("size variable " + v + " of '" + l.comp->name +
@@ -46,9 +47,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
     std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o->seed);
     auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> outs = interpret(g, sizes, inputs);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::string bound;
-    for (const auto& [k, v] : sizes) bound += (bound.empty() ? "" : ",") + k + "=" + std::to_string(v);
+    for (const auto& [k, v] : sizes)
+      bound += (bound.empty() ? "" : ",") + k + "=" + std::to_string(v);
     std::cout << l.comp->name << " [" << bound << "] on " << o->runtime << "\n";
     for (size_t k = 0; k < inputs.size(); ++k)
       std::cout << "  in  " << g[g.inputs[k]].name << " : " << tensor_type_str(inputs[k]) << "\n";

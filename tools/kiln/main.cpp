@@ -7,8 +7,9 @@
 
 int main(int argc, char** argv) {
   using namespace kiln::cli;
-  CLI::App app{"kiln: a tensor compiler. Write kernels as composites in TOML; check, show and run them.",
-               "kiln"};
+  CLI::App app{
+      "kiln: a tensor compiler. Write kernels as composites in TOML; check, show and run them.",
+      "kiln"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
   int exit_code = Exit::ok;

@@ -90,7 +90,8 @@ void load_selection(const Selection& sel, Loaded& out) {
   if (name.empty()) {
     if (out.file->composites.size() != 1) {
       std::string names;
-      for (const auto& c : out.file->composites) names += " " + c->name;
+      for (const auto& c : out.file->composites)
+        names += " " + c->name;
       throw UsageError(path + " holds several composites; name one as " + path +
                        ":COMPOSITE (one of:" + names + ")");
     }
@@ -99,7 +100,8 @@ void load_selection(const Selection& sel, Loaded& out) {
     out.comp = out.file->find(name);
     if (!out.comp) {
       std::string names;
-      for (const auto& c : out.file->composites) names += " " + c->name;
+      for (const auto& c : out.file->composites)
+        names += " " + c->name;
       throw UsageError("no composite '" + name + "' in " + path + " (it has:" + names + ")");
     }
   }
@@ -112,8 +114,7 @@ void load_selection(const Selection& sel, Loaded& out) {
       throw UsageError("composite '" + out.comp->name + "' has no type variable '" + k + "'");
     if (const TypeVar* tv = out.comp->type_var(k))
       if (std::find(tv->allowed.begin(), tv->allowed.end(), *dt) == tv->allowed.end())
-        throw UsageError("type variable " + k + " of '" + out.comp->name + "' does not allow " +
-                         v);
+        throw UsageError("type variable " + k + " of '" + out.comp->name + "' does not allow " + v);
     out.options.dtypes[k] = *dt;
   }
   for (const std::string& a : sel.attrs) {

@@ -24,10 +24,10 @@ struct UsageError : std::runtime_error {
 
 /** Options that pick and instantiate a composite. */
 struct Selection {
-  std::string target;                  ///< FILE[:COMPOSITE]
-  std::vector<std::string> dtypes;     ///< T=f32
-  std::vector<std::string> attrs;      ///< name=value
-  std::string batch;                   ///< "3,5"; empty: the composite's test batch
+  std::string target;               ///< FILE[:COMPOSITE]
+  std::vector<std::string> dtypes;  ///< T=f32
+  std::vector<std::string> attrs;   ///< name=value
+  std::string batch;                ///< "3,5"; empty: the composite's test batch
 };
 
 /** A loaded composite, ready to lower. */
