@@ -24,9 +24,10 @@ class Args {
       auto it = std::find(params_.begin(), params_.end(), a.name);
       if (it == params_.end()) {
         std::string names;
-        for (const auto& p : params_) names += (names.empty() ? "" : ", ") + p;
-        throw SpecError(a.loc, "unknown argument '" + a.name + "' of '" + call.text +
-                                   "'; expected " + names);
+        for (const auto& p : params_)
+          names += (names.empty() ? "" : ", ") + p;
+        throw SpecError(
+            a.loc, "unknown argument '" + a.name + "' of '" + call.text + "'; expected " + names);
       }
       given_[it - params_.begin()] = &a;
     }
@@ -39,9 +40,11 @@ class Args {
  private:
   [[noreturn]] void fail_count() const {
     std::string names;
-    for (const auto& p : params_) names += (names.empty() ? "" : ", ") + p;
-    throw SpecError(call_.loc, "wrong number of arguments to '" + call_.text + "'; expected (" +
-                                   names + ")");
+    for (const auto& p : params_)
+      names += (names.empty() ? "" : ", ") + p;
+    throw SpecError(call_.loc, "wrong number of arguments to '" + call_.text + "': given " +
+                                   std::to_string(call_.args.size()) + ", expected (" + names +
+                                   ")");
   }
   const Expr& call_;
   std::vector<std::string> params_;
@@ -73,12 +76,35 @@ NodeId tensor_arg(Lowerer& l, const Args& a, size_t i, Scope& s, const std::stri
   return l.require_tensor(l.eval(*a.get(i), s), a.loc(i), "'" + fn + "'");
 }
 
+bool starts_with_ellipsis(const Expr& e) {
+  return e.kind == Expr::Kind::list && !e.items.empty() && e.items[0]->kind == Expr::Kind::ellipsis;
+}
+
+/** The items of a list argument; a leading `...` is skipped (the caller expands it). */
+std::vector<Value> list_items(Lowerer& l, const Expr& e, Scope& s, const std::string& expected) {
+  if (!starts_with_ellipsis(e)) {
+    Value v = l.eval(e, s);
+    if (v.kind != Value::Kind::list) throw SpecError(e.loc, "expected " + expected);
+    return v.list;
+  }
+  if (!s.has_batch)
+    throw SpecError(e.items[0]->loc, "'...' in a list needs a composite with batch dimensions");
+  std::vector<Value> out;
+  for (size_t i = 1; i < e.items.size(); ++i) {  // a list item (an attribute) is spliced in
+    Value v = l.eval(*e.items[i], s);
+    if (v.kind == Value::Kind::list)
+      out.insert(out.end(), v.list.begin(), v.list.end());
+    else
+      out.push_back(v);
+  }
+  return out;
+}
+
+/** A list of sizes such as [M, N]; a leading `...` stands for the batch dimensions. */
 Shape shape_arg(Lowerer& l, const Expr& e, Scope& s) {
-  Value v = l.eval(e, s);
-  if (v.kind != Value::Kind::list)
-    throw SpecError(e.loc, "expected a list of sizes such as [M, N]");
-  Shape out;
-  for (const Value& d : v.list) {
+  std::vector<Value> items = list_items(l, e, s, "a list of sizes such as [M, N]");
+  Shape out = starts_with_ellipsis(e) ? s.batch : Shape{};
+  for (const Value& d : items) {
     if (d.kind != Value::Kind::integer)
       throw SpecError(e.loc, "expected a list of integer sizes, found " + d.describe(l.graph()));
     out.push_back(d.integer);
@@ -91,7 +117,8 @@ std::vector<int> axes_arg(Lowerer& l, const Expr* e, Scope& s, NodeId x) {
   size_t rank = l.graph()[x].shape.size();
   std::vector<int> axes;
   if (!e) {
-    for (size_t k = 0; k < rank; ++k) axes.push_back(static_cast<int>(k));
+    for (size_t k = 0; k < rank; ++k)
+      axes.push_back(static_cast<int>(k));
     return axes;
   }
   Value v = l.eval(*e, s);
@@ -118,21 +145,24 @@ bool bool_arg(Lowerer& l, const Expr* e, Scope& s, bool dflt) {
 Value reduce_builtin(Lowerer& l, const Expr& call, Scope& s, ReduceKind kind) {
   if (const IndexSpace* space = l.space()) {  // sum(expr, k, l): reduce named indices
     if (call.args.size() < 2)
-      throw SpecError(call.loc, "'" + call.text + "' in index notation names the reduced "
-                                "indices, such as " + call.text + "(A[i, k] * B[k, j], k)");
+      throw SpecError(call.loc, "'" + call.text +
+                                    "' in index notation names the reduced "
+                                    "indices, such as " +
+                                    call.text + "(A[i, k] * B[k, j], k)");
     std::vector<int> axes;
     for (size_t i = 1; i < call.args.size(); ++i) {
       const Expr& idx = *call.args[i].value;
       int ax = idx.kind == Expr::Kind::name ? space->axis_of(idx.text) : -1;
       if (ax < 0)
-        throw SpecError(idx.loc, "expected the name of a reduced index, found '" +
-                                     expr_str(idx) + "'");
+        throw SpecError(idx.loc,
+                        "expected the name of a reduced index, found '" + expr_str(idx) + "'");
       axes.push_back(ax);
     }
     std::sort(axes.begin(), axes.end());
     NodeId x = l.unify({l.eval(*call.args[0].value, s)}, call.loc, "'" + call.text + "'")[0];
     Shape full = l.graph()[x].shape;
-    for (int ax : axes) full[ax] = space->ranges[ax];
+    for (int ax : axes)
+      full[ax] = space->ranges[ax];
     x = l.broadcast_to(x, full, call.loc);
     return Value::tensor(l.graph().reduce(kind, x, axes));
   }
@@ -168,8 +198,8 @@ Value cast_builtin(Lowerer& l, const Expr& call, Scope& s, bool bitwise) {
     v = Value::tensor(l.as_tensor(v, via, l.scalar_shape(v), call.loc));
   }
   if (bitwise && dtype_bits(l.graph()[v.node].dtype) != dtype_bits(t))
-    throw SpecError(call.loc, "bitcast needs dtypes of equal width: " +
-                                  describe(l, v.node) + " to " + std::string(dtype_name(t)));
+    throw SpecError(call.loc, "bitcast needs dtypes of equal width: " + describe(l, v.node) +
+                                  " to " + std::string(dtype_name(t)));
   return Value::tensor(l.graph().cast(v.node, t, bitwise));
 }
 
@@ -192,8 +222,10 @@ Value view_builtin(Lowerer& l, const Expr& call, Scope& s) {
       return Value::tensor(l.broadcast_to(x, dst, call.loc));
     }
     IntExpr a_count = 1, b_count = 1;
-    for (const IntExpr& d : src) a_count = a_count * d;
-    for (const IntExpr& d : dst) b_count = b_count * d;
+    for (const IntExpr& d : src)
+      a_count = a_count * d;
+    for (const IntExpr& d : dst)
+      b_count = b_count * d;
     if (a_count != b_count)
       throw SpecError(call.loc, "shape mismatch: reshape of " + describe(l, x) + " (" +
                                     a_count.str() + " elements) to " + shape_str(dst) + " (" +
@@ -203,15 +235,17 @@ Value view_builtin(Lowerer& l, const Expr& call, Scope& s) {
   if (fn == "permute") {
     Args a(call, {"x", "dims"}, 2);
     NodeId x = tensor_arg(l, a, 0, s, fn);
-    Value v = l.eval(*a.get(1), s);
+    std::vector<Value> items = list_items(l, *a.get(1), s, "a list of constant axes");
     size_t rank = g[x].shape.size();
     std::vector<int> perm;
-    if (v.kind == Value::Kind::list)
-      for (const Value& d : v.list) {
-        auto c = d.kind == Value::Kind::integer ? d.integer.as_constant() : std::nullopt;
-        if (!c) throw SpecError(a.loc(1), "permute needs a list of constant axes");
-        perm.push_back(normalize_axis(*c, rank, a.loc(1), describe(l, x)));
-      }
+    if (starts_with_ellipsis(*a.get(1)))  // [..., -1, -2]: leading axes stay in place
+      for (size_t k = 0; k + items.size() < rank; ++k)
+        perm.push_back(static_cast<int>(k));
+    for (const Value& d : items) {
+      auto c = d.kind == Value::Kind::integer ? d.integer.as_constant() : std::nullopt;
+      if (!c) throw SpecError(a.loc(1), "permute needs a list of constant axes");
+      perm.push_back(normalize_axis(*c, rank, a.loc(1), describe(l, x)));
+    }
     std::vector<int> sorted = perm;
     std::sort(sorted.begin(), sorted.end());
     for (size_t k = 0; k < sorted.size(); ++k)
@@ -244,8 +278,8 @@ Value view_builtin(Lowerer& l, const Expr& call, Scope& s) {
                            : Args(call, {"x", "axis"}, 2);
     NodeId x = tensor_arg(l, a, 0, s, fn);
     Shape src = g[x].shape;
-    int ax = normalize_axis(const_int(l, *a.get(1), s, "axis"), src.size(), a.loc(1),
-                            describe(l, x));
+    int ax =
+        normalize_axis(const_int(l, *a.get(1), s, "axis"), src.size(), a.loc(1), describe(l, x));
     auto opt_int = [&](size_t i, IntExpr dflt) {
       return a.get(i) ? l.eval_int(*a.get(i), s, "'" + call.args[0].value->text + "' argument")
                       : dflt;
@@ -279,8 +313,8 @@ Value source_builtin(Lowerer& l, const Expr& call, Scope& s) {
   }
   Args a(call, {"shape", "axis", "dtype"}, 3);  // iota
   Shape shape = shape_arg(l, *a.get(0), s);
-  int ax = normalize_axis(const_int(l, *a.get(1), s, "axis"), shape.size(), a.loc(1),
-                          shape_str(shape));
+  int ax =
+      normalize_axis(const_int(l, *a.get(1), s, "axis"), shape.size(), a.loc(1), shape_str(shape));
   return Value::tensor(g.index(l.eval_dtype(*a.get(2), s), shape, ax));
 }
 
@@ -340,7 +374,8 @@ const std::map<std::string, Handler>& table() {
     for (const char* fn :
          {"reshape", "expand", "permute", "squeeze", "unsqueeze", "slice", "pad", "flip"})
       m[fn] = view_builtin;
-    for (const char* fn : {"size", "full", "iota"}) m[fn] = source_builtin;
+    for (const char* fn : {"size", "full", "iota"})
+      m[fn] = source_builtin;
     return m;
   }();
   return t;
@@ -348,12 +383,15 @@ const std::map<std::string, Handler>& table() {
 
 }  // namespace
 
-bool is_builtin(const std::string& name) { return table().count(name) > 0; }
+bool is_builtin(const std::string& name) {
+  return table().count(name) > 0;
+}
 
 const std::vector<std::string>& builtin_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const auto& [k, h] : table()) v.push_back(k);
+    for (const auto& [k, h] : table())
+      v.push_back(k);
     return v;
   }();
   return names;
@@ -361,13 +399,13 @@ const std::vector<std::string>& builtin_names() {
 
 Value Lowerer::call_builtin(const Expr& call, Scope& s) {
   if (space_) {
-    static const std::set<std::string> kViews = {"reshape", "expand",    "permute",
-                                                 "squeeze", "unsqueeze", "slice",
-                                                 "pad",     "flip",      "iota"};
+    static const std::set<std::string> kViews = {
+        "reshape", "expand", "permute", "squeeze", "unsqueeze", "slice", "pad", "flip", "iota"};
     if (kViews.count(call.text))
-      throw SpecError(call.loc, "'" + call.text + "' is a tensor-level view; inside index "
-                                "notation it may only be subscripted, e.g. " + call.text +
-                                "(x, ...)[i, j]");
+      throw SpecError(call.loc, "'" + call.text +
+                                    "' is a tensor-level view; inside index "
+                                    "notation it may only be subscripted, e.g. " +
+                                    call.text + "(x, ...)[i, j]");
   }
   return table().at(call.text)(*this, call, s);
 }

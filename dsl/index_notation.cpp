@@ -18,14 +18,18 @@ void collect_reduced(const Expr& e, std::vector<Named>& out) {
     for (size_t i = 1; i < e.args.size(); ++i)
       if (e.args[i].name.empty() && e.args[i].value->kind == Expr::Kind::name)
         out.push_back({e.args[i].value->text, e.args[i].value->loc});
-  for (const ExprPtr& x : e.items) collect_reduced(*x, out);
-  for (const Arg& a : e.args) collect_reduced(*a.value, out);
+  for (const ExprPtr& x : e.items)
+    collect_reduced(*x, out);
+  for (const Arg& a : e.args)
+    collect_reduced(*a.value, out);
 }
 
 void collect_subscripts(const Expr& e, std::vector<const Expr*>& out) {
   if (e.kind == Expr::Kind::subscript) out.push_back(&e);
-  for (const ExprPtr& x : e.items) collect_subscripts(*x, out);
-  for (const Arg& a : e.args) collect_subscripts(*a.value, out);
+  for (const ExprPtr& x : e.items)
+    collect_subscripts(*x, out);
+  for (const Arg& a : e.args)
+    collect_subscripts(*a.value, out);
 }
 
 /** Restores the lowerer's iteration space when a statement ends, even by an error. */
@@ -58,8 +62,9 @@ void Lowerer::index_statement(const Statement& st, Scope& s) {
   for (const auto& [name, loc] : reduced) {
     int ax = space.axis_of(name);
     if (ax >= 0 && ax < static_cast<int>(n_free))
-      throw SpecError(loc, "index '" + name + "' is reduced here but also appears on the left; "
-                           "a reduced index must not be a free index");
+      throw SpecError(loc, "index '" + name +
+                               "' is reduced here but also appears on the left; "
+                               "a reduced index must not be a free index");
     if (ax < 0) {
       space.names.push_back(name);
       locs.push_back(loc);
@@ -89,11 +94,11 @@ void Lowerer::index_statement(const Statement& st, Scope& s) {
       throw SpecError(sub->loc, "only tensors can be subscripted, found " + base.describe(g_));
     const Shape& shape = g_[base.node].shape;
     if (sub->items.size() - 1 != shape.size())
-      throw SpecError(sub->loc, "'" + expr_str(*sub->items[0]) + "' is " +
+      throw SpecError(sub->loc, "subscript rank mismatch: '" + expr_str(*sub->items[0]) + "' is " +
                                     std::string(dtype_name(g_[base.node].dtype)) +
                                     shape_str(shape) + " (rank " + std::to_string(shape.size()) +
-                                    ") but has " + std::to_string(sub->items.size() - 1) +
-                                    " subscripts");
+                                    ") but is given " + std::to_string(sub->items.size() - 1) +
+                                    " subscripts; expected one per dimension");
     for (size_t p = 1; p < sub->items.size(); ++p) {
       const Expr& ix = *sub->items[p];
       int ax = ix.kind == Expr::Kind::name ? space.axis_of(ix.text) : -1;
@@ -133,8 +138,8 @@ void Lowerer::index_statement(const Statement& st, Scope& s) {
   const Shape& got = g_[x].shape;
   for (size_t k = n_free; k < got.size(); ++k)
     if (got[k] != IntExpr(1))
-      throw SpecError(st.loc, "index '" + space.names[k] +
-                                  "' is used outside the reduction that names it");
+      throw SpecError(st.loc,
+                      "index '" + space.names[k] + "' is used outside the reduction that names it");
   x = broadcast_to(x, full, st.loc);
   s.vars[t.name] = Value::tensor(g_.view(x, views::reshape(full, free_shape)));
 }

@@ -13,8 +13,10 @@ namespace {
 /** Calls a body makes, in order: (callee name, location). */
 void collect_calls(const Expr& e, std::vector<std::pair<std::string, SourceLoc>>& out) {
   if (e.kind == Expr::Kind::call) out.push_back({e.text, e.loc});
-  for (const ExprPtr& x : e.items) collect_calls(*x, out);
-  for (const Arg& a : e.args) collect_calls(*a.value, out);
+  for (const ExprPtr& x : e.items)
+    collect_calls(*x, out);
+  for (const Arg& a : e.args)
+    collect_calls(*a.value, out);
 }
 
 }  // namespace
@@ -35,7 +37,8 @@ const SpecFile& Library::load_file(const std::string& path, const SourceLoc& use
     throw SpecError(SourceLoc{path, 0, 0}, "spec file '" + path + "' does not exist");
   }
   SpecFile* f = files_.emplace(key, load_spec_file(path)).first->second.get();
-  for (const auto& [p, loc] : f->uses) f->used.push_back(&load_file(p, loc));
+  for (const auto& [p, loc] : f->uses)
+    f->used.push_back(&load_file(p, loc));
   return *f;
 }
 
@@ -48,7 +51,8 @@ const Composite* Library::resolve(const SpecFile& from, const std::string& name)
 
 std::vector<const SpecFile*> Library::files() const {
   std::vector<const SpecFile*> out;
-  for (const auto& [k, f] : files_) out.push_back(f.get());
+  for (const auto& [k, f] : files_)
+    out.push_back(f.get());
   return out;
 }
 
@@ -60,7 +64,8 @@ void Library::check_call_cycles(const SpecFile& root) const {
     marks[c] = Mark::active;
     stack.push_back(c);
     std::vector<std::pair<std::string, SourceLoc>> calls;
-    for (const Statement& s : c->body) collect_calls(*s.value, calls);
+    for (const Statement& s : c->body)
+      collect_calls(*s.value, calls);
     for (const auto& [name, loc] : calls) {
       if (is_builtin(name)) continue;
       const Composite* callee = resolve(*c->file, name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <sstream>
 
 #include "dsl/builtins.h"
 #include "dsl/lowering.h"
@@ -58,7 +59,8 @@ Value Value::of_attr(const AttrValue& a) {
     case AttrValue::Kind::list: {
       Value v;
       v.kind = Kind::list;
-      for (const AttrValue& x : a.list) v.list.push_back(of_attr(x));
+      for (const AttrValue& x : a.list)
+        v.list.push_back(of_attr(x));
       return v;
     }
   }
@@ -72,7 +74,7 @@ std::string Value::describe(const Graph& g) const {
     case Kind::integer:
       return "the integer " + integer.str();
     case Kind::number:
-      return "the number " + std::to_string(number);
+      return "the number " + number_text(number);
     case Kind::boolean:
       return number ? "true" : "false";
     case Kind::string:
@@ -91,13 +93,22 @@ int IndexSpace::axis_of(const std::string& name) const {
   return -1;
 }
 
-void type_error(const SourceLoc& at, const std::string& message) { throw SpecError(at, message); }
+void type_error(const SourceLoc& at, const std::string& message) {
+  throw SpecError(at, message);
+}
+
+std::string number_text(double x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
 
 // ---- composites -----------------------------------------------------------------------------
 
 std::map<std::string, DType> resolve_type_vars(const Composite& c, const LowerOptions& opt) {
   std::map<std::string, DType> out;
-  for (const TypeVar& t : c.types) out[t.name] = t.allowed.front();
+  for (const TypeVar& t : c.types)
+    out[t.name] = t.allowed.front();
   for (const auto* list : {&c.inputs, &c.outputs})
     for (const Param& p : *list)
       if (!parse_dtype(p.type.dtype) && !out.count(p.type.dtype)) out[p.type.dtype] = DType::f32;
@@ -115,7 +126,8 @@ Graph lower_composite(const Library& lib, const Composite& c, const LowerOptions
   g.name = c.name;
   Lowerer l(lib, g);
   std::vector<NodeId> outs = l.lower_top(c, opt);
-  for (size_t i = 0; i < outs.size(); ++i) g.outputs.push_back({c.outputs[i].name, outs[i]});
+  for (size_t i = 0; i < outs.size(); ++i)
+    g.outputs.push_back({c.outputs[i].name, outs[i]});
   return remove_dead_nodes(g);
 }
 
@@ -125,11 +137,14 @@ namespace {
  *  ranges); inputs always stay. */
 Graph remove_dead_nodes(const Graph& g) {
   std::vector<bool> live(g.size(), false);
-  for (NodeId i : g.inputs) live[i] = true;
-  for (const GraphOutput& o : g.outputs) live[o.node] = true;
+  for (NodeId i : g.inputs)
+    live[i] = true;
+  for (const GraphOutput& o : g.outputs)
+    live[o.node] = true;
   for (size_t i = g.size(); i-- > 0;)
     if (live[i])
-      for (NodeId o : g[static_cast<NodeId>(i)].operands) live[o] = true;
+      for (NodeId o : g[static_cast<NodeId>(i)].operands)
+        live[o] = true;
   Graph out;
   out.name = g.name;
   out.size_vars = g.size_vars;
@@ -137,15 +152,36 @@ Graph remove_dead_nodes(const Graph& g) {
   for (size_t i = 0; i < g.size(); ++i) {
     if (!live[i]) continue;
     Node n = g.nodes[i];
-    for (NodeId& o : n.operands) o = remap[o];
+    for (NodeId& o : n.operands)
+      o = remap[o];
     remap[i] = out.add(std::move(n));
   }
-  for (NodeId i : g.inputs) out.inputs.push_back(remap[i]);
-  for (const GraphOutput& o : g.outputs) out.outputs.push_back({o.name, remap[o.node]});
+  for (NodeId i : g.inputs)
+    out.inputs.push_back(remap[i]);
+  for (const GraphOutput& o : g.outputs)
+    out.outputs.push_back({o.name, remap[o.node]});
   return out;
 }
 
-std::string type_text(const Param& p) { return p.type.text; }
+std::string type_text(const Param& p) {
+  return p.type.text;
+}
+
+bool expr_names(const Expr& e, const std::string& name) {
+  if (e.kind == Expr::Kind::name && e.text == name) return true;
+  for (const ExprPtr& x : e.items)
+    if (expr_names(*x, name)) return true;
+  return false;
+}
+
+/** True when `name` appears in a dimension of an input or output type of `c`. */
+bool names_size_variable(const Composite& c, const std::string& name) {
+  for (const auto* list : {&c.inputs, &c.outputs})
+    for (const Param& p : *list)
+      for (const ExprPtr& d : p.type.dims)
+        if (expr_names(*d, name)) return true;
+  return false;
+}
 
 bool is_plain_size_name(const Expr& e, const Composite& c) {
   return e.kind == Expr::Kind::name && !c.attr(e.text);
@@ -193,7 +229,8 @@ AttrValue attr_from_value(const Value& v, const AttrDecl& decl, const SourceLoc&
       if (decl.value.kind != AttrValue::Kind::list) bad();
       a.kind = AttrValue::Kind::list;
       AttrDecl item{decl.name, decl.value.list.empty() ? AttrValue{} : decl.value.list[0], {}};
-      for (const Value& x : v.list) a.list.push_back(attr_from_value(x, item, at, g));
+      for (const Value& x : v.list)
+        a.list.push_back(attr_from_value(x, item, at, g));
       return a;
     }
     default:
@@ -206,7 +243,8 @@ AttrValue attr_from_value(const Value& v, const AttrDecl& decl, const SourceLoc&
 
 Shape Lowerer::declared_shape(const Param& p, Scope& s) {
   Shape shape = p.type.batch ? s.batch : Shape{};
-  for (const ExprPtr& d : p.type.dims) shape.push_back(eval_int(*d, s, "a dimension"));
+  for (const ExprPtr& d : p.type.dims)
+    shape.push_back(eval_int(*d, s, "a dimension"));
   return shape;
 }
 
@@ -218,12 +256,22 @@ std::vector<NodeId> Lowerer::lower_top(const Composite& c, const LowerOptions& o
     auto it = opt.attrs.find(a.name);
     s.attrs[a.name] = Value::of_attr(it == opt.attrs.end() ? a.value : it->second);
   }
+  for (const auto& [name, d] : opt.dtypes) {
+    const TypeVar* tv = c.type_var(name);
+    bool allowed = tv ? std::find(tv->allowed.begin(), tv->allowed.end(), d) != tv->allowed.end()
+                      : is_float(d);
+    if (!allowed)
+      throw SpecError(tv ? tv->loc : c.loc, "type variable " + name + " of '" + c.name +
+                                                "' does not allow " + std::string(dtype_name(d)));
+  }
   for (const auto& [name, v] : opt.attrs)
     if (!c.attr(name))
       throw SpecError(c.loc, "composite '" + c.name + "' has no attribute '" + name + "'");
   bool any_batch = false;
-  for (const Param& p : c.inputs) any_batch |= p.type.batch;
-  for (const Param& p : c.outputs) any_batch |= p.type.batch;
+  for (const Param& p : c.inputs)
+    any_batch |= p.type.batch;
+  for (const Param& p : c.outputs)
+    any_batch |= p.type.batch;
   if (any_batch) {
     s.has_batch = true;
     for (int k = 0; k < opt.batch_rank; ++k) {
@@ -232,19 +280,21 @@ std::vector<NodeId> Lowerer::lower_top(const Composite& c, const LowerOptions& o
       g_.size_vars.push_back(name);
     }
   }
-  for (const Param& p : c.inputs)
-    for (const ExprPtr& d : p.type.dims)
-      if (is_plain_size_name(*d, c) && !s.sizes.count(d->text)) {
-        s.sizes[d->text] = IntExpr::var(d->text);
-        g_.size_vars.push_back(d->text);
-      }
+  // Outputs bind sizes too, so that a source such as `arange` (no inputs) declares T[N].
+  for (const auto* list : {&c.inputs, &c.outputs})
+    for (const Param& p : *list)
+      for (const ExprPtr& d : p.type.dims)
+        if (is_plain_size_name(*d, c) && !s.sizes.count(d->text)) {
+          s.sizes[d->text] = IntExpr::var(d->text);
+          g_.size_vars.push_back(d->text);
+        }
   std::vector<Value> args;
   for (const Param& p : c.inputs) {
     auto dt = parse_dtype(p.type.dtype);
     DType t = dt ? *dt : s.types.at(p.type.dtype);
     if (!p.type.has_shape)
-      throw SpecError(p.type.loc, "input '" + p.name + "' needs a shape, such as " +
-                                      p.type.dtype + "[N] or " + p.type.dtype + "[] for a scalar");
+      throw SpecError(p.type.loc, "input '" + p.name + "' needs a shape, such as " + p.type.dtype +
+                                      "[N] or " + p.type.dtype + "[] for a scalar");
     args.push_back(Value::tensor(g_.input(p.name, t, declared_shape(p, s), p.type.is_const)));
   }
   active_.push_back(&c);
@@ -253,7 +303,8 @@ std::vector<NodeId> Lowerer::lower_top(const Composite& c, const LowerOptions& o
   check_outputs(c, s);
   active_.pop_back();
   std::vector<NodeId> outs;
-  for (const Param& p : c.outputs) outs.push_back(s.vars.at(p.name).node);
+  for (const Param& p : c.outputs)
+    outs.push_back(s.vars.at(p.name).node);
   return outs;
 }
 
@@ -262,7 +313,8 @@ std::vector<NodeId> Lowerer::call(const Composite& c, const std::vector<Value>& 
                                   const SourceLoc& at) {
   if (args.size() != c.inputs.size()) {
     std::string names;
-    for (const Param& p : c.inputs) names += (names.empty() ? "" : ", ") + p.name;
+    for (const Param& p : c.inputs)
+      names += (names.empty() ? "" : ", ") + p.name;
     throw SpecError(at, "wrong number of arguments: '" + c.name + "' takes " +
                             std::to_string(c.inputs.size()) + " input" +
                             (c.inputs.size() == 1 ? "" : "s") + " (" + names + "), given " +
@@ -270,7 +322,8 @@ std::vector<NodeId> Lowerer::call(const Composite& c, const std::vector<Value>& 
   }
   Scope s;
   s.comp = &c;
-  for (const AttrDecl& a : c.attrs) s.attrs[a.name] = Value::of_attr(a.value);
+  for (const AttrDecl& a : c.attrs)
+    s.attrs[a.name] = Value::of_attr(a.value);
   for (const Arg& kw : kwargs) {
     Value v = eval(*kw.value, *caller);
     if (const AttrDecl* decl = c.attr(kw.name)) {
@@ -279,7 +332,8 @@ std::vector<NodeId> Lowerer::call(const Composite& c, const std::vector<Value>& 
       s.types[kw.name] = v.dtype;
     } else {
       std::string names;
-      for (const AttrDecl& a : c.attrs) names += (names.empty() ? "" : ", ") + a.name;
+      for (const AttrDecl& a : c.attrs)
+        names += (names.empty() ? "" : ", ") + a.name;
       throw SpecError(kw.loc, "unknown attribute '" + kw.name + "' of composite '" + c.name +
                                   "'; expected " + (names.empty() ? "none" : "one of " + names));
     }
@@ -293,11 +347,13 @@ std::vector<NodeId> Lowerer::call(const Composite& c, const std::vector<Value>& 
     check_outputs(c, s);
     active_.pop_back();
   } catch (SpecError& e) {
-    e.trace.push_back(at);
+    const SourceLoc& l = e.loc();
+    if (l.file != at.file || l.line != at.line || l.col != at.col) e.trace.push_back(at);
     throw;
   }
   std::vector<NodeId> outs;
-  for (const Param& p : c.outputs) outs.push_back(s.vars.at(p.name).node);
+  for (const Param& p : c.outputs)
+    outs.push_back(s.vars.at(p.name).node);
   return outs;
 }
 
@@ -325,7 +381,8 @@ void Lowerer::bind_inputs(const Composite& c, const std::vector<Value>& args, Sc
       const TypeVar* tv = c.type_var(p.type.dtype);
       if (tv && std::find(tv->allowed.begin(), tv->allowed.end(), n.dtype) == tv->allowed.end()) {
         std::string allowed;
-        for (DType d : tv->allowed) allowed += (allowed.empty() ? "" : ", ") + std::string(dtype_name(d));
+        for (DType d : tv->allowed)
+          allowed += (allowed.empty() ? "" : ", ") + std::string(dtype_name(d));
         throw SpecError(at, "dtype mismatch: input '" + p.name + "' of '" + c.name + "' is " +
                                 std::string(dtype_name(n.dtype)) + " but " + p.type.dtype +
                                 " allows only " + allowed);
@@ -336,8 +393,7 @@ void Lowerer::bind_inputs(const Composite& c, const std::vector<Value>& args, Sc
                                 " is a float type variable");
       s.types[p.type.dtype] = n.dtype;
     }
-    if (!p.type.has_shape)
-      throw SpecError(p.type.loc, "input '" + p.name + "' needs a shape");
+    if (!p.type.has_shape) throw SpecError(p.type.loc, "input '" + p.name + "' needs a shape");
     size_t fixed = p.type.dims.size();
     if (n.shape.size() < fixed || (!p.type.batch && n.shape.size() != fixed))
       throw SpecError(at, "shape mismatch: input '" + p.name + "' of '" + c.name + "' expects " +
@@ -370,7 +426,8 @@ void Lowerer::bind_inputs(const Composite& c, const std::vector<Value>& args, Sc
     s.vars[p.name] = args[i];
   }
   bool any_batch = false;
-  for (const Param& p : c.outputs) any_batch |= p.type.batch;
+  for (const Param& p : c.outputs)
+    any_batch |= p.type.batch;
   if (any_batch && !s.has_batch)
     throw SpecError(c.loc, "output of '" + c.name + "' uses '...' but no input does");
 }
@@ -382,20 +439,20 @@ void Lowerer::run_body(const Composite& c, Scope& s) {
       continue;
     }
     for (const Target& t : st.targets)
-      if (t.indexed)
-        throw SpecError(t.loc, "index notation assigns one target at a time");
+      if (t.indexed) throw SpecError(t.loc, "index notation assigns one target at a time");
     Value v = eval(*st.value, s);
     if (st.targets.size() == 1) {
       s.vars[st.targets[0].name] = v;
       continue;
     }
     if (v.kind != Value::Kind::list || v.list.size() != st.targets.size())
-      throw SpecError(st.loc, "cannot assign " + std::string(v.kind == Value::Kind::list
-                                                                 ? std::to_string(v.list.size()) +
-                                                                       " values"
-                                                                 : v.describe(g_)) +
+      throw SpecError(st.loc, "cannot assign " +
+                                  std::string(v.kind == Value::Kind::list
+                                                  ? std::to_string(v.list.size()) + " values"
+                                                  : v.describe(g_)) +
                                   " to " + std::to_string(st.targets.size()) + " names");
-    for (size_t i = 0; i < st.targets.size(); ++i) s.vars[st.targets[i].name] = v.list[i];
+    for (size_t i = 0; i < st.targets.size(); ++i)
+      s.vars[st.targets[i].name] = v.list[i];
   }
 }
 
@@ -403,7 +460,9 @@ void Lowerer::check_outputs(const Composite& c, Scope& s) {
   for (const Param& p : c.outputs) {
     auto it = s.vars.find(p.name);
     if (it == s.vars.end())
-      throw SpecError(p.loc, "output '" + p.name + "' of '" + c.name + "' is never assigned");
+      throw SpecError(p.loc, "output '" + p.name + "' of '" + c.name +
+                                 "' is never assigned; expected a statement such as " + p.name +
+                                 " = ... in the body");
     auto dt = parse_dtype(p.type.dtype);
     DType want;
     if (dt) {
@@ -420,14 +479,12 @@ void Lowerer::check_outputs(const Composite& c, Scope& s) {
     Value v = it->second;
     NodeId n = as_tensor(v, want, shape, p.loc);
     if (g_[n].dtype != want)
-      throw SpecError(p.loc, "dtype mismatch: output '" + p.name + "' is declared " +
-                                 type_text(p) + " (" + std::string(dtype_name(want)) +
-                                 ") but the body computes " +
+      throw SpecError(p.loc, "dtype mismatch: output '" + p.name + "' is declared " + type_text(p) +
+                                 " (" + std::string(dtype_name(want)) + ") but the body computes " +
                                  std::string(dtype_name(g_[n].dtype)) + shape_str(g_[n].shape));
     if (p.type.has_shape && !same_shape(shape, g_[n].shape))
-      throw SpecError(p.loc, "shape mismatch: output '" + p.name + "' is declared " +
-                                 type_text(p) + " = " + shape_str(shape) +
-                                 " but the body computes " +
+      throw SpecError(p.loc, "shape mismatch: output '" + p.name + "' is declared " + type_text(p) +
+                                 " = " + shape_str(shape) + " but the body computes " +
                                  std::string(dtype_name(g_[n].dtype)) + shape_str(g_[n].shape));
     it->second = Value::tensor(n);
   }
@@ -457,13 +514,15 @@ Value Lowerer::eval(const Expr& e, Scope& s) {
       return eval_call(e, s);
     case Expr::Kind::subscript:
       if (!space_)
-        throw SpecError(e.loc, "subscripts are index notation: write the target with indices, "
-                               "such as y[i, j] = x[j, i]");
+        throw SpecError(e.loc,
+                        "subscripts are index notation: write the target with indices, "
+                        "such as y[i, j] = x[j, i]");
       return index_access(e, s);
     case Expr::Kind::list: {
       Value v;
       v.kind = Value::Kind::list;
-      for (const ExprPtr& x : e.items) v.list.push_back(eval(*x, s));
+      for (const ExprPtr& x : e.items)
+        v.list.push_back(eval(*x, s));
       return v;
     }
     case Expr::Kind::ellipsis:
@@ -479,8 +538,9 @@ Value Lowerer::eval_name(const Expr& e, Scope& s) {
   }
   if (auto it = s.vars.find(e.text); it != s.vars.end()) {
     if (space_ && it->second.is_tensor() && !g_[it->second.node].shape.empty())
-      throw SpecError(e.loc, "tensor '" + e.text + "' needs subscripts in index notation, such as " +
-                                 e.text + "[i, j]");
+      throw SpecError(e.loc, "tensor '" + e.text +
+                                 "' needs subscripts in index notation, such as " + e.text +
+                                 "[i, j]");
     return it->second;
   }
   if (auto it = s.attrs.find(e.text); it != s.attrs.end()) return it->second;
@@ -490,9 +550,16 @@ Value Lowerer::eval_name(const Expr& e, Scope& s) {
   if (e.text == "inf") return Value::of_number(INFINITY);
   if (e.text == "nan") return Value::of_number(NAN);
   if (e.text == "pi") return Value::of_number(std::numbers::pi);
+  if (names_size_variable(*s.comp, e.text))
+    throw SpecError(e.loc, "size variable '" + e.text + "' is not bound by any input of '" +
+                               s.comp->name +
+                               "'; expected it as a whole dimension of an input, "
+                               "such as \"T[" +
+                               e.text + "]\"");
   throw SpecError(e.loc, "unknown name '" + e.text +
                              "'; expected an input, an assigned name, an attribute, a size "
-                             "variable" + (space_ ? " or an index" : ""));
+                             "variable bound by an input" +
+                             (space_ ? ", an index" : "") + " or a dtype");
 }
 
 Value Lowerer::eval_call(const Expr& e, Scope& s) {
@@ -517,7 +584,8 @@ Value Lowerer::eval_call(const Expr& e, Scope& s) {
   if (outs.size() == 1) return Value::tensor(outs[0]);
   Value v;
   v.kind = Value::Kind::list;
-  for (NodeId n : outs) v.list.push_back(Value::tensor(n));
+  for (NodeId n : outs)
+    v.list.push_back(Value::tensor(n));
   return v;
 }
 
@@ -534,8 +602,8 @@ DType Lowerer::eval_dtype(const Expr& e, Scope& s) {
   if (v.kind == Value::Kind::dtype) return v.dtype;
   if (v.kind == Value::Kind::string)
     if (auto d = parse_dtype(v.string)) return *d;
-  throw SpecError(e.loc, "expected a dtype such as f32 or a type variable, found " +
-                             v.describe(g_));
+  throw SpecError(e.loc,
+                  "expected a dtype such as f32 or a type variable, found " + v.describe(g_));
 }
 
 }  // namespace kiln

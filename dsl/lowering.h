@@ -120,4 +120,7 @@ class Lowerer {
 /** Reports a value where a tensor or number was needed. */
 [[noreturn]] void type_error(const SourceLoc& at, const std::string& message);
 
+/** A float as messages show it, in its shortest form: 0.5, 1e-06, inf. */
+std::string number_text(double x);
+
 }  // namespace kiln

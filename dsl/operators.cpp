@@ -41,8 +41,9 @@ std::optional<Value> fold_scalars(const std::string& op, const Value& a, const V
   auto cb = b.kind == K::integer ? b.integer.as_constant() : std::optional<int64_t>{};
   if ((a.kind == K::integer && !ca) || (b.kind == K::integer && !cb)) {
     if (a.kind == K::number || b.kind == K::number)
-      throw SpecError(at, "cannot mix an index or size with a float number at compile time; "
-                          "convert it first, e.g. cast(i, T)");
+      throw SpecError(at,
+                      "cannot mix an index or size with a float number at compile time; "
+                      "convert it first, e.g. cast(i, T)");
     return std::nullopt;
   }
   double x = a.kind == K::integer ? static_cast<double>(*ca) : a.number;
@@ -75,8 +76,9 @@ NodeId Lowerer::as_tensor(const Value& v, DType t, const Shape& shape, const Sou
       return v.node;
     case Value::Kind::number:
       if (!is_float(t))
-        throw SpecError(at, "dtype mismatch: the float number " + std::to_string(v.number) +
-                                " cannot become " + std::string(dtype_name(t)));
+        throw SpecError(at, "dtype mismatch: the float number " + number_text(v.number) +
+                                " cannot become " + std::string(dtype_name(t)) +
+                                "; expected an integer literal, or cast the tensor to a float");
       return g_.constant(t, shape, v.number);
     case Value::Kind::boolean:
       if (t != DType::boolean)
@@ -93,8 +95,9 @@ NodeId Lowerer::as_tensor(const Value& v, DType t, const Shape& shape, const Sou
         for (const auto& f : term.factors) {
           IntExpr atom = IntExpr::var(f->name);
           if (f->kind != IntAtom::Kind::var)
-            throw SpecError(at, "an index inside '/' or '%' cannot be used as a value; compute "
-                                "it on tensors instead");
+            throw SpecError(at,
+                            "an index inside '/' or '%' cannot be used as a value; compute "
+                            "it on tensors instead");
           NodeId x = f->name[0] == '%' ? g_.index(t, shape, std::stoi(f->name.substr(1)))
                                        : g_.constant_size(t, shape, atom);
           prod = prod < 0 ? x : g_.binary(Op::mul, prod, x);
@@ -129,7 +132,8 @@ NodeId Lowerer::broadcast_to(NodeId x, const Shape& shape, const SourceLoc& at) 
 std::vector<NodeId> Lowerer::broadcast(const std::vector<NodeId>& xs, const SourceLoc& at,
                                        const std::string& what) {
   size_t rank = 0;
-  for (NodeId x : xs) rank = std::max(rank, g_[x].shape.size());
+  for (NodeId x : xs)
+    rank = std::max(rank, g_[x].shape.size());
   Shape out(rank, IntExpr(1));
   for (NodeId x : xs) {
     const Shape& s = g_[x].shape;
@@ -141,12 +145,14 @@ std::vector<NodeId> Lowerer::broadcast(const std::vector<NodeId>& xs, const Sour
         continue;
       }
       std::string shapes;
-      for (NodeId y : xs) shapes += (shapes.empty() ? "" : " with ") + tensor_text(g_, y);
+      for (NodeId y : xs)
+        shapes += (shapes.empty() ? "" : " with ") + tensor_text(g_, y);
       throw SpecError(at, "shape mismatch in " + what + ": cannot broadcast " + shapes);
     }
   }
   std::vector<NodeId> res;
-  for (NodeId x : xs) res.push_back(broadcast_to(x, out, at));
+  for (NodeId x : xs)
+    res.push_back(broadcast_to(x, out, at));
   return res;
 }
 
@@ -165,7 +171,8 @@ std::vector<NodeId> Lowerer::unify(const std::vector<Value>& vs, const SourceLoc
   }
   if (!t) t = DType::i64;  // only indices and sizes: compute in i64
   std::vector<NodeId> xs;
-  for (const Value& v : vs) xs.push_back(as_tensor(v, *t, scalar_shape(v), at));
+  for (const Value& v : vs)
+    xs.push_back(as_tensor(v, *t, scalar_shape(v), at));
   return broadcast(xs, at, what);
 }
 
@@ -195,19 +202,20 @@ Value Lowerer::binary(const std::string& op, const Value& a, const Value& b, con
     if (y != std::floor(y) || y < 1 || y > 16)
       throw SpecError(at, "'**' supports the exponents 0.5, -1 and integers 1..16; use pow(x, y)");
     Value r = a;
-    for (int k = 1; k < static_cast<int>(y); ++k) r = binary("*", r, a, at);
+    for (int k = 1; k < static_cast<int>(y); ++k)
+      r = binary("*", r, a, at);
     return r;
   }
   for (const Value* v : {&a, &b})
     if (!v->is_tensor() && !v->is_scalar())
-      throw SpecError(at, "operator '" + op + "' needs tensors or numbers, found " +
-                              v->describe(g_));
+      throw SpecError(at,
+                      "operator '" + op + "' needs tensors or numbers, found " + v->describe(g_));
   std::vector<NodeId> x = unify({a, b}, at, "'" + op + "'");
   DType t = g_[x[0]].dtype;
   auto need = [&](bool ok, const char* what) {
     if (!ok)
-      throw SpecError(at, "operator '" + op + "' needs " + what + " operands, found " +
-                              tensor_text(g_, x[0]));
+      throw SpecError(
+          at, "operator '" + op + "' needs " + what + " operands, found " + tensor_text(g_, x[0]));
   };
   auto cmp = [&](Op o, NodeId l, NodeId r) { return g_.binary(o, l, r); };
   NodeId r;
@@ -259,13 +267,15 @@ Value Lowerer::unary(const std::string& op, const Value& a, const SourceLoc& at)
   }
   if (op == "!" || op == "~") {
     if (is_float(t))
-      throw SpecError(at, "'" + op + "' needs an integer or bool operand, found " +
-                              tensor_text(g_, x));
+      throw SpecError(at,
+                      "'" + op + "' needs an integer or bool operand, found " + tensor_text(g_, x));
     return Value::tensor(g_.unary(Op::logical_not, x));
   }
   // primitive unary ops called by name from builtins.cpp
-  static const std::map<std::string, Op> kFloatOps = {{"recip", Op::recip}, {"sqrt", Op::sqrt},
-                                                      {"exp2", Op::exp2},   {"log2", Op::log2},
+  static const std::map<std::string, Op> kFloatOps = {{"recip", Op::recip},
+                                                      {"sqrt", Op::sqrt},
+                                                      {"exp2", Op::exp2},
+                                                      {"log2", Op::log2},
                                                       {"sin", Op::sin}};
   auto it = kFloatOps.find(op);
   if (it == kFloatOps.end()) throw SpecError(at, "unknown unary operator '" + op + "'");

@@ -72,27 +72,31 @@ std::vector<Token> lex(const SourceText& src) {
   while (i < s.size()) {
     char c = s[i];
     if (c == '#') {
-      while (i < s.size() && s[i] != '\n') ++i;
+      while (i < s.size() && s[i] != '\n')
+        ++i;
     } else if (c == '\n' || c == ';') {
       if (depth == 0) out.push_back({Tok::newline, std::string(1, c), i});
       ++i;
     } else if (std::isspace(static_cast<unsigned char>(c))) {
       ++i;
     } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+               (c == '.' && i + 1 < s.size() &&
+                std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
       size_t b = i;
-      while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' ||
-                              s[i] == '_' ||
-                              ((s[i] == '+' || s[i] == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
+      while (i < s.size() &&
+             (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '_' ||
+              ((s[i] == '+' || s[i] == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
         ++i;
       out.push_back({Tok::number, s.substr(b, i - b), b});
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t b = i;
-      while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+      while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'))
+        ++i;
       out.push_back({Tok::name, s.substr(b, i - b), b});
     } else if (c == '"' || c == '\'') {
       size_t b = i++;
-      while (i < s.size() && s[i] != c && s[i] != '\n') ++i;
+      while (i < s.size() && s[i] != c && s[i] != '\n')
+        ++i;
       if (i >= s.size() || s[i] != c) throw SpecError(src.loc(b), "unterminated string literal");
       out.push_back({Tok::string, s.substr(b + 1, i - b - 1), b});
       ++i;
@@ -150,7 +154,8 @@ class Parser {
       t.is_const = true;
       next();
     }
-    if (peek().kind != Tok::name) fail(peek(), "expected a dtype such as f32 or a type variable such as T");
+    if (peek().kind != Tok::name)
+      fail(peek(), "expected a dtype such as f32 or a type variable such as T");
     t.dtype_loc = loc(peek());
     t.dtype = next().text;
     if (accept("[")) {
@@ -193,8 +198,16 @@ class Parser {
   void expect(const char* p, const std::string& why) {
     if (!accept(p)) fail(peek(), std::string("expected '") + p + "' " + why);
   }
+  /** Expects `p` closing the bracket `open`; the message says where `open` is, since at the
+   *  end of the text the bracket that is never closed may be far away. */
+  void close(const Token& open, const char* p, const std::string& what) {
+    SourceLoc at = loc(open);
+    expect(p, "to close " + what + " opened at " + std::to_string(at.line) + ":" +
+                  std::to_string(at.col));
+  }
   void skip_newlines() {
-    while (peek().kind == Tok::newline) next();
+    while (peek().kind == Tok::newline)
+      next();
   }
 
   Statement statement() {
@@ -234,24 +247,37 @@ class Parser {
   /** Binary operators by precedence level, lowest first. */
   ExprPtr binary_level(int level) {
     static const std::vector<std::vector<std::string>> kLevels = {
-        {"|"}, {"^"}, {"&"}, {"<", "<=", ">", ">=", "==", "!="}, {"<<", ">>"}, {"+", "-"},
+        {"|"},
+        {"^"},
+        {"&"},
+        {"<", "<=", ">", ">=", "==", "!="},
+        {"<<", ">>"},
+        {"+", "-"},
         {"*", "/", "//", "%"}};
     if (level == static_cast<int>(kLevels.size())) return unary();
     ExprPtr lhs = binary_level(level + 1);
+    int chain = 0;
     for (;;) {
       const Token& t = peek();
       bool is_op = false;
       if (t.kind == Tok::punct)
-        for (const std::string& op : kLevels[level]) is_op |= t.text == op;
+        for (const std::string& op : kLevels[level])
+          is_op |= t.text == op;
       if (!is_op) return lhs;
+      if (++chain > kMaxChain)
+        fail(t, "expected at most " + std::to_string(kMaxChain) + " operators in a row");
       Token op = next();
       lhs = make_binary(op, lhs, binary_level(level + 1));
     }
   }
 
-  ExprPtr expression() { return binary_level(0); }
+  ExprPtr expression() {
+    Nested guard(*this);
+    return binary_level(0);
+  }
 
   ExprPtr unary() {
+    Nested guard(*this);
     if (check("-") || check("+") || check("~") || check("!")) {
       Token op = next();
       ExprPtr operand = unary();
@@ -282,7 +308,7 @@ class Parser {
       if (!check("]")) do
           s->items.push_back(expression());
         while (accept(","));
-      expect("]", "to close the subscript");
+      close(open, "]", "the subscript");
       e = s;
     }
     return e;
@@ -337,7 +363,7 @@ class Parser {
         e->kind = Expr::Kind::name;
         return e;
       }
-      next();
+      Token open = next();
       e->kind = Expr::Kind::call;
       if (!check(")")) do {
           Arg a;
@@ -351,13 +377,13 @@ class Parser {
           a.value = expression();
           e->args.push_back(std::move(a));
         } while (accept(","));
-      expect(")", "to close the argument list of '" + name.text + "'");
+      close(open, ")", "the argument list of '" + name.text + "'");
       return e;
     }
     if (check("(")) {
-      next();
+      Token open = next();
       ExprPtr e = expression();
-      expect(")", "to close the parenthesis");
+      close(open, ")", "the parenthesis");
       return e;
     }
     if (check("[")) {
@@ -368,7 +394,7 @@ class Parser {
       if (!check("]")) do
           e->items.push_back(expression());
         while (accept(","));
-      expect("]", "to close the list");
+      close(open, "]", "the list");
       return e;
     }
     if (check("...")) {
@@ -380,17 +406,45 @@ class Parser {
     fail(t, "expected an expression (a name, a number, a call or a parenthesis)");
   }
 
+  /** Limits that keep deep or long input from overflowing the stack of the recursive parser
+   *  and of everything that walks the tree after it. */
+  static constexpr int kMaxNesting = 200;
+  static constexpr int kMaxChain = 1000;
+
+  /** Counts one level of nesting for as long as it lives. */
+  class Nested {
+   public:
+    explicit Nested(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxNesting)
+        p_.fail(p_.peek(), "expected at most " + std::to_string(kMaxNesting) +
+                               " levels of nested parentheses, brackets and unary operators");
+    }
+    ~Nested() { --p_.depth_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
   const SourceText& src_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
 
-std::vector<Statement> parse_body(const SourceText& src) { return Parser(src).body(); }
+std::vector<Statement> parse_body(const SourceText& src) {
+  return Parser(src).body();
+}
 
-ExprPtr parse_expression(const SourceText& src) { return Parser(src).whole_expression(); }
+ExprPtr parse_expression(const SourceText& src) {
+  return Parser(src).whole_expression();
+}
 
-TypeSpec parse_type(const SourceText& src) { return Parser(src).type(); }
+TypeSpec parse_type(const SourceText& src) {
+  return Parser(src).type();
+}
 
 }  // namespace kiln

@@ -80,11 +80,11 @@ struct Composite {
 
 /** One parsed spec file. */
 struct SpecFile {
-  std::string path;  ///< as given (used in messages)
+  std::string path;                                     ///< as given (used in messages)
   std::vector<std::pair<std::string, SourceLoc>> uses;  ///< [meta] use, resolved paths
-  std::vector<std::string> rules;                        ///< [meta] rules, resolved paths
-  std::vector<std::unique_ptr<Composite>> composites;    ///< in the order written
-  std::vector<const SpecFile*> used;                     ///< filled by the Library
+  std::vector<std::string> rules;                       ///< [meta] rules, resolved paths
+  std::vector<std::unique_ptr<Composite>> composites;   ///< in the order written
+  std::vector<const SpecFile*> used;                    ///< filled by the Library
   const Composite* find(const std::string& name) const;
 };
 

@@ -1,7 +1,7 @@
+#include <toml++/toml.h>
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "dsl/parser.h"
 #include "dsl/spec.h"
@@ -14,13 +14,15 @@ SourceLoc node_loc(const std::string& file, const toml::source_region& r) {
   return SourceLoc{file, static_cast<int>(r.begin.line), static_cast<int>(r.begin.column)};
 }
 
-int utf8_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+int utf8_length(uint32_t cp) {
+  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
 
 /** Maps each character of a parsed TOML string back to its position in the file by walking the
  *  raw text from the opening quote. Falls back to the quote's position if the walk disagrees
  *  with the parsed value (it never should). */
-std::vector<std::pair<int, int>> string_positions(const std::vector<std::string>& lines,
-                                                  int line, int col, const std::string& value) {
+std::vector<std::pair<int, int>> string_positions(const std::vector<std::string>& lines, int line,
+                                                  int col, const std::string& value) {
   std::vector<std::pair<int, int>> pos;
   size_t r = line - 1, c = col - 1;
   auto fallback = [&] { return std::vector<std::pair<int, int>>(value.size() + 1, {line, col}); };
@@ -39,7 +41,8 @@ std::vector<std::pair<int, int>> string_positions(const std::vector<std::string>
   std::string open = lines[r].substr(c, 3);
   bool multi = open == "\"\"\"" || open == "'''";
   bool basic = lines[r][c] == '"';
-  for (int k = 0; k < (multi ? 3 : 1); ++k) advance();
+  for (int k = 0; k < (multi ? 3 : 1); ++k)
+    advance();
   if (multi && raw() == '\r') advance();
   if (multi && raw() == '\n') advance();
   size_t k = 0;
@@ -50,7 +53,8 @@ std::vector<std::pair<int, int>> string_positions(const std::vector<std::string>
       advance();
       char e = raw();
       if (e == ' ' || e == '\t' || e == '\n' || e == '\r') {
-        while (raw() == ' ' || raw() == '\t' || raw() == '\n' || raw() == '\r') advance();
+        while (raw() == ' ' || raw() == '\t' || raw() == '\n' || raw() == '\r')
+          advance();
         continue;
       }
       int bytes = 1;
@@ -63,7 +67,8 @@ std::vector<std::pair<int, int>> string_positions(const std::vector<std::string>
         bytes = utf8_length(static_cast<uint32_t>(std::stoul(hex, nullptr, 16)));
       }
       advance();
-      for (int b = 0; b < bytes; ++b, ++k) pos.push_back(here);
+      for (int b = 0; b < bytes; ++b, ++k)
+        pos.push_back(here);
       continue;
     }
     if (raw() != value[k] && !(raw() == '\n' && value[k] == '\n')) return fallback();
@@ -87,7 +92,8 @@ class Loader {
     std::string text = buf.str();
     std::string line;
     std::istringstream ls(text);
-    while (std::getline(ls, line)) lines_.push_back(line);
+    while (std::getline(ls, line))
+      lines_.push_back(line);
     toml::table root;
     try {
       root = toml::parse(text, path_);
@@ -119,7 +125,8 @@ class Loader {
   /** Table entries in the order they are written in the file. */
   static std::vector<Entry> sorted(const toml::table& t) {
     std::vector<Entry> out;
-    for (const auto& [k, v] : t) out.push_back({std::string(k.str()), &v});
+    for (const auto& [k, v] : t)
+      out.push_back({std::string(k.str()), &v});
     std::stable_sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
       const auto &x = a.second->source().begin, &y = b.second->source().begin;
       return x.line != y.line ? x.line < y.line : x.column < y.column;
@@ -128,6 +135,13 @@ class Loader {
   }
 
   SourceLoc loc(const toml::node& n) const { return node_loc(path_, n.source()); }
+
+  /** Where `key` is written in `t`; the position of its value when toml++ did not record it. */
+  SourceLoc key_loc(const toml::table& t, const std::string& key, const toml::node& value) const {
+    for (const auto& [k, v] : t)
+      if (k.str() == key && k.source().begin.line > 0) return node_loc(path_, k.source());
+    return loc(value);
+  }
 
   SourceText text_of(const toml::node& n, const std::string& value) const {
     SourceText s;
@@ -155,7 +169,8 @@ class Loader {
     for (const auto& [key, v] : sorted(*t)) {
       auto* list = key == "use" ? &file.uses : nullptr;
       if (key != "use" && key != "rules")
-        throw SpecError(loc(*v), "unknown key '" + key + "' in [meta]; expected use or rules");
+        throw SpecError(key_loc(*t, key, *v),
+                        "unknown key '" + key + "' in [meta]; expected use or rules");
       const toml::array* a = v->as_array();
       if (!a) throw SpecError(loc(*v), "[meta] " + key + " must be an array of file paths");
       for (const auto& item : *a) {
@@ -191,8 +206,9 @@ class Loader {
       } else if (key == "test") {
         test(*c, *v);
       } else {
-        throw SpecError(loc(*v), "unknown key '" + key + "' in composite '" + name +
-                                     "'; expected doc, in, out, attrs, types, body or test");
+        throw SpecError(key_loc(t, key, *v),
+                        "unknown key '" + key + "' in composite '" + name +
+                            "'; expected doc, in, out, attrs, types, body or test");
       }
     }
     if (!has_out) throw SpecError(at, "composite '" + name + "' has no 'out' table");
@@ -204,7 +220,8 @@ class Loader {
   void params(std::vector<Param>& out, const toml::node& n, const std::string& what) {
     const toml::table* t = n.as_table();
     if (!t)
-      throw SpecError(loc(n), "'" + what + "' must be a table of name = \"type\", e.g. { x = \"T[N]\" }");
+      throw SpecError(loc(n),
+                      "'" + what + "' must be a table of name = \"type\", e.g. { x = \"T[N]\" }");
     for (const auto& [key, v] : sorted(*t)) {
       Param p;
       p.name = key;
@@ -232,7 +249,8 @@ class Loader {
       a.string = s->get();
     } else if (auto arr = v.as_array()) {
       a.kind = AttrValue::Kind::list;
-      for (const auto& item : *arr) a.list.push_back(attr_value(item));
+      for (const auto& item : *arr)
+        a.list.push_back(attr_value(item));
     } else {
       throw SpecError(loc(v), "an attribute must be an integer, float, bool, string or array");
     }
@@ -242,7 +260,8 @@ class Loader {
   void attrs(Composite& c, const toml::node& n) {
     const toml::table* t = n.as_table();
     if (!t) throw SpecError(loc(n), "'attrs' must be a table of name = default");
-    for (const auto& [key, v] : sorted(*t)) c.attrs.push_back({key, attr_value(*v), loc(*v)});
+    for (const auto& [key, v] : sorted(*t))
+      c.attrs.push_back({key, attr_value(*v), loc(*v)});
   }
 
   void types(Composite& c, const toml::node& n) {
@@ -273,12 +292,14 @@ class Loader {
       if (key == "sizes") {
         const toml::table* s = v->as_table();
         if (!s) throw SpecError(loc(*v), "test sizes must be a table such as { N = [1, 7] }");
-        for (const auto& [var, vals] : sorted(*s)) c.test.sizes[var] = int_list(*vals);
+        for (const auto& [var, vals] : sorted(*s))
+          c.test.sizes[var] = int_list(*vals);
       } else if (key == "batch") {
         const toml::array* a = v->as_array();
         if (!a) throw SpecError(loc(*v), "test batch must be an array such as [3, 5]");
         if (!a->empty() && (*a)[0].is_array())
-          for (const auto& b : *a) c.test.batches.push_back(int_list(b));
+          for (const auto& b : *a)
+            c.test.batches.push_back(int_list(b));
         else
           c.test.batches.push_back(int_list(*v));
       } else if (key == "rtol" || key == "atol") {
@@ -297,8 +318,9 @@ class Loader {
           c.test.ranges[input] = {*lo, *hi};
         }
       } else {
-        throw SpecError(loc(*v), "unknown key '" + key +
-                                     "' in test; expected sizes, batch, rtol, atol or range");
+        throw SpecError(
+            key_loc(*t, key, *v),
+            "unknown key '" + key + "' in test; expected sizes, batch, rtol, atol or range");
       }
     }
   }
@@ -351,7 +373,8 @@ std::string AttrValue::str() const {
       return "\"" + string + "\"";
     case Kind::list: {
       std::string s = "[";
-      for (size_t i = 0; i < list.size(); ++i) s += (i ? ", " : "") + list[i].str();
+      for (size_t i = 0; i < list.size(); ++i)
+        s += (i ? ", " : "") + list[i].str();
       return s + "]";
     }
   }
@@ -360,7 +383,8 @@ std::string AttrValue::str() const {
 
 size_t TestSpec::case_count() const {
   size_t n = 1;
-  for (const auto& [k, v] : sizes) n = std::max(n, v.size());
+  for (const auto& [k, v] : sizes)
+    n = std::max(n, v.size());
   return n;
 }
 
@@ -389,6 +413,8 @@ const Composite* SpecFile::find(const std::string& name) const {
   return nullptr;
 }
 
-std::unique_ptr<SpecFile> load_spec_file(const std::string& path) { return Loader(path).load(); }
+std::unique_ptr<SpecFile> load_spec_file(const std::string& path) {
+  return Loader(path).load();
+}
 
 }  // namespace kiln

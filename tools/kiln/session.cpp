@@ -112,9 +112,12 @@ void load_selection(const Selection& sel, Loaded& out) {
     auto tvars = resolve_type_vars(*out.comp, {});
     if (!tvars.count(k))
       throw UsageError("composite '" + out.comp->name + "' has no type variable '" + k + "'");
-    if (const TypeVar* tv = out.comp->type_var(k))
-      if (std::find(tv->allowed.begin(), tv->allowed.end(), *dt) == tv->allowed.end())
-        throw UsageError("type variable " + k + " of '" + out.comp->name + "' does not allow " + v);
+    const TypeVar* tv = out.comp->type_var(k);
+    bool allowed = tv ? std::find(tv->allowed.begin(), tv->allowed.end(), *dt) != tv->allowed.end()
+                      : is_float(*dt);
+    if (!allowed)
+      throw UsageError("type variable " + k + " of '" + out.comp->name + "' does not allow " + v +
+                       (tv ? "" : " (it is undeclared, so it takes float dtypes)"));
     out.options.dtypes[k] = *dt;
   }
   for (const std::string& a : sel.attrs) {
