@@ -100,8 +100,13 @@ std::vector<Value> list_items(Lowerer& l, const Expr& e, Scope& s, const std::st
   return out;
 }
 
-/** A list of sizes such as [M, N]; a leading `...` stands for the batch dimensions. */
+/** A list of sizes such as [M, N] (a leading `...` stands for the batch dimensions), or a
+ *  tensor, which stands for its shape. */
 Shape shape_arg(Lowerer& l, const Expr& e, Scope& s) {
+  if (e.kind != Expr::Kind::list) {  // a tensor stands for its shape: full(0, x, T)
+    Value v = l.eval(e, s);
+    if (v.is_tensor()) return l.graph()[v.node].shape;
+  }
   std::vector<Value> items = list_items(l, e, s, "a list of sizes such as [M, N]");
   Shape out = starts_with_ellipsis(e) ? s.batch : Shape{};
   for (const Value& d : items) {
@@ -142,7 +147,16 @@ bool bool_arg(Lowerer& l, const Expr* e, Scope& s, bool dflt) {
   return v.number != 0;
 }
 
-Value reduce_builtin(Lowerer& l, const Expr& call, Scope& s, ReduceKind kind) {
+/** An order-reversing map that is its own inverse: neg for floats, bitwise not for integers
+ *  (exact for every value, unlike neg, which overflows at the minimum and wraps unsigned). */
+NodeId mirror(Lowerer& l, NodeId x) {
+  return l.graph().unary(is_float(l.graph()[x].dtype) ? Op::neg : Op::logical_not, x);
+}
+
+/** sum, max and prod; `min` is max between two mirrors: min(x) = mirror(max(mirror(x))). */
+Value reduce_builtin(Lowerer& l, const Expr& call, Scope& s, ReduceKind kind,
+                     bool mirrored = false) {
+  auto m = [&](NodeId x) { return mirrored ? mirror(l, x) : x; };
   if (const IndexSpace* space = l.space()) {  // sum(expr, k, l): reduce named indices
     if (call.args.size() < 2)
       throw SpecError(call.loc, "'" + call.text +
@@ -164,19 +178,19 @@ Value reduce_builtin(Lowerer& l, const Expr& call, Scope& s, ReduceKind kind) {
     for (int ax : axes)
       full[ax] = space->ranges[ax];
     x = l.broadcast_to(x, full, call.loc);
-    return Value::tensor(l.graph().reduce(kind, x, axes));
+    return Value::tensor(m(l.graph().reduce(kind, m(x), axes)));
   }
   if (kind == ReduceKind::max && call.args.size() == 2 && call.args[1].name.empty()) {
     auto x = l.unify({l.eval(*call.args[0].value, s), l.eval(*call.args[1].value, s)}, call.loc,
-                     "'max'");
-    return Value::tensor(l.graph().binary(Op::max, x[0], x[1]));
+                     "'" + call.text + "'");
+    return Value::tensor(m(l.graph().binary(Op::max, m(x[0]), m(x[1]))));
   }
   Args a(call, {"x", "axis", "keepdim"}, 1);
   NodeId x = tensor_arg(l, a, 0, s, call.text);
   std::vector<int> axes = axes_arg(l, a.get(1), s, x);
   if (kind != ReduceKind::max && l.graph()[x].dtype == DType::boolean)
     throw SpecError(call.loc, "'" + call.text + "' of a bool tensor: cast it to a number first");
-  NodeId r = l.graph().reduce(kind, x, axes);
+  NodeId r = m(l.graph().reduce(kind, m(x), axes));
   if (bool_arg(l, a.get(2), s, false)) return Value::tensor(r);
   Shape kept;
   const Shape& rs = l.graph()[r].shape;
@@ -365,6 +379,9 @@ const std::map<std::string, Handler>& table() {
     };
     m["max"] = [](Lowerer& l, const Expr& c, Scope& s) {
       return reduce_builtin(l, c, s, ReduceKind::max);
+    };
+    m["min"] = [](Lowerer& l, const Expr& c, Scope& s) {
+      return reduce_builtin(l, c, s, ReduceKind::max, true);
     };
     m["prod"] = [](Lowerer& l, const Expr& c, Scope& s) {
       return reduce_builtin(l, c, s, ReduceKind::prod);

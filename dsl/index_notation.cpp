@@ -14,7 +14,8 @@ namespace {
 using Named = std::pair<std::string, SourceLoc>;
 
 void collect_reduced(const Expr& e, std::vector<Named>& out) {
-  if (e.kind == Expr::Kind::call && (e.text == "sum" || e.text == "max" || e.text == "prod"))
+  if (e.kind == Expr::Kind::call &&
+      (e.text == "sum" || e.text == "max" || e.text == "min" || e.text == "prod"))
     for (size_t i = 1; i < e.args.size(); ++i)
       if (e.args[i].name.empty() && e.args[i].value->kind == Expr::Kind::name)
         out.push_back({e.args[i].value->text, e.args[i].value->loc});

@@ -100,7 +100,7 @@ const std::vector<ReduceCase>& reduce_cases() {
       {"sum", {}, ref_sum, {DType::f64, DType::f32, DType::f16, DType::i32}},
       {"mean", {}, ref_mean, {DType::f64, DType::f32, DType::bf16}},
       {"max", {}, ref_max, {DType::f64, DType::f32, DType::f16, DType::i32}},
-      {"min", {}, ref_min, {DType::f64, DType::f32, DType::bf16}},
+      {"min", {}, ref_min, {DType::f64, DType::f32, DType::bf16, DType::i32, DType::u8}},
       {"prod", {}, ref_prod, {DType::f64, DType::f32}},
       {"var", {}, [](const Values& v) { return ref_var(v, 0); }, {DType::f64, DType::f32}},
       {"var",
@@ -230,10 +230,48 @@ TEST_CASE("reduce: argmax ties and NaN") {
   kiln::test::expect_close(kiln::test::run(spec).out("y"), want, 0, 0);
 }
 
-TEST_CASE("reduce: argmax rejects an axis other than the last") {
-  RunSpec spec = reduce_spec("argmax", DType::f32, 7, {3, 5});
-  spec.attrs = {{"axis", kiln::test::attr_int(0)}};
-  CHECK_THROWS(kiln::test::run(spec));
+TEST_CASE("reduce: argmax along every axis of a 3-D input") {
+  for (int axis : {0, 1, 2, -2})
+    for (bool keepdim : {false, true}) {
+      CAPTURE(axis);
+      CAPTURE(keepdim);
+      RunSpec spec = reduce_spec("argmax", DType::i32, 7, {3, 5});
+      spec.attrs = {{"axis", kiln::test::attr_int(axis)},
+                    {"keepdim", kiln::test::attr_bool(keepdim)}};
+      spec.ranges = {{"x", {0, 3}}};  // values 0..2: many ties
+      auto r = kiln::test::run(spec);
+      const Tensor& x = r.in("x");
+      int ax = axis < 0 ? axis + 3 : axis;
+      std::vector<int64_t> kept = x.dims;
+      kept[ax] = 1;
+      Values want;
+      kiln::test::for_each_index(kept, [&](const std::vector<int64_t>& idx) {
+        std::vector<int64_t> at = idx;
+        int64_t best = 0;
+        for (int64_t k = 1; k < x.dims[ax]; ++k) {
+          at[ax] = k;
+          double v = x.at(kiln::test::offset(x.dims, at));
+          at[ax] = best;
+          if (v > x.at(kiln::test::offset(x.dims, at))) best = k;
+        }
+        want.push_back(static_cast<double>(best));
+      });
+      std::vector<int64_t> dims = keepdim ? kept : std::vector<int64_t>{};
+      if (!keepdim)
+        for (int d = 0; d < 3; ++d)
+          if (d != ax) dims.push_back(x.dims[d]);
+      CHECK(r.out("y").dims == dims);
+      kiln::test::expect_close(r.out("y"), want, 0, 0);
+    }
+}
+
+TEST_CASE("reduce: min is exact at the integer extremes") {
+  RunSpec spec = reduce_spec("min", DType::i8, 4, {2});
+  spec.given = {{"x", tensor_of(DType::i8, {2, 4}, {-128, 127, 0, -1, 5, 3, 127, 4})}};
+  kiln::test::expect_close(kiln::test::run(spec).out("y"), {-128, 3}, 0, 0);
+  spec = reduce_spec("min", DType::u8, 3, {2});
+  spec.given = {{"x", tensor_of(DType::u8, {2, 3}, {0, 255, 7, 200, 255, 201})}};
+  kiln::test::expect_close(kiln::test::run(spec).out("y"), {0, 200}, 0, 0);
 }
 
 TEST_CASE("reduce: logsumexp is stable for large values and exact on infinities") {
