@@ -238,8 +238,20 @@ Value view_builtin(Lowerer& l, const Expr& call, Scope& s) {
     IntExpr a_count = 1, b_count = 1;
     for (const IntExpr& d : src)
       a_count = a_count * d;
-    for (const IntExpr& d : dst)
-      b_count = b_count * d;
+    int inferred = -1;  // one -1 in the new shape takes the remaining elements
+    for (size_t k = 0; k < dst.size(); ++k) {
+      if (dst[k] != IntExpr(-1)) {
+        b_count = b_count * dst[k];
+      } else if (inferred >= 0) {
+        throw SpecError(a.loc(1), "reshape accepts at most one -1 in the new shape");
+      } else {
+        inferred = static_cast<int>(k);
+      }
+    }
+    if (inferred >= 0 && b_count != IntExpr(0)) {
+      dst[inferred] = floordiv(a_count, b_count);
+      b_count = b_count * dst[inferred];
+    }
     if (a_count != b_count)
       throw SpecError(call.loc, "shape mismatch: reshape of " + describe(l, x) + " (" +
                                     a_count.str() + " elements) to " + shape_str(dst) + " (" +

@@ -248,6 +248,12 @@ Shape Lowerer::declared_shape(const Param& p, Scope& s) {
   return shape;
 }
 
+IntExpr Lowerer::top_size(const std::string& name, const LowerOptions& opt) {
+  if (auto it = opt.fixed_sizes.find(name); it != opt.fixed_sizes.end()) return it->second;
+  g_.size_vars.push_back(name);
+  return IntExpr::var(name);
+}
+
 std::vector<NodeId> Lowerer::lower_top(const Composite& c, const LowerOptions& opt) {
   Scope s;
   s.comp = &c;
@@ -274,20 +280,15 @@ std::vector<NodeId> Lowerer::lower_top(const Composite& c, const LowerOptions& o
     any_batch |= p.type.batch;
   if (any_batch) {
     s.has_batch = true;
-    for (int k = 0; k < opt.batch_rank; ++k) {
-      std::string name = "batch" + std::to_string(k);
-      s.batch.push_back(IntExpr::var(name));
-      g_.size_vars.push_back(name);
-    }
+    for (int k = 0; k < opt.batch_rank; ++k)
+      s.batch.push_back(top_size("batch" + std::to_string(k), opt));
   }
   // Outputs bind sizes too, so that a source such as `arange` (no inputs) declares T[N].
   for (const auto* list : {&c.inputs, &c.outputs})
     for (const Param& p : *list)
       for (const ExprPtr& d : p.type.dims)
-        if (is_plain_size_name(*d, c) && !s.sizes.count(d->text)) {
-          s.sizes[d->text] = IntExpr::var(d->text);
-          g_.size_vars.push_back(d->text);
-        }
+        if (is_plain_size_name(*d, c) && !s.sizes.count(d->text))
+          s.sizes[d->text] = top_size(d->text, opt);
   std::vector<Value> args;
   for (const Param& p : c.inputs) {
     auto dt = parse_dtype(p.type.dtype);

@@ -19,6 +19,9 @@ struct LowerOptions {
   std::map<std::string, DType> dtypes;     ///< type variable -> dtype; default: first allowed
   int batch_rank = 0;                      ///< how many dimensions a leading `...` stands for
   std::map<std::string, AttrValue> attrs;  ///< attribute overrides
+  /** Size variables to specialise: they become constants and leave the graph's size
+   *  variables (batch dimensions are named batch0, batch1, ...). */
+  std::map<std::string, int64_t> fixed_sizes;
 };
 
 /** Lowers `c` (loaded through `lib`) to a graph. Throws SpecError. */

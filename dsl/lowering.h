@@ -106,6 +106,8 @@ class Lowerer {
   void run_body(const Composite& c, Scope& s);
   Value eval_name(const Expr& e, Scope& s);
   Value eval_call(const Expr& e, Scope& s);
+  /** A size variable of the top composite: symbolic (a graph size variable) unless fixed. */
+  IntExpr top_size(const std::string& name, const LowerOptions& opt);
   void bind_inputs(const Composite& c, const std::vector<Value>& args, Scope& s,
                    const SourceLoc& at);
   void check_outputs(const Composite& c, Scope& s);

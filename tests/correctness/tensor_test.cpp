@@ -1,4 +1,4 @@
-// ops/tensor.toml against naive index arithmetic: transpose, permute_axes, flatten,
+// ops/tensor.toml against naive index arithmetic: transpose, permute_axes, flatten, reshape,
 // slice, pad, concat, gather, gather_rows, arange.
 #include <doctest/doctest.h>
 
@@ -86,6 +86,45 @@ TEST_CASE("tensor: flatten merges the last two axes in row-major order") {
       REQUIRE(f.out("y").dims == dims);
       expect_close(f.out("y"), x, 0, 0);
     }
+}
+
+TEST_CASE("tensor: reshape keeps row-major order; -1 takes the remaining elements") {
+  struct Case {
+    std::vector<int64_t> batch;
+    int64_t n;
+    std::vector<int64_t> shape, want;
+  };
+  const Case cases[] = {
+      {{}, 12, {3, 4}, {3, 4}},       {{}, 12, {-1, 6}, {2, 6}},
+      {{3, 4}, 7, {-1}, {84}},        {{3, 4}, 1, {2, -1, 3}, {2, 2, 3}},
+      {{}, 1, {1, 1, -1}, {1, 1, 1}}, {{3, 4}, 7, {12, 7}, {12, 7}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.n);
+    RunSpec spec;
+    spec.target = "ops/tensor.toml:reshape";
+    spec.sizes = {{"N", c.n}};
+    spec.batch = c.batch;
+    spec.attrs = {{"shape", attr_list(c.shape)}};
+    spec.specialize = true;  // constant shapes need constant sizes
+    Run r = run(spec);
+    std::vector<double> x;
+    for (size_t k = 0; k < r.in("x").numel(); ++k)
+      x.push_back(r.in("x").at(k));
+    REQUIRE(r.out("y").dims == c.want);
+    expect_close(r.out("y"), x, 0, 0);
+  }
+  RunSpec bad;
+  bad.target = "ops/tensor.toml:reshape";
+  bad.sizes = {{"N", 12}};
+  bad.attrs = {{"shape", attr_list({5, -1})}};
+  bad.specialize = true;
+  CHECK_THROWS_AS(run(bad), SpecError);  // 12 elements do not split into 5 rows
+  bad.specialize = false;
+  bad.attrs = {{"shape", attr_list({3, 4})}};
+  CHECK_THROWS_AS(run(bad), SpecError);  // symbolic N is not provably 12
+  bad.attrs = {{"shape", attr_list({1, -1})}};
+  CHECK(run(bad).out("y").dims == std::vector<int64_t>{1, 12});  // symbolic -1 works
 }
 
 TEST_CASE("tensor: slice with start, stop, step and negative positions") {

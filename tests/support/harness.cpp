@@ -32,11 +32,12 @@ Run run(const RunSpec& spec) {
   opt.dtypes = spec.dtypes;
   opt.batch_rank = static_cast<int>(spec.batch.size());
   opt.attrs = spec.attrs;
-  r.graph = lower_composite(*r.lib, *r.comp, opt);
-  verify_or_throw(r.graph);
   r.sizes = spec.sizes;
   for (size_t k = 0; k < spec.batch.size(); ++k)
     r.sizes["batch" + std::to_string(k)] = spec.batch[k];
+  if (spec.specialize) opt.fixed_sizes = r.sizes;
+  r.graph = lower_composite(*r.lib, *r.comp, opt);
+  verify_or_throw(r.graph);
   for (size_t k = 0; k < r.graph.inputs.size(); ++k) {
     const Node& n = r.graph[r.graph.inputs[k]];
     if (auto g = spec.given.find(n.name); g != spec.given.end()) {

@@ -37,6 +37,7 @@ struct RunSpec {
   std::vector<int64_t> batch;
   std::map<std::string, AttrValue> attrs;
   uint64_t seed = 1;
+  bool specialize = false;  ///< lower with the sizes as constants (LowerOptions::fixed_sizes)
   std::map<std::string, std::pair<double, double>> ranges;  ///< overrides the spec's ranges
   /** Replaces random inputs by name (shape and dtype must match the graph). */
   std::map<std::string, Tensor> given;

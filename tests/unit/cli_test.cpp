@@ -51,6 +51,7 @@ TEST_CASE("cli: exit codes and output") {
       {"run tests/data/cli.toml:scale --test N=4 --batch 2", 0, "out y : f32[2, 4]"},
       {"run tests/data/cli.toml:scale --test N=4 --dtype T=f64 --attr alpha=0.5", 0, "f64[4]"},
       {"show tests/data/cli.toml:scale --format dot", 0, "digraph"},
+      {"run tests/data/cli.toml:scale --test N=4 --specialize --debug 2", 0, "input x : f32[4]"},
       {"show tests/data/cli.toml:scale", 0, "= mul"},
       {"check tests/data/cli.toml", 0, "ok, 2 composites"},
       {"run tests/data/cli.toml", 2, "several composites"},

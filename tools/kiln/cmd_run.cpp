@@ -17,6 +17,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     std::string runtime = "interp", test;
     uint64_t seed = 0;
     int debug = 0;
+    bool specialize = false;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("target", o->sel.target, "FILE[:COMPOSITE]")->required();
@@ -28,18 +29,21 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dtype", o->sel.dtypes, "Type variable choice, e.g. T=f16");
   cmd->add_option("--attr", o->sel.attrs, "Attribute value, e.g. alpha=0.2");
   cmd->add_option("--batch", o->sel.batch, "Batch dimensions for '...', e.g. 3,5");
+  cmd->add_flag("--specialize", o->specialize,
+                "Compile for the bound sizes only (they become constants in the graph)");
   cmd->add_option("--debug", o->debug, "Debug level 0..5")->check(CLI::Range(0, 5));
   cmd->callback([o, &exit_code] {
     if (o->runtime != "interp")
       throw UsageError("unknown runtime '" + o->runtime + "'; available: interp");
     Loaded l;
     load_selection(o->sel, l);
-    Graph g = lower_composite(l.lib, *l.comp, l.options);
-    verify_or_throw(g);
-    if (o->debug >= 2) std::cout << graph_to_text(g);
     SizeBindings sizes = o->test.empty() ? l.comp->test.case_sizes(0) : parse_sizes(o->test);
     for (size_t k = 0; k < l.batch.size(); ++k)
       sizes["batch" + std::to_string(k)] = l.batch[k];
+    if (o->specialize) l.options.fixed_sizes = sizes;
+    Graph g = lower_composite(l.lib, *l.comp, l.options);
+    verify_or_throw(g);
+    if (o->debug >= 2) std::cout << graph_to_text(g);
     for (const std::string& v : g.size_vars)
       if (!sizes.count(v))
         throw UsageError("size variable " + v + " of '" + l.comp->name +
