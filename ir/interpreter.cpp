@@ -64,7 +64,7 @@ int64_t wrapping_mul(int64_t a, int64_t b) {
 }
 
 int64_t int_min(DType t) {
-  return is_signed_int(t) ? -static_cast<int64_t>(uint64_t{1} << (dtype_bits(t) - 1)) : 0;
+  return is_signed_int(t) ? static_cast<int64_t>(~uint64_t{0} << (dtype_bits(t) - 1)) : 0;
 }
 
 int64_t int_max(DType t) {
