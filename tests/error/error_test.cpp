@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "dsl/check.h"
 #include "dsl/lower.h"
 #include "ir/verifier.h"
 
@@ -81,32 +82,10 @@ std::vector<ErrorCase> all_cases() {
   return out;
 }
 
-/** Loads `path` and lowers every composite of it with each allowed dtype, with and without batch
- *  dimensions, verifying every graph (what `kiln check` does). */
+/** What `kiln check` does to a file. */
 void check_spec(const std::string& path) {
   Library lib;
-  const SpecFile& f = lib.load(path);
-  for (const auto& c : f.composites) {
-    bool batched = false;
-    for (const Param& p : c->inputs)
-      batched |= p.type.batch;
-    std::vector<LowerOptions> choices(1);
-    for (const TypeVar& tv : c->types) {
-      std::vector<LowerOptions> next;
-      for (const LowerOptions& partial : choices)
-        for (DType d : tv.allowed) {
-          LowerOptions o = partial;
-          o.dtypes[tv.name] = d;
-          next.push_back(o);
-        }
-      choices = next;
-    }
-    for (LowerOptions opt : choices)
-      for (int rank : batched ? std::vector<int>{0, 2} : std::vector<int>{0}) {
-        opt.batch_rank = rank;
-        verify_or_throw(lower_composite(lib, *c, opt));
-      }
-  }
+  check_file(lib, path);
 }
 
 bool same_file(const std::string& a, const fs::path& b) {
