@@ -108,49 +108,6 @@ void put_element(Tensor& out, size_t k, const Tensor& src, size_t j) {
     put_int(out, k, src.i[j]);
 }
 
-/** IEEE binary16 bits of `v`, which must already be rounded to f16. */
-uint64_t encode_half(double v) {
-  uint64_t sign = std::signbit(v) ? 0x8000 : 0;
-  double a = std::fabs(v);
-  if (std::isnan(v)) return 0x7e00;
-  if (std::isinf(v)) return sign | 0x7c00;
-  if (a == 0) return sign;
-  int e = std::ilogb(a);
-  if (e < -14) return sign | static_cast<uint64_t>(std::ldexp(a, 24));  // subnormal
-  return sign | (static_cast<uint64_t>(e + 15) << 10) |
-         static_cast<uint64_t>((std::ldexp(a, -e) - 1) * 1024);
-}
-
-double decode_half(uint64_t h) {
-  double sign = (h & 0x8000) ? -1 : 1;
-  int exp = static_cast<int>((h >> 10) & 0x1f);
-  double mant = static_cast<double>(h & 0x3ff);
-  if (exp == 0) return sign * std::ldexp(mant, -24);
-  if (exp == 31) return mant != 0 ? NAN : sign * INFINITY;
-  return sign * std::ldexp(1 + mant / 1024, exp - 15);
-}
-
-/** The storage bits of element `k` (floats are first rounded to their dtype). */
-uint64_t to_bits(const Tensor& t, size_t k) {
-  double v = is_float(t.dtype) ? round_to_float(t.dtype, t.f[k]) : 0;
-  if (t.dtype == DType::f64) return std::bit_cast<uint64_t>(v);
-  if (t.dtype == DType::f32) return std::bit_cast<uint32_t>(static_cast<float>(v));
-  if (t.dtype == DType::bf16) return std::bit_cast<uint32_t>(static_cast<float>(v)) >> 16;
-  if (t.dtype == DType::f16) return encode_half(v);
-  int bits = dtype_bits(t.dtype);
-  uint64_t u = static_cast<uint64_t>(t.i[k]);
-  return bits == 64 ? u : u & ((uint64_t{1} << bits) - 1);
-}
-
-void from_bits(Tensor& out, size_t k, uint64_t b) {
-  auto as_float = [](uint64_t w) { return std::bit_cast<float>(static_cast<uint32_t>(w)); };
-  if (out.dtype == DType::f64) out.f[k] = std::bit_cast<double>(b);
-  if (out.dtype == DType::f32) out.f[k] = as_float(b);
-  if (out.dtype == DType::bf16) out.f[k] = as_float(b << 16);
-  if (out.dtype == DType::f16) out.f[k] = decode_half(b);
-  if (!is_float(out.dtype)) out.i[k] = wrap_int(out.dtype, static_cast<int64_t>(b));
-}
-
 double float_unary(Op op, double v) {
   if (op == Op::neg) return -v;
   if (op == Op::recip) return 1 / v;
@@ -343,7 +300,7 @@ Tensor eval_elementwise(NodeId id, const Node& n, const std::vector<const Tensor
     if (n.op == Op::copy || n.op == Op::cast)
       put_element(out, k, a, k);
     else if (n.op == Op::bitcast)
-      from_bits(out, k, to_bits(a, k));
+      set_element_bits(out, k, element_bits(a, k));
     else if (n.op == Op::where)
       put_element(out, k, *args[a.at(k) != 0 ? 1 : 2], k);
     else if (n.op == Op::mulacc && fl)

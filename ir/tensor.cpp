@@ -1,5 +1,8 @@
 #include "ir/tensor.h"
 
+#include <bit>
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -141,6 +144,73 @@ std::string tensor_summary(const Tensor& t) {
   for (size_t k = 0; k < n && k < kShown; ++k)
     s += (k ? ", " : "") + format_element(t, k);
   return s + (n > kShown ? ", ...]" : "]");
+}
+
+namespace {
+
+/** IEEE binary16 bits of `v`, which must already be rounded to f16. */
+uint64_t encode_half(double v) {
+  uint64_t sign = std::signbit(v) ? 0x8000 : 0;
+  double a = std::fabs(v);
+  if (std::isnan(v)) return 0x7e00;
+  if (std::isinf(v)) return sign | 0x7c00;
+  if (a == 0) return sign;
+  int e = std::ilogb(a);
+  if (e < -14) return sign | static_cast<uint64_t>(std::ldexp(a, 24));  // subnormal
+  return sign | (static_cast<uint64_t>(e + 15) << 10) |
+         static_cast<uint64_t>((std::ldexp(a, -e) - 1) * 1024);
+}
+
+double decode_half(uint64_t h) {
+  double sign = (h & 0x8000) ? -1 : 1;
+  int exp = static_cast<int>((h >> 10) & 0x1f);
+  double mant = static_cast<double>(h & 0x3ff);
+  if (exp == 0) return sign * std::ldexp(mant, -24);
+  if (exp == 31) return mant != 0 ? NAN : sign * INFINITY;
+  return sign * std::ldexp(1 + mant / 1024, exp - 15);
+}
+
+}  // namespace
+
+uint64_t element_bits(const Tensor& t, size_t k) {
+  double v = is_float(t.dtype) ? round_to_float(t.dtype, t.f[k]) : 0;
+  if (t.dtype == DType::f64) return std::bit_cast<uint64_t>(v);
+  if (t.dtype == DType::f32) return std::bit_cast<uint32_t>(static_cast<float>(v));
+  if (t.dtype == DType::bf16) return std::bit_cast<uint32_t>(static_cast<float>(v)) >> 16;
+  if (t.dtype == DType::f16) return encode_half(v);
+  int bits = dtype_bits(t.dtype);
+  uint64_t u = static_cast<uint64_t>(t.i[k]);
+  return bits == 64 ? u : u & ((uint64_t{1} << bits) - 1);
+}
+
+void set_element_bits(Tensor& out, size_t k, uint64_t b) {
+  auto as_float = [](uint64_t w) { return std::bit_cast<float>(static_cast<uint32_t>(w)); };
+  if (out.dtype == DType::f64) out.f[k] = std::bit_cast<double>(b);
+  if (out.dtype == DType::f32) out.f[k] = as_float(b);
+  if (out.dtype == DType::bf16) out.f[k] = as_float(b << 16);
+  if (out.dtype == DType::f16) out.f[k] = decode_half(b);
+  if (!is_float(out.dtype)) out.i[k] = wrap_int(out.dtype, static_cast<int64_t>(b));
+}
+
+std::vector<uint8_t> tensor_to_bytes(const Tensor& t) {
+  size_t width = dtype_bits(t.dtype) / 8;
+  std::vector<uint8_t> out(t.numel() * width);
+  for (size_t k = 0; k < t.numel(); ++k) {
+    uint64_t b = element_bits(t, k);
+    std::memcpy(out.data() + k * width, &b, width);  // little-endian hosts
+  }
+  return out;
+}
+
+Tensor tensor_from_bytes(DType t, const std::vector<int64_t>& dims, const void* data) {
+  Tensor out(t, dims);
+  size_t width = dtype_bits(t) / 8;
+  for (size_t k = 0; k < out.numel(); ++k) {
+    uint64_t b = 0;
+    std::memcpy(&b, static_cast<const uint8_t*>(data) + k * width, width);
+    set_element_bits(out, k, b);
+  }
+  return out;
 }
 
 }  // namespace kiln

@@ -34,6 +34,19 @@ struct Tensor {
 Tensor random_tensor(DType t, const std::vector<int64_t>& dims, uint64_t seed, double lo,
                      double hi);
 
+/** The storage bits of element `k` (floats are first rounded to their dtype; f16 and bf16 as
+ *  IEEE binary16 and bfloat16 bits). */
+uint64_t element_bits(const Tensor& t, size_t k);
+
+/** Sets element `k` from its storage bits. */
+void set_element_bits(Tensor& t, size_t k, uint64_t bits);
+
+/** The tensor as a dense little-endian buffer of its dtype, as compiled kernels read it. */
+std::vector<uint8_t> tensor_to_bytes(const Tensor& t);
+
+/** A tensor read from such a buffer. */
+Tensor tensor_from_bytes(DType t, const std::vector<int64_t>& dims, const void* data);
+
 /** "f32[3, 5]" */
 std::string tensor_type_str(const Tensor& t);
 
