@@ -55,7 +55,7 @@ struct Target {
 };
 
 /** `targets = value`; several targets take the outputs of a multi-output composite. */
-struct Statement {
+struct BodyStatement {
   std::vector<Target> targets;
   ExprPtr value;
   SourceLoc loc;

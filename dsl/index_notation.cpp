@@ -47,7 +47,7 @@ class Restore {
 
 }  // namespace
 
-void Lowerer::index_statement(const Statement& st, Scope& s) {
+void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
   const Target& t = st.targets[0];
   IndexSpace space;
   std::vector<SourceLoc> locs;

@@ -64,7 +64,7 @@ void Library::check_call_cycles(const SpecFile& root) const {
     marks[c] = Mark::active;
     stack.push_back(c);
     std::vector<std::pair<std::string, SourceLoc>> calls;
-    for (const Statement& s : c->body)
+    for (const BodyStatement& s : c->body)
       collect_calls(*s.value, calls);
     for (const auto& [name, loc] : calls) {
       if (is_builtin(name)) continue;

@@ -434,7 +434,7 @@ void Lowerer::bind_inputs(const Composite& c, const std::vector<Value>& args, Sc
 }
 
 void Lowerer::run_body(const Composite& c, Scope& s) {
-  for (const Statement& st : c.body) {
+  for (const BodyStatement& st : c.body) {
     if (st.targets.size() == 1 && st.targets[0].indexed) {
       index_statement(st, s);
       continue;

@@ -89,7 +89,7 @@ class Lowerer {
   std::vector<NodeId> unify(const std::vector<Value>& vs, const SourceLoc& at,
                             const std::string& what);
   Value call_builtin(const Expr& call, Scope& s);
-  void index_statement(const Statement& st, Scope& s);
+  void index_statement(const BodyStatement& st, Scope& s);
   Value index_access(const Expr& sub, Scope& s);
   /** Resolves a dtype argument (a dtype name, a type variable or a string). */
   DType eval_dtype(const Expr& e, Scope& s);

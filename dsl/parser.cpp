@@ -126,8 +126,8 @@ class Parser {
  public:
   explicit Parser(const SourceText& src) : src_(src), toks_(lex(src)) {}
 
-  std::vector<Statement> body() {
-    std::vector<Statement> out;
+  std::vector<BodyStatement> body() {
+    std::vector<BodyStatement> out;
     skip_newlines();
     while (peek().kind != Tok::end) {
       out.push_back(statement());
@@ -210,8 +210,8 @@ class Parser {
       next();
   }
 
-  Statement statement() {
-    Statement st;
+  BodyStatement statement() {
+    BodyStatement st;
     st.loc = loc(peek());
     do {
       if (peek().kind != Tok::name) fail(peek(), "expected a name to assign to");
@@ -435,7 +435,7 @@ class Parser {
 
 }  // namespace
 
-std::vector<Statement> parse_body(const SourceText& src) {
+std::vector<BodyStatement> parse_body(const SourceText& src) {
   return Parser(src).body();
 }
 

@@ -11,7 +11,7 @@
 namespace kiln {
 
 /** Statements separated by newlines or ';'. `#` starts a comment. */
-std::vector<Statement> parse_body(const SourceText& src);
+std::vector<BodyStatement> parse_body(const SourceText& src);
 
 /** One expression filling the whole text. */
 ExprPtr parse_expression(const SourceText& src);

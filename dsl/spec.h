@@ -70,7 +70,7 @@ struct Composite {
   std::vector<Param> inputs, outputs;  ///< in the order written
   std::vector<AttrDecl> attrs;
   std::vector<TypeVar> types;
-  std::vector<Statement> body;
+  std::vector<BodyStatement> body;
   SourceLoc body_loc;
   TestSpec test;
   const SpecFile* file = nullptr;

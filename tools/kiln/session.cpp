@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iostream>
 #include <sstream>
 
 namespace kiln::cli {
@@ -156,6 +157,41 @@ std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const Size
     out.push_back(random_tensor(n.dtype, eval_shape(n.shape, sizes), seed + 7919 * k, lo, hi));
   }
   return out;
+}
+
+std::unique_ptr<Runtime> open_runtime(const std::string& name) {
+  try {
+    return Runtime::open(name);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+CompileOptions compile_options(const std::vector<std::string>& config, int debug,
+                               const Runtime& rt) {
+  CompileOptions opt;
+  opt.debug = debug;
+  opt.log = &std::cout;
+  opt.config = rt.descriptor().config;
+  for (const std::string& item : config) {
+    auto [k, v] = split_assignment(item, "a --config item");
+    opt.config[k] = v;
+  }
+  if (std::string err = apply_config(opt); !err.empty()) throw UsageError(err);
+  return opt;
+}
+
+void print_build(std::ostream& out, const Executable& exe, double build_ms) {
+  const LoweredProgram& p = exe.program();
+  const CompileInfo& c = exe.build_info().compile;
+  for (size_t k = 0; k < p.plan.kernels.size(); ++k)
+    out << "  kernel " << p.symbols[k] << ": " << p.plan.kernels[k].statements.size()
+        << " statements\n";
+  out << "  stages:";
+  for (const StageTime& t : p.times)
+    out << " " << t.name << " " << t.milliseconds << " ms";
+  out << "\n  compile " << c.compile_ms << " ms (cache " << (c.cache_hit ? "hit" : "miss")
+      << "), load " << c.load_ms << " ms, total " << build_ms << " ms\n";
 }
 
 }  // namespace kiln::cli

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/executable.h"
 #include "dsl/lower.h"
 #include "ir/interpreter.h"
 
@@ -49,5 +50,15 @@ SizeBindings parse_sizes(const std::string& text);
 /** Seeded random inputs for every graph input; ranges from the composite's test table. */
 std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,
                                   uint64_t seed);
+
+/** Opens a runtime by name or descriptor path; a missing one is a UsageError. */
+std::unique_ptr<Runtime> open_runtime(const std::string& name);
+
+/** The runtime's --config defaults overridden by the command line's KEY=VALUE items. */
+CompileOptions compile_options(const std::vector<std::string>& config, int debug,
+                               const Runtime& rt);
+
+/** --debug 1: each kernel, the stage times, compile time, cache hit or miss, load time. */
+void print_build(std::ostream& out, const Executable& exe, double build_ms);
 
 }  // namespace kiln::cli

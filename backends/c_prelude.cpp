@@ -1,0 +1,72 @@
+#include "backends/c_prelude.h"
+
+namespace kiln {
+
+const char* const kCPrelude = R"(#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef KILN_FN
+#define KILN_FN static inline
+#endif
+
+KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+KILN_FN int64_t kiln_fmod(int64_t a, int64_t b) { return a - kiln_fdiv(a, b) * b; }
+KILN_FN float kiln_max_f32(float a, float b) { return (a != a || a > b) ? a : b; }
+KILN_FN double kiln_max_f64(double a, double b) { return (a != a || a > b) ? a : b; }
+KILN_FN int64_t kiln_max_int(int64_t a, int64_t b) { return a > b ? a : b; }
+KILN_FN int64_t kiln_f2i(double v, double lo, double hi) {
+  if (v != v) return 0;
+  if (v <= lo) return (int64_t)lo;
+  if (v >= hi) return hi >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)hi;
+  return (int64_t)v;
+}
+KILN_FN float kiln_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else {
+    float f = (float)man * 5.9604644775390625e-08f;  // man * 2^-24
+    memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float out;
+  memcpy(&out, &bits, 4);
+  return out;
+}
+KILN_FN uint16_t kiln_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // rounds to infinity
+  if (a < 0x38800000u) {                                     // subnormal or zero
+    float mag;
+    memcpy(&mag, &a, 4);
+    return (uint16_t)(sign | (uint32_t)nearbyintf(mag * 16777216.0f));
+  }
+  uint32_t r = a + 0xc8000fffu + ((a >> 13) & 1u);  // rebias exponent, round to nearest even
+  return (uint16_t)(sign | (r >> 13));
+}
+KILN_FN float kiln_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float out;
+  memcpy(&out, &bits, 4);
+  return out;
+}
+KILN_FN uint16_t kiln_f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+)";
+
+}  // namespace kiln

@@ -1,0 +1,202 @@
+#include "backends/c_style.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include "backends/c_prelude.h"
+
+namespace kiln {
+
+namespace {
+
+std::string size_name(const std::string& v) {
+  return "s_" + v;
+}
+
+std::string atom_to_c(const IntAtom& a) {
+  switch (a.kind) {
+    case IntAtom::Kind::var:
+      return a.name[0] == 'i' && a.name.size() > 1 && isdigit(a.name[1]) ? a.name
+                                                                         : size_name(a.name);
+    case IntAtom::Kind::floordiv:
+      return "kiln_fdiv(" + int_expr_to_c(a.a) + ", " + int_expr_to_c(a.b) + ")";
+    case IntAtom::Kind::mod:
+      return "kiln_fmod(" + int_expr_to_c(a.a) + ", " + int_expr_to_c(a.b) + ")";
+  }
+  return "?";
+}
+
+bool is_int_like(DType t) {
+  return !is_float(t);
+}
+
+std::string int_type(DType t) {
+  switch (t) {
+    case DType::i64:
+      return "int64_t";
+    case DType::i32:
+      return "int32_t";
+    case DType::i16:
+      return "int16_t";
+    case DType::i8:
+      return "int8_t";
+    case DType::u8:
+    case DType::boolean:
+      return "uint8_t";
+    default:
+      return "?";
+  }
+}
+
+}  // namespace
+
+std::string int_expr_to_c(const IntExpr& e) {
+  if (e.terms().empty()) return "0";
+  std::string s;
+  for (const IntExpr::Term& t : e.terms()) {
+    std::string term = std::to_string(t.coeff < 0 ? -t.coeff : t.coeff);
+    if (!t.factors.empty()) {
+      term = (t.coeff == 1 || t.coeff == -1) ? "" : term + " * ";
+      for (size_t k = 0; k < t.factors.size(); ++k)
+        term += (k ? " * " : "") + atom_to_c(*t.factors[k]);
+    }
+    if (s.empty())
+      s = (t.coeff < 0 ? "-" : "") + term;
+    else
+      s += (t.coeff < 0 ? " - " : " + ") + term;
+  }
+  return "(" + s + ")";
+}
+
+std::string ast_expr_to_c(const AstExpr& e) {
+  switch (e.kind) {
+    case AstExpr::Kind::integer:
+      return std::to_string(e.value);
+    case AstExpr::Kind::id:
+      return e.name[0] == 'c' && e.name.size() > 1 && isdigit(e.name[1]) ? e.name
+                                                                         : size_name(e.name);
+    case AstExpr::Kind::op:
+      break;
+  }
+  auto arg = [&](size_t k) { return ast_expr_to_c(*e.args[k]); };
+  static const std::map<std::string, std::string> kInfix = {
+      {"add", "+"},    {"sub", "-"},    {"mul", "*"},  {"div", "/"}, {"pdiv_q", "/"},
+      {"pdiv_r", "%"}, {"zdiv_r", "%"}, {"and", "&&"}, {"or", "||"}, {"eq", "=="},
+      {"le", "<="},    {"lt", "<"},     {"ge", ">="},  {"gt", ">"}};
+  if (auto it = kInfix.find(e.op); it != kInfix.end())
+    return "(" + arg(0) + " " + it->second + " " + arg(1) + ")";
+  if (e.op == "minus") return "(-" + arg(0) + ")";
+  if (e.op == "fdiv_q") return "kiln_fdiv(" + arg(0) + ", " + arg(1) + ")";
+  if (e.op == "min" || e.op == "max") {
+    std::string s = arg(0);
+    for (size_t k = 1; k < e.args.size(); ++k)
+      s = "(" + s + (e.op == "min" ? " < " : " > ") + arg(k) + " ? " + s + " : " + arg(k) + ")";
+    return s;
+  }
+  if (e.op == "select") return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
+  throw std::runtime_error("cannot render isl AST operation '" + e.op + "'");
+}
+
+std::string CStyleRenderer::prelude() const {
+  return kCPrelude;
+}
+
+std::string CStyleRenderer::signature(const std::string& symbol) const {
+  return "void " + symbol + "(void* const* restrict buffers, const int64_t* restrict sizes)";
+}
+
+std::string CStyleRenderer::loop_annotation(const LoopNode&) const {
+  return "";
+}
+
+std::string CStyleRenderer::compute_type(DType t) const {
+  if (t == DType::f64) return "double";
+  if (is_float(t)) return "float";
+  return int_type(t);
+}
+
+std::string CStyleRenderer::storage_type(DType t) const {
+  if (t == DType::f16 || t == DType::bf16) return "uint16_t";
+  return compute_type(t);
+}
+
+std::string CStyleRenderer::float_literal(double v, DType t) const {
+  std::string suffix = t == DType::f64 ? "" : "f";
+  if (std::isnan(v)) return t == DType::f64 ? "((double)NAN)" : "NAN";
+  if (std::isinf(v))
+    return std::string(v < 0 ? "-" : "") + (t == DType::f64 ? "((double)INFINITY)" : "INFINITY");
+  char buf[40];
+  std::snprintf(buf, sizeof buf, t == DType::f64 ? "%.17g" : "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + suffix;
+}
+
+std::string CStyleRenderer::math_call(const std::string& fn, DType t, const std::string& a) const {
+  return fn + (t == DType::f64 ? "" : "f") + "(" + a + ")";
+}
+
+std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<LoopNest>& nests,
+                                   const std::vector<std::string>& symbols) const {
+  std::string s = prelude();
+  for (size_t k = 0; k < plan.kernels.size(); ++k)
+    s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k]);
+  return s;
+}
+
+std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel& k,
+                                            const LoopNest& nest, const std::string& symbol) const {
+  Context c{plan, k};
+  std::string s = signature(symbol) + " {\n";
+  for (size_t v = 0; v < plan.size_vars.size(); ++v)
+    s += "  const int64_t " + size_name(plan.size_vars[v]) + " = sizes[" + std::to_string(v) +
+         "];\n";
+  int args = 0;
+  for (const Buffer& b : plan.buffers)
+    if (b.kind != BufferKind::temp) ++args;
+  for (int b : k.buffers) {
+    const Buffer& buf = plan.buffers[b];
+    int slot = buf.kind == BufferKind::temp ? args + buf.slot : buf.arg;
+    std::string type = storage_type(buf.dtype);
+    s += "  " + type + "* restrict b" + std::to_string(b) + " = (" + type + "*)buffers[" +
+         std::to_string(slot) + "];  // " + buf.name + "\n";
+  }
+  s += render_node(c, *nest.root, 1);
+  return s + "}\n";
+}
+
+std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' ');
+  std::string s;
+  switch (n.kind) {
+    case LoopNode::Kind::block:
+      for (const LoopNodePtr& child : n.body)
+        s += render_node(c, *child, depth);
+      return s;
+    case LoopNode::Kind::loop:
+      s += loop_annotation(n).empty() ? "" : pad + loop_annotation(n) + "\n";
+      s += pad + "for (int64_t " + n.iter + " = " + ast_expr_to_c(*n.init) + "; " +
+           ast_expr_to_c(*n.cond) + "; " + n.iter + " += " + std::to_string(n.step) + ") {\n";
+      for (const LoopNodePtr& child : n.body)
+        s += render_node(c, *child, depth + 1);
+      return s + pad + "}\n";
+    case LoopNode::Kind::guard:
+      s += pad + "if " + ast_expr_to_c(*n.cond) + " {\n";
+      for (const LoopNodePtr& child : n.body)
+        s += render_node(c, *child, depth + 1);
+      return s + pad + "}\n";
+    case LoopNode::Kind::stmt: {
+      s += pad + "{\n";
+      for (size_t k = 0; k < n.args.size(); ++k)
+        s += pad + "  const int64_t " + iterator_name(static_cast<int>(k)) + " = " +
+             ast_expr_to_c(*n.args[k]) + ";\n";
+      s += pad + "  " + render_statement(c, c.kernel.statements[n.statement]) + "\n";
+      return s + pad + "}\n";
+    }
+  }
+  return s;
+}
+
+}  // namespace kiln

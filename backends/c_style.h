@@ -1,0 +1,64 @@
+/** \file
+ * The shared C-style renderer: kernel IR + loop AST → source text. It owns the structure
+ * (prelude, signature, loops, statements, index arithmetic, dtype conversions) and asks small
+ * virtual hooks for what differs between languages. backends/c_renderer.h is plain C; OpenMP and
+ * CUDA renderers override only their hooks.
+ */
+#pragma once
+
+#include <string>
+
+#include "scheduler/kernel_ir.h"
+#include "scheduler/loop_ast.h"
+
+namespace kiln {
+
+/** Renders kernels in a C-like language. */
+class CStyleRenderer {
+ public:
+  virtual ~CStyleRenderer() = default;
+
+  /** One translation unit holding every kernel of `plan`, kernel k as the function
+   *  `symbols[k]` with loop nest `nests[k]`, in the calling convention of runtimes/plugin_api.h. */
+  std::string render(const KernelPlan& plan, const std::vector<LoopNest>& nests,
+                     const std::vector<std::string>& symbols) const;
+
+ protected:
+  /** Includes and helper functions. */
+  virtual std::string prelude() const;
+  /** The function header up to the opening brace. */
+  virtual std::string signature(const std::string& symbol) const;
+  /** Lines placed before a loop (pragmas); empty by default. */
+  virtual std::string loop_annotation(const LoopNode& loop) const;
+  /** The C type values of `t` are computed in (f16 and bf16 compute in float). */
+  virtual std::string compute_type(DType t) const;
+  /** The C type a buffer of `t` stores. */
+  virtual std::string storage_type(DType t) const;
+  /** A float literal of dtype `t`. */
+  virtual std::string float_literal(double v, DType t) const;
+  /** A unary float function such as sqrt, exp2, log2, sin for dtype `t`. */
+  virtual std::string math_call(const std::string& fn, DType t, const std::string& a) const;
+
+ private:
+  /** What rendering one kernel needs at every node. */
+  struct Context {
+    const KernelPlan& plan;
+    const Kernel& kernel;
+  };
+  std::string render_function(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
+                              const std::string& symbol) const;
+  std::string render_node(const Context& c, const LoopNode& n, int depth) const;
+  std::string render_statement(const Context& c, const Statement& st) const;
+  std::string render_value(const Context& c, const ScalarExpr& e) const;
+  std::string render_op(const Context& c, const ScalarExpr& e) const;
+  std::string render_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
+};
+
+/** An integer expression of iterators and size variables as C; size variables print with the
+ *  prefix `s_` (as the renderers declare them). */
+std::string int_expr_to_c(const IntExpr& e);
+
+/** An AST expression as C, with the same naming. */
+std::string ast_expr_to_c(const AstExpr& e);
+
+}  // namespace kiln

@@ -1,0 +1,208 @@
+// Statements and scalar expressions of the C-style renderer: loads and stores with dtype
+// conversion, the op -> text table, masks, casts and the reduction updates.
+#include <cstdint>
+#include <stdexcept>
+
+#include "backends/c_style.h"
+
+namespace kiln {
+
+namespace {
+
+/** Converts a stored element to its compute value and back. */
+std::string from_storage(DType t, const std::string& x) {
+  if (t == DType::f16) return "kiln_f16_to_f32(" + x + ")";
+  if (t == DType::bf16) return "kiln_bf16_to_f32(" + x + ")";
+  return x;
+}
+
+std::string to_storage(DType t, const std::string& x) {
+  if (t == DType::f16) return "kiln_f32_to_f16(" + x + ")";
+  if (t == DType::bf16) return "kiln_f32_to_bf16(" + x + ")";
+  return x;
+}
+
+double int_min(DType t) {
+  switch (t) {
+    case DType::i64:
+      return -9223372036854775808.0;
+    case DType::i32:
+      return -2147483648.0;
+    case DType::i16:
+      return -32768.0;
+    case DType::i8:
+      return -128.0;
+    default:
+      return 0;
+  }
+}
+
+double int_max(DType t) {
+  switch (t) {
+    case DType::i64:
+      return 9223372036854775808.0;
+    case DType::i32:
+      return 2147483647.0;
+    case DType::i16:
+      return 32767.0;
+    case DType::i8:
+      return 127.0;
+    case DType::u8:
+      return 255.0;
+    default:
+      return 1.0;
+  }
+}
+
+}  // namespace
+
+std::string CStyleRenderer::render_index(const Context& c, int buffer,
+                                         const std::vector<IntExpr>& index) const {
+  const Shape& shape = c.plan.buffers[buffer].shape;
+  IntExpr linear = 0;
+  for (size_t k = 0; k < shape.size(); ++k)
+    linear = linear * shape[k] + index[k];
+  return "b" + std::to_string(buffer) + "[" + int_expr_to_c(linear) + "]";
+}
+
+std::string CStyleRenderer::render_statement(const Context& c, const Statement& st) const {
+  const Buffer& b = c.plan.buffers[st.buffer];
+  std::string target = render_index(c, st.buffer, st.index);
+  std::string t = compute_type(b.dtype);
+  if (st.kind == Statement::Kind::assign)
+    return target + " = " + to_storage(b.dtype, "(" + t + ")" + render_value(c, *st.value)) + ";";
+  if (st.kind == Statement::Kind::reduce_init) {
+    std::string init;
+    if (st.reduce == ReduceKind::sum) init = "0";
+    if (st.reduce == ReduceKind::prod) init = "1";
+    if (st.reduce == ReduceKind::max)
+      init = is_float(b.dtype)       ? "-INFINITY"
+             : b.dtype == DType::i64 ? "INT64_MIN"
+                                     : std::to_string(static_cast<int64_t>(int_min(b.dtype)));
+    return target + " = " + to_storage(b.dtype, "(" + t + ")" + init) + ";";
+  }
+  std::string acc = from_storage(b.dtype, target);
+  std::string v = "(" + t + ")" + render_value(c, *st.value);
+  std::string r;
+  if (st.reduce == ReduceKind::sum) r = acc + " + " + v;
+  if (st.reduce == ReduceKind::prod) r = acc + " * " + v;
+  if (st.reduce == ReduceKind::max)
+    r = b.dtype == DType::f64 ? "kiln_max_f64(" + acc + ", " + v + ")"
+        : is_float(b.dtype)   ? "kiln_max_f32(" + acc + ", " + v + ")"
+                              : "kiln_max_int(" + acc + ", " + v + ")";
+  return target + " = " + to_storage(b.dtype, "(" + t + ")(" + r + ")") + ";";
+}
+
+std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) const {
+  std::string v;
+  switch (e.kind) {
+    case ScalarExpr::Kind::load:
+      v = from_storage(c.plan.buffers[e.buffer].dtype, render_index(c, e.buffer, e.index));
+      break;
+    case ScalarExpr::Kind::constant:
+      if (e.symbolic)
+        v = "((" + compute_type(e.dtype) + ")" + int_expr_to_c(e.size_value) + ")";
+      else if (is_float(e.dtype))
+        v = float_literal(e.value, e.dtype);
+      else
+        v = "((" + compute_type(e.dtype) + ")" + std::to_string(e.int_value) + "LL)";
+      break;
+    case ScalarExpr::Kind::iterator:
+      v = "((" + compute_type(e.dtype) + ")" + int_expr_to_c(e.index[0]) + ")";
+      break;
+    case ScalarExpr::Kind::op:
+      v = render_op(c, e);
+      break;
+  }
+  if (e.mask.empty()) return v;
+  std::string cond;
+  for (const MaskBound& m : e.mask) {
+    std::string x = int_expr_to_c(m.expr);
+    cond +=
+        (cond.empty() ? "" : " && ") + ("0 <= " + x + " && " + x + " < " + int_expr_to_c(m.bound));
+  }
+  return "((" + cond + ") ? " + v + " : (" + compute_type(e.dtype) + ")0)";
+}
+
+std::string CStyleRenderer::render_op(const Context& c, const ScalarExpr& e) const {
+  auto arg = [&](size_t k) { return render_value(c, *e.args[k]); };
+  DType t = e.dtype, in = e.args.empty() ? t : e.args[0]->dtype;
+  std::string ct = compute_type(t);
+  auto wrap = [&](const std::string& x) {  // integer results wrap to their dtype
+    return is_float(t) ? "(" + x + ")" : "((" + ct + ")(" + x + "))";
+  };
+  switch (e.op) {
+    case Op::copy:
+      return arg(0);
+    case Op::neg:
+      return wrap("-" + arg(0));
+    case Op::recip:
+      return "(" + float_literal(1.0, t) + " / " + arg(0) + ")";
+    case Op::sqrt:
+      return math_call("sqrt", t, arg(0));
+    case Op::exp2:
+      return math_call("exp2", t, arg(0));
+    case Op::log2:
+      return math_call("log2", t, arg(0));
+    case Op::sin:
+      return math_call("sin", t, arg(0));
+    case Op::logical_not:
+      return t == DType::boolean ? "((uint8_t)!" + arg(0) + ")" : wrap("~" + arg(0));
+    case Op::add:
+      return wrap(arg(0) + " + " + arg(1));
+    case Op::mul:
+      return wrap(arg(0) + " * " + arg(1));
+    case Op::max:
+      return t == DType::f64 ? "kiln_max_f64(" + arg(0) + ", " + arg(1) + ")"
+             : is_float(t)   ? "kiln_max_f32(" + arg(0) + ", " + arg(1) + ")"
+                             : wrap("kiln_max_int(" + arg(0) + ", " + arg(1) + ")");
+    case Op::idiv:
+      return wrap(arg(0) + " / " + arg(1));
+    case Op::mod:
+      return is_float(t) ? math_call("fmod", t, arg(0) + ", " + arg(1))
+                         : wrap(arg(0) + " % " + arg(1));
+    case Op::bit_and:
+      return wrap(arg(0) + " & " + arg(1));
+    case Op::bit_or:
+      return wrap(arg(0) + " | " + arg(1));
+    case Op::bit_xor:
+      return wrap(arg(0) + " ^ " + arg(1));
+    case Op::shl:
+    case Op::shr: {
+      int bits = dtype_bits(t);
+      std::string amount = "(" + arg(1) + " & " + std::to_string(bits - 1) + ")";
+      if (e.op == Op::shl) return wrap("(uint64_t)" + arg(0) + " << " + amount);
+      return wrap(arg(0) + " >> " + amount);
+    }
+    case Op::cmplt:
+      return "((uint8_t)(" + arg(0) + " < " + arg(1) + "))";
+    case Op::cmpeq:
+      return "((uint8_t)(" + arg(0) + " == " + arg(1) + "))";
+    case Op::where:
+      return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
+    case Op::mulacc:
+      return wrap(arg(0) + " * " + arg(1) + " + " + arg(2));
+    case Op::cast:
+      if (t == DType::boolean) return "((uint8_t)(" + arg(0) + " != 0))";
+      if (is_float(in) && !is_float(t))
+        return "((" + ct + ")kiln_f2i(" + arg(0) + ", " + std::to_string(int_min(t)) + ", " +
+               std::to_string(int_max(t)) + "))";
+      if (t == DType::f16) return "kiln_f16_to_f32(kiln_f32_to_f16((float)" + arg(0) + "))";
+      if (t == DType::bf16) return "kiln_bf16_to_f32(kiln_f32_to_bf16((float)" + arg(0) + "))";
+      return "((" + ct + ")" + arg(0) + ")";
+    case Op::bitcast: {
+      std::string from = compute_type(in), x = arg(0);
+      if (in == DType::f16) x = "kiln_f32_to_f16(" + x + ")", from = "uint16_t";
+      if (in == DType::bf16) x = "kiln_f32_to_bf16(" + x + ")", from = "uint16_t";
+      std::string to = storage_type(t);
+      std::string bits = "({ " + from + " kiln_a_ = " + x + "; " + to +
+                         " kiln_b_; memcpy(&kiln_b_, &kiln_a_, sizeof kiln_b_); kiln_b_; })";
+      return from_storage(t, bits);
+    }
+    default:
+      throw std::runtime_error("the C renderer has no text for op '" + std::string(op_name(e.op)) +
+                               "'");
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,44 @@
+#include "driver/compare.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiln {
+
+Tolerance tolerance_for(DType t, std::optional<double> rtol, std::optional<double> atol,
+                        const Tensor& want) {
+  if (!is_float(t)) return {0, 0};
+  double r = t == DType::f64 ? 1e-9 : t == DType::f32 ? 2e-5 : t == DType::f16 ? 1e-2 : 4e-2;
+  r = std::max(r, rtol.value_or(0));
+  double scale = 0;
+  for (size_t k = 0; k < want.numel(); ++k)
+    if (std::isfinite(want.at(k))) scale = std::max(scale, std::fabs(want.at(k)));
+  return {r, std::max(atol.value_or(0), r * std::max(scale, 1e-30))};
+}
+
+Comparison compare(const Tensor& got, const Tensor& want, const Tolerance& tol) {
+  Comparison c;
+  if (got.dims != want.dims || got.numel() != want.numel()) {
+    c.ok = false;
+    return c;
+  }
+  for (size_t k = 0; k < want.numel(); ++k) {
+    double g = got.at(k), w = want.at(k);
+    bool same = (std::isnan(g) && std::isnan(w)) || g == w;
+    double err = same ? 0 : std::fabs(g - w);
+    if (!std::isnan(err)) {
+      c.max_abs = std::max(c.max_abs, err);
+      if (w != 0) c.max_rel = std::max(c.max_rel, err / std::fabs(w));
+    }
+    bool ok = same || err <= tol.atol + tol.rtol * std::fabs(w);
+    if (!ok && c.ok) {
+      c.ok = false;
+      c.first_bad = k;
+      c.got = g;
+      c.want = w;
+    }
+  }
+  return c;
+}
+
+}  // namespace kiln

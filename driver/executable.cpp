@@ -1,0 +1,114 @@
+#include "driver/executable.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "backends/c_renderer.h"
+
+namespace kiln {
+
+namespace {
+
+/** Frees device memory when a run ends, also by an exception. */
+class DeviceBuffers {
+ public:
+  explicit DeviceBuffers(Runtime& rt) : rt_(rt) {}
+  ~DeviceBuffers() {
+    for (void* p : owned_)
+      rt_.free(p);
+  }
+  void* alloc(size_t bytes) {
+    owned_.push_back(rt_.alloc(std::max<size_t>(bytes, 64)));
+    return owned_.back();
+  }
+
+ private:
+  Runtime& rt_;
+  std::vector<void*> owned_;
+};
+
+size_t byte_size(const Buffer& b, const SizeBindings& sizes) {
+  size_t n = dtype_bits(b.dtype) / 8;
+  for (int64_t d : eval_shape(b.shape, sizes))
+    n *= static_cast<size_t>(d);
+  return n;
+}
+
+std::vector<int64_t> size_values(const KernelPlan& plan, const SizeBindings& sizes) {
+  std::vector<int64_t> out;
+  for (const std::string& v : plan.size_vars) {
+    auto it = sizes.find(v);
+    if (it == sizes.end()) throw std::runtime_error("size variable " + v + " is not bound");
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+const CStyleRenderer& renderer_for(const std::string& backend) {
+  static const CRenderer c;
+  if (backend == "c") return c;
+  throw std::runtime_error("no renderer for backend '" + backend + "'");
+}
+
+}  // namespace
+
+Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt)
+    : runtime_(runtime) {
+  program_ = lower_program(g, renderer_for(runtime.backend()), opt);
+  info_.stages = program_.times;
+  module_ = std::make_unique<CompiledModule>(runtime.compile(program_.source, {}, &info_.compile));
+  for (const std::string& s : program_.symbols) {
+    void* fn = runtime.lookup(*module_, s);
+    if (!fn) throw std::runtime_error("compiled module has no kernel '" + s + "'");
+    kernels_.push_back(fn);
+  }
+}
+
+void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
+  const KernelPlan& plan = program_.plan;
+  SizeBindings bound;
+  for (size_t k = 0; k < plan.size_vars.size(); ++k)
+    bound[plan.size_vars[k]] = sizes[k];
+  std::vector<void*> args;
+  std::vector<size_t> slot_bytes(plan.num_slots, 0);
+  for (const Buffer& b : plan.buffers)
+    if (b.kind == BufferKind::temp)
+      slot_bytes[b.slot] = std::max(slot_bytes[b.slot], byte_size(b, bound));
+    else
+      args.push_back(buffers[b.arg]);
+  DeviceBuffers temps(runtime_);
+  for (size_t bytes : slot_bytes)
+    args.push_back(temps.alloc(bytes));
+  for (void* fn : kernels_)
+    runtime_.launch(fn, args.data(), sizes);
+  runtime_.synchronize();
+}
+
+std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
+                                    const SizeBindings& sizes) const {
+  const KernelPlan& plan = program_.plan;
+  std::vector<int64_t> size_args = size_values(plan, sizes);
+  DeviceBuffers mem(runtime_);
+  std::vector<void*> args;
+  size_t next_input = 0;
+  for (const Buffer& b : plan.buffers) {
+    if (b.kind == BufferKind::temp) continue;
+    void* p = mem.alloc(byte_size(b, sizes));
+    if (b.kind == BufferKind::input) {
+      std::vector<uint8_t> bytes = tensor_to_bytes(inputs.at(next_input++));
+      runtime_.copy_to_device(p, bytes.data(), bytes.size());
+    }
+    args.push_back(p);
+  }
+  run_buffers(args.data(), size_args.data());
+  std::vector<Tensor> out;
+  for (const Buffer& b : plan.buffers) {
+    if (b.kind != BufferKind::output) continue;
+    std::vector<uint8_t> bytes(byte_size(b, sizes));
+    runtime_.copy_to_host(bytes.data(), args[b.arg], bytes.size());
+    out.push_back(tensor_from_bytes(b.dtype, eval_shape(b.shape, sizes), bytes.data()));
+  }
+  return out;
+}
+
+}  // namespace kiln

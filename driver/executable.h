@@ -1,0 +1,46 @@
+/** \file
+ * A compiled composite ready to run: the lowered program, its module loaded by a runtime, and
+ * the buffer handling around a launch (allocate, copy in, launch every kernel, copy out).
+ */
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "driver/pipeline.h"
+#include "ir/interpreter.h"
+#include "runtimes/runtime.h"
+
+namespace kiln {
+
+/** What one compile-and-load did, for --debug 1. */
+struct BuildInfo {
+  std::vector<StageTime> stages;
+  CompileInfo compile;
+};
+
+/** A graph compiled for one runtime. */
+class Executable {
+ public:
+  /** Lowers, compiles (through the runtime's cache) and loads `g`. */
+  Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt);
+
+  /** Runs on host tensors (in graph input order) for the bound sizes; returns the outputs. */
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const SizeBindings& sizes) const;
+
+  /** Runs on caller-owned device buffers: inputs then outputs in graph order (temps are
+   *  allocated here), with the sizes in size-variable order. */
+  void run_buffers(void* const* buffers, const int64_t* sizes) const;
+
+  const LoweredProgram& program() const { return program_; }
+  const BuildInfo& build_info() const { return info_; }
+
+ private:
+  Runtime& runtime_;
+  LoweredProgram program_;
+  BuildInfo info_;
+  std::unique_ptr<CompiledModule> module_;
+  std::vector<void*> kernels_;
+};
+
+}  // namespace kiln

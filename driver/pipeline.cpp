@@ -1,0 +1,111 @@
+#include "driver/pipeline.h"
+
+#include <chrono>
+#include <functional>
+#include <ostream>
+#include <sstream>
+
+#include "scheduler/build_statements.h"
+#include "scheduler/plan_buffers.h"
+
+namespace kiln {
+
+namespace {
+
+/** What the stages pass along. */
+struct State {
+  const Graph& graph;
+  const CStyleRenderer& renderer;
+  const CompileOptions& opt;
+  LoweredProgram out;
+};
+
+/** One stage: its name, the --debug level that prints its result, and the work. */
+struct Stage {
+  const char* name;
+  int print_level;
+  std::function<std::string(State&)> run;  ///< returns the text --debug prints
+};
+
+std::string symbol_for(const std::string& name, size_t k) {
+  std::string s = "kiln_";
+  for (char c : name)
+    s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s + "_" + std::to_string(k);
+}
+
+const std::vector<Stage>& stages() {
+  static const std::vector<Stage> table = {
+      {"kernels", 2,
+       [](State& s) {
+         s.out.plan = build_statements(s.graph);
+         return plan_to_text(s.out.plan);
+       }},
+      {"buffers", 2,
+       [](State& s) {
+         plan_buffers(s.out.plan);
+         return plan_to_text(s.out.plan);
+       }},
+      {"schedule", 3,
+       [](State& s) {
+         std::string text;
+         for (const Kernel& k : s.out.plan.kernels) {
+           ScheduledKernel sk = schedule_kernel(s.out.plan, k, s.opt.schedule);
+           if (s.opt.debug >= 5) text += sk.schedule_text + "\n";
+           text += loop_nest_to_text(sk.nest);
+           s.out.nests.push_back(sk.nest);
+           s.out.symbols.push_back(symbol_for(k.name, s.out.symbols.size()));
+         }
+         return text;
+       }},
+      {"render", 4,
+       [](State& s) {
+         s.out.source = s.renderer.render(s.out.plan, s.out.nests, s.out.symbols);
+         return s.out.source;
+       }},
+  };
+  return table;
+}
+
+}  // namespace
+
+LoweredProgram lower_program(const Graph& g, const CStyleRenderer& renderer,
+                             const CompileOptions& opt) {
+  State s{g, renderer, opt, {}};
+  for (const Stage& stage : stages()) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::string text = stage.run(s);
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    s.out.times.push_back({stage.name, ms});
+    if (opt.log && opt.debug >= 2) *opt.log << "-- " << stage.name << " (" << ms << " ms)\n";
+    if (opt.log && opt.debug >= stage.print_level) *opt.log << text << "\n";
+  }
+  return s.out;
+}
+
+std::string apply_config(CompileOptions& opt) {
+  for (const auto& [key, value] : opt.config) {
+    if (key == "TILE") {
+      std::vector<int64_t> sizes;
+      std::stringstream in(value);
+      std::string part;
+      while (std::getline(in, part, 'x')) {
+        try {
+          sizes.push_back(std::stoll(part));
+        } catch (const std::exception&) {
+          return "--config TILE expects sizes such as 32 or 64x64x8, got '" + value + "'";
+        }
+      }
+      opt.schedule.tile = !(sizes.size() == 1 && sizes[0] == 0);
+      if (sizes.size() == 1) sizes.assign(3, sizes[0]);
+      opt.schedule.tile_sizes = sizes;
+    } else if (key == "PARALLEL" || key == "VECTORIZE") {
+      if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
+      (key == "PARALLEL" ? opt.schedule.parallel : opt.schedule.vectorize) = value == "1";
+    }
+  }
+  return "";
+}
+
+}  // namespace kiln

@@ -1,0 +1,50 @@
+/** \file
+ * The compilation pipeline: graph → kernel plan → buffer plan → isl schedules → source. The
+ * stages are one table in pipeline.cpp; the driver (not each pass) times every stage and prints
+ * its result under --debug.
+ */
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/c_style.h"
+#include "ir/graph.h"
+#include "scheduler/schedule_kernel.h"
+
+namespace kiln {
+
+/** Options of one compilation; they travel from the command line down. */
+struct CompileOptions {
+  int debug = 0;                              ///< DESIGN.md §8 levels
+  std::ostream* log = nullptr;                ///< where --debug output goes (nullptr: nowhere)
+  ScheduleOptions schedule;                   ///< tiling, parallel and vector marks
+  std::map<std::string, std::string> config;  ///< --config KEY=VALUE, part of the cache key
+};
+
+/** How long one stage took. */
+struct StageTime {
+  std::string name;
+  double milliseconds = 0;
+};
+
+/** A graph lowered to source for one backend. */
+struct LoweredProgram {
+  KernelPlan plan;
+  std::vector<LoopNest> nests;       ///< one per kernel
+  std::vector<std::string> symbols;  ///< the function name of each kernel
+  std::string source;                ///< one translation unit with every kernel
+  std::vector<StageTime> times;
+};
+
+/** Runs every stage. Throws std::runtime_error when a stage fails. */
+LoweredProgram lower_program(const Graph& g, const CStyleRenderer& renderer,
+                             const CompileOptions& opt);
+
+/** Reads the scheduler knobs of --config (TILE=32 or TILE=32x32x8, PARALLEL=0, VECTORIZE=0) into
+ *  `opt.schedule`; returns the message for an unknown key or a bad value, else "". */
+std::string apply_config(CompileOptions& opt);
+
+}  // namespace kiln

@@ -1,0 +1,81 @@
+/** \file
+ * The compiled-composite cache (DESIGN.md §7): one file per key under `$KILN_CACHE`, else
+ * `$XDG_CACHE_HOME/kiln`, else `~/.cache/kiln`. An entry is a header (magic, format version,
+ * payload length, SHA-256 of the payload) followed by the payload. Writes go to a unique
+ * temporary file in the same folder, are fsynced and renamed, so concurrent writers of one key
+ * are safe. A corrupt or truncated entry is deleted and reported as a miss. A folder that cannot
+ * be created or written disables the cache, with one warning per process.
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+/** An incremental SHA-256 over length-prefixed fields, so ("ab","c") != ("a","bc"). */
+class CacheKey {
+ public:
+  /** Adds one field to the key. */
+  CacheKey& add(std::string_view field);
+  /** The key as 64 lowercase hex digits. */
+  std::string hex() const;
+
+ private:
+  std::string material_;
+};
+
+/** The SHA-256 of `size` bytes, as 64 lowercase hex digits. */
+std::string sha256_hex(const void* data, size_t size);
+
+/** One entry of `kiln cache ls`. */
+struct CacheEntryInfo {
+  std::string key;
+  uint64_t bytes = 0; /**< size of the entry file */
+  int64_t mtime = 0;  /**< seconds since the epoch */
+};
+
+/** Totals for `kiln cache stats`. */
+struct CacheStats {
+  size_t entries = 0;
+  uint64_t bytes = 0;
+};
+
+/** A cache folder. Methods never throw on I/O trouble; they report through `warning`. */
+class Cache {
+ public:
+  /** Opens `dir` (created if missing); empty means default_dir(). A warning about an unusable
+   *  folder is stored once per process and handed out by the next get/put. */
+  explicit Cache(std::string dir = "");
+
+  /** The folder chosen from $KILN_CACHE, $XDG_CACHE_HOME or $HOME. */
+  static std::string default_dir();
+
+  /** False when the folder is unusable and caching is off. */
+  bool enabled() const { return enabled_; }
+  const std::string& dir() const { return dir_; }
+
+  /** The payload stored under `key`, or nothing. A bad entry is deleted and `*warning` set. */
+  std::optional<std::vector<uint8_t>> get(const std::string& key, std::string* warning);
+  /** Stores a payload atomically. Returns false (and maybe sets `*warning`) on failure. */
+  bool put(const std::string& key, const void* data, size_t size, std::string* warning);
+
+  /** All entries, sorted by key. */
+  std::vector<CacheEntryInfo> ls() const;
+  CacheStats stats() const;
+  /** Deletes all entries (and leftover temporary files); returns how many entries. */
+  size_t clear();
+
+ private:
+  void disable(const std::string& why);
+  std::string take_warning();
+
+  std::string dir_;
+  bool enabled_ = true;
+  std::string pending_warning_;
+};
+
+}  // namespace kiln

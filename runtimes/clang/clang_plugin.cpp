@@ -1,0 +1,256 @@
+// The "clang" runtime: C compiled in process by the Clang 19 libraries to an object file in
+// memory (the artifact), then linked and run by LLVM ORC LLJIT, one LLJIT per module.
+// clang::driver::Driver builds the cc1 arguments: hand-written ones lose the builtin headers
+// and vectorisation (DESIGN.md §6).
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/DiagnosticOptions.h>
+#include <clang/CodeGen/CodeGenAction.h>
+#include <clang/Driver/Compilation.h>
+#include <clang/Driver/Driver.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/TextDiagnosticPrinter.h>
+#include <clang/Lex/PreprocessorOptions.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtimes/plugin_api.h"
+
+#ifndef KILN_CLANG_RESOURCE_DIR
+#error "KILN_CLANG_RESOURCE_DIR must name clang's resource folder (builtin headers)"
+#endif
+#ifndef KILN_CLANG_EXECUTABLE
+#define KILN_CLANG_EXECUTABLE "clang"
+#endif
+
+namespace {
+
+const char* kBaseFlags[] = {"-O3", "-march=native", "-fno-math-errno"};
+constexpr const char* kSourceName = "kiln_kernel.c";
+
+char* copy_string(const std::string& s) {
+  return strdup(s.c_str());
+}
+
+void initialize_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+/** The cc1 arguments the driver builds for `flags`, or an empty list with `*error` set. */
+std::vector<std::string> cc1_arguments(const std::vector<std::string>& flags,
+                                       clang::DiagnosticsEngine& diags, std::string* error) {
+  std::vector<const char*> args = {KILN_CLANG_EXECUTABLE, "-c"};
+  for (const char* f : kBaseFlags)
+    args.push_back(f);
+  for (const std::string& f : flags)
+    args.push_back(f.c_str());
+  args.insert(args.end(),
+              {"-resource-dir", KILN_CLANG_RESOURCE_DIR, kSourceName, "-o", "kiln_kernel.o"});
+  clang::driver::Driver driver(KILN_CLANG_EXECUTABLE, llvm::sys::getDefaultTargetTriple(), diags);
+  driver.setCheckInputsExist(false);
+  std::unique_ptr<clang::driver::Compilation> compilation(driver.BuildCompilation(args));
+  if (!compilation || diags.hasErrorOccurred() || compilation->getJobs().size() != 1) {
+    *error = "the clang driver could not build a single cc1 job";
+    return {};
+  }
+  const clang::driver::Command& job = *compilation->getJobs().begin();
+  std::vector<std::string> cc1;
+  for (const char* a : job.getArguments())
+    if (std::strcmp(a, "-disable-free") != 0) cc1.push_back(a);
+  return cc1;
+}
+
+int clang_compile(const char* source, const char* flags, kiln_blob* artifact, char** error) {
+  initialize_llvm();
+  std::vector<std::string> extra;
+  for (const char* f = flags; f && *f; f += std::strlen(f) + 1)
+    extra.emplace_back(f);
+
+  std::string diag_text;
+  llvm::raw_string_ostream diag_stream(diag_text);
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> diag_opts = new clang::DiagnosticOptions();
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticIDs> ids = new clang::DiagnosticIDs();
+  clang::DiagnosticsEngine diags(ids, diag_opts,
+                                 new clang::TextDiagnosticPrinter(diag_stream, diag_opts.get()));
+
+  std::string why;
+  std::vector<std::string> cc1 = cc1_arguments(extra, diags, &why);
+
+  if (cc1.empty()) {
+    *error = copy_string(why + "\n" + diag_text);
+    return 1;
+  }
+  std::vector<const char*> cc1_ptrs;
+  for (const std::string& a : cc1)
+    cc1_ptrs.push_back(a.c_str());
+
+  clang::CompilerInstance ci;
+  ci.createDiagnostics(new clang::TextDiagnosticPrinter(diag_stream, &ci.getDiagnosticOpts()));
+  if (!clang::CompilerInvocation::CreateFromArgs(ci.getInvocation(), cc1_ptrs, ci.getDiagnostics(),
+                                                 KILN_CLANG_EXECUTABLE)) {
+    *error = copy_string("bad cc1 arguments:\n" + diag_text);
+    return 1;
+  }
+  ci.getPreprocessorOpts().addRemappedFile(
+      kSourceName, llvm::MemoryBuffer::getMemBufferCopy(source, kSourceName).release());
+  ci.setVerboseOutputStream(diag_stream);
+  llvm::SmallString<0> object;
+  ci.setOutputStream(std::make_unique<llvm::raw_svector_ostream>(object));
+  clang::EmitObjAction action;
+  bool ok = ci.ExecuteAction(action);
+  if (!ok || ci.getDiagnostics().hasErrorOccurred()) {
+    *error = copy_string("compile failed:\n" + diag_text);
+    return 1;
+  }
+  artifact->size = object.size();
+  artifact->data = std::malloc(object.size());
+  std::memcpy(artifact->data, object.data(), object.size());
+  return 0;
+}
+
+const char* clang_compiler_version() {
+  static const std::string version = "clang " LLVM_VERSION_STRING " (in-process, LLJIT)";
+  return version.c_str();
+}
+
+const char* clang_target() {
+  static const std::string target = [] {
+    std::string t = llvm::sys::getProcessTriple() + " " + llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    std::vector<std::string> on;
+    for (const auto& f : features)
+      if (f.second) on.push_back(f.first().str());
+    std::sort(on.begin(), on.end());
+    for (const std::string& f : on)
+      t += " +" + f;
+    return t;
+  }();
+  return target.c_str();
+}
+
+/** Adds process symbols and libmvec (for -fveclib=libmvec) to a JIT's main library. */
+llvm::Error add_host_symbols(llvm::orc::LLJIT& jit) {
+  char prefix = jit.getDataLayout().getGlobalPrefix();
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!process) return process.takeError();
+  jit.getMainJITDylib().addGenerator(std::move(*process));
+  auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", prefix);
+  if (mvec)
+    jit.getMainJITDylib().addGenerator(std::move(*mvec));
+  else
+    llvm::consumeError(mvec.takeError());
+  return llvm::Error::success();
+}
+
+void* clang_load(const void* artifact, size_t size, char** error) {
+  initialize_llvm();
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) {
+    *error = copy_string("LLJIT: " + llvm::toString(jit.takeError()));
+    return nullptr;
+  }
+  llvm::StringRef bytes(static_cast<const char*>(artifact), size);
+  if (llvm::Error e = add_host_symbols(**jit))
+    *error = copy_string("LLJIT: " + llvm::toString(std::move(e)));
+  else if (llvm::Error e2 = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(bytes)))
+    *error = copy_string("LLJIT: cannot add object: " + llvm::toString(std::move(e2)));
+  else
+    return jit->release();
+  return nullptr;
+}
+
+void* clang_lookup(void* module, const char* symbol) {
+  auto* jit = static_cast<llvm::orc::LLJIT*>(module);
+  auto address = jit->lookup(symbol);
+  if (!address) {
+    llvm::consumeError(address.takeError());
+    return nullptr;
+  }
+  return address->toPtr<void*>();
+}
+
+void clang_unload(void* module) {
+  delete static_cast<llvm::orc::LLJIT*>(module);
+}
+
+void* clang_alloc(size_t bytes, char** error) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) *error = copy_string("out of memory allocating " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void clang_release(void* ptr) {
+  std::free(ptr);
+}
+
+int clang_copy(void* dst, const void* src, size_t bytes, char**) {
+  std::memcpy(dst, src, bytes);
+  return 0;
+}
+
+int clang_launch(void* kernel, void* const* buffers, const int64_t* sizes, char**) {
+  reinterpret_cast<void (*)(void* const*, const int64_t*)>(kernel)(buffers, sizes);
+  return 0;
+}
+
+int clang_synchronize(char**) {
+  return 0;
+}
+
+const char* clang_describe_device() {
+  static const std::string line = std::string("host CPU ") + llvm::sys::getHostCPUName().str() +
+                                  ", " + clang_compiler_version();
+  return line.c_str();
+}
+
+void clang_free_blob(kiln_blob* blob) {
+  std::free(blob->data);
+  blob->data = nullptr;
+  blob->size = 0;
+}
+
+void clang_free_string(char* s) {
+  std::free(s);
+}
+
+const kiln_plugin kTable = {KILN_PLUGIN_ABI_VERSION,
+                            "clang",
+                            "1",
+                            clang_compiler_version,
+                            clang_target,
+                            clang_compile,
+                            clang_load,
+                            clang_lookup,
+                            clang_unload,
+                            clang_alloc,
+                            clang_release,
+                            clang_copy,
+                            clang_copy,
+                            clang_launch,
+                            clang_synchronize,
+                            clang_describe_device,
+                            clang_free_blob,
+                            clang_free_string};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const kiln_plugin* kiln_plugin_entry() {
+  return &kTable;
+}

@@ -1,0 +1,69 @@
+/** \file
+ * The runtime plugin interface: a C ABI, so a plugin can be built by any compiler and loaded
+ * with dlopen. A plugin exports `kiln_plugin_entry`, which returns a table of functions. Kiln
+ * refuses a table whose `abi_version` differs from KILN_PLUGIN_ABI_VERSION.
+ *
+ * Compiled kernels use one calling convention on the CPU:
+ *     void KERNEL(void* const* buffers, const int64_t* sizes);
+ * `buffers` holds the kernel's buffer arguments in order (Buffer::arg, then temp slots), `sizes`
+ * the size variables in KernelPlan::size_vars order.
+ */
+#ifndef KILN_PLUGIN_API_H
+#define KILN_PLUGIN_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_PLUGIN_ABI_VERSION 1
+#define KILN_PLUGIN_ENTRY "kiln_plugin_entry"
+
+/** Bytes owned by the plugin; release with kiln_plugin::free_blob. */
+typedef struct kiln_blob {
+  void* data;
+  size_t size;
+} kiln_blob;
+
+/** The functions a runtime plugin provides. Errors: return non-zero (or NULL) and set `*error`
+ *  to a message the caller releases with free_string. */
+typedef struct kiln_plugin {
+  uint32_t abi_version; /**< KILN_PLUGIN_ABI_VERSION of the plugin's build */
+  const char* name;     /**< "clang", "cc", ... */
+  const char* version;  /**< the plugin's own version */
+
+  /** The compiler's identity and version, part of every cache key. */
+  const char* (*compiler_version)(void);
+  /** The target: CPU features or GPU architecture, part of every cache key. */
+  const char* (*target)(void);
+  /** Compiles source to an artifact (object or shared library bytes) that `load` accepts.
+   *  `flags` is a NUL-separated list ending with an empty string. */
+  int (*compile)(const char* source, const char* flags, kiln_blob* artifact, char** error);
+  /** Loads an artifact; returns a module handle. */
+  void* (*load)(const void* artifact, size_t size, char** error);
+  /** The address of a kernel in a loaded module, or NULL. */
+  void* (*lookup)(void* module, const char* symbol);
+  void (*unload)(void* module);
+  /** Device memory (host memory for CPU runtimes). */
+  void* (*alloc)(size_t bytes, char** error);
+  void (*release)(void* ptr);
+  int (*copy_to_device)(void* dst, const void* src, size_t bytes, char** error);
+  int (*copy_to_host)(void* dst, const void* src, size_t bytes, char** error);
+  /** Runs a kernel found by lookup with the calling convention above. */
+  int (*launch)(void* kernel, void* const* buffers, const int64_t* sizes, char** error);
+  int (*synchronize)(char** error);
+  /** One line describing the device, for --debug and `kiln test-runtime`. */
+  const char* (*describe_device)(void);
+  void (*free_blob)(kiln_blob* blob);
+  void (*free_string)(char* s);
+} kiln_plugin;
+
+typedef const kiln_plugin* (*kiln_plugin_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

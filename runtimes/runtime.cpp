@@ -1,0 +1,336 @@
+#include "runtimes/runtime.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <toml++/toml.h>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "runtimes/plugin_api.h"
+
+#ifndef KILN_SOURCE_DIR
+#define KILN_SOURCE_DIR "."
+#endif
+#ifndef KILN_PLUGIN_BUILD_DIR
+#define KILN_PLUGIN_BUILD_DIR ""
+#endif
+
+namespace kiln {
+
+/** A dlopened plugin library and its function table. */
+struct LoadedPlugin {
+  void* library = nullptr;
+  const kiln_plugin* table = nullptr;
+  std::string path;
+  ~LoadedPlugin() {
+    if (library) dlclose(library);
+  }
+};
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/** Turns a plugin error into an exception, releasing the plugin's string. */
+[[noreturn]] void fail(const kiln_plugin& p, const std::string& what, char* error) {
+  std::string msg = std::string(p.name) + " runtime: " + what;
+  if (error) {
+    msg += ": " + std::string(error);
+    p.free_string(error);
+  }
+  throw std::runtime_error(msg);
+}
+
+std::string text_of(const toml::node& node) {
+  if (const auto* s = node.as_string()) return s->get();
+  std::ostringstream out;
+  node.visit([&](const auto& value) { out << value; });
+  return out.str();
+}
+
+std::string home_dir(const std::string& search_dir) {
+  if (!search_dir.empty()) return search_dir;
+  if (const char* h = std::getenv("KILN_HOME"); h && *h) return h;
+  return KILN_SOURCE_DIR;
+}
+
+std::string available_runtimes(const std::string& dir) {
+  std::string names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".toml")
+      names += (names.empty() ? "" : ", ") + e.path().stem().string();
+  return names.empty() ? "none" : names;
+}
+
+std::string descriptor_path(const std::string& name_or_path, const std::string& search_dir) {
+  if (name_or_path.size() > 5 && name_or_path.ends_with(".toml")) return name_or_path;
+  std::string dir = home_dir(search_dir) + "/runtimes";
+  std::string path = dir + "/" + name_or_path + ".toml";
+  if (!fs::exists(path))
+    throw std::runtime_error("unknown runtime '" + name_or_path + "': no descriptor " + path +
+                             " (available: " + available_runtimes(dir) + ")");
+  return path;
+}
+
+/** Folders searched for plugin libraries, first match wins. */
+std::vector<std::string> plugin_dirs(const std::string& descriptor_dir) {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("KILN_PLUGIN_PATH")) {
+    std::stringstream ss(env);
+    for (std::string d; std::getline(ss, d, ':');)
+      if (!d.empty()) dirs.push_back(d);
+  }
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path bin = exe.parent_path();
+    dirs.push_back(bin.string());
+    dirs.push_back((bin / "runtimes").string());
+    dirs.push_back((bin.parent_path() / "runtimes").string());
+    dirs.push_back((bin.parent_path() / "lib" / "kiln").string());
+  }
+  if (*KILN_PLUGIN_BUILD_DIR) dirs.push_back(KILN_PLUGIN_BUILD_DIR);
+  dirs.push_back(descriptor_dir);
+  return dirs;
+}
+
+std::shared_ptr<LoadedPlugin> load_plugin(const RuntimeDescriptor& desc) {
+  fs::path descriptor_dir = fs::path(desc.path).parent_path();
+  bool is_path = desc.plugin.find('/') != std::string::npos;
+  std::string file = is_path ? desc.plugin : "lib" + desc.plugin + ".so";
+  std::vector<std::string> dirs = plugin_dirs(descriptor_dir.string());
+  std::string path;
+  if (is_path) {
+    path = fs::path(file).is_absolute() ? file : (descriptor_dir / file).string();
+  } else {
+    for (const std::string& d : dirs)
+      if (fs::exists(d + "/" + file)) {
+        path = d + "/" + file;
+        break;
+      }
+  }
+  if (path.empty()) {
+    std::string where;
+    for (const std::string& d : dirs)
+      where += "\n  " + d;
+    throw std::runtime_error("runtime '" + desc.name + "': plugin " + file +
+                             " not found; searched (set KILN_PLUGIN_PATH to add folders):" + where);
+  }
+  auto plugin = std::make_shared<LoadedPlugin>();
+  plugin->path = path;
+  plugin->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!plugin->library)
+    throw std::runtime_error("runtime '" + desc.name + "': cannot load plugin " + path + ": " +
+                             dlerror());
+  auto entry = reinterpret_cast<kiln_plugin_entry_fn>(dlsym(plugin->library, KILN_PLUGIN_ENTRY));
+  if (!entry)
+    throw std::runtime_error("runtime '" + desc.name + "': " + path + " is not a Kiln plugin (no " +
+                             KILN_PLUGIN_ENTRY + ")");
+  plugin->table = entry();
+  if (!plugin->table)
+    throw std::runtime_error("runtime '" + desc.name + "': plugin " + path + " returned no table");
+  if (plugin->table->abi_version != KILN_PLUGIN_ABI_VERSION)
+    throw std::runtime_error("runtime '" + desc.name + "': plugin " + path + " has ABI version " +
+                             std::to_string(plugin->table->abi_version) +
+                             ", but this Kiln expects ABI version " +
+                             std::to_string(KILN_PLUGIN_ABI_VERSION) + "; rebuild the plugin");
+  return plugin;
+}
+
+/** Flags as the plugin ABI wants them: NUL-separated, ending with an empty string. */
+std::string pack_flags(const std::vector<std::string>& flags) {
+  std::string packed;
+  for (const std::string& f : flags)
+    packed += f + '\0';
+  packed += '\0';
+  return packed;
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+RuntimeDescriptor RuntimeDescriptor::parse_file(const std::string& path) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << path << ":" << e.source().begin.line << ": " << e.description();
+    throw std::runtime_error(msg.str());
+  }
+  RuntimeDescriptor d;
+  d.path = path;
+  auto require = [&](const char* key) {
+    std::optional<std::string> v = t[key].value<std::string>();
+    if (!v) throw std::runtime_error(path + ": missing string key '" + key + "'");
+    return *v;
+  };
+  d.name = require("name");
+  d.backend = require("backend");
+  d.plugin = require("plugin");
+  if (const toml::array* flags = t["flags"].as_array())
+    for (const toml::node& f : *flags) {
+      if (!f.is_string()) throw std::runtime_error(path + ": flags must be strings");
+      d.flags.push_back(text_of(f));
+    }
+  if (const toml::table* config = t["config"].as_table())
+    for (const auto& [key, value] : *config)
+      d.config[std::string(key.str())] = text_of(value);
+  return d;
+}
+
+CompiledModule::CompiledModule(std::shared_ptr<LoadedPlugin> plugin, void* handle)
+    : plugin_(std::move(plugin)), handle_(handle) {}
+
+CompiledModule::CompiledModule(CompiledModule&& other) noexcept
+    : plugin_(std::move(other.plugin_)), handle_(std::exchange(other.handle_, nullptr)) {}
+
+CompiledModule& CompiledModule::operator=(CompiledModule&& other) noexcept {
+  if (this != &other) {
+    if (handle_) plugin_->table->unload(handle_);
+    plugin_ = std::move(other.plugin_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+CompiledModule::~CompiledModule() {
+  if (handle_) plugin_->table->unload(handle_);
+}
+
+void* CompiledModule::lookup(const std::string& symbol) const {
+  return handle_ ? plugin_->table->lookup(handle_, symbol.c_str()) : nullptr;
+}
+
+Runtime::Runtime(RuntimeDescriptor desc, std::shared_ptr<LoadedPlugin> plugin)
+    : desc_(std::move(desc)), plugin_(std::move(plugin)) {}
+
+std::unique_ptr<Runtime> Runtime::open(const std::string& name_or_path,
+                                       const std::string& search_dir) {
+  RuntimeDescriptor desc = RuntimeDescriptor::parse_file(descriptor_path(name_or_path, search_dir));
+  std::shared_ptr<LoadedPlugin> plugin = load_plugin(desc);
+  return std::unique_ptr<Runtime>(new Runtime(std::move(desc), std::move(plugin)));
+}
+
+const kiln_plugin& Runtime::table() const {
+  return *plugin_->table;
+}
+std::string Runtime::plugin_version() const {
+  return table().version;
+}
+std::string Runtime::compiler_version() const {
+  return table().compiler_version();
+}
+std::string Runtime::target() const {
+  return table().target();
+}
+std::string Runtime::describe_device() const {
+  return table().describe_device();
+}
+
+void Runtime::use_cache_dir(const std::string& dir) {
+  cache_ = std::make_unique<Cache>(dir);
+}
+
+Cache& Runtime::cache() {
+  if (!cache_) cache_ = std::make_unique<Cache>();
+  return *cache_;
+}
+
+std::string Runtime::cache_key(const std::string& source,
+                               const std::vector<std::string>& flags) const {
+  CacheKey key;
+  key.add(source).add(desc_.name).add(table().name).add(plugin_version());
+  key.add(compiler_version()).add(pack_flags(flags));
+  for (const auto& [k, v] : desc_.config)
+    key.add(k).add(v);
+  key.add(target()).add(kKilnVersion);
+  return key.hex();
+}
+
+CompiledModule Runtime::compile(const std::string& source,
+                                const std::vector<std::string>& extra_flags, CompileInfo* info) {
+  CompileInfo local;
+  CompileInfo& out = info ? *info : local;
+  out = CompileInfo();
+  std::vector<std::string> flags = desc_.flags;
+  flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
+  out.key = cache_key(source, flags);
+  auto note = [&](const std::string& w) {
+    if (!w.empty()) out.warnings.push_back(w);
+  };
+
+  auto start = std::chrono::steady_clock::now();
+  std::string warning;
+  std::optional<std::vector<uint8_t>> artifact = cache().get(out.key, &warning);
+  note(warning);
+  out.cache_hit = artifact.has_value();
+  if (!artifact) {
+    kiln_blob blob{nullptr, 0};
+    char* error = nullptr;
+    if (table().compile(source.c_str(), pack_flags(flags).c_str(), &blob, &error) != 0)
+      fail(table(), "compile failed", error);
+    const auto* bytes = static_cast<const uint8_t*>(blob.data);
+    artifact.emplace(bytes, bytes + blob.size);
+    table().free_blob(&blob);
+    cache().put(out.key, artifact->data(), artifact->size(), &warning);
+    note(warning);
+  }
+  out.compile_ms = ms_since(start);
+
+  start = std::chrono::steady_clock::now();
+  char* error = nullptr;
+  void* handle = table().load(artifact->data(), artifact->size(), &error);
+  if (!handle) fail(table(), "load failed", error);
+  out.load_ms = ms_since(start);
+  return CompiledModule(plugin_, handle);
+}
+
+void* Runtime::lookup(const CompiledModule& module, const std::string& symbol) const {
+  return module.lookup(symbol);
+}
+
+void* Runtime::alloc(size_t bytes) {
+  char* error = nullptr;
+  void* p = table().alloc(bytes, &error);
+  if (!p) fail(table(), "alloc of " + std::to_string(bytes) + " bytes failed", error);
+  return p;
+}
+
+void Runtime::free(void* ptr) {
+  table().release(ptr);
+}
+
+void Runtime::copy_to_device(void* dst, const void* src, size_t bytes) {
+  char* error = nullptr;
+  if (table().copy_to_device(dst, src, bytes, &error) != 0) fail(table(), "copy failed", error);
+}
+
+void Runtime::copy_to_host(void* dst, const void* src, size_t bytes) {
+  char* error = nullptr;
+  if (table().copy_to_host(dst, src, bytes, &error) != 0) fail(table(), "copy failed", error);
+}
+
+void Runtime::launch(void* kernel, void* const* buffers, const int64_t* sizes) {
+  char* error = nullptr;
+  if (!kernel) throw std::runtime_error(desc_.name + " runtime: launch of a null kernel");
+  if (table().launch(kernel, buffers, sizes, &error) != 0) fail(table(), "launch failed", error);
+}
+
+void Runtime::synchronize() {
+  char* error = nullptr;
+  if (table().synchronize(&error) != 0) fail(table(), "synchronize failed", error);
+}
+
+}  // namespace kiln

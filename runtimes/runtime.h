@@ -1,0 +1,109 @@
+/** \file
+ * The host side of runtime plugins (DESIGN.md §6): reads a descriptor `runtimes/NAME.toml`,
+ * dlopens its plugin (refusing another ABI version), and wraps the C table in RAII types that
+ * throw std::runtime_error with the plugin's message. Compiles go through the cache (§7).
+ * This library never links LLVM; the clang plugin brings its own, loaded RTLD_LOCAL.
+ */
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtimes/cache.h"
+
+struct kiln_plugin;
+
+namespace kiln {
+
+/** Kiln's version, part of every cache key. */
+inline constexpr const char* kKilnVersion = "0.1.0";
+
+/** A parsed `runtimes/NAME.toml`. */
+struct RuntimeDescriptor {
+  std::string name;
+  std::string backend;                       /**< renderer: "c", "openmp", "cuda" */
+  std::string plugin;                        /**< library base name, e.g. kiln_runtime_cc */
+  std::vector<std::string> flags;            /**< compiler flags */
+  std::map<std::string, std::string> config; /**< `--config` defaults, values as text */
+  std::string path;                          /**< the file it came from */
+
+  /** Parses a descriptor file; throws std::runtime_error naming the file on error. */
+  static RuntimeDescriptor parse_file(const std::string& path);
+};
+
+/** What one Runtime::compile did. */
+struct CompileInfo {
+  bool cache_hit = false;
+  double compile_ms = 0; /**< plugin compile, or cache read on a hit */
+  double load_ms = 0;
+  std::string key;                   /**< cache key, hex */
+  std::vector<std::string> warnings; /**< cache trouble worth telling the user */
+};
+
+struct LoadedPlugin;
+
+/** A loaded module; unloads on destruction and keeps its plugin loaded while it lives. */
+class CompiledModule {
+ public:
+  CompiledModule(std::shared_ptr<LoadedPlugin> plugin, void* handle);
+  CompiledModule(CompiledModule&& other) noexcept;
+  CompiledModule& operator=(CompiledModule&& other) noexcept;
+  ~CompiledModule();
+
+  /** A kernel's address, or nullptr. */
+  void* lookup(const std::string& symbol) const;
+
+ private:
+  std::shared_ptr<LoadedPlugin> plugin_;
+  void* handle_ = nullptr;
+};
+
+/** One runtime: a descriptor, its plugin and a cache. */
+class Runtime {
+ public:
+  /** Opens a runtime by descriptor name (`SEARCH_DIR/runtimes/NAME.toml`; empty search_dir
+   *  means $KILN_HOME, else the source tree) or by a path ending in `.toml`. */
+  static std::unique_ptr<Runtime> open(const std::string& name_or_path,
+                                       const std::string& search_dir = "");
+
+  const std::string& name() const { return desc_.name; }
+  const std::string& backend() const { return desc_.backend; }
+  const RuntimeDescriptor& descriptor() const { return desc_; }
+  std::string plugin_version() const;
+  std::string compiler_version() const;
+  std::string target() const;
+  std::string describe_device() const;
+
+  /** Uses the cache folder `dir` instead of Cache::default_dir(). */
+  void use_cache_dir(const std::string& dir);
+  /** The cache, opened at Cache::default_dir() on first use unless use_cache_dir came first. */
+  Cache& cache();
+
+  /** The cache key for `source` compiled with the descriptor's flags plus `extra_flags`. */
+  std::string cache_key(const std::string& source, const std::vector<std::string>& flags) const;
+
+  /** Compiles (or fetches from the cache) and loads `source`. */
+  CompiledModule compile(const std::string& source, const std::vector<std::string>& extra_flags,
+                         CompileInfo* info = nullptr);
+  void* lookup(const CompiledModule& module, const std::string& symbol) const;
+
+  void* alloc(size_t bytes);
+  void free(void* ptr);
+  void copy_to_device(void* dst, const void* src, size_t bytes);
+  void copy_to_host(void* dst, const void* src, size_t bytes);
+  void launch(void* kernel, void* const* buffers, const int64_t* sizes);
+  void synchronize();
+
+ private:
+  Runtime(RuntimeDescriptor desc, std::shared_ptr<LoadedPlugin> plugin);
+  const kiln_plugin& table() const;
+
+  RuntimeDescriptor desc_;
+  std::shared_ptr<LoadedPlugin> plugin_;
+  std::unique_ptr<Cache> cache_;
+};
+
+}  // namespace kiln

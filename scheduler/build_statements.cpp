@@ -1,0 +1,183 @@
+#include "scheduler/build_statements.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+namespace kiln {
+
+namespace {
+
+using Index = std::vector<IntExpr>;
+
+std::map<std::string, IntExpr> view_substitution(const Index& index) {
+  std::map<std::string, IntExpr> sub;
+  for (size_t k = 0; k < index.size(); ++k)
+    sub["%" + std::to_string(k)] = index[k];
+  return sub;
+}
+
+bool narrow_float(DType t) {
+  return t == DType::f16 || t == DType::bf16;
+}
+
+Index iterators(size_t rank) {
+  Index out;
+  for (size_t k = 0; k < rank; ++k)
+    out.push_back(IntExpr::var(iterator_name(static_cast<int>(k))));
+  return out;
+}
+
+class Builder {
+ public:
+  explicit Builder(const Graph& g) : g_(g) {}
+
+  KernelPlan build() {
+    plan_.size_vars = g_.size_vars;
+    for (NodeId in : g_.inputs)
+      buffer_of_[in] = add_buffer(g_[in].name, g_[in], BufferKind::input);
+    std::vector<int> out_buffers;
+    for (const GraphOutput& o : g_.outputs)
+      out_buffers.push_back(add_buffer(o.name, g_[o.node], BufferKind::output));
+    for (size_t b = 0; b < plan_.buffers.size(); ++b)
+      plan_.buffers[b].arg = static_cast<int>(b);
+    Kernel k;
+    k.name = g_.name;
+    kernel_ = &k;
+    // A reduce that is an output accumulates straight into the output's buffer.
+    std::map<NodeId, int> reduce_target;
+    for (size_t o = 0; o < g_.outputs.size(); ++o)
+      if (const Node& n = g_[g_.outputs[o].node]; n.op == Op::reduce && !narrow_float(n.dtype))
+        reduce_target.emplace(g_.outputs[o].node, out_buffers[o]);
+    for (size_t id = 0; id < g_.size(); ++id)
+      if (g_[static_cast<NodeId>(id)].op == Op::reduce) {
+        auto t = reduce_target.find(static_cast<NodeId>(id));
+        materialize_reduce(static_cast<NodeId>(id), t == reduce_target.end() ? -1 : t->second);
+      }
+    for (size_t o = 0; o < g_.outputs.size(); ++o) {
+      NodeId id = g_.outputs[o].node;
+      if (buffer_of_.count(id) && buffer_of_.at(id) == out_buffers[o]) continue;
+      const Shape& shape = g_[id].shape;
+      Index idx = iterators(shape.size());
+      add_statement(Statement::Kind::assign, shape, out_buffers[o], idx, expr(id, idx));
+    }
+    for (size_t b = 0; b < plan_.buffers.size(); ++b)
+      k.buffers.push_back(static_cast<int>(b));
+    plan_.kernels.push_back(std::move(k));
+    return plan_;
+  }
+
+ private:
+  int add_buffer(const std::string& name, const Node& n, BufferKind kind) {
+    Buffer b;
+    b.name = name;
+    b.dtype = n.dtype;
+    b.shape = n.shape;
+    b.kind = kind;
+    plan_.buffers.push_back(b);
+    return static_cast<int>(plan_.buffers.size() - 1);
+  }
+
+  void add_statement(Statement::Kind kind, const Shape& extents, int buffer, const Index& index,
+                     ScalarExprPtr value, ReduceKind rk = ReduceKind::sum) {
+    Statement st;
+    st.name = "S" + std::to_string(kernel_->statements.size());
+    st.kind = kind;
+    st.reduce = rk;
+    st.extents = extents;
+    st.buffer = buffer;
+    st.index = index;
+    st.value = std::move(value);
+    kernel_->statements.push_back(std::move(st));
+  }
+
+  /** init over the kept axes, then update over all axes of the operand. */
+  void materialize_reduce(NodeId id, int target_buffer) {
+    const Node& n = g_[id];
+    const Shape& src = g_[n.operands[0]].shape;
+    int b = target_buffer;
+    if (b < 0) {  // f16 and bf16 accumulate in f32
+      b = add_buffer("t" + std::to_string(id), n, BufferKind::temp);
+      if (narrow_float(n.dtype)) plan_.buffers[b].dtype = DType::f32;
+    }
+    buffer_of_[id] = b;
+    Shape kept;
+    Index init_index, update_index = iterators(src.size());
+    for (size_t k = 0, it = 0; k < src.size(); ++k) {
+      bool reduced = std::find(n.axes.begin(), n.axes.end(), static_cast<int>(k)) != n.axes.end();
+      if (reduced) {
+        init_index.push_back(0);
+      } else {
+        kept.push_back(src[k]);
+        init_index.push_back(IntExpr::var(iterator_name(static_cast<int>(it++))));
+      }
+    }
+    Index target = update_index;
+    for (int ax : n.axes)
+      target[ax] = 0;
+    add_statement(Statement::Kind::reduce_init, kept, b, init_index, nullptr, n.reduce_kind);
+    add_statement(Statement::Kind::reduce_update, src, b, target, expr(n.operands[0], update_index),
+                  n.reduce_kind);
+  }
+
+  ScalarExprPtr expr(NodeId id, const Index& index) {
+    const Node& n = g_[id];
+    auto e = std::make_shared<ScalarExpr>();
+    e->dtype = n.dtype;
+    if (auto it = buffer_of_.find(id); it != buffer_of_.end()) {
+      e->kind = ScalarExpr::Kind::load;
+      e->buffer = it->second;
+      e->index = index;
+      return e;
+    }
+    switch (n.op) {
+      case Op::constant:
+        e->kind = ScalarExpr::Kind::constant;
+        e->value = n.value;
+        e->int_value = n.int_value;
+        e->symbolic = n.symbolic;
+        e->size_value = n.size_value;
+        return e;
+      case Op::index:
+        e->kind = ScalarExpr::Kind::iterator;
+        e->index = {index[n.axis]};
+        return e;
+      case Op::view: {
+        auto sub = view_substitution(index);
+        Index inner;
+        for (const IntExpr& x : n.view.index)
+          inner.push_back(x.substitute(sub));
+        ScalarExprPtr src = expr(n.operands[0], inner);
+        if (n.view.mask.empty()) return src;
+        auto masked = std::make_shared<ScalarExpr>(*src);
+        for (const MaskBound& m : n.view.mask)
+          masked->mask.push_back({m.expr.substitute(sub), m.bound});
+        return masked;
+      }
+      case Op::input:
+      case Op::reduce:
+      case Op::extern_call:
+        throw std::runtime_error("the CPU code path does not support '" +
+                                 std::string(op_name(n.op)) + "' here yet");
+      default:
+        e->kind = ScalarExpr::Kind::op;
+        e->op = n.op == Op::copy ? Op::copy : n.op;
+        for (NodeId o : n.operands)
+          e->args.push_back(expr(o, index));
+        return e;
+    }
+  }
+
+  const Graph& g_;
+  KernelPlan plan_;
+  Kernel* kernel_ = nullptr;
+  std::map<NodeId, int> buffer_of_;  // inputs and materialised reduces
+};
+
+}  // namespace
+
+KernelPlan build_statements(const Graph& g) {
+  return Builder(g).build();
+}
+
+}  // namespace kiln

@@ -1,0 +1,21 @@
+/** \file
+ * Graph → kernel IR. Every reduce and every graph output is materialised into a buffer by
+ * statements (a reduce by an init statement over its kept axes and an update statement over all
+ * of its operand's axes); everything else — elementwise ops, constants, index ops and views — is
+ * inlined into the expressions of the statements that use it, with views turned into index
+ * arithmetic and masks. Statements come out in a legal sequential order (the graph's). The
+ * result is one kernel: on the CPU one function holds every loop nest, and the polyhedral
+ * scheduler decides which of them fuse.
+ */
+#pragma once
+
+#include "ir/graph.h"
+#include "scheduler/kernel_ir.h"
+
+namespace kiln {
+
+/** Lowers a verified graph to a kernel plan. Throws std::runtime_error for ops the code path
+ *  does not support yet (extern). */
+KernelPlan build_statements(const Graph& g);
+
+}  // namespace kiln

@@ -1,0 +1,100 @@
+#include "scheduler/isl.h"
+
+#include <cstdlib>
+
+#include "scheduler/isl_internal.h"
+
+namespace kiln::isl {
+
+#define KILN_ISL_OBJ(T)        \
+  template <>                  \
+  T* Obj<T>::copy(T* p) {      \
+    return T##_copy(p);        \
+  }                            \
+  template <>                  \
+  void Obj<T>::destroy(T* p) { \
+    if (p) T##_free(p);        \
+  }
+
+KILN_ISL_OBJ(isl_union_set)
+KILN_ISL_OBJ(isl_union_map)
+KILN_ISL_OBJ(isl_set)
+KILN_ISL_OBJ(isl_schedule)
+KILN_ISL_OBJ(isl_ast_node)
+#undef KILN_ISL_OBJ
+
+void throw_error(isl_ctx* ctx, const char* what) {
+  const char* msg = ctx ? isl_ctx_last_error_msg(ctx) : nullptr;
+  if (ctx) isl_ctx_reset_error(ctx);
+  throw std::runtime_error(std::string("isl: ") + what + " failed" + (msg ? ": " : "") +
+                           (msg ? msg : ""));
+}
+
+Ctx::Ctx() : ctx_(isl_ctx_alloc()) {
+  if (!ctx_) throw std::runtime_error("isl: cannot allocate a context");
+  isl_options_set_on_error(ctx_, ISL_ON_ERROR_CONTINUE);
+  isl_options_set_schedule_serialize_sccs(ctx_, 0);
+  isl_options_set_tile_scale_tile_loops(ctx_, 0);
+}
+
+Ctx::~Ctx() {
+  isl_ctx_free(ctx_);
+}
+
+UnionSet read_union_set(const Ctx& ctx, const std::string& text) {
+  return give(ctx.keep(), isl_union_set_read_from_str(ctx.keep(), text.c_str()),
+              ("parsing " + text).c_str());
+}
+
+UnionMap read_union_map(const Ctx& ctx, const std::string& text) {
+  return give(ctx.keep(), isl_union_map_read_from_str(ctx.keep(), text.c_str()),
+              ("parsing " + text).c_str());
+}
+
+Set read_set(const Ctx& ctx, const std::string& text) {
+  return give(ctx.keep(), isl_set_read_from_str(ctx.keep(), text.c_str()),
+              ("parsing " + text).c_str());
+}
+
+UnionSet unite(UnionSet a, UnionSet b) {
+  isl_ctx* ctx = isl_union_set_get_ctx(a.keep());
+  return give(ctx, isl_union_set_union(std::move(a).take(), std::move(b).take()), "union");
+}
+
+UnionMap unite(UnionMap a, UnionMap b) {
+  isl_ctx* ctx = isl_union_map_get_ctx(a.keep());
+  return give(ctx, isl_union_map_union(std::move(a).take(), std::move(b).take()), "union");
+}
+
+UnionMap intersect_domain(UnionMap m, UnionSet dom) {
+  isl_ctx* ctx = isl_union_map_get_ctx(m.keep());
+  return give(ctx, isl_union_map_intersect_domain(std::move(m).take(), std::move(dom).take()),
+              "intersect_domain");
+}
+
+namespace {
+
+/** Moves isl's malloc'ed string into a std::string. */
+std::string own_string(char* s) {
+  std::string out = s ? s : "";
+  free(s);
+  return out;
+}
+
+}  // namespace
+
+std::string to_str(const UnionSet& s) {
+  return own_string(isl_union_set_to_str(s.keep()));
+}
+std::string to_str(const UnionMap& m) {
+  return own_string(isl_union_map_to_str(m.keep()));
+}
+std::string to_str(const Schedule& s) {
+  return own_string(isl_schedule_to_str(s.keep()));
+}
+
+std::string version() {
+  return isl_version();
+}
+
+}  // namespace kiln::isl

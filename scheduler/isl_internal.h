@@ -1,0 +1,39 @@
+/** \file
+ * Private to the isl layer's .cpp files: isl's headers and the error check that turns a null
+ * result into an exception carrying isl's message.
+ */
+#pragma once
+
+#include <isl/ast.h>
+#include <isl/ast_build.h>
+#include <isl/ctx.h>
+#include <isl/flow.h>
+#include <isl/id.h>
+#include <isl/options.h>
+#include <isl/schedule.h>
+#include <isl/schedule_node.h>
+#include <isl/set.h>
+#include <isl/space.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
+#include <isl/val.h>
+#include <isl/version.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "scheduler/isl.h"
+
+namespace kiln::isl {
+
+/** Throws std::runtime_error naming `what` and isl's last error message. */
+[[noreturn]] void throw_error(isl_ctx* ctx, const char* what);
+
+/** Wraps a result that isl gave; throws when it is null. */
+template <class T>
+Obj<T> give(isl_ctx* ctx, T* p, const char* what) {
+  if (!p) throw_error(ctx, what);
+  return Obj<T>(p);
+}
+
+}  // namespace kiln::isl

@@ -1,0 +1,159 @@
+#include "scheduler/isl_schedule.h"
+
+#include "scheduler/isl_internal.h"
+
+namespace kiln::isl {
+
+namespace {
+
+/** The may-dependences from `may`/`must` sources to `sink` under `order`. */
+isl_union_map* dependences(const UnionMap& sink, const UnionMap& must, const UnionMap* may,
+                           const UnionMap& order) {
+  isl_union_access_info* info = isl_union_access_info_from_sink(isl_union_map_copy(sink.keep()));
+  info = isl_union_access_info_set_must_source(info, isl_union_map_copy(must.keep()));
+  if (may) info = isl_union_access_info_set_may_source(info, isl_union_map_copy(may->keep()));
+  info = isl_union_access_info_set_schedule_map(info, isl_union_map_copy(order.keep()));
+  isl_union_flow* flow = isl_union_access_info_compute_flow(info);
+  isl_union_map* deps = isl_union_flow_get_may_dependence(flow);
+  isl_union_flow_free(flow);
+  return deps;
+}
+
+}  // namespace
+
+UnionMap compute_dependences(const UnionMap& reads, const UnionMap& writes, const UnionMap& order) {
+  isl_ctx* ctx = isl_union_map_get_ctx(reads.keep());
+  UnionMap flow = give(ctx, dependences(reads, writes, nullptr, order), "flow dependences");
+  UnionMap false_deps = give(ctx, dependences(writes, writes, &reads, order), "false dependences");
+  return unite(std::move(flow), std::move(false_deps));
+}
+
+Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Set& context) {
+  isl_ctx* ctx = isl_union_set_get_ctx(domain.keep());
+  isl_schedule_constraints* sc =
+      isl_schedule_constraints_on_domain(isl_union_set_copy(domain.keep()));
+  sc = isl_schedule_constraints_set_context(sc, isl_set_copy(context.keep()));
+  sc = isl_schedule_constraints_set_validity(sc, isl_union_map_copy(deps.keep()));
+  sc = isl_schedule_constraints_set_proximity(sc, isl_union_map_copy(deps.keep()));
+  sc = isl_schedule_constraints_set_coincidence(sc, isl_union_map_copy(deps.keep()));
+  return give(ctx, isl_schedule_constraints_compute_schedule(sc), "compute_schedule");
+}
+
+namespace {
+
+bool has_band_below(isl_schedule_node* node) {
+  isl_size n = isl_schedule_node_n_children(node);
+  for (isl_size i = 0; i < n; ++i) {
+    isl_schedule_node* child = isl_schedule_node_get_child(node, i);
+    bool band =
+        isl_schedule_node_get_type(child) == isl_schedule_node_band || has_band_below(child);
+    isl_schedule_node_free(child);
+    if (band) return true;
+  }
+  return false;
+}
+
+int64_t tile_size(const MarkOptions& opt, int k) {
+  if (opt.tile_sizes.empty()) return 0;
+  return opt.tile_sizes[std::min<size_t>(k, opt.tile_sizes.size() - 1)];
+}
+
+/** True for a permutable band of depth >= 2 with a nonzero tile size for every member. */
+bool tileable(isl_schedule_node* node, const MarkOptions& opt) {
+  isl_size n = isl_schedule_node_band_n_member(node);
+  if (!opt.tile || n < 2 || isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+    return false;
+  for (int k = 0; k < n; ++k)
+    if (tile_size(opt, k) <= 0) return false;
+  return true;
+}
+
+/** Tiles a band: `node` becomes the tile band, its child the point band. */
+isl_schedule_node* tile_band(isl_schedule_node* node, const MarkOptions& opt) {
+  isl_size n = isl_schedule_node_band_n_member(node);
+  isl_space* space = isl_schedule_node_band_get_space(node);
+  isl_multi_val* sizes = isl_multi_val_zero(space);
+  for (int k = 0; k < n; ++k)
+    sizes = isl_multi_val_set_val(
+        sizes, k, isl_val_int_from_si(isl_schedule_node_get_ctx(node), tile_size(opt, k)));
+  return isl_schedule_node_band_tile(node, sizes);
+}
+
+isl_schedule_node* insert_mark(isl_schedule_node* node, const char* name) {
+  isl_id* id = isl_id_alloc(isl_schedule_node_get_ctx(node), name, nullptr);
+  return isl_schedule_node_child(isl_schedule_node_insert_mark(node, id), 0);
+}
+
+isl_schedule_node* mark_tree(isl_schedule_node* node, const MarkOptions& opt, bool band_seen,
+                             bool may_tile);
+
+/** Splits a band into single members, marks them, recurses below; returns at `node`'s place.
+ *  `may_tile_below` is false for a tile band, whose child, the point band, is not tiled again. */
+isl_schedule_node* mark_band(isl_schedule_node* node, const MarkOptions& opt, bool band_seen,
+                             bool may_tile_below) {
+  isl_size n = isl_schedule_node_band_n_member(node);
+  bool innermost = !has_band_below(node);
+  int levels = 0;
+  for (int k = 0; k < n; ++k) {
+    if (k + 1 < n) node = isl_schedule_node_band_split(node, 1);
+    bool coincident = isl_schedule_node_band_member_get_coincident(node, 0) == isl_bool_true;
+    if (opt.parallel && coincident && !band_seen) {
+      node = insert_mark(node, "parallel");
+      ++levels;
+    }
+    if (opt.vectorize && coincident && innermost && k + 1 == n) {
+      node = insert_mark(node, "vector");
+      ++levels;
+    }
+    if (k + 1 < n) {
+      node = isl_schedule_node_child(node, 0);
+      ++levels;
+    }
+  }
+  if (isl_schedule_node_has_children(node) == isl_bool_true) {
+    node = isl_schedule_node_child(node, 0);
+    node = mark_tree(node, opt, true, may_tile_below);
+    node = isl_schedule_node_parent(node);
+  }
+  for (int k = 0; k < levels; ++k)
+    node = isl_schedule_node_parent(node);
+  return node;
+}
+
+isl_schedule_node* mark_tree(isl_schedule_node* node, const MarkOptions& opt, bool band_seen,
+                             bool may_tile) {
+  if (!node) return node;
+  if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
+    bool tile = may_tile && tileable(node, opt);
+    if (tile) node = tile_band(node, opt);
+    return mark_band(node, opt, band_seen, !tile);
+  }
+  isl_size n = isl_schedule_node_n_children(node);
+  for (isl_size i = 0; i < n; ++i) {
+    node = isl_schedule_node_child(node, i);
+    node = mark_tree(node, opt, band_seen, may_tile);
+    node = isl_schedule_node_parent(node);
+  }
+  return node;
+}
+
+}  // namespace
+
+Schedule tile_and_mark(Schedule schedule, const MarkOptions& opt) {
+  isl_ctx* ctx = isl_schedule_get_ctx(schedule.keep());
+  isl_schedule_node* root = isl_schedule_get_root(schedule.keep());
+  root = mark_tree(root, opt, false, true);
+  isl_schedule* result = root ? isl_schedule_node_get_schedule(root) : nullptr;
+  isl_schedule_node_free(root);
+  return give(ctx, result, "tiling and marking");
+}
+
+AstNode build_ast(const Schedule& schedule, const Set& context) {
+  isl_ctx* ctx = isl_schedule_get_ctx(schedule.keep());
+  isl_ast_build* build = isl_ast_build_from_context(isl_set_copy(context.keep()));
+  isl_ast_node* ast = isl_ast_build_node_from_schedule(build, isl_schedule_copy(schedule.keep()));
+  isl_ast_build_free(build);
+  return give(ctx, ast, "AST generation");
+}
+
+}  // namespace kiln::isl

@@ -1,0 +1,45 @@
+/** \file
+ * The isl steps of scheduling one kernel, on top of the RAII layer of scheduler/isl.h:
+ * dependences, schedule computation, tiling and marks, and AST generation into the isl-free
+ * loop AST of scheduler/loop_ast.h.
+ */
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "scheduler/isl.h"
+#include "scheduler/loop_ast.h"
+
+namespace kiln::isl {
+
+/** Memory-based dependences of a sequential program: flow (RAW) from the last write, and false
+ *  dependences (WAR, WAW) from reads and the last write. `order` maps every statement instance
+ *  to its sequential time. Accesses must already be intersected with their domains. */
+UnionMap compute_dependences(const UnionMap& reads, const UnionMap& writes, const UnionMap& order);
+
+/** isl's schedule for `domain` with `deps` as validity, proximity and coincidence constraints,
+ *  under the parameter constraints `context`. */
+Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Set& context);
+
+/** What tile_and_mark does to the schedule tree. */
+struct MarkOptions {
+  std::vector<int64_t> tile_sizes;  ///< per band member; a missing entry repeats the last; 0 skips
+  bool tile = true;                 ///< tile permutable bands of two or more members
+  bool parallel = true;             ///< mark coincident members of the outermost band
+  bool vectorize = true;            ///< mark the coincident last member of an innermost band
+};
+
+/** Tiles permutable bands, splits bands into one member each and inserts "parallel" and
+ *  "vector" marks above the members that get them. */
+Schedule tile_and_mark(Schedule schedule, const MarkOptions& opt);
+
+/** isl's AST for `schedule` under `context`. */
+AstNode build_ast(const Schedule& schedule, const Set& context);
+
+/** The loop AST of an isl AST. Statements are named "S<k>"; ids listed in `substitutions`
+ *  (parameters standing for non-affine sizes) are replaced by their expressions. */
+LoopNest convert_ast(const AstNode& root, const std::map<std::string, AstExprPtr>& substitutions);
+
+}  // namespace kiln::isl

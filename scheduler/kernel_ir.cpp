@@ -1,0 +1,91 @@
+#include "scheduler/kernel_ir.h"
+
+namespace kiln {
+
+std::string iterator_name(int k) {
+  return "i" + std::to_string(k);
+}
+
+void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out) {
+  if (e.kind == ScalarExpr::Kind::load) out.push_back(&e);
+  for (const ScalarExprPtr& a : e.args)
+    collect_loads(*a, out);
+}
+
+namespace {
+
+std::string index_str(const std::vector<IntExpr>& index) {
+  std::string s = "[";
+  for (size_t k = 0; k < index.size(); ++k)
+    s += (k ? ", " : "") + index[k].str();
+  return s + "]";
+}
+
+std::string expr_str(const KernelPlan& plan, const ScalarExpr& e) {
+  std::string s;
+  switch (e.kind) {
+    case ScalarExpr::Kind::load:
+      s = plan.buffers[e.buffer].name + index_str(e.index);
+      break;
+    case ScalarExpr::Kind::constant: {
+      Node n;
+      n.dtype = e.dtype;
+      n.value = e.value;
+      n.int_value = e.int_value;
+      n.symbolic = e.symbolic;
+      n.size_value = e.size_value;
+      s = constant_str(n);
+      break;
+    }
+    case ScalarExpr::Kind::iterator:
+      s = e.index[0].str();
+      break;
+    case ScalarExpr::Kind::op: {
+      s = std::string(op_name(e.op)) + "(";
+      for (size_t k = 0; k < e.args.size(); ++k)
+        s += (k ? ", " : "") + expr_str(plan, *e.args[k]);
+      s += ")";
+      break;
+    }
+  }
+  for (const MaskBound& m : e.mask)
+    s += " if 0 <= " + m.expr.str() + " < " + m.bound.str();
+  return s;
+}
+
+const char* kind_name(BufferKind k) {
+  return k == BufferKind::input ? "input" : k == BufferKind::output ? "output" : "temp";
+}
+
+}  // namespace
+
+std::string plan_to_text(const KernelPlan& plan) {
+  std::string s = "buffers:\n";
+  for (const Buffer& b : plan.buffers) {
+    s += "  " + b.name + " : " + std::string(dtype_name(b.dtype)) + shape_str(b.shape) + "  " +
+         kind_name(b.kind);
+    s += b.kind == BufferKind::temp ? " slot " + std::to_string(b.slot)
+                                    : " arg " + std::to_string(b.arg);
+    s += "\n";
+  }
+  for (const Kernel& k : plan.kernels) {
+    s += "kernel " + k.name + ":\n";
+    for (const Statement& st : k.statements) {
+      std::string dom;
+      for (size_t d = 0; d < st.extents.size(); ++d)
+        dom += (d ? ", " : "") + iterator_name(static_cast<int>(d)) + " < " + st.extents[d].str();
+      std::string target = plan.buffers[st.buffer].name + index_str(st.index);
+      s += "  " + st.name + " {" + dom + "}: " + target;
+      if (st.kind == Statement::Kind::assign)
+        s += " = " + expr_str(plan, *st.value);
+      else if (st.kind == Statement::Kind::reduce_init)
+        s += " = init " + std::string(reduce_kind_name(st.reduce));
+      else
+        s += " " + std::string(reduce_kind_name(st.reduce)) + "= " + expr_str(plan, *st.value);
+      s += "\n";
+    }
+  }
+  return s;
+}
+
+}  // namespace kiln

@@ -1,0 +1,86 @@
+/** \file
+ * The kernel IR: what the scheduler hands to isl and the backends render. A kernel is a list of
+ * statements; each statement writes one element of a buffer at every point of its rectangular
+ * domain `0 <= i_k < extents[k]` (iterators are the IntExpr variables "i0", "i1", ...; size
+ * variables are parameters). Values are scalar expression trees whose leaves load buffers at
+ * index expressions of the iterators. Built from a graph by scheduler/build_statements.h.
+ */
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln {
+
+/** Where a buffer's memory comes from. */
+enum class BufferKind { input, output, temp };
+
+/** A named region of memory: a graph input, a graph output, or an intermediate. */
+struct Buffer {
+  std::string name;  ///< a C identifier
+  DType dtype = DType::f32;
+  Shape shape;
+  BufferKind kind = BufferKind::temp;
+  int arg = -1;   ///< input/output: position in the kernel's buffer arguments
+  int slot = -1;  ///< temp: the memory slot it shares (scheduler/plan_buffers.h)
+};
+
+struct ScalarExpr;
+using ScalarExprPtr = std::shared_ptr<const ScalarExpr>;
+
+/** A scalar computation at one domain point. */
+struct ScalarExpr {
+  enum class Kind { load, constant, iterator, op } kind = Kind::constant;
+  DType dtype = DType::f32;
+  Op op = Op::add;                  ///< op: a unary, binary, ternary op, cast or bitcast
+  std::vector<ScalarExprPtr> args;  ///< op: operands
+  int buffer = -1;                  ///< load: the buffer read
+  std::vector<IntExpr> index;       ///< load: one index per buffer dimension; iterator: [expr]
+  std::vector<MaskBound> mask;      ///< any kind: the value is 0 unless every bound holds
+  double value = 0;                 ///< constant (floats)
+  int64_t int_value = 0;            ///< constant (integers, bool)
+  bool symbolic = false;            ///< constant: the value is `size_value`
+  IntExpr size_value;               ///< constant: a size expression
+};
+
+/** One statement: `buffer[index] = value`, or an accumulation into it. */
+struct Statement {
+  enum class Kind { assign, reduce_init, reduce_update };
+  std::string name;  ///< S0, S1, ... (isl statement names)
+  Kind kind = Kind::assign;
+  ReduceKind reduce = ReduceKind::sum;  ///< reduce_init / reduce_update
+  std::vector<IntExpr> extents;         ///< the domain: 0 <= i_k < extents[k]
+  int buffer = -1;                      ///< the buffer written
+  std::vector<IntExpr> index;           ///< where it writes, affine in the iterators
+  ScalarExprPtr value;                  ///< assign and reduce_update: the value (for update: the
+                                        ///< operand folded into the buffer element)
+};
+
+/** One kernel: statements in a legal sequential order, and the buffers they use. */
+struct Kernel {
+  std::string name;
+  std::vector<Statement> statements;
+  std::vector<int> buffers;  ///< every buffer the statements touch
+};
+
+/** A graph lowered to kernels: the buffers and the kernels in execution order. */
+struct KernelPlan {
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+  std::vector<std::string> size_vars;  ///< the graph's size variables, in order
+  int num_slots = 0;                   ///< temp memory slots after buffer planning
+};
+
+/** The name of iterator k: "i0", "i1", ... */
+std::string iterator_name(int k);
+
+/** Buffer reads of an expression tree: (buffer, index) for every load, in evaluation order. */
+void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out);
+
+/** Text of a plan for `kiln show --stage kernels`. */
+std::string plan_to_text(const KernelPlan& plan);
+
+}  // namespace kiln

@@ -1,0 +1,99 @@
+#include "scheduler/loop_ast.h"
+
+#include <map>
+#include <stdexcept>
+
+namespace kiln {
+
+namespace {
+
+std::string expr_text(const AstExpr& e);
+
+std::string binary(const AstExpr& e, const char* sym) {
+  return "(" + expr_text(*e.args.at(0)) + " " + sym + " " + expr_text(*e.args.at(1)) + ")";
+}
+
+std::string call(const AstExpr& e) {
+  std::string out = e.op + "(";
+  for (size_t k = 0; k < e.args.size(); ++k)
+    out += (k ? ", " : "") + expr_text(*e.args[k]);
+  return out + ")";
+}
+
+/** Top-level expressions drop their outer parentheses. */
+std::string unwrap(std::string s) {
+  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return s;
+  int depth = 0;
+  for (size_t k = 0; k + 1 < s.size(); ++k) {
+    depth += s[k] == '(' ? 1 : s[k] == ')' ? -1 : 0;
+    if (depth == 0) return s;
+  }
+  return s.substr(1, s.size() - 2);
+}
+
+std::string expr_text(const AstExpr& e) {
+  static const std::map<std::string, const char*> infix = {
+      {"add", "+"}, {"sub", "-"},    {"mul", "*"},    {"div", "/"},   {"and", "&&"},
+      {"or", "||"}, {"eq", "=="},    {"le", "<="},    {"lt", "<"},    {"ge", ">="},
+      {"gt", ">"},  {"pdiv_q", "/"}, {"pdiv_r", "%"}, {"zdiv_r", "%"}};
+  switch (e.kind) {
+    case AstExpr::Kind::integer:
+      return std::to_string(e.value);
+    case AstExpr::Kind::id:
+      return e.name;
+    case AstExpr::Kind::op:
+      break;
+  }
+  if (e.op == "minus") return "-" + expr_text(*e.args.at(0));
+  if (e.op == "select")
+    return "(" + expr_text(*e.args.at(0)) + " ? " + expr_text(*e.args.at(1)) + " : " +
+           expr_text(*e.args.at(2)) + ")";
+  auto it = infix.find(e.op);
+  if (it != infix.end() && e.args.size() == 2) return binary(e, it->second);
+  if (e.op == "fdiv_q")
+    return "floord(" + unwrap(expr_text(*e.args.at(0))) + ", " + unwrap(expr_text(*e.args.at(1))) +
+           ")";
+  return call(e);
+}
+
+void node_text(const LoopNode& n, int depth, std::string& out) {
+  std::string pad(2 * depth, ' ');
+  switch (n.kind) {
+    case LoopNode::Kind::block:
+      for (const auto& c : n.body)
+        node_text(*c, depth, out);
+      return;
+    case LoopNode::Kind::loop: {
+      out += pad + "for (" + n.iter + " = " + unwrap(expr_text(*n.init)) + "; " +
+             unwrap(expr_text(*n.cond)) + "; " + n.iter + " += " + std::to_string(n.step) + ")";
+      if (n.parallel) out += "  // parallel";
+      if (n.vector) out += n.parallel ? ", vector" : "  // vector";
+      out += "\n";
+      for (const auto& c : n.body)
+        node_text(*c, depth + 1, out);
+      return;
+    }
+    case LoopNode::Kind::guard:
+      out += pad + "if (" + unwrap(expr_text(*n.cond)) + ")\n";
+      for (const auto& c : n.body)
+        node_text(*c, depth + 1, out);
+      return;
+    case LoopNode::Kind::stmt: {
+      out += pad + "S" + std::to_string(n.statement) + "(";
+      for (size_t k = 0; k < n.args.size(); ++k)
+        out += (k ? ", " : "") + unwrap(expr_text(*n.args[k]));
+      out += ");\n";
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::string loop_nest_to_text(const LoopNest& nest) {
+  std::string out;
+  if (nest.root) node_text(*nest.root, 0, out);
+  return out;
+}
+
+}  // namespace kiln

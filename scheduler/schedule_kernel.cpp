@@ -1,0 +1,166 @@
+#include "scheduler/schedule_kernel.h"
+
+#include <chrono>
+#include <iostream>
+
+#include "scheduler/isl.h"
+#include "scheduler/isl_schedule.h"
+#include "scheduler/isl_text.h"
+
+namespace kiln {
+
+namespace {
+
+/** "S3[i0, i1]" */
+std::string instance_tuple(int k, size_t rank) {
+  std::string out = "S" + std::to_string(k) + "[";
+  for (size_t d = 0; d < rank; ++d)
+    out += (d ? ", " : "") + iterator_name(static_cast<int>(d));
+  return out + "]";
+}
+
+/** The isl pieces of one kernel, as text until every parameter is known. */
+struct KernelText {
+  std::vector<std::string> domains, reads, writes, order;
+};
+
+std::string domain_text(IslTextRenderer& r, const Statement& s, int k) {
+  std::string cond;
+  for (size_t d = 0; d < s.extents.size(); ++d) {
+    std::optional<std::string> extent = r.render(s.extents[d], true);
+    if (!extent)
+      throw std::runtime_error("schedule: extent " + s.extents[d].str() + " of " + s.name +
+                               " cannot be expressed in isl");
+    std::string it = iterator_name(static_cast<int>(d));
+    cond += (cond.empty() ? "" : " and ") + ("0 <= " + it + " < " + *extent);
+  }
+  return "{ " + instance_tuple(k, s.extents.size()) + (cond.empty() ? "" : " : " + cond) + " }";
+}
+
+/** An access `S_k[i] -> B<buffer>[o]`; an index that isl cannot express leaves its dimension
+ *  unconstrained, which over-approximates the access. */
+std::string access_text(IslTextRenderer& r, int k, size_t rank, int buffer,
+                        const std::vector<IntExpr>& index) {
+  std::string out = "{ " + instance_tuple(k, rank) + " -> B" + std::to_string(buffer) + "[";
+  std::string cond;
+  for (size_t d = 0; d < index.size(); ++d) {
+    std::string o = "o" + std::to_string(d);
+    out += (d ? ", " : "") + o;
+    if (std::optional<std::string> e = r.render(index[d], false))
+      cond += (cond.empty() ? "" : " and ") + (o + " = " + *e);
+  }
+  return out + "]" + (cond.empty() ? "" : " : " + cond) + " }";
+}
+
+/** Statement k runs after every earlier statement, its instances in lexicographic order. */
+std::string order_text(int k, size_t rank, size_t depth) {
+  std::string out = "{ " + instance_tuple(k, rank) + " -> [" + std::to_string(k);
+  for (size_t d = 0; d < depth; ++d)
+    out += ", " + (d < rank ? iterator_name(static_cast<int>(d)) : std::string("0"));
+  return out + "] }";
+}
+
+KernelText kernel_text(IslTextRenderer& r, const Kernel& kernel) {
+  KernelText t;
+  size_t depth = 0;
+  for (const auto& s : kernel.statements)
+    depth = std::max(depth, s.extents.size());
+  for (int k = 0; k < static_cast<int>(kernel.statements.size()); ++k) {
+    const Statement& s = kernel.statements[k];
+    size_t rank = s.extents.size();
+    t.domains.push_back(domain_text(r, s, k));
+    t.order.push_back(order_text(k, rank, depth));
+    t.writes.push_back(access_text(r, k, rank, s.buffer, s.index));
+    if (s.kind == Statement::Kind::reduce_update)
+      t.reads.push_back(access_text(r, k, rank, s.buffer, s.index));
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* load : loads)
+      t.reads.push_back(access_text(r, k, rank, load->buffer, load->index));
+  }
+  return t;
+}
+
+isl::UnionSet parse_sets(const isl::Ctx& ctx, const std::string& params,
+                         const std::vector<std::string>& texts) {
+  isl::UnionSet out = isl::read_union_set(ctx, params + " -> { }");
+  for (const auto& t : texts)
+    out = isl::unite(std::move(out), isl::read_union_set(ctx, params + " -> " + t));
+  return out;
+}
+
+isl::UnionMap parse_maps(const isl::Ctx& ctx, const std::string& params,
+                         const std::vector<std::string>& texts) {
+  isl::UnionMap out = isl::read_union_map(ctx, params + " -> { }");
+  for (const auto& t : texts)
+    out = isl::unite(std::move(out), isl::read_union_map(ctx, params + " -> " + t));
+  return out;
+}
+
+/** With --debug 5, prints the milliseconds of each isl phase to stderr. */
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(bool enabled) : enabled_(enabled) {}
+  void lap(const char* phase) {
+    auto now = std::chrono::steady_clock::now();
+    std::chrono::duration<double, std::milli> ms = now - last_;
+    if (enabled_) std::cerr << "schedule: " << phase << " " << ms.count() << " ms\n";
+    last_ = now;
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
+                                const ScheduleOptions& opt) {
+  auto start = std::chrono::steady_clock::now();
+  PhaseTimer timer(opt.debug_isl);
+  ScheduledKernel result;
+  if (k.statements.empty()) {
+    result.nest.root = std::make_shared<LoopNode>();
+    return result;
+  }
+  IslTextRenderer renderer;
+  KernelText text = kernel_text(renderer, k);
+  std::string params = renderer.params();
+
+  isl::Ctx ctx;
+  isl::UnionSet domain = parse_sets(ctx, params, text.domains);
+  isl::UnionMap writes = isl::intersect_domain(parse_maps(ctx, params, text.writes), domain);
+  isl::UnionMap reads = isl::intersect_domain(parse_maps(ctx, params, text.reads), domain);
+  isl::UnionMap order = isl::intersect_domain(parse_maps(ctx, params, text.order), domain);
+  isl::Set context = isl::read_set(ctx, renderer.context());
+
+  timer.lap("domains and accesses");
+  isl::UnionMap deps = isl::compute_dependences(reads, writes, order);
+  timer.lap("dependences");
+  isl::Schedule schedule = isl::compute_schedule(domain, deps, context);
+  timer.lap("schedule");
+  isl::MarkOptions marks{opt.tile_sizes, opt.tile, opt.parallel, opt.vectorize};
+  schedule = isl::tile_and_mark(std::move(schedule), marks);
+  timer.lap("tiling and marks");
+  if (opt.debug_isl) {
+    std::cerr << "domain: " << isl::to_str(domain) << "\nwrites: " << isl::to_str(writes)
+              << "\nreads: " << isl::to_str(reads) << "\ndependences: " << isl::to_str(deps)
+              << "\n";
+  }
+  result.schedule_text = isl::to_str(schedule);
+  result.nest = isl::convert_ast(isl::build_ast(schedule, context), renderer.substitutions());
+  timer.lap("AST");
+  std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+  result.milliseconds = elapsed.count();
+  return result;
+}
+
+std::string check_isl_build() {
+  std::string found = isl::version();
+  if (found.find("GMP") != std::string::npos) return "";
+  return "the process calls an isl that is not the GMP build Kiln linked (isl_version() = \"" +
+         found + "\"); libLLVM's isl probably came first on the link line: link isl before LLVM";
+}
+
+}  // namespace kiln

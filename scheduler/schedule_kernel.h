@@ -1,0 +1,45 @@
+/** \file
+ * Polyhedral scheduling of one kernel with isl: statement domains with the size variables as
+ * parameters, access relations from the statements' index expressions (intersected with their
+ * domains; non-affine accesses over-approximated to the whole buffer), dependences by
+ * `isl_union_access_info_compute_flow`, a schedule from `isl_schedule_constraints_compute_schedule`
+ * with fusion, tiling of permutable bands, parallel marks on coincident bands, vector marks on
+ * the innermost band, and an AST from `isl_ast_build_node_from_schedule`, converted to the
+ * isl-free loop AST of scheduler/loop_ast.h.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scheduler/kernel_ir.h"
+#include "scheduler/loop_ast.h"
+
+namespace kiln {
+
+/** Knobs of the scheduler; the command line's --config fills them. */
+struct ScheduleOptions {
+  std::vector<int64_t> tile_sizes = {32, 32, 32};  ///< per band dimension; 0 disables tiling
+  bool tile = true;
+  bool parallel = true;
+  bool vectorize = true;
+  bool debug_isl = false;  ///< print isl objects to stderr (--debug 5)
+};
+
+/** What scheduling produced, with its timing. */
+struct ScheduledKernel {
+  LoopNest nest;
+  std::string schedule_text;  ///< isl's schedule tree, for --debug 3
+  double milliseconds = 0;
+};
+
+/** Schedules `k` over the buffers of `plan`. Throws std::runtime_error on an isl failure. */
+ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
+                                const ScheduleOptions& opt);
+
+/** Checks at start that the process calls the isl this build linked (libLLVM exports another
+ *  isl; link order decides). Returns an error message, empty when all is well. */
+std::string check_isl_build();
+
+}  // namespace kiln

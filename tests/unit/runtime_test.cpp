@@ -1,0 +1,276 @@
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtimes/runtime.h"
+
+using namespace kiln;
+namespace fs = std::filesystem;
+
+namespace {
+
+/** y[i] = 2 * x[i] for i < sizes[0], in the plugin calling convention. */
+const char* kDoubleKernel = R"(#include <stdint.h>
+void k(void* const* buffers, const int64_t* sizes) {
+  const float* x = (const float*)buffers[0];
+  float* y = (float*)buffers[1];
+  for (int64_t i = 0; i < sizes[0]; ++i) y[i] = 2.0f * x[i];
+}
+)";
+
+/** A fresh empty folder under the system temp folder, removed at scope exit. */
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "kiln-rt-test-XXXXXX").string();
+    path = mkdtemp(templ.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(path, ec);
+  }
+};
+
+/** Opens a runtime whose cache lives in `cache_dir`. */
+std::unique_ptr<Runtime> open_runtime(const std::string& name, const fs::path& cache_dir) {
+  setenv("KILN_CACHE", cache_dir.c_str(), 1);
+  return Runtime::open(name);
+}
+
+/** Compiles `source` (with a tag so each test gets its own key), runs it, checks y = 2x. */
+bool compile_and_check(Runtime& rt, const std::string& source, CompileInfo* info) {
+  CompiledModule module = rt.compile(source, {}, info);
+  void* kernel = rt.lookup(module, "k");
+  if (!kernel) return false;
+  const int64_t n = 1000;
+  auto* x = static_cast<float*>(rt.alloc(n * sizeof(float)));
+  auto* y = static_cast<float*>(rt.alloc(n * sizeof(float)));
+  std::vector<float> host(n), out(n);
+  for (int64_t i = 0; i < n; ++i)
+    host[i] = static_cast<float>(i) - 3.5f;
+  rt.copy_to_device(x, host.data(), n * sizeof(float));
+  void* buffers[] = {x, y};
+  int64_t sizes[] = {n};
+  rt.launch(kernel, buffers, sizes);
+  rt.synchronize();
+  rt.copy_to_host(out.data(), y, n * sizeof(float));
+  rt.free(x);
+  rt.free(y);
+  for (int64_t i = 0; i < n; ++i)
+    if (out[i] != 2.0f * host[i]) return false;
+  return true;
+}
+
+std::string tagged(const std::string& tag) {
+  return "/* " + tag + " */\n" + kDoubleKernel;
+}
+
+fs::path entry_path(const fs::path& cache_dir, const std::string& key) {
+  return cache_dir / (key + ".kc");
+}
+
+/** Runs `body` in a forked child; true when it exited with status 0. */
+template <typename F>
+bool in_child(F body) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(body() ? 0 : 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("runtimes compile, load, look up and launch a kernel") {
+  for (const char* name : {"cc", "clang"}) {
+    CAPTURE(name);
+    TempDir cache;
+    auto rt = open_runtime(name, cache.path);
+    CHECK(rt->name() == name);
+    CHECK(rt->backend() == "c");
+    CHECK(!rt->compiler_version().empty());
+    CHECK(!rt->target().empty());
+    CompileInfo info;
+    CHECK(compile_and_check(*rt, tagged("launch"), &info));
+    CHECK_FALSE(info.cache_hit);
+    CHECK(info.key.size() == 64);
+    CHECK(info.warnings.empty());
+    CompiledModule module = rt->compile(tagged("launch"), {}, nullptr);
+    CHECK(rt->lookup(module, "no_such_kernel") == nullptr);
+    CHECK_THROWS_WITH_AS(rt->compile("this is not C", {}, nullptr),
+                         doctest::Contains("compile failed"), std::runtime_error);
+  }
+}
+
+TEST_CASE("descriptors are parsed") {
+  RuntimeDescriptor d = RuntimeDescriptor::parse_file(Runtime::open("cc")->descriptor().path);
+  CHECK(d.name == "cc");
+  CHECK(d.backend == "c");
+  CHECK(d.plugin == "kiln_runtime_cc");
+  CHECK(d.config.count("threads") == 1);
+}
+
+TEST_CASE("an unknown runtime is refused with the available names") {
+  CHECK_THROWS_WITH_AS(Runtime::open("no-such-runtime"),
+                       doctest::Contains("unknown runtime 'no-such-runtime'"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(Runtime::open("no-such-runtime"), doctest::Contains("clang"),
+                       std::runtime_error);
+}
+
+TEST_CASE("a plugin built for another ABI version is refused") {
+  TempDir dir;
+  fs::path source = fs::absolute("tests/unit/data/bad_abi_plugin.c");
+  REQUIRE(fs::exists(source));
+  fs::path library = dir.path / "libbad_abi.so";
+  std::string cmd = "cc -shared -fPIC -I" + fs::current_path().string() + " -o " +
+                    library.string() + " " + source.string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ofstream(dir.path / "bad.toml")
+      << "name = \"bad\"\nbackend = \"c\"\nplugin = \"" << library.string() << "\"\n";
+  CHECK_THROWS_WITH_AS(
+      Runtime::open((dir.path / "bad.toml").string()),
+      doctest::Contains("has ABI version 999, but this Kiln expects ABI version 1"),
+      std::runtime_error);
+}
+
+TEST_CASE("the cache: miss, then hit without compiling") {
+  for (const char* name : {"cc", "clang"}) {
+    CAPTURE(name);
+    TempDir cache;
+    auto rt = open_runtime(name, cache.path);
+    CompileInfo first, second;
+    CHECK(compile_and_check(*rt, tagged("hit"), &first));
+    CHECK(compile_and_check(*rt, tagged("hit"), &second));
+    CHECK_FALSE(first.cache_hit);
+    CHECK(second.cache_hit);
+    CHECK(first.key == second.key);
+    CHECK(rt->cache().stats().entries == 1);
+    if (std::string(name) == "cc") {
+      // With a compiler that always fails, only a cache hit can succeed.
+      setenv("CC", "false", 1);
+      CompileInfo third;
+      CHECK(compile_and_check(*rt, tagged("hit"), &third));
+      CHECK(third.cache_hit);
+      CHECK_THROWS_WITH_AS(rt->compile(tagged("miss"), {}, nullptr),
+                           doctest::Contains("compile failed"), std::runtime_error);
+      unsetenv("CC");
+    }
+    CompileInfo other_flags;
+    CHECK(compile_and_check(*rt, tagged("hit"), &other_flags));
+    rt->compile(tagged("hit"), {"-DEXTRA=1"}, &other_flags);
+    CHECK_FALSE(other_flags.cache_hit);
+    CHECK(other_flags.key != first.key);
+    CHECK(rt->cache().clear() == 2);
+    CHECK(rt->cache().stats().entries == 0);
+  }
+}
+
+TEST_CASE("the cache drops corrupt and truncated entries and rebuilds them") {
+  TempDir cache;
+  auto rt = open_runtime("cc", cache.path);
+  CompileInfo info;
+  REQUIRE(compile_and_check(*rt, tagged("corrupt"), &info));
+  fs::path entry = entry_path(cache.path, info.key);
+  REQUIRE(fs::exists(entry));
+  const auto size = fs::file_size(entry);
+
+  SUBCASE("a flipped byte") {
+    std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(size - 10));
+    char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(size - 10));
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  SUBCASE("a truncated file") {
+    fs::resize_file(entry, size / 2);
+  }
+  SUBCASE("a truncated header") {
+    fs::resize_file(entry, 20);
+  }
+
+  CompileInfo rebuilt;
+  CHECK(compile_and_check(*rt, tagged("corrupt"), &rebuilt));
+  CHECK_FALSE(rebuilt.cache_hit);
+  REQUIRE(rebuilt.warnings.size() == 1);
+  CHECK(rebuilt.warnings[0].find("corrupt cache entry") != std::string::npos);
+  CHECK(fs::file_size(entry) == size);
+  CompileInfo again;
+  CHECK(compile_and_check(*rt, tagged("corrupt"), &again));
+  CHECK(again.cache_hit);
+  CHECK(again.warnings.empty());
+}
+
+TEST_CASE("an unusable cache folder degrades to no caching with one warning") {
+  TempDir dir;
+  std::ofstream(dir.path / "file") << "not a folder";
+  fs::create_directory(dir.path / "readonly");
+  fs::permissions(dir.path, fs::perms::all & ~fs::perms::others_write & ~fs::perms::group_write);
+  fs::permissions(dir.path / "readonly", fs::perms::all & ~fs::perms::owner_write &
+                                             ~fs::perms::group_write & ~fs::perms::others_write);
+  const std::vector<fs::path> unusable = {dir.path / "file" / "kiln", dir.path / "readonly"};
+  for (const fs::path& bad : unusable) {
+    CAPTURE(bad);
+    // A child process, so the once-per-process warning is this case's own.
+    CHECK(in_child([&] {
+      // Root may write anywhere: the child drops to an unprivileged user first.
+      if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) return false;
+      auto rt = open_runtime("cc", bad);
+      size_t warnings = 0;
+      CompileInfo info;
+      for (int k = 0; k < 3; ++k) {
+        if (!compile_and_check(*rt, tagged("readonly"), &info) || info.cache_hit) return false;
+        warnings += info.warnings.size();
+      }
+      auto second = open_runtime("cc", bad);
+      if (!compile_and_check(*second, tagged("readonly"), &info)) return false;
+      warnings += info.warnings.size();
+      return warnings == 1 && !rt->cache().enabled();
+    }));
+  }
+}
+
+TEST_CASE("two processes writing one key at once both succeed") {
+  TempDir cache;
+  int go[2];
+  REQUIRE(pipe(go) == 0);
+  std::vector<pid_t> children;
+  for (int k = 0; k < 4; ++k) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(go[1]);
+      char c;
+      (void)!read(go[0], &c, 1);
+      auto rt = open_runtime("cc", cache.path);
+      CompileInfo info;
+      _exit(compile_and_check(*rt, tagged("race"), &info) && info.warnings.empty() ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  close(go[0]);
+  close(go[1]);
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  auto rt = open_runtime("cc", cache.path);
+  CHECK(rt->cache().ls().size() == 1);
+  CompileInfo info;
+  CHECK(compile_and_check(*rt, tagged("race"), &info));
+  CHECK(info.cache_hit);
+  CHECK(info.warnings.empty());
+  size_t leftovers = 0;
+  for (const auto& e : fs::directory_iterator(cache.path))
+    leftovers += e.path().filename().string()[0] == '.';
+  CHECK(leftovers == 0);
+}

@@ -1,0 +1,335 @@
+// Scheduler tests: hand-built kernels, scheduled with isl, checked by simulating the loop AST.
+// The simulator walks the LoopNode tree with concrete sizes and checks that every buffer element
+// sees the same writes, in the same order, with every read between the same two writes, as in
+// the sequential order of the statements.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+#include "scheduler/schedule_kernel.h"
+
+using namespace kiln;
+
+namespace {
+
+using Env = std::map<std::string, int64_t>;
+using Instance = std::pair<int, std::vector<int64_t>>;
+
+const IntExpr M = IntExpr::var("M"), N = IntExpr::var("N"), K = IntExpr::var("K");
+const IntExpr B = IntExpr::var("B"), H = IntExpr::var("H"), R = IntExpr::var("R");
+
+IntExpr it(int k) {
+  return IntExpr::var(iterator_name(k));
+}
+
+ScalarExprPtr load(int buffer, std::vector<IntExpr> index) {
+  auto e = std::make_shared<ScalarExpr>();
+  e->kind = ScalarExpr::Kind::load;
+  e->buffer = buffer;
+  e->index = std::move(index);
+  return e;
+}
+
+ScalarExprPtr op(Op o, std::vector<ScalarExprPtr> args) {
+  auto e = std::make_shared<ScalarExpr>();
+  e->kind = ScalarExpr::Kind::op;
+  e->op = o;
+  e->args = std::move(args);
+  return e;
+}
+
+/** A kernel under construction, with its plan's buffers. */
+struct Builder {
+  KernelPlan plan;
+  Kernel kernel;
+  int buffer(const std::string& name, Shape shape) {
+    plan.buffers.push_back(Buffer{name, DType::f32, std::move(shape)});
+    kernel.buffers.push_back(static_cast<int>(plan.buffers.size()) - 1);
+    return kernel.buffers.back();
+  }
+  void stmt(Statement::Kind kind, std::vector<IntExpr> extents, int buf, std::vector<IntExpr> index,
+            ScalarExprPtr value = nullptr) {
+    Statement s;
+    s.name = "S" + std::to_string(kernel.statements.size());
+    s.kind = kind;
+    s.extents = std::move(extents);
+    s.buffer = buf;
+    s.index = std::move(index);
+    s.value = std::move(value);
+    kernel.statements.push_back(std::move(s));
+  }
+};
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
+int64_t eval(const AstExpr& e, const Env& env) {
+  if (e.kind == AstExpr::Kind::integer) return e.value;
+  if (e.kind == AstExpr::Kind::id) return env.at(e.name);
+  std::vector<int64_t> a;
+  for (const auto& x : e.args)
+    a.push_back(eval(*x, env));
+  const std::string& o = e.op;
+  if (o == "add") return a[0] + a[1];
+  if (o == "sub") return a[0] - a[1];
+  if (o == "mul") return a[0] * a[1];
+  if (o == "minus") return -a[0];
+  if (o == "div" || o == "pdiv_q") return a[0] / a[1];
+  if (o == "fdiv_q") return floor_div(a[0], a[1]);
+  if (o == "pdiv_r" || o == "zdiv_r") return a[0] % a[1];
+  if (o == "min") return *std::min_element(a.begin(), a.end());
+  if (o == "max") return *std::max_element(a.begin(), a.end());
+  if (o == "and") return a[0] && a[1];
+  if (o == "or") return a[0] || a[1];
+  if (o == "eq") return a[0] == a[1];
+  if (o == "le") return a[0] <= a[1];
+  if (o == "lt") return a[0] < a[1];
+  if (o == "ge") return a[0] >= a[1];
+  if (o == "gt") return a[0] > a[1];
+  if (o == "select") return a[0] ? a[1] : a[2];
+  throw std::runtime_error("unknown op " + o);
+}
+
+void run(const LoopNode& n, Env& env, std::vector<Instance>& out) {
+  switch (n.kind) {
+    case LoopNode::Kind::block:
+      for (const auto& c : n.body)
+        run(*c, env, out);
+      break;
+    case LoopNode::Kind::guard:
+      if (eval(*n.cond, env))
+        for (const auto& c : n.body)
+          run(*c, env, out);
+      break;
+    case LoopNode::Kind::loop:
+      for (env[n.iter] = eval(*n.init, env); eval(*n.cond, env); env[n.iter] += n.step)
+        for (const auto& c : n.body)
+          run(*c, env, out);
+      env.erase(n.iter);
+      break;
+    case LoopNode::Kind::stmt: {
+      std::vector<int64_t> args;
+      for (const auto& a : n.args)
+        args.push_back(eval(*a, env));
+      out.push_back({n.statement, args});
+      break;
+    }
+  }
+}
+
+std::vector<Instance> sequential(const Kernel& k, const Env& sizes) {
+  std::vector<Instance> out;
+  for (int s = 0; s < static_cast<int>(k.statements.size()); ++s) {
+    std::vector<int64_t> ext = eval_shape(k.statements[s].extents, sizes), point(ext.size(), 0);
+    std::function<void(size_t)> rec = [&](size_t d) {
+      if (d == ext.size()) {
+        out.push_back({s, point});
+        return;
+      }
+      for (point[d] = 0; point[d] < ext[d]; ++point[d])
+        rec(d + 1);
+    };
+    rec(0);
+  }
+  return out;
+}
+
+/** Per buffer element: the writing instances in order, and for each read the writes before it. */
+using Trace = std::map<std::pair<int, std::vector<int64_t>>,
+                       std::pair<std::vector<Instance>, std::vector<std::pair<Instance, size_t>>>>;
+
+Trace trace(const Kernel& k, const std::vector<Instance>& order, const Env& sizes) {
+  Trace t;
+  auto element = [&](int buf, const std::vector<IntExpr>& index, const Env& env) {
+    std::vector<int64_t> at;
+    for (const auto& e : index)
+      at.push_back(e.eval(env));
+    return std::make_pair(buf, at);
+  };
+  for (const Instance& inst : order) {
+    const Statement& s = k.statements[inst.first];
+    Env env = sizes;
+    for (size_t d = 0; d < inst.second.size(); ++d)
+      env[iterator_name(int(d))] = inst.second[d];
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    std::vector<std::pair<int, std::vector<int64_t>>> reads;
+    for (const ScalarExpr* l : loads)
+      reads.push_back(element(l->buffer, l->index, env));
+    if (s.kind == Statement::Kind::reduce_update) reads.push_back(element(s.buffer, s.index, env));
+    for (const auto& r : reads)
+      t[r].second.push_back({inst, t[r].first.size()});
+    t[element(s.buffer, s.index, env)].first.push_back(inst);
+  }
+  for (auto& [elem, acc] : t)
+    std::sort(acc.second.begin(), acc.second.end());
+  return t;
+}
+
+/** Schedules, simulates and checks legality; returns the result for structural checks. */
+ScheduledKernel check_legal(const Builder& b, const ScheduleOptions& opt,
+                            const std::vector<Env>& size_sets) {
+  ScheduledKernel r = schedule_kernel(b.plan, b.kernel, opt);
+  for (const Env& sizes : size_sets) {
+    std::vector<Instance> want = sequential(b.kernel, sizes), got;
+    Env env = sizes;
+    run(*r.nest.root, env, got);
+    std::vector<Instance> a = want, c = got;
+    std::sort(a.begin(), a.end());
+    std::sort(c.begin(), c.end());
+    REQUIRE(a == c);  // every instance exactly once
+    CHECK(trace(b.kernel, got, sizes) == trace(b.kernel, want, sizes));
+  }
+  return r;
+}
+
+std::vector<const LoopNode*> loops(const LoopNode& n) {
+  std::vector<const LoopNode*> out;
+  if (n.kind == LoopNode::Kind::loop) out.push_back(&n);
+  for (const auto& c : n.body)
+    for (const LoopNode* l : loops(*c))
+      out.push_back(l);
+  return out;
+}
+
+int depth(const LoopNode& n) {
+  int d = 0;
+  for (const auto& c : n.body)
+    d = std::max(d, depth(*c));
+  return d + (n.kind == LoopNode::Kind::loop);
+}
+
+/** The top-level nodes, looking through blocks. */
+std::vector<const LoopNode*> top_level(const LoopNode& n) {
+  if (n.kind != LoopNode::Kind::block) return {&n};
+  std::vector<const LoopNode*> out;
+  for (const auto& c : n.body)
+    for (const LoopNode* t : top_level(*c))
+      out.push_back(t);
+  return out;
+}
+
+void report(const char* what, const ScheduledKernel& r) {
+  MESSAGE(std::string(what) << ": " << r.milliseconds << " ms\n" << loop_nest_to_text(r.nest));
+}
+
+ScheduleOptions untiled() {
+  ScheduleOptions o;
+  o.tile = false;
+  return o;
+}
+
+Builder matmul() {
+  Builder b;
+  int A = b.buffer("A", {M, K}), Bm = b.buffer("B", {K, N}), C = b.buffer("C", {M, N});
+  b.stmt(Statement::Kind::reduce_init, {M, N}, C, {it(0), it(1)});
+  b.stmt(Statement::Kind::reduce_update, {M, N, K}, C, {it(0), it(1)},
+         op(Op::mul, {load(A, {it(0), it(2)}), load(Bm, {it(2), it(1)})}));
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("schedule: the process calls the GMP build of isl") {
+  CHECK(check_isl_build() == "");
+}
+
+TEST_CASE("schedule: 2-D elementwise gives a parallel outer loop and a vector inner loop") {
+  Builder b;
+  int in = b.buffer("x", {M, N}), out = b.buffer("y", {M, N});
+  b.stmt(Statement::Kind::assign, {M, N}, out, {it(0), it(1)},
+         op(Op::add, {load(in, {it(0), it(1)}), load(in, {it(0), it(1)})}));
+  ScheduledKernel r = check_legal(b, untiled(), {{{"M", 3}, {"N", 5}}});
+  report("elementwise", r);
+  std::vector<const LoopNode*> ls = loops(*r.nest.root);
+  REQUIRE(ls.size() == 2);
+  CHECK(ls[0]->parallel);
+  CHECK_FALSE(ls[0]->vector);
+  CHECK(ls[1]->vector);  // also parallel: both members of the outermost band are coincident
+  CHECK(ls[0]->body.at(0).get() == ls[1]);
+}
+
+TEST_CASE("schedule: reduction init runs before its update, then the result is read") {
+  Builder b;
+  int x = b.buffer("x", {M, K}), acc = b.buffer("acc", {M}), y = b.buffer("y", {M});
+  b.stmt(Statement::Kind::reduce_init, {M}, acc, {it(0)});
+  b.stmt(Statement::Kind::reduce_update, {M, K}, acc, {it(0)}, load(x, {it(0), it(1)}));
+  b.stmt(Statement::Kind::assign, {M}, y, {it(0)}, op(Op::mul, {load(acc, {it(0)})}));
+  std::vector<Env> sizes = {{{"M", 4}, {"K", 3}}, {{"M", 1}, {"K", 1}}, {{"M", 2}, {"K", 7}}};
+  report("reduction", check_legal(b, ScheduleOptions{}, sizes));
+  report("reduction untiled", check_legal(b, untiled(), sizes));
+}
+
+TEST_CASE("schedule: a softmax-like chain is legal and fused under one outer loop") {
+  Builder b;
+  int x = b.buffer("x", {B, N}), mx = b.buffer("mx", {B}), sm = b.buffer("sm", {B}),
+      y = b.buffer("y", {B, N});
+  auto shifted = [&] {
+    return op(Op::exp2, {op(Op::add, {load(x, {it(0), it(1)}), load(mx, {it(0)})})});
+  };
+  b.stmt(Statement::Kind::reduce_init, {B}, mx, {it(0)});
+  b.stmt(Statement::Kind::reduce_update, {B, N}, mx, {it(0)}, load(x, {it(0), it(1)}));
+  b.stmt(Statement::Kind::reduce_init, {B}, sm, {it(0)});
+  b.stmt(Statement::Kind::reduce_update, {B, N}, sm, {it(0)}, shifted());
+  b.stmt(Statement::Kind::assign, {B, N}, y, {it(0), it(1)},
+         op(Op::mul, {shifted(), op(Op::recip, {load(sm, {it(0)})})}));
+  std::vector<Env> sizes = {{{"B", 3}, {"N", 4}}, {{"B", 1}, {"N", 1}}};
+  for (bool tile : {true, false}) {
+    ScheduleOptions opt;
+    opt.tile = tile;
+    ScheduledKernel r = check_legal(b, opt, sizes);
+    report(tile ? "softmax" : "softmax untiled", r);
+    std::vector<const LoopNode*> top = top_level(*r.nest.root);
+    REQUIRE(top.size() == 1);
+    REQUIRE(top[0]->kind == LoopNode::Kind::loop);
+    CHECK(top[0]->parallel);
+    std::string text = loop_nest_to_text(r.nest);
+    for (int s = 0; s < 5; ++s)
+      CHECK(text.find("S" + std::to_string(s) + "(") != std::string::npos);
+  }
+}
+
+TEST_CASE("schedule: matmul is tiled when tiling is on, and legal either way") {
+  Builder b = matmul();
+  std::vector<Env> sizes = {{{"M", 9}, {"N", 7}, {"K", 6}}, {{"M", 1}, {"N", 2}, {"K", 1}}};
+  ScheduleOptions opt;
+  opt.tile_sizes = {4, 4, 4};
+  ScheduledKernel tiled = check_legal(b, opt, sizes);
+  report("matmul tiled 4x4x4", tiled);
+  std::vector<const LoopNode*> ls = loops(*tiled.nest.root);
+  // Tile loops count tiles (tile_scale_tile_loops = 0): three tile loops over three point loops.
+  CHECK(depth(*tiled.nest.root) == 6);
+  CHECK(loop_nest_to_text(tiled.nest).find("min(3, ") != std::string::npos);
+  CHECK(ls.at(0)->parallel);
+
+  ScheduledKernel big = check_legal(b, ScheduleOptions{}, {{{"M", 40}, {"N", 33}, {"K", 35}}});
+  report("matmul tiled 32x32x32", big);
+
+  ScheduledKernel plain = check_legal(b, untiled(), sizes);
+  report("matmul untiled", plain);
+  for (const LoopNode* l : loops(*plain.nest.root))
+    CHECK(l->step == 1);
+  CHECK(depth(*plain.nest.root) <= 3);
+}
+
+TEST_CASE("schedule: symbolic extents with floor division and size products") {
+  Builder b;
+  IntExpr rows = N + 2, cols = floordiv(H - R, IntExpr(2)) + 1;
+  int x = b.buffer("x", {rows, H}), t = b.buffer("t", {rows, cols}),
+      y = b.buffer("y", {rows, cols});
+  int flat = b.buffer("flat", {M * N}), z = b.buffer("z", {M * N});
+  b.stmt(Statement::Kind::assign, {rows, cols}, t, {it(0), it(1)},
+         load(x, {it(0), 2 * it(1) + R - 1}));
+  b.stmt(Statement::Kind::assign, {rows, cols}, y, {it(0), it(1)}, load(t, {it(0), it(1)}));
+  b.stmt(Statement::Kind::assign, {M * N}, z, {it(0)}, load(flat, {it(0)}));
+  b.stmt(Statement::Kind::assign, {M, N}, flat, {it(0) * N + it(1)}, load(z, {it(0) * N + it(1)}));
+  std::vector<Env> sizes = {{{"N", 3}, {"H", 9}, {"R", 3}, {"M", 2}},
+                            {{"N", 1}, {"H", 3}, {"R", 3}, {"M", 1}},
+                            {{"N", 2}, {"H", 2}, {"R", 3}, {"M", 3}}};
+  report("symbolic", check_legal(b, ScheduleOptions{}, sizes));
+  report("symbolic untiled", check_legal(b, untiled(), sizes));
+}
