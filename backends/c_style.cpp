@@ -192,7 +192,16 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
       for (size_t k = 0; k < n.args.size(); ++k)
         s += pad + "  const int64_t " + iterator_name(static_cast<int>(k)) + " = " +
              ast_expr_to_c(*n.args[k]) + ";\n";
-      s += pad + "  " + render_statement(c, c.kernel.statements[n.statement]) + "\n";
+      const Statement& st = c.kernel.statements[n.statement];
+      c.bound.clear();
+      if (st.value) {
+        std::string locals = bind_shared(c, *st.value);
+        for (size_t from = 0, to; from < locals.size(); from = to + 1) {
+          to = locals.find('\n', from);
+          s += pad + "  " + locals.substr(from, to - from) + "\n";
+        }
+      }
+      s += pad + "  " + render_statement(c, st) + "\n";
       return s + pad + "}\n";
     }
   }

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "scheduler/kernel_ir.h"
@@ -44,11 +45,15 @@ class CStyleRenderer {
   struct Context {
     const KernelPlan& plan;
     const Kernel& kernel;
+    /** Shared subexpressions of the statement being rendered, bound to locals. */
+    mutable std::map<const ScalarExpr*, std::string> bound;
   };
   std::string render_function(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
                               const std::string& symbol) const;
   std::string render_node(const Context& c, const LoopNode& n, int depth) const;
   std::string render_statement(const Context& c, const Statement& st) const;
+  /** Declares a local for every subexpression of `e` used more than once, children first. */
+  std::string bind_shared(const Context& c, const ScalarExpr& e) const;
   std::string render_value(const Context& c, const ScalarExpr& e) const;
   std::string render_op(const Context& c, const ScalarExpr& e) const;
   std::string render_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;

@@ -1,6 +1,9 @@
 // Statements and scalar expressions of the C-style renderer: loads and stores with dtype
 // conversion, the op -> text table, masks, casts and the reduction updates.
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
 #include <stdexcept>
 
 #include "backends/c_style.h"
@@ -93,7 +96,39 @@ std::string CStyleRenderer::render_statement(const Context& c, const Statement& 
   return target + " = " + to_storage(b.dtype, "(" + t + ")(" + r + ")") + ";";
 }
 
+namespace {
+
+/** How many parents each node of a DAG has (children are counted once per distinct parent). */
+void count_uses(const ScalarExpr& e, std::map<const ScalarExpr*, int>& uses) {
+  if (uses[&e]++ > 0) return;
+  for (const ScalarExprPtr& a : e.args)
+    count_uses(*a, uses);
+}
+
+}  // namespace
+
+std::string CStyleRenderer::bind_shared(const Context& c, const ScalarExpr& root) const {
+  std::map<const ScalarExpr*, int> uses;
+  count_uses(root, uses);
+  std::string out;
+  std::set<const ScalarExpr*> visited;
+  std::function<void(const ScalarExpr&)> visit = [&](const ScalarExpr& e) {
+    if (!visited.insert(&e).second) return;
+    for (const ScalarExprPtr& a : e.args)
+      visit(*a);
+    bool worth = e.kind == ScalarExpr::Kind::op || e.kind == ScalarExpr::Kind::load;
+    if (&e == &root || uses[&e] < 2 || !worth) return;
+    std::string name = "v" + std::to_string(c.bound.size());
+    std::string value = render_value(c, e);
+    out += "const " + compute_type(e.dtype) + " " + name + " = " + value + ";\n";
+    c.bound.emplace(&e, name);
+  };
+  visit(root);
+  return out;
+}
+
 std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) const {
+  if (auto it = c.bound.find(&e); it != c.bound.end()) return it->second;
   std::string v;
   switch (e.kind) {
     case ScalarExpr::Kind::load:

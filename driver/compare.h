@@ -22,7 +22,7 @@ struct Tolerance {
 Tolerance tolerance_for(DType t, std::optional<double> rtol, std::optional<double> atol,
                         const Tensor& want);
 
-/** The result of one comparison. */
+/** The result of one comparison. The reference is first rounded to its dtype. */
 struct Comparison {
   bool ok = true;
   double max_abs = 0;

@@ -120,7 +120,20 @@ class Builder {
                   n.reduce_kind);
   }
 
+  /** The value of node `id` at `index`. Memoised, so a node used twice at the same index is
+   *  one shared subexpression: the result is a DAG, never an exponentially large tree. */
   ScalarExprPtr expr(NodeId id, const Index& index) {
+    std::string key = std::to_string(id);
+    for (const IntExpr& i : index)
+      key += "|" + i.key();
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    ScalarExprPtr e = make_expr(id, index);
+    memo_.emplace(std::move(key), e);
+    return e;
+  }
+
+  ScalarExprPtr make_expr(NodeId id, const Index& index) {
     const Node& n = g_[id];
     auto e = std::make_shared<ScalarExpr>();
     e->dtype = n.dtype;
@@ -172,6 +185,7 @@ class Builder {
   KernelPlan plan_;
   Kernel* kernel_ = nullptr;
   std::map<NodeId, int> buffer_of_;  // inputs and materialised reduces
+  std::map<std::string, ScalarExprPtr> memo_;
 };
 
 }  // namespace

@@ -1,15 +1,28 @@
 #include "scheduler/kernel_ir.h"
 
+#include <set>
+
 namespace kiln {
 
 std::string iterator_name(int k) {
   return "i" + std::to_string(k);
 }
 
-void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out) {
+namespace {
+
+void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out,
+                   std::set<const ScalarExpr*>& seen) {
+  if (!seen.insert(&e).second) return;
   if (e.kind == ScalarExpr::Kind::load) out.push_back(&e);
   for (const ScalarExprPtr& a : e.args)
-    collect_loads(*a, out);
+    collect_loads(*a, out, seen);
+}
+
+}  // namespace
+
+void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out) {
+  std::set<const ScalarExpr*> seen;
+  collect_loads(e, out, seen);
 }
 
 namespace {
@@ -21,7 +34,10 @@ std::string index_str(const std::vector<IntExpr>& index) {
   return s + "]";
 }
 
-std::string expr_str(const KernelPlan& plan, const ScalarExpr& e) {
+/** Text of a value; shared subexpressions print again where used, so the text of a deep DAG is
+ *  cut at `budget` characters instead of growing exponentially. */
+std::string expr_str(const KernelPlan& plan, const ScalarExpr& e, int& budget) {
+  if (budget <= 0) return "...";
   std::string s;
   switch (e.kind) {
     case ScalarExpr::Kind::load:
@@ -43,14 +59,20 @@ std::string expr_str(const KernelPlan& plan, const ScalarExpr& e) {
     case ScalarExpr::Kind::op: {
       s = std::string(op_name(e.op)) + "(";
       for (size_t k = 0; k < e.args.size(); ++k)
-        s += (k ? ", " : "") + expr_str(plan, *e.args[k]);
+        s += (k ? ", " : "") + expr_str(plan, *e.args[k], budget);
       s += ")";
       break;
     }
   }
   for (const MaskBound& m : e.mask)
     s += " if 0 <= " + m.expr.str() + " < " + m.bound.str();
+  budget -= static_cast<int>(s.size());
   return s;
+}
+
+std::string expr_str(const KernelPlan& plan, const ScalarExpr& e) {
+  int budget = 4000;
+  return expr_str(plan, e, budget);
 }
 
 const char* kind_name(BufferKind k) {

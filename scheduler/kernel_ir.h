@@ -31,7 +31,8 @@ struct Buffer {
 struct ScalarExpr;
 using ScalarExprPtr = std::shared_ptr<const ScalarExpr>;
 
-/** A scalar computation at one domain point. */
+/** A scalar computation at one domain point. Subexpressions may be shared (the value is a DAG);
+ *  renderers bind a shared one to a local once. */
 struct ScalarExpr {
   enum class Kind { load, constant, iterator, op } kind = Kind::constant;
   DType dtype = DType::f32;

@@ -20,10 +20,10 @@ using AstExprPtr = std::shared_ptr<const AstExpr>;
  *  "min", "max", "and", "or", "eq", "le", "lt", "ge", "gt", "select". */
 struct AstExpr {
   enum class Kind { integer, id, op } kind = Kind::integer;
-  int64_t value = 0;               ///< integer
-  std::string name;                ///< id: a loop iterator or a size variable
-  std::string op;                  ///< op
-  std::vector<AstExprPtr> args;    ///< op
+  int64_t value = 0;             ///< integer
+  std::string name;              ///< id: a loop iterator or a size variable
+  std::string op;                ///< op
+  std::vector<AstExprPtr> args;  ///< op
 };
 
 struct LoopNode;
@@ -32,15 +32,15 @@ using LoopNodePtr = std::shared_ptr<const LoopNode>;
 /** A node of the loop AST. */
 struct LoopNode {
   enum class Kind { block, loop, guard, stmt } kind = Kind::block;
-  std::vector<LoopNodePtr> body;   ///< block: children in order; loop and guard: the body
-  std::string iter;                ///< loop: the iterator (a C identifier, e.g. "c0")
-  AstExprPtr init;                 ///< loop: first value
-  AstExprPtr cond;                 ///< loop: continue while true; guard: execute when true
-  int64_t step = 1;                ///< loop
-  bool parallel = false;           ///< loop: iterations are independent (coincident band)
-  bool vector = false;             ///< loop: innermost band, unit stride: vectorise
-  int statement = -1;              ///< stmt: index into Kernel::statements
-  std::vector<AstExprPtr> args;    ///< stmt: the value of each statement iterator i0, i1...
+  std::vector<LoopNodePtr> body;  ///< block: children in order; loop and guard: the body
+  std::string iter;               ///< loop: the iterator (a C identifier, e.g. "c0")
+  AstExprPtr init;                ///< loop: first value
+  AstExprPtr cond;                ///< loop: continue while true; guard: execute when true
+  int64_t step = 1;               ///< loop
+  bool parallel = false;          ///< loop: iterations are independent (coincident band)
+  bool vector = false;            ///< loop: innermost band, unit stride: vectorise
+  int statement = -1;             ///< stmt: index into Kernel::statements
+  std::vector<AstExprPtr> args;   ///< stmt: the value of each statement iterator i0, i1...
 };
 
 /** The loop nest of one kernel. */
