@@ -54,14 +54,26 @@ const CStyleRenderer& renderer_for(const std::string& backend) {
 
 Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt)
     : runtime_(runtime) {
-  program_ = lower_program(g, renderer_for(runtime.backend()), opt);
+  const CStyleRenderer& renderer = renderer_for(runtime.backend());
+  program_ = plan_program(g, opt);
+  std::string identity = program_identity(g, program_, runtime.backend(), opt);
+  auto make_source = [&] {
+    generate_code(g, program_, renderer, opt);
+    return program_.source;
+  };
+  module_ = std::make_unique<CompiledModule>(
+      runtime.compile_identified(identity, make_source, {}, &info_.compile));
+  if (opt.debug >= 3 && program_.source.empty()) make_source();  // show what the cache holds
   info_.stages = program_.times;
-  module_ = std::make_unique<CompiledModule>(runtime.compile(program_.source, {}, &info_.compile));
-  for (const std::string& s : program_.symbols) {
+  for (size_t k = 0; k < program_.plan.kernels.size(); ++k) {
+    const std::string& s = kernel_symbol(program_.plan.kernels[k].name, k);
     void* fn = runtime.lookup(*module_, s);
     if (!fn) throw std::runtime_error("compiled module has no kernel '" + s + "'");
     kernels_.push_back(fn);
   }
+  program_.symbols.resize(program_.plan.kernels.size());
+  for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
+    program_.symbols[k] = kernel_symbol(program_.plan.kernels[k].name, k);
 }
 
 void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "kiln_build_id.h"
 #include "scheduler/build_statements.h"
 #include "scheduler/plan_buffers.h"
 
@@ -15,38 +16,33 @@ namespace {
 /** What the stages pass along. */
 struct State {
   const Graph& graph;
-  const CStyleRenderer& renderer;
+  const CStyleRenderer* renderer;  ///< phase 1 only
   const CompileOptions& opt;
   LoweredProgram out;
 };
 
-/** One stage: its name, the --debug level that prints its result, and the work. */
+/** One stage: its name, the --debug level that prints its result, and the work. Stages of
+ *  phase 0 plan the program, those of phase 1 generate its code. */
 struct Stage {
   const char* name;
+  int phase;
   int print_level;
   std::function<std::string(State&)> run;  ///< returns the text --debug prints
 };
 
-std::string symbol_for(const std::string& name, size_t k) {
-  std::string s = "kiln_";
-  for (char c : name)
-    s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return s + "_" + std::to_string(k);
-}
-
 const std::vector<Stage>& stages() {
   static const std::vector<Stage> table = {
-      {"kernels", 2,
+      {"kernels", 0, 2,
        [](State& s) {
          s.out.plan = build_statements(s.graph);
          return plan_to_text(s.out.plan);
        }},
-      {"buffers", 2,
+      {"buffers", 0, 2,
        [](State& s) {
          plan_buffers(s.out.plan);
          return plan_to_text(s.out.plan);
        }},
-      {"schedule", 3,
+      {"schedule", 1, 3,
        [](State& s) {
          std::string text;
          for (const Kernel& k : s.out.plan.kernels) {
@@ -54,25 +50,70 @@ const std::vector<Stage>& stages() {
            if (s.opt.debug >= 5) text += sk.schedule_text + "\n";
            text += loop_nest_to_text(sk.nest);
            s.out.nests.push_back(sk.nest);
-           s.out.symbols.push_back(symbol_for(k.name, s.out.symbols.size()));
+           s.out.symbols.push_back(kernel_symbol(k.name, s.out.symbols.size()));
          }
          return text;
        }},
-      {"render", 4,
+      {"render", 1, 4,
        [](State& s) {
-         s.out.source = s.renderer.render(s.out.plan, s.out.nests, s.out.symbols);
+         s.out.source = s.renderer->render(s.out.plan, s.out.nests, s.out.symbols);
          return s.out.source;
        }},
   };
   return table;
 }
 
+void run_stages(State& s, int phase);
+
 }  // namespace
+
+std::string kernel_symbol(const std::string& name, size_t k) {
+  std::string s = "kiln_";
+  for (char c : name)
+    s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s + "_" + std::to_string(k);
+}
 
 LoweredProgram lower_program(const Graph& g, const CStyleRenderer& renderer,
                              const CompileOptions& opt) {
-  State s{g, renderer, opt, {}};
+  State s{g, &renderer, opt, {}};
+  run_stages(s, 0);
+  run_stages(s, 1);
+  return s.out;
+}
+
+LoweredProgram plan_program(const Graph& g, const CompileOptions& opt) {
+  State s{g, nullptr, opt, {}};
+  run_stages(s, 0);
+  return s.out;
+}
+
+void generate_code(const Graph& g, LoweredProgram& p, const CStyleRenderer& renderer,
+                   const CompileOptions& opt) {
+  State s{g, &renderer, opt, std::move(p)};
+  run_stages(s, 1);
+  p = std::move(s.out);
+}
+
+std::string program_identity(const Graph& g, const LoweredProgram& p, const std::string& backend,
+                             const CompileOptions& opt) {
+  std::ostringstream id;
+  id << "kiln build " << kKilnBuildId << "\nbackend " << backend << "\n"
+     << graph_to_text(g) << plan_to_text(p.plan) << "tile " << opt.schedule.tile;
+  for (int64_t t : opt.schedule.tile_sizes)
+    id << " " << t;
+  id << " parallel " << opt.schedule.parallel << " vector " << opt.schedule.vectorize << "\n";
+  for (const auto& [k, v] : opt.config)
+    id << k << "=" << v << "\n";
+  return id.str();
+}
+
+namespace {
+
+void run_stages(State& s, int phase) {
+  const CompileOptions& opt = s.opt;
   for (const Stage& stage : stages()) {
+    if (stage.phase != phase) continue;
     auto t0 = std::chrono::steady_clock::now();
     std::string text = stage.run(s);
     double ms =
@@ -81,8 +122,9 @@ LoweredProgram lower_program(const Graph& g, const CStyleRenderer& renderer,
     if (opt.log && opt.debug >= 2) *opt.log << "-- " << stage.name << " (" << ms << " ms)\n";
     if (opt.log && opt.debug >= stage.print_level) *opt.log << text << "\n";
   }
-  return s.out;
 }
+
+}  // namespace
 
 std::string apply_config(CompileOptions& opt) {
   for (const auto& [key, value] : opt.config) {

@@ -39,8 +39,24 @@ struct LoweredProgram {
   std::vector<StageTime> times;
 };
 
+/** The function name of kernel `k` of a composite named `name`. */
+std::string kernel_symbol(const std::string& name, size_t k);
+
 /** Runs every stage. Throws std::runtime_error when a stage fails. */
 LoweredProgram lower_program(const Graph& g, const CStyleRenderer& renderer,
+                             const CompileOptions& opt);
+
+/** The cheap stages only: kernels and buffers (what running a cached program needs). */
+LoweredProgram plan_program(const Graph& g, const CompileOptions& opt);
+
+/** The expensive stages on a planned program: isl schedules and rendering. */
+void generate_code(const Graph& g, LoweredProgram& p, const CStyleRenderer& renderer,
+                   const CompileOptions& opt);
+
+/** Everything the generated source depends on: the graph, the plan, the scheduler options,
+ *  the backend and this build of Kiln. Two programs with equal identities render the same
+ *  source, so the cache can be asked before scheduling. */
+std::string program_identity(const Graph& g, const LoweredProgram& p, const std::string& backend,
                              const CompileOptions& opt);
 
 /** Reads the scheduler knobs of --config (TILE=32 or TILE=32x32x8, PARALLEL=0, VECTORIZE=0) into

@@ -261,12 +261,20 @@ std::string Runtime::cache_key(const std::string& source,
 
 CompiledModule Runtime::compile(const std::string& source,
                                 const std::vector<std::string>& extra_flags, CompileInfo* info) {
+  return compile_identified(
+      source, [&] { return source; }, extra_flags, info);
+}
+
+CompiledModule Runtime::compile_identified(const std::string& identity,
+                                           const std::function<std::string()>& make_source,
+                                           const std::vector<std::string>& extra_flags,
+                                           CompileInfo* info) {
   CompileInfo local;
   CompileInfo& out = info ? *info : local;
   out = CompileInfo();
   std::vector<std::string> flags = desc_.flags;
   flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
-  out.key = cache_key(source, flags);
+  out.key = cache_key(identity, flags);
   auto note = [&](const std::string& w) {
     if (!w.empty()) out.warnings.push_back(w);
   };
@@ -279,6 +287,7 @@ CompiledModule Runtime::compile(const std::string& source,
   if (!artifact) {
     kiln_blob blob{nullptr, 0};
     char* error = nullptr;
+    std::string source = make_source();
     if (table().compile(source.c_str(), pack_flags(flags).c_str(), &blob, &error) != 0)
       fail(table(), "compile failed", error);
     const auto* bytes = static_cast<const uint8_t*>(blob.data);

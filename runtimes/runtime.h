@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -84,6 +85,14 @@ class Runtime {
 
   /** The cache key for `source` compiled with the descriptor's flags plus `extra_flags`. */
   std::string cache_key(const std::string& source, const std::vector<std::string>& flags) const;
+
+  /** Compiles (or fetches from the cache) and loads the source that `make_source` returns; the
+   *  cache key covers `identity` instead of the source, so a hit never makes the source.
+   *  `identity` must determine the source completely. */
+  CompiledModule compile_identified(const std::string& identity,
+                                    const std::function<std::string()>& make_source,
+                                    const std::vector<std::string>& extra_flags,
+                                    CompileInfo* info = nullptr);
 
   /** Compiles (or fetches from the cache) and loads `source`. */
   CompiledModule compile(const std::string& source, const std::vector<std::string>& extra_flags,
