@@ -124,9 +124,9 @@ std::string CStyleRenderer::storage_type(DType t) const {
 
 std::string CStyleRenderer::float_literal(double v, DType t) const {
   std::string suffix = t == DType::f64 ? "" : "f";
-  if (std::isnan(v)) return t == DType::f64 ? "((double)NAN)" : "NAN";
+  if (std::isnan(v)) return t == DType::f64 ? "((double)KILN_NAN)" : "KILN_NAN";
   if (std::isinf(v))
-    return std::string(v < 0 ? "-" : "") + (t == DType::f64 ? "((double)INFINITY)" : "INFINITY");
+    return std::string(v < 0 ? "-" : "") + (t == DType::f64 ? "((double)KILN_INF)" : "KILN_INF");
   char buf[40];
   std::snprintf(buf, sizeof buf, t == DType::f64 ? "%.17g" : "%.9g", v);
   std::string s = buf;
@@ -135,7 +135,7 @@ std::string CStyleRenderer::float_literal(double v, DType t) const {
 }
 
 std::string CStyleRenderer::math_call(const std::string& fn, DType t, const std::string& a) const {
-  return fn + (t == DType::f64 ? "" : "f") + "(" + a + ")";
+  return "__builtin_" + fn + (t == DType::f64 ? "" : "f") + "(" + a + ")";
 }
 
 std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<LoopNest>& nests,

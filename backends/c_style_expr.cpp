@@ -79,8 +79,8 @@ std::string CStyleRenderer::render_statement(const Context& c, const Statement& 
     if (st.reduce == ReduceKind::sum) init = "0";
     if (st.reduce == ReduceKind::prod) init = "1";
     if (st.reduce == ReduceKind::max)
-      init = is_float(b.dtype)       ? "-INFINITY"
-             : b.dtype == DType::i64 ? "INT64_MIN"
+      init = is_float(b.dtype)       ? "-KILN_INF"
+             : b.dtype == DType::i64 ? "KILN_INT64_MIN"
                                      : std::to_string(static_cast<int64_t>(int_min(b.dtype)));
     return target + " = " + to_storage(b.dtype, "(" + t + ")" + init) + ";";
   }

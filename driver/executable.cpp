@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "backends/c_renderer.h"
+#include "driver/renderers.h"
 
 namespace kiln {
 
@@ -42,12 +42,6 @@ std::vector<int64_t> size_values(const KernelPlan& plan, const SizeBindings& siz
     out.push_back(it->second);
   }
   return out;
-}
-
-const CStyleRenderer& renderer_for(const std::string& backend) {
-  static const CRenderer c;
-  if (backend == "c") return c;
-  throw std::runtime_error("no renderer for backend '" + backend + "'");
 }
 
 }  // namespace

@@ -265,10 +265,10 @@ CompiledModule Runtime::compile(const std::string& source,
       source, [&] { return source; }, extra_flags, info);
 }
 
-CompiledModule Runtime::compile_identified(const std::string& identity,
-                                           const std::function<std::string()>& make_source,
-                                           const std::vector<std::string>& extra_flags,
-                                           CompileInfo* info) {
+std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
+                                             const std::function<std::string()>& make_source,
+                                             const std::vector<std::string>& extra_flags,
+                                             CompileInfo* info) {
   CompileInfo local;
   CompileInfo& out = info ? *info : local;
   out = CompileInfo();
@@ -297,10 +297,19 @@ CompiledModule Runtime::compile_identified(const std::string& identity,
     note(warning);
   }
   out.compile_ms = ms_since(start);
+  return std::move(*artifact);
+}
 
-  start = std::chrono::steady_clock::now();
+CompiledModule Runtime::compile_identified(const std::string& identity,
+                                           const std::function<std::string()>& make_source,
+                                           const std::vector<std::string>& extra_flags,
+                                           CompileInfo* info) {
+  CompileInfo local;
+  CompileInfo& out = info ? *info : local;
+  std::vector<uint8_t> artifact = build_artifact(identity, make_source, extra_flags, &out);
+  auto start = std::chrono::steady_clock::now();
   char* error = nullptr;
-  void* handle = table().load(artifact->data(), artifact->size(), &error);
+  void* handle = table().load(artifact.data(), artifact.size(), &error);
   if (!handle) fail(table(), "load failed", error);
   out.load_ms = ms_since(start);
   return CompiledModule(plugin_, handle);

@@ -94,6 +94,14 @@ class Runtime {
                                     const std::vector<std::string>& extra_flags,
                                     CompileInfo* info = nullptr);
 
+  /** The compiled artifact (the cache entry's payload) of the source `make_source` returns:
+   *  read from the cache, else compiled by the plugin and stored. Keyed as compile_identified
+   *  keys it; `kiln compile --object` writes it out. */
+  std::vector<uint8_t> build_artifact(const std::string& identity,
+                                      const std::function<std::string()>& make_source,
+                                      const std::vector<std::string>& extra_flags,
+                                      CompileInfo* info = nullptr);
+
   /** Compiles (or fetches from the cache) and loads `source`. */
   CompiledModule compile(const std::string& source, const std::vector<std::string>& extra_flags,
                          CompileInfo* info = nullptr);

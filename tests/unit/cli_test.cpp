@@ -1,11 +1,14 @@
 // The `kiln` binary end to end: exit codes and the first lines it prints. The binary's path
-// comes from KILN_BIN, which CTest sets.
+// comes from KILN_BIN, which CTest sets. The cache cases run against a temporary KILN_CACHE.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -15,11 +18,12 @@ struct Result {
   std::string out;
 };
 
-Result kiln(const std::string& args) {
+/** Runs `ENV kiln ARGS`, where `env` is empty or assignments such as "KILN_CACHE=/tmp/x". */
+Result kiln(const std::string& args, const std::string& env = "") {
   const char* bin = std::getenv("KILN_BIN");
   Result r;
   if (!bin) return r;
-  std::string cmd = std::string(bin) + " " + args + " 2>&1";
+  std::string cmd = (env.empty() ? "" : env + " ") + bin + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
   while (size_t n = fread(buf.data(), 1, buf.size(), p))
@@ -32,6 +36,23 @@ Result kiln(const std::string& args) {
 bool has(const Result& r, const std::string& s) {
   return r.out.find(s) != std::string::npos;
 }
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream text;
+  text << f.rdbuf();
+  return text.str();
+}
+
+/** A fresh folder under the system's temporary directory, removed with its contents. */
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "kiln-cli-XXXXXX").string();
+    path = mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
 
 }  // namespace
 
@@ -53,6 +74,18 @@ TEST_CASE("cli: exit codes and output") {
       {"show tests/data/cli.toml:scale --format dot", 0, "digraph"},
       {"run tests/data/cli.toml:scale --test N=4 --specialize --debug 2", 0, "input x : f32[4]"},
       {"show tests/data/cli.toml:scale", 0, "= mul"},
+      {"show tests/data/cli.toml:scale --stage kernels", 0, "  y : f32[N]  output arg 1"},
+      {"show ops/nn.toml:softmax --stage kernels", 0, "temp slot 1"},
+      {"show tests/data/cli.toml:scale --stage schedule", 0, "// stages: kernels"},
+      {"show tests/data/cli.toml:scale --stage code --config TILE=0", 0, "kiln_scale_0"},
+      {"show tests/data/cli.toml:scale --stage code --format dot", 2, "--stage graph only"},
+      {"show tests/data/cli.toml:scale --stage loops", 2, "--stage"},
+      {"compile tests/data/cli.toml:scale", 0, "kiln_scale_0"},
+      {"compile tests/data/cli.toml:scale --specialize --test N=8 --dtype T=f64", 0,
+       "kiln_scale_0"},
+      {"compile tests/data/cli.toml:scale --object", 2, "-o OUT"},
+      {"compile tests/data/cli.toml:scale --runtime warp", 2, "unknown runtime"},
+      {"cache", 2, ""},
       {"check tests/data/cli.toml", 0, "ok, 2 composites"},
       {"run tests/data/cli.toml", 2, "several composites"},
       {"run tests/data/cli.toml:nope", 2, "no composite 'nope'"},
@@ -73,4 +106,52 @@ TEST_CASE("cli: exit codes and output") {
     CHECK(r.code == c.code);
     CHECK(has(r, c.expect));
   }
+}
+
+TEST_CASE("cli: compile writes source and artifacts to -o") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  std::string source = (tmp.path / "scale.c").string(), object = (tmp.path / "scale.o").string();
+  Result r = kiln("compile tests/data/cli.toml:scale -o " + source, env);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "bytes of source"));
+  CHECK(read_file(source).find("kiln_scale_0") != std::string::npos);
+  r = kiln("compile tests/data/cli.toml:scale --object -o " + object, env);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "cache miss"));
+  CHECK(!read_file(object).empty());
+  r = kiln("compile tests/data/cli.toml:scale --object -o " + object, env);
+  CHECK(has(r, "cache hit"));
+}
+
+TEST_CASE("cli: cache ls, stats and clear, and a cache hit on the second run") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string dir = (tmp.path / "cache").string(), env = "KILN_CACHE=" + dir;
+  struct Case {
+    const char* args;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"cache stats", "0 entries"},
+      {"cache ls", ""},
+      {"run tests/data/cli.toml:scale --runtime clang --debug 1", "(cache miss)"},
+      {"run tests/data/cli.toml:scale --runtime clang --debug 1", "(cache hit)"},
+      {"cache ls", " bytes "},
+      {"cache stats", "1 entry"},
+      {"cache clear", "removed 1 entry"},
+      {"cache stats", "0 entries"},
+  };
+  for (const Case& c : cases) {
+    Result r = kiln(c.args, env);
+    std::string args = c.args;
+    CAPTURE(args);
+    CAPTURE(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, c.expect));
+  }
+  CHECK(has(kiln("cache stats", env), dir));
 }

@@ -96,9 +96,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->callback([o, &exit_code] {
     Loaded l;
     load_selection(o->sel, l);
-    SizeBindings sizes = o->test.empty() ? l.comp->test.case_sizes(0) : parse_sizes(o->test);
-    for (size_t k = 0; k < l.batch.size(); ++k)
-      sizes["batch" + std::to_string(k)] = l.batch[k];
+    SizeBindings sizes = bind_sizes(l, o->test);
     if (o->specialize) l.options.fixed_sizes = sizes;
     Graph g = lower_composite(l.lib, *l.comp, l.options);
     verify_or_throw(g);

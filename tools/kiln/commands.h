@@ -11,5 +11,7 @@ namespace kiln::cli {
 void add_check_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_show_command(CLI::App& app, int& exit_code);
+void add_compile_command(CLI::App& app, int& exit_code);
+void add_cache_command(CLI::App& app, int& exit_code);
 
 }  // namespace kiln::cli

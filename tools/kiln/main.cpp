@@ -8,7 +8,8 @@
 int main(int argc, char** argv) {
   using namespace kiln::cli;
   CLI::App app{
-      "kiln: a tensor compiler. Write kernels as composites in TOML; check, show and run them.",
+      "kiln: a tensor compiler. Write kernels as composites in TOML; check, show, compile and run "
+      "them.",
       "kiln"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
@@ -16,6 +17,8 @@ int main(int argc, char** argv) {
   add_check_command(app, exit_code);
   add_run_command(app, exit_code);
   add_show_command(app, exit_code);
+  add_compile_command(app, exit_code);
+  add_cache_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

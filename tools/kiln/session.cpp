@@ -5,6 +5,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "ir/verifier.h"
+
 namespace kiln::cli {
 
 namespace {
@@ -136,6 +138,45 @@ void load_selection(const Selection& sel, Loaded& out) {
   out.options.batch_rank = static_cast<int>(out.batch.size());
 }
 
+SizeBindings bind_sizes(const Loaded& l, const std::string& test) {
+  SizeBindings sizes = test.empty() ? l.comp->test.case_sizes(0) : parse_sizes(test);
+  for (size_t k = 0; k < l.batch.size(); ++k)
+    sizes["batch" + std::to_string(k)] = l.batch[k];
+  return sizes;
+}
+
+void add_code_options(CLI::App& cmd, CodeRequest& r) {
+  cmd.add_option("target", r.sel.target, "FILE[:COMPOSITE]")->required();
+  cmd.add_option("--runtime", r.runtime,
+                 "The runtime whose backend renders the code: a name (clang, cc) or a "
+                 "descriptor path")
+      ->capture_default_str();
+  cmd.add_option("--config", r.config, "Compiler knobs KEY=VALUE, e.g. TILE=64,PARALLEL=0")
+      ->delimiter(',');
+  cmd.add_option("--test", r.test,
+                 "Size bindings for --specialize, e.g. M=100,N=7 (default: the composite's "
+                 "first test case)");
+  cmd.add_flag("--specialize", r.specialize,
+               "Compile for the bound sizes only (they become constants in the graph)");
+  cmd.add_option("--dtype", r.sel.dtypes, "Type variable choice, e.g. T=f16");
+  cmd.add_option("--attr", r.sel.attrs, "Attribute value, e.g. alpha=0.2");
+  cmd.add_option("--batch", r.sel.batch, "Batch dimensions for '...', e.g. 3,5");
+}
+
+Graph lower_loaded(Loaded& l, const std::string& test, bool specialize) {
+  if (specialize) l.options.fixed_sizes = bind_sizes(l, test);
+  Graph g = lower_composite(l.lib, *l.comp, l.options);
+  verify_or_throw(g);
+  return g;
+}
+
+std::string format_stage_times(const std::vector<StageTime>& times) {
+  std::ostringstream out;
+  for (const StageTime& t : times)
+    out << " " << t.name << " " << t.milliseconds << " ms";
+  return out.str();
+}
+
 std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,
                                   uint64_t seed) {
   std::vector<Tensor> out;
@@ -187,11 +228,9 @@ void print_build(std::ostream& out, const Executable& exe, double build_ms) {
   for (size_t k = 0; k < p.plan.kernels.size(); ++k)
     out << "  kernel " << p.symbols[k] << ": " << p.plan.kernels[k].statements.size()
         << " statements\n";
-  out << "  stages:";
-  for (const StageTime& t : p.times)
-    out << " " << t.name << " " << t.milliseconds << " ms";
-  out << "\n  compile " << c.compile_ms << " ms (cache " << (c.cache_hit ? "hit" : "miss")
-      << "), load " << c.load_ms << " ms, total " << build_ms << " ms\n";
+  out << "  stages:" << format_stage_times(p.times) << "\n  compile " << c.compile_ms
+      << " ms (cache " << (c.cache_hit ? "hit" : "miss") << "), load " << c.load_ms << " ms, total "
+      << build_ms << " ms\n";
 }
 
 }  // namespace kiln::cli

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "driver/executable.h"
 #include "dsl/lower.h"
 #include "ir/interpreter.h"
@@ -46,6 +48,30 @@ void load_selection(const Selection& sel, Loaded& out);
 
 /** Parses "M=100,N=7" into bindings. */
 SizeBindings parse_sizes(const std::string& text);
+
+/** The sizes of a run: --test's bindings (default: the composite's first test case) plus the
+ *  batch dimensions as batch0, batch1, ... */
+SizeBindings bind_sizes(const Loaded& l, const std::string& test);
+
+/** What `show` and `compile` need to generate code: the composite, the sizes to specialize
+ *  on, the runtime and its --config knobs. */
+struct CodeRequest {
+  Selection sel;
+  std::string test;                 ///< --test; used with --specialize only
+  bool specialize = false;          ///< the bound sizes become constants
+  std::string runtime = "clang";    ///< whose backend renders the code
+  std::vector<std::string> config;  ///< KEY=VALUE
+};
+
+/** Registers the options of a CodeRequest (target, --dtype, --attr, --batch, --test,
+ *  --specialize, --runtime, --config) on a subcommand. */
+void add_code_options(CLI::App& cmd, CodeRequest& r);
+
+/** Lowers and verifies the loaded composite, specialized on bind_sizes(l, test) when asked. */
+Graph lower_loaded(Loaded& l, const std::string& test, bool specialize);
+
+/** " kernels 0.1 ms, buffers 0.0 ms, ...": the time of each pipeline stage. */
+std::string format_stage_times(const std::vector<StageTime>& times);
 
 /** Seeded random inputs for every graph input; ranges from the composite's test table. */
 std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,

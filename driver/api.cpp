@@ -1,0 +1,334 @@
+// The public API of include/kiln/kiln.h on top of the driver: Spec wraps a dsl Library,
+// compile() lowers, verifies and builds an Executable, and Compiled::run hands the caller's host
+// buffers to the kernels (straight through on CPU runtimes, staged through device memory
+// otherwise). Caller mistakes become std::invalid_argument, spec errors InvalidSpec.
+#include "kiln/kiln.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <sstream>
+
+#include "driver/executable.h"
+#include "dsl/diagnostic.h"
+#include "dsl/lower.h"
+#include "ir/verifier.h"
+
+namespace kiln {
+
+struct Spec::Impl {
+  Library lib;
+  const SpecFile* file = nullptr;
+};
+
+struct Compiled::Impl {
+  std::string composite, runtime_name;
+  Graph graph;
+  std::unique_ptr<Runtime> runtime;  // null for "interp"
+  std::optional<Executable> exe;
+  bool host_memory = false;  // the runtime's buffers are host memory: pass pointers straight
+};
+
+namespace {
+
+InvalidSpec to_invalid_spec(const SpecError& e) {
+  return InvalidSpec(format_error(e), e.loc().file, e.loc().line, e.loc().col);
+}
+
+/** True for backends whose kernels run on the host and read host memory. */
+bool is_cpu_backend(const std::string& backend) {
+  return backend == "c" || backend == "openmp";
+}
+
+int64_t parse_int(const std::string& s, const std::string& what) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size())
+    throw std::invalid_argument("expected an integer for " + what + ", got '" + s + "'");
+  return v;
+}
+
+/** Parses an attribute value written as text into the kind of its declared default. */
+AttrValue parse_attr(const std::string& text, const AttrDecl& decl) {
+  AttrValue a = decl.value;
+  std::string bad = "attribute '" + decl.name + "' expects a value like its default " +
+                    decl.value.str() + ", got '" + text + "'";
+  switch (decl.value.kind) {
+    case AttrValue::Kind::integer:
+      a.integer = parse_int(text, "attribute " + decl.name);
+      break;
+    case AttrValue::Kind::number: {
+      std::istringstream in(text);
+      if (!(in >> a.number) || !in.eof()) throw std::invalid_argument(bad);
+      break;
+    }
+    case AttrValue::Kind::boolean:
+      if (text != "true" && text != "false") throw std::invalid_argument(bad);
+      a.boolean = text == "true";
+      break;
+    case AttrValue::Kind::string:
+      a.string = text;
+      break;
+    case AttrValue::Kind::list: {
+      a.list.clear();
+      std::istringstream in(text);
+      for (std::string item; std::getline(in, item, ',');) {
+        AttrValue v;
+        v.integer = parse_int(item, "attribute " + decl.name);
+        a.list.push_back(v);
+      }
+      break;
+    }
+  }
+  return a;
+}
+
+/** The dtype choice `name` = `spelling` for `c`, checked against what the variable allows. */
+DType checked_dtype(const Composite& c, const std::string& name, const std::string& spelling) {
+  std::optional<DType> dt = parse_dtype(spelling);
+  if (!dt) throw std::invalid_argument("unknown dtype '" + spelling + "'");
+  if (!resolve_type_vars(c, {}).count(name))
+    throw std::invalid_argument("composite '" + c.name + "' has no type variable '" + name + "'");
+  const TypeVar* tv = c.type_var(name);
+  bool allowed = tv ? std::find(tv->allowed.begin(), tv->allowed.end(), *dt) != tv->allowed.end()
+                    : is_float(*dt);
+  if (!allowed)
+    throw std::invalid_argument("type variable " + name + " of '" + c.name + "' does not allow " +
+                                spelling);
+  return *dt;
+}
+
+LowerOptions lower_options(const Composite& c, const CompileSettings& s) {
+  LowerOptions opt;
+  for (const auto& [name, spelling] : s.dtypes)
+    opt.dtypes[name] = checked_dtype(c, name, spelling);
+  for (const auto& [name, text] : s.attrs) {
+    const AttrDecl* decl = c.attr(name);
+    if (!decl)
+      throw std::invalid_argument("composite '" + c.name + "' has no attribute '" + name + "'");
+    opt.attrs[name] = parse_attr(text, *decl);
+  }
+  if (s.batch_rank < 0) throw std::invalid_argument("batch_rank must not be negative");
+  opt.batch_rank = s.batch_rank;
+  opt.fixed_sizes = s.fixed_sizes;
+  return opt;
+}
+
+std::unique_ptr<Runtime> open_runtime(const std::string& name) {
+  try {
+    return Runtime::open(name);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
+CompileOptions compile_options(const CompileSettings& s, const Runtime& rt) {
+  CompileOptions opt;
+  opt.config = rt.descriptor().config;
+  for (const auto& [k, v] : s.config)
+    opt.config[k] = v;
+  if (std::string err = apply_config(opt); !err.empty()) throw std::invalid_argument(err);
+  return opt;
+}
+
+/** The input or output node called `name`. */
+const Node& find_port(const Graph& g, const std::string& name) {
+  for (NodeId id : g.inputs)
+    if (g[id].name == name) return g[id];
+  for (const GraphOutput& o : g.outputs)
+    if (o.name == name) return g[o.node];
+  throw std::invalid_argument("'" + g.name + "' has no input or output '" + name + "'");
+}
+
+std::vector<int64_t> bound_shape(const Graph& g, const Node& n, const SizeBindings& sizes) {
+  for (const std::string& v : g.size_vars)
+    if (!sizes.count(v)) throw std::invalid_argument("size variable " + v + " is not bound");
+  return eval_shape(n.shape, sizes);
+}
+
+size_t bytes_of(DType t, const std::vector<int64_t>& dims) {
+  size_t n = dtype_bits(t) / 8;
+  for (int64_t d : dims)
+    n *= static_cast<size_t>(d);
+  return n;
+}
+
+/** Runs the reference interpreter on the caller's buffers. */
+void run_interpreter(const Graph& g, void* const* buffers, const SizeBindings& sizes) {
+  std::vector<Tensor> inputs;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const Node& n = g[g.inputs[k]];
+    inputs.push_back(tensor_from_bytes(n.dtype, bound_shape(g, n, sizes), buffers[k]));
+  }
+  std::vector<Tensor> outputs = interpret(g, sizes, inputs);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::vector<uint8_t> bytes = tensor_to_bytes(outputs[k]);
+    std::memcpy(buffers[g.inputs.size() + k], bytes.data(), bytes.size());
+  }
+}
+
+/** Copies inputs to device memory, runs, and copies outputs back to the caller's buffers. */
+void run_staged(const Graph& g, Runtime& rt, const Executable& exe, void* const* buffers,
+                const int64_t* size_args, const SizeBindings& sizes) {
+  std::vector<void*> device;
+  std::vector<size_t> bytes;
+  struct Release {
+    Runtime& rt;
+    std::vector<void*>& ptrs;
+    ~Release() {
+      for (void* p : ptrs)
+        rt.free(p);
+    }
+  } release{rt, device};
+  size_t n_in = g.inputs.size();
+  for (size_t k = 0; k < n_in + g.outputs.size(); ++k) {
+    const Node& n = k < n_in ? g[g.inputs[k]] : g[g.outputs[k - n_in].node];
+    bytes.push_back(bytes_of(n.dtype, bound_shape(g, n, sizes)));
+    device.push_back(rt.alloc(std::max<size_t>(bytes.back(), 64)));
+    if (k < n_in) rt.copy_to_device(device[k], buffers[k], bytes[k]);
+  }
+  exe.run_buffers(device.data(), size_args);
+  for (size_t k = n_in; k < device.size(); ++k)
+    rt.copy_to_host(buffers[k], device[k], bytes[k]);
+}
+
+}  // namespace
+
+InvalidSpec::InvalidSpec(const std::string& diagnostic, std::string file, int line, int column)
+    : std::runtime_error(diagnostic), file_(std::move(file)), line_(line), column_(column) {}
+
+Spec::Spec(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Spec::Spec(Spec&&) noexcept = default;
+Spec& Spec::operator=(Spec&&) noexcept = default;
+Spec::~Spec() = default;
+
+Spec Spec::load(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  try {
+    impl->file = &impl->lib.load(path);
+  } catch (const SpecError& e) {
+    throw to_invalid_spec(e);
+  }
+  return Spec(std::move(impl));
+}
+
+std::vector<std::string> Spec::composites() const {
+  std::vector<std::string> names;
+  for (const auto& c : impl_->file->composites)
+    names.push_back(c->name);
+  return names;
+}
+
+bool Spec::has(const std::string& name) const {
+  return impl_->lib.resolve(*impl_->file, name) != nullptr;
+}
+
+std::string Spec::doc(const std::string& name) const {
+  const Composite* c = impl_->lib.resolve(*impl_->file, name);
+  if (!c) throw std::invalid_argument("no composite '" + name + "' in " + impl_->file->path);
+  return c->doc;
+}
+
+Compiled::Compiled(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Compiled::Compiled(Compiled&&) noexcept = default;
+Compiled& Compiled::operator=(Compiled&&) noexcept = default;
+Compiled::~Compiled() = default;
+
+Compiled compile(const Spec& spec, const std::string& composite, const std::string& runtime,
+                 const CompileSettings& settings) {
+  const Spec::Impl& s = spec.impl();
+  const Composite* c = s.lib.resolve(*s.file, composite);
+  if (!c) {
+    std::string names;
+    for (const std::string& n : spec.composites())
+      names += " " + n;
+    throw std::invalid_argument("no composite '" + composite + "' in " + s.file->path +
+                                " (it has:" + names + ")");
+  }
+  auto impl = std::make_unique<Compiled::Impl>();
+  impl->composite = composite;
+  impl->runtime_name = runtime;
+  try {
+    impl->graph = lower_composite(s.lib, *c, lower_options(*c, settings));
+  } catch (const SpecError& e) {
+    throw to_invalid_spec(e);
+  }
+  verify_or_throw(impl->graph);
+  if (runtime != "interp") {
+    impl->runtime = open_runtime(runtime);
+    if (!settings.cache_dir.empty()) impl->runtime->use_cache_dir(settings.cache_dir);
+    impl->host_memory = is_cpu_backend(impl->runtime->backend());
+    impl->exe.emplace(impl->graph, *impl->runtime, compile_options(settings, *impl->runtime));
+  }
+  return Compiled(std::move(impl));
+}
+
+void Compiled::run(const std::vector<void*>& buffers,
+                   const std::map<std::string, int64_t>& sizes) const {
+  const Graph& g = impl_->graph;
+  size_t want = g.inputs.size() + g.outputs.size();
+  if (buffers.size() != want)
+    throw std::invalid_argument("'" + g.name + "' takes " + std::to_string(want) +
+                                " buffers (inputs then outputs), got " +
+                                std::to_string(buffers.size()));
+  std::vector<int64_t> size_args;
+  for (const std::string& v : g.size_vars) {
+    auto it = sizes.find(v);
+    if (it == sizes.end()) throw std::invalid_argument("size variable " + v + " is not bound");
+    if (it->second < 0) throw std::invalid_argument("size variable " + v + " is negative");
+    size_args.push_back(it->second);
+  }
+  if (!impl_->exe) return run_interpreter(g, buffers.data(), sizes);
+  if (impl_->host_memory) return impl_->exe->run_buffers(buffers.data(), size_args.data());
+  run_staged(g, *impl_->runtime, *impl_->exe, buffers.data(), size_args.data(), sizes);
+}
+
+const std::string& Compiled::composite() const {
+  return impl_->composite;
+}
+const std::string& Compiled::runtime() const {
+  return impl_->runtime_name;
+}
+
+std::vector<std::string> Compiled::inputs() const {
+  std::vector<std::string> names;
+  for (NodeId id : impl_->graph.inputs)
+    names.push_back(impl_->graph[id].name);
+  return names;
+}
+
+std::vector<std::string> Compiled::outputs() const {
+  std::vector<std::string> names;
+  for (const GraphOutput& o : impl_->graph.outputs)
+    names.push_back(o.name);
+  return names;
+}
+
+std::vector<std::string> Compiled::size_vars() const {
+  return impl_->graph.size_vars;
+}
+
+std::string Compiled::dtype(const std::string& name) const {
+  return std::string(dtype_name(find_port(impl_->graph, name).dtype));
+}
+
+std::vector<std::string> Compiled::symbolic_shape(const std::string& name) const {
+  std::vector<std::string> dims;
+  for (const IntExpr& d : find_port(impl_->graph, name).shape)
+    dims.push_back(d.str());
+  return dims;
+}
+
+std::vector<int64_t> Compiled::shape(const std::string& name,
+                                     const std::map<std::string, int64_t>& sizes) const {
+  return bound_shape(impl_->graph, find_port(impl_->graph, name), sizes);
+}
+
+size_t Compiled::byte_size(const std::string& name,
+                           const std::map<std::string, int64_t>& sizes) const {
+  const Node& n = find_port(impl_->graph, name);
+  return bytes_of(n.dtype, bound_shape(impl_->graph, n, sizes));
+}
+
+}  // namespace kiln

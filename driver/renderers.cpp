@@ -1,0 +1,15 @@
+#include "driver/renderers.h"
+
+#include <stdexcept>
+
+#include "backends/c_renderer.h"
+
+namespace kiln {
+
+const CStyleRenderer& renderer_for(const std::string& backend) {
+  static const CRenderer c;
+  if (backend == "c") return c;
+  throw std::runtime_error("no renderer for backend '" + backend + "'");
+}
+
+}  // namespace kiln

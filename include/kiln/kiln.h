@@ -1,0 +1,138 @@
+/** \file
+ * Kiln's public C++ API (docs/api.md): load a spec file, compile one of its composites for a
+ * runtime, and run it on buffers the caller owns. Only standard-library types appear here; the
+ * compiler's own types stay behind pointers to implementation.
+ *
+ * Errors: a spec with an error throws kiln::InvalidSpec; a wrong name or value from the caller
+ * (no such composite, runtime, dtype, attribute, input, or an unbound size) throws
+ * std::invalid_argument; a failure while compiling or running throws std::runtime_error.
+ */
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/** A spec file with an error. what() is the formatted diagnostic: `file:line:col: error: ...`,
+ *  the offending line with a caret, and the call trace when the error is in a called composite. */
+class InvalidSpec : public std::runtime_error {
+ public:
+  /** Made by the library from the diagnostic and the error's position. */
+  InvalidSpec(const std::string& diagnostic, std::string file, int line, int column);
+  /** The file holding the error, as it was named. */
+  const std::string& file() const { return file_; }
+  /** 1-based line of the error. */
+  int line() const { return line_; }
+  /** 1-based column of the error. */
+  int column() const { return column_; }
+
+ private:
+  std::string file_;
+  int line_ = 0;
+  int column_ = 0;
+};
+
+/** A loaded spec file and the files it uses. Move-only. */
+class Spec {
+ public:
+  /** Loads `path` and every file it uses (`[meta] use`). Throws InvalidSpec. */
+  static Spec load(const std::string& path);
+
+  /** The names of the file's own composites, in the order written. */
+  std::vector<std::string> composites() const;
+  /** True when `name` resolves from this file (its own composites, then the files it uses). */
+  bool has(const std::string& name) const;
+  /** The doc string of composite `name`. Throws std::invalid_argument for an unknown name. */
+  std::string doc(const std::string& name) const;
+
+  Spec(Spec&&) noexcept;
+  Spec& operator=(Spec&&) noexcept;
+  ~Spec();
+
+  /** The implementation; opaque to callers. */
+  struct Impl;
+  /** The implementation, for the library's own use. */
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit Spec(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/** The choices a spec leaves to the caller, as the `kiln run` options spell them. */
+struct CompileSettings {
+  /** Type variable -> dtype spelling, e.g. {"T", "f16"}; unset variables take their first
+   *  allowed dtype (f32 for softmax and matmul). */
+  std::map<std::string, std::string> dtypes;
+  /** Attribute -> value as text, e.g. {"alpha", "0.2"}, {"causal", "true"}, {"axes", "0,2"}. */
+  std::map<std::string, std::string> attrs;
+  /** How many dimensions a leading `...` stands for; they become size variables batch0, ... */
+  int batch_rank = 0;
+  /** Compiler knobs as `--config` items, e.g. {"TILE", "32"}; they override the runtime's
+   *  descriptor defaults. */
+  std::map<std::string, std::string> config;
+  /** Size variables to compile as constants (`--specialize`); they need no binding at run. */
+  std::map<std::string, int64_t> fixed_sizes;
+  /** The compile cache folder; empty means the default ($KILN_CACHE or the user cache). */
+  std::string cache_dir;
+};
+
+/** A composite compiled for one runtime, runnable for any binding of its size variables.
+ *  Move-only; run() may be called many times. */
+class Compiled {
+ public:
+  /** Runs on caller-owned host memory: `buffers` holds one pointer per input, then one per
+   *  output, in declaration order, each a dense row-major array of its dtype and shape for
+   *  `sizes`. Every size variable must be bound. On a CPU runtime (backend c or openmp) the
+   *  pointers go to the kernels as they are, with no copy; on any other runtime (and on
+   *  "interp") inputs are copied in and outputs copied back. Throws std::invalid_argument
+   *  for a wrong buffer count or an unbound size, std::runtime_error when running fails. */
+  void run(const std::vector<void*>& buffers, const std::map<std::string, int64_t>& sizes) const;
+
+  /** The composite's name. */
+  const std::string& composite() const;
+  /** The runtime it was compiled for ("clang", "cc", "interp", ...). */
+  const std::string& runtime() const;
+  /** Input names, in buffer order. */
+  std::vector<std::string> inputs() const;
+  /** Output names, in buffer order (after the inputs). */
+  std::vector<std::string> outputs() const;
+  /** The size variables run() needs bound, in declaration order (batch0, ... included). */
+  std::vector<std::string> size_vars() const;
+  /** The dtype of input or output `name`: "f32", "i64", "bool", ... */
+  std::string dtype(const std::string& name) const;
+  /** The symbolic shape of input or output `name`, one expression per dimension: {"M", "N"}. */
+  std::vector<std::string> symbolic_shape(const std::string& name) const;
+  /** The concrete shape of input or output `name` for `sizes`. */
+  std::vector<int64_t> shape(const std::string& name,
+                             const std::map<std::string, int64_t>& sizes) const;
+  /** The byte size of input or output `name`'s buffer for `sizes`. */
+  size_t byte_size(const std::string& name, const std::map<std::string, int64_t>& sizes) const;
+
+  Compiled(Compiled&&) noexcept;
+  Compiled& operator=(Compiled&&) noexcept;
+  ~Compiled();
+
+  /** The implementation; opaque to callers. */
+  struct Impl;
+
+ private:
+  friend Compiled compile(const Spec&, const std::string&, const std::string&,
+                          const CompileSettings&);
+  explicit Compiled(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/** Compiles composite `composite` of `spec` for `runtime`: a runtime name ("clang", "cc"), a
+ *  descriptor path ending in `.toml`, or "interp" (the reference interpreter, no compiler).
+ *  Throws InvalidSpec when lowering finds an error, std::invalid_argument for an unknown
+ *  composite, runtime, dtype, attribute or config item, std::runtime_error when compiling fails. */
+Compiled compile(const Spec& spec, const std::string& composite,
+                 const std::string& runtime = "clang", const CompileSettings& settings = {});
+
+}  // namespace kiln

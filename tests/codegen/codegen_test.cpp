@@ -1,0 +1,166 @@
+// Golden codegen tests (DESIGN.md §9, STYLE.md "Golden codegen"): the plain C source that
+// lower_program(graph, CRenderer(), CompileOptions{}) generates for a few kernels is pinned in
+// tests/codegen/<name>.c, so a refactor that should not change code proves it does not.
+//
+// A mismatch prints the first differing line with its line number. When a change to the
+// generated code is intended, regenerate the golden files and review the diff before committing:
+//
+//     KILN_UPDATE_GOLDEN=1 ctest --test-dir build -L codegen
+//
+// Every golden file must also be valid C: it is compiled with the system `cc -c -O2 -std=gnu11`
+// into /tmp (skipped, with a message, when there is no cc). See docs/testing.md.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "backends/c_renderer.h"
+#include "driver/pipeline.h"
+#include "dsl/lower.h"
+#include "ir/verifier.h"
+
+using namespace kiln;
+
+namespace {
+
+/** One pinned kernel: the composite, its dtypes and batch rank, and the golden file's name. */
+struct GoldenCase {
+  std::string name;    ///< tests/codegen/<name>.c
+  std::string target;  ///< FILE:COMPOSITE
+  std::map<std::string, DType> dtypes;
+  int batch_rank = 0;
+};
+
+const std::vector<GoldenCase>& golden_cases() {
+  static const std::vector<GoldenCase> cases = {
+      {"softmax", "ops/nn.toml:softmax", {{"T", DType::f32}}, 1},
+      {"matmul", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0},
+      {"gelu", "ops/math.toml:gelu", {{"T", DType::f32}}, 1},
+  };
+  return cases;
+}
+
+std::string golden_path(const GoldenCase& c) {
+  return "tests/codegen/" + c.name + ".c";
+}
+
+/** Lowers the composite with symbolic sizes and renders it with the default options. */
+std::string render_source(const GoldenCase& c) {
+  Library lib;
+  auto colon = c.target.rfind(':');
+  const SpecFile& f = lib.load(c.target.substr(0, colon));
+  const Composite* comp = f.find(c.target.substr(colon + 1));
+  REQUIRE_MESSAGE(comp != nullptr, "no composite " << c.target);
+  LowerOptions opt;
+  opt.dtypes = c.dtypes;
+  opt.batch_rank = c.batch_rank;
+  Graph g = lower_composite(lib, *comp, opt);
+  verify_or_throw(g);
+  return lower_program(g, CRenderer(), CompileOptions{}).source;
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream s;
+  s << in.rdbuf();
+  out = s.str();
+  return true;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE_MESSAGE(out.good(), "cannot write " << path);
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+/** A unified-diff-like report of the first line where `want` and `got` differ. */
+std::string first_difference(const std::string& path, const std::string& want,
+                             const std::string& got) {
+  std::vector<std::string> a = split_lines(want), b = split_lines(got);
+  size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k])
+    ++k;
+  std::ostringstream msg;
+  msg << "generated source differs from " << path << " (set KILN_UPDATE_GOLDEN=1 to rewrite)\n"
+      << "--- " << path << "\n+++ generated\n@@ line " << k + 1 << " @@\n";
+  if (k > 0) msg << " " << a[k - 1] << "\n";
+  msg << "-" << (k < a.size() ? a[k] : "<end of file>") << "\n"
+      << "+" << (k < b.size() ? b[k] : "<end of file>") << "\n";
+  if (a.size() == b.size() && k == a.size()) msg << "(the files differ only in line endings)\n";
+  return msg.str();
+}
+
+bool update_golden() {
+  const char* v = std::getenv("KILN_UPDATE_GOLDEN");
+  return v && std::string(v) == "1";
+}
+
+void check_golden(const GoldenCase& c) {
+  std::string got = render_source(c);
+  std::string path = golden_path(c);
+  if (update_golden()) {
+    write_file(path, got);
+    MESSAGE("rewrote " << path);
+    return;
+  }
+  std::string want;
+  REQUIRE_MESSAGE(read_file(path, want),
+                  "missing " << path << " (run with KILN_UPDATE_GOLDEN=1 to create it)");
+  if (want != got) FAIL_CHECK(first_difference(path, want, got));
+}
+
+bool have_cc() {
+  return std::system("command -v cc >/dev/null 2>&1") == 0;
+}
+
+}  // namespace
+
+TEST_CASE("codegen: softmax f32, batch rank 1, matches its golden source") {
+  check_golden(golden_cases()[0]);
+}
+
+TEST_CASE("codegen: matmul f32, tiled by default, matches its golden source") {
+  check_golden(golden_cases()[1]);
+}
+
+TEST_CASE("codegen: gelu f32, batch rank 1, matches its golden source") {
+  check_golden(golden_cases()[2]);
+}
+
+TEST_CASE("codegen: every golden source compiles with cc -c -O2 -std=gnu11") {
+  if (!have_cc()) {
+    MESSAGE("skipped: no cc on PATH");
+    return;
+  }
+  for (const GoldenCase& c : golden_cases()) {
+    CAPTURE(c.name);
+    std::string object = (std::filesystem::temp_directory_path() /
+                          ("kiln_codegen_" + c.name + "_" + std::to_string(getpid()) + ".o"))
+                             .string();
+    std::string log = object + ".log";
+    std::string cmd =
+        "cc -c -O2 -std=gnu11 " + golden_path(c) + " -o " + object + " >" + log + " 2>&1";
+    int rc = std::system(cmd.c_str());
+    std::string out;
+    read_file(log, out);
+    CHECK_MESSAGE(rc == 0, cmd << "\n" << out);
+    std::filesystem::remove(object);
+    std::filesystem::remove(log);
+  }
+}

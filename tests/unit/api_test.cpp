@@ -1,0 +1,161 @@
+// The public API (include/kiln/kiln.h): compile once, run at two size bindings on host buffers,
+// compare with naive loops and with the reference interpreter; error paths throw the documented
+// exception types; docs/api.md quotes docs/examples/api_example.cpp verbatim.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace {
+
+using Sizes = std::map<std::string, int64_t>;
+
+std::vector<float> ramp(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * static_cast<float>((i * 7919) % 23) - 5.0f * scale;
+  return v;
+}
+
+std::vector<float> naive_softmax(const std::vector<float>& x, int64_t rows, int64_t n) {
+  std::vector<float> y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = &x[r * n];
+    double m = -INFINITY, s = 0;
+    for (int64_t c = 0; c < n; ++c)
+      m = std::max(m, static_cast<double>(row[c]));
+    for (int64_t c = 0; c < n; ++c)
+      s += std::exp(row[c] - m);
+    for (int64_t c = 0; c < n; ++c)
+      y[r * n + c] = static_cast<float>(std::exp(row[c] - m) / s);
+  }
+  return y;
+}
+
+std::vector<float> naive_matmul(const std::vector<float>& a, const std::vector<float>& b, int64_t m,
+                                int64_t k, int64_t n) {
+  std::vector<float> y(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += static_cast<double>(a[i * k + p]) * b[p * n + j];
+      y[i * n + j] = static_cast<float>(s);
+    }
+  return y;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4).scale(1.0));
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("api: softmax compiled once runs at two batch and size bindings") {
+  kiln::Spec spec = kiln::Spec::load("ops/nn.toml");
+  kiln::CompileSettings settings;
+  settings.batch_rank = 1;
+  kiln::Compiled softmax = kiln::compile(spec, "softmax", "clang", settings);
+  kiln::Compiled reference = kiln::compile(spec, "softmax", "interp", settings);
+  CHECK(softmax.inputs() == std::vector<std::string>{"x"});
+  CHECK(softmax.outputs() == std::vector<std::string>{"y"});
+  CHECK(softmax.dtype("y") == "f32");
+  CHECK(softmax.size_vars() == std::vector<std::string>{"batch0", "N"});
+  CHECK(softmax.symbolic_shape("x") == std::vector<std::string>{"batch0", "N"});
+  for (Sizes sizes : {Sizes{{"batch0", 3}, {"N", 7}}, Sizes{{"batch0", 5}, {"N", 1000}}}) {
+    CAPTURE(sizes.at("N"));
+    int64_t rows = sizes.at("batch0"), n = sizes.at("N");
+    CHECK(softmax.shape("y", sizes) == std::vector<int64_t>{rows, n});
+    CHECK(softmax.byte_size("y", sizes) == static_cast<size_t>(rows * n * 4));
+    std::vector<float> x = ramp(rows * n, 0.5f), y(rows * n), y_ref(rows * n);
+    softmax.run({x.data(), y.data()}, sizes);
+    reference.run({x.data(), y_ref.data()}, sizes);
+    check_close(y, naive_softmax(x, rows, n));
+    check_close(y, y_ref);
+  }
+}
+
+TEST_CASE("api: matmul compiled once runs at two size bindings") {
+  kiln::Spec spec = kiln::Spec::load("ops/nn.toml");
+  kiln::Compiled matmul = kiln::compile(spec, "matmul");
+  kiln::Compiled reference = kiln::compile(spec, "matmul", "interp");
+  CHECK(matmul.inputs() == std::vector<std::string>{"a", "b"});
+  CHECK(matmul.size_vars() == std::vector<std::string>{"M", "K", "N"});
+  for (Sizes sizes : {Sizes{{"M", 3}, {"K", 5}, {"N", 7}}, Sizes{{"M", 17}, {"K", 32}, {"N", 9}}}) {
+    int64_t m = sizes.at("M"), k = sizes.at("K"), n = sizes.at("N");
+    std::vector<float> a = ramp(m * k, 0.25f), b = ramp(k * n, 0.125f), y(m * n), y_ref(m * n);
+    matmul.run({a.data(), b.data(), y.data()}, sizes);
+    reference.run({a.data(), b.data(), y_ref.data()}, sizes);
+    check_close(y, naive_matmul(a, b, m, k, n));
+    check_close(y, y_ref);
+  }
+}
+
+TEST_CASE("api: settings choose dtype, config and specialised sizes") {
+  kiln::Spec spec = kiln::Spec::load("ops/nn.toml");
+  kiln::CompileSettings settings;
+  settings.dtypes = {{"T", "f64"}};
+  settings.config = {{"TILE", "4"}};
+  settings.fixed_sizes = {{"K", 3}};
+  kiln::Compiled matmul = kiln::compile(spec, "matmul", "clang", settings);
+  CHECK(matmul.dtype("a") == "f64");
+  CHECK(matmul.size_vars() == std::vector<std::string>{"M", "N"});
+  std::vector<double> a = {1, 2, 3, 4, 5, 6}, b = {1, 0, 0, 1, 1, 1}, y(4);
+  matmul.run({a.data(), b.data(), y.data()}, {{"M", 2}, {"N", 2}});
+  CHECK(y == std::vector<double>{4, 5, 10, 11});
+}
+
+TEST_CASE("api: a bad spec throws InvalidSpec with file:line:col") {
+  try {
+    kiln::Spec::load("tests/error/bad_type_syntax.toml");
+    FAIL("no exception");
+  } catch (const kiln::InvalidSpec& e) {
+    CHECK(std::string(e.what()).find("tests/error/bad_type_syntax.toml:4:17: error:") !=
+          std::string::npos);
+    CHECK(e.line() == 4);
+    CHECK(e.column() == 17);
+  }
+  auto load_and_compile = [] {
+    kiln::Spec spec = kiln::Spec::load("tests/error/unknown_name.toml");
+    kiln::compile(spec, "add_one", "interp");
+  };
+  CHECK_THROWS_WITH_AS(load_and_compile(), doctest::Contains("unknown_name.toml:6:17: error:"),
+                       kiln::InvalidSpec);
+}
+
+TEST_CASE("api: caller mistakes throw std::invalid_argument") {
+  kiln::Spec spec = kiln::Spec::load("ops/nn.toml");
+  CHECK(spec.has("softmax"));
+  CHECK_FALSE(spec.has("no_such_op"));
+  CHECK_THROWS_AS(kiln::compile(spec, "no_such_op"), std::invalid_argument);
+  CHECK_THROWS_AS(kiln::compile(spec, "matmul", "no_such_runtime"), std::invalid_argument);
+  kiln::CompileSettings bad_dtype;
+  bad_dtype.dtypes = {{"T", "i32"}};
+  CHECK_THROWS_AS(kiln::compile(spec, "matmul", "interp", bad_dtype), std::invalid_argument);
+  kiln::Compiled matmul = kiln::compile(spec, "matmul", "interp");
+  std::vector<float> buf(4);
+  CHECK_THROWS_AS(matmul.run({buf.data()}, {{"M", 1}, {"K", 1}, {"N", 1}}), std::invalid_argument);
+  CHECK_THROWS_AS(matmul.run({buf.data(), buf.data(), buf.data()}, {{"M", 1}}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(matmul.dtype("z"), std::invalid_argument);
+}
+
+TEST_CASE("api: docs/api.md quotes the example program verbatim") {
+  std::string example = read_text("docs/examples/api_example.cpp");
+  REQUIRE_FALSE(example.empty());
+  CHECK(read_text("docs/api.md").find(example) != std::string::npos);
+}
