@@ -1,4 +1,5 @@
 #include "scheduler/isl_schedule.h"
+#include <algorithm>
 
 #include "scheduler/isl_internal.h"
 
@@ -58,10 +59,12 @@ int64_t tile_size(const MarkOptions& opt, int k) {
   return opt.tile_sizes[std::min<size_t>(k, opt.tile_sizes.size() - 1)];
 }
 
-/** True for a permutable band of depth >= 2 with a nonzero tile size for every member. */
+/** True for a permutable band of depth >= min_tile_depth with a nonzero tile size for every
+ *  member. */
 bool tileable(isl_schedule_node* node, const MarkOptions& opt) {
   isl_size n = isl_schedule_node_band_n_member(node);
-  if (!opt.tile || n < 2 || isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+  if (!opt.tile || n < std::max(2, opt.min_tile_depth) ||
+      isl_schedule_node_band_get_permutable(node) != isl_bool_true)
     return false;
   for (int k = 0; k < n; ++k)
     if (tile_size(opt, k) <= 0) return false;

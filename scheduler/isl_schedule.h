@@ -26,7 +26,8 @@ Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Se
 /** What tile_and_mark does to the schedule tree. */
 struct MarkOptions {
   std::vector<int64_t> tile_sizes;  ///< per band member; a missing entry repeats the last; 0 skips
-  bool tile = true;                 ///< tile permutable bands of two or more members
+  bool tile = true;                 ///< tile permutable bands of `min_tile_depth` or more members
+  int min_tile_depth = 3;           ///< smaller bands stay untiled
   bool parallel = true;             ///< mark coincident members of the outermost band
   bool vectorize = true;            ///< mark the coincident last member of an innermost band
 };

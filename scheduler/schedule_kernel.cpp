@@ -113,6 +113,15 @@ class PhaseTimer {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+/** The smallest band worth tiling: 2 in a kernel with a contraction (a reduction over a domain
+ *  of rank 3 or more, like matmul or conv2d, whose 2-D output band reuses data across tiles),
+ *  else opt.min_tile_depth. */
+int tile_depth(const Kernel& k, const ScheduleOptions& opt) {
+  for (const Statement& s : k.statements)
+    if (s.kind == Statement::Kind::reduce_update && s.extents.size() >= 3) return 2;
+  return opt.min_tile_depth;
+}
+
 }  // namespace
 
 ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
@@ -140,7 +149,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   timer.lap("dependences");
   isl::Schedule schedule = isl::compute_schedule(domain, deps, context);
   timer.lap("schedule");
-  isl::MarkOptions marks{opt.tile_sizes, opt.tile, opt.parallel, opt.vectorize};
+  isl::MarkOptions marks{opt.tile_sizes, opt.tile, tile_depth(k, opt), opt.parallel, opt.vectorize};
   schedule = isl::tile_and_mark(std::move(schedule), marks);
   timer.lap("tiling and marks");
   if (opt.debug_isl) {

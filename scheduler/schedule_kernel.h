@@ -22,6 +22,10 @@ namespace kiln {
 struct ScheduleOptions {
   std::vector<int64_t> tile_sizes = {32, 32, 32};  ///< per band dimension; 0 disables tiling
   bool tile = true;
+  /** Bands with fewer members stay untiled — tiling a row-wise 2-D band (softmax, layernorm)
+   *  buys little and multiplies isl's AST time — except in kernels with a contraction (matmul,
+   *  conv2d), where 2-D bands are tiled too. */
+  int min_tile_depth = 3;
   bool parallel = true;
   bool vectorize = true;
   bool debug_isl = false;  ///< print isl objects to stderr (--debug 5)

@@ -80,21 +80,17 @@ void kiln_gelu_0(void* const* restrict buffers, const int64_t* restrict sizes) {
   const int64_t s_N = sizes[1];
   float* restrict b0 = (float*)buffers[0];  // x
   float* restrict b1 = (float*)buffers[1];  // y
-  for (int64_t c0 = 0; (c0 <= ((s_batch0 - 1) / 32)); c0 += 1) {
-    for (int64_t c1 = 0; (c1 <= ((s_N - 1) / 32)); c1 += 1) {
-      for (int64_t c2 = 0; (c2 <= (31 < ((s_batch0 - (32 * c0)) - 1) ? 31 : ((s_batch0 - (32 * c0)) - 1))); c2 += 1) {
-        for (int64_t c3 = 0; (c3 <= (31 < ((s_N - (32 * c1)) - 1) ? 31 : ((s_N - (32 * c1)) - 1))); c3 += 1) {
-          {
-            const int64_t i0 = ((32 * c0) + c2);
-            const int64_t i1 = ((32 * c1) + c3);
-            const float v0 = b0[(s_N * i0 + i1)];
-            const float v1 = (v0 * 0.707106781f);
-            const float v2 = (((uint8_t)(v1 < 0.0f)) ? (-v1) : v1);
-            const float v3 = (1.0f * (1.0f / (1.0f + (0.3275911f * v2))));
-            const float v4 = (1.0f + (-((v3 * (0.254829592f + (v3 * (-0.284496736f + (v3 * (1.42141374f + (v3 * (-1.45315203f + (v3 * 1.06140543f))))))))) * __builtin_exp2f(((-(v2 * v2)) * 1.44269504f)))));
-            b1[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (((uint8_t)(v1 < 0.0f)) ? (-v4) : v4)));
-          }
-        }
+  for (int64_t c0 = 0; (c0 < s_batch0); c0 += 1) {
+    for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
+      {
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
+        const float v0 = b0[(s_N * i0 + i1)];
+        const float v1 = (v0 * 0.707106781f);
+        const float v2 = (((uint8_t)(v1 < 0.0f)) ? (-v1) : v1);
+        const float v3 = (1.0f * (1.0f / (1.0f + (0.3275911f * v2))));
+        const float v4 = (1.0f + (-((v3 * (0.254829592f + (v3 * (-0.284496736f + (v3 * (1.42141374f + (v3 * (-1.45315203f + (v3 * 1.06140543f))))))))) * __builtin_exp2f(((-(v2 * v2)) * 1.44269504f)))));
+        b1[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (((uint8_t)(v1 < 0.0f)) ? (-v4) : v4)));
       }
     }
   }

@@ -82,42 +82,34 @@ void kiln_softmax_0(void* const* restrict buffers, const int64_t* restrict sizes
   float* restrict b1 = (float*)buffers[1];  // y
   float* restrict b2 = (float*)buffers[2];  // t1
   float* restrict b3 = (float*)buffers[3];  // t9
-  for (int64_t c0 = 0; (c0 <= ((s_batch0 - 1) / 32)); c0 += 1) {
-    for (int64_t c1 = 0; (c1 <= (((3 * s_N) - 1) / 32)); c1 += 1) {
-      for (int64_t c2 = 0; (c2 <= (31 < ((s_batch0 - (32 * c0)) - 1) ? 31 : ((s_batch0 - (32 * c0)) - 1))); c2 += 1) {
-        if (c1 == 0) {
-          {
-            const int64_t i0 = ((32 * c0) + c2);
-            b2[(i0)] = (float)-KILN_INF;
-          }
-        }
-        for (int64_t c3 = 0; (c3 <= (31 < ((s_N - (32 * c1)) - 1) ? 31 : ((s_N - (32 * c1)) - 1))); c3 += 1) {
-          {
-            const int64_t i0 = ((32 * c0) + c2);
-            const int64_t i1 = ((32 * c1) + c3);
-            b2[(i0)] = (float)(kiln_max_f32(b2[(i0)], (float)b0[(s_N * i0 + i1)]));
-          }
-        }
-        if ((s_N >= (32 * c1)) && (((32 * c1) + 31) >= s_N)) {
-          {
-            const int64_t i0 = ((32 * c0) + c2);
-            b3[(i0)] = (float)0;
-          }
-        }
-        for (int64_t c3 = (0 > (s_N - (32 * c1)) ? 0 : (s_N - (32 * c1))); (c3 <= (31 < (((2 * s_N) - (32 * c1)) - 1) ? 31 : (((2 * s_N) - (32 * c1)) - 1))); c3 += 1) {
-          {
-            const int64_t i0 = ((32 * c0) + c2);
-            const int64_t i1 = (((-s_N) + (32 * c1)) + c3);
-            b3[(i0)] = (float)(b3[(i0)] + (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)));
-          }
-        }
-        for (int64_t c3 = (0 > ((2 * s_N) - (32 * c1)) ? 0 : ((2 * s_N) - (32 * c1))); (c3 <= (31 < (((3 * s_N) - (32 * c1)) - 1) ? 31 : (((3 * s_N) - (32 * c1)) - 1))); c3 += 1) {
-          {
-            const int64_t i0 = ((32 * c0) + c2);
-            const int64_t i1 = (((-2 * s_N) + (32 * c1)) + c3);
-            b1[(s_N * i0 + i1)] = (float)(__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
-          }
-        }
+  for (int64_t c0 = 0; (c0 < s_batch0); c0 += 1) {
+    {
+      const int64_t i0 = c0;
+      b2[(i0)] = (float)-KILN_INF;
+    }
+    for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
+      {
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
+        b2[(i0)] = (float)(kiln_max_f32(b2[(i0)], (float)b0[(s_N * i0 + i1)]));
+      }
+    }
+    {
+      const int64_t i0 = c0;
+      b3[(i0)] = (float)0;
+    }
+    for (int64_t c1 = s_N; (c1 < (2 * s_N)); c1 += 1) {
+      {
+        const int64_t i0 = c0;
+        const int64_t i1 = ((-s_N) + c1);
+        b3[(i0)] = (float)(b3[(i0)] + (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)));
+      }
+    }
+    for (int64_t c1 = (2 * s_N); (c1 < (3 * s_N)); c1 += 1) {
+      {
+        const int64_t i0 = c0;
+        const int64_t i1 = ((-2 * s_N) + c1);
+        b1[(s_N * i0 + i1)] = (float)(__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
       }
     }
   }

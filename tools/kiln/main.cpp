@@ -2,6 +2,7 @@
 // printed here once, each with its exit code (README "Exit codes").
 #include <iostream>
 
+#include "scheduler/schedule_kernel.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
 
@@ -13,6 +14,10 @@ int main(int argc, char** argv) {
       "kiln"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
+  if (std::string isl = kiln::check_isl_build(); !isl.empty()) {
+    std::cerr << "kiln: error: " << isl << "\n";
+    return Exit::run_error;
+  }
   int exit_code = Exit::ok;
   add_check_command(app, exit_code);
   add_run_command(app, exit_code);

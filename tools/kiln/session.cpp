@@ -212,6 +212,7 @@ CompileOptions compile_options(const std::vector<std::string>& config, int debug
                                const Runtime& rt) {
   CompileOptions opt;
   opt.debug = debug;
+  opt.schedule.debug_isl = debug >= 5;
   opt.log = &std::cout;
   opt.config = rt.descriptor().config;
   for (const std::string& item : config) {
