@@ -75,11 +75,7 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-void kiln_gelu_0(void* const* restrict buffers, const int64_t* restrict sizes) {
-  const int64_t s_batch0 = sizes[0];
-  const int64_t s_N = sizes[1];
-  float* restrict b0 = (float*)buffers[0];  // x
-  float* restrict b1 = (float*)buffers[1];  // y
+static void kiln_gelu_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */) {
   for (int64_t c0 = 0; (c0 < s_batch0); c0 += 1) {
     for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
       {
@@ -94,4 +90,8 @@ void kiln_gelu_0(void* const* restrict buffers, const int64_t* restrict sizes) {
       }
     }
   }
+}
+
+void kiln_gelu_0(void* const* restrict buffers, const int64_t* restrict sizes) {
+  kiln_gelu_0_loops(sizes[0], sizes[1], (const float*)buffers[0], (float*)buffers[1]);
 }

@@ -75,14 +75,7 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-void kiln_matmul_0(void* const* restrict buffers, const int64_t* restrict sizes) {
-  const int64_t s_M = sizes[0];
-  const int64_t s_K = sizes[1];
-  const int64_t s_N = sizes[2];
-  float* restrict b0 = (float*)buffers[0];  // a
-  float* restrict b1 = (float*)buffers[1];  // b
-  float* restrict b2 = (float*)buffers[2];  // y
-  float* restrict b3 = (float*)buffers[3];  // t5
+static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */, float* restrict b3 /* t5 */) {
   for (int64_t c0 = 0; (c0 <= ((s_M - 1) / 32)); c0 += 1) {
     for (int64_t c1 = 0; (c1 <= ((s_N - 1) / 32)); c1 += 1) {
       for (int64_t c2 = 0; (c2 <= (31 < ((s_M - (32 * c0)) - 1) ? 31 : ((s_M - (32 * c0)) - 1))); c2 += 1) {
@@ -109,4 +102,8 @@ void kiln_matmul_0(void* const* restrict buffers, const int64_t* restrict sizes)
       }
     }
   }
+}
+
+void kiln_matmul_0(void* const* restrict buffers, const int64_t* restrict sizes) {
+  kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (const float*)buffers[0], (const float*)buffers[1], (float*)buffers[2], (float*)buffers[3]);
 }
