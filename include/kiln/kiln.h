@@ -88,10 +88,12 @@ class Compiled {
  public:
   /** Runs on caller-owned host memory: `buffers` holds one pointer per input, then one per
    *  output, in declaration order, each a dense row-major array of its dtype and shape for
-   *  `sizes`. Every size variable must be bound. On a CPU runtime (backend c or openmp) the
-   *  pointers go to the kernels as they are, with no copy; on any other runtime (and on
-   *  "interp") inputs are copied in and outputs copied back. Throws std::invalid_argument
-   *  for a wrong buffer count or an unbound size, std::runtime_error when running fails. */
+   *  `sizes`. Buffers must not overlap: kernels treat them as `restrict`, and an output that
+   *  aliases an input gives undefined results. Every size variable must be bound. On a CPU runtime
+   * (backend c or openmp) the pointers go to the kernels as they are, with no copy; on any other
+   * runtime (and on "interp") inputs are copied in and outputs copied back. Throws
+   * std::invalid_argument for a wrong buffer count or an unbound size, std::runtime_error when
+   * running fails. */
   void run(const std::vector<void*>& buffers, const std::map<std::string, int64_t>& sizes) const;
 
   /** The composite's name. */
