@@ -46,8 +46,8 @@ std::optional<Value> fold_scalars(const std::string& op, const Value& a, const V
                       "convert it first, e.g. cast(i, T)");
     return std::nullopt;
   }
-  double x = a.kind == K::integer ? static_cast<double>(*ca) : a.number;
-  double y = b.kind == K::integer ? static_cast<double>(*cb) : b.number;
+  double x = ca ? static_cast<double>(*ca) : a.number;
+  double y = cb ? static_cast<double>(*cb) : b.number;
   if (op == "+") return Value::of_number(x + y);
   if (op == "-") return Value::of_number(x - y);
   if (op == "*") return Value::of_number(x * y);
