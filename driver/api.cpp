@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "driver/executable.h"
+#include "dsl/choices.h"
 #include "dsl/diagnostic.h"
 #include "dsl/lower.h"
 #include "ir/verifier.h"
@@ -41,73 +42,15 @@ bool is_cpu_backend(const std::string& backend) {
   return backend == "c" || backend == "openmp";
 }
 
-int64_t parse_int(const std::string& s, const std::string& what) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size())
-    throw std::invalid_argument("expected an integer for " + what + ", got '" + s + "'");
-  return v;
-}
-
-/** Parses an attribute value written as text into the kind of its declared default. */
-AttrValue parse_attr(const std::string& text, const AttrDecl& decl) {
-  AttrValue a = decl.value;
-  std::string bad = "attribute '" + decl.name + "' expects a value like its default " +
-                    decl.value.str() + ", got '" + text + "'";
-  switch (decl.value.kind) {
-    case AttrValue::Kind::integer:
-      a.integer = parse_int(text, "attribute " + decl.name);
-      break;
-    case AttrValue::Kind::number: {
-      std::istringstream in(text);
-      if (!(in >> a.number) || !in.eof()) throw std::invalid_argument(bad);
-      break;
-    }
-    case AttrValue::Kind::boolean:
-      if (text != "true" && text != "false") throw std::invalid_argument(bad);
-      a.boolean = text == "true";
-      break;
-    case AttrValue::Kind::string:
-      a.string = text;
-      break;
-    case AttrValue::Kind::list: {
-      a.list.clear();
-      std::istringstream in(text);
-      for (std::string item; std::getline(in, item, ',');) {
-        AttrValue v;
-        v.integer = parse_int(item, "attribute " + decl.name);
-        a.list.push_back(v);
-      }
-      break;
-    }
-  }
-  return a;
-}
-
-/** The dtype choice `name` = `spelling` for `c`, checked against what the variable allows. */
-DType checked_dtype(const Composite& c, const std::string& name, const std::string& spelling) {
-  std::optional<DType> dt = parse_dtype(spelling);
-  if (!dt) throw std::invalid_argument("unknown dtype '" + spelling + "'");
-  if (!resolve_type_vars(c, {}).count(name))
-    throw std::invalid_argument("composite '" + c.name + "' has no type variable '" + name + "'");
-  const TypeVar* tv = c.type_var(name);
-  bool allowed = tv ? std::find(tv->allowed.begin(), tv->allowed.end(), *dt) != tv->allowed.end()
-                    : is_float(*dt);
-  if (!allowed)
-    throw std::invalid_argument("type variable " + name + " of '" + c.name + "' does not allow " +
-                                spelling);
-  return *dt;
-}
-
 LowerOptions lower_options(const Composite& c, const CompileSettings& s) {
   LowerOptions opt;
   for (const auto& [name, spelling] : s.dtypes)
-    opt.dtypes[name] = checked_dtype(c, name, spelling);
+    opt.dtypes[name] = parse_dtype_choice(c, name, spelling);
   for (const auto& [name, text] : s.attrs) {
     const AttrDecl* decl = c.attr(name);
     if (!decl)
       throw std::invalid_argument("composite '" + c.name + "' has no attribute '" + name + "'");
-    opt.attrs[name] = parse_attr(text, *decl);
+    opt.attrs[name] = parse_attr_choice(text, *decl);
   }
   if (s.batch_rank < 0) throw std::invalid_argument("batch_rank must not be negative");
   opt.batch_rank = s.batch_rank;

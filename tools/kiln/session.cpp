@@ -1,5 +1,7 @@
 #include "tools/kiln/session.h"
 
+#include "dsl/choices.h"
+
 #include <algorithm>
 #include <charconv>
 #include <iostream>
@@ -35,39 +37,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
     if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
   }
   return out;
-}
-
-AttrValue parse_attr(const std::string& text, const AttrDecl& decl) {
-  AttrValue a = decl.value;
-  try {
-    switch (decl.value.kind) {
-      case AttrValue::Kind::integer:
-        a.integer = parse_int(text, "attribute " + decl.name);
-        break;
-      case AttrValue::Kind::number:
-        a.number = std::stod(text);
-        break;
-      case AttrValue::Kind::boolean:
-        if (text != "true" && text != "false") throw UsageError("");
-        a.boolean = text == "true";
-        break;
-      case AttrValue::Kind::string:
-        a.string = text;
-        break;
-      case AttrValue::Kind::list:
-        a.list.clear();
-        for (const std::string& x : split(text, ',')) {
-          AttrValue item;
-          item.integer = parse_int(x, "attribute " + decl.name);
-          a.list.push_back(item);
-        }
-        break;
-    }
-  } catch (const std::exception&) {
-    throw UsageError("attribute '" + decl.name + "' expects a value like its default " +
-                     decl.value.str() + ", got '" + text + "'");
-  }
-  return a;
 }
 
 }  // namespace
@@ -108,26 +77,20 @@ void load_selection(const Selection& sel, Loaded& out) {
       throw UsageError("no composite '" + name + "' in " + path + " (it has:" + names + ")");
     }
   }
-  for (const std::string& d : sel.dtypes) {
-    auto [k, v] = split_assignment(d, "a dtype choice");
-    auto dt = parse_dtype(v);
-    if (!dt) throw UsageError("unknown dtype '" + v + "' in --dtype " + d);
-    auto tvars = resolve_type_vars(*out.comp, {});
-    if (!tvars.count(k))
-      throw UsageError("composite '" + out.comp->name + "' has no type variable '" + k + "'");
-    const TypeVar* tv = out.comp->type_var(k);
-    bool allowed = tv ? std::find(tv->allowed.begin(), tv->allowed.end(), *dt) != tv->allowed.end()
-                      : is_float(*dt);
-    if (!allowed)
-      throw UsageError("type variable " + k + " of '" + out.comp->name + "' does not allow " + v +
-                       (tv ? "" : " (it is undeclared, so it takes float dtypes)"));
-    out.options.dtypes[k] = *dt;
-  }
-  for (const std::string& a : sel.attrs) {
-    auto [k, v] = split_assignment(a, "an attribute");
-    const AttrDecl* decl = out.comp->attr(k);
-    if (!decl) throw UsageError("composite '" + out.comp->name + "' has no attribute '" + k + "'");
-    out.options.attrs[k] = parse_attr(v, *decl);
+  try {
+    for (const std::string& d : sel.dtypes) {
+      auto [k, v] = split_assignment(d, "a dtype choice");
+      out.options.dtypes[k] = parse_dtype_choice(*out.comp, k, v);
+    }
+    for (const std::string& a : sel.attrs) {
+      auto [k, v] = split_assignment(a, "an attribute");
+      const AttrDecl* decl = out.comp->attr(k);
+      if (!decl)
+        throw UsageError("composite '" + out.comp->name + "' has no attribute '" + k + "'");
+      out.options.attrs[k] = parse_attr_choice(v, *decl);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
   }
   if (!sel.batch.empty()) {
     for (const std::string& b : split(sel.batch, ','))
