@@ -7,7 +7,6 @@
 #include <isl/ast.h>
 #include <isl/ast_build.h>
 #include <isl/ctx.h>
-#include <isl/flow.h>
 #include <isl/id.h>
 #include <isl/options.h>
 #include <isl/schedule.h>

@@ -1,32 +1,26 @@
 #include "scheduler/isl_schedule.h"
 #include <algorithm>
+#include <cstdlib>
 
 #include "scheduler/isl_internal.h"
 
 namespace kiln::isl {
 
-namespace {
-
-/** The may-dependences from `may`/`must` sources to `sink` under `order`. */
-isl_union_map* dependences(const UnionMap& sink, const UnionMap& must, const UnionMap* may,
-                           const UnionMap& order) {
-  isl_union_access_info* info = isl_union_access_info_from_sink(isl_union_map_copy(sink.keep()));
-  info = isl_union_access_info_set_must_source(info, isl_union_map_copy(must.keep()));
-  if (may) info = isl_union_access_info_set_may_source(info, isl_union_map_copy(may->keep()));
-  info = isl_union_access_info_set_schedule_map(info, isl_union_map_copy(order.keep()));
-  isl_union_flow* flow = isl_union_access_info_compute_flow(info);
-  isl_union_map* deps = isl_union_flow_get_may_dependence(flow);
-  isl_union_flow_free(flow);
-  return deps;
-}
-
-}  // namespace
-
 UnionMap compute_dependences(const UnionMap& reads, const UnionMap& writes, const UnionMap& order) {
   isl_ctx* ctx = isl_union_map_get_ctx(reads.keep());
-  UnionMap flow = give(ctx, dependences(reads, writes, nullptr, order), "flow dependences");
-  UnionMap false_deps = give(ctx, dependences(writes, writes, &reads, order), "false dependences");
-  return unite(std::move(flow), std::move(false_deps));
+  // Pairs of instances touching one element, at least one of them writing: W.(R u W)^-1 holds
+  // RAW and WAW, R.W^-1 holds WAR.
+  isl_union_map* accesses =
+      isl_union_map_union(isl_union_map_copy(reads.keep()), isl_union_map_copy(writes.keep()));
+  isl_union_map* from_writes =
+      isl_union_map_apply_range(isl_union_map_copy(writes.keep()), isl_union_map_reverse(accesses));
+  isl_union_map* from_reads = isl_union_map_apply_range(
+      isl_union_map_copy(reads.keep()), isl_union_map_reverse(isl_union_map_copy(writes.keep())));
+  isl_union_map* pairs = isl_union_map_union(from_writes, from_reads);
+  // ... where the source runs first in the sequential order.
+  isl_union_map* earlier = isl_union_map_lex_lt_union_map(isl_union_map_copy(order.keep()),
+                                                          isl_union_map_copy(order.keep()));
+  return give(ctx, isl_union_map_intersect(pairs, earlier), "dependences");
 }
 
 Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Set& context) {

@@ -14,9 +14,12 @@
 
 namespace kiln::isl {
 
-/** Memory-based dependences of a sequential program: flow (RAW) from the last write, and false
- *  dependences (WAR, WAW) from reads and the last write. `order` maps every statement instance
- *  to its sequential time. Accesses must already be intersected with their domains. */
+/** Memory-based dependences of a sequential program: every ordered pair of instances that touch
+ *  one element, at least one of them writing (RAW, WAR, WAW), computed with relation algebra.
+ *  They include the transitive pairs that compute_flow's value-based analysis drops; that costs
+ *  the scheduler nothing on Kiln's kernels and takes a third of the time (docs/decisions.md).
+ *  `order` maps every statement instance to its sequential time. Accesses must already be
+ *  intersected with their domains. */
 UnionMap compute_dependences(const UnionMap& reads, const UnionMap& writes, const UnionMap& order);
 
 /** isl's schedule for `domain` with `deps` as validity, proximity and coincidence constraints,

@@ -81,20 +81,25 @@ KernelText kernel_text(IslTextRenderer& r, const Kernel& kernel) {
   return t;
 }
 
+/** The pieces `{ ... }` joined into one union text, parsed once: isl parses one text of n
+ *  pieces much faster than n texts united one by one. */
+std::string union_text(const std::string& params, const std::vector<std::string>& texts) {
+  std::string body;
+  for (const auto& t : texts) {
+    std::string inner = t.substr(1, t.size() - 2);  // strip "{" and "}"
+    body += (body.empty() ? "" : ";") + inner;
+  }
+  return params + " -> {" + body + " }";
+}
+
 isl::UnionSet parse_sets(const isl::Ctx& ctx, const std::string& params,
                          const std::vector<std::string>& texts) {
-  isl::UnionSet out = isl::read_union_set(ctx, params + " -> { }");
-  for (const auto& t : texts)
-    out = isl::unite(std::move(out), isl::read_union_set(ctx, params + " -> " + t));
-  return out;
+  return isl::read_union_set(ctx, union_text(params, texts));
 }
 
 isl::UnionMap parse_maps(const isl::Ctx& ctx, const std::string& params,
                          const std::vector<std::string>& texts) {
-  isl::UnionMap out = isl::read_union_map(ctx, params + " -> { }");
-  for (const auto& t : texts)
-    out = isl::unite(std::move(out), isl::read_union_map(ctx, params + " -> " + t));
-  return out;
+  return isl::read_union_map(ctx, union_text(params, texts));
 }
 
 /** With --debug 5, prints the milliseconds of each isl phase to stderr. */

@@ -1,8 +1,8 @@
 /** \file
  * Polyhedral scheduling of one kernel with isl: statement domains with the size variables as
  * parameters, access relations from the statements' index expressions (intersected with their
- * domains; non-affine accesses over-approximated to the whole buffer), dependences by
- * `isl_union_access_info_compute_flow`, a schedule from `isl_schedule_constraints_compute_schedule`
+ * domains; non-affine accesses over-approximated to the whole buffer), memory-based dependences
+ * by relation algebra, a schedule from `isl_schedule_constraints_compute_schedule`
  * with fusion, tiling of permutable bands, parallel marks on coincident bands, vector marks on
  * the innermost band, and an AST from `isl_ast_build_node_from_schedule`, converted to the
  * isl-free loop AST of scheduler/loop_ast.h.
