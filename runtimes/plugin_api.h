@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_PLUGIN_ABI_VERSION 1
+#define KILN_PLUGIN_ABI_VERSION 2
 #define KILN_PLUGIN_ENTRY "kiln_plugin_entry"
 
 /** Bytes owned by the plugin; release with kiln_plugin::free_blob. */
@@ -41,6 +41,10 @@ typedef struct kiln_plugin {
   /** Compiles source to an artifact (object or shared library bytes) that `load` accepts.
    *  `flags` is a NUL-separated list ending with an empty string. */
   int (*compile)(const char* source, const char* flags, kiln_blob* artifact, char** error);
+  /** Optional (NULL to skip): readies the compiler for `compile` with `flags`, e.g. by compiling
+   *  a small kernel so that code and tables are paged in. Kiln calls it on a cache miss, on a
+   *  second thread while it schedules; `compile` is never called before it returns. */
+  void (*prepare)(const char* flags);
   /** Loads an artifact; returns a module handle. */
   void* (*load)(const void* artifact, size_t size, char** error);
   /** The address of a kernel in a loaded module, or NULL. */

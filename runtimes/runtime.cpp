@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "runtimes/plugin_api.h"
@@ -285,10 +286,17 @@ std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
   note(warning);
   out.cache_hit = artifact.has_value();
   if (!artifact) {
+    // The compiler gets ready on a second core while make_source schedules and renders.
+    std::string packed = pack_flags(flags);
+    std::string source;
+    {
+      std::jthread prepare;  // joins at the end of the block, also when make_source throws
+      if (table().prepare) prepare = std::jthread(table().prepare, packed.c_str());
+      source = make_source();
+    }
     kiln_blob blob{nullptr, 0};
     char* error = nullptr;
-    std::string source = make_source();
-    if (table().compile(source.c_str(), pack_flags(flags).c_str(), &blob, &error) != 0)
+    if (table().compile(source.c_str(), packed.c_str(), &blob, &error) != 0)
       fail(table(), "compile failed", error);
     const auto* bytes = static_cast<const uint8_t*>(blob.data);
     artifact.emplace(bytes, bytes + blob.size);
