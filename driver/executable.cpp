@@ -50,9 +50,9 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
     : runtime_(runtime) {
   const CStyleRenderer& renderer = renderer_for(runtime.backend());
   program_ = plan_program(g, opt);
-  std::string identity = program_identity(g, program_, runtime.backend(), opt);
+  std::string identity = program_identity(program_, runtime.backend(), opt);
   auto make_source = [&] {
-    generate_code(g, program_, renderer, opt);
+    generate_code(program_, renderer, opt);
     return program_.source;
   };
   module_ = std::make_unique<CompiledModule>(

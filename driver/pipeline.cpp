@@ -8,14 +8,14 @@
 #include "kiln_build_id.h"
 #include "scheduler/build_statements.h"
 #include "scheduler/plan_buffers.h"
+#include "simplifier/engine.h"
 
 namespace kiln {
 
 namespace {
 
-/** What the stages pass along. */
+/** What the stages pass along; out.graph starts as the lowered graph. */
 struct State {
-  const Graph& graph;
   const CStyleRenderer* renderer;  ///< phase 1 only
   const CompileOptions& opt;
   LoweredProgram out;
@@ -32,9 +32,20 @@ struct Stage {
 
 const std::vector<Stage>& stages() {
   static const std::vector<Stage> table = {
+      {"simplified", 0, 2,
+       [](State& s) {
+         if (!s.opt.simplify.enabled) return graph_to_text(s.out.graph);
+         SimplifyResult r = simplify(s.out.graph, rules_with(s.opt.rule_files), s.opt.simplify);
+         std::string text;
+         for (const std::string& line : r.trace)
+           text += "// rule " + line + "\n";
+         text += stats_to_text(s.out.graph, r) + graph_to_text(r.graph);
+         s.out.graph = std::move(r.graph);
+         return text;
+       }},
       {"kernels", 0, 2,
        [](State& s) {
-         s.out.plan = build_statements(s.graph);
+         s.out.plan = build_statements(s.out.graph);
          return plan_to_text(s.out.plan);
        }},
       {"buffers", 0, 2,
@@ -76,30 +87,29 @@ std::string kernel_symbol(const std::string& name, size_t k) {
 
 LoweredProgram lower_program(const Graph& g, const CStyleRenderer& renderer,
                              const CompileOptions& opt) {
-  State s{g, &renderer, opt, {}};
-  run_stages(s, 0);
-  run_stages(s, 1);
-  return s.out;
+  LoweredProgram p = plan_program(g, opt);
+  generate_code(p, renderer, opt);
+  return p;
 }
 
 LoweredProgram plan_program(const Graph& g, const CompileOptions& opt) {
-  State s{g, nullptr, opt, {}};
+  State s{nullptr, opt, {}};
+  s.out.graph = g;
   run_stages(s, 0);
   return s.out;
 }
 
-void generate_code(const Graph& g, LoweredProgram& p, const CStyleRenderer& renderer,
-                   const CompileOptions& opt) {
-  State s{g, &renderer, opt, std::move(p)};
+void generate_code(LoweredProgram& p, const CStyleRenderer& renderer, const CompileOptions& opt) {
+  State s{&renderer, opt, std::move(p)};
   run_stages(s, 1);
   p = std::move(s.out);
 }
 
-std::string program_identity(const Graph& g, const LoweredProgram& p, const std::string& backend,
+std::string program_identity(const LoweredProgram& p, const std::string& backend,
                              const CompileOptions& opt) {
   std::ostringstream id;
   id << "kiln build " << kKilnBuildId << "\nbackend " << backend << "\n"
-     << graph_to_text(g) << plan_to_text(p.plan) << "tile " << opt.schedule.tile;
+     << graph_to_text(p.graph) << plan_to_text(p.plan) << "tile " << opt.schedule.tile;
   for (int64_t t : opt.schedule.tile_sizes)
     id << " " << t;
   id << " parallel " << opt.schedule.parallel << " vector " << opt.schedule.vectorize << "\n";
@@ -145,6 +155,13 @@ std::string apply_config(CompileOptions& opt) {
     } else if (key == "PARALLEL" || key == "VECTORIZE") {
       if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
       (key == "PARALLEL" ? opt.schedule.parallel : opt.schedule.vectorize) = value == "1";
+    } else if (key == "FASTMATH" || key == "SIMPLIFY") {
+      if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
+      (key == "FASTMATH" ? opt.simplify.fastmath : opt.simplify.enabled) = value == "1";
+    } else if (key == "BLAS") {
+      if (value != "openblas" && value != "none")
+        return "--config BLAS expects openblas or none, got '" + value + "'";
+      opt.simplify.blas = value == "none" ? "" : value;
     }
   }
   return "";

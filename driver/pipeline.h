@@ -13,6 +13,7 @@
 #include "backends/c_style.h"
 #include "ir/graph.h"
 #include "scheduler/schedule_kernel.h"
+#include "simplifier/rule.h"
 
 namespace kiln {
 
@@ -21,6 +22,8 @@ struct CompileOptions {
   int debug = 0;                              ///< DESIGN.md §8 levels
   std::ostream* log = nullptr;                ///< where --debug output goes (nullptr: nowhere)
   ScheduleOptions schedule;                   ///< tiling, parallel and vector marks
+  SimplifyOptions simplify;                   ///< FASTMATH, BLAS, SIMPLIFY
+  std::vector<std::string> rule_files;        ///< --rules and [meta] rules, after the shipped
   std::map<std::string, std::string> config;  ///< --config KEY=VALUE, part of the cache key
 };
 
@@ -32,6 +35,7 @@ struct StageTime {
 
 /** A graph lowered to source for one backend. */
 struct LoweredProgram {
+  Graph graph;  ///< the simplified graph the plan is built from
   KernelPlan plan;
   std::vector<LoopNest> nests;       ///< one per kernel
   std::vector<std::string> symbols;  ///< the function name of each kernel
@@ -46,21 +50,22 @@ std::string kernel_symbol(const std::string& name, size_t k);
 LoweredProgram lower_program(const Graph& g, const CStyleRenderer& renderer,
                              const CompileOptions& opt);
 
-/** The cheap stages only: kernels and buffers (what running a cached program needs). */
+/** The cheap stages only: simplification, kernels and buffers (what running a cached program
+ *  needs). */
 LoweredProgram plan_program(const Graph& g, const CompileOptions& opt);
 
 /** The expensive stages on a planned program: isl schedules and rendering. */
-void generate_code(const Graph& g, LoweredProgram& p, const CStyleRenderer& renderer,
-                   const CompileOptions& opt);
+void generate_code(LoweredProgram& p, const CStyleRenderer& renderer, const CompileOptions& opt);
 
 /** Everything the generated source depends on: the graph, the plan, the scheduler options,
  *  the backend and this build of Kiln. Two programs with equal identities render the same
  *  source, so the cache can be asked before scheduling. */
-std::string program_identity(const Graph& g, const LoweredProgram& p, const std::string& backend,
+std::string program_identity(const LoweredProgram& p, const std::string& backend,
                              const CompileOptions& opt);
 
-/** Reads the scheduler knobs of --config (TILE=32 or TILE=32x32x8, PARALLEL=0, VECTORIZE=0) into
- *  `opt.schedule`; returns the message for an unknown key or a bad value, else "". */
+/** Reads the knobs of --config into `opt`: TILE=32 or TILE=32x32x8, PARALLEL=0, VECTORIZE=0 (the
+ *  scheduler), FASTMATH=1, SIMPLIFY=0, BLAS=openblas (the simplifier); returns the message for an
+ * unknown key or a bad value, else "". */
 std::string apply_config(CompileOptions& opt);
 
 }  // namespace kiln

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "dsl/parser.h"
+#include "dsl/source_text.h"
 #include "dsl/spec.h"
 
 namespace kiln {
@@ -16,68 +17,6 @@ SourceLoc node_loc(const std::string& file, const toml::source_region& r) {
 
 int utf8_length(uint32_t cp) {
   return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-}
-
-/** Maps each character of a parsed TOML string back to its position in the file by walking the
- *  raw text from the opening quote. Falls back to the quote's position if the walk disagrees
- *  with the parsed value (it never should). */
-std::vector<std::pair<int, int>> string_positions(const std::vector<std::string>& lines, int line,
-                                                  int col, const std::string& value) {
-  std::vector<std::pair<int, int>> pos;
-  size_t r = line - 1, c = col - 1;
-  auto fallback = [&] { return std::vector<std::pair<int, int>>(value.size() + 1, {line, col}); };
-  if (r >= lines.size()) return fallback();
-  auto raw = [&]() -> char { return c < lines[r].size() ? lines[r][c] : '\n'; };
-  auto advance = [&] {
-    if (c < lines[r].size()) {
-      ++c;
-    } else if (r + 1 < lines.size()) {
-      ++r;
-      c = 0;
-    } else {
-      ++c;
-    }
-  };
-  std::string open = lines[r].substr(c, 3);
-  bool multi = open == "\"\"\"" || open == "'''";
-  bool basic = lines[r][c] == '"';
-  for (int k = 0; k < (multi ? 3 : 1); ++k)
-    advance();
-  if (multi && raw() == '\r') advance();
-  if (multi && raw() == '\n') advance();
-  size_t k = 0;
-  while (k < value.size()) {
-    if (r >= lines.size() || (r == lines.size() - 1 && c > lines[r].size())) return fallback();
-    std::pair<int, int> here{static_cast<int>(r + 1), static_cast<int>(c + 1)};
-    if (basic && raw() == '\\') {
-      advance();
-      char e = raw();
-      if (e == ' ' || e == '\t' || e == '\n' || e == '\r') {
-        while (raw() == ' ' || raw() == '\t' || raw() == '\n' || raw() == '\r')
-          advance();
-        continue;
-      }
-      int bytes = 1;
-      if (e == 'u' || e == 'U') {
-        std::string hex;
-        for (int h = 0; h < (e == 'u' ? 4 : 8); ++h) {
-          advance();
-          hex += raw();
-        }
-        bytes = utf8_length(static_cast<uint32_t>(std::stoul(hex, nullptr, 16)));
-      }
-      advance();
-      for (int b = 0; b < bytes; ++b, ++k)
-        pos.push_back(here);
-      continue;
-    }
-    if (raw() != value[k] && !(raw() == '\n' && value[k] == '\n')) return fallback();
-    pos.push_back(here);
-    advance();
-    ++k;
-  }
-  pos.push_back({static_cast<int>(r + 1), static_cast<int>(c + 1)});
-  return pos;
 }
 
 class Loader {
@@ -357,6 +296,67 @@ class Loader {
 };
 
 }  // namespace
+
+// Walks the raw text from the opening quote; falls back to the quote's position if the walk
+// disagrees with the parsed value (it never should).
+std::vector<std::pair<int, int>> string_positions(const std::vector<std::string>& lines, int line,
+                                                  int col, const std::string& value) {
+  std::vector<std::pair<int, int>> pos;
+  size_t r = line - 1, c = col - 1;
+  auto fallback = [&] { return std::vector<std::pair<int, int>>(value.size() + 1, {line, col}); };
+  if (r >= lines.size()) return fallback();
+  auto raw = [&]() -> char { return c < lines[r].size() ? lines[r][c] : '\n'; };
+  auto advance = [&] {
+    if (c < lines[r].size()) {
+      ++c;
+    } else if (r + 1 < lines.size()) {
+      ++r;
+      c = 0;
+    } else {
+      ++c;
+    }
+  };
+  std::string open = lines[r].substr(c, 3);
+  bool multi = open == "\"\"\"" || open == "'''";
+  bool basic = lines[r][c] == '"';
+  for (int k = 0; k < (multi ? 3 : 1); ++k)
+    advance();
+  if (multi && raw() == '\r') advance();
+  if (multi && raw() == '\n') advance();
+  size_t k = 0;
+  while (k < value.size()) {
+    if (r >= lines.size() || (r == lines.size() - 1 && c > lines[r].size())) return fallback();
+    std::pair<int, int> here{static_cast<int>(r + 1), static_cast<int>(c + 1)};
+    if (basic && raw() == '\\') {
+      advance();
+      char e = raw();
+      if (e == ' ' || e == '\t' || e == '\n' || e == '\r') {
+        while (raw() == ' ' || raw() == '\t' || raw() == '\n' || raw() == '\r')
+          advance();
+        continue;
+      }
+      int bytes = 1;
+      if (e == 'u' || e == 'U') {
+        std::string hex;
+        for (int h = 0; h < (e == 'u' ? 4 : 8); ++h) {
+          advance();
+          hex += raw();
+        }
+        bytes = utf8_length(static_cast<uint32_t>(std::stoul(hex, nullptr, 16)));
+      }
+      advance();
+      for (int b = 0; b < bytes; ++b, ++k)
+        pos.push_back(here);
+      continue;
+    }
+    if (raw() != value[k] && !(raw() == '\n' && value[k] == '\n')) return fallback();
+    pos.push_back(here);
+    advance();
+    ++k;
+  }
+  pos.push_back({static_cast<int>(r + 1), static_cast<int>(c + 1)});
+  return pos;
+}
 
 std::string AttrValue::str() const {
   switch (kind) {

@@ -76,7 +76,7 @@ TEST_CASE("cli: exit codes and output") {
       {"show tests/data/cli.toml:scale", 0, "= mul"},
       {"show tests/data/cli.toml:scale --stage kernels", 0, "  y : f32[N]  output arg 1"},
       {"show ops/nn.toml:softmax --stage kernels", 0, "temp slot 1"},
-      {"show tests/data/cli.toml:scale --stage schedule", 0, "// stages: kernels"},
+      {"show tests/data/cli.toml:scale --stage schedule", 0, "// stages: simplified"},
       {"show tests/data/cli.toml:scale --stage code --config TILE=0", 0, "kiln_scale_0"},
       {"show tests/data/cli.toml:scale --stage code --format dot", 2, "--stage graph only"},
       {"show tests/data/cli.toml:scale --stage loops", 2, "--stage"},

@@ -32,11 +32,11 @@ void compile(const CompileCommand& o) {
   load_selection(o.req.sel, l);
   Graph g = lower_loaded(l, o.req.test, o.req.specialize);
   std::unique_ptr<Runtime> rt = open_runtime(o.req.runtime);
-  CompileOptions opt = compile_options(o.req.config, 0, *rt);
+  CompileOptions opt = compile_options(o.req.config, 0, *rt, l);
   const CStyleRenderer& renderer = renderer_for(rt->backend());
   LoweredProgram p = plan_program(g, opt);
   if (!o.object) {
-    generate_code(g, p, renderer, opt);
+    generate_code(p, renderer, opt);
     if (o.out.empty()) {
       std::cout << p.source;
       return;
@@ -45,9 +45,9 @@ void compile(const CompileCommand& o) {
     std::cout << "wrote " << p.source.size() << " bytes of source to " << o.out << "\n";
     return;
   }
-  std::string identity = program_identity(g, p, rt->backend(), opt);
+  std::string identity = program_identity(p, rt->backend(), opt);
   auto make_source = [&] {
-    generate_code(g, p, renderer, opt);
+    generate_code(p, renderer, opt);
     return p.source;
   };
   CompileInfo info;

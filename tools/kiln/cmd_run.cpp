@@ -45,7 +45,7 @@ bool run_compiled(const RunOptions& o, const Loaded& l, const Graph& g,
                   const std::vector<Tensor>& inputs, const std::vector<Tensor>& want,
                   const SizeBindings& sizes) {
   std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
-  CompileOptions copt = compile_options(o.config, o.debug, *rt);
+  CompileOptions copt = compile_options(o.config, o.debug, *rt, l);
   auto t0 = std::chrono::steady_clock::now();
   Executable exe(g, *rt, copt);
   double build_ms = elapsed_ms(t0);
@@ -90,6 +90,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dtype", o->sel.dtypes, "Type variable choice, e.g. T=f16");
   cmd->add_option("--attr", o->sel.attrs, "Attribute value, e.g. alpha=0.2");
   cmd->add_option("--batch", o->sel.batch, "Batch dimensions for '...', e.g. 3,5");
+  add_rules_option(*cmd, o->sel);
   cmd->add_flag("--specialize", o->specialize,
                 "Compile for the bound sizes only (they become constants in the graph)");
   cmd->add_option("--debug", o->debug, "Debug level 0..5")->check(CLI::Range(0, 5));

@@ -1,9 +1,11 @@
-// `kiln show FILE[:COMPOSITE] --stage graph|kernels|schedule|code`: prints a pipeline stage —
-// the graph (as text or dot), the kernel plan with its buffer slots, each kernel's loop nest
-// with the stage times, or the source a runtime's backend renders.
+// `kiln show FILE[:COMPOSITE] --stage graph|simplified|kernels|schedule|code`: prints a pipeline
+// stage — the graph (as text or dot), the simplified graph (with --stats, the rules applied and
+// their match statistics), the kernel plan with its buffer slots, each kernel's loop nest with
+// the stage times, or the source a runtime's backend renders.
 #include <iostream>
 
 #include "driver/renderers.h"
+#include "simplifier/engine.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
 
@@ -14,14 +16,20 @@ namespace {
 struct ShowOptions {
   CodeRequest req;
   std::string stage = "graph", format = "text";
+  bool stats = false;
 };
 
-/** Plans, schedules and renders the graph for the requested runtime's backend. */
-LoweredProgram generate(const Graph& g, const CodeRequest& req) {
+CompileOptions options_for(const CodeRequest& req, const Loaded& l) {
   std::unique_ptr<Runtime> rt = open_runtime(req.runtime);
-  CompileOptions opt = compile_options(req.config, 0, *rt);
+  return compile_options(req.config, 0, *rt, l);
+}
+
+/** Plans, schedules and renders the graph for the requested runtime's backend. */
+LoweredProgram generate(const Graph& g, const CodeRequest& req, const Loaded& l) {
+  std::unique_ptr<Runtime> rt = open_runtime(req.runtime);
+  CompileOptions opt = compile_options(req.config, 0, *rt, l);
   LoweredProgram p = plan_program(g, opt);
-  generate_code(g, p, renderer_for(rt->backend()), opt);
+  generate_code(p, renderer_for(rt->backend()), opt);
   return p;
 }
 
@@ -37,14 +45,24 @@ void show(const ShowOptions& o) {
   Loaded l;
   load_selection(o.req.sel, l);
   Graph g = lower_loaded(l, o.req.test, o.req.specialize);
+  if (o.stats && o.stage != "simplified") throw UsageError("--stats applies to --stage simplified");
   if (o.stage == "graph") {
     std::cout << (o.format == "dot" ? graph_to_dot(g) : graph_to_text(g));
+  } else if (o.stage == "simplified") {
+    CompileOptions opt = options_for(o.req, l);
+    SimplifyResult r = simplify(g, rules_with(opt.rule_files), opt.simplify);
+    if (o.stats) {
+      for (const std::string& line : r.trace)
+        std::cout << "// rule " << line << "\n";
+      std::cout << stats_to_text(g, r);
+    }
+    std::cout << graph_to_text(r.graph);
   } else if (o.stage == "kernels") {
-    std::cout << plan_to_text(plan_program(g, CompileOptions()).plan);
+    std::cout << plan_to_text(plan_program(g, options_for(o.req, l)).plan);
   } else if (o.stage == "schedule") {
-    print_schedule(std::cout, generate(g, o.req));
+    print_schedule(std::cout, generate(g, o.req, l));
   } else {
-    std::cout << generate(g, o.req).source;
+    std::cout << generate(g, o.req, l).source;
   }
 }
 
@@ -55,10 +73,14 @@ void add_show_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ShowOptions>();
   add_code_options(*cmd, o->req);
   cmd->add_option("--stage", o->stage,
-                  "Stage to print: graph, kernels (the kernel and buffer plan), schedule (the "
-                  "loop nest of each kernel), code (the source for --runtime's backend)")
-      ->check(CLI::IsMember({"graph", "kernels", "schedule", "code"}))
+                  "Stage to print: graph (as lowered), simplified (after the rewrite rules), "
+                  "kernels (the kernel and buffer plan), schedule (the loop nest of each "
+                  "kernel), code (the source for --runtime's backend)")
+      ->check(CLI::IsMember({"graph", "simplified", "kernels", "schedule", "code"}))
       ->capture_default_str();
+  cmd->add_flag("--stats", o->stats,
+                "With --stage simplified: every rule applied, and how often each rule was "
+                "tried, matched and applied");
   cmd->add_option("--format", o->format, "Output format (dot: --stage graph only)")
       ->check(CLI::IsMember({"text", "dot"}))
       ->capture_default_str();

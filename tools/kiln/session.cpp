@@ -59,6 +59,7 @@ void load_selection(const Selection& sel, Loaded& out) {
     name = sel.target.substr(colon + 1);
   }
   out.file = &out.lib.load(path);
+  out.rules = sel.rules;
   if (name.empty()) {
     if (out.file->composites.size() != 1) {
       std::string names;
@@ -124,6 +125,14 @@ void add_code_options(CLI::App& cmd, CodeRequest& r) {
   cmd.add_option("--dtype", r.sel.dtypes, "Type variable choice, e.g. T=f16");
   cmd.add_option("--attr", r.sel.attrs, "Attribute value, e.g. alpha=0.2");
   cmd.add_option("--batch", r.sel.batch, "Batch dimensions for '...', e.g. 3,5");
+  add_rules_option(cmd, r.sel);
+}
+
+void add_rules_option(CLI::App& cmd, Selection& sel) {
+  cmd.add_option("--rules", sel.rules,
+                 "A rule file for the simplifier, applied after the shipped rules (repeatable; "
+                 "docs/rules.md)")
+      ->check(CLI::ExistingFile);
 }
 
 Graph lower_loaded(Loaded& l, const std::string& test, bool specialize) {
@@ -171,9 +180,11 @@ std::unique_ptr<Runtime> open_runtime(const std::string& name) {
   }
 }
 
-CompileOptions compile_options(const std::vector<std::string>& config, int debug,
-                               const Runtime& rt) {
+CompileOptions compile_options(const std::vector<std::string>& config, int debug, const Runtime& rt,
+                               const Loaded& l) {
   CompileOptions opt;
+  opt.rule_files = l.file->rules;
+  opt.rule_files.insert(opt.rule_files.end(), l.rules.begin(), l.rules.end());
   opt.debug = debug;
   opt.schedule.debug_isl = debug >= 5;
   opt.log = &std::cout;

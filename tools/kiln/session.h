@@ -31,6 +31,7 @@ struct Selection {
   std::vector<std::string> dtypes;  ///< T=f32
   std::vector<std::string> attrs;   ///< name=value
   std::string batch;                ///< "3,5"; empty: the composite's test batch
+  std::vector<std::string> rules;   ///< --rules FILE: rule files after the shipped ones
 };
 
 /** A loaded composite, ready to lower. */
@@ -39,7 +40,8 @@ struct Loaded {
   const SpecFile* file = nullptr;
   const Composite* comp = nullptr;
   LowerOptions options;
-  std::vector<int64_t> batch;  ///< batch dimensions bound to batch0, batch1, ...
+  std::vector<int64_t> batch;      ///< batch dimensions bound to batch0, batch1, ...
+  std::vector<std::string> rules;  ///< the selection's --rules files
 };
 
 /** Loads the target and applies dtype, attribute and batch choices. Throws SpecError or
@@ -80,9 +82,13 @@ std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const Size
 /** Opens a runtime by name or descriptor path; a missing one is a UsageError. */
 std::unique_ptr<Runtime> open_runtime(const std::string& name);
 
-/** The runtime's --config defaults overridden by the command line's KEY=VALUE items. */
-CompileOptions compile_options(const std::vector<std::string>& config, int debug,
-                               const Runtime& rt);
+/** The runtime's --config defaults overridden by the command line's KEY=VALUE items, and the
+ *  rule files: the spec's [meta] rules, then --rules. */
+CompileOptions compile_options(const std::vector<std::string>& config, int debug, const Runtime& rt,
+                               const Loaded& l);
+
+/** Registers --rules on a subcommand. */
+void add_rules_option(CLI::App& cmd, Selection& sel);
 
 /** --debug 1: each kernel, the stage times, compile time, cache hit or miss, load time. */
 void print_build(std::ostream& out, const Executable& exe, double build_ms);

@@ -1,0 +1,94 @@
+#include "simplifier/code_rules.h"
+
+#include "simplifier/match.h"
+
+namespace kiln {
+
+namespace {
+
+std::vector<Op> elementwise_ops() {
+  std::vector<Op> ops;
+  for (int k = 0; k < kNumOps; ++k) {
+    Op op = static_cast<Op>(k);
+    OpClass c = op_info(op).cls;
+    if (c == OpClass::unary || c == OpClass::binary || c == OpClass::ternary || op == Op::cast ||
+        op == Op::bitcast)
+      ops.push_back(op);
+  }
+  return ops;
+}
+
+/** op(c0, c1, ...) -> fold(op(c0, c1, ...)) */
+std::optional<Rewrite> fold_constants(const Node& root, Rewriter& rw) {
+  std::vector<const Node*> args;
+  for (NodeId o : root.operands)
+    args.push_back(&rw[o]);
+  std::optional<Node> c = fold_op(root.op, root.dtype, root.shape, args);
+  if (!c) return std::nullopt;
+  return Rewrite{std::nullopt, *c};
+}
+
+/** view(view(x, inner), outer) -> view(x, outer . inner) */
+std::optional<Rewrite> view_of_view(const Node& root, Rewriter& rw) {
+  const Node& inner = rw[root.operands[0]];
+  if (inner.op != Op::view) return std::nullopt;
+  Node n = root;
+  n.operands = {inner.operands[0]};
+  n.view = View::compose(root.view, inner.view);
+  return Rewrite{std::nullopt, n};
+}
+
+/** view(x, identity) -> x */
+std::optional<Rewrite> view_identity(const Node& root, Rewriter& rw) {
+  if (!root.view.is_identity(rw[root.operands[0]].shape)) return std::nullopt;
+  return Rewrite{root.operands[0], {}};
+}
+
+/** view(c, v) -> c, with v's shape, when v has no mask (or c is 0, which masks keep) */
+std::optional<Rewrite> view_of_constant(const Node& root, Rewriter& rw) {
+  const Node& c = rw[root.operands[0]];
+  if (c.op != Op::constant) return std::nullopt;
+  bool zero = !c.symbolic && c.value == 0 && c.int_value == 0;
+  if (!root.view.mask.empty() && !zero) return std::nullopt;
+  Node n = c;
+  n.shape = root.shape;
+  if (zero && is_float(n.dtype)) n.value = 0;  // a masked-out -0 reads as +0
+  return Rewrite{std::nullopt, n};
+}
+
+/** reduce(x, axes of size 1) -> x */
+std::optional<Rewrite> reduce_unit_axes(const Node& root, Rewriter& rw) {
+  const Node& x = rw[root.operands[0]];
+  for (int a : root.axes)
+    if (!(x.shape[a] == IntExpr(1))) return std::nullopt;
+  return Rewrite{root.operands[0], {}};
+}
+
+Rule code_rule(const char* name, const char* set, std::vector<Op> roots, const char* comment,
+               CodeRule fn) {
+  Rule r;
+  r.name = name;
+  r.set = set;
+  r.roots = std::move(roots);
+  r.comment = comment;
+  r.code = std::move(fn);
+  return r;
+}
+
+}  // namespace
+
+std::vector<Rule> code_rules() {
+  return {
+      code_rule("fold-constants", "fold", elementwise_ops(), "op(c0, c1...) -> fold(op(c0, c1...))",
+                fold_constants),
+      code_rule("view-identity", "views", {Op::view}, "view(x, id) -> x", view_identity),
+      code_rule("view-of-view", "views", {Op::view}, "view(view(x, a), b) -> view(x, b . a)",
+                view_of_view),
+      code_rule("view-of-constant", "views", {Op::view},
+                "view(c, v) -> c  (v without mask, or c = 0)", view_of_constant),
+      code_rule("reduce-unit-axes", "reduce", {Op::reduce}, "reduce(x, axes of size 1) -> x",
+                reduce_unit_axes),
+  };
+}
+
+}  // namespace kiln
