@@ -1,5 +1,6 @@
 #include "simplifier/code_rules.h"
 
+#include "simplifier/index_arith.h"
 #include "simplifier/match.h"
 
 namespace kiln {
@@ -56,6 +57,39 @@ std::optional<Rewrite> view_of_constant(const Node& root, Rewriter& rw) {
   return Rewrite{std::nullopt, n};
 }
 
+/** view(x, v) -> view(x, v') with v's divisions and moduli decided by the index ranges */
+std::optional<Rewrite> view_index_arith(const Node& root, Rewriter& rw) {
+  View v = simplify_view_index(root.view);
+  if (v.str() == root.view.str()) return std::nullopt;
+  Node n = root;
+  n.view = std::move(v);
+  return Rewrite{std::nullopt, n};
+}
+
+bool is_pointwise(Op op) {
+  OpClass c = op_info(op).cls;
+  return c == OpClass::unary || c == OpClass::binary || c == OpClass::ternary || op == Op::cast ||
+         op == Op::bitcast;
+}
+
+/** view(op(a, b), v) -> op(view(a, v), view(b, v)) when v has no mask and a, b are views or
+ *  constants, so the new views fold into them */
+std::optional<Rewrite> view_through_elementwise(const Node& root, Rewriter& rw) {
+  const Node& x = rw[root.operands[0]];
+  if (!root.view.mask.empty() || !is_pointwise(x.op)) return std::nullopt;
+  for (NodeId o : x.operands)
+    if (rw[o].op != Op::view && rw[o].op != Op::constant) return std::nullopt;
+  Node n = x;
+  n.shape = root.shape;
+  for (NodeId& o : n.operands) {
+    Node v = root;
+    v.dtype = rw[o].dtype;
+    v.operands = {o};
+    o = rw.emit(std::move(v));
+  }
+  return Rewrite{std::nullopt, n};
+}
+
 /** reduce(x, axes of size 1) -> x */
 std::optional<Rewrite> reduce_unit_axes(const Node& root, Rewriter& rw) {
   const Node& x = rw[root.operands[0]];
@@ -86,6 +120,12 @@ std::vector<Rule> code_rules() {
                 view_of_view),
       code_rule("view-of-constant", "views", {Op::view},
                 "view(c, v) -> c  (v without mask, or c = 0)", view_of_constant),
+      code_rule("view-index-arith", "index", {Op::view},
+                "view(x, ... (%0 * N + %1) / N ...) -> view(x, ... %0 ...) when %1 < N",
+                view_index_arith),
+      code_rule("view-through-elementwise", "views", {Op::view},
+                "view(op(a, b), v) -> op(view(a, v), view(b, v))  (a, b views or constants)",
+                view_through_elementwise),
       code_rule("reduce-unit-axes", "reduce", {Op::reduce}, "reduce(x, axes of size 1) -> x",
                 reduce_unit_axes),
   };

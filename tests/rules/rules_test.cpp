@@ -10,6 +10,7 @@
 #include "ir/interpreter.h"
 #include "simplifier/checker.h"
 #include "simplifier/engine.h"
+#include "simplifier/index_arith.h"
 #include "simplifier/match.h"
 #include "simplifier/rule_file.h"
 
@@ -333,6 +334,48 @@ TEST_CASE("rules: errors in rule files point at the line and column") {
       CHECK(e.loc().col == b.col);
     }
   }
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+TEST_CASE("rules: index arithmetic over symbolic sizes") {
+  IntExpr M = IntExpr::var("M"), N = IntExpr::var("N"), i0 = IntExpr::index(0),
+          i1 = IntExpr::index(1);
+  std::map<std::string, IntExpr> ext = {{"%0", M}, {"%1", N}};
+  // positive: %1 < N decides the division and the modulus
+  CHECK(simplify_index(floordiv(i0 * N + i1, N), ext) == i0);
+  CHECK(simplify_index(mod(i0 * N + i1, N), ext) == i1);
+  CHECK(simplify_index(floordiv(i0 * 8 + i1 * 4 + 3, IntExpr(4)),
+                       {{"%0", M}, {"%1", IntExpr(2)}}) == i0 * 2 + i1);
+  // negative: %1 may reach N + 1, or the remainder may be negative
+  std::map<std::string, IntExpr> wide = {{"%0", M}, {"%1", N + 2}};
+  CHECK(simplify_index(floordiv(i0 * N + i1, N), wide) == floordiv(i0 * N + i1, N));
+  CHECK(simplify_index(mod(i0 * N - i1, N), ext) == mod(i0 * N - i1, N));
+}
+
+TEST_CASE("rules: a reshape round trip around elementwise work folds away") {
+  RuleSet all = shipped_rules();
+  Graph g;
+  IntExpr M = IntExpr::var("M"), N = IntExpr::var("N");
+  g.size_vars = {"M", "N"};
+  NodeId x = g.input("x", DType::f32, {M, N}, false);
+  NodeId flat = g.view(x, views::reshape({M, N}, {M * N}));
+  NodeId two = g.constant(DType::f32, {M * N}, 2.0);
+  NodeId y = g.binary(Op::mul, flat, two);
+  g.outputs.push_back({"y", g.view(y, views::reshape({M * N}, {M, N}))});
+  SimplifyResult r = simplify(g, all, SimplifyOptions());
+  CHECK(r.stats["view-through-elementwise"].applied == 1);
+  CHECK(r.stats["view-index-arith"].applied >= 1);
+  CHECK(graph_to_text(r.graph).find("view") == std::string::npos);
+  // negative: a padded (masked) view must not move below the op, since op(0, 0) need not be 0
+  Graph h;
+  NodeId a = h.input("a", DType::f32, {N}, false);
+  NodeId e = h.unary(Op::exp2, h.view(a, views::permute({N}, {0})));
+  h.outputs.push_back({"y", h.view(e, views::pad({N}, 0, IntExpr(1), IntExpr(0)))});
+  SimplifyResult s = simplify(h, all, SimplifyOptions());
+  CHECK(s.stats["view-through-elementwise"].applied == 0);
 }
 
 }  // namespace kiln
