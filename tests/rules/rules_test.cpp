@@ -174,6 +174,11 @@ const std::vector<Case>& cases() {
       {"mul-const-const-float", false, f32, "(x * 1.5) * 2.0", "", false},
       {"mul-recip-self", true, f32, "x * recip(x)", "1.0", true},
       {"mul-recip-self", false, f32, "x * recip(y)", "", true},
+      // mulacc.toml
+      {"mul-add-int", true, i32, "x * y + z", "mulacc(x, y, z)"},
+      {"mul-add-int", false, f32, "x * y + z", ""},
+      {"mul-add-float", true, f32, "x * y + z", "mulacc(x, y, z)", true},
+      {"mul-add-float", false, f32, "x * y + z", "", false},
       // code_rules.cpp
       {"fold-constants", true, f32, "2.0 * 3.0 + x", "6.0 + x"},
       {"fold-constants", false, f32, "2.0 * x", ""},
