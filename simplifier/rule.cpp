@@ -38,7 +38,9 @@ std::string shipped_rules_dir() {
   return KILN_RULES_DIR;
 }
 
-RuleSet shipped_rules() {
+namespace {
+
+RuleSet load_shipped_rules() {
   RuleSet set;
   for (Rule& r : code_rules())
     set.add(std::move(r));
@@ -49,6 +51,13 @@ RuleSet shipped_rules() {
   for (const std::string& f : files)
     for (Rule& r : load_rule_file(f))
       set.add(std::move(r));
+  return set;
+}
+
+}  // namespace
+
+const RuleSet& shipped_rules() {
+  static const RuleSet set = load_shipped_rules();  // read once per process
   return set;
 }
 

@@ -67,8 +67,9 @@ class RuleSet {
   std::vector<Rule> rules_;
 };
 
-/** The rules Kiln ships: the C++ rules of code_rules.h and every file in the rules folder. */
-RuleSet shipped_rules();
+/** The rules Kiln ships: the C++ rules of code_rules.h and every file in the rules folder, read
+ *  once per process. */
+const RuleSet& shipped_rules();
 
 /** The folder of the shipped rule files (simplifier/rules in the source tree). */
 std::string shipped_rules_dir();
