@@ -5,6 +5,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "backends/c_externs.h"
 #include "backends/c_prelude.h"
 
 namespace kiln {
@@ -138,9 +139,21 @@ std::string CStyleRenderer::math_call(const std::string& fn, DType t, const std:
   return "__builtin_" + fn + (t == DType::f64 ? "" : "f") + "(" + a + ")";
 }
 
+std::string CStyleRenderer::extern_helpers(const KernelPlan& plan) const {
+  return c_extern_helpers(plan);
+}
+
+std::string CStyleRenderer::extern_call(const KernelPlan& plan, const Statement& st) const {
+  return c_extern_call(plan, st);
+}
+
+std::vector<std::string> CStyleRenderer::extern_symbols(const KernelPlan& plan) const {
+  return c_extern_symbols(plan);
+}
+
 std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<LoopNest>& nests,
                                    const std::vector<std::string>& symbols) const {
-  std::string s = prelude();
+  std::string s = prelude() + extern_helpers(plan);
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k]);
   return s;

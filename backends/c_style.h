@@ -24,6 +24,10 @@ class CStyleRenderer {
   std::string render(const KernelPlan& plan, const std::vector<LoopNest>& nests,
                      const std::vector<std::string>& symbols) const;
 
+  /** The library functions the rendered source of `plan` calls, which the process must provide
+   *  when the module is loaded (e.g. "cblas_sgemm"); empty when the plan has no extern calls. */
+  virtual std::vector<std::string> extern_symbols(const KernelPlan& plan) const;
+
  protected:
   /** Includes and helper functions. */
   virtual std::string prelude() const;
@@ -39,6 +43,11 @@ class CStyleRenderer {
   virtual std::string float_literal(double v, DType t) const;
   /** A unary float function such as sqrt, exp2, log2, sin for dtype `t`. */
   virtual std::string math_call(const std::string& fn, DType t, const std::string& a) const;
+  /** Declarations and wrappers the extern calls of `plan` need, after the prelude (CBLAS by
+   *  default: backends/c_externs.h); empty when there are none. */
+  virtual std::string extern_helpers(const KernelPlan& plan) const;
+  /** The statement for one extern call. */
+  virtual std::string extern_call(const KernelPlan& plan, const Statement& st) const;
 
  private:
   /** What rendering one kernel needs at every node. */

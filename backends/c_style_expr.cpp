@@ -69,6 +69,7 @@ std::string CStyleRenderer::render_index(const Context& c, int buffer,
 }
 
 std::string CStyleRenderer::render_statement(const Context& c, const Statement& st) const {
+  if (st.kind == Statement::Kind::call) return extern_call(c.plan, st);
   const Buffer& b = c.plan.buffers[st.buffer];
   std::string target = render_index(c, st.buffer, st.index);
   std::string t = compute_type(b.dtype);

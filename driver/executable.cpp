@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "driver/blas.h"
 #include "driver/renderers.h"
 
 namespace kiln {
@@ -51,6 +52,7 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   const CStyleRenderer& renderer = renderer_for(runtime.backend());
   program_ = plan_program(g, opt);
   std::string identity = program_identity(program_, runtime.backend(), opt);
+  load_blas(opt.config, renderer.extern_symbols(program_.plan));
   auto make_source = [&] {
     generate_code(program_, renderer, opt);
     return program_.source;

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+
+#include "ir/externs.h"
 
 namespace kiln {
 
@@ -134,6 +137,21 @@ NodeId Graph::reduce(ReduceKind kind, NodeId a, const std::vector<int>& axes) {
   n.operands = {a};
   n.reduce_kind = kind;
   n.axes = axes;
+  return add(std::move(n));
+}
+
+NodeId Graph::extern_call(const std::string& routine, const std::vector<NodeId>& operands) {
+  std::vector<ValueType> types;
+  for (NodeId o : operands)
+    types.push_back({nodes[o].dtype, nodes[o].shape});
+  ExternResult r = extern_result_type(routine, types);
+  if (!r.error.empty()) throw std::invalid_argument(r.error);
+  Node n;
+  n.op = Op::extern_call;
+  n.dtype = r.type.dtype;
+  n.shape = r.type.shape;
+  n.operands = operands;
+  n.name = routine;
   return add(std::move(n));
 }
 

@@ -72,6 +72,11 @@ class Graph {
   NodeId cast(NodeId a, DType t, bool bitwise = false);
   /** Reduces `axes` (ascending), which keep size 1. */
   NodeId reduce(ReduceKind kind, NodeId a, const std::vector<int>& axes);
+  /** A call of the extern routine `routine` (ir/externs.h) on `operands`; the routine's rule
+   *  gives the result's dtype and shape. Unlike the other builders this one checks: it throws
+   *  std::invalid_argument with the rule's message for an unknown routine or bad operands (a
+   *  rewrite rule's guard can ask extern_result_type first and decline). */
+  NodeId extern_call(const std::string& routine, const std::vector<NodeId>& operands);
 };
 
 /** Text form, one node per line: `%3 = add %1, %2 : f32[M, N]`. */

@@ -24,7 +24,9 @@
  * - where(cond, a, b) = cond != 0 ? a : b. mulacc(a, b, c) = a*b + c, fused (std::fma) for floats.
  * - reduce: sum (from 0), prod (from 1) and max (from -inf, NaN propagates; integers from the
  *   dtype's minimum) over the listed axes in row-major order; reduced axes keep size 1.
- * - extern: not available yet (error).
+ * - extern: the routine's reference evaluation from ir/externs.h, in double (gemm: the naive
+ *   triple loop summing over k in order, as a reduce sum of products does); an unknown routine or
+ *   operands its rule rejects are errors.
  */
 #include "ir/interpreter.h"
 
@@ -32,6 +34,8 @@
 #include <bit>
 #include <cmath>
 #include <stdexcept>
+
+#include "ir/externs.h"
 
 namespace kiln {
 
@@ -342,6 +346,24 @@ Tensor eval_source(NodeId id, const Node& n, const std::vector<int64_t>& dims,
   return out;
 }
 
+Shape constant_shape(const std::vector<int64_t>& dims) {
+  return Shape(dims.begin(), dims.end());
+}
+
+Tensor eval_extern(NodeId id, const Node& n, const std::vector<const Tensor*>& args,
+                   const std::vector<int64_t>& dims) {
+  std::vector<ValueType> types;
+  for (const Tensor* a : args)
+    types.push_back({a->dtype, constant_shape(a->dims)});
+  ExternResult r = extern_result_type(n.name, types);
+  if (!r.error.empty()) fail(id, n, r.error);
+  if (r.type.dtype != n.dtype) fail(id, n, "result dtype should be " + dtype_str(r.type.dtype));
+  Tensor out = find_extern(n.name)->evaluate(args, n.dtype);
+  if (out.dims != dims)
+    fail(id, n, "result dims " + dims_str(out.dims) + " differ from the node's");
+  return out;
+}
+
 /** The caller's tensor for input node `id`, checked against the node. */
 const Tensor& input_value(const Graph& g, NodeId id, const std::vector<int64_t>& dims,
                           const std::vector<Tensor>& inputs) {
@@ -379,9 +401,6 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
     }
     if (op_info(n.op).arity >= 0 && args.size() != static_cast<size_t>(op_info(n.op).arity))
       fail(id, n, "wrong number of operands");
-    if (n.op == Op::extern_call)
-      throw std::runtime_error("extern routine '" + n.name +
-                               "' is not available in the interpreter");
     if (n.op == Op::input)
       values[id] = input_value(g, id, dims, inputs);
     else if (n.op == Op::constant || n.op == Op::index)
@@ -390,6 +409,8 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
       values[id] = eval_view(id, n, *args[0], dims, sizes);
     else if (n.op == Op::reduce)
       values[id] = eval_reduce(id, n, *args[0], dims);
+    else if (n.op == Op::extern_call)
+      values[id] = eval_extern(id, n, args, dims);
     else
       values[id] = eval_elementwise(id, n, args, dims);
   }

@@ -1,8 +1,10 @@
 #include "ir/verifier.h"
 
 #include <algorithm>
+
 #include <set>
 #include <stdexcept>
+#include "ir/externs.h"
 
 namespace kiln {
 
@@ -28,6 +30,7 @@ class NodeChecker {
     check_dtypes();
     if (n_.op == Op::view) check_view();
     if (n_.op == Op::reduce) check_reduce();
+    if (n_.op == Op::extern_call) check_extern();
     if (n_.op == Op::index && (n_.axis < 0 || n_.axis >= static_cast<int>(n_.shape.size())))
       report("axis " + std::to_string(n_.axis) + " is out of range for rank " +
              std::to_string(n_.shape.size()));
@@ -163,6 +166,21 @@ class NodeChecker {
     }
     require(same_shape(expected, n_.shape),
             "shape " + shape_str(n_.shape) + " should be " + shape_str(expected));
+  }
+
+  /** The routine's operand rule, and the node's type against the type the rule gives. */
+  void check_extern() {
+    std::vector<ValueType> types;
+    for (size_t k = 0; k < n_.operands.size(); ++k)
+      types.push_back({operand(k).dtype, operand(k).shape});
+    ExternResult r = extern_result_type(n_.name, types);
+    if (!r.error.empty()) {
+      report(r.error);
+      return;
+    }
+    require(n_.dtype == r.type.dtype && same_shape(n_.shape, r.type.shape),
+            "result type " + dt(n_.dtype) + shape_str(n_.shape) + " should be " + dt(r.type.dtype) +
+                shape_str(r.type.shape));
   }
 
   void check_size_vars() {

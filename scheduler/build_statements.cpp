@@ -44,16 +44,18 @@ class Builder {
     Kernel k;
     k.name = g_.name;
     kernel_ = &k;
-    // A reduce that is an output accumulates straight into the output's buffer.
-    std::map<NodeId, int> reduce_target;
+    // A reduce or extern call that is an output writes straight into the output's buffer.
+    std::map<NodeId, int> direct_target;
     for (size_t o = 0; o < g_.outputs.size(); ++o)
-      if (const Node& n = g_[g_.outputs[o].node]; n.op == Op::reduce && !narrow_float(n.dtype))
-        reduce_target.emplace(g_.outputs[o].node, out_buffers[o]);
-    for (size_t id = 0; id < g_.size(); ++id)
-      if (g_[static_cast<NodeId>(id)].op == Op::reduce) {
-        auto t = reduce_target.find(static_cast<NodeId>(id));
-        materialize_reduce(static_cast<NodeId>(id), t == reduce_target.end() ? -1 : t->second);
-      }
+      if (const Node& n = g_[g_.outputs[o].node];
+          (n.op == Op::reduce || n.op == Op::extern_call) && !narrow_float(n.dtype))
+        direct_target.emplace(g_.outputs[o].node, out_buffers[o]);
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id) {
+      auto t = direct_target.find(id);
+      int target = t == direct_target.end() ? -1 : t->second;
+      if (g_[id].op == Op::reduce) materialize_reduce(id, target);
+      if (g_[id].op == Op::extern_call) materialize_extern(id, target);
+    }
     for (size_t o = 0; o < g_.outputs.size(); ++o) {
       NodeId id = g_.outputs[o].node;
       if (buffer_of_.count(id) && buffer_of_.at(id) == out_buffers[o]) continue;
@@ -120,6 +122,34 @@ class Builder {
                   n.reduce_kind);
   }
 
+  /** One call statement with a 0-dimensional domain, on whole row-major operand buffers. */
+  void materialize_extern(NodeId id, int target_buffer) {
+    const Node& n = g_[id];
+    Statement st;
+    st.kind = Statement::Kind::call;
+    st.routine = n.name;
+    for (NodeId o : n.operands)
+      st.args.push_back(contiguous_buffer(o));
+    st.buffer = target_buffer >= 0 ? target_buffer
+                                   : add_buffer("t" + std::to_string(id), n, BufferKind::temp);
+    st.name = "S" + std::to_string(kernel_->statements.size());
+    buffer_of_[id] = st.buffer;
+    kernel_->statements.push_back(std::move(st));
+  }
+
+  /** A buffer holding the whole of node `id` in row-major order: its own when it has one
+   *  (inputs, materialised reduces and calls), else a temp filled by an assign statement, which
+   *  later users then load from. */
+  int contiguous_buffer(NodeId id) {
+    if (auto it = buffer_of_.find(id); it != buffer_of_.end()) return it->second;
+    const Shape& shape = g_[id].shape;
+    Index idx = iterators(shape.size());
+    int b = add_buffer("t" + std::to_string(id), g_[id], BufferKind::temp);
+    add_statement(Statement::Kind::assign, shape, b, idx, expr(id, idx));
+    buffer_of_[id] = b;
+    return b;
+  }
+
   /** The value of node `id` at `index`. Memoised, so a node used twice at the same index is
    *  one shared subexpression: the result is a DAG, never an exponentially large tree. */
   ScalarExprPtr expr(NodeId id, const Index& index) {
@@ -184,7 +214,7 @@ class Builder {
   const Graph& g_;
   KernelPlan plan_;
   Kernel* kernel_ = nullptr;
-  std::map<NodeId, int> buffer_of_;  // inputs and materialised reduces
+  std::map<NodeId, int> buffer_of_;  // inputs, materialised reduces, calls and call operands
   std::map<std::string, ScalarExprPtr> memo_;
 };
 

@@ -3,7 +3,10 @@
  * statements (a reduce by an init statement over its kept axes and an update statement over all
  * of its operand's axes); everything else — elementwise ops, constants, index ops and views — is
  * inlined into the expressions of the statements that use it, with views turned into index
- * arithmetic and masks. Statements come out in a legal sequential order (the graph's). The
+ * arithmetic and masks. An extern call becomes one `call` statement on whole buffers: operands
+ * that are not already contiguous buffers (views, elementwise results) are first materialised
+ * into temps, and the result is a buffer (the output's own when the call is an output).
+ * Statements come out in a legal sequential order (the graph's). The
  * result is one kernel: on the CPU one function holds every loop nest, and the polyhedral
  * scheduler decides which of them fuse.
  */
@@ -14,8 +17,7 @@
 
 namespace kiln {
 
-/** Lowers a verified graph to a kernel plan. Throws std::runtime_error for ops the code path
- *  does not support yet (extern). */
+/** Lowers a verified graph to a kernel plan. */
 KernelPlan build_statements(const Graph& g);
 
 }  // namespace kiln

@@ -75,6 +75,12 @@ UnionMap intersect_domain(UnionMap m, UnionSet dom) {
               "intersect_domain");
 }
 
+UnionMap intersect_range(UnionMap m, UnionSet ran) {
+  isl_ctx* ctx = isl_union_map_get_ctx(m.keep());
+  return give(ctx, isl_union_map_intersect_range(std::move(m).take(), std::move(ran).take()),
+              "intersect_range");
+}
+
 namespace {
 
 /** Moves isl's malloc'ed string into a std::string. */

@@ -90,6 +90,8 @@ UnionSet unite(UnionSet a, UnionSet b);
 UnionMap unite(UnionMap a, UnionMap b);
 /** Restricts the domain of `m` to `dom`. */
 UnionMap intersect_domain(UnionMap m, UnionSet dom);
+/** Restricts the range of `m` to `ran`. */
+UnionMap intersect_range(UnionMap m, UnionSet ran);
 
 /** isl's text of an object, for debugging and schedule_text. */
 std::string to_str(const UnionSet& s);

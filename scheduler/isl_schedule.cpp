@@ -34,6 +34,11 @@ Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Se
   return give(ctx, isl_schedule_constraints_compute_schedule(sc), "compute_schedule");
 }
 
+Schedule sequence(Schedule a, Schedule b) {
+  isl_ctx* ctx = isl_schedule_get_ctx(a.keep());
+  return give(ctx, isl_schedule_sequence(std::move(a).take(), std::move(b).take()), "sequence");
+}
+
 namespace {
 
 bool has_band_below(isl_schedule_node* node) {

@@ -26,6 +26,9 @@ UnionMap compute_dependences(const UnionMap& reads, const UnionMap& writes, cons
  *  under the parameter constraints `context`. */
 Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Set& context);
 
+/** `a` then `b`: a sequence node over the two schedules (of disjoint domains). */
+Schedule sequence(Schedule a, Schedule b);
+
 /** What tile_and_mark does to the schedule tree. */
 struct MarkOptions {
   std::vector<int64_t> tile_sizes;  ///< per band member; a missing entry repeats the last; 0 skips

@@ -75,6 +75,14 @@ std::string expr_str(const KernelPlan& plan, const ScalarExpr& e) {
   return expr_str(plan, e, budget);
 }
 
+/** "gemm(a, t3)": a call statement's routine and whole argument buffers. */
+std::string call_str(const KernelPlan& plan, const Statement& st) {
+  std::string s = st.routine + "(";
+  for (size_t k = 0; k < st.args.size(); ++k)
+    s += (k ? ", " : "") + plan.buffers[st.args[k]].name;
+  return s + ")";
+}
+
 const char* kind_name(BufferKind k) {
   return k == BufferKind::input ? "input" : k == BufferKind::output ? "output" : "temp";
 }
@@ -96,9 +104,12 @@ std::string plan_to_text(const KernelPlan& plan) {
       std::string dom;
       for (size_t d = 0; d < st.extents.size(); ++d)
         dom += (d ? ", " : "") + iterator_name(static_cast<int>(d)) + " < " + st.extents[d].str();
-      std::string target = plan.buffers[st.buffer].name + index_str(st.index);
+      std::string target = plan.buffers[st.buffer].name;
+      if (st.kind != Statement::Kind::call) target += index_str(st.index);
       s += "  " + st.name + " {" + dom + "}: " + target;
-      if (st.kind == Statement::Kind::assign)
+      if (st.kind == Statement::Kind::call)
+        s += " = extern " + call_str(plan, st);
+      else if (st.kind == Statement::Kind::assign)
         s += " = " + expr_str(plan, *st.value);
       else if (st.kind == Statement::Kind::reduce_init)
         s += " = init " + std::string(reduce_kind_name(st.reduce));

@@ -3,7 +3,9 @@
  * statements; each statement writes one element of a buffer at every point of its rectangular
  * domain `0 <= i_k < extents[k]` (iterators are the IntExpr variables "i0", "i1", ...; size
  * variables are parameters). Values are scalar expression trees whose leaves load buffers at
- * index expressions of the iterators. Built from a graph by scheduler/build_statements.h.
+ * index expressions of the iterators. A `call` statement instead runs an extern routine
+ * (ir/externs.h) once, on whole row-major buffers. Built from a graph by
+ * scheduler/build_statements.h.
  */
 #pragma once
 
@@ -47,9 +49,10 @@ struct ScalarExpr {
   IntExpr size_value;               ///< constant: a size expression
 };
 
-/** One statement: `buffer[index] = value`, or an accumulation into it. */
+/** One statement: `buffer[index] = value`, or an accumulation into it; or, for `call`, the
+ *  whole of `buffer` = routine(whole argument buffers), with a 0-dimensional domain. */
 struct Statement {
-  enum class Kind { assign, reduce_init, reduce_update };
+  enum class Kind { assign, reduce_init, reduce_update, call };
   std::string name;  ///< S0, S1, ... (isl statement names)
   Kind kind = Kind::assign;
   ReduceKind reduce = ReduceKind::sum;  ///< reduce_init / reduce_update
@@ -58,6 +61,8 @@ struct Statement {
   std::vector<IntExpr> index;           ///< where it writes, affine in the iterators
   ScalarExprPtr value;                  ///< assign and reduce_update: the value (for update: the
                                         ///< operand folded into the buffer element)
+  std::string routine;                  ///< call: the extern routine, e.g. "gemm"
+  std::vector<int> args;                ///< call: the buffers it reads, contiguous row-major
 };
 
 /** One kernel: statements in a legal sequential order, and the buffers they use. */

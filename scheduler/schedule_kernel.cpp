@@ -52,6 +52,28 @@ std::string access_text(IslTextRenderer& r, int k, size_t rank, int buffer,
   return out + "]" + (cond.empty() ? "" : " : " + cond) + " }";
 }
 
+/** An access of statement k (0-dimensional: a call) to the whole of `buffer`; a dimension whose
+ *  extent isl cannot express is left unbounded, which over-approximates the access. */
+std::string whole_buffer_text(IslTextRenderer& r, int k, int buffer, const Shape& shape) {
+  std::string out = "{ " + instance_tuple(k, 0) + " -> B" + std::to_string(buffer) + "[";
+  std::string cond;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::string o = "o" + std::to_string(d);
+    out += (d ? ", " : "") + o;
+    if (std::optional<std::string> e = r.render(shape[d], true))
+      cond += (cond.empty() ? "" : " and ") + ("0 <= " + o + " < " + *e);
+  }
+  return out + "]" + (cond.empty() ? "" : " : " + cond) + " }";
+}
+
+/** A call reads the whole of its argument buffers and writes the whole of its result. */
+void call_accesses(IslTextRenderer& r, const KernelPlan& plan, const Statement& s, int k,
+                   KernelText& t) {
+  t.writes.push_back(whole_buffer_text(r, k, s.buffer, plan.buffers[s.buffer].shape));
+  for (int b : s.args)
+    t.reads.push_back(whole_buffer_text(r, k, b, plan.buffers[b].shape));
+}
+
 /** Statement k runs after every earlier statement, its instances in lexicographic order. */
 std::string order_text(int k, size_t rank, size_t depth) {
   std::string out = "{ " + instance_tuple(k, rank) + " -> [" + std::to_string(k);
@@ -60,7 +82,7 @@ std::string order_text(int k, size_t rank, size_t depth) {
   return out + "] }";
 }
 
-KernelText kernel_text(IslTextRenderer& r, const Kernel& kernel) {
+KernelText kernel_text(IslTextRenderer& r, const KernelPlan& plan, const Kernel& kernel) {
   KernelText t;
   size_t depth = 0;
   for (const auto& s : kernel.statements)
@@ -70,6 +92,10 @@ KernelText kernel_text(IslTextRenderer& r, const Kernel& kernel) {
     size_t rank = s.extents.size();
     t.domains.push_back(domain_text(r, s, k));
     t.order.push_back(order_text(k, rank, depth));
+    if (s.kind == Statement::Kind::call) {
+      call_accesses(r, plan, s, k, t);
+      continue;
+    }
     t.writes.push_back(access_text(r, k, rank, s.buffer, s.index));
     if (s.kind == Statement::Kind::reduce_update)
       t.reads.push_back(access_text(r, k, rank, s.buffer, s.index));
@@ -100,6 +126,43 @@ isl::UnionSet parse_sets(const isl::Ctx& ctx, const std::string& params,
 isl::UnionMap parse_maps(const isl::Ctx& ctx, const std::string& params,
                          const std::vector<std::string>& texts) {
   return isl::read_union_map(ctx, union_text(params, texts));
+}
+
+/** Statement ranges [first, last) that isl schedules apart, in order: every call statement
+ *  alone and the runs between calls. A library call fuses with nothing, and isl would otherwise
+ *  put the 0-dimensional call into its consumer's band, which then loses its coincidence (and
+ *  its parallel and vector marks). A kernel without calls is one range. */
+std::vector<std::pair<int, int>> segments(const Kernel& k) {
+  std::vector<std::pair<int, int>> out;
+  int first = 0, n = static_cast<int>(k.statements.size());
+  for (int s = 0; s < n; ++s) {
+    if (k.statements[s].kind != Statement::Kind::call) continue;
+    if (first < s) out.push_back({first, s});
+    out.push_back({s, s + 1});
+    first = s + 1;
+  }
+  if (first < n) out.push_back({first, n});
+  return out;
+}
+
+/** isl's schedule of every segment with the dependences inside it, in sequence; segments run
+ *  in statement order, which respects the dependences between them. */
+isl::Schedule schedule_segments(const isl::Ctx& ctx, const std::string& params,
+                                const KernelText& text, const Kernel& k,
+                                const isl::UnionSet& domain, const isl::UnionMap& deps,
+                                const isl::Set& context) {
+  std::vector<std::pair<int, int>> parts = segments(k);
+  if (parts.size() == 1) return isl::compute_schedule(domain, deps, context);
+  isl::Schedule out;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    auto [first, last] = parts[p];
+    isl::UnionSet part =
+        parse_sets(ctx, params, {text.domains.begin() + first, text.domains.begin() + last});
+    isl::UnionMap inside = isl::intersect_range(isl::intersect_domain(deps, part), part);
+    isl::Schedule s = isl::compute_schedule(part, inside, context);
+    out = p == 0 ? std::move(s) : isl::sequence(std::move(out), std::move(s));
+  }
+  return out;
 }
 
 /** With --debug 5, prints the milliseconds of each isl phase to stderr. */
@@ -139,7 +202,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
     return result;
   }
   IslTextRenderer renderer;
-  KernelText text = kernel_text(renderer, k);
+  KernelText text = kernel_text(renderer, plan, k);
   std::string params = renderer.params();
 
   isl::Ctx ctx;
@@ -152,7 +215,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   timer.lap("domains and accesses");
   isl::UnionMap deps = isl::compute_dependences(reads, writes, order);
   timer.lap("dependences");
-  isl::Schedule schedule = isl::compute_schedule(domain, deps, context);
+  isl::Schedule schedule = schedule_segments(ctx, params, text, k, domain, deps, context);
   timer.lap("schedule");
   isl::MarkOptions marks{opt.tile_sizes, opt.tile, tile_depth(k, opt), opt.parallel, opt.vectorize};
   schedule = isl::tile_and_mark(std::move(schedule), marks);

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config
           libtomlplusplus-dev libisl-dev doctest-dev libcli11-dev libssl-dev
-          llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libomp-19-dev)
+          llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libomp-19-dev
+          libopenblas-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
