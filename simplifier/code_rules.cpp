@@ -1,5 +1,8 @@
 #include "simplifier/code_rules.h"
 
+#include <set>
+
+#include "ir/externs.h"
 #include "simplifier/index_arith.h"
 #include "simplifier/match.h"
 
@@ -90,6 +93,70 @@ std::optional<Rewrite> view_through_elementwise(const Node& root, Rewriter& rw) 
   return Rewrite{std::nullopt, n};
 }
 
+/** Operand `x` of a product over [M, N, K] as a 2-D matrix: A[m, k] (`keep` = 0, x must not
+ *  depend on n) or B[k, n] (`keep` = 1, x must not depend on m); -1 when it is neither. */
+NodeId gemm_operand(NodeId x, int keep, Rewriter& rw) {
+  const Node& v = rw[x];
+  if (v.op != Op::view || v.shape.size() != 3) return -1;
+  std::string unused = keep == 0 ? "%1" : "%0";
+  std::set<std::string> vars;
+  for (const IntExpr& e : v.view.index)
+    e.collect_vars(vars);
+  for (const MaskBound& m : v.view.mask) {
+    m.expr.collect_vars(vars);
+    m.bound.collect_vars(vars);
+  }
+  if (vars.count(unused)) return -1;
+  // the new index space: (m, k) = (%0, %1) for A, (k, n) = (%0, %1) for B
+  std::map<std::string, IntExpr> sub =
+      keep == 0 ? std::map<std::string, IntExpr>{{"%2", IntExpr::index(1)}}
+                : std::map<std::string, IntExpr>{{"%2", IntExpr::index(0)}};
+  View m;
+  m.shape = keep == 0 ? Shape{v.shape[0], v.shape[2]} : Shape{v.shape[2], v.shape[1]};
+  for (const IntExpr& e : v.view.index)
+    m.index.push_back(e.substitute(sub));
+  for (const MaskBound& b : v.view.mask)
+    m.mask.push_back({b.expr.substitute(sub), b.bound.substitute(sub)});
+  Node n = v;
+  n.shape = m.shape;
+  n.view = m;
+  return rw.emit(std::move(n));
+}
+
+/** reduce_sum(A[m, k] * B[k, n], k) -> gemm(A, B), under --config BLAS=... */
+std::optional<Rewrite> gemm_to_blas(const Node& root, Rewriter& rw) {
+  if (rw.options().blas.empty() || root.reduce_kind != ReduceKind::sum ||
+      root.axes != std::vector<int>{2})
+    return std::nullopt;
+  const Node& prod = rw[root.operands[0]];
+  if (prod.op != Op::mul || prod.shape.size() != 3 ||
+      (prod.dtype != DType::f32 && prod.dtype != DType::f64))
+    return std::nullopt;
+  for (int order = 0; order < 2; ++order) {
+    NodeId a = gemm_operand(prod.operands[order], 0, rw);
+    NodeId b = a < 0 ? -1 : gemm_operand(prod.operands[1 - order], 1, rw);
+    if (b < 0) continue;
+    ExternResult t =
+        extern_result_type("gemm", {{rw[a].dtype, rw[a].shape}, {rw[b].dtype, rw[b].shape}});
+    if (!t.error.empty()) return std::nullopt;
+    Node call;
+    call.op = Op::extern_call;
+    call.name = "gemm";
+    call.dtype = t.type.dtype;
+    call.shape = t.type.shape;
+    call.operands = {a, b};
+    NodeId y = rw.emit(std::move(call));
+    Node out;
+    out.op = Op::view;
+    out.dtype = root.dtype;
+    out.shape = root.shape;
+    out.view = views::reshape(rw[y].shape, root.shape);
+    out.operands = {y};
+    return Rewrite{std::nullopt, out};
+  }
+  return std::nullopt;
+}
+
 /** reduce(x, axes of size 1) -> x */
 std::optional<Rewrite> reduce_unit_axes(const Node& root, Rewriter& rw) {
   const Node& x = rw[root.operands[0]];
@@ -126,6 +193,9 @@ std::vector<Rule> code_rules() {
       code_rule("view-through-elementwise", "views", {Op::view},
                 "view(op(a, b), v) -> op(view(a, v), view(b, v))  (a, b views or constants)",
                 view_through_elementwise),
+      code_rule("gemm-to-blas", "blas", {Op::reduce},
+                "reduce_sum(A[m, k] * B[k, n], k) -> gemm(A, B)  (--config BLAS=openblas)",
+                gemm_to_blas),
       code_rule("reduce-unit-axes", "reduce", {Op::reduce}, "reduce(x, axes of size 1) -> x",
                 reduce_unit_axes),
   };

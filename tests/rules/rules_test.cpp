@@ -384,3 +384,44 @@ TEST_CASE("rules: a reshape round trip around elementwise work folds away") {
 }
 
 }  // namespace kiln
+
+namespace kiln {
+
+namespace {
+
+/** reduce_sum(a[m, k] * b[k, n], k) over [M, N, K], as bodies lower a matrix product. */
+Graph matmul_graph(DType t) {
+  Graph g;
+  IntExpr M = IntExpr::var("M"), K = IntExpr::var("K"), N = IntExpr::var("N");
+  g.size_vars = {"M", "K", "N"};
+  NodeId a = g.input("a", t, {M, K}, false);
+  NodeId b = g.input("b", t, {K, N}, false);
+  Shape mnk{M, N, K};
+  NodeId va = g.view(a, View{mnk, {IntExpr::index(0), IntExpr::index(2)}, {}});
+  NodeId vb = g.view(b, View{mnk, {IntExpr::index(2), IntExpr::index(1)}, {}});
+  NodeId r = g.reduce(ReduceKind::sum, g.binary(Op::mul, va, vb), {2});
+  g.outputs.push_back({"y", g.view(r, views::reshape({M, N, IntExpr(1)}, {M, N}))});
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("rules: gemm-to-blas turns a matrix product into one extern call under BLAS=openblas") {
+  RuleSet all = shipped_rules();
+  SimplifyOptions blas;
+  blas.blas = "openblas";
+  for (DType t : {DType::f32, DType::f64}) {
+    SimplifyResult r = simplify(matmul_graph(t), all, blas);
+    CHECK(r.stats["gemm-to-blas"].applied == 1);
+    std::string text = graph_to_text(r.graph);
+    CHECK(text.find("extern gemm %0, %1") != std::string::npos);
+    CHECK(text.find("reduce") == std::string::npos);
+    CHECK(text.find("view") == std::string::npos);
+  }
+  // negative: not asked for, or a dtype BLAS does not have
+  CHECK(simplify(matmul_graph(DType::f32), all, SimplifyOptions()).stats["gemm-to-blas"].applied ==
+        0);
+  CHECK(simplify(matmul_graph(DType::f16), all, blas).stats["gemm-to-blas"].applied == 0);
+}
+
+}  // namespace kiln

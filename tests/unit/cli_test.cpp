@@ -115,6 +115,13 @@ TEST_CASE("cli: exit codes and output") {
        "BLAS expects openblas or none"},
       {"run tests/data/cli.toml:scale --runtime clang --test N=4 --config SIMPLIFY=0 --debug 2", 0,
        "= view"},
+      {"show ops/nn.toml:matmul --stage simplified --config BLAS=openblas", 0,
+       "extern gemm %0, %1 : f32[M, N]"},
+      {"run ops/nn.toml:matmul --runtime clang --config BLAS=openblas --test M=64,K=33,N=17", 0,
+       "PASS"},
+      {"run ops/nn.toml:matmul --runtime cc --config BLAS=openblas --test M=7,K=5,N=3 --dtype "
+       "T=f64",
+       0, "PASS"},
   };
   for (const Case& c : cases) {
     Result r = kiln(c.args);
