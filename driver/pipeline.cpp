@@ -7,6 +7,7 @@
 
 #include "kiln_build_id.h"
 #include "scheduler/build_statements.h"
+#include "scheduler/flatten_statements.h"
 #include "scheduler/plan_buffers.h"
 #include "simplifier/engine.h"
 
@@ -47,6 +48,11 @@ const std::vector<Stage>& stages() {
        [](State& s) {
          s.out.plan = build_statements(s.out.graph);
          return plan_to_text(s.out.plan);
+       }},
+      {"flatten", 0, 2,
+       [](State& s) {
+         int n = flatten_statements(s.out.plan);
+         return "// " + std::to_string(n) + " statement(s) flattened to one loop";
        }},
       {"buffers", 0, 2,
        [](State& s) {

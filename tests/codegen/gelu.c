@@ -76,19 +76,16 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
 }
 
 static void kiln_gelu_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */) {
-  for (int64_t c0 = 0; (c0 < s_batch0); c0 += 1) {
-    for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        const float v0 = b0[(s_N * i0 + i1)];
-        const float v1 = (v0 * 0.707106781f);
-        const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
-        const float v3 = (v2 ? (-v1) : v1);
-        const float v4 = (1.0f / (1.0f + (0.3275911f * v3)));
-        const float v5 = (1.0f + (-((v4 * (0.254829592f + (v4 * (-0.284496736f + (v4 * (1.42141374f + (v4 * (-1.45315203f + (v4 * 1.06140543f))))))))) * __builtin_exp2f(((v3 * v3) * -1.44269502f)))));
-        b1[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
-      }
+  for (int64_t c0 = 0; (c0 < (s_N * s_batch0)); c0 += 1) {
+    {
+      const int64_t i0 = c0;
+      const float v0 = b0[(i0)];
+      const float v1 = (v0 * 0.707106781f);
+      const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
+      const float v3 = (v2 ? (-v1) : v1);
+      const float v4 = (1.0f / (1.0f + (0.3275911f * v3)));
+      const float v5 = (1.0f + (-((v4 * (0.254829592f + (v4 * (-0.284496736f + (v4 * (1.42141374f + (v4 * (-1.45315203f + (v4 * 1.06140543f))))))))) * __builtin_exp2f(((v3 * v3) * -1.44269502f)))));
+      b1[(i0)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
     }
   }
 }
