@@ -16,16 +16,6 @@ namespace {
 
 constexpr int64_t kElements = 48;
 
-/** Builds graphs node by node, without simplifying. */
-class GraphBuilder : public Rewriter {
- public:
-  Graph g;
-  SimplifyOptions opt;
-  const Graph& graph() const override { return g; }
-  NodeId emit(Node n) override { return g.add(std::move(n)); }
-  const SimplifyOptions& options() const override { return opt; }
-};
-
 std::vector<double> special_values(DType t) {
   if (t == DType::boolean) return {0, 1};
   if (is_float(t)) {

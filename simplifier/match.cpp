@@ -194,12 +194,6 @@ class GuardEval {
   }
 };
 
-void collect_names(const Pattern& p, std::set<std::string>& out) {
-  if (p.kind == Pattern::Kind::any || p.kind == Pattern::Kind::constant) out.insert(p.name);
-  for (const PatternPtr& a : p.args)
-    collect_names(*a, out);
-}
-
 void check_guard_expr(const Expr& e, const std::set<std::string>& names) {
   if (e.kind == Expr::Kind::name && !names.count(e.text))
     throw SpecError(e.loc, "'" + e.text + "' is not a variable of the pattern");
@@ -356,7 +350,7 @@ bool guard_holds(const Expr& guard, const Bindings& b, const Graph& g, const Sim
 
 void check_guard(const Expr& guard, const Pattern& pattern) {
   std::set<std::string> names;
-  collect_names(pattern, names);
+  pattern_variables(pattern, names);
   check_guard_expr(guard, names);
 }
 

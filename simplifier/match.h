@@ -26,6 +26,17 @@ class Rewriter {
   const Node& operator[](NodeId id) const { return graph()[id]; }
 };
 
+/** A Rewriter that adds nodes as they come, without simplifying or sharing them: builds the
+ *  graphs of patterns and replacements for the checker and for tests. */
+class GraphBuilder : public Rewriter {
+ public:
+  Graph g;
+  SimplifyOptions opt;
+  const Graph& graph() const override { return g; }
+  NodeId emit(Node n) override { return g.add(std::move(n)); }
+  const SimplifyOptions& options() const override { return opt; }
+};
+
 /** Matches `p` against `root` (whose operands are nodes of `g`); fills `b`. */
 bool match_root(const Pattern& p, const Node& root, const Graph& g, Bindings& b);
 

@@ -164,6 +164,12 @@ std::string pattern_str(const Pattern& p) {
   return "";
 }
 
+void pattern_variables(const Pattern& p, std::set<std::string>& out) {
+  if (p.kind == Pattern::Kind::any || p.kind == Pattern::Kind::constant) out.insert(p.name);
+  for (const PatternPtr& a : p.args)
+    pattern_variables(*a, out);
+}
+
 bool is_constant_matcher(const std::string& name) {
   if (name.size() < 2 || name[0] != 'c') return false;
   for (size_t k = 1; k < name.size(); ++k)

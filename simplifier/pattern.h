@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ PatternPtr parse_pattern(const SourceText& text, bool replacement);
 
 /** The pattern as text, in primitive form: `mul(mul(x, c0), c1)`. */
 std::string pattern_str(const Pattern& p);
+
+/** Adds the names of the pattern's variables and constant matchers to `out`. */
+void pattern_variables(const Pattern& p, std::set<std::string>& out);
 
 /** True for a name that is a constant matcher: `c` followed by digits. */
 bool is_constant_matcher(const std::string& name);

@@ -19,12 +19,6 @@ SourceLoc loc_of(const std::string& file, const toml::source_position& p) {
   return SourceLoc{file, static_cast<int>(p.line), static_cast<int>(p.column)};
 }
 
-void collect_vars(const Pattern& p, std::set<std::string>& out) {
-  if (p.kind == Pattern::Kind::any || p.kind == Pattern::Kind::constant) out.insert(p.name);
-  for (const PatternPtr& a : p.args)
-    collect_vars(*a, out);
-}
-
 /** The first variable of `p` that is not in `known`, or null. */
 const Pattern* unknown_var(const Pattern& p, const std::set<std::string>& known) {
   if ((p.kind == Pattern::Kind::any || p.kind == Pattern::Kind::constant) && !known.count(p.name))
@@ -117,7 +111,7 @@ class RuleFileReader {
     r.roots = {r.pattern->op};
     r.replacement = parse_pattern(text_of(replacement, replacement.value_or(std::string())), true);
     std::set<std::string> vars;
-    collect_vars(*r.pattern, vars);
+    pattern_variables(*r.pattern, vars);
     if (const Pattern* u = unknown_var(*r.replacement, vars))
       throw SpecError(u->loc, "'" + u->name + "' is not a variable of the pattern");
     const toml::node& guard = string_field(*t, "guard", at, false);

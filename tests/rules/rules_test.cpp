@@ -18,22 +18,13 @@ namespace kiln {
 
 namespace {
 
-class Builder : public Rewriter {
- public:
-  Graph g;
-  SimplifyOptions opt;
-  const Graph& graph() const override { return g; }
-  NodeId emit(Node n) override { return g.add(std::move(n)); }
-  const SimplifyOptions& options() const override { return opt; }
-};
-
 /** The graph of `expr` over inputs x, y, z of dtype `t` (c: bool), shape [8]. */
 Graph expr_graph(const std::string& expr, DType t) {
   SourceText src{expr, "test", {}};
   for (size_t k = 0; k <= expr.size(); ++k)
     src.pos.push_back({1, static_cast<int>(k + 1)});
   PatternPtr p = parse_pattern(src, true);
-  Builder b;
+  GraphBuilder b;
   Shape shape{IntExpr(8)};
   Bindings vars;
   for (const char* v : {"x", "y", "z"})
