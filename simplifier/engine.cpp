@@ -1,5 +1,6 @@
 #include "simplifier/engine.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iomanip>
 #include <set>
