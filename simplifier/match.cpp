@@ -259,6 +259,22 @@ NodeId fold_graph(const Pattern& p, const Bindings& b, const Graph& src, DType h
   return -1;
 }
 
+/** Evaluates the scalar graph `g` whose root is `root` and gives its value as a constant of
+ *  dtype `t` and shape `shape`; nothing when evaluation fails (an integer division by zero). */
+std::optional<Node> evaluate_constant(Graph& g, NodeId root, DType t, const Shape& shape) {
+  g.outputs = {{"y", root}};
+  try {
+    Tensor v = interpret(g, {}, {})[0];
+    Graph out;
+    NodeId c = is_float(t)
+                   ? out.constant(t, shape, v.at(0))
+                   : out.constant_int(t, shape, is_float(v.dtype) ? int64_t(v.at(0)) : v.i[0]);
+    return out[c];
+  } catch (const std::runtime_error&) {
+    return std::nullopt;
+  }
+}
+
 class Instantiator {
  public:
   Instantiator(const Bindings& b, const Node& root, Rewriter& rw) : b_(b), root_(root), rw_(rw) {}
@@ -320,17 +336,7 @@ class Instantiator {
     Graph g;
     NodeId root = fold_graph(*p.args[0], b_, rw_.graph(), hint, g);
     if (root < 0) return std::nullopt;
-    g.outputs.push_back({"y", root});
-    try {
-      Tensor t = interpret(g, {}, {})[0];
-      Graph out;
-      NodeId c = is_float(hint) ? out.constant(hint, root_.shape, t.at(0))
-                                : out.constant_int(hint, root_.shape,
-                                                   is_float(t.dtype) ? int64_t(t.at(0)) : t.i[0]);
-      return out[c];
-    } catch (const std::runtime_error&) {
-      return std::nullopt;  // e.g. an integer division by zero: the rule declines
-    }
+    return evaluate_constant(g, root, hint, root_.shape);  // nothing: the rule declines
   }
 };
 
@@ -378,16 +384,7 @@ std::optional<Node> fold_op(Op op, DType result, const Shape& shape,
   n.op = op;
   n.dtype = result;
   n.operands = args;
-  g.outputs.push_back({"y", g.add(n)});
-  try {
-    Tensor t = interpret(g, {}, {})[0];
-    Graph out;
-    NodeId c = is_float(result) ? out.constant(result, shape, t.at(0))
-                                : out.constant_int(result, shape, t.i[0]);
-    return out[c];
-  } catch (const std::runtime_error&) {
-    return std::nullopt;
-  }
+  return evaluate_constant(g, g.add(n), result, shape);
 }
 
 }  // namespace kiln
