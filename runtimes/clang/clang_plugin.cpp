@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -36,7 +37,9 @@
 
 namespace {
 
-const char* kBaseFlags[] = {"-O3", "-march=native", "-fno-math-errno"};
+/** -O2, not -O3: the same vectorised loops on Kiln's kernels, a quarter less compile time, and
+ *  no loop versioning that triples a conv2d's code (docs/decisions.md). */
+const char* kBaseFlags[] = {"-O2", "-march=native", "-fno-math-errno"};
 constexpr const char* kSourceName = "kiln_kernel.c";
 
 char* copy_string(const std::string& s) {
@@ -52,9 +55,17 @@ void initialize_llvm() {
   });
 }
 
+/** The flags Kiln packs as NUL-terminated strings followed by an empty one. */
+std::vector<std::string> unpack_flags(const char* flags) {
+  std::vector<std::string> out;
+  for (const char* f = flags; f && *f; f += std::strlen(f) + 1)
+    out.emplace_back(f);
+  return out;
+}
+
 /** The cc1 arguments the driver builds for `flags`, or an empty list with `*error` set. */
-std::vector<std::string> cc1_arguments(const std::vector<std::string>& flags,
-                                       clang::DiagnosticsEngine& diags, std::string* error) {
+std::vector<std::string> driver_cc1_arguments(const std::vector<std::string>& flags,
+                                              clang::DiagnosticsEngine& diags, std::string* error) {
   std::vector<const char*> args = {KILN_CLANG_EXECUTABLE, "-c"};
   for (const char* f : kBaseFlags)
     args.push_back(f);
@@ -76,11 +87,22 @@ std::vector<std::string> cc1_arguments(const std::vector<std::string>& flags,
   return cc1;
 }
 
+/** driver_cc1_arguments, remembered per flag list: the driver looks for GCC installations on
+ *  disk, which costs about a millisecond per compile. `prepare` fills the entry. */
+std::vector<std::string> cc1_arguments(const std::vector<std::string>& flags,
+                                       clang::DiagnosticsEngine& diags, std::string* error) {
+  static std::mutex mutex;
+  static std::map<std::vector<std::string>, std::vector<std::string>> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(flags); it != known.end()) return it->second;
+  std::vector<std::string> cc1 = driver_cc1_arguments(flags, diags, error);
+  if (!cc1.empty()) known.emplace(flags, cc1);
+  return cc1;
+}
+
 int clang_compile(const char* source, const char* flags, kiln_blob* artifact, char** error) {
   initialize_llvm();
-  std::vector<std::string> extra;
-  for (const char* f = flags; f && *f; f += std::strlen(f) + 1)
-    extra.emplace_back(f);
+  std::vector<std::string> extra = unpack_flags(flags);
 
   std::string diag_text;
   llvm::raw_string_ostream diag_stream(diag_text);
@@ -124,22 +146,18 @@ int clang_compile(const char* source, const char* flags, kiln_blob* artifact, ch
   return 0;
 }
 
-/** A small kernel with a loop, a reduction and a math call: compiling it pages in and sets up
- *  what compiling a real kernel needs (driver, front end, -O3 pipeline, vectoriser, codegen). */
-constexpr const char* kPrepareSource =
-    "float kiln_prepare(const float* restrict a, float* restrict b, long n) {\n"
-    "  float s = 0.0f;\n"
-    "  for (long i = 0; i < n; ++i) { b[i] = __builtin_expf(a[i]); s += b[i]; }\n"
-    "  return s;\n"
-    "}\n";
-
+/** Runs on a second core while Kiln schedules: registers the targets and has the driver build the
+ *  cc1 arguments for `flags` (cc1_arguments remembers them). Compiling a small kernel here as
+ *  well paged in the optimiser ahead of time, but it slowed isl on the other core by as much as
+ *  it saved (docs/performance.md). */
 void clang_prepare(const char* flags) {
-  kiln_blob blob{nullptr, 0};
-  char* error = nullptr;
-  if (clang_compile(kPrepareSource, flags, &blob, &error) == 0)
-    std::free(blob.data);
-  else
-    std::free(error);
+  initialize_llvm();
+  std::vector<std::string> extra = unpack_flags(flags);
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> diag_opts = new clang::DiagnosticOptions();
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticIDs> ids = new clang::DiagnosticIDs();
+  clang::DiagnosticsEngine diags(ids, diag_opts, new clang::IgnoringDiagConsumer());
+  std::string ignored;
+  cc1_arguments(extra, diags, &ignored);  // an error resurfaces in clang_compile
 }
 
 const char* clang_compiler_version() {
