@@ -64,7 +64,7 @@ const std::vector<Stage>& stages() {
          std::string text;
          for (const Kernel& k : s.out.plan.kernels) {
            ScheduledKernel sk = schedule_kernel(s.out.plan, k, s.opt.schedule);
-           if (s.opt.debug >= 5) text += sk.schedule_text + "\n";
+           if (!sk.schedule_text.empty()) text += sk.schedule_text + "\n";
            text += loop_nest_to_text(sk.nest);
            s.out.nests.push_back(sk.nest);
            s.out.symbols.push_back(kernel_symbol(k.name, s.out.symbols.size()));

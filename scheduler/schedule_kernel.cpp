@@ -225,7 +225,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
               << "\nreads: " << isl::to_str(reads) << "\ndependences: " << isl::to_str(deps)
               << "\n";
   }
-  result.schedule_text = isl::to_str(schedule);
+  if (opt.debug_isl) result.schedule_text = isl::to_str(schedule);
   result.nest = isl::convert_ast(isl::build_ast(schedule, context), renderer.substitutions());
   timer.lap("AST");
   std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;

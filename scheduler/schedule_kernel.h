@@ -34,7 +34,7 @@ struct ScheduleOptions {
 /** What scheduling produced, with its timing. */
 struct ScheduledKernel {
   LoopNest nest;
-  std::string schedule_text;  ///< isl's schedule tree, for --debug 3
+  std::string schedule_text;  ///< isl's schedule tree; filled only with debug_isl (--debug 5)
   double milliseconds = 0;
 };
 

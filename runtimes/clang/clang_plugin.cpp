@@ -146,20 +146,6 @@ int clang_compile(const char* source, const char* flags, kiln_blob* artifact, ch
   return 0;
 }
 
-/** Runs on a second core while Kiln schedules: registers the targets and has the driver build the
- *  cc1 arguments for `flags` (cc1_arguments remembers them). Compiling a small kernel here as
- *  well paged in the optimiser ahead of time, but it slowed isl on the other core by as much as
- *  it saved (docs/performance.md). */
-void clang_prepare(const char* flags) {
-  initialize_llvm();
-  std::vector<std::string> extra = unpack_flags(flags);
-  llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> diag_opts = new clang::DiagnosticOptions();
-  llvm::IntrusiveRefCntPtr<clang::DiagnosticIDs> ids = new clang::DiagnosticIDs();
-  clang::DiagnosticsEngine diags(ids, diag_opts, new clang::IgnoringDiagConsumer());
-  std::string ignored;
-  cc1_arguments(extra, diags, &ignored);  // an error resurfaces in clang_compile
-}
-
 const char* clang_compiler_version() {
   static const std::string version = "clang " LLVM_VERSION_STRING " (in-process, LLJIT)";
   return version.c_str();
@@ -194,21 +180,60 @@ llvm::Error add_host_symbols(llvm::orc::LLJIT& jit) {
   return llvm::Error::success();
 }
 
-void* clang_load(const void* artifact, size_t size, char** error) {
+/** A JIT with the host's symbols, ready for one object file. */
+llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>> make_jit() {
   initialize_llvm();
   auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) return jit.takeError();
+  if (llvm::Error e = add_host_symbols(**jit)) return std::move(e);
+  return std::move(*jit);
+}
+
+/** The JIT that prepare makes for the next load, off the critical path; reachable until then. */
+std::mutex spare_mutex;
+llvm::orc::LLJIT* spare_jit = nullptr;
+
+void* clang_load(const void* artifact, size_t size, char** error) {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  {
+    std::lock_guard<std::mutex> lock(spare_mutex);
+    jit.reset(std::exchange(spare_jit, nullptr));
+  }
   if (!jit) {
-    *error = copy_string("LLJIT: " + llvm::toString(jit.takeError()));
-    return nullptr;
+    auto made = make_jit();
+    if (!made) {
+      *error = copy_string("LLJIT: " + llvm::toString(made.takeError()));
+      return nullptr;
+    }
+    jit = std::move(*made);
   }
   llvm::StringRef bytes(static_cast<const char*>(artifact), size);
-  if (llvm::Error e = add_host_symbols(**jit))
-    *error = copy_string("LLJIT: " + llvm::toString(std::move(e)));
-  else if (llvm::Error e2 = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(bytes)))
-    *error = copy_string("LLJIT: cannot add object: " + llvm::toString(std::move(e2)));
-  else
-    return jit->release();
-  return nullptr;
+  if (llvm::Error e = jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(bytes))) {
+    *error = copy_string("LLJIT: cannot add object: " + llvm::toString(std::move(e)));
+    return nullptr;
+  }
+  return jit.release();
+}
+
+/** Runs on a second core while Kiln schedules: registers the targets, has the driver build the
+ *  cc1 arguments for `flags` (cc1_arguments remembers them) and makes the JIT for the next load.
+ *  Compiling a small kernel here as well paged the optimiser in ahead of time, but it slowed isl
+ *  on the other core by about as much as it saved (docs/performance.md). */
+void clang_prepare(const char* flags) {
+  initialize_llvm();
+  std::vector<std::string> extra = unpack_flags(flags);
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> diag_opts = new clang::DiagnosticOptions();
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticIDs> ids = new clang::DiagnosticIDs();
+  clang::DiagnosticsEngine diags(ids, diag_opts, new clang::IgnoringDiagConsumer());
+  std::string ignored;
+  cc1_arguments(extra, diags, &ignored);  // an error resurfaces in clang_compile
+  auto jit = make_jit();
+  if (!jit) {
+    llvm::consumeError(jit.takeError());  // load makes its own and reports the error
+    return;
+  }
+  std::lock_guard<std::mutex> lock(spare_mutex);
+  delete std::exchange(spare_jit, jit->release());
 }
 
 void* clang_lookup(void* module, const char* symbol) {
