@@ -30,7 +30,7 @@ void throw_error(isl_ctx* ctx, const char* what) {
                            (msg ? msg : ""));
 }
 
-Ctx::Ctx() : ctx_(isl_ctx_alloc()) {
+Ctx::Ctx(bool parametric_shifts) : ctx_(isl_ctx_alloc()) {
   if (!ctx_) throw std::runtime_error("isl: cannot allocate a context");
   isl_options_set_on_error(ctx_, ISL_ON_ERROR_CONTINUE);
   isl_options_set_schedule_serialize_sccs(ctx_, 0);
@@ -38,6 +38,11 @@ Ctx::Ctx() : ctx_(isl_ctx_alloc()) {
   // on Kiln's kernels in about half the time (docs/decisions.md).
   isl_options_set_schedule_whole_component(ctx_, 1);
   isl_options_set_tile_scale_tile_loops(ctx_, 0);
+  if (!parametric_shifts) {
+    // isl has no setter for this option; its option parser is the documented way to reach it.
+    const char* argv[] = {"kiln", "--no-schedule-parametric"};
+    isl_ctx_parse_options(ctx_, 2, const_cast<char**>(argv), ISL_ARG_ALL);
+  }
 }
 
 Ctx::~Ctx() {

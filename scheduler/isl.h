@@ -63,10 +63,13 @@ using Schedule = Obj<isl_schedule>;
 using AstNode = Obj<isl_ast_node>;
 
 /** One isl context per compilation, configured for Kiln: errors are reported, not fatal;
- *  SCCs are not serialised (fusion); tile loops are not scaled. Use from one thread. */
+ *  SCCs are not serialised (fusion); tile loops are not scaled. Use from one thread.
+ *  `parametric_shifts` lets schedules shift statements by multiples of the size parameters
+ *  (isl's default), which keeps more bands permutable for tiling; without it isl puts such
+ *  statements in a sequence of plain loops. */
 class Ctx {
  public:
-  Ctx();
+  explicit Ctx(bool parametric_shifts = true);
   Ctx(const Ctx&) = delete;
   Ctx& operator=(const Ctx&) = delete;
   ~Ctx();

@@ -181,13 +181,17 @@ class PhaseTimer {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-/** The smallest band worth tiling: 2 in a kernel with a contraction (a reduction over a domain
- *  of rank 3 or more, like matmul or conv2d, whose 2-D output band reuses data across tiles),
- *  else opt.min_tile_depth. */
-int tile_depth(const Kernel& k, const ScheduleOptions& opt) {
+/** True for a kernel with a contraction: a reduction over a domain of rank 3 or more, like
+ *  matmul or conv2d, whose 2-D output band reuses data across tiles. */
+bool has_contraction(const Kernel& k) {
   for (const Statement& s : k.statements)
-    if (s.kind == Statement::Kind::reduce_update && s.extents.size() >= 3) return 2;
-  return opt.min_tile_depth;
+    if (s.kind == Statement::Kind::reduce_update && s.extents.size() >= 3) return true;
+  return false;
+}
+
+/** The smallest band worth tiling: 2 in a kernel with a contraction, else opt.min_tile_depth. */
+int tile_depth(const Kernel& k, const ScheduleOptions& opt) {
+  return has_contraction(k) ? 2 : opt.min_tile_depth;
 }
 
 }  // namespace
@@ -205,7 +209,10 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   KernelText text = kernel_text(renderer, plan, k);
   std::string params = renderer.params();
 
-  isl::Ctx ctx;
+  // Shifts by the size parameters keep bands permutable for tiling, which only kernels with a
+  // contraction get; elsewhere they only offset loops by N (softmax's three row loops became
+  // one band over [0, 3N)), which costs isl's AST and the C compiler time (docs/decisions.md).
+  isl::Ctx ctx(has_contraction(k));
   isl::UnionSet domain = parse_sets(ctx, params, text.domains);
   isl::UnionMap writes = isl::intersect_domain(parse_maps(ctx, params, text.writes), domain);
   isl::UnionMap reads = isl::intersect_domain(parse_maps(ctx, params, text.reads), domain);

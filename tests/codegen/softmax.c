@@ -81,6 +81,13 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
       const int64_t i0 = c0;
       b2[(i0)] = (float)-KILN_INF;
     }
+    for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
+      {
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
+        b2[(i0)] = (float)(kiln_max_f32(b2[(i0)], (float)b0[(s_N * i0 + i1)]));
+      }
+    }
     {
       const int64_t i0 = c0;
       b3[(i0)] = (float)0;
@@ -89,20 +96,13 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
       {
         const int64_t i0 = c0;
         const int64_t i1 = c1;
-        b2[(i0)] = (float)(kiln_max_f32(b2[(i0)], (float)b0[(s_N * i0 + i1)]));
-      }
-    }
-    for (int64_t c1 = s_N; (c1 < (2 * s_N)); c1 += 1) {
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = ((-s_N) + c1);
         b3[(i0)] = (float)(b3[(i0)] + (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)));
       }
     }
-    for (int64_t c1 = (2 * s_N); (c1 < (3 * s_N)); c1 += 1) {
+    for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
       {
         const int64_t i0 = c0;
-        const int64_t i1 = ((-2 * s_N) + c1);
+        const int64_t i1 = c1;
         b1[(s_N * i0 + i1)] = (float)(__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
       }
     }
