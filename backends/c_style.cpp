@@ -29,10 +29,6 @@ std::string atom_to_c(const IntAtom& a) {
   return "?";
 }
 
-bool is_int_like(DType t) {
-  return !is_float(t);
-}
-
 std::string int_type(DType t) {
   switch (t) {
     case DType::i64:
@@ -164,7 +160,7 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   // The loops live in a static function whose buffer parameters are `restrict`: compilers
   // honour restrict on parameters (LLVM's noalias), not on locals, so this is what lets them
   // keep accumulators in registers and vectorise without runtime alias checks.
-  Context c{plan, k};
+  Context c{plan, k, {}};
   std::string params, call;
   for (size_t v = 0; v < plan.size_vars.size(); ++v) {
     params +=

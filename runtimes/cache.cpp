@@ -2,7 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,13 +34,13 @@ static_assert(sizeof(EntryHeader) == 56);
 /** One unusable-folder warning per process, whichever Cache hits it first. */
 std::atomic<bool> g_warned{false};
 
+/** SHA-256 by Nettle: no global initialisation, where OpenSSL 3's first digest loads its
+ *  configuration and providers (≈ 1.2 ms of every run; docs/decisions.md). */
 void sha256(const void* data, size_t size, unsigned char out[32]) {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  unsigned int len = 0;
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  EVP_DigestUpdate(ctx, data, size);
-  EVP_DigestFinal_ex(ctx, out, &len);
-  EVP_MD_CTX_free(ctx);
+  sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, size, static_cast<const uint8_t*>(data));
+  sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
 }
 
 std::string to_hex(const unsigned char* bytes, size_t n) {

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config
-          libtomlplusplus-dev libisl-dev doctest-dev libcli11-dev libssl-dev
+          libtomlplusplus-dev libisl-dev doctest-dev libcli11-dev nettle-dev
           llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libomp-19-dev
           libopenblas-dev)
 missing=()

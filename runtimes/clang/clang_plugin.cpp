@@ -185,7 +185,7 @@ llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>> make_jit() {
   initialize_llvm();
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit) return jit.takeError();
-  if (llvm::Error e = add_host_symbols(**jit)) return std::move(e);
+  if (llvm::Error e = add_host_symbols(**jit)) return e;
   return std::move(*jit);
 }
 
