@@ -41,9 +41,10 @@ typedef struct kiln_plugin {
   /** Compiles source to an artifact (object or shared library bytes) that `load` accepts.
    *  `flags` is a NUL-separated list ending with an empty string. */
   int (*compile)(const char* source, const char* flags, kiln_blob* artifact, char** error);
-  /** Optional (NULL to skip): readies the compiler for `compile` with `flags`, e.g. by compiling
-   *  a small kernel so that code and tables are paged in. Kiln calls it on a cache miss, on a
-   *  second thread while it schedules; `compile` is never called before it returns. */
+  /** Optional (NULL to skip): readies the plugin for `compile` with `flags` and the `load` that
+   *  follows, e.g. by building compiler arguments or a JIT. Kiln calls it on a cache miss, on a
+   *  second thread while it schedules; neither `compile` nor `load` is called before it returns.
+   *  Keep it light: it shares the machine with the scheduler. */
   void (*prepare)(const char* flags);
   /** Loads an artifact; returns a module handle. */
   void* (*load)(const void* artifact, size_t size, char** error);
