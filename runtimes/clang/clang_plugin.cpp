@@ -13,6 +13,7 @@
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "runtimes/clang/libmvec_variants.h"
 #include "runtimes/plugin_api.h"
 
 #ifndef KILN_CLANG_RESOURCE_DIR
@@ -129,6 +131,12 @@ int clang_compile(const char* source, const char* flags, kiln_blob* artifact, ch
     *error = copy_string("bad cc1 arguments:\n" + diag_text);
     return 1;
   }
+  ci.getCodeGenOpts().PassBuilderCallbacks.push_back([](llvm::PassBuilder& pb) {
+    pb.registerVectorizerStartEPCallback(
+        [](llvm::FunctionPassManager& fpm, llvm::OptimizationLevel) {
+          fpm.addPass(kiln::LibmvecVariants());
+        });
+  });
   ci.getPreprocessorOpts().addRemappedFile(
       kSourceName, llvm::MemoryBuffer::getMemBufferCopy(source, kSourceName).release());
   ci.setVerboseOutputStream(diag_stream);

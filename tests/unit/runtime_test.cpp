@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -274,4 +275,52 @@ TEST_CASE("two processes writing one key at once both succeed") {
   for (const auto& e : fs::directory_iterator(cache.path))
     leftovers += e.path().filename().string()[0] == '.';
   CHECK(leftovers == 0);
+}
+
+TEST_CASE("the clang runtime vectorises exp2 and log2 through libmvec") {
+  // LLVM 19's libmvec table lacks exp2 and log2; runtimes/clang/libmvec_variants adds them, so
+  // the object calls a vector variant and the results stay those of the scalar functions.
+  const char* source = R"(#include <stdint.h>
+void k(void* const* buffers, const int64_t* sizes) {
+  const float* x = (const float*)buffers[0];
+  float* y = (float*)buffers[1];
+  double* z = (double*)buffers[2];
+  for (int64_t i = 0; i < sizes[0]; ++i) y[i] = __builtin_exp2f(x[i]);
+  for (int64_t i = 0; i < sizes[0]; ++i) z[i] = __builtin_log2((double)x[i] + 40.0);
+}
+)";
+  TempDir cache;
+  auto rt = open_runtime("clang", cache.path);
+  const std::string& target = rt->target();
+  std::string isa = target.find("+avx2") != std::string::npos     ? "d"
+                    : target.find("+sse4.1") != std::string::npos ? "b"
+                                                                  : "";
+  if (isa.empty()) return;  // no libmvec variant for this CPU
+  std::vector<uint8_t> object = rt->build_artifact("libmvec", [&] { return source; }, {});
+  std::string bytes(object.begin(), object.end());
+  CHECK(bytes.find("_ZGV" + isa + "N" + (isa == "d" ? "8" : "4") + "v_exp2f") != std::string::npos);
+  CHECK(bytes.find("_ZGV" + isa + "N" + (isa == "d" ? "4" : "2") + "v_log2") != std::string::npos);
+
+  CompiledModule module = rt->compile(source, {}, nullptr);
+  void* kernel = rt->lookup(module, "k");
+  REQUIRE(kernel != nullptr);
+  const int64_t n = 1003;  // a vector body and a scalar remainder
+  std::vector<float> x(n), y(n);
+  std::vector<double> z(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = -30.0f + 0.06f * static_cast<float>(i);
+  x[0] = -INFINITY;
+  x[1] = NAN;
+  x[2] = 200.0f;
+  void* buffers[] = {x.data(), y.data(), z.data()};
+  int64_t sizes[] = {n};
+  rt->launch(kernel, buffers, sizes);
+  CHECK(y[0] == 0.0f);
+  CHECK(std::isnan(y[1]));
+  CHECK(std::isinf(y[2]));
+  for (int64_t i = 3; i < n; ++i) {
+    CAPTURE(x[i]);
+    CHECK(y[i] == doctest::Approx(std::exp2(static_cast<double>(x[i]))).epsilon(4e-7));
+    CHECK(z[i] == doctest::Approx(std::log2(static_cast<double>(x[i]) + 40.0)).epsilon(1e-15));
+  }
 }
