@@ -83,12 +83,8 @@ class Loader {
   }
 
   SourceText text_of(const toml::node& n, const std::string& value) const {
-    SourceText s;
-    s.text = value;
-    s.file = path_;
     auto b = n.source().begin;
-    s.pos = string_positions(lines_, static_cast<int>(b.line), static_cast<int>(b.column), value);
-    return s;
+    return source_text(path_, lines_, static_cast<int>(b.line), static_cast<int>(b.column), value);
   }
 
   std::string string_value(const toml::node& n, const std::string& what) const {
@@ -356,6 +352,15 @@ std::vector<std::pair<int, int>> string_positions(const std::vector<std::string>
   }
   pos.push_back({static_cast<int>(r + 1), static_cast<int>(c + 1)});
   return pos;
+}
+
+SourceText source_text(const std::string& file, const std::vector<std::string>& lines, int line,
+                       int col, const std::string& value) {
+  SourceText s;
+  s.text = value;
+  s.file = file;
+  s.pos = string_positions(lines, line, col, value);
+  return s;
 }
 
 std::string AttrValue::str() const {

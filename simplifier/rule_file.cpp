@@ -64,12 +64,8 @@ class RuleFileReader {
   SourceLoc loc(const toml::node& n) const { return loc_of(path_, n.source().begin); }
 
   SourceText text_of(const toml::node& n, const std::string& value) const {
-    SourceText s;
-    s.text = value;
-    s.file = path_;
     auto b = n.source().begin;
-    s.pos = string_positions(lines_, static_cast<int>(b.line), static_cast<int>(b.column), value);
-    return s;
+    return source_text(path_, lines_, static_cast<int>(b.line), static_cast<int>(b.column), value);
   }
 
   const toml::node& string_field(const toml::table& t, const char* key, const SourceLoc& at,
