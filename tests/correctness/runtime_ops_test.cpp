@@ -5,8 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <sstream>
+#include <string>
 
 #include "driver/compare.h"
 #include "driver/executable.h"
@@ -19,7 +22,8 @@ namespace {
 /** A cache folder of its own, so that every compile in this test is a real one. */
 std::string fresh_cache_dir(const std::string& runtime) {
   auto dir = std::filesystem::temp_directory_path() /
-             ("kiln-test-cache-" + runtime + "-" + std::to_string(::getpid()));
+             ("kiln-test-cache-" + std::filesystem::path(runtime).stem().string() + "-" +
+              std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   return dir.string();
 }
@@ -102,4 +106,16 @@ TEST_CASE("runtime ops: every composite under clang matches the interpreter") {
 
 TEST_CASE("runtime ops: every composite under cc matches the interpreter") {
   check_runtime("cc");
+}
+
+TEST_CASE("runtime ops: every composite under the runtimes of KILN_TEST_RUNTIMES") {
+  // The conformance run for a new runtime (docs/plugins.md): a comma-separated list of runtime
+  // names or descriptor paths. Unset, the test has nothing to do.
+  const char* list = std::getenv("KILN_TEST_RUNTIMES");
+  std::stringstream names(list ? list : "");
+  for (std::string name; std::getline(names, name, ',');) {
+    if (name.empty()) continue;
+    CAPTURE(name);
+    check_runtime(name);
+  }
 }
