@@ -220,7 +220,11 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
           s += pad + "  " + locals.substr(from, to - from) + "\n";
         }
       }
-      s += pad + "  " + render_statement(c, st) + "\n";
+      std::string text = render_statement(c, st);
+      for (size_t from = 0, to; from < text.size(); from = to + 1) {
+        to = std::min(text.find('\n', from), text.size());
+        s += pad + "  " + text.substr(from, to - from) + "\n";
+      }
       return s + pad + "}\n";
     }
   }

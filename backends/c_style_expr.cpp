@@ -87,6 +87,14 @@ std::string CStyleRenderer::render_statement(const Context& c, const Statement& 
   }
   std::string acc = from_storage(b.dtype, target);
   std::string v = "(" + t + ")" + render_value(c, *st.value);
+  bool wide_float = b.dtype == DType::f32 || b.dtype == DType::f64;
+  if (wide_float && (st.reduce == ReduceKind::sum || st.reduce == ReduceKind::prod)) {
+    // Only the accumulation may be reassociated, so that the compiler can vectorise the
+    // reduction; the value is computed outside that scope, exactly (docs/decisions.md).
+    std::string op = st.reduce == ReduceKind::sum ? " + " : " * ";
+    return "const " + t + " kiln_v = " + v + ";\n{ KILN_REASSOC " + target + " = " + acc + op +
+           "kiln_v; }";
+  }
   std::string r;
   if (st.reduce == ReduceKind::sum) r = acc + " + " + v;
   if (st.reduce == ReduceKind::prod) r = acc + " * " + v;

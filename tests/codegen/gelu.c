@@ -16,6 +16,12 @@ typedef unsigned long long uint64_t;
 #ifndef KILN_FN
 #define KILN_FN static inline
 #endif
+/* Opens a block whose floating-point operations may be reassociated: a reduction's accumulation. */
+#ifdef __clang__
+#define KILN_REASSOC _Pragma("clang fp reassociate(on)")
+#else
+#define KILN_REASSOC
+#endif
 
 KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;

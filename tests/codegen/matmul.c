@@ -16,6 +16,12 @@ typedef unsigned long long uint64_t;
 #ifndef KILN_FN
 #define KILN_FN static inline
 #endif
+/* Opens a block whose floating-point operations may be reassociated: a reduction's accumulation. */
+#ifdef __clang__
+#define KILN_REASSOC _Pragma("clang fp reassociate(on)")
+#else
+#define KILN_REASSOC
+#endif
 
 KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -90,7 +96,8 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
               const int64_t i0 = ((32 * c0) + c2);
               const int64_t i1 = ((32 * c1) + c3);
               const int64_t i2 = c4;
-              b3[(s_N * i0 + i1)] = (float)(b3[(s_N * i0 + i1)] + (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]));
+              const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
+              { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
             }
           }
           {

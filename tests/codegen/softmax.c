@@ -16,6 +16,12 @@ typedef unsigned long long uint64_t;
 #ifndef KILN_FN
 #define KILN_FN static inline
 #endif
+/* Opens a block whose floating-point operations may be reassociated: a reduction's accumulation. */
+#ifdef __clang__
+#define KILN_REASSOC _Pragma("clang fp reassociate(on)")
+#else
+#define KILN_REASSOC
+#endif
 
 KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -96,7 +102,8 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
       {
         const int64_t i0 = c0;
         const int64_t i1 = c1;
-        b3[(i0)] = (float)(b3[(i0)] + (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)));
+        const float kiln_v = (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+        { KILN_REASSOC b3[(i0)] = b3[(i0)] + kiln_v; }
       }
     }
     for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
