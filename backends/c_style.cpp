@@ -213,14 +213,9 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
              ast_expr_to_c(*n.args[k]) + ";\n";
       const Statement& st = c.kernel.statements[n.statement];
       c.bound.clear();
-      if (st.value) {
-        std::string locals = bind_shared(c, *st.value);
-        for (size_t from = 0, to; from < locals.size(); from = to + 1) {
-          to = locals.find('\n', from);
-          s += pad + "  " + locals.substr(from, to - from) + "\n";
-        }
-      }
-      std::string text = render_statement(c, st);
+      // Shared subexpressions first: binding them fills c.bound, which the statement reads.
+      std::string text = st.value ? bind_shared(c, *st.value) : "";
+      text += render_statement(c, st);
       for (size_t from = 0, to; from < text.size(); from = to + 1) {
         to = std::min(text.find('\n', from), text.size());
         s += pad + "  " + text.substr(from, to - from) + "\n";
