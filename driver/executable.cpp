@@ -70,6 +70,18 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   program_.symbols.resize(program_.plan.kernels.size());
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     program_.symbols[k] = kernel_symbol(program_.plan.kernels[k].name, k);
+  // What a fault inside kernel k reports (driver/fault_guard.h).
+  const auto* record =
+      static_cast<const volatile int64_t*>(runtime.lookup(*module_, kCheckRecordSymbol));
+  std::vector<std::string> buffer_names;
+  for (const Buffer& b : program_.plan.buffers)
+    buffer_names.push_back(b.name);
+  size_t n = program_.plan.kernels.size();
+  for (size_t k = 0; k < n; ++k)
+    contexts_.push_back({"kernel '" + program_.symbols[k] + "' (" + std::to_string(k + 1) + " of " +
+                             std::to_string(n) + ") of composite '" + g.name + "' on runtime " +
+                             runtime.name(),
+                         opt.checked ? record : nullptr, buffer_names});
 }
 
 void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
@@ -87,9 +99,11 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
   DeviceBuffers temps(runtime_);
   for (size_t bytes : slot_bytes)
     args.push_back(temps.alloc(bytes));
-  for (void* fn : kernels_)
-    runtime_.launch(fn, args.data(), sizes);
-  runtime_.synchronize();
+  for (size_t k = 0; k < kernels_.size(); ++k) {
+    KernelFaultScope scope(contexts_[k]);
+    runtime_.launch(kernels_[k], args.data(), sizes);
+    runtime_.synchronize();
+  }
 }
 
 std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,

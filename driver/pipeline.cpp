@@ -73,7 +73,7 @@ const std::vector<Stage>& stages() {
        }},
       {"render", 1, 4,
        [](State& s) {
-         s.out.source = s.renderer->render(s.out.plan, s.out.nests, s.out.symbols);
+         s.out.source = s.renderer->render(s.out.plan, s.out.nests, s.out.symbols, {s.opt.checked});
          return s.out.source;
        }},
   };
@@ -161,6 +161,9 @@ std::string apply_config(CompileOptions& opt) {
     } else if (key == "PARALLEL" || key == "VECTORIZE") {
       if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
       (key == "PARALLEL" ? opt.schedule.parallel : opt.schedule.vectorize) = value == "1";
+    } else if (key == "CHECK") {
+      if (value != "0" && value != "1") return "--config CHECK expects 0 or 1";
+      opt.checked = value == "1";
     } else if (key == "FASTMATH" || key == "SIMPLIFY") {
       if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
       (key == "FASTMATH" ? opt.simplify.fastmath : opt.simplify.enabled) = value == "1";

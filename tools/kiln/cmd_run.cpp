@@ -52,6 +52,7 @@ bool run_compiled(const RunOptions& o, const Loaded& l, const Graph& g,
   for (const std::string& w : exe.build_info().compile.warnings)
     std::cerr << "kiln: warning: " << w << "\n";
   if (o.debug >= 1) print_build(std::cout, exe, build_ms);
+  std::cout.flush();       // a fault inside a kernel ends the process (driver/fault_guard.h)
   exe.run(inputs, sizes);  // warm-up
   t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> got = exe.run(inputs, sizes);
