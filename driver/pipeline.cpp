@@ -7,6 +7,7 @@
 
 #include "kiln_build_id.h"
 #include "scheduler/build_statements.h"
+#include "scheduler/coalesce_dims.h"
 #include "scheduler/flatten_statements.h"
 #include "scheduler/plan_buffers.h"
 #include "simplifier/engine.h"
@@ -48,6 +49,12 @@ const std::vector<Stage>& stages() {
        [](State& s) {
          s.out.plan = build_statements(s.out.graph);
          return plan_to_text(s.out.plan);
+       }},
+      {"coalesce", 0, 2,
+       [](State& s) {
+         CoalesceCount n = coalesce_dims(s.out.plan);
+         return "// " + std::to_string(n.dropped) + " size-1 dimension(s) dropped, " +
+                std::to_string(n.merged) + " dimension(s) merged into a neighbour";
        }},
       {"flatten", 0, 2,
        [](State& s) {
