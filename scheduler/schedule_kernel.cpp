@@ -255,21 +255,43 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   isl::UnionMap order = isl::intersect_domain(parse_maps(ctx, params, text.order), domain);
   isl::Set context = isl::read_set(ctx, renderer.context());
 
+  // Each statement's domain alone, for the program-order fallback: parsed before the bound.
+  std::vector<isl::UnionSet> domains;
+  for (const std::string& d : text.domains)
+    domains.push_back(parse_sets(ctx, params, {d}));
   timer.lap("domains and accesses");
-  isl::UnionMap deps = isl::compute_dependences(reads, writes, order);
-  timer.lap("dependences");
-  isl::Schedule schedule = schedule_segments(ctx, params, text, k, domain, deps, context);
-  timer.lap("schedule");
-  isl::MarkOptions marks{opt.tile_sizes, opt.tile, tile_depth(k, opt), opt.parallel, opt.vectorize};
-  schedule = isl::tile_and_mark(std::move(schedule), marks);
-  timer.lap("tiling and marks");
-  if (opt.debug_isl) {
-    std::cerr << "domain: " << isl::to_str(domain) << "\nwrites: " << isl::to_str(writes)
-              << "\nreads: " << isl::to_str(reads) << "\ndependences: " << isl::to_str(deps)
-              << "\n";
+  ctx.limit_operations(opt.max_operations);
+  try {
+    isl::UnionMap deps = isl::compute_dependences(reads, writes, order);
+    timer.lap("dependences");
+    isl::Schedule schedule = schedule_segments(ctx, params, text, k, domain, deps, context);
+    timer.lap("schedule");
+    isl::MarkOptions marks{opt.tile_sizes, opt.tile, tile_depth(k, opt), opt.parallel,
+                           opt.vectorize};
+    schedule = isl::tile_and_mark(std::move(schedule), marks);
+    timer.lap("tiling and marks");
+    if (opt.debug_isl) {
+      std::cerr << "domain: " << isl::to_str(domain) << "\nwrites: " << isl::to_str(writes)
+                << "\nreads: " << isl::to_str(reads) << "\ndependences: " << isl::to_str(deps)
+                << "\n";
+      result.schedule_text = isl::to_str(schedule);
+    }
+    result.nest = isl::convert_ast(isl::build_ast(schedule, context), renderer.substitutions());
+  } catch (const isl::OperationLimit&) {
+    // Program order needs no dependences and no scheduling ILP; it is legal by construction.
+    ctx.limit_operations(opt.max_operations);
+    try {
+      isl::Schedule schedule = isl::sequential_schedule(domains);
+      if (opt.debug_isl) result.schedule_text = isl::to_str(schedule);
+      result.nest = isl::convert_ast(isl::build_ast(schedule, context), renderer.substitutions());
+      result.nest.program_order = true;
+    } catch (const isl::OperationLimit&) {
+      throw std::runtime_error("scheduling kernel '" + k.name +
+                               "' exceeded the isl operation limit of " +
+                               std::to_string(opt.max_operations) +
+                               " even in program order (--config ISL_OPS=N raises it)");
+    }
   }
-  if (opt.debug_isl) result.schedule_text = isl::to_str(schedule);
-  result.nest = isl::convert_ast(isl::build_ast(schedule, context), renderer.substitutions());
   timer.lap("AST");
   std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
   result.milliseconds = elapsed.count();
