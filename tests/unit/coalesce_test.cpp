@@ -8,6 +8,7 @@
 #include "backends/c_renderer.h"
 #include "driver/pipeline.h"
 #include "dsl/lower.h"
+#include "ir/limits.h"
 #include "scheduler/build_statements.h"
 #include "scheduler/coalesce_dims.h"
 
@@ -195,6 +196,23 @@ TEST_CASE("coalesce: softmax over 40 batch dimensions has the loop nest of softm
   LoweredProgram none = softmax(0, false), ones = softmax(40, true);
   CHECK(count_loops(*ones.nests[0].root) == count_loops(*none.nests[0].root));
   CHECK(depth(*ones.nests[0].root) == 1);
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+TEST_CASE("limits: the scheduler refuses a buffer of more than kMaxRank dimensions") {
+  for (int rank : {kMaxRank, kMaxRank + 1}) {
+    Graph g;
+    g.outputs.push_back({"y", g.input("x", DType::f32, Shape(rank, IntExpr(2)), false)});
+    CAPTURE(rank);
+    if (rank <= kMaxRank)
+      CHECK_NOTHROW(build_statements(g));
+    else
+      CHECK_THROWS_WITH_AS(build_statements(g), doctest::Contains("above the limit of 64"),
+                           std::runtime_error);
+  }
 }
 
 }  // namespace kiln
