@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "ir/limits.h"
+
 namespace kiln {
 
 SourceLoc SourceText::loc(size_t offset) const {
@@ -167,6 +169,9 @@ class Parser {
             next();
             t.batch = true;
           } else {
+            if (t.dims.size() == static_cast<size_t>(kMaxRank))
+              throw SpecError(loc(peek()), "a tensor type may have at most " +
+                                               std::to_string(kMaxRank) + " dimensions");
             t.dims.push_back(expression());
           }
         } while (accept(","));

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -179,4 +180,52 @@ TEST_CASE("cli: cache ls, stats and clear, and a cache hit on the second run") {
     CHECK(has(r, c.expect));
   }
   CHECK(has(kiln("cache stats", env), dir));
+}
+
+TEST_CASE("cli: size-1 batch dimensions cost no loops and still match the interpreter") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  std::string ones = "1";
+  for (int k = 1; k < 40; ++k)
+    ones += ",1";
+  auto loops = [](const Result& r) {
+    size_t n = 0;
+    for (size_t at = r.out.find("for ("); at != std::string::npos; at = r.out.find("for (", at + 1))
+      ++n;
+    return n;
+  };
+  Result one = kiln("show ops/nn.toml:softmax --stage schedule --batch 7");
+  Result many = kiln("show ops/nn.toml:softmax --stage schedule --batch " + ones);
+  Result none = kiln("show ops/nn.toml:softmax --stage schedule --batch \"\"");
+  Result fixed =
+      kiln("show ops/nn.toml:softmax --stage schedule --specialize --test N=8 --batch " + ones);
+  CAPTURE(many.out);
+  CAPTURE(fixed.out);
+  REQUIRE(one.code == 0);
+  REQUIRE(many.code == 0);
+  REQUIRE(fixed.code == 0);
+  CHECK(loops(one) == 4);  // the batch loop, then three loops over N
+  CHECK(loops(many) == loops(one));
+  CHECK(loops(fixed) == loops(none));
+  CHECK(loops(fixed) == 3);
+  for (const std::string& args :
+       std::vector<std::string>{"--batch " + ones, "--specialize --batch " + ones,
+                                "--batch 2,1,3,1,1,2", "--specialize --batch 2,1,3,1,1,2"}) {
+    Result r = kiln("run ops/nn.toml:softmax --runtime cc --test N=5 " + args, env);
+    CAPTURE(args);
+    CAPTURE(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "PASS"));
+  }
+}
+
+TEST_CASE("cli: past the isl operation limit, program order; past it there too, exit 4") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  Result r = kiln("run ops/nn.toml:softmax --runtime cc --test N=5 --config ISL_OPS=1", env);
+  CHECK(r.code == 4);
+  CHECK(has(r, "scheduling kernel 'softmax' exceeded the isl operation limit of 1"));
+  CHECK(kiln("show ops/nn.toml:softmax --config ISL_OPS=x --stage schedule").code == 2);
 }
