@@ -10,6 +10,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,27 @@ struct RuntimeDescriptor {
   /** Parses a descriptor file; throws std::runtime_error naming the file on error. */
   static RuntimeDescriptor parse_file(const std::string& path);
 };
+
+/** Thrown by Runtime::open when its argument names no descriptor. what() ends with the known
+ *  runtimes; a caller with its own wording (the `kiln` command line) builds on problem(). */
+class UnknownRuntime : public std::runtime_error {
+ public:
+  UnknownRuntime(const std::string& problem, std::vector<std::string> known, bool not_a_descriptor);
+  /** "no runtime 'foo': no descriptor foo.toml in DIR", without the known runtimes. */
+  const std::string& problem() const { return problem_; }
+  /** The runtime names that would work (Runtime::known). */
+  const std::vector<std::string>& known() const { return known_; }
+  /** True when the argument is a path but not to a `.toml` descriptor (a library, a folder). */
+  bool not_a_descriptor() const { return not_a_descriptor_; }
+
+ private:
+  std::string problem_;
+  std::vector<std::string> known_;
+  bool not_a_descriptor_;
+};
+
+/** "a, b, c", or "none". */
+std::string join_names(const std::vector<std::string>& names);
 
 /** What one Runtime::compile did. */
 struct CompileInfo {
@@ -66,9 +89,13 @@ class CompiledModule {
 class Runtime {
  public:
   /** Opens a runtime by descriptor name (`SEARCH_DIR/runtimes/NAME.toml`; empty search_dir
-   *  means $KILN_HOME, else the source tree) or by a path ending in `.toml`. */
+   *  means $KILN_HOME, else the source tree) or by a path ending in `.toml`. Throws
+   *  UnknownRuntime when there is no such descriptor, std::runtime_error for a bad one (with
+   *  `file:line:col`) or a plugin that does not load. */
   static std::unique_ptr<Runtime> open(const std::string& name_or_path,
                                        const std::string& search_dir = "");
+  /** The names of the descriptors in `SEARCH_DIR/runtimes`, sorted. */
+  static std::vector<std::string> known(const std::string& search_dir = "");
 
   const std::string& name() const { return desc_.name; }
   const std::string& backend() const { return desc_.backend; }

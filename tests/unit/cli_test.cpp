@@ -85,7 +85,7 @@ TEST_CASE("cli: exit codes and output") {
       {"compile tests/data/cli.toml:scale --specialize --test N=8 --dtype T=f64", 0,
        "kiln_scale_0"},
       {"compile tests/data/cli.toml:scale --object", 2, "-o OUT"},
-      {"compile tests/data/cli.toml:scale --runtime warp", 2, "unknown runtime"},
+      {"compile tests/data/cli.toml:scale --runtime warp", 2, "no runtime 'warp'"},
       {"cache", 2, ""},
       {"check tests/data/cli.toml", 0, "ok, 2 composites"},
       {"run tests/data/cli.toml", 2, "several composites"},
@@ -94,7 +94,7 @@ TEST_CASE("cli: exit codes and output") {
       {"run tests/data/cli.toml:shift", 2, "size variable N"},
       {"run tests/data/cli.toml:scale --attr beta=1", 2, "no attribute 'beta'"},
       {"run tests/data/cli.toml:scale --dtype T=i32", 2, "does not allow"},
-      {"run tests/data/cli.toml:scale --runtime warp", 2, "unknown runtime"},
+      {"run tests/data/cli.toml:scale --runtime warp", 2, "no runtime 'warp'"},
       {"frobnicate", 2, ""},
       {"run tests/data/cli.toml:shift --test N=5", 4, "outside its source"},
       {"check tests/data/missing.toml", 1, "does not exist"},
@@ -228,4 +228,42 @@ TEST_CASE("cli: past the isl operation limit, program order; past it there too, 
   CHECK(r.code == 4);
   CHECK(has(r, "scheduling kernel 'softmax' exceeded the isl operation limit of 1"));
   CHECK(kiln("show ops/nn.toml:softmax --config ISL_OPS=x --stage schedule").code == 2);
+}
+
+TEST_CASE("cli: --runtime that names no descriptor, and a descriptor with a bad value") {
+  // Issue 9, finding 5.
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string so = (tmp.path / "libmine.so").string(), bad = (tmp.path / "bad.toml").string();
+  std::ofstream(so) << "ELF";
+  std::ofstream(bad) << "name = 5\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n";
+  struct Case {
+    std::string args;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {"run tests/data/cli.toml:scale --runtime " + so,
+       "kiln: error: '" + so +
+           "' is not a runtime descriptor; --runtime takes a runtime name or a descriptor .toml "
+           "file; known runtimes: cc, clang, interp\n"},
+      {"compile tests/data/cli.toml:scale --runtime " + so, "; known runtimes: cc, clang\n"},
+      {"run tests/data/cli.toml:scale --runtime foo",
+       "kiln: error: no runtime 'foo': no descriptor foo.toml in "},
+      {"run tests/data/cli.toml:scale --runtime foo",
+       "/runtimes; known runtimes: cc, clang, interp\n"},
+      {"run tests/data/cli.toml:scale --runtime " + (tmp.path / "foo.toml").string(),
+       "kiln: error: no runtime descriptor " + (tmp.path / "foo.toml").string() +
+           ": no such file; known runtimes: cc, clang, interp\n"},
+      {"run tests/data/cli.toml:scale --runtime " + bad,
+       "kiln: error: " + bad + ":1:8: 'name' must be a string, got an integer\n"},
+  };
+  for (const Case& c : cases) {
+    Result r = kiln(c.args);
+    CAPTURE(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(has(r, c.expect));
+    CHECK_FALSE(has(r, "//"));
+    CHECK_FALSE(has(r, ":0:"));
+  }
 }

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -124,9 +125,62 @@ TEST_CASE("descriptors are parsed") {
 
 TEST_CASE("an unknown runtime is refused with the available names") {
   CHECK_THROWS_WITH_AS(Runtime::open("no-such-runtime"),
-                       doctest::Contains("unknown runtime 'no-such-runtime'"), std::runtime_error);
+                       doctest::Contains("no runtime 'no-such-runtime': no descriptor "
+                                         "no-such-runtime.toml in "),
+                       UnknownRuntime);
   CHECK_THROWS_WITH_AS(Runtime::open("no-such-runtime"), doctest::Contains("clang"),
                        std::runtime_error);
+}
+
+TEST_CASE("runtime arguments that name no descriptor, and descriptors with bad values") {
+  // Issue 9, finding 5.
+  TempDir dir;
+  const std::string so = (dir.path / "libmine.so").string();
+  std::ofstream(so) << "not a descriptor";
+  CHECK_THROWS_WITH_AS(Runtime::open(so),
+                       doctest::Contains(("'" + so + "' is not a runtime descriptor").c_str()),
+                       UnknownRuntime);
+  try {
+    Runtime::open(so);
+  } catch (const UnknownRuntime& e) {
+    CHECK(e.not_a_descriptor());
+    CHECK(std::string(e.what()).find("//") == std::string::npos);
+    CHECK(std::string(e.what()).ends_with("; known runtimes: " + join_names(Runtime::known())));
+    CHECK(std::count(e.known().begin(), e.known().end(), "clang") == 1);
+  }
+  CHECK_THROWS_WITH_AS(Runtime::open((dir.path / "gone.toml").string()),
+                       doctest::Contains("gone.toml: no such file"), UnknownRuntime);
+  // A search folder given with a trailing slash still makes one path.
+  CHECK_THROWS_WITH_AS(
+      Runtime::open("foo", fs::current_path().string() + "/"),
+      doctest::Contains((" in " + fs::current_path().string() + "/runtimes;").c_str()),
+      UnknownRuntime);
+
+  struct Bad {
+    const char* text;
+    const char* message;  // after "FILE"
+  };
+  const Bad bad[] = {
+      {"name = 5\nbackend = \"c\"\nplugin = \"p\"\n",
+       ":1:8: 'name' must be a string, got an integer"},
+      {"name = \"x\"\nbackend = [\"c\"]\nplugin = \"p\"\n",
+       ":2:11: 'backend' must be a string, got an array"},
+      {"name = \"x\"\nbackend = \"c\"\n", ": missing key 'plugin' (a string)"},
+      {"name = \"x\"\nbackend = \"c\"\nplugin = \"p\"\nflags = [\"-O2\", 3.5]\n",
+       ":4:17: 'flags' must hold strings, got a floating-point"},
+      {"name = \"x\"\nbackend = \"c\"\nplugin = \"p\"\nflags = \"-O2\"\n",
+       ":4:9: 'flags' must be an array of strings, got a string"},
+      {"name = \"x\"\nbackend = \"c\"\nplugin = \"p\"\nconfig = 1\n",
+       ":4:10: 'config' must be a table, got an integer"},
+      {"name = \"x\n", ":1:10: "},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.text);
+    const std::string path = (dir.path / "bad.toml").string();
+    std::ofstream(path) << b.text;
+    CHECK_THROWS_WITH_AS(RuntimeDescriptor::parse_file(path),
+                         doctest::Contains((path + b.message).c_str()), std::runtime_error);
+  }
 }
 
 TEST_CASE("a plugin built for another ABI version is refused") {

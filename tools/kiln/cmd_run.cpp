@@ -44,7 +44,7 @@ std::string format_err(double v) {
 bool run_compiled(const RunOptions& o, const Loaded& l, const Graph& g,
                   const std::vector<Tensor>& inputs, const std::vector<Tensor>& want,
                   const SizeBindings& sizes) {
-  std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+  std::unique_ptr<Runtime> rt = open_runtime(o.runtime, /*interp_too=*/true);
   CompileOptions copt = compile_options(o.config, o.debug, *rt, l);
   auto t0 = std::chrono::steady_clock::now();
   Executable exe(g, *rt, copt);

@@ -172,9 +172,15 @@ std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const Size
   return out;
 }
 
-std::unique_ptr<Runtime> open_runtime(const std::string& name) {
+std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too) {
   try {
     return Runtime::open(name);
+  } catch (const UnknownRuntime& e) {
+    std::vector<std::string> known = e.known();
+    if (interp_too) known.push_back("interp");
+    std::string hint =
+        e.not_a_descriptor() ? "; --runtime takes a runtime name or a descriptor .toml file" : "";
+    throw UsageError(e.problem() + hint + "; known runtimes: " + join_names(known));
   } catch (const std::runtime_error& e) {
     throw UsageError(e.what());
   }

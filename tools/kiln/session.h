@@ -79,8 +79,9 @@ std::string format_stage_times(const std::vector<StageTime>& times);
 std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,
                                   uint64_t seed);
 
-/** Opens a runtime by name or descriptor path; a missing one is a UsageError. */
-std::unique_ptr<Runtime> open_runtime(const std::string& name);
+/** Opens a runtime by name or descriptor path; a missing or bad one is a UsageError, which
+ *  lists the known runtimes (and `interp` where `interp_too`, as `run` takes it). */
+std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too = false);
 
 /** The runtime's --config defaults overridden by the command line's KEY=VALUE items, and the
  *  rule files: the spec's [meta] rules, then --rules. */
