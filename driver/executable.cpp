@@ -57,8 +57,12 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
     generate_code(program_, renderer, opt);
     return program_.source;
   };
+  std::vector<std::string> symbols;
+  for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
+    symbols.push_back(kernel_symbol(program_.plan.kernels[k].name, k));
+  // A cached module that does not load or lacks a kernel is dropped and rebuilt by the runtime.
   module_ = std::make_unique<CompiledModule>(
-      runtime.compile_identified(identity, make_source, {}, &info_.compile));
+      runtime.compile_identified(identity, make_source, {}, &info_.compile, symbols));
   if (opt.debug >= 3 && program_.source.empty()) make_source();  // show what the cache holds
   info_.stages = program_.times;
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k) {

@@ -314,9 +314,10 @@ std::string Runtime::cache_key(const std::string& source,
 }
 
 CompiledModule Runtime::compile(const std::string& source,
-                                const std::vector<std::string>& extra_flags, CompileInfo* info) {
+                                const std::vector<std::string>& extra_flags, CompileInfo* info,
+                                const std::vector<std::string>& symbols) {
   return compile_identified(
-      source, [&] { return source; }, extra_flags, info);
+      source, [&] { return source; }, extra_flags, info, symbols);
 }
 
 std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
@@ -326,6 +327,13 @@ std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
   CompileInfo local;
   CompileInfo& out = info ? *info : local;
   out = CompileInfo();
+  return artifact(identity, make_source, extra_flags, true, out);
+}
+
+std::vector<uint8_t> Runtime::artifact(const std::string& identity,
+                                       const std::function<std::string()>& make_source,
+                                       const std::vector<std::string>& extra_flags, bool read_cache,
+                                       CompileInfo& out) {
   std::vector<std::string> flags = desc_.flags;
   flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
   out.key = cache_key(identity, flags);
@@ -335,8 +343,11 @@ std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
 
   auto start = std::chrono::steady_clock::now();
   std::string warning;
-  std::optional<std::vector<uint8_t>> artifact = cache().get(out.key, &warning);
-  note(warning);
+  std::optional<std::vector<uint8_t>> artifact;
+  if (read_cache) {
+    artifact = cache().get(out.key, &warning);
+    note(warning);
+  }
   out.cache_hit = artifact.has_value();
   if (!artifact) {
     // The compiler gets ready on a second core while make_source schedules and renders.
@@ -364,16 +375,50 @@ std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
 CompiledModule Runtime::compile_identified(const std::string& identity,
                                            const std::function<std::string()>& make_source,
                                            const std::vector<std::string>& extra_flags,
-                                           CompileInfo* info) {
+                                           CompileInfo* info,
+                                           const std::vector<std::string>& symbols) {
   CompileInfo local;
   CompileInfo& out = info ? *info : local;
-  std::vector<uint8_t> artifact = build_artifact(identity, make_source, extra_flags, &out);
+  out = CompileInfo();
+  std::vector<uint8_t> bytes = artifact(identity, make_source, extra_flags, true, out);
   auto start = std::chrono::steady_clock::now();
-  char* error = nullptr;
-  void* handle = table().load(artifact.data(), artifact.size(), &error);
-  if (!handle) fail(table(), "load failed", error);
+  std::string why;
+  std::optional<CompiledModule> module = load_checked(bytes, symbols, &why);
+  if (!module && out.cache_hit) {
+    // A cache entry that passed its hash but does not load (a stale or planted payload): drop
+    // it, say so once, and compile afresh, so one bad entry cannot fail every later run.
+    if (std::string w = cache().drop(out.key, why); !w.empty()) out.warnings.push_back(w);
+    double failed_ms = out.compile_ms + ms_since(start);
+    bytes = artifact(identity, make_source, extra_flags, false, out);
+    out.compile_ms += failed_ms;
+    start = std::chrono::steady_clock::now();
+    module = load_checked(bytes, symbols, &why);
+  }
+  if (!module) throw std::runtime_error(std::string(table().name) + " runtime: " + why);
   out.load_ms = ms_since(start);
-  return CompiledModule(plugin_, handle);
+  return std::move(*module);
+}
+
+std::optional<CompiledModule> Runtime::load_checked(const std::vector<uint8_t>& bytes,
+                                                    const std::vector<std::string>& symbols,
+                                                    std::string* why) {
+  char* error = nullptr;
+  void* handle = table().load(bytes.data(), bytes.size(), &error);
+  if (!handle) {
+    *why = "load failed";
+    if (error) {
+      *why += ": " + std::string(error);
+      table().free_string(error);
+    }
+    return std::nullopt;
+  }
+  CompiledModule module(plugin_, handle);
+  for (const std::string& s : symbols)
+    if (!module.lookup(s)) {
+      *why = "compiled module has no kernel '" + s + "'";
+      return std::nullopt;
+    }
+  return module;
 }
 
 void* Runtime::lookup(const CompiledModule& module, const std::string& symbol) const {

@@ -115,11 +115,14 @@ class Runtime {
 
   /** Compiles (or fetches from the cache) and loads the source that `make_source` returns; the
    *  cache key covers `identity` instead of the source, so a hit never makes the source.
-   *  `identity` must determine the source completely. */
+   *  `identity` must determine the source completely. The module must define every name in
+   *  `symbols`: a cached entry that fails to load or lacks one is dropped (one warning in
+   *  `info`) and compiled afresh; a fresh module that fails throws std::runtime_error. */
   CompiledModule compile_identified(const std::string& identity,
                                     const std::function<std::string()>& make_source,
                                     const std::vector<std::string>& extra_flags,
-                                    CompileInfo* info = nullptr);
+                                    CompileInfo* info = nullptr,
+                                    const std::vector<std::string>& symbols = {});
 
   /** The compiled artifact (the cache entry's payload) of the source `make_source` returns:
    *  read from the cache, else compiled by the plugin and stored. Keyed as compile_identified
@@ -129,9 +132,9 @@ class Runtime {
                                       const std::vector<std::string>& extra_flags,
                                       CompileInfo* info = nullptr);
 
-  /** Compiles (or fetches from the cache) and loads `source`. */
+  /** Compiles (or fetches from the cache) and loads `source`; `symbols` as compile_identified. */
   CompiledModule compile(const std::string& source, const std::vector<std::string>& extra_flags,
-                         CompileInfo* info = nullptr);
+                         CompileInfo* info = nullptr, const std::vector<std::string>& symbols = {});
   void* lookup(const CompiledModule& module, const std::string& symbol) const;
 
   void* alloc(size_t bytes);
@@ -144,6 +147,15 @@ class Runtime {
  private:
   Runtime(RuntimeDescriptor desc, std::shared_ptr<LoadedPlugin> plugin);
   const kiln_plugin& table() const;
+  /** build_artifact's work; `read_cache` false skips the lookup (the entry was just dropped). */
+  std::vector<uint8_t> artifact(const std::string& identity,
+                                const std::function<std::string()>& make_source,
+                                const std::vector<std::string>& extra_flags, bool read_cache,
+                                CompileInfo& out);
+  /** Loads `bytes` and checks `symbols`; nothing, with the reason in `*why`, on failure. */
+  std::optional<CompiledModule> load_checked(const std::vector<uint8_t>& bytes,
+                                             const std::vector<std::string>& symbols,
+                                             std::string* why);
 
   RuntimeDescriptor desc_;
   std::shared_ptr<LoadedPlugin> plugin_;
