@@ -1,5 +1,7 @@
 #include "dsl/parser.h"
 
+#include "ir/sizes.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -167,6 +169,9 @@ class Parser {
             next();
             t.batch = true;
           } else {
+            if (t.dims.size() == static_cast<size_t>(kMaxRank))
+              fail(peek(), "a shape may have at most " + std::to_string(kMaxRank) +
+                               " dimensions (docs/spec-language.md, Limits)");
             t.dims.push_back(expression());
           }
         } while (accept(","));
