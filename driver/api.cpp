@@ -215,6 +215,8 @@ Compiled compile(const Spec& spec, const std::string& composite, const std::stri
     impl->graph = lower_composite(s.lib, *c, lower_options(*c, settings));
   } catch (const SpecError& e) {
     throw to_invalid_spec(e);
+  } catch (const std::overflow_error& e) {  // a size expression with fixed_sizes
+    throw std::invalid_argument("'" + composite + "' with the fixed sizes: " + e.what());
   }
   verify_or_throw(impl->graph);
   if (runtime != "interp") {

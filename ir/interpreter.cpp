@@ -171,9 +171,10 @@ struct IndexFn {
 
   int64_t operator()(const std::vector<int64_t>& idx, const Env& env) const {
     if (!affine) return expr.eval(env);
-    int64_t v = constant;
+    int64_t v = constant, term = 0;
     for (size_t k = 0; k < idx.size(); ++k)
-      v += coeff[k] * idx[k];
+      if (__builtin_mul_overflow(coeff[k], idx[k], &term) || __builtin_add_overflow(v, term, &v))
+        throw std::overflow_error("the view's index " + expr.str() + " overflows int64");
     return v;
   }
 };
@@ -419,6 +420,8 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
         values[id] = eval_elementwise(id, n, args, dims);
     } catch (const TensorAllocError& e) {
       throw TensorAllocError(what + ": " + e.what());
+    } catch (const std::overflow_error& e) {
+      throw std::overflow_error(what + ": " + e.what());
     }
   }
   std::vector<Tensor> out;

@@ -222,6 +222,9 @@ TEST_CASE("cli: sizes past int64 or the limits are one clear error, not a wrap o
        "is -2 with H = 2, R = 5; a dimension must not be negative"},
       {"show ops/math.toml:add --specialize --test N=4611686018427387905 --batch 4 --stage code", 2,
        "has 18446744073709551620 elements, more than the limit 2^40"},
+      {"run ops/tensor.toml:flatten --specialize --test M=4294967296,N=4294967296", 2,
+       "kiln: error: input 'x' of 'flatten': f32[M, N] with M = 4294967296, N = 4294967296 has "
+       "18446744073709551616 elements"},
   };
   for (const Case& c : cases) {
     Result r = kiln(c.args);

@@ -185,6 +185,32 @@ TEST_CASE("sizes: the interpreter rejects a negative or too large node naming it
   check_graph_sizes(g, {{"H", 10}}, true);
 }
 
+TEST_CASE("sizes: the interpreter's view index arithmetic is checked") {
+  // The diagonal of an n x n view reading %0 * 2^62 - %1 * 2^62: always 0, but at [2, 2] each
+  // term is 2^63, past int64 (undefined behaviour before the check, wrapping back to 0 by luck).
+  auto diagonal = [](int64_t n) {
+    Graph g;
+    g.name = "g";
+    NodeId x = g.input("x", DType::f32, {4}, false);
+    IntExpr big = int64_t{1} << 62;
+    View v;
+    v.shape = {n, n};
+    v.index = {IntExpr::index(0) * big - IntExpr::index(1) * big};
+    v.mask = {{IntExpr::index(0) - IntExpr::index(1), 1}};  // only the diagonal is read
+    g.outputs.push_back({"y", g.view(x, v)});
+    return interpret(g, {}, {Tensor(DType::f32, {4})});
+  };
+  CHECK(diagonal(2)[0].dims == std::vector<int64_t>{2, 2});  // up to [1, 1] every term fits
+  std::string msg;
+  try {
+    diagonal(3);
+  } catch (const std::overflow_error& e) {
+    msg = e.what();
+  }
+  CHECK(contains(msg, "%1 (view) of 'g': the view's index "));
+  CHECK(contains(msg, " overflows int64"));
+}
+
 TEST_CASE("sizes: the C++ API rejects sizes past the limits as invalid arguments") {
   Spec spec = Spec::load("ops/nn.toml");
   Compiled mm = compile(spec, "matmul", "interp");
@@ -208,4 +234,9 @@ TEST_CASE("sizes: the C++ API rejects sizes past the limits as invalid arguments
   s.batch_rank = 65;
   CHECK(contains(invalid([&] { compile(spec, "softmax", "interp", s); }),
                  "batch_rank 65 is more than the limit of 64 dimensions"));
+  CompileSettings fixed;
+  fixed.fixed_sizes = {{"M", k2to32}, {"N", k2to32}};
+  CHECK(
+      contains(invalid([&] { compile(Spec::load("ops/tensor.toml"), "flatten", "interp", fixed); }),
+               "'flatten' with the fixed sizes: a size expression overflows int64"));
 }

@@ -148,6 +148,15 @@ Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted) {
   try {
     g = lower_composite(l.lib, *l.comp, l.options);
   } catch (const std::overflow_error& e) {  // a size expression with --specialize's sizes
+    if (sizes) {  // name the tensor: check the sizes on the graph lowered for any size
+      LowerOptions generic = l.options;
+      generic.fixed_sizes.clear();
+      try {
+        check_graph_sizes(lower_composite(l.lib, *l.comp, generic), *sizes, interpreted);
+      } catch (const SizeError& size) {
+        throw UsageError(size.what());
+      }
+    }
     throw UsageError("'" + l.comp->name + "' with the bound sizes: " + e.what());
   }
   verify_or_throw(g);
