@@ -5,6 +5,7 @@
 
 #include "driver/blas.h"
 #include "driver/renderers.h"
+#include "ir/sizes.h"
 
 namespace kiln {
 
@@ -18,8 +19,13 @@ class DeviceBuffers {
     for (void* p : owned_)
       rt_.free(p);
   }
-  void* alloc(size_t bytes) {
-    owned_.push_back(rt_.alloc(std::max<size_t>(bytes, 64)));
+  /** `bytes` for the buffer `what` names; a failure names it and its bytes. */
+  void* alloc(size_t bytes, const std::string& what) {
+    try {
+      owned_.push_back(rt_.alloc(std::max<size_t>(bytes, 64)));
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(what + " (" + std::to_string(bytes) + " bytes): " + e.what());
+    }
     return owned_.back();
   }
 
@@ -28,11 +34,18 @@ class DeviceBuffers {
   std::vector<void*> owned_;
 };
 
+const char* kind_name(BufferKind k) {
+  return k == BufferKind::input ? "input" : k == BufferKind::output ? "output" : "temporary";
+}
+
+/** The buffer's bound dims, checked against the limits of ir/sizes.h. */
+std::vector<int64_t> buffer_dims(const Buffer& b, const SizeBindings& sizes) {
+  return eval_checked_shape(std::string(kind_name(b.kind)) + " buffer '" + b.name + "'", b.dtype,
+                            b.shape, sizes);
+}
+
 size_t byte_size(const Buffer& b, const SizeBindings& sizes) {
-  size_t n = dtype_bits(b.dtype) / 8;
-  for (int64_t d : eval_shape(b.shape, sizes))
-    n *= static_cast<size_t>(d);
-  return n;
+  return static_cast<size_t>(checked_bytes(b.dtype, buffer_dims(b, sizes), b.name));
 }
 
 std::vector<int64_t> size_values(const KernelPlan& plan, const SizeBindings& sizes) {
@@ -95,14 +108,22 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
     bound[plan.size_vars[k]] = sizes[k];
   std::vector<void*> args;
   std::vector<size_t> slot_bytes(plan.num_slots, 0);
-  for (const Buffer& b : plan.buffers)
-    if (b.kind == BufferKind::temp)
-      slot_bytes[b.slot] = std::max(slot_bytes[b.slot], byte_size(b, bound));
-    else
+  std::vector<std::string> slot_names(plan.num_slots);
+  for (const Buffer& b : plan.buffers) {
+    if (b.kind != BufferKind::temp) {
+      buffer_dims(b, bound);  // the caller's buffer, within the limits the index arithmetic needs
       args.push_back(buffers[b.arg]);
+      continue;
+    }
+    size_t bytes = byte_size(b, bound);
+    if (bytes >= slot_bytes[b.slot]) {
+      slot_bytes[b.slot] = bytes;
+      slot_names[b.slot] = b.name;
+    }
+  }
   DeviceBuffers temps(runtime_);
-  for (size_t bytes : slot_bytes)
-    args.push_back(temps.alloc(bytes));
+  for (size_t k = 0; k < slot_bytes.size(); ++k)
+    args.push_back(temps.alloc(slot_bytes[k], "temporary buffer '" + slot_names[k] + "'"));
   for (size_t k = 0; k < kernels_.size(); ++k) {
     KernelFaultScope scope(contexts_[k]);
     runtime_.launch(kernels_[k], args.data(), sizes);
@@ -119,7 +140,8 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
   size_t next_input = 0;
   for (const Buffer& b : plan.buffers) {
     if (b.kind == BufferKind::temp) continue;
-    void* p = mem.alloc(byte_size(b, sizes));
+    void* p =
+        mem.alloc(byte_size(b, sizes), std::string(kind_name(b.kind)) + " buffer '" + b.name + "'");
     if (b.kind == BufferKind::input) {
       std::vector<uint8_t> bytes = tensor_to_bytes(inputs.at(next_input++));
       runtime_.copy_to_device(p, bytes.data(), bytes.size());
@@ -132,7 +154,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
     if (b.kind != BufferKind::output) continue;
     std::vector<uint8_t> bytes(byte_size(b, sizes));
     runtime_.copy_to_host(bytes.data(), args[b.arg], bytes.size());
-    out.push_back(tensor_from_bytes(b.dtype, eval_shape(b.shape, sizes), bytes.data()));
+    out.push_back(tensor_from_bytes(b.dtype, buffer_dims(b, sizes), bytes.data()));
   }
   return out;
 }

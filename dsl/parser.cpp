@@ -1,5 +1,7 @@
 #include "dsl/parser.h"
 
+#include "ir/sizes.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>

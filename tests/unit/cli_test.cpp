@@ -267,3 +267,57 @@ TEST_CASE("cli: --runtime that names no descriptor, and a descriptor with a bad 
     CHECK_FALSE(has(r, ":0:"));
   }
 }
+
+TEST_CASE("cli: sizes past int64 or the limits are one clear error, not a wrap or a crash") {
+  if (!std::getenv("KILN_BIN")) return;
+  struct Case {
+    std::string args;
+    int code;
+    std::string expect;
+  };
+  const std::string huge = "M=4294967296,N=4294967296,K=4294967296";
+  const std::string matmul_error =
+      "kiln: error: input 'a' of 'matmul': f32[M, K] with M = 4294967296, K = 4294967296 has "
+      "18446744073709551616 elements, more than the limit 2^40";
+  std::string ones;  // 65 batch dimensions
+  for (int k = 0; k < 65; ++k)
+    ones += k ? ",1" : "1";
+  const Case cases[] = {
+      {"run ops/nn.toml:matmul --runtime interp --test " + huge, 2, matmul_error},
+      {"run ops/nn.toml:matmul --runtime clang --test " + huge, 2, matmul_error},
+      {"run ops/nn.toml:matmul --runtime cc --test " + huge, 2, matmul_error},
+      {"run ops/math.toml:add --test N=4611686018427387905 --batch 4", 2,
+       "input 'a' of 'add': f32[batch0, N] with batch0 = 4, N = 4611686018427387905 has "
+       "18446744073709551620 elements, more than the limit 2^40"},
+      {"run ops/nn.toml:matmul --test M=1099511627777,N=1,K=1", 2,
+       "f32[M, K] with M = 1099511627777, K = 1 has 1099511627777 elements, more than the limit "
+       "2^40"},
+      {"run ops/nn.toml:softmax --runtime clang --test N=4 --batch 4294967296,4294967296", 2,
+       "input 'x' of 'softmax': f32[batch0, batch1, N] with batch0 = 4294967296, batch1 = "
+       "4294967296, N = 4 has 73786976294838206464 elements"},
+      {"run ops/nn.toml:softmax --runtime cc --test N=4 --batch 4294967296,4294967296", 2,
+       "more than the limit 2^40"},
+      {"run ops/nn.toml:softmax --test N=4 --batch -1", 2,
+       "kiln: error: --batch dimension 0 is -1; a dimension must not be negative"},
+      {"run ops/nn.toml:softmax --test N=4 --batch 2,-3", 2, "--batch dimension 1 is -3"},
+      {"run ops/nn.toml:softmax --test N=-1", 2, "kiln: error: size N must not be negative"},
+      {"run ops/nn.toml:softmax --test N=4 --batch " + ones, 2,
+       "kiln: error: --batch has 65 dimensions, more than the limit 64"},
+      {"run ops/nn.toml:conv2d --test B=1,C=1,H=2,W=5,F=1,R=5,S=1", 2,
+       "output 'y' of 'conv2d': dimension 2 ("},
+      {"run ops/nn.toml:conv2d --test B=1,C=1,H=2,W=5,F=1,R=5,S=1", 2,
+       "is -2 with H = 2, R = 5; a dimension must not be negative"},
+      {"show ops/math.toml:add --specialize --test N=4611686018427387905 --batch 4 --stage code", 2,
+       "has 18446744073709551620 elements, more than the limit 2^40"},
+      {"run ops/tensor.toml:flatten --specialize --test M=4294967296,N=4294967296", 2,
+       "kiln: error: input 'x' of 'flatten': f32[M, N] with M = 4294967296, N = 4294967296 has "
+       "18446744073709551616 elements"},
+  };
+  for (const Case& c : cases) {
+    Result r = kiln(c.args);
+    INFO("kiln " << c.args << "\n" << r.out);
+    CHECK(r.code == c.code);
+    CHECK(has(r, c.expect));
+    CHECK_FALSE(has(r, "bad_alloc"));
+  }
+}

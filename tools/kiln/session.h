@@ -69,6 +69,11 @@ struct CodeRequest {
  *  --specialize, --runtime, --config) on a subcommand. */
 void add_code_options(CLI::App& cmd, CodeRequest& r);
 
+/** Lowers and verifies the loaded composite with l.options. With `sizes`, also checks that they
+ *  bind every size variable and that every tensor fits the limits of ir/sizes.h (every node held
+ *  in memory when `interpreted`); a failure is a UsageError naming the tensor and the sizes. */
+Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted);
+
 /** Lowers and verifies the loaded composite, specialized on bind_sizes(l, test) when asked. */
 Graph lower_loaded(Loaded& l, const std::string& test, bool specialize);
 
