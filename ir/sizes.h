@@ -16,13 +16,11 @@
 
 #include "ir/dtype.h"
 #include "ir/int_expr.h"
+#include "ir/limits.h"
 
 namespace kiln {
 
 class Graph;
-
-/** The most dimensions a tensor may have (declared shapes, `...` batch dimensions included). */
-inline constexpr int kMaxRank = 64;
 
 /** The most elements a tensor held in memory may have: 2^40. At 8 bytes an element that is at
  *  most 2^43 bytes, which fits int64 and a 47-bit address space, and every offset into the
