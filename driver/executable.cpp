@@ -87,6 +87,7 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   program_.symbols.resize(program_.plan.kernels.size());
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     program_.symbols[k] = kernel_symbol(program_.plan.kernels[k].name, k);
+  poison_temps_ = opt.checked;
   // What a fault inside kernel k reports (driver/fault_guard.h).
   const auto* record =
       static_cast<const volatile int64_t*>(runtime.lookup(*module_, kCheckRecordSymbol));
@@ -122,8 +123,15 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
     }
   }
   DeviceBuffers temps(runtime_);
-  for (size_t k = 0; k < slot_bytes.size(); ++k)
+  for (size_t k = 0; k < slot_bytes.size(); ++k) {
     args.push_back(temps.alloc(slot_bytes[k], "temporary buffer '" + slot_names[k] + "'"));
+    if (poison_temps_) {
+      // CHECK=1: temporaries start as all-ones bytes (NaN, -1), so that a read of an element
+      // no statement wrote shows in the results instead of depending on what memory held.
+      std::vector<uint8_t> ones(slot_bytes[k], 0xff);
+      runtime_.copy_to_device(args.back(), ones.data(), ones.size());
+    }
+  }
   for (size_t k = 0; k < kernels_.size(); ++k) {
     KernelFaultScope scope(contexts_[k]);
     runtime_.launch(kernels_[k], args.data(), sizes);
@@ -145,6 +153,9 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
     if (b.kind == BufferKind::input) {
       std::vector<uint8_t> bytes = tensor_to_bytes(inputs.at(next_input++));
       runtime_.copy_to_device(p, bytes.data(), bytes.size());
+    } else if (poison_temps_) {
+      std::vector<uint8_t> ones(byte_size(b, sizes), 0xff);  // as temporaries: run_buffers
+      runtime_.copy_to_device(p, ones.data(), ones.size());
     }
     args.push_back(p);
   }

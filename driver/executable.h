@@ -43,6 +43,7 @@ class Executable {
   std::unique_ptr<CompiledModule> module_;
   std::vector<void*> kernels_;
   std::vector<KernelContext> contexts_;  ///< what a fault in kernel k reports
+  bool poison_temps_ = false;            ///< CHECK=1: temporaries and outputs start as 0xff bytes
 };
 
 }  // namespace kiln

@@ -136,9 +136,9 @@ std::string IslTextRenderer::params() const {
 std::string IslTextRenderer::context() const {
   std::string out;
   for (const auto& v : size_vars_)
-    out += (out.empty() ? "" : " and ") + v + " >= 1";
+    out += (out.empty() ? "" : " and ") + v + " >= 0";
   for (const auto& v : positive_fresh_)
-    out += (out.empty() ? "" : " and ") + v + " >= 1";
+    out += (out.empty() ? "" : " and ") + v + " >= 0";
   return params() + " -> { : " + out + " }";
 }
 
