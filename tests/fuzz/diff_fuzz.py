@@ -880,6 +880,10 @@ def minimise(runner, case, path, rt, cfg, sym, deadline):
           if attempt(c):
             changed = True
             break
+    for u in sorted(best.uses):
+      c = clone(best)
+      c.uses.discard(u)
+      changed |= attempt(c)
     if best.specialize:
       c = clone(best)
       c.specialize = False
@@ -952,7 +956,7 @@ def main():
         seen.add(key)
         print("case %d: %s %s: %s; minimising" % (k, rt, " ".join(cfg), sym), flush=True)
         small = minimise(runner, case, os.path.join(work, "min.toml"), rt, cfg, sym,
-                         time.time() + a.minimise_time)
+                         min(time.time() + a.minimise_time, start + a.time + 30))
         _, sfails = check(runner, small, os.path.join(work, "min.toml"),
                           [] if rt == "interp" else [(rt, cfg)])
         sout = next((f[3] for f in sfails if f[0] == rt and f[2] == sym), out)
