@@ -33,6 +33,11 @@ KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 KILN_FN int64_t kiln_fmod(int64_t a, int64_t b) { return a - kiln_fdiv(a, b) * b; }
+/* Floor division and modulus by a run-time divisor (a size expression) inside an index. A zero
+   divisor divides by 1 instead of trapping, so the index can be computed before the mask that
+   guards its load is tested (docs/decisions.md, "the masked-load crash"). */
+KILN_FN int64_t kiln_fdiv_v(int64_t a, int64_t b) { return kiln_fdiv(a, b != 0 ? b : 1); }
+KILN_FN int64_t kiln_fmod_v(int64_t a, int64_t b) { return kiln_fmod(a, b != 0 ? b : 1); }
 KILN_FN float kiln_max_f32(float a, float b) { return (a != a || a > b) ? a : b; }
 KILN_FN double kiln_max_f64(double a, double b) { return (a != a || a > b) ? a : b; }
 KILN_FN int64_t kiln_max_int(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -86,5 +91,20 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 )KILN";
+
+const char* const kCBoundsCheck = R"(
+/* --config CHECK=1: every buffer access checks its element index. */
+volatile int64_t kiln_check_record[4];
+KILN_FN int64_t kiln_check(int64_t offset, int64_t count, int64_t buffer) {
+  if (__builtin_expect(offset < 0 || offset >= count, 0)) {
+    kiln_check_record[0] = buffer;
+    kiln_check_record[1] = offset;
+    kiln_check_record[2] = count;
+    kiln_check_record[3] = 1;
+    __builtin_trap();
+  }
+  return offset;
+}
+)";
 
 }  // namespace kiln

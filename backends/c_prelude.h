@@ -11,4 +11,9 @@ namespace kiln {
  *  the KILN_FN macro). */
 extern const char* const kCPrelude;
 
+/** Under --config CHECK=1: `kiln_check(offset, count, buffer)` returns `offset` when it is inside
+ *  a buffer of `count` elements; else it fills the exported `kiln_check_record` (buffer, offset,
+ *  count, 1) and traps, and the host's fault handler reports it (driver/fault_guard.h). */
+extern const char* const kCBoundsCheck;
+
 }  // namespace kiln

@@ -22,9 +22,12 @@ std::string atom_to_c(const IntAtom& a) {
       return a.name[0] == 'i' && a.name.size() > 1 && isdigit(a.name[1]) ? a.name
                                                                          : size_name(a.name);
     case IntAtom::Kind::floordiv:
-      return "kiln_fdiv(" + int_expr_to_c(a.a) + ", " + int_expr_to_c(a.b) + ")";
-    case IntAtom::Kind::mod:
-      return "kiln_fmod(" + int_expr_to_c(a.a) + ", " + int_expr_to_c(a.b) + ")";
+    case IntAtom::Kind::mod: {
+      // A run-time divisor takes the non-trapping variant (backends/c_prelude.cpp).
+      std::string fn = a.kind == IntAtom::Kind::floordiv ? "kiln_fdiv" : "kiln_fmod";
+      if (!a.b.as_constant()) fn += "_v";
+      return fn + "(" + int_expr_to_c(a.a) + ", " + int_expr_to_c(a.b) + ")";
+    }
   }
   return "?";
 }
@@ -48,6 +51,15 @@ std::string int_type(DType t) {
 }
 
 }  // namespace
+
+bool has_runtime_divisor(const IntExpr& e) {
+  for (const IntExpr::Term& t : e.terms())
+    for (const auto& f : t.factors)
+      if (f->kind != IntAtom::Kind::var &&
+          (!f->b.as_constant() || has_runtime_divisor(f->a) || has_runtime_divisor(f->b)))
+        return true;
+  return false;
+}
 
 std::string int_expr_to_c(const IntExpr& e) {
   if (e.terms().empty()) return "0";
@@ -148,19 +160,22 @@ std::vector<std::string> CStyleRenderer::extern_symbols(const KernelPlan& plan) 
 }
 
 std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<LoopNest>& nests,
-                                   const std::vector<std::string>& symbols) const {
+                                   const std::vector<std::string>& symbols,
+                                   const RenderOptions& options) const {
   std::string s = prelude() + extern_helpers(plan);
+  if (options.bounds_checks) s += kCBoundsCheck;
   for (size_t k = 0; k < plan.kernels.size(); ++k)
-    s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k]);
+    s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
   return s;
 }
 
 std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel& k,
-                                            const LoopNest& nest, const std::string& symbol) const {
+                                            const LoopNest& nest, const std::string& symbol,
+                                            const RenderOptions& options) const {
   // The loops live in a static function whose buffer parameters are `restrict`: compilers
   // honour restrict on parameters (LLVM's noalias), not on locals, so this is what lets them
   // keep accumulators in registers and vectorise without runtime alias checks.
-  Context c{plan, k, {}};
+  Context c{plan, k, options, {}, {}};
   std::string params, call;
   for (size_t v = 0; v < plan.size_vars.size(); ++v) {
     params +=
@@ -213,6 +228,7 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
              ast_expr_to_c(*n.args[k]) + ";\n";
       const Statement& st = c.kernel.statements[n.statement];
       c.bound.clear();
+      c.index_bound.clear();
       // Shared subexpressions first: binding them fills c.bound, which the statement reads.
       std::string text = st.value ? bind_shared(c, *st.value) : "";
       text += render_statement(c, st);

@@ -14,6 +14,16 @@
 
 namespace kiln {
 
+/** How to render. */
+struct RenderOptions {
+  /** Every buffer access checks its element index against the buffer's size; a failed check
+   *  fills the module's `kiln_check_record` and traps (--config CHECK=1, driver/fault_guard.h). */
+  bool bounds_checks = false;
+};
+
+/** The exported record a failed bounds check fills: buffer, element, element count, 1. */
+inline constexpr const char* kCheckRecordSymbol = "kiln_check_record";
+
 /** Renders kernels in a C-like language. */
 class CStyleRenderer {
  public:
@@ -22,7 +32,8 @@ class CStyleRenderer {
   /** One translation unit holding every kernel of `plan`, kernel k as the function
    *  `symbols[k]` with loop nest `nests[k]`, in the calling convention of runtimes/plugin_api.h. */
   std::string render(const KernelPlan& plan, const std::vector<LoopNest>& nests,
-                     const std::vector<std::string>& symbols) const;
+                     const std::vector<std::string>& symbols,
+                     const RenderOptions& options = {}) const;
 
   /** The library functions the rendered source of `plan` calls, which the process must provide
    *  when the module is loaded (e.g. "cblas_sgemm"); empty when the plan has no extern calls. */
@@ -54,11 +65,14 @@ class CStyleRenderer {
   struct Context {
     const KernelPlan& plan;
     const Kernel& kernel;
+    const RenderOptions& options;
     /** Shared subexpressions of the statement being rendered, bound to locals. */
     mutable std::map<const ScalarExpr*, std::string> bound;
+    /** Loads whose element index was computed into a local before the statement. */
+    mutable std::map<const ScalarExpr*, std::string> index_bound;
   };
   std::string render_function(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
-                              const std::string& symbol) const;
+                              const std::string& symbol, const RenderOptions& options) const;
   std::string render_node(const Context& c, const LoopNode& n, int depth) const;
   std::string render_statement(const Context& c, const Statement& st) const;
   /** Declares a local for every subexpression of `e` used more than once, children first. */
@@ -66,7 +80,14 @@ class CStyleRenderer {
   std::string render_value(const Context& c, const ScalarExpr& e) const;
   std::string render_op(const Context& c, const ScalarExpr& e) const;
   std::string render_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
+  /** `b<buffer>[offset]`, with a bounds check under RenderOptions::bounds_checks. */
+  std::string render_access(const Context& c, int buffer, const std::string& offset) const;
+  /** The row-major element offset of `index` in `buffer`. */
+  IntExpr linear_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
 };
+
+/** Whether `e` divides by (or takes the modulus of) a value known only at run time. */
+bool has_runtime_divisor(const IntExpr& e);
 
 /** An integer expression of iterators and size variables as C; size variables print with the
  *  prefix `s_` (as the renderers declare them). */

@@ -59,13 +59,28 @@ double int_max(DType t) {
 
 }  // namespace
 
-std::string CStyleRenderer::render_index(const Context& c, int buffer,
-                                         const std::vector<IntExpr>& index) const {
+IntExpr CStyleRenderer::linear_index(const Context& c, int buffer,
+                                     const std::vector<IntExpr>& index) const {
   const Shape& shape = c.plan.buffers[buffer].shape;
   IntExpr linear = 0;
   for (size_t k = 0; k < shape.size(); ++k)
     linear = linear * shape[k] + index[k];
-  return "b" + std::to_string(buffer) + "[" + int_expr_to_c(linear) + "]";
+  return linear;
+}
+
+std::string CStyleRenderer::render_index(const Context& c, int buffer,
+                                         const std::vector<IntExpr>& index) const {
+  return render_access(c, buffer, int_expr_to_c(linear_index(c, buffer, index)));
+}
+
+std::string CStyleRenderer::render_access(const Context& c, int buffer,
+                                          const std::string& offset) const {
+  std::string b = std::to_string(buffer);
+  if (!c.options.bounds_checks) return "b" + b + "[" + offset + "]";
+  IntExpr count = 1;
+  for (const IntExpr& d : c.plan.buffers[buffer].shape)
+    count = count * d;
+  return "b" + b + "[kiln_check(" + offset + ", " + int_expr_to_c(count) + ", " + b + ")]";
 }
 
 std::string CStyleRenderer::render_statement(const Context& c, const Statement& st) const {
@@ -125,6 +140,18 @@ std::string CStyleRenderer::bind_shared(const Context& c, const ScalarExpr& root
     if (!visited.insert(&e).second) return;
     for (const ScalarExprPtr& a : e.args)
       visit(*a);
+    if (e.kind == ScalarExpr::Kind::load) {
+      // An index that divides by a run-time value is computed here, unconditionally, not under
+      // the mask or select that guards its load: LLVM 19's loop vectoriser miscompiles a
+      // division predicated inside a vectorised loop when it feeds a masked load's address
+      // (docs/decisions.md, "the masked-load crash"). kiln_fdiv_v cannot trap, so this is safe.
+      IntExpr linear = linear_index(c, e.buffer, e.index);
+      if (has_runtime_divisor(linear)) {
+        std::string name = "k" + std::to_string(c.index_bound.size());
+        out += "const int64_t " + name + " = " + int_expr_to_c(linear) + ";\n";
+        c.index_bound.emplace(&e, name);
+      }
+    }
     bool worth = e.kind == ScalarExpr::Kind::op || e.kind == ScalarExpr::Kind::load;
     if (&e == &root || uses[&e] < 2 || !worth) return;
     std::string name = "v" + std::to_string(c.bound.size());
@@ -141,7 +168,10 @@ std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) 
   std::string v;
   switch (e.kind) {
     case ScalarExpr::Kind::load:
-      v = from_storage(c.plan.buffers[e.buffer].dtype, render_index(c, e.buffer, e.index));
+      if (auto it = c.index_bound.find(&e); it != c.index_bound.end())
+        v = from_storage(c.plan.buffers[e.buffer].dtype, render_access(c, e.buffer, it->second));
+      else
+        v = from_storage(c.plan.buffers[e.buffer].dtype, render_index(c, e.buffer, e.index));
       break;
     case ScalarExpr::Kind::constant:
       if (e.symbolic)

@@ -14,6 +14,7 @@
 #include "dsl/choices.h"
 #include "dsl/diagnostic.h"
 #include "dsl/lower.h"
+#include "ir/sizes.h"
 #include "ir/verifier.h"
 
 namespace kiln {
@@ -53,6 +54,12 @@ LowerOptions lower_options(const Composite& c, const CompileSettings& s) {
     opt.attrs[name] = parse_attr_choice(text, *decl);
   }
   if (s.batch_rank < 0) throw std::invalid_argument("batch_rank must not be negative");
+  if (s.batch_rank > kMaxRank)
+    throw std::invalid_argument("batch_rank " + std::to_string(s.batch_rank) +
+                                " is more than the limit of " + std::to_string(kMaxRank) +
+                                " dimensions");
+  for (const auto& [name, value] : s.fixed_sizes)
+    if (value < 0) throw std::invalid_argument("fixed size " + name + " is negative");
   opt.batch_rank = s.batch_rank;
   opt.fixed_sizes = s.fixed_sizes;
   return opt;
@@ -84,17 +91,29 @@ const Node& find_port(const Graph& g, const std::string& name) {
   throw std::invalid_argument("'" + g.name + "' has no input or output '" + name + "'");
 }
 
+/** "input 'x' of 'softmax'" or "output 'y' of 'softmax'". */
+std::string port_str(const Graph& g, const Node& n) {
+  for (NodeId id : g.inputs)
+    if (&g[id] == &n) return "input '" + n.name + "' of '" + g.name + "'";
+  for (const GraphOutput& o : g.outputs)
+    if (&g[o.node] == &n) return "output '" + o.name + "' of '" + g.name + "'";
+  return "'" + g.name + "'";
+}
+
+/** The bound dims of an input or output; sizes past the limits of ir/sizes.h are the caller's
+ *  mistake. */
 std::vector<int64_t> bound_shape(const Graph& g, const Node& n, const SizeBindings& sizes) {
   for (const std::string& v : g.size_vars)
     if (!sizes.count(v)) throw std::invalid_argument("size variable " + v + " is not bound");
-  return eval_shape(n.shape, sizes);
+  try {
+    return eval_checked_shape(port_str(g, n), n.dtype, n.shape, sizes);
+  } catch (const SizeError& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
-size_t bytes_of(DType t, const std::vector<int64_t>& dims) {
-  size_t n = dtype_bits(t) / 8;
-  for (int64_t d : dims)
-    n *= static_cast<size_t>(d);
-  return n;
+size_t bytes_of(const Graph& g, const Node& n, const SizeBindings& sizes) {
+  return static_cast<size_t>(checked_bytes(n.dtype, bound_shape(g, n, sizes), port_str(g, n)));
 }
 
 /** Runs the reference interpreter on the caller's buffers. */
@@ -127,7 +146,7 @@ void run_staged(const Graph& g, Runtime& rt, const Executable& exe, void* const*
   size_t n_in = g.inputs.size();
   for (size_t k = 0; k < n_in + g.outputs.size(); ++k) {
     const Node& n = k < n_in ? g[g.inputs[k]] : g[g.outputs[k - n_in].node];
-    bytes.push_back(bytes_of(n.dtype, bound_shape(g, n, sizes)));
+    bytes.push_back(bytes_of(g, n, sizes));
     device.push_back(rt.alloc(std::max<size_t>(bytes.back(), 64)));
     if (k < n_in) rt.copy_to_device(device[k], buffers[k], bytes[k]);
   }
@@ -196,6 +215,8 @@ Compiled compile(const Spec& spec, const std::string& composite, const std::stri
     impl->graph = lower_composite(s.lib, *c, lower_options(*c, settings));
   } catch (const SpecError& e) {
     throw to_invalid_spec(e);
+  } catch (const std::overflow_error& e) {  // a size expression with fixed_sizes
+    throw std::invalid_argument("'" + composite + "' with the fixed sizes: " + e.what());
   }
   verify_or_throw(impl->graph);
   if (runtime != "interp") {
@@ -221,6 +242,11 @@ void Compiled::run(const std::vector<void*>& buffers,
     if (it == sizes.end()) throw std::invalid_argument("size variable " + v + " is not bound");
     if (it->second < 0) throw std::invalid_argument("size variable " + v + " is negative");
     size_args.push_back(it->second);
+  }
+  try {  // the interpreter holds every node in memory; compiled code only inputs and outputs
+    check_graph_sizes(g, sizes, !impl_->exe);
+  } catch (const SizeError& e) {
+    throw std::invalid_argument(e.what());
   }
   if (!impl_->exe) return run_interpreter(g, buffers.data(), sizes);
   if (impl_->host_memory) return impl_->exe->run_buffers(buffers.data(), size_args.data());
@@ -271,7 +297,7 @@ std::vector<int64_t> Compiled::shape(const std::string& name,
 size_t Compiled::byte_size(const std::string& name,
                            const std::map<std::string, int64_t>& sizes) const {
   const Node& n = find_port(impl_->graph, name);
-  return bytes_of(n.dtype, bound_shape(impl_->graph, n, sizes));
+  return bytes_of(impl_->graph, n, sizes);
 }
 
 }  // namespace kiln

@@ -5,6 +5,7 @@
 
 #include "driver/blas.h"
 #include "driver/renderers.h"
+#include "ir/sizes.h"
 
 namespace kiln {
 
@@ -18,8 +19,13 @@ class DeviceBuffers {
     for (void* p : owned_)
       rt_.free(p);
   }
-  void* alloc(size_t bytes) {
-    owned_.push_back(rt_.alloc(std::max<size_t>(bytes, 64)));
+  /** `bytes` for the buffer `what` names; a failure names it and its bytes. */
+  void* alloc(size_t bytes, const std::string& what) {
+    try {
+      owned_.push_back(rt_.alloc(std::max<size_t>(bytes, 64)));
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(what + " (" + std::to_string(bytes) + " bytes): " + e.what());
+    }
     return owned_.back();
   }
 
@@ -28,11 +34,18 @@ class DeviceBuffers {
   std::vector<void*> owned_;
 };
 
+const char* kind_name(BufferKind k) {
+  return k == BufferKind::input ? "input" : k == BufferKind::output ? "output" : "temporary";
+}
+
+/** The buffer's bound dims, checked against the limits of ir/sizes.h. */
+std::vector<int64_t> buffer_dims(const Buffer& b, const SizeBindings& sizes) {
+  return eval_checked_shape(std::string(kind_name(b.kind)) + " buffer '" + b.name + "'", b.dtype,
+                            b.shape, sizes);
+}
+
 size_t byte_size(const Buffer& b, const SizeBindings& sizes) {
-  size_t n = dtype_bits(b.dtype) / 8;
-  for (int64_t d : eval_shape(b.shape, sizes))
-    n *= static_cast<size_t>(d);
-  return n;
+  return static_cast<size_t>(checked_bytes(b.dtype, buffer_dims(b, sizes), b.name));
 }
 
 std::vector<int64_t> size_values(const KernelPlan& plan, const SizeBindings& sizes) {
@@ -57,8 +70,12 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
     generate_code(program_, renderer, opt);
     return program_.source;
   };
+  std::vector<std::string> symbols;
+  for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
+    symbols.push_back(kernel_symbol(program_.plan.kernels[k].name, k));
+  // A cached module that does not load or lacks a kernel is dropped and rebuilt by the runtime.
   module_ = std::make_unique<CompiledModule>(
-      runtime.compile_identified(identity, make_source, {}, &info_.compile));
+      runtime.compile_identified(identity, make_source, {}, &info_.compile, symbols));
   if (opt.debug >= 3 && program_.source.empty()) make_source();  // show what the cache holds
   info_.stages = program_.times;
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k) {
@@ -70,6 +87,18 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   program_.symbols.resize(program_.plan.kernels.size());
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     program_.symbols[k] = kernel_symbol(program_.plan.kernels[k].name, k);
+  // What a fault inside kernel k reports (driver/fault_guard.h).
+  const auto* record =
+      static_cast<const volatile int64_t*>(runtime.lookup(*module_, kCheckRecordSymbol));
+  std::vector<std::string> buffer_names;
+  for (const Buffer& b : program_.plan.buffers)
+    buffer_names.push_back(b.name);
+  size_t n = program_.plan.kernels.size();
+  for (size_t k = 0; k < n; ++k)
+    contexts_.push_back({"kernel '" + program_.symbols[k] + "' (" + std::to_string(k + 1) + " of " +
+                             std::to_string(n) + ") of composite '" + g.name + "' on runtime " +
+                             runtime.name(),
+                         opt.checked ? record : nullptr, buffer_names});
 }
 
 void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
@@ -79,17 +108,27 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
     bound[plan.size_vars[k]] = sizes[k];
   std::vector<void*> args;
   std::vector<size_t> slot_bytes(plan.num_slots, 0);
-  for (const Buffer& b : plan.buffers)
-    if (b.kind == BufferKind::temp)
-      slot_bytes[b.slot] = std::max(slot_bytes[b.slot], byte_size(b, bound));
-    else
+  std::vector<std::string> slot_names(plan.num_slots);
+  for (const Buffer& b : plan.buffers) {
+    if (b.kind != BufferKind::temp) {
+      buffer_dims(b, bound);  // the caller's buffer, within the limits the index arithmetic needs
       args.push_back(buffers[b.arg]);
+      continue;
+    }
+    size_t bytes = byte_size(b, bound);
+    if (bytes >= slot_bytes[b.slot]) {
+      slot_bytes[b.slot] = bytes;
+      slot_names[b.slot] = b.name;
+    }
+  }
   DeviceBuffers temps(runtime_);
-  for (size_t bytes : slot_bytes)
-    args.push_back(temps.alloc(bytes));
-  for (void* fn : kernels_)
-    runtime_.launch(fn, args.data(), sizes);
-  runtime_.synchronize();
+  for (size_t k = 0; k < slot_bytes.size(); ++k)
+    args.push_back(temps.alloc(slot_bytes[k], "temporary buffer '" + slot_names[k] + "'"));
+  for (size_t k = 0; k < kernels_.size(); ++k) {
+    KernelFaultScope scope(contexts_[k]);
+    runtime_.launch(kernels_[k], args.data(), sizes);
+    runtime_.synchronize();
+  }
 }
 
 std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
@@ -101,7 +140,8 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
   size_t next_input = 0;
   for (const Buffer& b : plan.buffers) {
     if (b.kind == BufferKind::temp) continue;
-    void* p = mem.alloc(byte_size(b, sizes));
+    void* p =
+        mem.alloc(byte_size(b, sizes), std::string(kind_name(b.kind)) + " buffer '" + b.name + "'");
     if (b.kind == BufferKind::input) {
       std::vector<uint8_t> bytes = tensor_to_bytes(inputs.at(next_input++));
       runtime_.copy_to_device(p, bytes.data(), bytes.size());
@@ -114,7 +154,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
     if (b.kind != BufferKind::output) continue;
     std::vector<uint8_t> bytes(byte_size(b, sizes));
     runtime_.copy_to_host(bytes.data(), args[b.arg], bytes.size());
-    out.push_back(tensor_from_bytes(b.dtype, eval_shape(b.shape, sizes), bytes.data()));
+    out.push_back(tensor_from_bytes(b.dtype, buffer_dims(b, sizes), bytes.data()));
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "driver/fault_guard.h"
 #include "driver/pipeline.h"
 #include "ir/interpreter.h"
 #include "runtimes/runtime.h"
@@ -41,6 +42,7 @@ class Executable {
   BuildInfo info_;
   std::unique_ptr<CompiledModule> module_;
   std::vector<void*> kernels_;
+  std::vector<KernelContext> contexts_;  ///< what a fault in kernel k reports
 };
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 
 #include "kiln_build_id.h"
 #include "scheduler/build_statements.h"
+#include "scheduler/coalesce_dims.h"
 #include "scheduler/flatten_statements.h"
 #include "scheduler/plan_buffers.h"
 #include "simplifier/engine.h"
@@ -49,6 +50,12 @@ const std::vector<Stage>& stages() {
          s.out.plan = build_statements(s.out.graph);
          return plan_to_text(s.out.plan);
        }},
+      {"coalesce", 0, 2,
+       [](State& s) {
+         CoalesceCount n = coalesce_dims(s.out.plan);
+         return "// " + std::to_string(n.dropped) + " size-1 dimension(s) dropped, " +
+                std::to_string(n.merged) + " dimension(s) merged into a neighbour";
+       }},
       {"flatten", 0, 2,
        [](State& s) {
          int n = flatten_statements(s.out.plan);
@@ -73,7 +80,7 @@ const std::vector<Stage>& stages() {
        }},
       {"render", 1, 4,
        [](State& s) {
-         s.out.source = s.renderer->render(s.out.plan, s.out.nests, s.out.symbols);
+         s.out.source = s.renderer->render(s.out.plan, s.out.nests, s.out.symbols, {s.opt.checked});
          return s.out.source;
        }},
   };
@@ -161,9 +168,21 @@ std::string apply_config(CompileOptions& opt) {
     } else if (key == "PARALLEL" || key == "VECTORIZE") {
       if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
       (key == "PARALLEL" ? opt.schedule.parallel : opt.schedule.vectorize) = value == "1";
+    } else if (key == "CHECK") {
+      if (value != "0" && value != "1") return "--config CHECK expects 0 or 1";
+      opt.checked = value == "1";
     } else if (key == "FASTMATH" || key == "SIMPLIFY") {
       if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
       (key == "FASTMATH" ? opt.simplify.fastmath : opt.simplify.enabled) = value == "1";
+    } else if (key == "ISL_OPS") {
+      try {
+        size_t used = 0;
+        opt.schedule.max_operations = std::stoul(value, &used);
+        if (used != value.size() || value[0] == '-') throw std::invalid_argument(value);
+      } catch (const std::exception&) {
+        return "--config ISL_OPS expects a count of isl operations (0: no limit), got '" + value +
+               "'";
+      }
     } else if (key == "BLAS") {
       if (value != "openblas" && value != "none")
         return "--config BLAS expects openblas or none, got '" + value + "'";

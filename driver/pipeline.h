@@ -25,6 +25,7 @@ struct CompileOptions {
   SimplifyOptions simplify;                   ///< FASTMATH, BLAS, SIMPLIFY
   std::vector<std::string> rule_files;        ///< --rules and [meta] rules, after the shipped
   std::map<std::string, std::string> config;  ///< --config KEY=VALUE, part of the cache key
+  bool checked = false;                       ///< CHECK=1: every buffer access bounds-checked
 };
 
 /** How long one stage took. */
@@ -64,7 +65,8 @@ std::string program_identity(const LoweredProgram& p, const std::string& backend
                              const CompileOptions& opt);
 
 /** Reads the knobs of --config into `opt`: TILE=32 or TILE=32x32x8, PARALLEL=0, VECTORIZE=0 (the
- *  scheduler), FASTMATH=1, SIMPLIFY=0, BLAS=openblas (the simplifier); returns the message for an
+ *  scheduler), FASTMATH=1, SIMPLIFY=0, BLAS=openblas (the simplifier), CHECK=1 (bounds checks in
+ *  the generated code); returns the message for an
  * unknown key or a bad value, else "". */
 std::string apply_config(CompileOptions& opt);
 

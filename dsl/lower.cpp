@@ -7,6 +7,7 @@
 
 #include "dsl/builtins.h"
 #include "dsl/lowering.h"
+#include "ir/limits.h"
 
 namespace kiln {
 
@@ -243,6 +244,11 @@ AttrValue attr_from_value(const Value& v, const AttrDecl& decl, const SourceLoc&
 
 Shape Lowerer::declared_shape(const Param& p, Scope& s) {
   Shape shape = p.type.batch ? s.batch : Shape{};
+  if (shape.size() + p.type.dims.size() > static_cast<size_t>(kMaxRank))
+    throw SpecError(p.type.loc,
+                    "'" + p.name + "' has " + std::to_string(shape.size() + p.type.dims.size()) +
+                        " dimensions (" + std::to_string(shape.size()) +
+                        " of them from '...'), above the limit of " + std::to_string(kMaxRank));
   for (const ExprPtr& d : p.type.dims)
     shape.push_back(eval_int(*d, s, "a dimension"));
   return shape;

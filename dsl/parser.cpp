@@ -1,9 +1,13 @@
 #include "dsl/parser.h"
 
+#include "ir/sizes.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+
+#include "ir/limits.h"
 
 namespace kiln {
 
@@ -167,6 +171,9 @@ class Parser {
             next();
             t.batch = true;
           } else {
+            if (t.dims.size() == static_cast<size_t>(kMaxRank))
+              throw SpecError(loc(peek()), "a tensor type may have at most " +
+                                               std::to_string(kMaxRank) + " dimensions");
             t.dims.push_back(expression());
           }
         } while (accept(","));

@@ -19,14 +19,31 @@ std::string monomial_key(const std::vector<Atom>& f) {
   return k;
 }
 
+/** a + b and a * b on coefficients and values; std::overflow_error past int64. */
+int64_t add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r))
+    throw std::overflow_error("a size expression overflows int64");
+  return r;
+}
+
+int64_t mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw std::overflow_error("a size expression overflows int64");
+  return r;
+}
+
 int64_t floor_div(int64_t a, int64_t b) {
   if (b == 0) throw std::runtime_error("division by zero in a size expression");
+  if (b == -1) return mul(a, -1);
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
 int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
   return a - floor_div(a, b) * b;
 }
 
@@ -113,7 +130,7 @@ IntExpr IntExpr::from_terms(std::vector<Term> terms) {
   std::map<std::string, Term> merged;
   for (Term& t : terms) {
     auto [it, inserted] = merged.emplace(monomial_key(t.factors), t);
-    if (!inserted) it->second.coeff += t.coeff;
+    if (!inserted) it->second.coeff = add(it->second.coeff, t.coeff);
   }
   IntExpr e;
   for (auto& [k, t] : merged)
@@ -130,7 +147,7 @@ IntExpr operator+(const IntExpr& a, const IntExpr& b) {
 IntExpr operator-(const IntExpr& a) {
   std::vector<Term> t = a.terms_;
   for (Term& x : t)
-    x.coeff = -x.coeff;
+    x.coeff = mul(x.coeff, -1);
   return IntExpr::from_terms(std::move(t));
 }
 
@@ -142,7 +159,7 @@ IntExpr operator*(const IntExpr& a, const IntExpr& b) {
   std::vector<Term> t;
   for (const Term& x : a.terms_)
     for (const Term& y : b.terms_) {
-      Term p{x.coeff * y.coeff, x.factors};
+      Term p{mul(x.coeff, y.coeff), x.factors};
       p.factors.insert(p.factors.end(), y.factors.begin(), y.factors.end());
       t.push_back(std::move(p));
     }
@@ -218,9 +235,9 @@ int64_t IntExpr::eval(const std::map<std::string, int64_t>& env) const {
           v = floor_mod(f->a.eval(env), f->b.eval(env));
           break;
       }
-      p *= v;
+      p = mul(p, v);
     }
-    sum += p;
+    sum = add(sum, p);
   }
   return sum;
 }

@@ -35,6 +35,7 @@ class IntExpr {
   /** The index variable `%k` of a view's index space. */
   static IntExpr index(int k);
 
+  /** Arithmetic; a coefficient that overflows int64 throws std::overflow_error. */
   friend IntExpr operator+(const IntExpr& a, const IntExpr& b);
   friend IntExpr operator-(const IntExpr& a, const IntExpr& b);
   friend IntExpr operator*(const IntExpr& a, const IntExpr& b);
@@ -49,7 +50,8 @@ class IntExpr {
   std::optional<std::string> as_var() const;
   bool is_constant() const { return as_constant().has_value(); }
 
-  /** Evaluates with every variable bound; throws std::runtime_error naming an unbound one. */
+  /** Evaluates with every variable bound; throws std::runtime_error naming an unbound one, and
+   *  std::overflow_error when a value or an intermediate result overflows int64. */
   int64_t eval(const std::map<std::string, int64_t>& env) const;
   /** Replaces variables by expressions; unlisted variables stay. */
   IntExpr substitute(const std::map<std::string, IntExpr>& sub) const;

@@ -36,6 +36,7 @@
 #include <stdexcept>
 
 #include "ir/externs.h"
+#include "ir/sizes.h"
 
 namespace kiln {
 
@@ -170,9 +171,10 @@ struct IndexFn {
 
   int64_t operator()(const std::vector<int64_t>& idx, const Env& env) const {
     if (!affine) return expr.eval(env);
-    int64_t v = constant;
+    int64_t v = constant, term = 0;
     for (size_t k = 0; k < idx.size(); ++k)
-      v += coeff[k] * idx[k];
+      if (__builtin_mul_overflow(coeff[k], idx[k], &term) || __builtin_add_overflow(v, term, &v))
+        throw std::overflow_error("the view's index " + expr.str() + " overflows int64");
     return v;
   }
 };
@@ -391,9 +393,11 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
   std::vector<Tensor> values(g.size());
   for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
     const Node& n = g[id];
-    std::vector<int64_t> dims = eval_shape(n.shape, sizes);
-    for (int64_t d : dims)
-      if (d < 0) fail(id, n, "negative dimension in " + dims_str(dims));
+    std::string what = n.op == Op::input
+                           ? "input '" + n.name + "'"
+                           : "%" + std::to_string(id) + " (" + std::string(op_name(n.op)) + ")";
+    what += " of '" + g.name + "'";
+    std::vector<int64_t> dims = eval_checked_shape(what, n.dtype, n.shape, sizes);
     std::vector<const Tensor*> args;
     for (NodeId o : n.operands) {
       if (o < 0 || o >= id) fail(id, n, "operand %" + std::to_string(o) + " is not evaluated yet");
@@ -401,18 +405,24 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
     }
     if (op_info(n.op).arity >= 0 && args.size() != static_cast<size_t>(op_info(n.op).arity))
       fail(id, n, "wrong number of operands");
-    if (n.op == Op::input)
-      values[id] = input_value(g, id, dims, inputs);
-    else if (n.op == Op::constant || n.op == Op::index)
-      values[id] = eval_source(id, n, dims, sizes);
-    else if (n.op == Op::view)
-      values[id] = eval_view(id, n, *args[0], dims, sizes);
-    else if (n.op == Op::reduce)
-      values[id] = eval_reduce(id, n, *args[0], dims);
-    else if (n.op == Op::extern_call)
-      values[id] = eval_extern(id, n, args, dims);
-    else
-      values[id] = eval_elementwise(id, n, args, dims);
+    try {
+      if (n.op == Op::input)
+        values[id] = input_value(g, id, dims, inputs);
+      else if (n.op == Op::constant || n.op == Op::index)
+        values[id] = eval_source(id, n, dims, sizes);
+      else if (n.op == Op::view)
+        values[id] = eval_view(id, n, *args[0], dims, sizes);
+      else if (n.op == Op::reduce)
+        values[id] = eval_reduce(id, n, *args[0], dims);
+      else if (n.op == Op::extern_call)
+        values[id] = eval_extern(id, n, args, dims);
+      else
+        values[id] = eval_elementwise(id, n, args, dims);
+    } catch (const TensorAllocError& e) {
+      throw TensorAllocError(what + ": " + e.what());
+    } catch (const std::overflow_error& e) {
+      throw std::overflow_error(what + ": " + e.what());
+    }
   }
   std::vector<Tensor> out;
   for (const GraphOutput& o : g.outputs) {

@@ -20,7 +20,9 @@ using SizeBindings = std::map<std::string, int64_t>;
 
 /** Evaluates `g` on `inputs` (in g.inputs order); returns the outputs in g.outputs order.
  *  Throws std::runtime_error with a clear message on an unbound size, a wrong input shape or
- *  dtype, an integer division by zero, or a view that reads outside its source. */
+ *  dtype, an integer division by zero, or a view that reads outside its source; SizeError
+ *  (ir/sizes.h) for a node whose shape is negative, overflows or exceeds the limits, and
+ *  TensorAllocError naming the node when its memory cannot be allocated. */
 std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
                               const std::vector<Tensor>& inputs);
 

@@ -7,7 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <stdexcept>
+
+#include "ir/sizes.h"
 
 namespace kiln {
 
@@ -54,19 +57,26 @@ std::string format_element(const Tensor& t, size_t k) {
 }  // namespace
 
 Tensor::Tensor(DType t, std::vector<int64_t> d) : dtype(t), dims(std::move(d)) {
-  for (int64_t x : dims)
-    if (x < 0) throw std::runtime_error("tensor dimension " + std::to_string(x) + " is negative");
-  if (is_float(t))
-    f.assign(numel(), 0.0);
-  else
-    i.assign(numel(), 0);
+  size_t n = 0;
+  try {
+    n = static_cast<size_t>(checked_numel(dims, "tensor"));
+    if (is_float(t))
+      f.assign(n, 0.0);
+    else
+      i.assign(n, 0);
+  } catch (const SizeError& e) {  // "tensor: ..." becomes "tensor f32[...]: ..."
+    throw SizeError(std::string(e.what()).replace(0, 6, "tensor " + tensor_type_str(*this)));
+  } catch (const std::exception&) {  // std::bad_alloc, std::length_error
+    throw TensorAllocError("out of memory for " + tensor_type_str(*this) + " (" +
+                           std::to_string(n * 8) +
+                           " bytes: the interpreter holds every element in 8 bytes)");
+  }
 }
 
 size_t Tensor::numel() const {
-  size_t n = 1;
-  for (int64_t x : dims)
-    n *= static_cast<size_t>(x);
-  return n;
+  std::optional<int64_t> n = checked_product(dims);
+  if (!n) throw SizeError("tensor " + tensor_type_str(*this) + ": the element count overflows");
+  return static_cast<size_t>(*n);
 }
 
 double Tensor::at(size_t k) const {
@@ -194,7 +204,8 @@ void set_element_bits(Tensor& out, size_t k, uint64_t b) {
 
 std::vector<uint8_t> tensor_to_bytes(const Tensor& t) {
   size_t width = dtype_bits(t.dtype) / 8;
-  std::vector<uint8_t> out(t.numel() * width);
+  std::vector<uint8_t> out(
+      static_cast<size_t>(checked_bytes(t.dtype, t.dims, "tensor " + tensor_type_str(t))));
   for (size_t k = 0; k < t.numel(); ++k) {
     uint64_t b = element_bits(t, k);
     std::memcpy(out.data() + k * width, &b, width);  // little-endian hosts

@@ -5,12 +5,18 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "ir/dtype.h"
 
 namespace kiln {
+
+/** A tensor's memory could not be allocated; the message names its type and bytes. */
+struct TensorAllocError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /** A dense row-major tensor with concrete dimensions. */
 struct Tensor {
@@ -20,7 +26,10 @@ struct Tensor {
   std::vector<int64_t> i;  ///< elements of an integer or bool tensor
 
   Tensor() = default;
+  /** Zero elements of `dims`. Throws SizeError (ir/sizes.h) for a negative dimension, a rank
+   *  over kMaxRank or more than kMaxElements elements, TensorAllocError when memory runs out. */
   Tensor(DType t, std::vector<int64_t> dims);
+  /** The element count; throws SizeError when it overflows int64 or a dimension is negative. */
   size_t numel() const;
   /** Element `k` as a double (exact for integers up to 2^53). */
   double at(size_t k) const;

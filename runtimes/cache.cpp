@@ -18,7 +18,8 @@ namespace kiln {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'A', 'C', 'H'};
-constexpr uint32_t kFormatVersion = 1;
+/** 2: the digest covers the key and the header, not only the payload. */
+constexpr uint32_t kFormatVersion = 2;
 constexpr const char* kSuffix = ".kc";
 
 /** The fixed-size header in front of every payload (host byte order). */
@@ -27,7 +28,7 @@ struct EntryHeader {
   uint32_t format_version;
   uint32_t reserved;
   uint64_t payload_bytes;
-  unsigned char payload_sha256[32];
+  unsigned char entry_sha256[32]; /**< entry_digest(): key, header and payload */
 };
 static_assert(sizeof(EntryHeader) == 56);
 
@@ -40,6 +41,19 @@ void sha256(const void* data, size_t size, unsigned char out[32]) {
   sha256_ctx ctx;
   sha256_init(&ctx);
   sha256_update(&ctx, size, static_cast<const uint8_t*>(data));
+  sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
+}
+
+/** The SHA-256 that binds an entry to its key: over the key, the header with entry_sha256
+ *  zeroed, and the payload. An entry copied to another key's file fails it. */
+void entry_digest(const std::string& key, EntryHeader h, const uint8_t* payload,
+                  unsigned char out[32]) {
+  std::memset(h.entry_sha256, 0, sizeof h.entry_sha256);
+  sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, key.size() + 1, reinterpret_cast<const uint8_t*>(key.c_str()));
+  sha256_update(&ctx, sizeof h, reinterpret_cast<const uint8_t*>(&h));
+  sha256_update(&ctx, h.payload_bytes, payload);
   sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
 }
 
@@ -91,18 +105,20 @@ std::optional<std::vector<uint8_t>> read_file(const std::string& path) {
   return bytes;
 }
 
-/** Why an entry file is bad, or empty when it is good. */
-std::string check_entry(const std::vector<uint8_t>& file) {
+/** Why the entry file of `key` is bad, or empty when it is good. */
+std::string check_entry(const std::string& key, const std::vector<uint8_t>& file) {
   if (file.size() < sizeof(EntryHeader)) return "truncated header";
   EntryHeader h;
   std::memcpy(&h, file.data(), sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return "bad magic";
   if (h.format_version != kFormatVersion)
-    return "format version " + std::to_string(h.format_version);
+    return "format version " + std::to_string(h.format_version) + ", this Kiln writes version " +
+           std::to_string(kFormatVersion);
   if (h.payload_bytes != file.size() - sizeof h) return "payload length mismatch (truncated?)";
   unsigned char digest[32];
-  sha256(file.data() + sizeof h, h.payload_bytes, digest);
-  if (std::memcmp(digest, h.payload_sha256, 32) != 0) return "payload hash mismatch";
+  entry_digest(key, h, file.data() + sizeof h, digest);
+  if (std::memcmp(digest, h.entry_sha256, 32) != 0)
+    return "hash mismatch (corrupt, or another key's entry)";
   return "";
 }
 
@@ -169,12 +185,11 @@ std::string Cache::take_warning() {
 std::optional<std::vector<uint8_t>> Cache::get(const std::string& key, std::string* warning) {
   if (warning) *warning = take_warning();
   if (!enabled_ || !valid_key(key)) return std::nullopt;
-  std::string path = dir_ + "/" + key + kSuffix;
-  std::optional<std::vector<uint8_t>> file = read_file(path);
+  std::optional<std::vector<uint8_t>> file = read_file(entry_path(key));
   if (!file) return std::nullopt;
-  if (std::string why = check_entry(*file); !why.empty()) {
-    unlink(path.c_str());
-    if (warning) *warning = "dropped corrupt cache entry " + key + ": " + why;
+  if (std::string why = check_entry(key, *file); !why.empty()) {
+    std::string dropped = drop(key, why);
+    if (warning) *warning = std::move(dropped);
     return std::nullopt;
   }
   file->erase(file->begin(), file->begin() + sizeof(EntryHeader));
@@ -188,7 +203,7 @@ bool Cache::put(const std::string& key, const void* data, size_t size, std::stri
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.format_version = kFormatVersion;
   h.payload_bytes = size;
-  sha256(data, size, h.payload_sha256);
+  entry_digest(key, h, static_cast<const uint8_t*>(data), h.entry_sha256);
 
   std::string tmp = dir_ + "/." + key + ".tmp." + std::to_string(getpid()) + ".XXXXXX";
   int fd = mkstemp(tmp.data());
@@ -202,13 +217,25 @@ bool Cache::put(const std::string& key, const void* data, size_t size, std::stri
   // payload hash and rebuilds it; an fsync would cost every cold compile milliseconds.
   bool ok = write_all(fd, &h, sizeof h) && write_all(fd, data, size);
   ok = close(fd) == 0 && ok;
-  std::string path = dir_ + "/" + key + kSuffix;
+  std::string path = entry_path(key);
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
     unlink(tmp.c_str());
     if (warning && warning->empty()) *warning = "could not write cache entry " + key;
     return false;
   }
   return true;
+}
+
+std::string Cache::entry_path(const std::string& key) const {
+  return dir_ + "/" + key + kSuffix;
+}
+
+std::string Cache::drop(const std::string& key, const std::string& why) {
+  std::string path = entry_path(key);
+  if (!enabled_ || !valid_key(key)) return "";
+  if (unlink(path.c_str()) != 0 && errno != ENOENT)
+    return "cannot remove bad cache entry " + path + " (" + why + "): " + std::strerror(errno);
+  return "dropped cache entry " + path + ": " + why + "; recompiling";
 }
 
 std::vector<CacheEntryInfo> Cache::ls() const {

@@ -1,10 +1,12 @@
 /** \file
  * The compiled-composite cache (DESIGN.md §7): one file per key under `$KILN_CACHE`, else
  * `$XDG_CACHE_HOME/kiln`, else `~/.cache/kiln`. An entry is a header (magic, format version,
- * payload length, SHA-256 of the payload) followed by the payload. Writes go to a unique
- * temporary file in the same folder, are fsynced and renamed, so concurrent writers of one key
- * are safe. A corrupt or truncated entry is deleted and reported as a miss. A folder that cannot
- * be created or written disables the cache, with one warning per process.
+ * payload length, and a SHA-256 over the key, the header and the payload) followed by the
+ * payload, so an entry copied to another key's file is as corrupt as a flipped byte. Writes go
+ * to a unique temporary file in the same folder and are renamed, so concurrent writers of one
+ * key are safe. A corrupt or truncated entry, or one of another format version, is deleted with
+ * a warning and reported as a miss; so is an entry the runtime cannot load (Cache::drop). A
+ * folder that cannot be created or written disables the cache, with one warning per process.
  */
 #pragma once
 
@@ -60,6 +62,11 @@ class Cache {
 
   /** The payload stored under `key`, or nothing. A bad entry is deleted and `*warning` set. */
   std::optional<std::vector<uint8_t>> get(const std::string& key, std::string* warning);
+  /** Deletes the entry of `key`, which is bad for reason `why`; returns the warning to show
+   *  ("dropped cache entry PATH: WHY; recompiling"), or empty when the cache is off. */
+  std::string drop(const std::string& key, const std::string& why);
+  /** The file that holds the entry of `key`. */
+  std::string entry_path(const std::string& key) const;
   /** Stores a payload atomically. Returns false (and maybe sets `*warning`) on failure. */
   bool put(const std::string& key, const void* data, size_t size, std::string* warning);
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <toml++/toml.h>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -61,23 +62,43 @@ std::string home_dir(const std::string& search_dir) {
   return KILN_SOURCE_DIR;
 }
 
-std::string available_runtimes(const std::string& dir) {
-  std::string names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".toml")
-      names += (names.empty() ? "" : ", ") + e.path().stem().string();
-  return names.empty() ? "none" : names;
+/** The folder of the shipped descriptors: SEARCH_DIR/runtimes, without doubled slashes. */
+std::string descriptor_dir(const std::string& search_dir) {
+  return (fs::path(home_dir(search_dir)) / "runtimes").lexically_normal().string();
 }
 
 std::string descriptor_path(const std::string& name_or_path, const std::string& search_dir) {
-  if (name_or_path.size() > 5 && name_or_path.ends_with(".toml")) return name_or_path;
-  std::string dir = home_dir(search_dir) + "/runtimes";
-  std::string path = dir + "/" + name_or_path + ".toml";
-  if (!fs::exists(path))
-    throw std::runtime_error("unknown runtime '" + name_or_path + "': no descriptor " + path +
-                             " (available: " + available_runtimes(dir) + ")");
-  return path;
+  const std::string& arg = name_or_path;
+  std::string dir = descriptor_dir(search_dir);
+  if (arg.ends_with(".toml")) {
+    if (!fs::is_regular_file(arg))
+      throw UnknownRuntime("no runtime descriptor " + arg + ": no such file",
+                           Runtime::known(search_dir), false);
+    return arg;
+  }
+  bool is_name = !arg.empty() && arg.find('/') == std::string::npos;
+  std::string path = dir + "/" + arg + ".toml";
+  if (is_name && fs::is_regular_file(path)) return path;
+  std::error_code ec;
+  if (!is_name || fs::exists(arg, ec))
+    throw UnknownRuntime("'" + arg + "' is not a runtime descriptor", Runtime::known(search_dir),
+                         true);
+  throw UnknownRuntime("no runtime '" + arg + "': no descriptor " + arg + ".toml in " + dir,
+                       Runtime::known(search_dir), false);
+}
+
+/** "an integer", "a string": a TOML value's type for a message. */
+std::string a_type(toml::node_type type) {
+  std::ostringstream name;
+  name << type;
+  std::string s = name.str();
+  return (std::string("aeiou").find(s[0]) != std::string::npos ? "an " : "a ") + s;
+}
+
+/** `path:line:col`, or `path` alone where toml++ knows no position. */
+std::string located(const std::string& path, const toml::source_region& where) {
+  if (where.begin.line == 0) return path;
+  return path + ":" + std::to_string(where.begin.line) + ":" + std::to_string(where.begin.column);
 }
 
 /** Folders searched for plugin libraries, first match wins. */
@@ -166,29 +187,52 @@ RuntimeDescriptor RuntimeDescriptor::parse_file(const std::string& path) {
   try {
     t = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << path << ":" << e.source().begin.line << ": " << e.description();
-    throw std::runtime_error(msg.str());
+    throw std::runtime_error(located(path, e.source()) + ": " + std::string(e.description()));
   }
+  auto wrong_type = [&](const toml::node& node, const std::string& what) {
+    return std::runtime_error(located(path, node.source()) + ": " + what + ", got " +
+                              a_type(node.type()));
+  };
   RuntimeDescriptor d;
   d.path = path;
   auto require = [&](const char* key) {
-    std::optional<std::string> v = t[key].value<std::string>();
-    if (!v) throw std::runtime_error(path + ": missing string key '" + key + "'");
-    return *v;
+    const toml::node* node = t.get(key);
+    if (!node) throw std::runtime_error(path + ": missing key '" + key + "' (a string)");
+    if (!node->is_string()) throw wrong_type(*node, "'" + std::string(key) + "' must be a string");
+    return text_of(*node);
   };
   d.name = require("name");
   d.backend = require("backend");
   d.plugin = require("plugin");
-  if (const toml::array* flags = t["flags"].as_array())
-    for (const toml::node& f : *flags) {
-      if (!f.is_string()) throw std::runtime_error(path + ": flags must be strings");
+  if (const toml::node* flags = t.get("flags")) {
+    if (!flags->is_array()) throw wrong_type(*flags, "'flags' must be an array of strings");
+    for (const toml::node& f : *flags->as_array()) {
+      if (!f.is_string()) throw wrong_type(f, "'flags' must hold strings");
       d.flags.push_back(text_of(f));
     }
-  if (const toml::table* config = t["config"].as_table())
-    for (const auto& [key, value] : *config)
+  }
+  if (const toml::node* config = t.get("config")) {
+    if (!config->is_table()) throw wrong_type(*config, "'config' must be a table");
+    for (const auto& [key, value] : *config->as_table())
       d.config[std::string(key.str())] = text_of(value);
+  }
   return d;
+}
+
+UnknownRuntime::UnknownRuntime(const std::string& problem, std::vector<std::string> known,
+                               bool not_a_descriptor)
+    : std::runtime_error(
+          problem + (not_a_descriptor ? "; a runtime is a name or a descriptor .toml file" : "") +
+          "; known runtimes: " + join_names(known)),
+      problem_(problem),
+      known_(std::move(known)),
+      not_a_descriptor_(not_a_descriptor) {}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
 }
 
 CompiledModule::CompiledModule(std::shared_ptr<LoadedPlugin> plugin, void* handle)
@@ -222,6 +266,15 @@ std::unique_ptr<Runtime> Runtime::open(const std::string& name_or_path,
   RuntimeDescriptor desc = RuntimeDescriptor::parse_file(descriptor_path(name_or_path, search_dir));
   std::shared_ptr<LoadedPlugin> plugin = load_plugin(desc);
   return std::unique_ptr<Runtime>(new Runtime(std::move(desc), std::move(plugin)));
+}
+
+std::vector<std::string> Runtime::known(const std::string& search_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(descriptor_dir(search_dir), ec))
+    if (e.path().extension() == ".toml") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 const kiln_plugin& Runtime::table() const {
@@ -261,9 +314,10 @@ std::string Runtime::cache_key(const std::string& source,
 }
 
 CompiledModule Runtime::compile(const std::string& source,
-                                const std::vector<std::string>& extra_flags, CompileInfo* info) {
+                                const std::vector<std::string>& extra_flags, CompileInfo* info,
+                                const std::vector<std::string>& symbols) {
   return compile_identified(
-      source, [&] { return source; }, extra_flags, info);
+      source, [&] { return source; }, extra_flags, info, symbols);
 }
 
 std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
@@ -273,6 +327,13 @@ std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
   CompileInfo local;
   CompileInfo& out = info ? *info : local;
   out = CompileInfo();
+  return artifact(identity, make_source, extra_flags, true, out);
+}
+
+std::vector<uint8_t> Runtime::artifact(const std::string& identity,
+                                       const std::function<std::string()>& make_source,
+                                       const std::vector<std::string>& extra_flags, bool read_cache,
+                                       CompileInfo& out) {
   std::vector<std::string> flags = desc_.flags;
   flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
   out.key = cache_key(identity, flags);
@@ -282,8 +343,11 @@ std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
 
   auto start = std::chrono::steady_clock::now();
   std::string warning;
-  std::optional<std::vector<uint8_t>> artifact = cache().get(out.key, &warning);
-  note(warning);
+  std::optional<std::vector<uint8_t>> artifact;
+  if (read_cache) {
+    artifact = cache().get(out.key, &warning);
+    note(warning);
+  }
   out.cache_hit = artifact.has_value();
   if (!artifact) {
     // The compiler gets ready on a second core while make_source schedules and renders.
@@ -311,16 +375,50 @@ std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
 CompiledModule Runtime::compile_identified(const std::string& identity,
                                            const std::function<std::string()>& make_source,
                                            const std::vector<std::string>& extra_flags,
-                                           CompileInfo* info) {
+                                           CompileInfo* info,
+                                           const std::vector<std::string>& symbols) {
   CompileInfo local;
   CompileInfo& out = info ? *info : local;
-  std::vector<uint8_t> artifact = build_artifact(identity, make_source, extra_flags, &out);
+  out = CompileInfo();
+  std::vector<uint8_t> bytes = artifact(identity, make_source, extra_flags, true, out);
   auto start = std::chrono::steady_clock::now();
-  char* error = nullptr;
-  void* handle = table().load(artifact.data(), artifact.size(), &error);
-  if (!handle) fail(table(), "load failed", error);
+  std::string why;
+  std::optional<CompiledModule> module = load_checked(bytes, symbols, &why);
+  if (!module && out.cache_hit) {
+    // A cache entry that passed its hash but does not load (a stale or planted payload): drop
+    // it, say so once, and compile afresh, so one bad entry cannot fail every later run.
+    if (std::string w = cache().drop(out.key, why); !w.empty()) out.warnings.push_back(w);
+    double failed_ms = out.compile_ms + ms_since(start);
+    bytes = artifact(identity, make_source, extra_flags, false, out);
+    out.compile_ms += failed_ms;
+    start = std::chrono::steady_clock::now();
+    module = load_checked(bytes, symbols, &why);
+  }
+  if (!module) throw std::runtime_error(std::string(table().name) + " runtime: " + why);
   out.load_ms = ms_since(start);
-  return CompiledModule(plugin_, handle);
+  return std::move(*module);
+}
+
+std::optional<CompiledModule> Runtime::load_checked(const std::vector<uint8_t>& bytes,
+                                                    const std::vector<std::string>& symbols,
+                                                    std::string* why) {
+  char* error = nullptr;
+  void* handle = table().load(bytes.data(), bytes.size(), &error);
+  if (!handle) {
+    *why = "load failed";
+    if (error) {
+      *why += ": " + std::string(error);
+      table().free_string(error);
+    }
+    return std::nullopt;
+  }
+  CompiledModule module(plugin_, handle);
+  for (const std::string& s : symbols)
+    if (!module.lookup(s)) {
+      *why = "compiled module has no kernel '" + s + "'";
+      return std::nullopt;
+    }
+  return module;
 }
 
 void* Runtime::lookup(const CompiledModule& module, const std::string& symbol) const {

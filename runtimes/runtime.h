@@ -10,6 +10,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,27 @@ struct RuntimeDescriptor {
   /** Parses a descriptor file; throws std::runtime_error naming the file on error. */
   static RuntimeDescriptor parse_file(const std::string& path);
 };
+
+/** Thrown by Runtime::open when its argument names no descriptor. what() ends with the known
+ *  runtimes; a caller with its own wording (the `kiln` command line) builds on problem(). */
+class UnknownRuntime : public std::runtime_error {
+ public:
+  UnknownRuntime(const std::string& problem, std::vector<std::string> known, bool not_a_descriptor);
+  /** "no runtime 'foo': no descriptor foo.toml in DIR", without the known runtimes. */
+  const std::string& problem() const { return problem_; }
+  /** The runtime names that would work (Runtime::known). */
+  const std::vector<std::string>& known() const { return known_; }
+  /** True when the argument is a path but not to a `.toml` descriptor (a library, a folder). */
+  bool not_a_descriptor() const { return not_a_descriptor_; }
+
+ private:
+  std::string problem_;
+  std::vector<std::string> known_;
+  bool not_a_descriptor_;
+};
+
+/** "a, b, c", or "none". */
+std::string join_names(const std::vector<std::string>& names);
 
 /** What one Runtime::compile did. */
 struct CompileInfo {
@@ -66,9 +89,13 @@ class CompiledModule {
 class Runtime {
  public:
   /** Opens a runtime by descriptor name (`SEARCH_DIR/runtimes/NAME.toml`; empty search_dir
-   *  means $KILN_HOME, else the source tree) or by a path ending in `.toml`. */
+   *  means $KILN_HOME, else the source tree) or by a path ending in `.toml`. Throws
+   *  UnknownRuntime when there is no such descriptor, std::runtime_error for a bad one (with
+   *  `file:line:col`) or a plugin that does not load. */
   static std::unique_ptr<Runtime> open(const std::string& name_or_path,
                                        const std::string& search_dir = "");
+  /** The names of the descriptors in `SEARCH_DIR/runtimes`, sorted. */
+  static std::vector<std::string> known(const std::string& search_dir = "");
 
   const std::string& name() const { return desc_.name; }
   const std::string& backend() const { return desc_.backend; }
@@ -88,11 +115,14 @@ class Runtime {
 
   /** Compiles (or fetches from the cache) and loads the source that `make_source` returns; the
    *  cache key covers `identity` instead of the source, so a hit never makes the source.
-   *  `identity` must determine the source completely. */
+   *  `identity` must determine the source completely. The module must define every name in
+   *  `symbols`: a cached entry that fails to load or lacks one is dropped (one warning in
+   *  `info`) and compiled afresh; a fresh module that fails throws std::runtime_error. */
   CompiledModule compile_identified(const std::string& identity,
                                     const std::function<std::string()>& make_source,
                                     const std::vector<std::string>& extra_flags,
-                                    CompileInfo* info = nullptr);
+                                    CompileInfo* info = nullptr,
+                                    const std::vector<std::string>& symbols = {});
 
   /** The compiled artifact (the cache entry's payload) of the source `make_source` returns:
    *  read from the cache, else compiled by the plugin and stored. Keyed as compile_identified
@@ -102,9 +132,9 @@ class Runtime {
                                       const std::vector<std::string>& extra_flags,
                                       CompileInfo* info = nullptr);
 
-  /** Compiles (or fetches from the cache) and loads `source`. */
+  /** Compiles (or fetches from the cache) and loads `source`; `symbols` as compile_identified. */
   CompiledModule compile(const std::string& source, const std::vector<std::string>& extra_flags,
-                         CompileInfo* info = nullptr);
+                         CompileInfo* info = nullptr, const std::vector<std::string>& symbols = {});
   void* lookup(const CompiledModule& module, const std::string& symbol) const;
 
   void* alloc(size_t bytes);
@@ -117,6 +147,15 @@ class Runtime {
  private:
   Runtime(RuntimeDescriptor desc, std::shared_ptr<LoadedPlugin> plugin);
   const kiln_plugin& table() const;
+  /** build_artifact's work; `read_cache` false skips the lookup (the entry was just dropped). */
+  std::vector<uint8_t> artifact(const std::string& identity,
+                                const std::function<std::string()>& make_source,
+                                const std::vector<std::string>& extra_flags, bool read_cache,
+                                CompileInfo& out);
+  /** Loads `bytes` and checks `symbols`; nothing, with the reason in `*why`, on failure. */
+  std::optional<CompiledModule> load_checked(const std::vector<uint8_t>& bytes,
+                                             const std::vector<std::string>& symbols,
+                                             std::string* why);
 
   RuntimeDescriptor desc_;
   std::shared_ptr<LoadedPlugin> plugin_;

@@ -4,6 +4,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "ir/limits.h"
+
 namespace kiln {
 
 namespace {
@@ -71,6 +73,10 @@ class Builder {
 
  private:
   int add_buffer(const std::string& name, const Node& n, BufferKind kind) {
+    if (n.shape.size() > static_cast<size_t>(kMaxRank))
+      throw std::runtime_error("schedule: '" + name + "' of '" + g_.name + "' has " +
+                               std::to_string(n.shape.size()) + " dimensions, above the limit of " +
+                               std::to_string(kMaxRank));
     Buffer b;
     b.name = name;
     b.dtype = n.dtype;
@@ -82,6 +88,10 @@ class Builder {
 
   void add_statement(Statement::Kind kind, const Shape& extents, int buffer, const Index& index,
                      ScalarExprPtr value, ReduceKind rk = ReduceKind::sum) {
+    if (extents.size() > static_cast<size_t>(kMaxRank))
+      throw std::runtime_error("schedule: a loop nest of '" + g_.name + "' has " +
+                               std::to_string(extents.size()) + " dimensions, above the limit of " +
+                               std::to_string(kMaxRank));
     Statement st;
     st.name = "S" + std::to_string(kernel_->statements.size());
     st.kind = kind;

@@ -25,7 +25,9 @@ KILN_ISL_OBJ(isl_ast_node)
 
 void throw_error(isl_ctx* ctx, const char* what) {
   const char* msg = ctx ? isl_ctx_last_error_msg(ctx) : nullptr;
+  bool quota = ctx && isl_ctx_last_error(ctx) == isl_error_quota;
   if (ctx) isl_ctx_reset_error(ctx);
+  if (quota) throw OperationLimit(std::string("isl: ") + what + " exceeded the operation limit");
   throw std::runtime_error(std::string("isl: ") + what + " failed" + (msg ? ": " : "") +
                            (msg ? msg : ""));
 }
@@ -43,6 +45,11 @@ Ctx::Ctx(bool parametric_shifts) : ctx_(isl_ctx_alloc()) {
     const char* argv[] = {"kiln", "--no-schedule-parametric"};
     isl_ctx_parse_options(ctx_, 2, const_cast<char**>(argv), ISL_ARG_ALL);
   }
+}
+
+void Ctx::limit_operations(unsigned long max) {
+  isl_ctx_set_max_operations(ctx_, max);
+  isl_ctx_reset_operations(ctx_);
 }
 
 Ctx::~Ctx() {

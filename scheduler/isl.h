@@ -6,8 +6,10 @@
  */
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 struct isl_ctx;
 struct isl_union_set;
@@ -73,11 +75,20 @@ class Ctx {
   Ctx(const Ctx&) = delete;
   Ctx& operator=(const Ctx&) = delete;
   ~Ctx();
+  /** Bounds the work of later isl calls: a call that exceeds `max` operations (counted from
+   *  now) fails with OperationLimit. 0 removes the bound. */
+  void limit_operations(unsigned long max);
   /** Layer-internal: the context pointer. */
   isl_ctx* keep() const { return ctx_; }
 
  private:
   isl_ctx* ctx_;
+};
+
+/** Thrown by a call that ran past the operation limit of its context (Ctx::limit_operations). */
+class OperationLimit : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 /** Parses isl text; throws std::runtime_error with isl's message on a syntax error. */

@@ -4,10 +4,12 @@
  */
 #pragma once
 
+#include <isl/aff.h>
 #include <isl/ast.h>
 #include <isl/ast_build.h>
 #include <isl/ctx.h>
 #include <isl/id.h>
+#include <isl/map.h>
 #include <isl/options.h>
 #include <isl/schedule.h>
 #include <isl/schedule_node.h>

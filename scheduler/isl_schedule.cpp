@@ -34,6 +34,26 @@ Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Se
   return give(ctx, isl_schedule_constraints_compute_schedule(sc), "compute_schedule");
 }
 
+Schedule sequential_schedule(const std::vector<UnionSet>& domains) {
+  isl_schedule* out = nullptr;
+  isl_ctx* ctx = nullptr;
+  for (const UnionSet& d : domains) {
+    ctx = isl_union_set_get_ctx(d.keep());
+    isl_schedule* s = isl_schedule_from_domain(isl_union_set_copy(d.keep()));
+    isl_set* set = isl_set_from_union_set(isl_union_set_copy(d.keep()));
+    if (isl_set_dim(set, isl_dim_set) > 0) {
+      // { S[i] -> [i] }: the iterators in order.
+      isl_map* order = isl_map_reset_tuple_id(isl_set_identity(set), isl_dim_out);
+      s = isl_schedule_insert_partial_schedule(
+          s, isl_multi_union_pw_aff_from_union_map(isl_union_map_from_map(order)));
+    } else {
+      isl_set_free(set);
+    }
+    out = out ? isl_schedule_sequence(out, s) : s;
+  }
+  return give(ctx, out, "sequential schedule");
+}
+
 Schedule sequence(Schedule a, Schedule b) {
   isl_ctx* ctx = isl_schedule_get_ctx(a.keep());
   return give(ctx, isl_schedule_sequence(std::move(a).take(), std::move(b).take()), "sequence");

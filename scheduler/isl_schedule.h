@@ -26,6 +26,11 @@ UnionMap compute_dependences(const UnionMap& reads, const UnionMap& writes, cons
  *  under the parameter constraints `context`. */
 Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Set& context);
 
+/** The statements of `domains` (one statement each) one after another, each in its own loop
+ *  nest over its iterators in order: the program order, with no fusion, tiling or marks. A
+ *  fallback that costs isl little work at any rank. */
+Schedule sequential_schedule(const std::vector<UnionSet>& domains);
+
 /** `a` then `b`: a sequence node over the two schedules (of disjoint domains). */
 Schedule sequence(Schedule a, Schedule b);
 

@@ -46,6 +46,9 @@ struct LoopNode {
 /** The loop nest of one kernel. */
 struct LoopNest {
   LoopNodePtr root;
+  /** isl ran past its operation limit and the kernel runs in program order, with no fusion,
+   *  tiling or marks (ScheduleOptions::max_operations). */
+  bool program_order = false;
 };
 
 /** Indented pseudo-C text, for `kiln show --stage schedule` and tests. */

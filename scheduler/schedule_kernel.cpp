@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
 
 #include "scheduler/isl.h"
 #include "scheduler/isl_schedule.h"
@@ -37,15 +38,49 @@ std::string domain_text(IslTextRenderer& r, const Statement& s, int k) {
   return "{ " + instance_tuple(k, s.extents.size()) + (cond.empty() ? "" : " : " + cond) + " }";
 }
 
-/** An access `S_k[i] -> B<buffer>[o]`; an index that isl cannot express leaves its dimension
- *  unconstrained, which over-approximates the access. */
-std::string access_text(IslTextRenderer& r, int k, size_t rank, int buffer,
-                        const std::vector<IntExpr>& index) {
+/** Per buffer, the positions of its index that isl is told: all but those that every access
+ *  of the kernel indexes with 0 (a merged or size-1 dimension, see coalesce_dims.h), which tell
+ *  isl nothing and cost it work per dimension. Buffers of calls, seen whole, keep all. */
+using KeptPositions = std::map<int, std::vector<bool>>;
+
+KeptPositions kept_positions(const KernelPlan& plan, const Kernel& kernel) {
+  KeptPositions kept;
+  auto visit = [&](int buffer, const std::vector<IntExpr>& index) {
+    auto [it, fresh] = kept.try_emplace(buffer, index.size(), false);
+    for (size_t d = 0; d < index.size() && d < it->second.size(); ++d)
+      if (index[d] != IntExpr(0)) it->second[d] = true;
+  };
+  for (const Statement& s : kernel.statements) {
+    if (s.kind == Statement::Kind::call) {
+      kept[s.buffer].assign(plan.buffers[s.buffer].shape.size(), true);
+      for (int b : s.args)
+        kept[b].assign(plan.buffers[b].shape.size(), true);
+    }
+  }
+  for (const Statement& s : kernel.statements) {
+    if (s.kind == Statement::Kind::call) continue;
+    visit(s.buffer, s.index);
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* load : loads)
+      visit(load->buffer, load->index);
+  }
+  return kept;
+}
+
+/** An access `S_k[i] -> B<buffer>[o]` over the kept positions; an index that isl cannot express
+ *  leaves its dimension unconstrained, which over-approximates the access. */
+std::string access_text(IslTextRenderer& r, const KeptPositions& kept, int k, size_t rank,
+                        int buffer, const std::vector<IntExpr>& index) {
   std::string out = "{ " + instance_tuple(k, rank) + " -> B" + std::to_string(buffer) + "[";
   std::string cond;
+  const std::vector<bool>& keep = kept.at(buffer);
+  bool first = true;
   for (size_t d = 0; d < index.size(); ++d) {
+    if (!keep[d]) continue;
     std::string o = "o" + std::to_string(d);
-    out += (d ? ", " : "") + o;
+    out += (first ? "" : ", ") + o;
+    first = false;
     if (std::optional<std::string> e = r.render(index[d], false))
       cond += (cond.empty() ? "" : " and ") + (o + " = " + *e);
   }
@@ -84,6 +119,7 @@ std::string order_text(int k, size_t rank, size_t depth) {
 
 KernelText kernel_text(IslTextRenderer& r, const KernelPlan& plan, const Kernel& kernel) {
   KernelText t;
+  KeptPositions kept = kept_positions(plan, kernel);
   size_t depth = 0;
   for (const auto& s : kernel.statements)
     depth = std::max(depth, s.extents.size());
@@ -96,13 +132,13 @@ KernelText kernel_text(IslTextRenderer& r, const KernelPlan& plan, const Kernel&
       call_accesses(r, plan, s, k, t);
       continue;
     }
-    t.writes.push_back(access_text(r, k, rank, s.buffer, s.index));
+    t.writes.push_back(access_text(r, kept, k, rank, s.buffer, s.index));
     if (s.kind == Statement::Kind::reduce_update)
-      t.reads.push_back(access_text(r, k, rank, s.buffer, s.index));
+      t.reads.push_back(access_text(r, kept, k, rank, s.buffer, s.index));
     std::vector<const ScalarExpr*> loads;
     if (s.value) collect_loads(*s.value, loads);
     for (const ScalarExpr* load : loads)
-      t.reads.push_back(access_text(r, k, rank, load->buffer, load->index));
+      t.reads.push_back(access_text(r, kept, k, rank, load->buffer, load->index));
   }
   return t;
 }
@@ -219,21 +255,43 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   isl::UnionMap order = isl::intersect_domain(parse_maps(ctx, params, text.order), domain);
   isl::Set context = isl::read_set(ctx, renderer.context());
 
+  // Each statement's domain alone, for the program-order fallback: parsed before the bound.
+  std::vector<isl::UnionSet> domains;
+  for (const std::string& d : text.domains)
+    domains.push_back(parse_sets(ctx, params, {d}));
   timer.lap("domains and accesses");
-  isl::UnionMap deps = isl::compute_dependences(reads, writes, order);
-  timer.lap("dependences");
-  isl::Schedule schedule = schedule_segments(ctx, params, text, k, domain, deps, context);
-  timer.lap("schedule");
-  isl::MarkOptions marks{opt.tile_sizes, opt.tile, tile_depth(k, opt), opt.parallel, opt.vectorize};
-  schedule = isl::tile_and_mark(std::move(schedule), marks);
-  timer.lap("tiling and marks");
-  if (opt.debug_isl) {
-    std::cerr << "domain: " << isl::to_str(domain) << "\nwrites: " << isl::to_str(writes)
-              << "\nreads: " << isl::to_str(reads) << "\ndependences: " << isl::to_str(deps)
-              << "\n";
+  ctx.limit_operations(opt.max_operations);
+  try {
+    isl::UnionMap deps = isl::compute_dependences(reads, writes, order);
+    timer.lap("dependences");
+    isl::Schedule schedule = schedule_segments(ctx, params, text, k, domain, deps, context);
+    timer.lap("schedule");
+    isl::MarkOptions marks{opt.tile_sizes, opt.tile, tile_depth(k, opt), opt.parallel,
+                           opt.vectorize};
+    schedule = isl::tile_and_mark(std::move(schedule), marks);
+    timer.lap("tiling and marks");
+    if (opt.debug_isl) {
+      std::cerr << "domain: " << isl::to_str(domain) << "\nwrites: " << isl::to_str(writes)
+                << "\nreads: " << isl::to_str(reads) << "\ndependences: " << isl::to_str(deps)
+                << "\n";
+      result.schedule_text = isl::to_str(schedule);
+    }
+    result.nest = isl::convert_ast(isl::build_ast(schedule, context), renderer.substitutions());
+  } catch (const isl::OperationLimit&) {
+    // Program order needs no dependences and no scheduling ILP; it is legal by construction.
+    ctx.limit_operations(opt.max_operations);
+    try {
+      isl::Schedule schedule = isl::sequential_schedule(domains);
+      if (opt.debug_isl) result.schedule_text = isl::to_str(schedule);
+      result.nest = isl::convert_ast(isl::build_ast(schedule, context), renderer.substitutions());
+      result.nest.program_order = true;
+    } catch (const isl::OperationLimit&) {
+      throw std::runtime_error("scheduling kernel '" + k.name +
+                               "' exceeded the isl operation limit of " +
+                               std::to_string(opt.max_operations) +
+                               " even in program order (--config ISL_OPS=N raises it)");
+    }
   }
-  if (opt.debug_isl) result.schedule_text = isl::to_str(schedule);
-  result.nest = isl::convert_ast(isl::build_ast(schedule, context), renderer.substitutions());
   timer.lap("AST");
   std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
   result.milliseconds = elapsed.count();

@@ -29,6 +29,13 @@ struct ScheduleOptions {
   bool parallel = true;
   bool vectorize = true;
   bool debug_isl = false;  ///< print isl objects to stderr (--debug 5)
+  /** The isl operations a kernel's dependences, schedule and AST may take (isl's
+   *  isl_ctx_set_max_operations; 0: no bound). Past it the kernel is scheduled in program order
+   *  (isl::sequential_schedule, LoopNest::program_order) under a fresh bound of the same size,
+   *  and past that too scheduling fails. The default is 8x what the costliest composite of ops/
+   *  takes (attention, about 128k); a softmax behind a reversed permutation of rank 16 takes
+   *  under 1M and 8 s, of rank 24 falls back (docs/decisions.md). */
+  unsigned long max_operations = 1'000'000;
 };
 
 /** What scheduling produced, with its timing. */
@@ -38,7 +45,8 @@ struct ScheduledKernel {
   double milliseconds = 0;
 };
 
-/** Schedules `k` over the buffers of `plan`. Throws std::runtime_error on an isl failure. */
+/** Schedules `k` over the buffers of `plan`. Throws std::runtime_error on an isl failure, and
+ *  when even the program-order fallback runs past opt.max_operations. */
 ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
                                 const ScheduleOptions& opt);
 

@@ -92,8 +92,9 @@ class Compiled {
    *  aliases an input gives undefined results. Every size variable must be bound. On a CPU runtime
    * (backend c or openmp) the pointers go to the kernels as they are, with no copy; on any other
    * runtime (and on "interp") inputs are copied in and outputs copied back. Throws
-   * std::invalid_argument for a wrong buffer count or an unbound size, std::runtime_error when
-   * running fails. */
+   * std::invalid_argument for a wrong buffer count, an unbound size, or sizes that make a dimension
+   * negative or a tensor larger than the limits (docs/spec-language.md "Limits": 2^40 elements,
+   * 64 dimensions), std::runtime_error when running fails. */
   void run(const std::vector<void*>& buffers, const std::map<std::string, int64_t>& sizes) const;
 
   /** The composite's name. */
@@ -113,7 +114,8 @@ class Compiled {
   /** The concrete shape of input or output `name` for `sizes`. */
   std::vector<int64_t> shape(const std::string& name,
                              const std::map<std::string, int64_t>& sizes) const;
-  /** The byte size of input or output `name`'s buffer for `sizes`. */
+  /** The byte size of input or output `name`'s buffer for `sizes`; std::invalid_argument past
+   *  the limits, as run(). */
   size_t byte_size(const std::string& name, const std::map<std::string, int64_t>& sizes) const;
 
   Compiled(Compiled&&) noexcept;

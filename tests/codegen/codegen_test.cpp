@@ -164,3 +164,17 @@ TEST_CASE("codegen: every golden source compiles with cc -c -O2 -std=gnu11") {
     std::filesystem::remove(log);
   }
 }
+
+TEST_CASE("codegen: an index dividing by a run-time size is computed before its load's mask") {
+  // The masked-load crash (docs/decisions.md): `cond ? x[... / (C / 24) ...] : 0` let LLVM 19
+  // predicate the division per lane and address the load from lane 0's. The index must be a
+  // local computed unconditionally, with a division that cannot trap.
+  std::string src = render_source({"", "tests/regressions/conv_depthwise.toml:conv_depthwise"});
+  size_t k0 = src.find("const int64_t k0 = ");
+  REQUIRE(k0 != std::string::npos);
+  size_t line_end = src.find('\n', k0);
+  std::string index_line = src.substr(k0, line_end - k0);
+  CHECK(index_line.find("kiln_fdiv_v(") != std::string::npos);
+  CHECK(index_line.find('?') == std::string::npos);
+  CHECK(src.find(") ? b0[k0] : (float)0)", line_end) != std::string::npos);
+}

@@ -28,6 +28,11 @@ KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 KILN_FN int64_t kiln_fmod(int64_t a, int64_t b) { return a - kiln_fdiv(a, b) * b; }
+/* Floor division and modulus by a run-time divisor (a size expression) inside an index. A zero
+   divisor divides by 1 instead of trapping, so the index can be computed before the mask that
+   guards its load is tested (docs/decisions.md, "the masked-load crash"). */
+KILN_FN int64_t kiln_fdiv_v(int64_t a, int64_t b) { return kiln_fdiv(a, b != 0 ? b : 1); }
+KILN_FN int64_t kiln_fmod_v(int64_t a, int64_t b) { return kiln_fmod(a, b != 0 ? b : 1); }
 KILN_FN float kiln_max_f32(float a, float b) { return (a != a || a > b) ? a : b; }
 KILN_FN double kiln_max_f64(double a, double b) { return (a != a || a > b) ? a : b; }
 KILN_FN int64_t kiln_max_int(int64_t a, int64_t b) { return a > b ? a : b; }

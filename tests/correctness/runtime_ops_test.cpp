@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -37,16 +38,27 @@ std::vector<DType> dtypes_to_try(const TypeVar* tv) {
   return out;
 }
 
-void check_runtime(const std::string& runtime_name) {
+/** The spec files of `dir`, sorted. */
+std::vector<std::string> spec_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".toml") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/** Every composite of `files` (default: ops/) under `runtime_name` with `config` (--config
+ *  pairs), at every size of its test table. */
+void check_runtime(const std::string& runtime_name,
+                   const std::vector<std::string>& files = spec_files("ops"),
+                   const std::map<std::string, std::string>& config = {}) {
   std::unique_ptr<Runtime> rt = Runtime::open(runtime_name);
   std::string cache = fresh_cache_dir(runtime_name);
   rt->use_cache_dir(cache);
   CompileOptions copt;
+  copt.config = config;
+  REQUIRE(apply_config(copt).empty());
   int compiled = 0, runs = 0;
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator("ops"))
-    if (e.path().extension() == ".toml") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
   for (const std::string& path : files) {
     Library lib;
     const SpecFile& f = lib.load(path);
@@ -64,6 +76,7 @@ void check_runtime(const std::string& runtime_name) {
           if (tv) spec.dtypes[tv->name] = d;
           spec.batch = batch;
           CAPTURE(runtime_name);
+          CAPTURE(config.size());
           CAPTURE(spec.target);
           CAPTURE(dtype_name(d));
           CAPTURE(batch.size());
@@ -106,6 +119,17 @@ TEST_CASE("runtime ops: every composite under clang matches the interpreter") {
 
 TEST_CASE("runtime ops: every composite under cc matches the interpreter") {
   check_runtime("cc");
+}
+
+TEST_CASE("runtime ops: every composite under clang with CHECK=1 (every access in bounds)") {
+  check_runtime("clang", spec_files("ops"), {{"CHECK", "1"}});
+}
+
+TEST_CASE("runtime ops: the crash regressions of tests/regressions under every config") {
+  for (const char* runtime : {"clang", "cc"})
+    for (const std::map<std::string, std::string>& config :
+         std::vector<std::map<std::string, std::string>>{{}, {{"TILE", "0"}}, {{"CHECK", "1"}}})
+      check_runtime(runtime, spec_files("tests/regressions"), config);
 }
 
 TEST_CASE("runtime ops: every composite under the runtimes of KILN_TEST_RUNTIMES") {

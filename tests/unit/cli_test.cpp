@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -84,7 +85,7 @@ TEST_CASE("cli: exit codes and output") {
       {"compile tests/data/cli.toml:scale --specialize --test N=8 --dtype T=f64", 0,
        "kiln_scale_0"},
       {"compile tests/data/cli.toml:scale --object", 2, "-o OUT"},
-      {"compile tests/data/cli.toml:scale --runtime warp", 2, "unknown runtime"},
+      {"compile tests/data/cli.toml:scale --runtime warp", 2, "no runtime 'warp'"},
       {"cache", 2, ""},
       {"check tests/data/cli.toml", 0, "ok, 2 composites"},
       {"run tests/data/cli.toml", 2, "several composites"},
@@ -93,7 +94,7 @@ TEST_CASE("cli: exit codes and output") {
       {"run tests/data/cli.toml:shift", 2, "size variable N"},
       {"run tests/data/cli.toml:scale --attr beta=1", 2, "no attribute 'beta'"},
       {"run tests/data/cli.toml:scale --dtype T=i32", 2, "does not allow"},
-      {"run tests/data/cli.toml:scale --runtime warp", 2, "unknown runtime"},
+      {"run tests/data/cli.toml:scale --runtime warp", 2, "no runtime 'warp'"},
       {"frobnicate", 2, ""},
       {"run tests/data/cli.toml:shift --test N=5", 4, "outside its source"},
       {"check tests/data/missing.toml", 1, "does not exist"},
@@ -179,4 +180,144 @@ TEST_CASE("cli: cache ls, stats and clear, and a cache hit on the second run") {
     CHECK(has(r, c.expect));
   }
   CHECK(has(kiln("cache stats", env), dir));
+}
+
+TEST_CASE("cli: size-1 batch dimensions cost no loops and still match the interpreter") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  std::string ones = "1";
+  for (int k = 1; k < 40; ++k)
+    ones += ",1";
+  auto loops = [](const Result& r) {
+    size_t n = 0;
+    for (size_t at = r.out.find("for ("); at != std::string::npos; at = r.out.find("for (", at + 1))
+      ++n;
+    return n;
+  };
+  Result one = kiln("show ops/nn.toml:softmax --stage schedule --batch 7");
+  Result many = kiln("show ops/nn.toml:softmax --stage schedule --batch " + ones);
+  Result none = kiln("show ops/nn.toml:softmax --stage schedule --batch \"\"");
+  Result fixed =
+      kiln("show ops/nn.toml:softmax --stage schedule --specialize --test N=8 --batch " + ones);
+  CAPTURE(many.out);
+  CAPTURE(fixed.out);
+  REQUIRE(one.code == 0);
+  REQUIRE(many.code == 0);
+  REQUIRE(fixed.code == 0);
+  CHECK(loops(one) == 4);  // the batch loop, then three loops over N
+  CHECK(loops(many) == loops(one));
+  CHECK(loops(fixed) == loops(none));
+  CHECK(loops(fixed) == 3);
+  for (const std::string& args :
+       std::vector<std::string>{"--batch " + ones, "--specialize --batch " + ones,
+                                "--batch 2,1,3,1,1,2", "--specialize --batch 2,1,3,1,1,2"}) {
+    Result r = kiln("run ops/nn.toml:softmax --runtime cc --test N=5 " + args, env);
+    CAPTURE(args);
+    CAPTURE(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "PASS"));
+  }
+}
+
+TEST_CASE("cli: past the isl operation limit, program order; past it there too, exit 4") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  Result r = kiln("run ops/nn.toml:softmax --runtime cc --test N=5 --config ISL_OPS=1", env);
+  CHECK(r.code == 4);
+  CHECK(has(r, "scheduling kernel 'softmax' exceeded the isl operation limit of 1"));
+  CHECK(kiln("show ops/nn.toml:softmax --config ISL_OPS=x --stage schedule").code == 2);
+}
+
+TEST_CASE("cli: --runtime that names no descriptor, and a descriptor with a bad value") {
+  // Issue 9, finding 5.
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string so = (tmp.path / "libmine.so").string(), bad = (tmp.path / "bad.toml").string();
+  std::ofstream(so) << "ELF";
+  std::ofstream(bad) << "name = 5\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n";
+  struct Case {
+    std::string args;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {"run tests/data/cli.toml:scale --runtime " + so,
+       "kiln: error: '" + so +
+           "' is not a runtime descriptor; --runtime takes a runtime name or a descriptor .toml "
+           "file; known runtimes: cc, clang, interp\n"},
+      {"compile tests/data/cli.toml:scale --runtime " + so, "; known runtimes: cc, clang\n"},
+      {"run tests/data/cli.toml:scale --runtime foo",
+       "kiln: error: no runtime 'foo': no descriptor foo.toml in "},
+      {"run tests/data/cli.toml:scale --runtime foo",
+       "/runtimes; known runtimes: cc, clang, interp\n"},
+      {"run tests/data/cli.toml:scale --runtime " + (tmp.path / "foo.toml").string(),
+       "kiln: error: no runtime descriptor " + (tmp.path / "foo.toml").string() +
+           ": no such file; known runtimes: cc, clang, interp\n"},
+      {"run tests/data/cli.toml:scale --runtime " + bad,
+       "kiln: error: " + bad + ":1:8: 'name' must be a string, got an integer\n"},
+  };
+  for (const Case& c : cases) {
+    Result r = kiln(c.args);
+    CAPTURE(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(has(r, c.expect));
+    CHECK_FALSE(has(r, "//"));
+    CHECK_FALSE(has(r, ":0:"));
+  }
+}
+
+TEST_CASE("cli: sizes past int64 or the limits are one clear error, not a wrap or a crash") {
+  if (!std::getenv("KILN_BIN")) return;
+  struct Case {
+    std::string args;
+    int code;
+    std::string expect;
+  };
+  const std::string huge = "M=4294967296,N=4294967296,K=4294967296";
+  const std::string matmul_error =
+      "kiln: error: input 'a' of 'matmul': f32[M, K] with M = 4294967296, K = 4294967296 has "
+      "18446744073709551616 elements, more than the limit 2^40";
+  std::string ones;  // 65 batch dimensions
+  for (int k = 0; k < 65; ++k)
+    ones += k ? ",1" : "1";
+  const Case cases[] = {
+      {"run ops/nn.toml:matmul --runtime interp --test " + huge, 2, matmul_error},
+      {"run ops/nn.toml:matmul --runtime clang --test " + huge, 2, matmul_error},
+      {"run ops/nn.toml:matmul --runtime cc --test " + huge, 2, matmul_error},
+      {"run ops/math.toml:add --test N=4611686018427387905 --batch 4", 2,
+       "input 'a' of 'add': f32[batch0, N] with batch0 = 4, N = 4611686018427387905 has "
+       "18446744073709551620 elements, more than the limit 2^40"},
+      {"run ops/nn.toml:matmul --test M=1099511627777,N=1,K=1", 2,
+       "f32[M, K] with M = 1099511627777, K = 1 has 1099511627777 elements, more than the limit "
+       "2^40"},
+      {"run ops/nn.toml:softmax --runtime clang --test N=4 --batch 4294967296,4294967296", 2,
+       "input 'x' of 'softmax': f32[batch0, batch1, N] with batch0 = 4294967296, batch1 = "
+       "4294967296, N = 4 has 73786976294838206464 elements"},
+      {"run ops/nn.toml:softmax --runtime cc --test N=4 --batch 4294967296,4294967296", 2,
+       "more than the limit 2^40"},
+      {"run ops/nn.toml:softmax --test N=4 --batch -1", 2,
+       "kiln: error: --batch dimension 0 is -1; a dimension must not be negative"},
+      {"run ops/nn.toml:softmax --test N=4 --batch 2,-3", 2, "--batch dimension 1 is -3"},
+      {"run ops/nn.toml:softmax --test N=-1", 2, "kiln: error: size N must not be negative"},
+      {"run ops/nn.toml:softmax --test N=4 --batch " + ones, 2,
+       "kiln: error: --batch has 65 dimensions, more than the limit 64"},
+      {"run ops/nn.toml:conv2d --test B=1,C=1,H=2,W=5,F=1,R=5,S=1", 2,
+       "output 'y' of 'conv2d': dimension 2 ("},
+      {"run ops/nn.toml:conv2d --test B=1,C=1,H=2,W=5,F=1,R=5,S=1", 2,
+       "is -2 with H = 2, R = 5; a dimension must not be negative"},
+      {"show ops/math.toml:add --specialize --test N=4611686018427387905 --batch 4 --stage code", 2,
+       "has 18446744073709551620 elements, more than the limit 2^40"},
+      {"run ops/tensor.toml:flatten --specialize --test M=4294967296,N=4294967296", 2,
+       "kiln: error: input 'x' of 'flatten': f32[M, N] with M = 4294967296, N = 4294967296 has "
+       "18446744073709551616 elements"},
+  };
+  for (const Case& c : cases) {
+    Result r = kiln(c.args);
+    INFO("kiln " << c.args << "\n" << r.out);
+    CHECK(r.code == c.code);
+    CHECK(has(r, c.expect));
+    CHECK_FALSE(has(r, "bad_alloc"));
+  }
 }

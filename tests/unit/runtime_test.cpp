@@ -4,14 +4,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bad_entries.h"
 #include "runtimes/plugin_api.h"
 #include "runtimes/runtime.h"
 
@@ -51,7 +54,7 @@ std::unique_ptr<Runtime> open_runtime(const std::string& name, const fs::path& c
 
 /** Compiles `source` (with a tag so each test gets its own key), runs it, checks y = 2x. */
 bool compile_and_check(Runtime& rt, const std::string& source, CompileInfo* info) {
-  CompiledModule module = rt.compile(source, {}, info);
+  CompiledModule module = rt.compile(source, {}, info, {"k"});
   void* kernel = rt.lookup(module, "k");
   if (!kernel) return false;
   const int64_t n = 1000;
@@ -124,9 +127,62 @@ TEST_CASE("descriptors are parsed") {
 
 TEST_CASE("an unknown runtime is refused with the available names") {
   CHECK_THROWS_WITH_AS(Runtime::open("no-such-runtime"),
-                       doctest::Contains("unknown runtime 'no-such-runtime'"), std::runtime_error);
+                       doctest::Contains("no runtime 'no-such-runtime': no descriptor "
+                                         "no-such-runtime.toml in "),
+                       UnknownRuntime);
   CHECK_THROWS_WITH_AS(Runtime::open("no-such-runtime"), doctest::Contains("clang"),
                        std::runtime_error);
+}
+
+TEST_CASE("runtime arguments that name no descriptor, and descriptors with bad values") {
+  // Issue 9, finding 5.
+  TempDir dir;
+  const std::string so = (dir.path / "libmine.so").string();
+  std::ofstream(so) << "not a descriptor";
+  CHECK_THROWS_WITH_AS(Runtime::open(so),
+                       doctest::Contains(("'" + so + "' is not a runtime descriptor").c_str()),
+                       UnknownRuntime);
+  try {
+    Runtime::open(so);
+  } catch (const UnknownRuntime& e) {
+    CHECK(e.not_a_descriptor());
+    CHECK(std::string(e.what()).find("//") == std::string::npos);
+    CHECK(std::string(e.what()).ends_with("; known runtimes: " + join_names(Runtime::known())));
+    CHECK(std::count(e.known().begin(), e.known().end(), "clang") == 1);
+  }
+  CHECK_THROWS_WITH_AS(Runtime::open((dir.path / "gone.toml").string()),
+                       doctest::Contains("gone.toml: no such file"), UnknownRuntime);
+  // A search folder given with a trailing slash still makes one path.
+  CHECK_THROWS_WITH_AS(
+      Runtime::open("foo", fs::current_path().string() + "/"),
+      doctest::Contains((" in " + fs::current_path().string() + "/runtimes;").c_str()),
+      UnknownRuntime);
+
+  struct Bad {
+    const char* text;
+    const char* message;  // after "FILE"
+  };
+  const Bad bad[] = {
+      {"name = 5\nbackend = \"c\"\nplugin = \"p\"\n",
+       ":1:8: 'name' must be a string, got an integer"},
+      {"name = \"x\"\nbackend = [\"c\"]\nplugin = \"p\"\n",
+       ":2:11: 'backend' must be a string, got an array"},
+      {"name = \"x\"\nbackend = \"c\"\n", ": missing key 'plugin' (a string)"},
+      {"name = \"x\"\nbackend = \"c\"\nplugin = \"p\"\nflags = [\"-O2\", 3.5]\n",
+       ":4:17: 'flags' must hold strings, got a floating-point"},
+      {"name = \"x\"\nbackend = \"c\"\nplugin = \"p\"\nflags = \"-O2\"\n",
+       ":4:9: 'flags' must be an array of strings, got a string"},
+      {"name = \"x\"\nbackend = \"c\"\nplugin = \"p\"\nconfig = 1\n",
+       ":4:10: 'config' must be a table, got an integer"},
+      {"name = \"x\n", ":1:10: "},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.text);
+    const std::string path = (dir.path / "bad.toml").string();
+    std::ofstream(path) << b.text;
+    CHECK_THROWS_WITH_AS(RuntimeDescriptor::parse_file(path),
+                         doctest::Contains((path + b.message).c_str()), std::runtime_error);
+  }
 }
 
 TEST_CASE("a plugin built for another ABI version is refused") {
@@ -204,7 +260,7 @@ TEST_CASE("the cache drops corrupt and truncated entries and rebuilds them") {
   CHECK(compile_and_check(*rt, tagged("corrupt"), &rebuilt));
   CHECK_FALSE(rebuilt.cache_hit);
   REQUIRE(rebuilt.warnings.size() == 1);
-  CHECK(rebuilt.warnings[0].find("corrupt cache entry") != std::string::npos);
+  CHECK(rebuilt.warnings[0].find("dropped cache entry " + entry.string()) != std::string::npos);
   CHECK(fs::file_size(entry) == size);
   CompileInfo again;
   CHECK(compile_and_check(*rt, tagged("corrupt"), &again));
@@ -322,5 +378,85 @@ void k(void* const* buffers, const int64_t* sizes) {
     CAPTURE(x[i]);
     CHECK(y[i] == doctest::Approx(std::exp2(static_cast<double>(x[i]))).epsilon(4e-7));
     CHECK(z[i] == doctest::Approx(std::log2(static_cast<double>(x[i]) + 40.0)).epsilon(1e-15));
+  }
+}
+
+namespace {
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+TEST_CASE("a cache entry that passes its checks but does not load is dropped and rebuilt") {
+  // Issue 9, finding 3: another kernel's object or garbage under a valid header failed every
+  // later run until `kiln cache clear`.
+  const std::string other =
+      "#include <stdint.h>\nvoid other(void* const* b, const int64_t* s) { (void)b; (void)s; }\n";
+  for (const char* name : {"cc", "clang"}) {
+    CAPTURE(name);
+    TempDir cache;
+    auto rt = open_runtime(name, cache.path);
+    CompileInfo a, b;
+    REQUIRE(compile_and_check(*rt, tagged("A"), &a));
+    rt->compile(other, {}, &b, {"other"});
+    const fs::path entry_a = entry_path(cache.path, a.key), entry_b = entry_path(cache.path, b.key);
+    const std::string file_a = file_bytes(entry_a);
+    REQUIRE(file_a.size() > 56);
+    const std::string payload_a = file_a.substr(56);
+
+    struct Plant {
+      const char* what;
+      std::function<void()> plant;
+      bool on_a;           // the bad entry is A's (else B's)
+      const char* reason;  // in the warning
+    };
+    const Plant plants[] = {
+        {"A's payload under a version-1 header over B",
+         [&] {
+           std::ofstream(entry_b, std::ios::binary) << kiln::test::old_format_entry(payload_a);
+         },
+         false, "format version 1"},
+        {"A's entry file copied over B's",
+         [&] { fs::copy_file(entry_a, entry_b, fs::copy_options::overwrite_existing); }, false,
+         "another key's entry"},
+        {"A's payload stored under B's key",
+         [&] { rt->cache().put(b.key, payload_a.data(), payload_a.size(), nullptr); }, false,
+         "has no kernel 'other'"},
+        {"garbage ELF stored under A's key",
+         [&] {
+           std::string junk = kiln::test::garbage_elf();
+           rt->cache().put(a.key, junk.data(), junk.size(), nullptr);
+         },
+         true, "load failed"},
+    };
+    for (const Plant& p : plants) {
+      CAPTURE(p.what);
+      p.plant();
+      const fs::path& entry = p.on_a ? entry_a : entry_b;
+      CompileInfo rebuilt, again;
+      if (p.on_a)
+        CHECK(compile_and_check(*rt, tagged("A"), &rebuilt));
+      else
+        CHECK(rt->compile(other, {}, &rebuilt, {"other"}).lookup("other") != nullptr);
+      CHECK_FALSE(rebuilt.cache_hit);
+      REQUIRE(rebuilt.warnings.size() == 1);
+      CHECK(rebuilt.warnings[0].find("dropped cache entry " + entry.string() + ": ") !=
+            std::string::npos);
+      CHECK(rebuilt.warnings[0].find(p.reason) != std::string::npos);
+      CHECK(rebuilt.warnings[0].ends_with("; recompiling"));
+      if (p.on_a)
+        CHECK(compile_and_check(*rt, tagged("A"), &again));
+      else
+        rt->compile(other, {}, &again, {"other"});
+      CHECK(again.cache_hit);
+      CHECK(again.warnings.empty());
+    }
+    CHECK(file_bytes(entry_a) == file_a);
+    // A freshly compiled module without an expected kernel is an error, not a retry loop.
+    CHECK_THROWS_WITH_AS(rt->compile(tagged("A"), {}, nullptr, {"k", "nope"}),
+                         doctest::Contains("has no kernel 'nope'"), std::runtime_error);
   }
 }

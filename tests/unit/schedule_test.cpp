@@ -333,3 +333,35 @@ TEST_CASE("schedule: symbolic extents with floor division and size products") {
   report("symbolic", check_legal(b, ScheduleOptions{}, sizes));
   report("symbolic untiled", check_legal(b, untiled(), sizes));
 }
+
+TEST_CASE("schedule: past the isl operation limit a kernel runs in program order, legally") {
+  Builder b;
+  int x = b.buffer("x", {B, N}), mx = b.buffer("mx", {B}), y = b.buffer("y", {B, N});
+  b.stmt(Statement::Kind::reduce_init, {B}, mx, {it(0)});
+  b.stmt(Statement::Kind::reduce_update, {B, N}, mx, {it(0)}, load(x, {it(0), it(1)}));
+  b.stmt(Statement::Kind::assign, {B, N}, y, {it(0), it(1)},
+         op(Op::add, {load(x, {it(0), it(1)}), load(mx, {it(0)})}));
+  std::vector<Env> sizes = {{{"B", 3}, {"N", 4}}, {{"B", 1}, {"N", 1}}};
+  CHECK_FALSE(check_legal(b, ScheduleOptions{}, sizes).nest.program_order);
+
+  ScheduleOptions opt;
+  opt.max_operations = 1;
+  CHECK_THROWS_WITH_AS(schedule_kernel(b.plan, b.kernel, opt),
+                       doctest::Contains("exceeded the isl operation limit of 1"),
+                       std::runtime_error);
+  // The smallest limit (in powers of two) that schedules at all gets the program order: isl's
+  // scheduler takes far more operations than the plain AST of the sequence.
+  for (opt.max_operations = 2; opt.max_operations < (1ul << 30); opt.max_operations *= 2) {
+    try {
+      schedule_kernel(b.plan, b.kernel, opt);
+      break;
+    } catch (const std::runtime_error&) {
+    }
+  }
+  ScheduledKernel r = check_legal(b, opt, sizes);
+  report("program order", r);
+  CHECK(r.nest.program_order);
+  CHECK(top_level(*r.nest.root).size() == 3);  // three loop nests, nothing fused
+  for (const LoopNode* l : loops(*r.nest.root))
+    CHECK_FALSE(l->parallel);
+}

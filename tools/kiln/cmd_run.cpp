@@ -44,7 +44,7 @@ std::string format_err(double v) {
 bool run_compiled(const RunOptions& o, const Loaded& l, const Graph& g,
                   const std::vector<Tensor>& inputs, const std::vector<Tensor>& want,
                   const SizeBindings& sizes) {
-  std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+  std::unique_ptr<Runtime> rt = open_runtime(o.runtime, /*interp_too=*/true);
   CompileOptions copt = compile_options(o.config, o.debug, *rt, l);
   auto t0 = std::chrono::steady_clock::now();
   Executable exe(g, *rt, copt);
@@ -52,6 +52,7 @@ bool run_compiled(const RunOptions& o, const Loaded& l, const Graph& g,
   for (const std::string& w : exe.build_info().compile.warnings)
     std::cerr << "kiln: warning: " << w << "\n";
   if (o.debug >= 1) print_build(std::cout, exe, build_ms);
+  std::cout.flush();       // a fault inside a kernel ends the process (driver/fault_guard.h)
   exe.run(inputs, sizes);  // warm-up
   t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> got = exe.run(inputs, sizes);
@@ -99,13 +100,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
     load_selection(o->sel, l);
     SizeBindings sizes = bind_sizes(l, o->test);
     if (o->specialize) l.options.fixed_sizes = sizes;
-    Graph g = lower_composite(l.lib, *l.comp, l.options);
-    verify_or_throw(g);
+    Graph g = lower_checked(l, &sizes, true);  // the interpreter holds every node
     if (o->debug >= 2) std::cout << graph_to_text(g);
-    for (const std::string& v : g.size_vars)
-      if (!sizes.count(v))
-        throw UsageError("size variable " + v + " of '" + l.comp->name +
-                         "' is not bound; pass --test " + v + "=...");
     std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o->seed);
     auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> want = interpret(g, sizes, inputs);

@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::cerr << "kiln: error: " << e.what() << "\n";
     return Exit::usage_error;
+  } catch (const std::bad_alloc&) {  // tensors name themselves (TensorAllocError); this is the rest
+    std::cerr << "kiln: error: out of memory\n";
+    return Exit::run_error;
   } catch (const std::exception& e) {
     std::cerr << "kiln: error: " << e.what() << "\n";
     return Exit::run_error;

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "ir/sizes.h"
 #include "ir/verifier.h"
 
 namespace kiln::cli {
@@ -94,8 +95,15 @@ void load_selection(const Selection& sel, Loaded& out) {
     throw UsageError(e.what());
   }
   if (!sel.batch.empty()) {
-    for (const std::string& b : split(sel.batch, ','))
-      out.batch.push_back(parse_int(b, "--batch"));
+    for (const std::string& b : split(sel.batch, ',')) {
+      std::string what = "--batch dimension " + std::to_string(out.batch.size());
+      out.batch.push_back(parse_int(b, what));
+      if (out.batch.back() < 0)
+        throw UsageError(what + " is " + b + "; a dimension must not be negative");
+    }
+    if (out.batch.size() > static_cast<size_t>(kMaxRank))
+      throw UsageError("--batch has " + std::to_string(out.batch.size()) +
+                       " dimensions, more than the limit " + std::to_string(kMaxRank));
   } else if (!out.comp->test.batches.empty()) {
     out.batch = out.comp->test.batches[0];
   }
@@ -135,11 +143,40 @@ void add_rules_option(CLI::App& cmd, Selection& sel) {
       ->check(CLI::ExistingFile);
 }
 
-Graph lower_loaded(Loaded& l, const std::string& test, bool specialize) {
-  if (specialize) l.options.fixed_sizes = bind_sizes(l, test);
-  Graph g = lower_composite(l.lib, *l.comp, l.options);
+Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted) {
+  Graph g;
+  try {
+    g = lower_composite(l.lib, *l.comp, l.options);
+  } catch (const std::overflow_error& e) {  // a size expression with --specialize's sizes
+    if (sizes) {  // name the tensor: check the sizes on the graph lowered for any size
+      LowerOptions generic = l.options;
+      generic.fixed_sizes.clear();
+      try {
+        check_graph_sizes(lower_composite(l.lib, *l.comp, generic), *sizes, interpreted);
+      } catch (const SizeError& size) {
+        throw UsageError(size.what());
+      }
+    }
+    throw UsageError("'" + l.comp->name + "' with the bound sizes: " + e.what());
+  }
   verify_or_throw(g);
+  if (!sizes) return g;
+  for (const std::string& v : g.size_vars)
+    if (!sizes->count(v))
+      throw UsageError("size variable " + v + " of '" + l.comp->name +
+                       "' is not bound; pass --test " + v + "=...");
+  try {
+    check_graph_sizes(g, *sizes, interpreted);
+  } catch (const SizeError& e) {
+    throw UsageError(e.what());
+  }
   return g;
+}
+
+Graph lower_loaded(Loaded& l, const std::string& test, bool specialize) {
+  if (!specialize) return lower_checked(l, nullptr, false);
+  l.options.fixed_sizes = bind_sizes(l, test);
+  return lower_checked(l, &l.options.fixed_sizes, false);
 }
 
 std::string format_stage_times(const std::vector<StageTime>& times) {
@@ -167,14 +204,26 @@ std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const Size
     }
     if (auto it = c.test.ranges.find(n.name); it != c.test.ranges.end())
       std::tie(lo, hi) = it->second;
-    out.push_back(random_tensor(n.dtype, eval_shape(n.shape, sizes), seed + 7919 * k, lo, hi));
+    std::string what = "input '" + n.name + "' of '" + g.name + "'";
+    try {
+      out.push_back(random_tensor(n.dtype, eval_checked_shape(what, n.dtype, n.shape, sizes),
+                                  seed + 7919 * k, lo, hi));
+    } catch (const TensorAllocError& e) {
+      throw TensorAllocError(what + ": " + e.what());
+    }
   }
   return out;
 }
 
-std::unique_ptr<Runtime> open_runtime(const std::string& name) {
+std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too) {
   try {
     return Runtime::open(name);
+  } catch (const UnknownRuntime& e) {
+    std::vector<std::string> known = e.known();
+    if (interp_too) known.push_back("interp");
+    std::string hint =
+        e.not_a_descriptor() ? "; --runtime takes a runtime name or a descriptor .toml file" : "";
+    throw UsageError(e.problem() + hint + "; known runtimes: " + join_names(known));
   } catch (const std::runtime_error& e) {
     throw UsageError(e.what());
   }

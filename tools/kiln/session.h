@@ -69,6 +69,11 @@ struct CodeRequest {
  *  --specialize, --runtime, --config) on a subcommand. */
 void add_code_options(CLI::App& cmd, CodeRequest& r);
 
+/** Lowers and verifies the loaded composite with l.options. With `sizes`, also checks that they
+ *  bind every size variable and that every tensor fits the limits of ir/sizes.h (every node held
+ *  in memory when `interpreted`); a failure is a UsageError naming the tensor and the sizes. */
+Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted);
+
 /** Lowers and verifies the loaded composite, specialized on bind_sizes(l, test) when asked. */
 Graph lower_loaded(Loaded& l, const std::string& test, bool specialize);
 
@@ -79,8 +84,9 @@ std::string format_stage_times(const std::vector<StageTime>& times);
 std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,
                                   uint64_t seed);
 
-/** Opens a runtime by name or descriptor path; a missing one is a UsageError. */
-std::unique_ptr<Runtime> open_runtime(const std::string& name);
+/** Opens a runtime by name or descriptor path; a missing or bad one is a UsageError, which
+ *  lists the known runtimes (and `interp` where `interp_too`, as `run` takes it). */
+std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too = false);
 
 /** The runtime's --config defaults overridden by the command line's KEY=VALUE items, and the
  *  rule files: the spec's [meta] rules, then --rules. */
