@@ -908,6 +908,31 @@ def write_failure(outdir, case, seed, index, rt, cfg, sym, out):
   return path
 
 
+def replay(kiln, folder, timeout):
+  """Runs every fixed failure of folder again; 1 when one fails."""
+  bad = 0
+  with tempfile.TemporaryDirectory(prefix="kiln-fuzz-") as work:
+    env = dict(os.environ, KILN_CACHE=os.path.join(work, "cache"))
+    for name in sorted(os.listdir(folder)):
+      path = os.path.join(folder, name)
+      with open(path) as f:
+        m = re.search(r"^# Reproduce: \S+ run (\S+) (.*)$", f.read(), re.M)
+      if not name.endswith(".toml") or not m:
+        continue
+      cmd = [kiln, "run", os.path.join(folder, name) + ":fuzz"] + m.group(2).split()
+      try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                           timeout=timeout, cwd=ROOT)
+        rc, out = p.returncode, p.stdout.decode("utf-8", "replace")
+      except subprocess.TimeoutExpired:
+        rc, out = None, "timed out"
+      print("%s: %s" % (name, "PASS" if rc == 0 else "FAIL (exit %s)" % rc))
+      if rc != 0:
+        bad += 1
+        print(out)
+  return 1 if bad else 0
+
+
 def main():
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--seed", type=int, default=1)
@@ -920,6 +945,9 @@ def main():
                   help="where minimised failures go")
   ap.add_argument("--minimise-time", type=float, default=120, help="seconds per failure")
   ap.add_argument("--print", action="store_true", help="print each generated spec and exit")
+  ap.add_argument("--replay", metavar="DIR",
+                  help="run every spec in DIR with the command of its '# Reproduce:' line; "
+                  "each must pass (exit 0)")
   ap.add_argument("--verbose", "-v", action="store_true")
   a = ap.parse_args()
   if a.print:
@@ -931,6 +959,8 @@ def main():
   if not os.access(kiln, os.X_OK):
     print("diff_fuzz: no kiln binary at %s (pass --kiln)" % kiln, file=sys.stderr)
     return 2
+  if a.replay:
+    return replay(kiln, a.replay, a.timeout)
   runtimes = [r for r in a.runtimes.split(",") if r]
   targets = [(rt, cfg) for rt in runtimes for cfg in CONFIGS]
   work = tempfile.mkdtemp(prefix="kiln-fuzz-")
