@@ -262,12 +262,14 @@ class Loader {
 
   std::vector<int64_t> int_list(const toml::node& n) const {
     std::vector<int64_t> out;
-    if (auto i = n.value<int64_t>(); i && n.is_integer()) return {*i};
+    // as_integer, not value<int64_t>: toml++ converts a float such as 1e308 to int64_t
+    // before checking its range (undefined behaviour)
+    if (const toml::value<int64_t>* i = n.as_integer()) return {i->get()};
     const toml::array* a = n.as_array();
     if (a)
       for (const auto& item : *a) {
         if (!item.is_integer()) throw SpecError(loc(item), "expected an integer");
-        out.push_back(*item.value<int64_t>());
+        out.push_back(item.as_integer()->get());
       }
     else
       throw SpecError(loc(n), "expected an integer or an array of integers");

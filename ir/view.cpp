@@ -75,6 +75,10 @@ View reshape(const Shape& src, const Shape& dst) {
   View v;
   v.shape = dst;
   v.index.assign(src.size(), IntExpr(0));
+  // a source with a dimension of size 0 has no elements, so no index is ever read (and the
+  // group products below would divide by 0)
+  for (const IntExpr& d : src)
+    if (d == IntExpr(0)) return v;
   size_t i = 0, j = 0;
   while (i < src.size() || j < dst.size()) {
     size_t i_end = i, j_end = j;

@@ -8,6 +8,10 @@ packages=(build-essential cmake ninja-build pkg-config
           libtomlplusplus-dev libisl-dev doctest-dev libcli11-dev nettle-dev
           llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libomp-19-dev
           libopenblas-dev)
+# the libFuzzer build (-DKILN_FUZZ=ON, docs/testing.md) needs clang's runtime libraries too and
+# builds the fuzz target alone
+targets=()
+case " $* " in *" -DKILN_FUZZ=ON "*) packages+=(libclang-rt-19-dev); targets=(kiln_spec_fuzzer) ;; esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,4 +27,4 @@ fi
 build_dir="${1:-build}"
 shift || true
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-ninja -C "$build_dir"
+ninja -C "$build_dir" "${targets[@]}"

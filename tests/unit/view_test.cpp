@@ -177,3 +177,15 @@ TEST_CASE("view: compose equals applying the views one after the other") {
       }
     }
 }
+
+TEST_CASE("view: reshape of a source with a zero dimension has no index to compute") {
+  // found by tests/fuzz/spec_fuzzer.cpp: reshape(x, [M * N]) lowered with M fixed to 0 threw
+  // "modulus by zero in a size expression"
+  IntExpr N = IntExpr::var("N");
+  View v;
+  CHECK_NOTHROW(v = views::reshape({IntExpr(0), N}, {IntExpr(0) * N}));
+  CHECK(v.shape == Shape{IntExpr(0)});
+  CHECK_NOTHROW(v = views::reshape({IntExpr(2), IntExpr(0), IntExpr(3)}, {IntExpr(6), IntExpr(0)}));
+  CHECK(v.shape.size() == 2);
+  CHECK(v.index.size() == 3);
+}
