@@ -208,6 +208,8 @@ Tensor eval_view(NodeId id, const Node& n, const Tensor& src, const std::vector<
                  const SizeBindings& sizes) {
   if (n.view.index.size() != src.dims.size())
     fail(id, n, "the view's rank does not match its source's");
+  // An empty view reads nothing: its index maps may divide by a size that is 0.
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) return Tensor(n.dtype, dims);
   std::map<std::string, IntExpr> size_sub;
   for (const auto& [name, value] : sizes)
     size_sub[name] = value;
