@@ -174,14 +174,16 @@ std::string apply_config(CompileOptions& opt) {
     } else if (key == "FASTMATH" || key == "SIMPLIFY") {
       if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
       (key == "FASTMATH" ? opt.simplify.fastmath : opt.simplify.enabled) = value == "1";
-    } else if (key == "ISL_OPS") {
+    } else if (key == "ISL_OPS" || key == "ISL_MS") {
       try {
         size_t used = 0;
-        opt.schedule.max_operations = std::stoul(value, &used);
+        unsigned long v = std::stoul(value, &used);
         if (used != value.size() || value[0] == '-') throw std::invalid_argument(value);
+        (key == "ISL_OPS" ? opt.schedule.max_operations : opt.schedule.max_milliseconds) = v;
       } catch (const std::exception&) {
-        return "--config ISL_OPS expects a count of isl operations (0: no limit), got '" + value +
-               "'";
+        return "--config " + key + " expects a count of isl " +
+               (key == "ISL_OPS" ? "operations" : "milliseconds") + " (0: no limit), got '" +
+               value + "'";
       }
     } else if (key == "BLAS") {
       if (value != "openblas" && value != "none")

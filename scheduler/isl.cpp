@@ -26,8 +26,10 @@ KILN_ISL_OBJ(isl_ast_node)
 void throw_error(isl_ctx* ctx, const char* what) {
   const char* msg = ctx ? isl_ctx_last_error_msg(ctx) : nullptr;
   bool quota = ctx && isl_ctx_last_error(ctx) == isl_error_quota;
+  bool aborted = ctx && isl_ctx_last_error(ctx) == isl_error_abort;
   if (ctx) isl_ctx_reset_error(ctx);
   if (quota) throw OperationLimit(std::string("isl: ") + what + " exceeded the operation limit");
+  if (aborted) throw OperationLimit(std::string("isl: ") + what + " exceeded the time limit");
   throw std::runtime_error(std::string("isl: ") + what + " failed" + (msg ? ": " : "") +
                            (msg ? msg : ""));
 }
@@ -52,7 +54,30 @@ void Ctx::limit_operations(unsigned long max) {
   isl_ctx_reset_operations(ctx_);
 }
 
+void Ctx::limit_time(unsigned long ms) {
+  stop_watchdog();
+  isl_ctx_resume(ctx_);
+  if (ms == 0) return;
+  cancelled_ = false;
+  watchdog_ = std::thread([this, ms] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!cancel_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return cancelled_; }))
+      isl_ctx_abort(ctx_);
+  });
+}
+
+void Ctx::stop_watchdog() {
+  if (!watchdog_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_ = true;
+  }
+  cancel_.notify_one();
+  watchdog_.join();
+}
+
 Ctx::~Ctx() {
+  stop_watchdog();
   isl_ctx_free(ctx_);
 }
 

@@ -6,8 +6,11 @@
  */
 #pragma once
 
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -78,14 +81,25 @@ class Ctx {
   /** Bounds the work of later isl calls: a call that exceeds `max` operations (counted from
    *  now) fails with OperationLimit. 0 removes the bound. */
   void limit_operations(unsigned long max);
+  /** Bounds the time of later isl calls: `ms` milliseconds from now a watchdog thread aborts
+   *  the running computation (isl_ctx_abort, checked at every simplex pivot), which then fails
+   *  with OperationLimit. Operation counts alone do not bound time: one pivot on large
+   *  coefficients can take milliseconds. 0 removes the bound; a new call replaces the old. */
+  void limit_time(unsigned long ms);
   /** Layer-internal: the context pointer. */
   isl_ctx* keep() const { return ctx_; }
 
  private:
+  void stop_watchdog();
   isl_ctx* ctx_;
+  std::thread watchdog_;
+  std::mutex mutex_;
+  std::condition_variable cancel_;
+  bool cancelled_ = false;
 };
 
-/** Thrown by a call that ran past the operation limit of its context (Ctx::limit_operations). */
+/** Thrown by a call that ran past the operation or time limit of its context
+ *  (Ctx::limit_operations, Ctx::limit_time). */
 class OperationLimit : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

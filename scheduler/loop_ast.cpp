@@ -92,7 +92,7 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
 
 std::string loop_nest_to_text(const LoopNest& nest) {
   std::string out;
-  if (nest.program_order) out += "// in program order: isl ran past its operation limit\n";
+  if (nest.program_order) out += "// in program order: isl ran past its operation or time limit\n";
   if (nest.root) node_text(*nest.root, 0, out);
   return out;
 }

@@ -261,6 +261,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
     domains.push_back(parse_sets(ctx, params, {d}));
   timer.lap("domains and accesses");
   ctx.limit_operations(opt.max_operations);
+  ctx.limit_time(opt.max_milliseconds);
   try {
     isl::UnionMap deps = isl::compute_dependences(reads, writes, order);
     timer.lap("dependences");
@@ -280,6 +281,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   } catch (const isl::OperationLimit&) {
     // Program order needs no dependences and no scheduling ILP; it is legal by construction.
     ctx.limit_operations(opt.max_operations);
+    ctx.limit_time(opt.max_milliseconds);
     try {
       isl::Schedule schedule = isl::sequential_schedule(domains);
       if (opt.debug_isl) result.schedule_text = isl::to_str(schedule);
@@ -288,10 +290,13 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
     } catch (const isl::OperationLimit&) {
       throw std::runtime_error("scheduling kernel '" + k.name +
                                "' exceeded the isl operation limit of " +
-                               std::to_string(opt.max_operations) +
-                               " even in program order (--config ISL_OPS=N raises it)");
+                               std::to_string(opt.max_operations) + " or the time limit of " +
+                               std::to_string(opt.max_milliseconds) +
+                               " ms even in program order (--config ISL_OPS=N and ISL_MS=N "
+                               "raise them)");
     }
   }
+  ctx.limit_time(0);
   timer.lap("AST");
   std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
   result.milliseconds = elapsed.count();

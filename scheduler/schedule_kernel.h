@@ -36,6 +36,12 @@ struct ScheduleOptions {
    *  takes (attention, about 128k); a softmax behind a reversed permutation of rank 16 takes
    *  under 1M and 8 s, of rank 24 falls back (docs/decisions.md). */
   unsigned long max_operations = 1'000'000;
+  /** The same bound in wall-clock time (isl::Ctx::limit_time; 0: none): a safety net for
+   *  ILPs whose pivots grow costly (a specialised kernel took 110 s within 1M operations).
+   *  Past it the kernel falls back to program order like past max_operations. Unlike the
+   *  operation bound it depends on the machine, so it is set far above any schedule that
+   *  succeeds in the tests (milliseconds). */
+  unsigned long max_milliseconds = 5000;
 };
 
 /** What scheduling produced, with its timing. */

@@ -321,3 +321,18 @@ TEST_CASE("cli: sizes past int64 or the limits are one clear error, not a wrap o
     CHECK_FALSE(has(r, "bad_alloc"));
   }
 }
+
+TEST_CASE("cli: past the isl time limit, program order (a schedule that took 110 s)") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  std::string target = "tests/data/slow_schedule.toml:slow_schedule --specialize --config ISL_MS=300";
+  Result shown = kiln("show " + target + " --stage schedule", env);
+  CHECK(shown.code == 0);
+  CHECK(has(shown, "in program order"));
+  Result r = kiln("run " + target + " --runtime cc", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "PASS"));
+  CHECK(kiln("show ops/nn.toml:softmax --config ISL_MS=-1 --stage schedule").code == 2);
+}
