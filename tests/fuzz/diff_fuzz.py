@@ -126,7 +126,12 @@ class Case:
     sizes = ", ".join("%s = %d" % kv for kv in sorted(self.sizes.items()) if kv[0] in named)
     rng = ", ".join("%s = [%s, %s]" % (k, lo, hi) for k, (lo, hi) in self.ranges.items()
                     if k in dict(self.inputs))
-    test = "sizes = { %s }, rtol = 1e-3, atol = 1e-4" % sizes
+    # The interpreter rounds every node to its dtype, compiled code keeps f16 and bf16 in float
+    # between fused operations: a result that cancels to near 0 (erf(x - x) = 1 - p with p near
+    # 1) differs by the rounding of its intermediates, about one ulp of 1 in the narrowest type.
+    types = set(self.vtypes.values()) | {t.split()[-1].split("[")[0] for _, t in self.inputs}
+    atol = "5e-2" if "bf16" in types else "1e-2" if "f16" in types else "1e-4"
+    test = "sizes = { %s }, rtol = 1e-3, atol = %s" % (sizes, atol)
     if rng:
       test += ", range = { %s }" % rng
     lines.append("test  = { %s }" % test)
