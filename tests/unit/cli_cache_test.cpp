@@ -1,5 +1,5 @@
 // `kiln run` over cache entries that pass the cache's header checks but do not load (issue 9,
-// finding 3), end to end. Apart from cli_test.cpp because a `kiln` function there and the kiln
+// finding 3), end to end. Apart from cli_test.cpp because its `kiln` function and the kiln
 // namespace, which this file needs for Cache, cannot share a file.
 #include <doctest/doctest.h>
 
@@ -16,49 +16,9 @@
 
 #include "bad_entries.h"
 #include "runtimes/cache.h"
+#include "tests/support/cli.h"
 
-namespace {
-
-struct Result {
-  int code = -1;
-  std::string out;
-};
-
-/** Runs `ENV kiln ARGS` with stderr folded into stdout. */
-Result run_kiln(const std::string& args, const std::string& env) {
-  Result r;
-  const char* bin = std::getenv("KILN_BIN");
-  if (!bin) return r;
-  FILE* p = popen((env + " " + bin + " " + args + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p))
-    r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-bool has(const Result& r, const std::string& s) {
-  return r.out.find(s) != std::string::npos;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << f.rdbuf();
-  return bytes.str();
-}
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "kiln-cli-XXXXXX").string();
-    path = mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
-}  // namespace
+using namespace clitest;
 
 TEST_CASE("cli: a cache entry that does not load is dropped with one warning, then rebuilt") {
   // Issue 9, finding 3: such an entry failed every later run (exit 4) until `kiln cache clear`.

@@ -2,58 +2,21 @@
 // comes from KILN_BIN, which CTest sets. The cache cases run against a temporary KILN_CACHE.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/support/cli.h"
+
+using namespace clitest;
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
-
-/** Runs `ENV kiln ARGS`, where `env` is empty or assignments such as "KILN_CACHE=/tmp/x". */
 Result kiln(const std::string& args, const std::string& env = "") {
-  const char* bin = std::getenv("KILN_BIN");
-  Result r;
-  if (!bin) return r;
-  std::string cmd = (env.empty() ? "" : env + " ") + bin + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p))
-    r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_kiln(args, env);
 }
-
-bool has(const Result& r, const std::string& s) {
-  return r.out.find(s) != std::string::npos;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream text;
-  text << f.rdbuf();
-  return text.str();
-}
-
-/** A fresh folder under the system's temporary directory, removed with its contents. */
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "kiln-cli-XXXXXX").string();
-    path = mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 }  // namespace
 
@@ -326,7 +289,8 @@ TEST_CASE("cli: past the isl time limit, program order (a schedule that took 110
   if (!std::getenv("KILN_BIN")) return;
   TempDir tmp;
   std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
-  std::string target = "tests/data/slow_schedule.toml:slow_schedule --specialize --config ISL_MS=300";
+  std::string target =
+      "tests/data/slow_schedule.toml:slow_schedule --specialize --config ISL_MS=300";
   Result shown = kiln("show " + target + " --stage schedule", env);
   CHECK(shown.code == 0);
   CHECK(has(shown, "in program order"));
