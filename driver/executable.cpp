@@ -125,7 +125,7 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
   DeviceBuffers temps(runtime_);
   for (size_t k = 0; k < slot_bytes.size(); ++k) {
     args.push_back(temps.alloc(slot_bytes[k], "temporary buffer '" + slot_names[k] + "'"));
-    if (poison_temps_) {
+    if (poison_temps_ && slot_bytes[k] > 0) {
       // CHECK=1: temporaries start as all-ones bytes (NaN, -1), so that a read of an element
       // no statement wrote shows in the results instead of depending on what memory held.
       std::vector<uint8_t> ones(slot_bytes[k], 0xff);
@@ -153,7 +153,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
     if (b.kind == BufferKind::input) {
       std::vector<uint8_t> bytes = tensor_to_bytes(inputs.at(next_input++));
       runtime_.copy_to_device(p, bytes.data(), bytes.size());
-    } else if (poison_temps_) {
+    } else if (poison_temps_ && byte_size(b, sizes) > 0) {
       std::vector<uint8_t> ones(byte_size(b, sizes), 0xff);  // as temporaries: run_buffers
       runtime_.copy_to_device(p, ones.data(), ones.size());
     }

@@ -229,7 +229,7 @@ static void cc_release(void* ptr) {
 }
 
 static int cc_copy(void* dst, const void* src, size_t bytes, char** error) {
-  memcpy(dst, src, bytes);
+  if (bytes > 0) memcpy(dst, src, bytes); /* src may be null for an empty tensor */
   return 0;
 }
 

@@ -270,7 +270,7 @@ void clang_release(void* ptr) {
 }
 
 int clang_copy(void* dst, const void* src, size_t bytes, char**) {
-  std::memcpy(dst, src, bytes);
+  if (bytes > 0) std::memcpy(dst, src, bytes);  // src may be null for an empty tensor
   return 0;
 }
 

@@ -91,7 +91,9 @@ TEST_CASE("outside a kernel a fault is not taken for a kernel's") {
     exe.run(run.inputs, run.sizes);  // installs the handlers
     raise(SIGSEGV);                  // the default action applies again: death by the signal
   });
-  CHECK(r.exit_code == -1);
+  // Death by the signal, or by a sanitizer's report of it (exit 1): not Kiln's exit 4.
+  CHECK(r.exit_code != 0);
+  CHECK(r.exit_code != 4);
   CHECK(r.err.find("kiln: error") == std::string::npos);
   fs::remove_all(cache_dir());
 }
