@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/kernel_ir.h"
+#include "ir/kernel_ir.h"
 
 namespace kiln {
 

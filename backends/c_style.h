@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "scheduler/kernel_ir.h"
-#include "scheduler/loop_ast.h"
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
 
 namespace kiln {
 

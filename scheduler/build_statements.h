@@ -13,7 +13,7 @@
 #pragma once
 
 #include "ir/graph.h"
-#include "scheduler/kernel_ir.h"
+#include "ir/kernel_ir.h"
 
 namespace kiln {
 

@@ -19,7 +19,7 @@
  */
 #pragma once
 
-#include "scheduler/kernel_ir.h"
+#include "ir/kernel_ir.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-// Conversion of isl's AST into the isl-free loop AST of scheduler/loop_ast.h.
+// Conversion of isl's AST into the isl-free loop AST of ir/loop_ir.h.
 #include <string_view>
 
 #include "scheduler/isl_internal.h"

@@ -1,7 +1,7 @@
 /** \file
  * The isl steps of scheduling one kernel, on top of the RAII layer of scheduler/isl.h:
  * dependences, schedule computation, tiling and marks, and AST generation into the isl-free
- * loop AST of scheduler/loop_ast.h.
+ * loop AST of ir/loop_ir.h.
  */
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "scheduler/isl.h"
-#include "scheduler/loop_ast.h"
+#include "ir/loop_ir.h"
 
 namespace kiln::isl {
 

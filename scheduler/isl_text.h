@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ir/int_expr.h"
-#include "scheduler/loop_ast.h"
+#include "ir/loop_ir.h"
 
 namespace kiln {
 

@@ -6,7 +6,7 @@
  */
 #pragma once
 
-#include "scheduler/kernel_ir.h"
+#include "ir/kernel_ir.h"
 
 namespace kiln {
 

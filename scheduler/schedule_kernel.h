@@ -5,7 +5,7 @@
  * by relation algebra, a schedule from `isl_schedule_constraints_compute_schedule`
  * with fusion, tiling of permutable bands, parallel marks on coincident bands, vector marks on
  * the innermost band, and an AST from `isl_ast_build_node_from_schedule`, converted to the
- * isl-free loop AST of scheduler/loop_ast.h.
+ * isl-free loop AST of ir/loop_ir.h.
  */
 #pragma once
 
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/kernel_ir.h"
-#include "scheduler/loop_ast.h"
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
 
 namespace kiln {
 

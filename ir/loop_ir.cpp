@@ -1,4 +1,4 @@
-#include "scheduler/loop_ast.h"
+#include "ir/loop_ir.h"
 
 #include <map>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "scheduler/kernel_ir.h"
+#include "ir/kernel_ir.h"
 
 #include <set>
 
