@@ -27,6 +27,9 @@ struct CompileOptions {
   std::vector<std::string> rule_files;        ///< --rules and [meta] rules, after the shipped
   std::map<std::string, std::string> config;  ///< --config KEY=VALUE, part of the cache key
   bool checked = false;                       ///< CHECK=1: every buffer access bounds-checked
+  /** THREADS=N: the threads a parallel runtime (openmp) runs kernels on; 0: every core. A
+   *  run-time setting: it does not change the generated code and is not in the cache key. */
+  int threads = 0;
 };
 
 /** How long one stage took. */
