@@ -83,9 +83,10 @@ std::string ast_expr_to_c(const AstExpr& e) {
   switch (e.kind) {
     case AstExpr::Kind::integer:
       return std::to_string(e.value);
-    case AstExpr::Kind::id:
-      return e.name[0] == 'c' && e.name.size() > 1 && isdigit(e.name[1]) ? e.name
-                                                                         : size_name(e.name);
+    case AstExpr::Kind::iterator:
+      return e.name;
+    case AstExpr::Kind::param:
+      return size_name(e.name);
     case AstExpr::Kind::op:
       break;
   }
@@ -116,7 +117,7 @@ std::string CStyleRenderer::signature(const std::string& symbol) const {
   return "void " + symbol + "(void* const* restrict buffers, const int64_t* restrict sizes)";
 }
 
-std::string CStyleRenderer::loop_annotation(const LoopNode&) const {
+std::string CStyleRenderer::loop_annotation(const LoopNode&, const LoopSite&) const {
   return "";
 }
 
@@ -201,31 +202,102 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   return s;
 }
 
-std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int depth) const {
+std::string CStyleRenderer::bind_iterators(const std::vector<AstExprPtr>& args,
+                                           const std::string& pad) const {
+  std::string s;
+  for (size_t k = 0; k < args.size(); ++k)
+    if (args[k])
+      s += pad + "const int64_t " + iterator_name(static_cast<int>(k)) + " = " +
+           ast_expr_to_c(*args[k]) + ";\n";
+  return s;
+}
+
+namespace {
+
+/** The loops of a perfect nest below `n` (an alloc's body), outermost first. */
+void nest_loops(const LoopNode& n, std::vector<const LoopNode*>& out) {
+  if (n.kind == LoopNode::Kind::loop) out.push_back(&n);
+  if (n.kind != LoopNode::Kind::stmt && n.body.size() == 1) nest_loops(*n.body[0], out);
+}
+
+/** A perfect nest of parallel loops below and including `n`: its depth. */
+int parallel_depth(const LoopNode& n) {
+  if (n.kind == LoopNode::Kind::block && n.body.size() == 1) return parallel_depth(*n.body[0]);
+  if (n.kind != LoopNode::Kind::loop || n.mapping != Mapping::parallel) return 0;
+  return 1 + (n.body.size() == 1 ? parallel_depth(*n.body[0]) : 0);
+}
+
+}  // namespace
+
+std::string CStyleRenderer::render_loop(const Context& c, const LoopNode& n, int depth,
+                                        int collapsed) const {
+  std::string pad(2 * depth, ' ');
+  LoopSite site{c.kernel, n.reduction ? c.accumulator : nullptr};
+  site.collapsed = collapsed > 0;
+  if (n.mapping == Mapping::parallel && !site.collapsed) site.collapse = parallel_depth(n);
+  std::string note = loop_annotation(n, site);
+  std::string s = note.empty() ? "" : pad + note + "\n";
+  s += pad + "for (int64_t " + n.iter + " = " + ast_expr_to_c(*n.init) + "; " +
+       ast_expr_to_c(*n.cond) + "; " + n.iter + " += " + std::to_string(n.step) + ") {\n";
+  // The loops a parallel annotation collapsed are the next ones down a perfect nest.
+  int inner = site.collapsed ? collapsed - 1 : site.collapse - 1;
+  for (const LoopNodePtr& child : n.body)
+    s += render_node(c, *child, depth + 1, n.body.size() == 1 ? inner : 0);
+  return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  std::string type = compute_type(c.plan.buffers[st.buffer].dtype);
+  // The element's index, from the iterators outside the nest.
+  std::string s = pad + "{\n" + bind_iterators(n.args, pad + "  ");
+  std::string element = render_index(c, st.buffer, st.index);
+  // Loads and stores only when the nest runs: its loops are rectangular, so it runs when each
+  // loop's condition holds at its first value.
+  std::vector<const LoopNode*> loops;
+  for (const LoopNodePtr& b : n.body)
+    nest_loops(*b, loops);
+  std::string runs;
+  for (const LoopNode* l : loops) {
+    AstExprPtr first = substitute(l->cond, l->iter, l->init);
+    runs += (runs.empty() ? "" : " && ") + ast_expr_to_c(*first);
+  }
+  s += pad + "  if (" + (runs.empty() ? "1" : runs) + ") {\n";
+  s += pad + "    " + type + " " + n.name + " = " + element + ";\n";
+  const LoopNode* outer = c.accumulator;
+  c.accumulator = &n;
+  c.promoted[&st] = n.name;
+  for (const LoopNodePtr& child : n.body)
+    s += render_node(c, *child, depth + 2);
+  c.promoted.erase(&st);
+  c.accumulator = outer;
+  s += pad + "    " + element + " = " + n.name + ";\n";
+  return s + pad + "  }\n" + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int depth,
+                                        int collapsed) const {
   std::string pad(2 * depth, ' ');
   std::string s;
   switch (n.kind) {
     case LoopNode::Kind::block:
       for (const LoopNodePtr& child : n.body)
-        s += render_node(c, *child, depth);
+        s += render_node(c, *child, depth, n.body.size() == 1 ? collapsed : 0);
       return s;
     case LoopNode::Kind::loop:
-      s += loop_annotation(n).empty() ? "" : pad + loop_annotation(n) + "\n";
-      s += pad + "for (int64_t " + n.iter + " = " + ast_expr_to_c(*n.init) + "; " +
-           ast_expr_to_c(*n.cond) + "; " + n.iter + " += " + std::to_string(n.step) + ") {\n";
-      for (const LoopNodePtr& child : n.body)
-        s += render_node(c, *child, depth + 1);
-      return s + pad + "}\n";
+      return render_loop(c, n, depth, collapsed);
+    case LoopNode::Kind::alloc:
+      return render_alloc(c, n, depth);
+    case LoopNode::Kind::barrier:
+      throw std::runtime_error("the C renderer has no barrier: kernels run on one CPU thread");
     case LoopNode::Kind::guard:
       s += pad + "if " + ast_expr_to_c(*n.cond) + " {\n";
       for (const LoopNodePtr& child : n.body)
         s += render_node(c, *child, depth + 1);
       return s + pad + "}\n";
     case LoopNode::Kind::stmt: {
-      s += pad + "{\n";
-      for (size_t k = 0; k < n.args.size(); ++k)
-        s += pad + "  const int64_t " + iterator_name(static_cast<int>(k)) + " = " +
-             ast_expr_to_c(*n.args[k]) + ";\n";
+      s += pad + "{\n" + bind_iterators(n.args, pad + "  ");
       const Statement& st = c.kernel.statements[n.statement];
       c.bound.clear();
       c.index_bound.clear();

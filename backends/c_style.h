@@ -1,8 +1,8 @@
 /** \file
- * The shared C-style renderer: kernel IR + loop AST → source text. It owns the structure
- * (prelude, signature, loops, statements, index arithmetic, dtype conversions) and asks small
- * virtual hooks for what differs between languages. backends/c_renderer.h is plain C; OpenMP and
- * CUDA renderers override only their hooks.
+ * The shared C-style renderer: kernel IR + loop IR → source text. It owns the structure
+ * (prelude, signature, loops, register promotions, statements, index arithmetic, dtype
+ * conversions) and asks virtual hooks for what differs between languages: backends/c_renderer.h
+ * is plain C, backends/openmp_renderer.h adds pragmas through loop_annotation.
  */
 #pragma once
 
@@ -44,8 +44,19 @@ class CStyleRenderer {
   virtual std::string prelude() const;
   /** The function header up to the opening brace. */
   virtual std::string signature(const std::string& symbol) const;
-  /** Lines placed before a loop (pragmas); empty by default. */
-  virtual std::string loop_annotation(const LoopNode& loop) const;
+  /** Where a loop sits, for loop_annotation. */
+  struct LoopSite {
+    const Kernel& kernel;
+    /** The alloc node of the accumulator this loop's reduction goes to, or null. */
+    const LoopNode* accumulator = nullptr;
+    /** For a parallel loop: how many loops, this one included, are mapped parallel in a
+     *  perfect nest from here (a backend may collapse them). */
+    int collapse = 1;
+    /** Collapsed into an enclosing parallel loop, whose annotation covers it. */
+    bool collapsed = false;
+  };
+  /** Lines placed before a loop (pragmas) from its mapping; empty by default. */
+  virtual std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const;
   /** The C type values of `t` are computed in (f16 and bf16 compute in float). */
   virtual std::string compute_type(DType t) const;
   /** The C type a buffer of `t` stores. */
@@ -70,10 +81,20 @@ class CStyleRenderer {
     mutable std::map<const ScalarExpr*, std::string> bound;
     /** Loads whose element index was computed into a local before the statement. */
     mutable std::map<const ScalarExpr*, std::string> index_bound;
+    /** Statements whose target element lives in a register, by name (alloc nodes). */
+    mutable std::map<const Statement*, std::string> promoted;
+    /** The alloc node of the accumulator being rendered, or null. */
+    mutable const LoopNode* accumulator = nullptr;
   };
   std::string render_function(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
                               const std::string& symbol, const RenderOptions& options) const;
-  std::string render_node(const Context& c, const LoopNode& n, int depth) const;
+  std::string render_node(const Context& c, const LoopNode& n, int depth, int collapsed = 0) const;
+  std::string render_loop(const Context& c, const LoopNode& n, int depth, int collapsed) const;
+  /** An alloc node: the promoted element loaded into a register before its body, stored after,
+   *  both only when the body's loops run at least once. */
+  std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
+  /** `const int64_t i0 = ...;` for each non-null entry of a stmt's or alloc's args. */
+  std::string bind_iterators(const std::vector<AstExprPtr>& args, const std::string& pad) const;
   std::string render_statement(const Context& c, const Statement& st) const;
   /** Declares a local for every subexpression of `e` used more than once, children first. */
   std::string bind_shared(const Context& c, const ScalarExpr& e) const;

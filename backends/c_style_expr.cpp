@@ -86,7 +86,11 @@ std::string CStyleRenderer::render_access(const Context& c, int buffer,
 std::string CStyleRenderer::render_statement(const Context& c, const Statement& st) const {
   if (st.kind == Statement::Kind::call) return extern_call(c.plan, st);
   const Buffer& b = c.plan.buffers[st.buffer];
-  std::string target = render_index(c, st.buffer, st.index);
+  // A promoted accumulator (an alloc node above) stands for the element: same storage and
+  // compute type (promote_accumulators.h leaves f16 and bf16 in memory).
+  auto promoted = c.promoted.find(&st);
+  std::string target =
+      promoted != c.promoted.end() ? promoted->second : render_index(c, st.buffer, st.index);
   std::string t = compute_type(b.dtype);
   if (st.kind == Statement::Kind::assign)
     return target + " = " + to_storage(b.dtype, "(" + t + ")" + render_value(c, *st.value)) + ";";

@@ -39,7 +39,8 @@ std::string expr_text(const AstExpr& e) {
   switch (e.kind) {
     case AstExpr::Kind::integer:
       return std::to_string(e.value);
-    case AstExpr::Kind::id:
+    case AstExpr::Kind::iterator:
+    case AstExpr::Kind::param:
       return e.name;
     case AstExpr::Kind::op:
       break;
@@ -66,9 +67,14 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
     case LoopNode::Kind::loop: {
       out += pad + "for (" + n.iter + " = " + unwrap(expr_text(*n.init)) + "; " +
              unwrap(expr_text(*n.cond)) + "; " + n.iter + " += " + std::to_string(n.step) + ")";
-      if (n.parallel) out += "  // parallel";
-      if (n.vector) out += n.parallel ? ", vector" : "  // vector";
-      out += "\n";
+      out += std::string("  // ") + mapping_name(n.mapping);
+      std::string notes;
+      if (n.band >= 0)
+        notes += "band " + std::to_string(n.band) + "." + std::to_string(n.member) +
+                 (n.tile ? " tile" : "");
+      if (n.coincident) notes += std::string(notes.empty() ? "" : ", ") + "coincident";
+      if (n.reduction) notes += std::string(notes.empty() ? "" : ", ") + "reduction";
+      out += (notes.empty() ? "" : " (" + notes + ")") + "\n";
       for (const auto& c : n.body)
         node_text(*c, depth + 1, out);
       return;
@@ -85,10 +91,93 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
       out += ");\n";
       return;
     }
+    case LoopNode::Kind::alloc: {
+      out += pad + "alloc " + memory_space_name(n.space) + " " + n.name + " = B" +
+             std::to_string(n.buffer) + " element of S" + std::to_string(n.statement) + "(";
+      for (size_t k = 0; k < n.args.size(); ++k)
+        out += (k ? ", " : "") + (n.args[k] ? unwrap(expr_text(*n.args[k])) : std::string("_"));
+      out += ")\n";
+      for (const auto& c : n.body)
+        node_text(*c, depth + 1, out);
+      return;
+    }
+    case LoopNode::Kind::barrier:
+      out += pad + "barrier\n";
+      return;
   }
 }
 
 }  // namespace
+
+const char* mapping_name(Mapping m) {
+  switch (m) {
+    case Mapping::serial:
+      return "serial";
+    case Mapping::parallel:
+      return "parallel";
+    case Mapping::simd:
+      return "simd";
+    case Mapping::unroll:
+      return "unroll";
+    case Mapping::block_x:
+      return "block.x";
+    case Mapping::block_y:
+      return "block.y";
+    case Mapping::block_z:
+      return "block.z";
+    case Mapping::thread_x:
+      return "thread.x";
+    case Mapping::thread_y:
+      return "thread.y";
+    case Mapping::thread_z:
+      return "thread.z";
+  }
+  return "?";
+}
+
+const char* memory_space_name(MemorySpace s) {
+  switch (s) {
+    case MemorySpace::global:
+      return "global";
+    case MemorySpace::shared:
+      return "shared";
+    case MemorySpace::local:
+      return "local";
+  }
+  return "?";
+}
+
+namespace {
+
+void collect_loops(const LoopNode& n, std::vector<const LoopNode*>& out) {
+  if (n.kind == LoopNode::Kind::loop) out.push_back(&n);
+  for (const LoopNodePtr& c : n.body)
+    collect_loops(*c, out);
+}
+
+}  // namespace
+
+std::vector<const LoopNode*> loops_of(const LoopNode& root) {
+  std::vector<const LoopNode*> out;
+  collect_loops(root, out);
+  return out;
+}
+
+bool uses_iterator(const AstExpr& e, const std::string& iter) {
+  if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
+  for (const AstExprPtr& a : e.args)
+    if (uses_iterator(*a, iter)) return true;
+  return false;
+}
+
+AstExprPtr substitute(const AstExprPtr& e, const std::string& iter, const AstExprPtr& value) {
+  if (e->kind == AstExpr::Kind::iterator && e->name == iter) return value;
+  if (e->kind != AstExpr::Kind::op || !uses_iterator(*e, iter)) return e;
+  auto copy = std::make_shared<AstExpr>(*e);
+  for (AstExprPtr& a : copy->args)
+    a = substitute(a, iter, value);
+  return copy;
+}
 
 std::string loop_nest_to_text(const LoopNest& nest) {
   std::string out;

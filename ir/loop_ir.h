@@ -1,7 +1,10 @@
 /** \file
- * The loop AST that the scheduler produces from isl's AST and the backends render: loops,
- * guards, blocks and statement instances, with integer expressions of loop iterators and size
- * variables. Independent of isl: no isl type appears here.
+ * The loop IR: what scheduling produces and the backends render. Loops, guards, blocks,
+ * statement instances, register promotions (`alloc`) and barriers, with integer expressions of
+ * loop iterators and size parameters. Every loop carries typed annotations: the schedule band
+ * and member it comes from, whether it walks tiles or points, whether it carries a reduction,
+ * and its mapping onto the hardware (serial, parallel, simd, unroll, GPU blocks and threads).
+ * Independent of isl: no isl type appears here.
  */
 #pragma once
 
@@ -15,33 +18,87 @@ namespace kiln {
 struct AstExpr;
 using AstExprPtr = std::shared_ptr<const AstExpr>;
 
-/** An integer expression in the AST. `op` names follow isl's: "add", "sub", "mul", "minus",
+/** An integer expression of the loop IR. `op` names follow isl's: "add", "sub", "mul", "minus",
  *  "div" (exact), "fdiv_q" (floor), "pdiv_q" / "pdiv_r" (non-negative operands), "zdiv_r",
  *  "min", "max", "and", "or", "eq", "le", "lt", "ge", "gt", "select". */
 struct AstExpr {
-  enum class Kind { integer, id, op } kind = Kind::integer;
+  /** A loop iterator and a size parameter are distinct kinds, whatever their names. */
+  enum class Kind { integer, iterator, param, op } kind = Kind::integer;
   int64_t value = 0;             ///< integer
-  std::string name;              ///< id: a loop iterator or a size variable
+  std::string name;              ///< iterator: a loop's `iter`; param: a size variable
   std::string op;                ///< op
   std::vector<AstExprPtr> args;  ///< op
 };
 
+/** How a loop's iterations are spread over the hardware. */
+enum class Mapping {
+  serial,    ///< one after another
+  parallel,  ///< across CPU threads (the outermost parallel loop of a nest)
+  simd,      ///< across the lanes of vector registers
+  unroll,    ///< unrolled by the compiler
+  block_x,
+  block_y,
+  block_z,  ///< across GPU thread blocks
+  thread_x,
+  thread_y,
+  thread_z,  ///< across the threads of a GPU block
+};
+
+/** "serial", "parallel", "simd", "unroll", "block.x", ..., "thread.z". */
+const char* mapping_name(Mapping m);
+
+/** Where an `alloc` node's storage lives. */
+enum class MemorySpace {
+  global,  ///< device or host memory, visible to every thread
+  shared,  ///< a GPU block's shared memory
+  local,   ///< one thread's registers (scalar accumulators)
+};
+
+/** "global", "shared", "local". */
+const char* memory_space_name(MemorySpace s);
+
 struct LoopNode;
 using LoopNodePtr = std::shared_ptr<const LoopNode>;
 
-/** A node of the loop AST. */
+/** A node of the loop IR.
+ *  - block: `body` in order.
+ *  - loop: `for (iter = init; cond; iter += step) body`, with its annotations.
+ *  - guard: `if (cond) body`.
+ *  - stmt: one instance of Kernel::statements[statement], its iterators bound to `args`.
+ *  - alloc: storage in `space` for the duration of `body`. In `local` space it promotes one
+ *    element of `buffer` to a scalar register `name`: the element that statement `statement`
+ *    writes with its iterators bound to `args` (an entry is null where the index does not use
+ *    that iterator). The register is loaded before the body and stored after it, and that
+ *    statement accumulates into the register inside (a reduction's scalar accumulator).
+ *  - barrier: every thread of a GPU block waits for the others (none on the CPU). */
 struct LoopNode {
-  enum class Kind { block, loop, guard, stmt } kind = Kind::block;
-  std::vector<LoopNodePtr> body;  ///< block: children in order; loop and guard: the body
-  std::string iter;               ///< loop: the iterator (a C identifier, e.g. "c0")
-  AstExprPtr init;                ///< loop: first value
-  AstExprPtr cond;                ///< loop: continue while true; guard: execute when true
-  int64_t step = 1;               ///< loop
-  bool parallel = false;          ///< loop: iterations are independent (coincident band)
-  bool vector = false;            ///< loop: innermost band, unit stride: vectorise
-  int statement = -1;             ///< stmt: index into Kernel::statements
-  std::vector<AstExprPtr> args;   ///< stmt: the value of each statement iterator i0, i1...
+  enum class Kind { block, loop, guard, stmt, alloc, barrier } kind = Kind::block;
+  std::vector<LoopNodePtr> body;      ///< block: children in order; loop, guard, alloc: the body
+  std::string iter;                   ///< loop: the iterator (a C identifier, e.g. "c0")
+  AstExprPtr init;                    ///< loop: first value
+  AstExprPtr cond;                    ///< loop: continue while true; guard: execute when true
+  int64_t step = 1;                   ///< loop
+  int band = -1;                      ///< loop: the schedule band it comes from (-1: none)
+  int member = -1;                    ///< loop: its position in that band
+  bool tile = false;                  ///< loop: walks tiles (its point loop is in the band below)
+  bool coincident = false;            ///< loop: no dependence is carried, iterations may reorder
+  bool reduction = false;             ///< loop: carries a reduction into a scalar accumulator
+  Mapping mapping = Mapping::serial;  ///< loop
+  int statement = -1;                 ///< stmt, alloc: index into Kernel::statements
+  std::vector<AstExprPtr> args;  ///< stmt, alloc: the value of each statement iterator i0, i1...
+  int buffer = -1;               ///< alloc: the buffer whose element is promoted
+  MemorySpace space = MemorySpace::local;  ///< alloc
+  std::string name;                        ///< alloc: the register's name, e.g. "acc0"
 };
+
+/** Loops of `root` in pre-order (outer before inner). */
+std::vector<const LoopNode*> loops_of(const LoopNode& root);
+
+/** Whether `e` refers to loop iterator `iter`. */
+bool uses_iterator(const AstExpr& e, const std::string& iter);
+
+/** `e` with loop iterator `iter` replaced by `value`. */
+AstExprPtr substitute(const AstExprPtr& e, const std::string& iter, const AstExprPtr& value);
 
 /** The loop nest of one kernel. */
 struct LoopNest {

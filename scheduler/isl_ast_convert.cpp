@@ -1,4 +1,5 @@
-// Conversion of isl's AST into the isl-free loop AST of ir/loop_ir.h.
+// Conversion of isl's AST into the isl-free loop IR of ir/loop_ir.h.
+#include <set>
 #include <string_view>
 
 #include "scheduler/isl_internal.h"
@@ -9,6 +10,13 @@ namespace kiln::isl {
 namespace {
 
 using Substitutions = std::map<std::string, AstExprPtr>;
+
+/** What converting needs at every node: the substitutions and the loop iterators in scope,
+ *  which make an isl id an iterator rather than a size parameter. */
+struct Scope {
+  const Substitutions& subs;
+  std::set<std::string> iterators;
+};
 
 /** Releases an isl object at the end of a scope. */
 template <class T, T* (*Free)(T*)>
@@ -80,7 +88,7 @@ const char* op_name(isl_ast_expr_op_type t) {
   }
 }
 
-AstExprPtr convert_expr(isl_ast_expr* e, const Substitutions& subs) {
+AstExprPtr convert_expr(isl_ast_expr* e, const Scope& scope) {
   auto out = std::make_shared<AstExpr>();
   switch (isl_ast_expr_get_type(e)) {
     case isl_ast_expr_int:
@@ -88,10 +96,14 @@ AstExprPtr convert_expr(isl_ast_expr* e, const Substitutions& subs) {
       out->value = int_value(e);
       return out;
     case isl_ast_expr_id: {
-      out->kind = AstExpr::Kind::id;
       out->name = id_name(isl_ast_expr_get_id(e));
-      auto it = subs.find(out->name);
-      if (it != subs.end()) return it->second;
+      if (scope.iterators.count(out->name)) {
+        out->kind = AstExpr::Kind::iterator;
+        return out;
+      }
+      out->kind = AstExpr::Kind::param;
+      auto it = scope.subs.find(out->name);
+      if (it != scope.subs.end()) return it->second;
       return out;
     }
     case isl_ast_expr_op: {
@@ -100,7 +112,7 @@ AstExprPtr convert_expr(isl_ast_expr* e, const Substitutions& subs) {
       isl_size n = isl_ast_expr_op_get_n_arg(e);
       for (isl_size i = 0; i < n; ++i) {
         ScopedExpr arg{isl_ast_expr_op_get_arg(e, i)};
-        out->args.push_back(convert_expr(arg.p, subs));
+        out->args.push_back(convert_expr(arg.p, scope));
       }
       return out;
     }
@@ -132,55 +144,57 @@ AstExprPtr negate(const AstExprPtr& c) {
   return out;
 }
 
-LoopNodePtr convert_node(isl_ast_node* n, const Substitutions& subs);
+LoopNodePtr convert_node(isl_ast_node* n, Scope& scope);
 
-LoopNodePtr convert_for(isl_ast_node* n, const Substitutions& subs) {
+LoopNodePtr convert_for(isl_ast_node* n, Scope& scope) {
   auto out = std::make_shared<LoopNode>();
   out->kind = LoopNode::Kind::loop;
   ScopedExpr iter{isl_ast_node_for_get_iterator(n)}, init{isl_ast_node_for_get_init(n)},
       cond{isl_ast_node_for_get_cond(n)}, inc{isl_ast_node_for_get_inc(n)};
   ScopedNode body{isl_ast_node_for_get_body(n)};
   out->iter = id_name(isl_ast_expr_get_id(iter.p));
-  out->init = convert_expr(init.p, subs);
-  out->cond = convert_expr(cond.p, subs);
+  out->init = convert_expr(init.p, scope);
+  bool fresh = scope.iterators.insert(out->iter).second;
+  out->cond = convert_expr(cond.p, scope);
   if (isl_ast_expr_get_type(inc.p) != isl_ast_expr_int)
     throw std::runtime_error("isl AST: non-constant loop increment");
   out->step = int_value(inc.p);
-  out->body.push_back(convert_node(body.p, subs));
+  out->body.push_back(convert_node(body.p, scope));
+  if (fresh) scope.iterators.erase(out->iter);
   return out;
 }
 
-LoopNodePtr convert_if(isl_ast_node* n, const Substitutions& subs) {
+LoopNodePtr convert_if(isl_ast_node* n, Scope& scope) {
   ScopedExpr cond{isl_ast_node_if_get_cond(n)};
   ScopedNode then_node{isl_ast_node_if_get_then_node(n)};
   auto guard = std::make_shared<LoopNode>();
   guard->kind = LoopNode::Kind::guard;
-  guard->cond = convert_expr(cond.p, subs);
-  guard->body.push_back(convert_node(then_node.p, subs));
+  guard->cond = convert_expr(cond.p, scope);
+  guard->body.push_back(convert_node(then_node.p, scope));
   if (isl_ast_node_if_has_else_node(n) != isl_bool_true) return guard;
   ScopedNode else_node{isl_ast_node_if_get_else_node(n)};
   auto other = std::make_shared<LoopNode>();
   other->kind = LoopNode::Kind::guard;
   other->cond = negate(guard->cond);
-  other->body.push_back(convert_node(else_node.p, subs));
+  other->body.push_back(convert_node(else_node.p, scope));
   auto block = std::make_shared<LoopNode>();
   block->body = {guard, other};
   return block;
 }
 
-LoopNodePtr convert_block(isl_ast_node* n, const Substitutions& subs) {
+LoopNodePtr convert_block(isl_ast_node* n, Scope& scope) {
   auto out = std::make_shared<LoopNode>();
   isl_ast_node_list* list = isl_ast_node_block_get_children(n);
   isl_size count = isl_ast_node_list_n_ast_node(list);
   for (isl_size i = 0; i < count; ++i) {
     ScopedNode child{isl_ast_node_list_get_at(list, i)};
-    out->body.push_back(convert_node(child.p, subs));
+    out->body.push_back(convert_node(child.p, scope));
   }
   isl_ast_node_list_free(list);
   return out;
 }
 
-LoopNodePtr convert_user(isl_ast_node* n, const Substitutions& subs) {
+LoopNodePtr convert_user(isl_ast_node* n, Scope& scope) {
   auto out = std::make_shared<LoopNode>();
   out->kind = LoopNode::Kind::stmt;
   ScopedExpr call{isl_ast_node_user_get_expr(n)};
@@ -191,35 +205,42 @@ LoopNodePtr convert_user(isl_ast_node* n, const Substitutions& subs) {
   isl_size n_arg = isl_ast_expr_op_get_n_arg(call.p);
   for (isl_size i = 1; i < n_arg; ++i) {
     ScopedExpr arg{isl_ast_expr_op_get_arg(call.p, i)};
-    out->args.push_back(convert_expr(arg.p, subs));
+    out->args.push_back(convert_expr(arg.p, scope));
   }
   return out;
 }
 
-/** A mark applies to the loop directly below it. */
-LoopNodePtr convert_mark(isl_ast_node* n, const Substitutions& subs) {
+/** A member mark annotates the loop directly below it; a band member that isl generated no
+ *  loop for (a single iteration) leaves no annotation. */
+LoopNodePtr convert_mark(isl_ast_node* n, Scope& scope) {
   std::string mark = id_name(isl_ast_node_mark_get_id(n));
   ScopedNode child{isl_ast_node_mark_get_node(n)};
-  LoopNodePtr below = convert_node(child.p, subs);
-  if (below->kind != LoopNode::Kind::loop) return below;
+  LoopNodePtr below = convert_node(child.p, scope);
+  int band = -1, member = -1;
+  bool tile = false, coincident = false;
+  if (below->kind != LoopNode::Kind::loop ||
+      !parse_member_mark(mark, band, member, tile, coincident))
+    return below;
   auto loop = std::make_shared<LoopNode>(*below);
-  if (mark == "parallel") loop->parallel = true;
-  if (mark == "vector") loop->vector = true;
+  loop->band = band;
+  loop->member = member;
+  loop->tile = tile;
+  loop->coincident = coincident;
   return loop;
 }
 
-LoopNodePtr convert_node(isl_ast_node* n, const Substitutions& subs) {
+LoopNodePtr convert_node(isl_ast_node* n, Scope& scope) {
   switch (isl_ast_node_get_type(n)) {
     case isl_ast_node_for:
-      return convert_for(n, subs);
+      return convert_for(n, scope);
     case isl_ast_node_if:
-      return convert_if(n, subs);
+      return convert_if(n, scope);
     case isl_ast_node_block:
-      return convert_block(n, subs);
+      return convert_block(n, scope);
     case isl_ast_node_user:
-      return convert_user(n, subs);
+      return convert_user(n, scope);
     case isl_ast_node_mark:
-      return convert_mark(n, subs);
+      return convert_mark(n, scope);
     default:
       throw std::runtime_error("isl AST: invalid node");
   }
@@ -228,7 +249,8 @@ LoopNodePtr convert_node(isl_ast_node* n, const Substitutions& subs) {
 }  // namespace
 
 LoopNest convert_ast(const AstNode& root, const Substitutions& substitutions) {
-  return LoopNest{convert_node(root.keep(), substitutions)};
+  Scope scope{substitutions, {}};
+  return LoopNest{convert_node(root.keep(), scope)};
 }
 
 }  // namespace kiln::isl

@@ -37,4 +37,9 @@ Obj<T> give(isl_ctx* ctx, T* p, const char* what) {
   return Obj<T>(p);
 }
 
+/** Reads an annotate_members mark ("kiln.member BAND MEMBER TILE COINCIDENT"); false for any
+ *  other mark. */
+bool parse_member_mark(const std::string& mark, int& band, int& member, bool& tile,
+                       bool& coincident);
+
 }  // namespace kiln::isl

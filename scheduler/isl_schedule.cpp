@@ -1,6 +1,9 @@
 #include "scheduler/isl_schedule.h"
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 
 #include "scheduler/isl_internal.h"
 
@@ -61,28 +64,16 @@ Schedule sequence(Schedule a, Schedule b) {
 
 namespace {
 
-bool has_band_below(isl_schedule_node* node) {
-  isl_size n = isl_schedule_node_n_children(node);
-  for (isl_size i = 0; i < n; ++i) {
-    isl_schedule_node* child = isl_schedule_node_get_child(node, i);
-    bool band =
-        isl_schedule_node_get_type(child) == isl_schedule_node_band || has_band_below(child);
-    isl_schedule_node_free(child);
-    if (band) return true;
-  }
-  return false;
+int64_t tile_size(const TileOptions& opt, int k) {
+  if (opt.sizes.empty()) return 0;
+  return opt.sizes[std::min<size_t>(k, opt.sizes.size() - 1)];
 }
 
-int64_t tile_size(const MarkOptions& opt, int k) {
-  if (opt.tile_sizes.empty()) return 0;
-  return opt.tile_sizes[std::min<size_t>(k, opt.tile_sizes.size() - 1)];
-}
-
-/** True for a permutable band of depth >= min_tile_depth with a nonzero tile size for every
+/** True for a permutable band of depth >= min_depth with a nonzero tile size for every
  *  member. */
-bool tileable(isl_schedule_node* node, const MarkOptions& opt) {
+bool tileable(isl_schedule_node* node, const TileOptions& opt) {
   isl_size n = isl_schedule_node_band_n_member(node);
-  if (!opt.tile || n < std::max(2, opt.min_tile_depth) ||
+  if (n < std::max(2, opt.min_depth) ||
       isl_schedule_node_band_get_permutable(node) != isl_bool_true)
     return false;
   for (int k = 0; k < n; ++k)
@@ -90,84 +81,129 @@ bool tileable(isl_schedule_node* node, const MarkOptions& opt) {
   return true;
 }
 
-/** Tiles a band: `node` becomes the tile band, its child the point band. */
-isl_schedule_node* tile_band(isl_schedule_node* node, const MarkOptions& opt) {
-  isl_size n = isl_schedule_node_band_n_member(node);
-  isl_space* space = isl_schedule_node_band_get_space(node);
-  isl_multi_val* sizes = isl_multi_val_zero(space);
-  for (int k = 0; k < n; ++k)
-    sizes = isl_multi_val_set_val(
-        sizes, k, isl_val_int_from_si(isl_schedule_node_get_ctx(node), tile_size(opt, k)));
-  return isl_schedule_node_band_tile(node, sizes);
-}
+constexpr const char* kTileMark = "kiln.tile";
+constexpr const char* kMemberMark = "kiln.member";
 
-isl_schedule_node* insert_mark(isl_schedule_node* node, const char* name) {
-  isl_id* id = isl_id_alloc(isl_schedule_node_get_ctx(node), name, nullptr);
+isl_schedule_node* insert_mark(isl_schedule_node* node, const std::string& name) {
+  isl_id* id = isl_id_alloc(isl_schedule_node_get_ctx(node), name.c_str(), nullptr);
   return isl_schedule_node_child(isl_schedule_node_insert_mark(node, id), 0);
 }
 
-isl_schedule_node* mark_tree(isl_schedule_node* node, const MarkOptions& opt, bool band_seen,
-                             bool may_tile);
+bool is_mark(isl_schedule_node* node, const char* name) {
+  if (isl_schedule_node_get_type(node) != isl_schedule_node_mark) return false;
+  isl_id* id = isl_schedule_node_mark_get_id(node);
+  bool same = std::string(isl_id_get_name(id)) == name;
+  isl_id_free(id);
+  return same;
+}
 
-/** Splits a band into single members, marks them, recurses below; returns at `node`'s place.
- *  `may_tile_below` is false for a tile band, whose child, the point band, is not tiled again. */
-isl_schedule_node* mark_band(isl_schedule_node* node, const MarkOptions& opt, bool band_seen,
-                             bool may_tile_below) {
-  isl_size n = isl_schedule_node_band_n_member(node);
-  bool innermost = !has_band_below(node);
+/** Applies `visit` to every band, outermost first, and returns at `node`'s place. `visit`
+ *  returns the node it leaves the band at (it may insert marks above it) and how many levels
+ *  below the band the walk continues. */
+template <class Visit>
+isl_schedule_node* walk_bands(isl_schedule_node* node, Visit& visit) {
+  if (!node) return node;
   int levels = 0;
-  for (int k = 0; k < n; ++k) {
-    if (k + 1 < n) node = isl_schedule_node_band_split(node, 1);
-    bool coincident = isl_schedule_node_band_member_get_coincident(node, 0) == isl_bool_true;
-    if (opt.parallel && coincident && !band_seen) {
-      node = insert_mark(node, "parallel");
-      ++levels;
-    }
-    if (opt.vectorize && coincident && innermost && k + 1 == n) {
-      node = insert_mark(node, "vector");
-      ++levels;
-    }
-    if (k + 1 < n) {
+  if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
+    auto [band, below] = visit(node);
+    node = band;
+    for (int k = 0; k < below; ++k) {
       node = isl_schedule_node_child(node, 0);
       ++levels;
     }
-  }
-  if (isl_schedule_node_has_children(node) == isl_bool_true) {
+    // `node` is the last band member visited; its child is the subtree below the band.
+    if (isl_schedule_node_has_children(node) != isl_bool_true) {
+      for (int k = 0; k < levels; ++k)
+        node = isl_schedule_node_parent(node);
+      return node;
+    }
     node = isl_schedule_node_child(node, 0);
-    node = mark_tree(node, opt, true, may_tile_below);
-    node = isl_schedule_node_parent(node);
+    ++levels;
+    node = walk_bands(node, visit);
+  } else {
+    isl_size n = isl_schedule_node_n_children(node);
+    for (isl_size i = 0; i < n; ++i) {
+      node = isl_schedule_node_child(node, i);
+      node = walk_bands(node, visit);
+      node = isl_schedule_node_parent(node);
+    }
   }
   for (int k = 0; k < levels; ++k)
     node = isl_schedule_node_parent(node);
   return node;
 }
 
-isl_schedule_node* mark_tree(isl_schedule_node* node, const MarkOptions& opt, bool band_seen,
-                             bool may_tile) {
-  if (!node) return node;
-  if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
-    bool tile = may_tile && tileable(node, opt);
-    if (tile) node = tile_band(node, opt);
-    return mark_band(node, opt, band_seen, !tile);
-  }
-  isl_size n = isl_schedule_node_n_children(node);
-  for (isl_size i = 0; i < n; ++i) {
-    node = isl_schedule_node_child(node, i);
-    node = mark_tree(node, opt, band_seen, may_tile);
-    node = isl_schedule_node_parent(node);
-  }
-  return node;
+Schedule map_root(Schedule schedule, const char* what,
+                  const std::function<isl_schedule_node*(isl_schedule_node*)>& f) {
+  isl_ctx* ctx = isl_schedule_get_ctx(schedule.keep());
+  isl_schedule_node* root = f(isl_schedule_get_root(schedule.keep()));
+  isl_schedule* result = root ? isl_schedule_node_get_schedule(root) : nullptr;
+  isl_schedule_node_free(root);
+  return give(ctx, result, what);
 }
 
 }  // namespace
 
-Schedule tile_and_mark(Schedule schedule, const MarkOptions& opt) {
-  isl_ctx* ctx = isl_schedule_get_ctx(schedule.keep());
-  isl_schedule_node* root = isl_schedule_get_root(schedule.keep());
-  root = mark_tree(root, opt, false, true);
-  isl_schedule* result = root ? isl_schedule_node_get_schedule(root) : nullptr;
-  isl_schedule_node_free(root);
-  return give(ctx, result, "tiling and marking");
+Schedule tile_bands(Schedule schedule, const TileOptions& opt) {
+  // A tiled band is left as mark -> tile band -> point band; the walk resumes below the point
+  // band, so the point band is never tiled again.
+  auto visit = [&](isl_schedule_node* band) -> std::pair<isl_schedule_node*, int> {
+    if (!tileable(band, opt)) return {band, 0};
+    isl_size n = isl_schedule_node_band_n_member(band);
+    isl_multi_val* sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(band));
+    for (int k = 0; k < n; ++k)
+      sizes = isl_multi_val_set_val(
+          sizes, k, isl_val_int_from_si(isl_schedule_node_get_ctx(band), tile_size(opt, k)));
+    band = isl_schedule_node_band_tile(band, sizes);
+    band = insert_mark(band, kTileMark);
+    return {isl_schedule_node_parent(band), 2};
+  };
+  return map_root(std::move(schedule), "tiling",
+                  [&](isl_schedule_node* root) { return walk_bands(root, visit); });
+}
+
+Schedule annotate_members(Schedule schedule) {
+  int next_band = 0;
+  bool point_band = false;  // the band below a tile band: same number, not a tile
+  auto visit = [&](isl_schedule_node* band) -> std::pair<isl_schedule_node*, int> {
+    isl_schedule_node* parent = isl_schedule_node_parent(isl_schedule_node_copy(band));
+    bool tile = parent && is_mark(parent, kTileMark);
+    isl_schedule_node_free(parent);
+    int id = point_band ? next_band - 1 : next_band++;
+    point_band = tile;
+    isl_size n = isl_schedule_node_band_n_member(band);
+    int levels = 0;
+    for (int k = 0; k < n; ++k) {
+      if (k + 1 < n) band = isl_schedule_node_band_split(band, 1);
+      bool coincident = isl_schedule_node_band_member_get_coincident(band, 0) == isl_bool_true;
+      band = insert_mark(band, std::string(kMemberMark) + " " + std::to_string(id) + " " +
+                                   std::to_string(k) + " " + (tile ? "1" : "0") + " " +
+                                   (coincident ? "1" : "0"));
+      ++levels;
+      if (k + 1 < n) {
+        band = isl_schedule_node_child(band, 0);
+        ++levels;
+      }
+    }
+    // Leave the walk at the last member: back up to where the band was, then down again.
+    for (int k = 0; k < levels; ++k)
+      band = isl_schedule_node_parent(band);
+    return {band, levels};
+  };
+  return map_root(std::move(schedule), "band annotation",
+                  [&](isl_schedule_node* root) { return walk_bands(root, visit); });
+}
+
+bool parse_member_mark(const std::string& mark, int& band, int& member, bool& tile,
+                       bool& coincident) {
+  if (mark.rfind(kMemberMark, 0) != 0) return false;
+  int t = 0, c = 0;
+  if (std::sscanf(mark.c_str() + std::strlen(kMemberMark), " %d %d %d %d", &band, &member, &t,
+                  &c) != 4)
+    return false;
+  tile = t;
+  coincident = c;
+  return true;
 }
 
 AstNode build_ast(const Schedule& schedule, const Set& context) {

@@ -9,8 +9,9 @@
 #include <map>
 #include <vector>
 
-#include "scheduler/isl.h"
 #include "ir/loop_ir.h"
+#include "scheduler/isl.h"
+#include "scheduler/transforms.h"
 
 namespace kiln::isl {
 
@@ -34,24 +35,21 @@ Schedule sequential_schedule(const std::vector<UnionSet>& domains);
 /** `a` then `b`: a sequence node over the two schedules (of disjoint domains). */
 Schedule sequence(Schedule a, Schedule b);
 
-/** What tile_and_mark does to the schedule tree. */
-struct MarkOptions {
-  std::vector<int64_t> tile_sizes;  ///< per band member; a missing entry repeats the last; 0 skips
-  bool tile = true;                 ///< tile permutable bands of `min_tile_depth` or more members
-  int min_tile_depth = 3;           ///< smaller bands stay untiled
-  bool parallel = true;             ///< mark coincident members of the outermost band
-  bool vectorize = true;            ///< mark the coincident last member of an innermost band
-};
+/** Tiles every permutable band of `opt.min_depth` or more members (not the point band of a
+ *  tiled band): the band becomes a tile band, marked "kiln.tile", over its point band. */
+Schedule tile_bands(Schedule schedule, const TileOptions& opt);
 
-/** Tiles permutable bands, splits bands into one member each and inserts "parallel" and
- *  "vector" marks above the members that get them. */
-Schedule tile_and_mark(Schedule schedule, const MarkOptions& opt);
+/** Splits every band into single members and marks each one with its identity, which the AST
+ *  conversion turns into loop annotations (LoopNode::band, member, tile, coincident): a tile
+ *  band and its point band share one band number. */
+Schedule annotate_members(Schedule schedule);
 
 /** isl's AST for `schedule` under `context`. */
 AstNode build_ast(const Schedule& schedule, const Set& context);
 
-/** The loop AST of an isl AST. Statements are named "S<k>"; ids listed in `substitutions`
- *  (parameters standing for non-affine sizes) are replaced by their expressions. */
+/** The loop IR of an isl AST. Statements are named "S<k>"; ids listed in `substitutions`
+ *  (parameters standing for non-affine sizes) are replaced by their expressions. Loops below an
+ *  annotate_members mark carry its annotations; every loop is mapped `serial`. */
 LoopNest convert_ast(const AstNode& root, const std::map<std::string, AstExprPtr>& substitutions);
 
 }  // namespace kiln::isl

@@ -48,7 +48,7 @@ AstExprPtr make_int(int64_t v) {
 AstExprPtr atom_to_ast(const IntAtom& a) {
   if (a.kind == IntAtom::Kind::var) {
     auto e = std::make_shared<AstExpr>();
-    e->kind = AstExpr::Kind::id;
+    e->kind = AstExpr::Kind::param;
     e->name = a.name;
     return e;
   }

@@ -7,6 +7,8 @@
 #include "scheduler/isl.h"
 #include "scheduler/isl_schedule.h"
 #include "scheduler/isl_text.h"
+#include "scheduler/map_loops.h"
+#include "scheduler/promote_accumulators.h"
 
 namespace kiln {
 
@@ -230,13 +232,58 @@ int tile_depth(const Kernel& k, const ScheduleOptions& opt) {
   return has_contraction(k) ? 2 : opt.min_tile_depth;
 }
 
+/** Runs the schedule-tree steps of `list` on `schedule`. */
+isl::Schedule apply_tree_steps(isl::Schedule schedule, const std::vector<Transform>& list) {
+  for (const Transform& t : list)
+    if (t.kind == Transform::Kind::tile) schedule = isl::tile_bands(std::move(schedule), t.tile);
+  return isl::annotate_members(std::move(schedule));
+}
+
+/** Runs the loop-IR steps of `list` on `nest`. */
+void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
+                      const std::vector<Transform>& list) {
+  for (const Transform& t : list) {
+    switch (t.kind) {
+      case Transform::Kind::tile:
+        break;
+      case Transform::Kind::promote_accumulators:
+        promote_accumulators(plan, k, nest);
+        break;
+      case Transform::Kind::map_parallel:
+        map_parallel(nest, t.max_collapse);
+        break;
+      case Transform::Kind::map_simd:
+        map_simd(k, nest);
+        break;
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<Transform> transform_list(const ScheduleOptions& opt, const Kernel& k) {
+  std::vector<Transform> list;
+  if (opt.tile) {
+    Transform t{Transform::Kind::tile};
+    t.tile = {opt.tile_sizes, tile_depth(k, opt)};
+    list.push_back(t);
+  }
+  list.push_back({Transform::Kind::promote_accumulators});
+  if (opt.parallel && opt.backend_threads) {
+    Transform t{Transform::Kind::map_parallel};
+    t.max_collapse = opt.max_collapse;
+    list.push_back(t);
+  }
+  if (opt.vectorize && opt.backend_simd) list.push_back({Transform::Kind::map_simd});
+  return list;
+}
 
 ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
                                 const ScheduleOptions& opt) {
   auto start = std::chrono::steady_clock::now();
   PhaseTimer timer(opt.debug_isl);
   ScheduledKernel result;
+  result.transforms = transform_list(opt, k);
   if (k.statements.empty()) {
     result.nest.root = std::make_shared<LoopNode>();
     return result;
@@ -267,10 +314,8 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
     timer.lap("dependences");
     isl::Schedule schedule = schedule_segments(ctx, params, text, k, domain, deps, context);
     timer.lap("schedule");
-    isl::MarkOptions marks{opt.tile_sizes, opt.tile, tile_depth(k, opt), opt.parallel,
-                           opt.vectorize};
-    schedule = isl::tile_and_mark(std::move(schedule), marks);
-    timer.lap("tiling and marks");
+    schedule = apply_tree_steps(std::move(schedule), result.transforms);
+    timer.lap("tiling and annotation");
     if (opt.debug_isl) {
       std::cerr << "domain: " << isl::to_str(domain) << "\nwrites: " << isl::to_str(writes)
                 << "\nreads: " << isl::to_str(reads) << "\ndependences: " << isl::to_str(deps)
@@ -298,6 +343,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   }
   ctx.limit_time(0);
   timer.lap("AST");
+  if (!result.nest.program_order) apply_loop_steps(plan, k, result.nest, result.transforms);
   std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
   result.milliseconds = elapsed.count();
   return result;

@@ -1,11 +1,12 @@
 /** \file
- * Polyhedral scheduling of one kernel with isl: statement domains with the size variables as
- * parameters, access relations from the statements' index expressions (intersected with their
- * domains; non-affine accesses over-approximated to the whole buffer), memory-based dependences
- * by relation algebra, a schedule from `isl_schedule_constraints_compute_schedule`
- * with fusion, tiling of permutable bands, parallel marks on coincident bands, vector marks on
- * the innermost band, and an AST from `isl_ast_build_node_from_schedule`, converted to the
- * isl-free loop AST of ir/loop_ir.h.
+ * Scheduling one kernel, in two steps. First isl computes a schedule: statement domains with
+ * the size variables as parameters, access relations from the statements' index expressions
+ * (intersected with their domains; non-affine accesses over-approximated to the whole buffer),
+ * memory-based dependences by relation algebra, and `isl_schedule_constraints_compute_schedule`
+ * with fusion. Then the transform list (scheduler/transforms.h) runs in order: tiling on the
+ * schedule tree, the AST from `isl_ast_build_node_from_schedule` converted to the loop IR
+ * (ir/loop_ir.h) with each loop's band annotations, then accumulator promotion
+ * (scheduler/promote_accumulators.h) and the mappings (scheduler/map_loops.h).
  */
 #pragma once
 
@@ -15,10 +16,12 @@
 
 #include "ir/kernel_ir.h"
 #include "ir/loop_ir.h"
+#include "scheduler/transforms.h"
 
 namespace kiln {
 
-/** Knobs of the scheduler; the command line's --config fills them. */
+/** Knobs of the scheduler; the command line's --config fills them, the backend says what loops
+ *  may be mapped to. */
 struct ScheduleOptions {
   std::vector<int64_t> tile_sizes = {32, 32, 32};  ///< per band dimension; 0 disables tiling
   bool tile = true;
@@ -26,8 +29,13 @@ struct ScheduleOptions {
    *  buys little and multiplies isl's AST time — except in kernels with a contraction (matmul,
    *  conv2d), where 2-D bands are tiled too. */
   int min_tile_depth = 3;
-  bool parallel = true;
-  bool vectorize = true;
+  bool parallel = true;   ///< PARALLEL: map coincident loops to threads where the backend can
+  bool vectorize = true;  ///< VECTORIZE: map innermost loops to vector lanes where it can
+  /** What the backend can map loops to (backends/backend.h): threads (OpenMP) and vector lanes;
+   *  PARALLEL and VECTORIZE take effect only where it can. */
+  bool backend_threads = false;
+  bool backend_simd = false;
+  int max_collapse = 2;    ///< parallel loops mapped together, the outermost included
   bool debug_isl = false;  ///< print isl objects to stderr (--debug 5)
   /** The isl operations a kernel's dependences, schedule and AST may take (isl's
    *  isl_ctx_set_max_operations; 0: no bound). Past it the kernel is scheduled in program order
@@ -44,9 +52,13 @@ struct ScheduleOptions {
   unsigned long max_milliseconds = 5000;
 };
 
+/** The transform list for kernel `k` under `opt`. */
+std::vector<Transform> transform_list(const ScheduleOptions& opt, const Kernel& k);
+
 /** What scheduling produced, with its timing. */
 struct ScheduledKernel {
   LoopNest nest;
+  std::vector<Transform> transforms;  ///< the list that was applied
   std::string schedule_text;  ///< isl's schedule tree; filled only with debug_isl (--debug 5)
   double milliseconds = 0;
 };

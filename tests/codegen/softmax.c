@@ -92,23 +92,37 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
       const int64_t i0 = c0;
       b2[(i0)] = (float)-KILN_INF;
     }
-    for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        b2[(i0)] = (float)(kiln_max_f32(b2[(i0)], (float)b0[(s_N * i0 + i1)]));
+    {
+      const int64_t i0 = c0;
+      if ((0 < s_N)) {
+        float acc0 = b2[(i0)];
+        for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
+          {
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            acc0 = (float)(kiln_max_f32(acc0, (float)b0[(s_N * i0 + i1)]));
+          }
+        }
+        b2[(i0)] = acc0;
       }
     }
     {
       const int64_t i0 = c0;
       b3[(i0)] = (float)0;
     }
-    for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        const float kiln_v = (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
-        { KILN_REASSOC b3[(i0)] = b3[(i0)] + kiln_v; }
+    {
+      const int64_t i0 = c0;
+      if ((0 < s_N)) {
+        float acc1 = b3[(i0)];
+        for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
+          {
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            const float kiln_v = (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+            { KILN_REASSOC acc1 = acc1 + kiln_v; }
+          }
+        }
+        b3[(i0)] = acc1;
       }
     }
     for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {

@@ -120,9 +120,9 @@ TEST_CASE("extern: a call is one statement on whole buffers, scheduled between i
   CHECK(s0 < s1);
   CHECK(s1 < s2);
   CHECK(s2 != std::string::npos);
-  // the call is scheduled apart, so the consumer's loops keep their marks
-  CHECK(nest.find("for (c0 = 0; c0 < M; c0 += 1)  // parallel\n"
-                  "  for (c1 = 0; c1 < N; c1 += 1)  // parallel, vector\n"
+  // the call is scheduled apart, so the consumer's loops stay coincident
+  CHECK(nest.find("for (c0 = 0; c0 < M; c0 += 1)  // serial (band 1.0, coincident)\n"
+                  "  for (c1 = 0; c1 < N; c1 += 1)  // serial (band 1.1, coincident)\n"
                   "    S2(c0, c1);") != std::string::npos);
   CHECK(p.source.find("void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, "
                       "float alpha") != std::string::npos);

@@ -69,7 +69,7 @@ int64_t floor_div(int64_t a, int64_t b) {
 
 int64_t eval(const AstExpr& e, const Env& env) {
   if (e.kind == AstExpr::Kind::integer) return e.value;
-  if (e.kind == AstExpr::Kind::id) return env.at(e.name);
+  if (e.kind == AstExpr::Kind::iterator || e.kind == AstExpr::Kind::param) return env.at(e.name);
   std::vector<int64_t> a;
   for (const auto& x : e.args)
     a.push_back(eval(*x, env));
@@ -97,8 +97,11 @@ int64_t eval(const AstExpr& e, const Env& env) {
 void run(const LoopNode& n, Env& env, std::vector<Instance>& out) {
   switch (n.kind) {
     case LoopNode::Kind::block:
+    case LoopNode::Kind::alloc:  // a register for an element: no instance of its own
       for (const auto& c : n.body)
         run(*c, env, out);
+      break;
+    case LoopNode::Kind::barrier:
       break;
     case LoopNode::Kind::guard:
       if (eval(*n.cond, env))
@@ -243,14 +246,34 @@ TEST_CASE("schedule: 2-D elementwise gives a parallel outer loop and a vector in
   int in = b.buffer("x", {M, N}), out = b.buffer("y", {M, N});
   b.stmt(Statement::Kind::assign, {M, N}, out, {it(0), it(1)},
          op(Op::add, {load(in, {it(0), it(1)}), load(in, {it(0), it(1)})}));
-  ScheduledKernel r = check_legal(b, untiled(), {{{"M", 3}, {"N", 5}}});
+  ScheduleOptions opt = untiled();
+  opt.backend_threads = opt.backend_simd = true;
+  ScheduledKernel r = check_legal(b, opt, {{{"M", 3}, {"N", 5}}});
   report("elementwise", r);
   std::vector<const LoopNode*> ls = loops(*r.nest.root);
   REQUIRE(ls.size() == 2);
-  CHECK(ls[0]->parallel);
-  CHECK_FALSE(ls[0]->vector);
-  CHECK(ls[1]->vector);  // also parallel: both members of the outermost band are coincident
+  CHECK(ls[0]->coincident);
+  CHECK(ls[1]->coincident);
+  CHECK(ls[0]->band == ls[1]->band);
+  CHECK(ls[0]->member == 0);
+  CHECK(ls[1]->member == 1);
+  // Both loops are mapped to threads, for a backend to collapse.
+  CHECK(ls[0]->mapping == Mapping::parallel);
+  CHECK(ls[1]->mapping == Mapping::parallel);
   CHECK(ls[0]->body.at(0).get() == ls[1]);
+
+  // Without collapsing, the inner loop goes to vector lanes.
+  opt.max_collapse = 1;
+  ScheduledKernel single = check_legal(b, opt, {{{"M", 3}, {"N", 5}}});
+  report("elementwise, collapse 1", single);
+  ls = loops(*single.nest.root);
+  CHECK(ls.at(0)->mapping == Mapping::parallel);
+  CHECK(ls.at(1)->mapping == Mapping::simd);
+
+  // A backend without threads or vector lanes keeps every loop serial.
+  ScheduledKernel serial = check_legal(b, untiled(), {{{"M", 3}, {"N", 5}}});
+  for (const LoopNode* l : loops(*serial.nest.root))
+    CHECK(l->mapping == Mapping::serial);
 }
 
 TEST_CASE("schedule: reduction init runs before its update, then the result is read") {
@@ -286,7 +309,7 @@ TEST_CASE("schedule: a softmax-like chain is legal and fused under one outer loo
     std::vector<const LoopNode*> top = top_level(*r.nest.root);
     REQUIRE(top.size() == 1);
     REQUIRE(top[0]->kind == LoopNode::Kind::loop);
-    CHECK(top[0]->parallel);
+    CHECK(top[0]->coincident);
     std::string text = loop_nest_to_text(r.nest);
     for (int s = 0; s < 5; ++s)
       CHECK(text.find("S" + std::to_string(s) + "(") != std::string::npos);
@@ -304,7 +327,10 @@ TEST_CASE("schedule: matmul is tiled when tiling is on, and legal either way") {
   // Tile loops count tiles (tile_scale_tile_loops = 0): three tile loops over three point loops.
   CHECK(depth(*tiled.nest.root) == 6);
   CHECK(loop_nest_to_text(tiled.nest).find("min(3, ") != std::string::npos);
-  CHECK(ls.at(0)->parallel);
+  CHECK(ls.at(0)->coincident);
+  CHECK(ls.at(0)->tile);
+  CHECK_FALSE(ls.at(3)->tile);
+  CHECK(ls.at(0)->band == ls.at(3)->band);  // a tile band and its point band share a number
 
   ScheduledKernel big = check_legal(b, ScheduleOptions{}, {{{"M", 40}, {"N", 33}, {"K", 35}}});
   report("matmul tiled 32x32x32", big);
@@ -362,6 +388,8 @@ TEST_CASE("schedule: past the isl operation limit a kernel runs in program order
   report("program order", r);
   CHECK(r.nest.program_order);
   CHECK(top_level(*r.nest.root).size() == 3);  // three loop nests, nothing fused
-  for (const LoopNode* l : loops(*r.nest.root))
-    CHECK_FALSE(l->parallel);
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    CHECK_FALSE(l->coincident);
+    CHECK(l->mapping == Mapping::serial);
+  }
 }

@@ -1,0 +1,73 @@
+#include "backends/backend.h"
+
+#include <map>
+#include <stdexcept>
+
+#include "backends/c_renderer.h"
+#include "backends/openmp_renderer.h"
+
+namespace kiln {
+
+namespace {
+
+/** Plain C: one thread; the C compiler vectorises on its own. */
+class CBackend : public Backend {
+ public:
+  std::string name() const override { return "c"; }
+  void configure(ScheduleOptions& opt) const override {
+    opt.backend_threads = false;
+    opt.backend_simd = false;
+  }
+  const CStyleRenderer& renderer() const override { return renderer_; }
+
+ private:
+  CRenderer renderer_;
+};
+
+/** OpenMP C: parallel loops across threads, simd loops across vector lanes. */
+class OpenMPBackend : public Backend {
+ public:
+  std::string name() const override { return "openmp"; }
+  void configure(ScheduleOptions& opt) const override {
+    opt.backend_threads = true;
+    opt.backend_simd = true;
+  }
+  const CStyleRenderer& renderer() const override { return renderer_; }
+
+ private:
+  OpenMPRenderer renderer_;
+};
+
+/** The registry: every backend, by name. A new backend adds its line here. */
+const std::map<std::string, const Backend*>& registry() {
+  static const CBackend c;
+  static const OpenMPBackend openmp;
+  static const std::map<std::string, const Backend*> table = {{c.name(), &c},
+                                                              {openmp.name(), &openmp}};
+  return table;
+}
+
+}  // namespace
+
+LaunchGeometry Backend::geometry(const KernelPlan&, const Kernel&, const LoopNest&,
+                                 const std::vector<int64_t>&) const {
+  return {};
+}
+
+const Backend& backend_for(const std::string& name) {
+  auto it = registry().find(name);
+  if (it != registry().end()) return *it->second;
+  std::string known;
+  for (const std::string& n : backend_names())
+    known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("no backend '" + name + "' (known backends: " + known + ")");
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, b] : registry())
+    out.push_back(name);
+  return out;
+}
+
+}  // namespace kiln

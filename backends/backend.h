@@ -1,0 +1,60 @@
+/** \file
+ * The Backend interface: everything the driver needs to know about the language a runtime's
+ * descriptor names (`backend = "c"`): which loop mappings the scheduler may use, how the
+ * scheduled plan renders to source, where buffers live and each kernel's launch geometry.
+ * The driver looks a backend up by name and knows no backend; adding one means a class here
+ * and one line in backends/backend.cpp's registry (docs/plugins.md).
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/c_style.h"
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
+#include "scheduler/schedule_kernel.h"
+
+namespace kiln {
+
+/** Where a runtime's buffers live. */
+enum class MemoryKind {
+  host,    ///< host memory: callers' arrays go to kernels as they are
+  device,  ///< device memory: inputs are copied in and outputs back
+};
+
+/** How a kernel is launched: a grid of blocks of threads and dynamic shared memory (1x1x1 and
+ *  none on the CPU, where the kernel is one function call). */
+struct LaunchGeometry {
+  int64_t grid[3] = {1, 1, 1};
+  int64_t block[3] = {1, 1, 1};
+  size_t shared_bytes = 0;
+};
+
+/** One target language. */
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /** The name descriptors use. */
+  virtual std::string name() const = 0;
+  /** Sets what the scheduler may map loops to (ScheduleOptions::backend_threads, ...). */
+  virtual void configure(ScheduleOptions& opt) const = 0;
+  /** The renderer that turns the scheduled plan into one translation unit. */
+  virtual const CStyleRenderer& renderer() const = 0;
+  /** Where buffers live. */
+  virtual MemoryKind memory() const { return MemoryKind::host; }
+  /** The launch geometry of kernel `k` (nest `nest`) for the bound sizes, in
+   *  KernelPlan::size_vars order. */
+  virtual LaunchGeometry geometry(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
+                                  const std::vector<int64_t>& sizes) const;
+};
+
+/** The backend named `name`; throws std::invalid_argument listing the known ones. */
+const Backend& backend_for(const std::string& name);
+
+/** Every backend's name, sorted. */
+std::vector<std::string> backend_names();
+
+}  // namespace kiln

@@ -1,0 +1,190 @@
+#include "scheduler/map_loops.h"
+
+#include <optional>
+
+namespace kiln {
+
+namespace {
+
+/** A copy of `n` with `f` applied to it, or `n` itself when f changed nothing. */
+template <class F>
+LoopNodePtr rebuild(const LoopNodePtr& n, F&& f) {
+  auto copy = std::make_shared<LoopNode>(*n);
+  if (!f(*copy)) return n;
+  return copy;
+}
+
+/** The only child of `n` through single-child blocks, or null. */
+const LoopNodePtr* only_child(const LoopNode& n) {
+  if (n.body.size() != 1) return nullptr;
+  const LoopNodePtr& c = n.body[0];
+  if (c->kind == LoopNode::Kind::block) return only_child(*c);
+  return &c;
+}
+
+/** Maps `loop` and up to `more` loops perfectly nested in it; returns the new node. */
+LoopNodePtr map_collapsed(const LoopNodePtr& loop, int more,
+                          const std::vector<std::string>& outer) {
+  auto copy = std::make_shared<LoopNode>(*loop);
+  copy->mapping = Mapping::parallel;
+  const LoopNodePtr* child = only_child(*loop);
+  if (more <= 0 || !child || (*child)->kind != LoopNode::Kind::loop) return copy;
+  const LoopNode& inner = **child;
+  std::vector<std::string> iters = outer;
+  iters.push_back(loop->iter);
+  if (!inner.coincident || !canonical_loop(inner)) return copy;
+  for (const std::string& it : iters)
+    if (uses_iterator(*inner.init, it) || uses_iterator(*inner.cond, it)) return copy;
+  copy->body = {map_collapsed(*child, more - 1, iters)};
+  return copy;
+}
+
+LoopNodePtr map_parallel_node(const LoopNodePtr& n, int max_collapse, int& count) {
+  if (n->kind == LoopNode::Kind::loop) {
+    if (!n->coincident || !canonical_loop(*n)) return n;
+    ++count;
+    return map_collapsed(n, max_collapse - 1, {});
+  }
+  if (n->kind == LoopNode::Kind::stmt) return n;
+  return rebuild(n, [&](LoopNode& copy) {
+    bool changed = false;
+    for (LoopNodePtr& c : copy.body) {
+      LoopNodePtr m = map_parallel_node(c, max_collapse, count);
+      changed |= m != c;
+      c = m;
+    }
+    return changed;
+  });
+}
+
+/** The coefficient of `var` in `e` when e is affine in it, else nullopt (0 when unused). */
+std::optional<int64_t> coefficient(const IntExpr& e, const std::string& var) {
+  int64_t c = 0;
+  for (const IntExpr::Term& t : e.terms()) {
+    bool has = false;
+    for (const auto& f : t.factors) {
+      if (f->kind == IntAtom::Kind::var) {
+        if (f->name == var) {
+          if (has || t.factors.size() != 1) return std::nullopt;
+          has = true;
+        }
+      } else if (coefficient(f->a, var) != 0 || coefficient(f->b, var) != 0) {
+        return std::nullopt;
+      }
+    }
+    if (has) c += t.coeff;
+  }
+  return c;
+}
+
+/** Whether an access with `index` is invariant or unit-stride in iterator `var`. */
+bool unit_stride(const std::vector<IntExpr>& index, const std::string& var) {
+  for (size_t d = 0; d < index.size(); ++d) {
+    std::optional<int64_t> c = coefficient(index[d], var);
+    if (!c) return false;
+    if (d + 1 < index.size() ? *c != 0 : (*c != 0 && *c != 1)) return false;
+  }
+  return true;
+}
+
+/** Whether `e` is `iter`, `iter + x` or `x + iter` with x free of iter. */
+bool unit_in(const AstExpr& e, const std::string& iter) {
+  if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
+  if (e.kind != AstExpr::Kind::op || e.op != "add" || e.args.size() != 2) return false;
+  return (unit_in(*e.args[0], iter) && !uses_iterator(*e.args[1], iter)) ||
+         (unit_in(*e.args[1], iter) && !uses_iterator(*e.args[0], iter));
+}
+
+/** Whether every statement below `n` accesses memory unit-stride or invariantly in `iter`; the
+ *  write of a promoted reduction goes to a register and does not count. */
+bool vectorizable(const Kernel& k, const LoopNode& n, const std::string& iter, int promoted) {
+  if (n.kind == LoopNode::Kind::loop || n.kind == LoopNode::Kind::alloc ||
+      n.kind == LoopNode::Kind::barrier)
+    return false;
+  if (n.kind != LoopNode::Kind::stmt) {
+    for (const LoopNodePtr& c : n.body)
+      if (!vectorizable(k, *c, iter, promoted)) return false;
+    return true;
+  }
+  const Statement& s = k.statements.at(n.statement);
+  if (s.kind == Statement::Kind::call) return false;
+  std::string var;
+  for (size_t a = 0; a < n.args.size(); ++a) {
+    if (!uses_iterator(*n.args[a], iter)) continue;
+    if (!var.empty() || !unit_in(*n.args[a], iter)) return false;
+    var = iterator_name(static_cast<int>(a));
+  }
+  if (var.empty()) return true;
+  if (n.statement != promoted && !unit_stride(s.index, var)) return false;
+  std::vector<const ScalarExpr*> loads;
+  if (s.value) collect_loads(*s.value, loads);
+  for (const ScalarExpr* l : loads)
+    if (!unit_stride(l->index, var)) return false;
+  return true;
+}
+
+bool has_loop(const LoopNode& n) {
+  for (const LoopNodePtr& c : n.body)
+    if (c->kind == LoopNode::Kind::loop || has_loop(*c)) return true;
+  return false;
+}
+
+LoopNodePtr map_simd_node(const Kernel& k, const LoopNodePtr& n, const LoopNode* accumulator,
+                          int& count) {
+  if (n->kind == LoopNode::Kind::stmt) return n;
+  if (n->kind == LoopNode::Kind::loop && n->mapping == Mapping::serial && !has_loop(*n)) {
+    bool reduction_ok = false;
+    if (n->reduction && accumulator) {
+      ReduceKind r = k.statements.at(accumulator->statement).reduce;
+      reduction_ok = r == ReduceKind::sum || r == ReduceKind::prod;
+    }
+    bool unit = true;
+    for (const LoopNodePtr& c : n->body)
+      unit = unit && vectorizable(k, *c, n->iter, accumulator ? accumulator->statement : -1);
+    if (((n->coincident && !n->reduction) || reduction_ok) && canonical_loop(*n) && unit) {
+      ++count;
+      return rebuild(n, [](LoopNode& copy) {
+        copy.mapping = Mapping::simd;
+        return true;
+      });
+    }
+    return n;
+  }
+  // Loops collapsed into a parallel loop keep that mapping; loops below may still be simd.
+  const LoopNode* acc = n->kind == LoopNode::Kind::alloc ? n.get() : accumulator;
+  return rebuild(n, [&](LoopNode& copy) {
+    bool changed = false;
+    for (LoopNodePtr& c : copy.body) {
+      LoopNodePtr m = map_simd_node(k, c, acc, count);
+      changed |= m != c;
+      c = m;
+    }
+    return changed;
+  });
+}
+
+}  // namespace
+
+bool canonical_loop(const LoopNode& loop) {
+  const AstExpr& c = *loop.cond;
+  if (loop.step <= 0 || uses_iterator(*loop.init, loop.iter)) return false;
+  if (c.kind != AstExpr::Kind::op || (c.op != "lt" && c.op != "le") || c.args.size() != 2)
+    return false;
+  const AstExpr& lhs = *c.args[0];
+  return lhs.kind == AstExpr::Kind::iterator && lhs.name == loop.iter &&
+         !uses_iterator(*c.args[1], loop.iter);
+}
+
+int map_parallel(LoopNest& nest, int max_collapse) {
+  int count = 0;
+  if (nest.root) nest.root = map_parallel_node(nest.root, max_collapse, count);
+  return count;
+}
+
+int map_simd(const Kernel& k, LoopNest& nest) {
+  int count = 0;
+  if (nest.root) nest.root = map_simd_node(k, nest.root, nullptr, count);
+  return count;
+}
+
+}  // namespace kiln

@@ -1,0 +1,34 @@
+/** \file
+ * Mapping loops onto the hardware, transforms of the loop IR that read the annotations isl's
+ * schedule left (LoopNode::coincident, reduction) and the kernel's accesses.
+ *
+ * - map_parallel: the outermost loop of each nest runs across threads when it is coincident and
+ *   in canonical form (`iter < bound` or `iter <= bound` with a bound free of `iter`); up to
+ *   `max_collapse` loops perfectly nested in it that are coincident, canonical and rectangular
+ *   (bounds free of the outer iterators) are mapped with it, for a backend to collapse. A nest
+ *   whose outermost loop is not coincident stays serial: a parallel loop below a serial one
+ *   would start threads at every outer iteration.
+ * - map_simd: an innermost loop outside any parallel loop's collapse runs across vector lanes
+ *   when it is coincident, or when it carries a sum or product into a scalar accumulator
+ *   (promote_accumulators), and every access of its statements is unit-stride or invariant in
+ *   it: the loop's iterator drives one statement iterator with coefficient 1, which the last
+ *   index dimension of each access uses with coefficient 1 (and no other dimension uses).
+ */
+#pragma once
+
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
+
+namespace kiln {
+
+/** Maps loops of `nest` to Mapping::parallel; returns how many nests got a parallel loop. */
+int map_parallel(LoopNest& nest, int max_collapse);
+
+/** Maps loops of `nest` (the loop IR of `k`) to Mapping::simd; returns how many. */
+int map_simd(const Kernel& k, LoopNest& nest);
+
+/** Whether `loop` is in canonical form: its condition compares its iterator against a bound
+ *  free of the iterator, with a positive step. */
+bool canonical_loop(const LoopNode& loop);
+
+}  // namespace kiln

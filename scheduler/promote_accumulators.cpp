@@ -1,0 +1,123 @@
+#include "scheduler/promote_accumulators.h"
+
+#include <set>
+
+namespace kiln {
+
+namespace {
+
+/** Every variable of `e`, inside divisions too. */
+void collect_vars(const IntExpr& e, std::set<std::string>& out) {
+  for (const IntExpr::Term& t : e.terms())
+    for (const auto& f : t.factors) {
+      if (f->kind == IntAtom::Kind::var) {
+        out.insert(f->name);
+      } else {
+        collect_vars(f->a, out);
+        collect_vars(f->b, out);
+      }
+    }
+}
+
+/** The one statement below `n` when n's subtree is a perfect nest of loops (and single-child
+ *  blocks) ending in it, with the loops appended to `loops`; else null. */
+const LoopNode* perfect_nest(const LoopNode& n, std::vector<const LoopNode*>& loops) {
+  switch (n.kind) {
+    case LoopNode::Kind::stmt:
+      return &n;
+    case LoopNode::Kind::loop:
+      loops.push_back(&n);
+      [[fallthrough]];
+    case LoopNode::Kind::block:
+      return n.body.size() == 1 ? perfect_nest(*n.body[0], loops) : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+class Promoter {
+ public:
+  Promoter(const KernelPlan& plan, const Kernel& k) : plan_(plan), kernel_(k) {}
+
+  LoopNodePtr visit(const LoopNodePtr& n) {
+    if (n->kind == LoopNode::Kind::loop)
+      if (LoopNodePtr alloc = try_promote(*n)) return alloc;
+    bool changed = false;
+    std::vector<LoopNodePtr> body;
+    for (const LoopNodePtr& c : n->body) {
+      body.push_back(visit(c));
+      changed |= body.back() != c;
+    }
+    if (!changed) return n;
+    auto copy = std::make_shared<LoopNode>(*n);
+    copy->body = std::move(body);
+    return copy;
+  }
+
+  int count() const { return count_; }
+
+ private:
+  /** The alloc node that promotes the accumulator of the reduction below `top`, or null. */
+  LoopNodePtr try_promote(const LoopNode& top) {
+    std::vector<const LoopNode*> loops;
+    const LoopNode* stmt = perfect_nest(top, loops);
+    if (!stmt || stmt->statement < 0) return nullptr;
+    const Statement& s = kernel_.statements.at(stmt->statement);
+    if (s.kind != Statement::Kind::reduce_update) return nullptr;
+    DType t = plan_.buffers.at(s.buffer).dtype;
+    if (t == DType::f16 || t == DType::bf16) return nullptr;
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* l : loads)
+      if (l->buffer == s.buffer) return nullptr;
+    // Rectangular: no loop's bounds use an iterator of the nest.
+    for (size_t a = 0; a < loops.size(); ++a)
+      for (size_t b = 0; b < a; ++b)
+        if (uses_iterator(*loops[a]->init, loops[b]->iter) ||
+            uses_iterator(*loops[a]->cond, loops[b]->iter))
+          return nullptr;
+    // The element written must not move inside the nest.
+    std::set<std::string> used;
+    for (const IntExpr& e : s.index)
+      collect_vars(e, used);
+    auto promoted = std::make_shared<LoopNode>();
+    promoted->kind = LoopNode::Kind::alloc;
+    promoted->space = MemorySpace::local;
+    promoted->buffer = s.buffer;
+    promoted->statement = stmt->statement;
+    promoted->args.resize(stmt->args.size());
+    for (size_t k = 0; k < stmt->args.size(); ++k) {
+      if (!used.count(iterator_name(static_cast<int>(k)))) continue;
+      for (const LoopNode* l : loops)
+        if (uses_iterator(*stmt->args[k], l->iter)) return nullptr;
+      promoted->args[k] = stmt->args[k];
+    }
+    promoted->name = "acc" + std::to_string(count_++);
+    promoted->body.push_back(mark_reduction(top));
+    return promoted;
+  }
+
+  /** A copy of the perfect nest below `n` with its loops marked as reduction loops. */
+  static LoopNodePtr mark_reduction(const LoopNode& n) {
+    auto copy = std::make_shared<LoopNode>(n);
+    if (copy->kind == LoopNode::Kind::loop) copy->reduction = true;
+    for (LoopNodePtr& c : copy->body)
+      c = mark_reduction(*c);
+    return copy;
+  }
+
+  const KernelPlan& plan_;
+  const Kernel& kernel_;
+  int count_ = 0;
+};
+
+}  // namespace
+
+int promote_accumulators(const KernelPlan& plan, const Kernel& k, LoopNest& nest) {
+  if (!nest.root) return 0;
+  Promoter p(plan, k);
+  nest.root = p.visit(nest.root);
+  return p.count();
+}
+
+}  // namespace kiln

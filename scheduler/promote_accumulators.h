@@ -1,0 +1,24 @@
+/** \file
+ * Scalar accumulators for reductions, a transform of the loop IR. A reduction statement
+ * (`reduce_update`) whose loops form a perfect nest below some loop L — only loops down to the
+ * one statement, no guards, bounds that do not depend on each other — and whose written element
+ * does not change inside L accumulates in a register across L instead of in memory: L is wrapped
+ * in an `alloc` node in `local` space that loads the element before L and stores it after, and
+ * L's loops are marked LoopNode::reduction. Without it a contraction reads and writes its
+ * accumulator through memory at every step of the reduction.
+ *
+ * Not promoted: f16 and bf16 buffers (their storage and compute types differ, and rounding once
+ * instead of at every step would change results), and statements whose value reads the buffer
+ * they accumulate into.
+ */
+#pragma once
+
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
+
+namespace kiln {
+
+/** Promotes the accumulators of `nest` (the loop IR of `k`); returns how many. */
+int promote_accumulators(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
+
+}  // namespace kiln

@@ -1,0 +1,31 @@
+#include "scheduler/transforms.h"
+
+namespace kiln {
+
+std::string transforms_to_text(const std::vector<Transform>& list) {
+  std::string out;
+  for (const Transform& t : list) {
+    out += out.empty() ? "" : ", ";
+    switch (t.kind) {
+      case Transform::Kind::tile: {
+        out += "tile ";
+        for (size_t k = 0; k < t.tile.sizes.size(); ++k)
+          out += (k ? "x" : "") + std::to_string(t.tile.sizes[k]);
+        out += " (bands of " + std::to_string(t.tile.min_depth) + "+ members)";
+        break;
+      }
+      case Transform::Kind::promote_accumulators:
+        out += "promote accumulators";
+        break;
+      case Transform::Kind::map_parallel:
+        out += "map parallel (collapse " + std::to_string(t.max_collapse) + ")";
+        break;
+      case Transform::Kind::map_simd:
+        out += "map simd";
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,38 @@
+/** \file
+ * The transform list: what scheduling does to a kernel after isl computed its schedule, as an
+ * ordered list of typed steps. Steps on the schedule tree (tile) run before AST generation, steps
+ * on the loop IR (promote accumulators, map to threads, map to vector lanes; GPU blocks and
+ * threads next) after it. schedule_kernel builds the list from ScheduleOptions and what the
+ * backend can map loops to; `kiln show --stage schedule --debug 3` prints it.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/** Options of the tile step, per band: a band is tiled when it is permutable, has at least
+ *  `min_depth` members and every member has a nonzero size. */
+struct TileOptions {
+  std::vector<int64_t> sizes;  ///< per band member; a missing entry repeats the last; 0 skips
+  int min_depth = 3;           ///< bands with fewer members stay untiled
+};
+
+/** One step of the list. */
+struct Transform {
+  enum class Kind {
+    tile,                  ///< schedule tree: tile permutable bands (TileOptions)
+    promote_accumulators,  ///< loop IR: reductions accumulate in registers
+    map_parallel,          ///< loop IR: outermost coincident loops across threads
+    map_simd,              ///< loop IR: innermost unit-stride loops across vector lanes
+  } kind;
+  TileOptions tile;      ///< tile
+  int max_collapse = 2;  ///< map_parallel: loops mapped together, the outermost included
+};
+
+/** "tile 32x32x32 (bands of 3+ members), promote accumulators, map parallel (collapse 2)". */
+std::string transforms_to_text(const std::vector<Transform>& list);
+
+}  // namespace kiln
