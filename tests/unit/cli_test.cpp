@@ -317,6 +317,7 @@ TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2")
       {"run ops/nn.toml:softmax --runtime clang --config OMP=1", 2,
        "kiln: error: unknown --config key 'OMP'; " + known},
       {"show ops/nn.toml:softmax --stage code --config TIEL=64", 2, "unknown --config key 'TIEL'"},
+      {"show ops/nn.toml:softmax --config TIEL=64", 2, "unknown --config key 'TIEL'"},
       {"compile ops/nn.toml:softmax --config TILE=8,NOPE=1", 2, "unknown --config key 'NOPE'"},
       {"run ops/nn.toml:softmax --config THREADS=-1", 2,
        "--config THREADS expects a thread count (0: every core), got '-1'"},
