@@ -1,7 +1,9 @@
 // The public API of include/kiln/kiln.h on top of the driver: Spec wraps a dsl Library,
-// compile() lowers, verifies and builds an Executable, and Compiled::run hands the caller's host
-// buffers to the kernels (straight through on CPU runtimes, staged through device memory
-// otherwise). Caller mistakes become std::invalid_argument, spec errors InvalidSpec.
+// compile() picks, lowers and verifies the composite and opens the runtime through
+// driver/instantiate.h (which the `kiln` command line shares) and builds an Executable, and
+// Compiled::run hands the caller's host buffers to the kernels (straight through on CPU runtimes,
+// staged through device memory otherwise). Caller mistakes become std::invalid_argument, spec
+// errors InvalidSpec.
 #include "kiln/kiln.h"
 
 #include <algorithm>
@@ -11,11 +13,9 @@
 #include <sstream>
 
 #include "driver/executable.h"
-#include "dsl/choices.h"
+#include "driver/instantiate.h"
 #include "dsl/diagnostic.h"
-#include "dsl/lower.h"
 #include "ir/sizes.h"
-#include "ir/verifier.h"
 
 namespace kiln {
 
@@ -43,45 +43,6 @@ bool is_cpu_backend(const std::string& backend) {
   return backend == "c" || backend == "openmp";
 }
 
-LowerOptions lower_options(const Composite& c, const CompileSettings& s) {
-  LowerOptions opt;
-  for (const auto& [name, spelling] : s.dtypes)
-    opt.dtypes[name] = parse_dtype_choice(c, name, spelling);
-  for (const auto& [name, text] : s.attrs) {
-    const AttrDecl* decl = c.attr(name);
-    if (!decl)
-      throw std::invalid_argument("composite '" + c.name + "' has no attribute '" + name + "'");
-    opt.attrs[name] = parse_attr_choice(text, *decl);
-  }
-  if (s.batch_rank < 0) throw std::invalid_argument("batch_rank must not be negative");
-  if (s.batch_rank > kMaxRank)
-    throw std::invalid_argument("batch_rank " + std::to_string(s.batch_rank) +
-                                " is more than the limit of " + std::to_string(kMaxRank) +
-                                " dimensions");
-  for (const auto& [name, value] : s.fixed_sizes)
-    if (value < 0) throw std::invalid_argument("fixed size " + name + " is negative");
-  opt.batch_rank = s.batch_rank;
-  opt.fixed_sizes = s.fixed_sizes;
-  return opt;
-}
-
-std::unique_ptr<Runtime> open_runtime(const std::string& name) {
-  try {
-    return Runtime::open(name);
-  } catch (const std::runtime_error& e) {
-    throw std::invalid_argument(e.what());
-  }
-}
-
-CompileOptions compile_options(const CompileSettings& s, const Runtime& rt) {
-  CompileOptions opt;
-  opt.config = rt.descriptor().config;
-  for (const auto& [k, v] : s.config)
-    opt.config[k] = v;
-  if (std::string err = apply_config(opt); !err.empty()) throw std::invalid_argument(err);
-  return opt;
-}
-
 /** The input or output node called `name`. */
 const Node& find_port(const Graph& g, const std::string& name) {
   for (NodeId id : g.inputs)
@@ -104,7 +65,7 @@ std::string port_str(const Graph& g, const Node& n) {
  *  mistake. */
 std::vector<int64_t> bound_shape(const Graph& g, const Node& n, const SizeBindings& sizes) {
   for (const std::string& v : g.size_vars)
-    if (!sizes.count(v)) throw std::invalid_argument("size variable " + v + " is not bound");
+    if (!sizes.count(v)) throw UnboundSize(v, g.name);
   try {
     return eval_checked_shape(port_str(g, n), n.dtype, n.shape, sizes);
   } catch (const SizeError& e) {
@@ -200,30 +161,23 @@ Compiled::~Compiled() = default;
 Compiled compile(const Spec& spec, const std::string& composite, const std::string& runtime,
                  const CompileSettings& settings) {
   const Spec::Impl& s = spec.impl();
-  const Composite* c = s.lib.resolve(*s.file, composite);
-  if (!c) {
-    std::string names;
-    for (const std::string& n : spec.composites())
-      names += " " + n;
-    throw std::invalid_argument("no composite '" + composite + "' in " + s.file->path +
-                                " (it has:" + names + ")");
-  }
+  const Composite& c = find_composite(s.lib, *s.file, composite);
   auto impl = std::make_unique<Compiled::Impl>();
   impl->composite = composite;
   impl->runtime_name = runtime;
   try {
-    impl->graph = lower_composite(s.lib, *c, lower_options(*c, settings));
+    impl->graph = lower_verified(s.lib, c, lower_options(c, settings), runtime == "interp");
   } catch (const SpecError& e) {
     throw to_invalid_spec(e);
-  } catch (const std::overflow_error& e) {  // a size expression with fixed_sizes
-    throw std::invalid_argument("'" + composite + "' with the fixed sizes: " + e.what());
   }
-  verify_or_throw(impl->graph);
-  if (runtime != "interp") {
-    impl->runtime = open_runtime(runtime);
+  if (runtime == "interp") {
+    config_options(settings.config, nullptr);  // checked, though the interpreter reads none
+  } else {
+    impl->runtime = open_runtime(runtime, /*interp_too=*/true, "the runtime argument");
     if (!settings.cache_dir.empty()) impl->runtime->use_cache_dir(settings.cache_dir);
     impl->host_memory = is_cpu_backend(impl->runtime->backend());
-    impl->exe.emplace(impl->graph, *impl->runtime, compile_options(settings, *impl->runtime));
+    impl->exe.emplace(impl->graph, *impl->runtime,
+                      compile_options(*s.file, settings.config, *impl->runtime));
   }
   return Compiled(std::move(impl));
 }
@@ -236,18 +190,10 @@ void Compiled::run(const std::vector<void*>& buffers,
     throw std::invalid_argument("'" + g.name + "' takes " + std::to_string(want) +
                                 " buffers (inputs then outputs), got " +
                                 std::to_string(buffers.size()));
+  check_bound_sizes(g, sizes, !impl_->exe);  // the interpreter holds every node in memory
   std::vector<int64_t> size_args;
-  for (const std::string& v : g.size_vars) {
-    auto it = sizes.find(v);
-    if (it == sizes.end()) throw std::invalid_argument("size variable " + v + " is not bound");
-    if (it->second < 0) throw std::invalid_argument("size variable " + v + " is negative");
-    size_args.push_back(it->second);
-  }
-  try {  // the interpreter holds every node in memory; compiled code only inputs and outputs
-    check_graph_sizes(g, sizes, !impl_->exe);
-  } catch (const SizeError& e) {
-    throw std::invalid_argument(e.what());
-  }
+  for (const std::string& v : g.size_vars)
+    size_args.push_back(sizes.at(v));
   if (!impl_->exe) return run_interpreter(g, buffers.data(), sizes);
   if (impl_->host_memory) return impl_->exe->run_buffers(buffers.data(), size_args.data());
   run_staged(g, *impl_->runtime, *impl_->exe, buffers.data(), size_args.data(), sizes);

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "driver/config.h"
 #include "kiln_build_id.h"
 #include "scheduler/build_statements.h"
 #include "scheduler/coalesce_dims.h"
@@ -122,12 +123,7 @@ std::string program_identity(const LoweredProgram& p, const std::string& backend
                              const CompileOptions& opt) {
   std::ostringstream id;
   id << "kiln build " << kKilnBuildId << "\nbackend " << backend << "\n"
-     << graph_to_text(p.graph) << plan_to_text(p.plan) << "tile " << opt.schedule.tile;
-  for (int64_t t : opt.schedule.tile_sizes)
-    id << " " << t;
-  id << " parallel " << opt.schedule.parallel << " vector " << opt.schedule.vectorize << "\n";
-  for (const auto& [k, v] : opt.config)
-    id << k << "=" << v << "\n";
+     << graph_to_text(p.graph) << plan_to_text(p.plan) << config_identity(opt);
   return id.str();
 }
 
@@ -148,50 +144,5 @@ void run_stages(State& s, int phase) {
 }
 
 }  // namespace
-
-std::string apply_config(CompileOptions& opt) {
-  for (const auto& [key, value] : opt.config) {
-    if (key == "TILE") {
-      std::vector<int64_t> sizes;
-      std::stringstream in(value);
-      std::string part;
-      while (std::getline(in, part, 'x')) {
-        try {
-          sizes.push_back(std::stoll(part));
-        } catch (const std::exception&) {
-          return "--config TILE expects sizes such as 32 or 64x64x8, got '" + value + "'";
-        }
-      }
-      opt.schedule.tile = !(sizes.size() == 1 && sizes[0] == 0);
-      if (sizes.size() == 1) sizes.assign(3, sizes[0]);
-      opt.schedule.tile_sizes = sizes;
-    } else if (key == "PARALLEL" || key == "VECTORIZE") {
-      if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
-      (key == "PARALLEL" ? opt.schedule.parallel : opt.schedule.vectorize) = value == "1";
-    } else if (key == "CHECK") {
-      if (value != "0" && value != "1") return "--config CHECK expects 0 or 1";
-      opt.checked = value == "1";
-    } else if (key == "FASTMATH" || key == "SIMPLIFY") {
-      if (value != "0" && value != "1") return "--config " + key + " expects 0 or 1";
-      (key == "FASTMATH" ? opt.simplify.fastmath : opt.simplify.enabled) = value == "1";
-    } else if (key == "ISL_OPS" || key == "ISL_MS") {
-      try {
-        size_t used = 0;
-        unsigned long v = std::stoul(value, &used);
-        if (used != value.size() || value[0] == '-') throw std::invalid_argument(value);
-        (key == "ISL_OPS" ? opt.schedule.max_operations : opt.schedule.max_milliseconds) = v;
-      } catch (const std::exception&) {
-        return "--config " + key + " expects a count of isl " +
-               (key == "ISL_OPS" ? "operations" : "milliseconds") + " (0: no limit), got '" +
-               value + "'";
-      }
-    } else if (key == "BLAS") {
-      if (value != "openblas" && value != "none")
-        return "--config BLAS expects openblas or none, got '" + value + "'";
-      opt.simplify.blas = value == "none" ? "" : value;
-    }
-  }
-  return "";
-}
 
 }  // namespace kiln

@@ -25,7 +25,7 @@ struct CompileOptions {
   ScheduleOptions schedule;                   ///< tiling, parallel and vector marks
   SimplifyOptions simplify;                   ///< FASTMATH, BLAS, SIMPLIFY
   std::vector<std::string> rule_files;        ///< --rules and [meta] rules, after the shipped
-  std::map<std::string, std::string> config;  ///< --config KEY=VALUE, part of the cache key
+  std::map<std::string, std::string> config;  ///< --config items by knob (driver/config.h)
   bool checked = false;                       ///< CHECK=1: every buffer access bounds-checked
   /** THREADS=N: the threads a parallel runtime (openmp) runs kernels on; 0: every core. A
    *  run-time setting: it does not change the generated code and is not in the cache key. */
@@ -62,16 +62,11 @@ LoweredProgram plan_program(const Graph& g, const CompileOptions& opt);
 /** The expensive stages on a planned program: isl schedules and rendering. */
 void generate_code(LoweredProgram& p, const CStyleRenderer& renderer, const CompileOptions& opt);
 
-/** Everything the generated source depends on: the graph, the plan, the scheduler options,
- *  the backend and this build of Kiln. Two programs with equal identities render the same
- *  source, so the cache can be asked before scheduling. */
+/** Everything the generated source depends on: the graph, the plan, the knobs that enter the
+ *  cache key (config_identity, driver/config.h), the backend and this build of Kiln. Two
+ *  programs with equal identities render the same source, so the cache can be asked before
+ *  scheduling. */
 std::string program_identity(const LoweredProgram& p, const std::string& backend,
                              const CompileOptions& opt);
-
-/** Reads the knobs of --config into `opt`: TILE=32 or TILE=32x32x8, PARALLEL=0, VECTORIZE=0 (the
- *  scheduler), FASTMATH=1, SIMPLIFY=0, BLAS=openblas (the simplifier), CHECK=1 (bounds checks in
- *  the generated code); returns the message for an
- * unknown key or a bad value, else "". */
-std::string apply_config(CompileOptions& opt);
 
 }  // namespace kiln

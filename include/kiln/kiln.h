@@ -73,8 +73,9 @@ struct CompileSettings {
   std::map<std::string, std::string> attrs;
   /** How many dimensions a leading `...` stands for; they become size variables batch0, ... */
   int batch_rank = 0;
-  /** Compiler knobs as `--config` items, e.g. {"TILE", "32"}; they override the runtime's
-   *  descriptor defaults. */
+  /** Compiler knobs as `--config` items, e.g. {"TILE", "32"} (README "--config knobs"; keys in
+   *  any case); they override the runtime's descriptor defaults. compile() throws
+   *  std::invalid_argument for a key that is no knob, naming the known keys. */
   std::map<std::string, std::string> config;
   /** Size variables to compile as constants (`--specialize`); they need no binding at run. */
   std::map<std::string, int64_t> fixed_sizes;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "driver/compare.h"
+#include "driver/config.h"
 #include "driver/executable.h"
 #include "tests/support/harness.h"
 
@@ -55,9 +56,7 @@ void check_runtime(const std::string& runtime_name,
   std::unique_ptr<Runtime> rt = Runtime::open(runtime_name);
   std::string cache = fresh_cache_dir(runtime_name);
   rt->use_cache_dir(cache);
-  CompileOptions copt;
-  copt.config = config;
-  REQUIRE(apply_config(copt).empty());
+  CompileOptions copt = config_options(config, &rt->descriptor());
   int compiled = 0, runs = 0;
   for (const std::string& path : files) {
     Library lib;

@@ -154,6 +154,27 @@ TEST_CASE("api: caller mistakes throw std::invalid_argument") {
   CHECK_THROWS_AS(matmul.dtype("z"), std::invalid_argument);
 }
 
+TEST_CASE("api: an unknown config key or a bad value throws std::invalid_argument") {
+  kiln::Spec spec = kiln::Spec::load("ops/nn.toml");
+  for (const char* runtime : {"clang", "cc", "interp"}) {
+    CAPTURE(runtime);
+    kiln::CompileSettings typo;
+    typo.config = {{"TIEL", "64"}};
+    CHECK_THROWS_WITH_AS(kiln::compile(spec, "softmax", runtime, typo),
+                         "unknown --config key 'TIEL' (did you mean TILE?); known keys: BLAS, "
+                         "CHECK, FASTMATH, ISL_MS, ISL_OPS, PARALLEL, SIMPLIFY, THREADS, TILE, "
+                         "VECTORIZE",
+                         std::invalid_argument);
+    kiln::CompileSettings bad;
+    bad.config = {{"THREADS", "many"}};
+    CHECK_THROWS_WITH_AS(kiln::compile(spec, "softmax", runtime, bad),
+                         doctest::Contains("--config THREADS expects"), std::invalid_argument);
+  }
+  kiln::CompileSettings threads;
+  threads.config = {{"threads", "2"}};
+  CHECK_NOTHROW(kiln::compile(spec, "softmax", "cc", threads));
+}
+
 TEST_CASE("api: docs/api.md quotes the example program verbatim") {
   std::string example = read_text("docs/examples/api_example.cpp");
   REQUIRE_FALSE(example.empty());

@@ -300,3 +300,75 @@ TEST_CASE("cli: past the isl time limit, program order (a schedule that took 110
   CHECK(has(r, "PASS"));
   CHECK(kiln("show ops/nn.toml:softmax --config ISL_MS=-1 --stage schedule").code == 2);
 }
+
+TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2") {
+  if (!std::getenv("KILN_BIN")) return;
+  const std::string known =
+      "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, PARALLEL, SIMPLIFY, THREADS, TILE, "
+      "VECTORIZE\n";
+  struct Case {
+    std::string args;
+    int code;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {"run ops/nn.toml:softmax --config TIEL=64", 2,
+       "kiln: error: unknown --config key 'TIEL' (did you mean TILE?); " + known},
+      {"run ops/nn.toml:softmax --runtime clang --config OMP=1", 2,
+       "kiln: error: unknown --config key 'OMP'; " + known},
+      {"show ops/nn.toml:softmax --stage code --config TIEL=64", 2, "unknown --config key 'TIEL'"},
+      {"show ops/nn.toml:softmax --config TIEL=64", 2, "unknown --config key 'TIEL'"},
+      {"compile ops/nn.toml:softmax --config TILE=8,NOPE=1", 2, "unknown --config key 'NOPE'"},
+      {"run ops/nn.toml:softmax --config THREADS=-1", 2,
+       "--config THREADS expects a thread count (0: every core), got '-1'"},
+      {"run ops/nn.toml:softmax --config TILE=32abc --runtime cc", 2, "--config TILE expects"},
+      {"run tests/data/cli.toml:scale --runtime cc --test N=9 --config tile=0,threads=2", 0,
+       "PASS"},
+      {"run --help", 0, "runtime     the threads a parallel runtime (openmp) runs kernels on"},
+      {"show --help", 0, "scheduler   tile sizes of permutable loop bands"},
+  };
+  for (const Case& c : cases) {
+    Result r = kiln(c.args);
+    CAPTURE(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == c.code);
+    CHECK(has(r, c.expect));
+  }
+}
+
+TEST_CASE("cli: a descriptor's [config] key that is no knob is an error naming the file") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string bad = (tmp.path / "mine.toml").string(),
+                    good = (tmp.path / "tiled.toml").string();
+  std::ofstream(bad) << "name = \"mine\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+                     << "[config]\nomp = 1\n";
+  std::ofstream(good) << "name = \"tiled\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+                      << "[config]\ntile = 0\nthreads = 2\n";
+  Result r = kiln("run tests/data/cli.toml:scale --test N=4 --runtime " + bad);
+  CAPTURE(r.out);
+  CHECK(r.code == 2);
+  CHECK(has(r, "kiln: error: " + bad + ": unknown [config] key 'omp'; known keys: BLAS, CHECK"));
+  r = kiln("show ops/nn.toml:matmul --stage code --runtime cc");
+  CHECK(has(r, "(s_M - 1), 32)"));  // tiled by default
+  r = kiln("show ops/nn.toml:matmul --stage code --runtime " + good);
+  CHECK(r.code == 0);
+  CHECK_FALSE(has(r, "(s_M - 1), 32)"));  // tile = 0 from the descriptor
+  r = kiln("run tests/data/cli.toml:scale --test N=4 --runtime " + good + " --config TILE=BAD");
+  CHECK(r.code == 2);
+  CHECK(has(r, "--config TILE expects"));
+}
+
+TEST_CASE("cli: THREADS changes no generated code, so it leaves the cache key alone") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  const std::string run = "run tests/data/cli.toml:scale --runtime cc --test N=5 --debug 1 ";
+  Result r = kiln(run + "--config THREADS=1", env);
+  CHECK(r.code == 0);
+  CHECK(has(r, "(cache miss)"));
+  r = kiln(run + "--config THREADS=3", env);
+  CHECK(has(r, "(cache hit)"));
+  r = kiln(run + "--config TILE=4", env);
+  CHECK(has(r, "(cache miss)"));
+}

@@ -85,6 +85,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--config", o->config, "Compiler knobs KEY=VALUE, e.g. TILE=64,PARALLEL=0")
       ->delimiter(',');
+  cmd->footer(knobs_help());
   cmd->add_option("--test", o->test,
                   "Size bindings, e.g. M=100,N=7 (default: the composite's first test case)");
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
@@ -96,6 +97,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 "Compile for the bound sizes only (they become constants in the graph)");
   cmd->add_option("--debug", o->debug, "Debug level 0..5")->check(CLI::Range(0, 5));
   cmd->callback([o, &exit_code] {
+    config_items(o->config);  // checked under interp too, which compiles nothing
     Loaded l;
     load_selection(o->sel, l);
     SizeBindings sizes = bind_sizes(l, o->test);

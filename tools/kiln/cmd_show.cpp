@@ -42,6 +42,7 @@ void print_schedule(std::ostream& out, const LoweredProgram& p) {
 void show(const ShowOptions& o) {
   if (o.format == "dot" && o.stage != "graph")
     throw UsageError("--format dot applies to --stage graph only");
+  config_items(o.req.config);  // checked for the stages that read no knob too
   Loaded l;
   load_selection(o.req.sel, l);
   Graph g = lower_loaded(l, o.req.test, o.req.specialize);

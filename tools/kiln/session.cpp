@@ -1,14 +1,11 @@
 #include "tools/kiln/session.h"
 
-#include "dsl/choices.h"
-
 #include <algorithm>
 #include <charconv>
 #include <iostream>
 #include <sstream>
 
 #include "ir/sizes.h"
-#include "ir/verifier.h"
 
 namespace kiln::cli {
 
@@ -38,6 +35,17 @@ std::vector<std::string> split(const std::string& s, char sep) {
     if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
   }
   return out;
+}
+
+/** Runs `f`, reporting a caller mistake of the shared driver code (std::invalid_argument,
+ *  driver/instantiate.h) as a command-line error. */
+template <class F>
+auto usage(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 }  // namespace
@@ -71,28 +79,15 @@ void load_selection(const Selection& sel, Loaded& out) {
     }
     out.comp = out.file->composites[0].get();
   } else {
-    out.comp = out.file->find(name);
-    if (!out.comp) {
-      std::string names;
-      for (const auto& c : out.file->composites)
-        names += " " + c->name;
-      throw UsageError("no composite '" + name + "' in " + path + " (it has:" + names + ")");
-    }
+    out.comp = usage([&] { return &find_composite(out.lib, *out.file, name); });
   }
-  try {
-    for (const std::string& d : sel.dtypes) {
-      auto [k, v] = split_assignment(d, "a dtype choice");
-      out.options.dtypes[k] = parse_dtype_choice(*out.comp, k, v);
-    }
-    for (const std::string& a : sel.attrs) {
-      auto [k, v] = split_assignment(a, "an attribute");
-      const AttrDecl* decl = out.comp->attr(k);
-      if (!decl)
-        throw UsageError("composite '" + out.comp->name + "' has no attribute '" + k + "'");
-      out.options.attrs[k] = parse_attr_choice(v, *decl);
-    }
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
+  for (const std::string& d : sel.dtypes) {
+    auto [k, v] = split_assignment(d, "a dtype choice");
+    out.settings.dtypes[k] = v;
+  }
+  for (const std::string& a : sel.attrs) {
+    auto [k, v] = split_assignment(a, "an attribute");
+    out.settings.attrs[k] = v;
   }
   if (!sel.batch.empty()) {
     for (const std::string& b : split(sel.batch, ',')) {
@@ -107,7 +102,8 @@ void load_selection(const Selection& sel, Loaded& out) {
   } else if (!out.comp->test.batches.empty()) {
     out.batch = out.comp->test.batches[0];
   }
-  out.options.batch_rank = static_cast<int>(out.batch.size());
+  out.settings.batch_rank = static_cast<int>(out.batch.size());
+  out.options = usage([&] { return lower_options(*out.comp, out.settings); });
 }
 
 SizeBindings bind_sizes(const Loaded& l, const std::string& test) {
@@ -125,6 +121,7 @@ void add_code_options(CLI::App& cmd, CodeRequest& r) {
       ->capture_default_str();
   cmd.add_option("--config", r.config, "Compiler knobs KEY=VALUE, e.g. TILE=64,PARALLEL=0")
       ->delimiter(',');
+  cmd.footer(knobs_help());
   cmd.add_option("--test", r.test,
                  "Size bindings for --specialize, e.g. M=100,N=7 (default: the composite's "
                  "first test case)");
@@ -144,30 +141,13 @@ void add_rules_option(CLI::App& cmd, Selection& sel) {
 }
 
 Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted) {
-  Graph g;
-  try {
-    g = lower_composite(l.lib, *l.comp, l.options);
-  } catch (const std::overflow_error& e) {  // a size expression with --specialize's sizes
-    if (sizes) {  // name the tensor: check the sizes on the graph lowered for any size
-      LowerOptions generic = l.options;
-      generic.fixed_sizes.clear();
-      try {
-        check_graph_sizes(lower_composite(l.lib, *l.comp, generic), *sizes, interpreted);
-      } catch (const SizeError& size) {
-        throw UsageError(size.what());
-      }
-    }
-    throw UsageError("'" + l.comp->name + "' with the bound sizes: " + e.what());
-  }
-  verify_or_throw(g);
+  Graph g = usage([&] { return lower_verified(l.lib, *l.comp, l.options, interpreted); });
   if (!sizes) return g;
-  for (const std::string& v : g.size_vars)
-    if (!sizes->count(v))
-      throw UsageError("size variable " + v + " of '" + l.comp->name +
-                       "' is not bound; pass --test " + v + "=...");
   try {
-    check_graph_sizes(g, *sizes, interpreted);
-  } catch (const SizeError& e) {
+    check_bound_sizes(g, *sizes, interpreted);
+  } catch (const UnboundSize& e) {
+    throw UsageError(std::string(e.what()) + "; pass --test " + e.var + "=...");
+  } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
   return g;
@@ -216,33 +196,27 @@ std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const Size
 }
 
 std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too) {
-  try {
-    return Runtime::open(name);
-  } catch (const UnknownRuntime& e) {
-    std::vector<std::string> known = e.known();
-    if (interp_too) known.push_back("interp");
-    std::string hint =
-        e.not_a_descriptor() ? "; --runtime takes a runtime name or a descriptor .toml file" : "";
-    throw UsageError(e.problem() + hint + "; known runtimes: " + join_names(known));
-  } catch (const std::runtime_error& e) {
-    throw UsageError(e.what());
+  return usage([&] { return kiln::open_runtime(name, interp_too, "--runtime"); });
+}
+
+std::map<std::string, std::string> config_items(const std::vector<std::string>& config) {
+  std::map<std::string, std::string> items;
+  for (const std::string& item : config) {
+    auto [k, v] = split_assignment(item, "a --config item");
+    items[k] = v;
   }
+  usage([&] { return config_options(items, nullptr); });  // every key a knob, every value valid
+  return items;
 }
 
 CompileOptions compile_options(const std::vector<std::string>& config, int debug, const Runtime& rt,
                                const Loaded& l) {
-  CompileOptions opt;
-  opt.rule_files = l.file->rules;
+  std::map<std::string, std::string> items = config_items(config);
+  CompileOptions opt = usage([&] { return kiln::compile_options(*l.file, items, rt); });
   opt.rule_files.insert(opt.rule_files.end(), l.rules.begin(), l.rules.end());
   opt.debug = debug;
   opt.schedule.debug_isl = debug >= 5;
   opt.log = &std::cout;
-  opt.config = rt.descriptor().config;
-  for (const std::string& item : config) {
-    auto [k, v] = split_assignment(item, "a --config item");
-    opt.config[k] = v;
-  }
-  if (std::string err = apply_config(opt); !err.empty()) throw UsageError(err);
   return opt;
 }
 

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/executable.h"
+#include "driver/instantiate.h"
 #include "dsl/lower.h"
 #include "ir/interpreter.h"
 
@@ -39,8 +40,9 @@ struct Loaded {
   Library lib;
   const SpecFile* file = nullptr;
   const Composite* comp = nullptr;
-  LowerOptions options;
-  std::vector<int64_t> batch;      ///< batch dimensions bound to batch0, batch1, ...
+  CompileSettings settings;    ///< --dtype, --attr and the batch rank, as the public API takes them
+  LowerOptions options;        ///< settings as lower_options reads them
+  std::vector<int64_t> batch;  ///< batch dimensions bound to batch0, batch1, ...
   std::vector<std::string> rules;  ///< the selection's --rules files
 };
 
@@ -87,6 +89,10 @@ std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const Size
 /** Opens a runtime by name or descriptor path; a missing or bad one is a UsageError, which
  *  lists the known runtimes (and `interp` where `interp_too`, as `run` takes it). */
 std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too = false);
+
+/** The --config KEY=VALUE items as a map, each checked against the knobs of driver/config.h
+ *  (a UsageError for an unknown key or a bad value). */
+std::map<std::string, std::string> config_items(const std::vector<std::string>& config);
 
 /** The runtime's --config defaults overridden by the command line's KEY=VALUE items, and the
  *  rule files: the spec's [meta] rules, then --rules. */

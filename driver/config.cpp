@@ -1,0 +1,275 @@
+// The knob table and its use: parsing --config items into CompileOptions, merging a runtime
+// descriptor's [config] defaults, the knobs' part of the program identity, and the listing.
+#include "driver/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <sstream>
+
+#include "runtimes/runtime.h"
+
+namespace kiln {
+
+namespace {
+
+[[noreturn]] void bad_value(const char* name, const std::string& expects,
+                            const std::string& value) {
+  throw ConfigError(std::string("--config ") + name + " expects " + expects + ", got '" + value +
+                    "'");
+}
+
+/** A whole non-negative integer of type T (no sign, no trailing text). */
+template <class T>
+bool parse_count(const std::string& text, T& out) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && p == text.data() + text.size();
+}
+
+/** A 0-or-1 knob; `field(opt)` is the bool it sets. */
+template <class Field>
+Knob flag_knob(const char* name, KnobStage stage, const char* help, const char* def, Field field) {
+  return {name,
+          stage,
+          help,
+          def,
+          true,
+          [name, field](const std::string& v, CompileOptions& o) {
+            if (v != "0" && v != "1") bad_value(name, "0 or 1", v);
+            field(o) = v == "1";
+          },
+          [field](const CompileOptions& o) { return std::string(field(o) ? "1" : "0"); }};
+}
+
+/** A count knob (0: no limit); `field(opt)` is the unsigned long it sets. */
+template <class Field>
+Knob count_knob(const char* name, KnobStage stage, const char* help, const char* def,
+                const char* expects, Field field) {
+  return {name,
+          stage,
+          help,
+          def,
+          true,
+          [name, expects, field](const std::string& v, CompileOptions& o) {
+            if (!parse_count(v, field(o))) bad_value(name, expects, v);
+          },
+          [field](const CompileOptions& o) { return std::to_string(field(o)); }};
+}
+
+void parse_tile(const std::string& value, CompileOptions& o) {
+  std::vector<int64_t> sizes;
+  std::stringstream in(value);
+  std::string part;
+  while (std::getline(in, part, 'x')) {
+    int64_t n = 0;
+    if (!parse_count(part, n)) break;
+    sizes.push_back(n);
+  }
+  if (sizes.empty() || value.back() == 'x' ||
+      std::count(value.begin(), value.end(), 'x') + 1 != static_cast<long>(sizes.size()))
+    bad_value("TILE", "sizes such as 32 or 64x64x8 (0: no tiling)", value);
+  o.schedule.tile = !(sizes.size() == 1 && sizes[0] == 0);
+  if (sizes.size() == 1) sizes.assign(3, sizes[0]);
+  o.schedule.tile_sizes = sizes;
+}
+
+std::string show_tile(const CompileOptions& o) {
+  if (!o.schedule.tile) return "0";
+  std::string s;
+  for (int64_t t : o.schedule.tile_sizes)
+    s += (s.empty() ? "" : "x") + std::to_string(t);
+  return s;
+}
+
+std::vector<Knob> make_knobs() {
+  std::vector<Knob> k = {
+      {"BLAS", KnobStage::simplifier,
+       "the BLAS library 2-D matrix products call: openblas, or none (they stay loops); "
+       "docs/rules.md",
+       "none", true,
+       [](const std::string& v, CompileOptions& o) {
+         if (v != "openblas" && v != "none") bad_value("BLAS", "openblas or none", v);
+         o.simplify.blas = v == "none" ? "" : v;
+       },
+       [](const CompileOptions& o) { return o.simplify.blas.empty() ? "none" : o.simplify.blas; }},
+      flag_knob(
+          "CHECK", KnobStage::codegen,
+          "1: every buffer access in generated code checks its index, and a failure names "
+          "the buffer and the element",
+          "0", [](auto& o) -> auto& { return o.checked; }),
+      flag_knob(
+          "FASTMATH", KnobStage::simplifier,
+          "1: the rewrite rules marked fastmath apply too (exact only up to rounding, NaN "
+          "and infinities); docs/rules.md",
+          "0", [](auto& o) -> auto& { return o.simplify.fastmath; }),
+      count_knob(
+          "ISL_MS", KnobStage::scheduler,
+          "the milliseconds isl may spend on one kernel's schedule before the kernel "
+          "falls back to program order (0: no limit); docs/decisions.md",
+          "5000", "a count of isl milliseconds (0: no limit)",
+          [](auto& o) -> auto& { return o.schedule.max_milliseconds; }),
+      count_knob(
+          "ISL_OPS", KnobStage::scheduler,
+          "the isl operations one kernel's schedule may take before the kernel falls back "
+          "to program order (0: no limit); docs/decisions.md",
+          "1000000", "a count of isl operations (0: no limit)",
+          [](auto& o) -> auto& { return o.schedule.max_operations; }),
+      flag_knob(
+          "PARALLEL", KnobStage::scheduler,
+          "1: coincident outer loops are marked parallel (for a parallel backend)", "1",
+          [](auto& o) -> auto& { return o.schedule.parallel; }),
+      flag_knob(
+          "SIMPLIFY", KnobStage::simplifier, "0: the rewrite rules are not applied", "1",
+          [](auto& o) -> auto& { return o.simplify.enabled; }),
+      {"THREADS", KnobStage::runtime,
+       "the threads a parallel runtime (openmp) runs kernels on; 0: every core", "0", false,
+       [](const std::string& v, CompileOptions& o) {
+         if (!parse_count(v, o.threads)) bad_value("THREADS", "a thread count (0: every core)", v);
+       },
+       [](const CompileOptions& o) { return std::to_string(o.threads); }},
+      {"TILE", KnobStage::scheduler,
+       "tile sizes of permutable loop bands: N for every dimension, or AxBxC; 0: no tiling", "32",
+       true, parse_tile, show_tile},
+      flag_knob(
+          "VECTORIZE", KnobStage::scheduler, "1: innermost loops are marked for SIMD", "1",
+          [](auto& o) -> auto& { return o.schedule.vectorize; }),
+  };
+  std::sort(k.begin(), k.end(),
+            [](const Knob& a, const Knob& b) { return std::string(a.name) < b.name; });
+  return k;
+}
+
+std::string upper(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions. */
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+const char* knob_stage_name(KnobStage s) {
+  switch (s) {
+    case KnobStage::simplifier:
+      return "simplifier";
+    case KnobStage::scheduler:
+      return "scheduler";
+    case KnobStage::codegen:
+      return "codegen";
+    case KnobStage::runtime:
+      return "runtime";
+  }
+  return "?";
+}
+
+const std::vector<Knob>& knobs() {
+  static const std::vector<Knob> table = make_knobs();
+  return table;
+}
+
+const Knob* find_knob(const std::string& name) {
+  std::string key = upper(name);
+  for (const Knob& k : knobs())
+    if (key == k.name) return &k;
+  return nullptr;
+}
+
+std::string unknown_knob_message(const std::string& key, const std::string& where) {
+  std::string known, closest;
+  size_t best = 3;  // suggest only a key within two edits
+  for (const Knob& k : knobs()) {
+    known += (known.empty() ? "" : ", ") + std::string(k.name);
+    size_t d = edit_distance(upper(key), k.name);
+    if (d < best) {
+      best = d;
+      closest = k.name;
+    }
+  }
+  std::string hint = closest.empty() ? "" : " (did you mean " + closest + "?)";
+  return "unknown " + where + " key '" + key + "'" + hint + "; known keys: " + known;
+}
+
+void apply_config(CompileOptions& opt) {
+  std::map<std::string, std::string> named;
+  for (const auto& [key, value] : opt.config) {
+    const Knob* k = find_knob(key);
+    if (!k) throw ConfigError(unknown_knob_message(key, "--config"));
+    k->parse(value, opt);
+    named[k->name] = value;
+  }
+  opt.config = std::move(named);
+}
+
+CompileOptions config_options(const std::map<std::string, std::string>& config,
+                              const RuntimeDescriptor* descriptor) {
+  CompileOptions opt;
+  if (descriptor) {
+    for (const auto& [key, value] : descriptor->config) {
+      const Knob* k = find_knob(key);
+      if (!k) throw ConfigError(descriptor->path + ": " + unknown_knob_message(key, "[config]"));
+      try {
+        CompileOptions scratch;
+        k->parse(value, scratch);
+      } catch (const ConfigError& e) {
+        throw ConfigError(descriptor->path + ": [config] " + key + ": " + e.what());
+      }
+      opt.config[k->name] = value;
+    }
+  }
+  for (const auto& [key, value] : config) {
+    const Knob* k = find_knob(key);
+    if (!k) throw ConfigError(unknown_knob_message(key, "--config"));
+    opt.config[k->name] = value;
+  }
+  apply_config(opt);
+  return opt;
+}
+
+std::string config_identity(const CompileOptions& opt) {
+  std::string id;
+  for (const Knob& k : knobs())
+    if (k.in_cache_key) id += std::string(k.name) + "=" + k.show(opt) + "\n";
+  return id;
+}
+
+std::string knobs_table() {
+  std::string t =
+      "| knob | default | stage | in the cache key | meaning |\n"
+      "| --- | --- | --- | --- | --- |\n";
+  for (const Knob& k : knobs())
+    t += "| `" + std::string(k.name) + "` | `" + k.default_value + "` | " +
+         knob_stage_name(k.stage) + " | " + (k.in_cache_key ? "yes" : "no") + " | " + k.help +
+         " |\n";
+  return t;
+}
+
+std::string knobs_help() {
+  std::string t = "--config knobs (KEY=VALUE; default, stage, meaning):\n";
+  for (const Knob& k : knobs()) {
+    std::string head = "  " + std::string(k.name) + "=" + k.default_value;
+    head.resize(std::max<size_t>(head.size() + 1, 20), ' ');
+    std::string stage = knob_stage_name(k.stage);
+    stage.resize(12, ' ');
+    t += head + stage + k.help + (k.in_cache_key ? "" : " (not in the cache key)") + "\n";
+  }
+  return t;
+}
+
+}  // namespace kiln

@@ -1,0 +1,105 @@
+// The steps from a caller's choices to a compiled program that the public API and the `kiln`
+// command line share (driver/instantiate.h).
+#include "driver/instantiate.h"
+
+#include "dsl/choices.h"
+#include "ir/sizes.h"
+#include "ir/verifier.h"
+
+namespace kiln {
+
+const Composite& find_composite(const Library& lib, const SpecFile& file, const std::string& name) {
+  if (const Composite* c = lib.resolve(file, name)) return *c;
+  std::string names;
+  for (const auto& c : file.composites)
+    names += " " + c->name;
+  throw std::invalid_argument("no composite '" + name + "' in " + file.path + " (it has:" + names +
+                              ")");
+}
+
+LowerOptions lower_options(const Composite& c, const CompileSettings& s) {
+  LowerOptions opt;
+  for (const auto& [name, spelling] : s.dtypes)
+    opt.dtypes[name] = parse_dtype_choice(c, name, spelling);
+  for (const auto& [name, text] : s.attrs) {
+    const AttrDecl* decl = c.attr(name);
+    if (!decl)
+      throw std::invalid_argument("composite '" + c.name + "' has no attribute '" + name + "'");
+    opt.attrs[name] = parse_attr_choice(text, *decl);
+  }
+  if (s.batch_rank < 0) throw std::invalid_argument("batch_rank must not be negative");
+  if (s.batch_rank > kMaxRank)
+    throw std::invalid_argument("batch_rank " + std::to_string(s.batch_rank) +
+                                " is more than the limit of " + std::to_string(kMaxRank) +
+                                " dimensions");
+  for (const auto& [name, value] : s.fixed_sizes)
+    if (value < 0) throw std::invalid_argument("fixed size " + name + " is negative");
+  opt.batch_rank = s.batch_rank;
+  opt.fixed_sizes = s.fixed_sizes;
+  return opt;
+}
+
+Graph lower_verified(const Library& lib, const Composite& c, const LowerOptions& opt,
+                     bool interpreted) {
+  Graph g;
+  try {
+    g = lower_composite(lib, c, opt);
+  } catch (const std::overflow_error& e) {  // a size expression with the fixed sizes
+    if (!opt.fixed_sizes.empty()) {         // name the tensor: check the sizes on the generic graph
+      LowerOptions generic = opt;
+      generic.fixed_sizes.clear();
+      try {
+        check_graph_sizes(lower_composite(lib, c, generic), opt.fixed_sizes, interpreted);
+      } catch (const SizeError& size) {
+        throw std::invalid_argument(size.what());
+      }
+    }
+    throw std::invalid_argument("'" + c.name + "' with the fixed sizes: " + e.what());
+  }
+  verify_or_throw(g);
+  return g;
+}
+
+UnboundSize::UnboundSize(const std::string& var, const std::string& composite)
+    : std::invalid_argument("size variable " + var + " of '" + composite + "' is not bound"),
+      var(var) {}
+
+void check_bound_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes,
+                       bool interpreted) {
+  for (const std::string& v : g.size_vars) {
+    auto it = sizes.find(v);
+    if (it == sizes.end()) throw UnboundSize(v, g.name);
+    if (it->second < 0) throw std::invalid_argument("size variable " + v + " is negative");
+  }
+  try {
+    check_graph_sizes(g, sizes, interpreted);
+  } catch (const SizeError& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
+std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too,
+                                      const std::string& argument) {
+  try {
+    return Runtime::open(name);
+  } catch (const UnknownRuntime& e) {
+    std::vector<std::string> known = e.known();
+    if (interp_too) known.push_back("interp");
+    std::string hint = e.not_a_descriptor()
+                           ? "; " + argument + " takes a runtime name or a descriptor .toml file"
+                           : "";
+    throw std::invalid_argument(e.problem() + hint + "; known runtimes: " + join_names(known));
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
+CompileOptions compile_options(const SpecFile& file,
+                               const std::map<std::string, std::string>& config,
+                               const Runtime& rt) {
+  CompileOptions opt = config_options(config, &rt.descriptor());
+  opt.rule_files = file.rules;
+  return opt;
+}
+
+}  // namespace kiln

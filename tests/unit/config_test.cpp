@@ -1,0 +1,161 @@
+// The registry of --config knobs (driver/config.h): every default parses to CompileOptions{}'s
+// value, bad values and unknown keys are errors naming the knob or the known keys, keys match
+// without case, descriptors' [config] tables go through the same registry, only knobs marked
+// for the cache key reach the program identity, and README lists the table verbatim.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "driver/config.h"
+#include "runtimes/runtime.h"
+
+using namespace kiln;
+
+namespace {
+
+std::string error_of(const std::map<std::string, std::string>& config,
+                     const RuntimeDescriptor* d = nullptr) {
+  try {
+    config_options(config, d);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kKnown =
+    "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, PARALLEL, SIMPLIFY, THREADS, TILE, "
+    "VECTORIZE";
+
+}  // namespace
+
+TEST_CASE("config: every knob parses its default to the default options") {
+  REQUIRE(knobs().size() == 10);
+  const CompileOptions defaults;
+  CompileOptions all;
+  for (const Knob& k : knobs()) {
+    CAPTURE(std::string(k.name));
+    CHECK(std::string(k.name) == std::string(find_knob(k.name)->name));
+    CHECK(std::string(k.help).find('|') == std::string::npos);
+    CompileOptions o;
+    k.parse(k.default_value, o);
+    CHECK(k.show(o) == k.show(defaults));
+    all.config[k.name] = k.default_value;
+  }
+  apply_config(all);
+  CHECK(config_identity(all) == config_identity(defaults));
+  CHECK(all.threads == defaults.threads);
+  CHECK(all.schedule.tile_sizes == defaults.schedule.tile_sizes);
+}
+
+TEST_CASE("config: values reach the typed options") {
+  CompileOptions o = config_options({{"TILE", "64x16"},
+                                     {"PARALLEL", "0"},
+                                     {"THREADS", "4"},
+                                     {"BLAS", "openblas"},
+                                     {"ISL_OPS", "7"},
+                                     {"CHECK", "1"},
+                                     {"FASTMATH", "1"},
+                                     {"SIMPLIFY", "0"}},
+                                    nullptr);
+  CHECK(o.schedule.tile);
+  CHECK(o.schedule.tile_sizes == std::vector<int64_t>{64, 16});
+  CHECK_FALSE(o.schedule.parallel);
+  CHECK(o.schedule.vectorize);
+  CHECK(o.threads == 4);
+  CHECK(o.simplify.blas == "openblas");
+  CHECK(o.schedule.max_operations == 7);
+  CHECK(o.checked);
+  CHECK(o.simplify.fastmath);
+  CHECK_FALSE(o.simplify.enabled);
+  CHECK_FALSE(config_options({{"TILE", "0"}}, nullptr).schedule.tile);
+  CHECK(config_options({{"TILE", "8"}}, nullptr).schedule.tile_sizes ==
+        std::vector<int64_t>{8, 8, 8});
+}
+
+TEST_CASE("config: a bad value is an error naming the knob") {
+  for (const Knob& k : knobs()) {
+    CAPTURE(std::string(k.name));
+    std::string msg = error_of({{k.name, "bogus"}});
+    CHECK(msg.find(std::string("--config ") + k.name + " expects ") == 0);
+    CHECK(msg.find("got 'bogus'") != std::string::npos);
+  }
+  CHECK(error_of({{"TILE", "32abc"}}) ==
+        "--config TILE expects sizes such as 32 or 64x64x8 (0: no tiling), got '32abc'");
+  CHECK(error_of({{"TILE", "32x"}}) != "");
+  CHECK(error_of({{"TILE", "-4"}}) != "");
+  CHECK(error_of({{"THREADS", "-1"}}) ==
+        "--config THREADS expects a thread count (0: every core), got '-1'");
+  CHECK(error_of({{"THREADS", "99999999999"}}) != "");
+  CHECK(error_of({{"ISL_MS", "+5"}}) != "");
+  CHECK(error_of({{"PARALLEL", "2"}}) == "--config PARALLEL expects 0 or 1, got '2'");
+  CHECK(error_of({{"BLAS", "mkl"}}) == "--config BLAS expects openblas or none, got 'mkl'");
+}
+
+TEST_CASE("config: an unknown key lists the known keys and suggests the closest") {
+  CHECK(error_of({{"TIEL", "64"}}) ==
+        std::string("unknown --config key 'TIEL' (did you mean TILE?); ") + kKnown);
+  CHECK(error_of({{"OMP", "1"}}) == std::string("unknown --config key 'OMP'; ") + kKnown);
+  CHECK(error_of({{"THREAD", "1"}}).find("(did you mean THREADS?)") != std::string::npos);
+  CHECK_THROWS_AS(config_options({{"OMP", "1"}}, nullptr), std::invalid_argument);
+  CompileOptions o;
+  o.config = {{"NOPE", "1"}};
+  CHECK_THROWS_WITH_AS(apply_config(o), doctest::Contains(kKnown), ConfigError);
+}
+
+TEST_CASE("config: keys match without case and are stored as the knob's name") {
+  CompileOptions o = config_options({{"tile", "0"}, {"Threads", "2"}}, nullptr);
+  CHECK_FALSE(o.schedule.tile);
+  CHECK(o.threads == 2);
+  CHECK(o.config == std::map<std::string, std::string>{{"THREADS", "2"}, {"TILE", "0"}});
+}
+
+TEST_CASE("config: a descriptor's [config] goes through the registry, --config overrides it") {
+  RuntimeDescriptor d;
+  d.path = "somewhere/mine.toml";
+  d.config = {{"threads", "1"}, {"tile", "16"}};
+  CompileOptions o = config_options({{"THREADS", "3"}}, &d);
+  CHECK(o.threads == 3);
+  CHECK(o.schedule.tile_sizes == std::vector<int64_t>{16, 16, 16});
+  CHECK(config_options({}, &d).threads == 1);
+  d.config = {{"omp", "1"}};
+  CHECK(error_of({}, &d) ==
+        std::string("somewhere/mine.toml: unknown [config] key 'omp'; ") + kKnown);
+  d.config = {{"threads", "-2"}};
+  CHECK(error_of({{"THREADS", "2"}}, &d) ==
+        "somewhere/mine.toml: [config] threads: --config THREADS expects a thread count (0: "
+        "every core), got '-2'");
+  for (const char* name : {"clang", "cc"}) {
+    std::unique_ptr<Runtime> rt = Runtime::open(name);
+    CHECK_NOTHROW(config_options({}, &rt->descriptor()));
+  }
+}
+
+TEST_CASE("config: only knobs marked for the cache key enter the program identity") {
+  LoweredProgram p;
+  auto identity = [&](const std::map<std::string, std::string>& config) {
+    return program_identity(p, "c", config_options(config, nullptr));
+  };
+  const std::string base = identity({});
+  CHECK(identity({{"THREADS", "4"}}) == base);
+  CHECK(identity({{"TILE", "32"}}) == base);  // the same tiling spelled two ways
+  CHECK(identity({{"TILE", "16"}}) != base);
+  CHECK(identity({{"CHECK", "1"}}) != base);
+  CHECK(identity({{"ISL_OPS", "5"}}) != base);
+  for (const Knob& k : knobs()) {
+    CAPTURE(std::string(k.name));
+    CHECK((config_identity(CompileOptions{}).find(std::string(k.name) + "=") !=
+           std::string::npos) == k.in_cache_key);
+  }
+  CHECK_FALSE(find_knob("THREADS")->in_cache_key);
+}
+
+TEST_CASE("config: README lists every knob as the registry has it") {
+  std::ifstream f("README.md");
+  std::stringstream text;
+  text << f.rdbuf();
+  REQUIRE_FALSE(text.str().empty());
+  INFO("README.md must contain this table verbatim:\n" << knobs_table());
+  CHECK(text.str().find(knobs_table()) != std::string::npos);
+}
