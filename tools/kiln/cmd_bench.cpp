@@ -5,6 +5,7 @@
 // (ir/cost.h). docs/performance.md "Benchmarks with kiln bench" describes the method.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -26,7 +27,7 @@ struct BenchOptions {
   std::string runtime = "clang", test, vs;
   std::vector<std::string> config;
   uint64_t seed = 0;
-  int repeat = 0;  ///< 0: at least kMinRepeats, until kiln's runs took kTargetMs
+  int repeat = 0;  ///< 0: at least kMinRepeats, until the loop took kTargetMs
   int warmup = 3;
   bool specialize = false, json = false;
 };
@@ -127,9 +128,10 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-std::string num(double v) {
+/** `v` with `digits` significant digits. */
+std::string num(double v, int digits = 6) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
 }
 
@@ -145,6 +147,11 @@ struct Report {
   bool has_base = false, compared = false;
 };
 
+/** A JSON number; null for an infinity or NaN (a rate over a zero time). */
+std::string json_num(double v) {
+  return std::isfinite(v) ? num(v) : "null";
+}
+
 /** One JSON object on one line (toml++'s JSON writer breaks lines and has no null). */
 void print_json(std::ostream& out, const Report& r) {
   double s = r.kiln.median / 1000;
@@ -157,17 +164,18 @@ void print_json(std::ostream& out, const Report& r) {
   }
   out << "}, \"flops\": " << r.cost.flops << ", \"bytes\": " << r.cost.bytes
       << ", \"warmup\": " << r.warmup << ", \"repeats\": " << r.repeats
-      << ", \"compile_ms\": " << num(r.build_ms)
+      << ", \"compile_ms\": " << json_num(r.build_ms)
       << ", \"cache_hit\": " << (r.cache_hit ? "true" : "false")
-      << ", \"median_ms\": " << num(r.kiln.median) << ", \"min_ms\": " << num(r.kiln.min)
-      << ", \"max_ms\": " << num(r.kiln.max) << ", \"gflops\": " << num(r.cost.flops / s / 1e9)
-      << ", \"gbps\": " << num(r.cost.bytes / s / 1e9);
+      << ", \"median_ms\": " << json_num(r.kiln.median) << ", \"min_ms\": " << json_num(r.kiln.min)
+      << ", \"max_ms\": " << json_num(r.kiln.max)
+      << ", \"gflops\": " << json_num(r.cost.flops / s / 1e9)
+      << ", \"gbps\": " << json_num(r.cost.bytes / s / 1e9);
   if (r.has_base)
     out << ", \"baseline\": " << json_string(r.baseline)
-        << ", \"baseline_median_ms\": " << num(r.base.median)
-        << ", \"baseline_min_ms\": " << num(r.base.min)
-        << ", \"baseline_max_ms\": " << num(r.base.max)
-        << ", \"ratio\": " << num(r.base.median / r.kiln.median)
+        << ", \"baseline_median_ms\": " << json_num(r.base.median)
+        << ", \"baseline_min_ms\": " << json_num(r.base.min)
+        << ", \"baseline_max_ms\": " << json_num(r.base.max)
+        << ", \"ratio\": " << json_num(r.base.median / r.kiln.median)
         << ", \"outputs_match\": " << (r.compared ? "true" : "null");
   else
     out << ", \"baseline\": null, \"baseline_median_ms\": null, \"ratio\": null";
@@ -179,17 +187,17 @@ void print_text(std::ostream& out, const Report& r) {
   std::string bound;
   for (const auto& [k, v] : r.sizes)
     bound += (bound.empty() ? "" : ",") + k + "=" + std::to_string(v);
-  out << r.composite << " [" << bound << "] on " << r.runtime << ": compile " << num(r.build_ms)
+  out << r.composite << " [" << bound << "] on " << r.runtime << ": compile " << num(r.build_ms, 4)
       << " ms (cache " << (r.cache_hit ? "hit" : "miss") << ")\n"
-      << "  work     " << num(r.cost.flops / 1e6) << " MFLOP, " << num(r.cost.bytes / 1e6)
+      << "  work     " << num(r.cost.flops / 1e6, 4) << " MFLOP, " << num(r.cost.bytes / 1e6, 4)
       << " MB read and written\n"
-      << "  kiln     median " << num(r.kiln.median) << " ms, min " << num(r.kiln.min) << " ms, max "
-      << num(r.kiln.max) << " ms  " << num(r.cost.flops / s / 1e9) << " GFLOP/s, "
-      << num(r.cost.bytes / s / 1e9) << " GB/s\n";
+      << "  kiln     median " << num(r.kiln.median, 4) << " ms, min " << num(r.kiln.min, 4)
+      << " ms, max " << num(r.kiln.max, 4) << " ms  " << num(r.cost.flops / s / 1e9, 4)
+      << " GFLOP/s, " << num(r.cost.bytes / s / 1e9, 4) << " GB/s\n";
   if (r.has_base)
-    out << "  " << r.baseline << "  median " << num(r.base.median) << " ms, min " << num(r.base.min)
-        << " ms, max " << num(r.base.max) << " ms\n"
-        << "  ratio    " << num(r.base.median / r.kiln.median) << " (" << r.baseline
+    out << "  " << r.baseline << "  median " << num(r.base.median, 4) << " ms, min "
+        << num(r.base.min, 4) << " ms, max " << num(r.base.max, 4) << " ms\n"
+        << "  ratio    " << num(r.base.median / r.kiln.median, 4) << " (" << r.baseline
         << " time / kiln time; > 1: kiln is faster)"
         << (r.compared ? ", outputs match" : ", outputs not compared") << "\n";
   out << "  " << r.repeats << " runs after " << r.warmup << " warm-ups"
@@ -237,12 +245,15 @@ int bench(const BenchOptions& o) {
     }
   }
   std::vector<double> kiln_ms, base_ms;
-  double total = 0;
-  while (o.repeat > 0 ? static_cast<int>(kiln_ms.size()) < o.repeat
-                      : (kiln_ms.size() < kMinRepeats || total < kTargetMs) &&
-                            kiln_ms.size() < kMaxRepeats) {
+  auto start = std::chrono::steady_clock::now();
+  auto more = [&] {
+    size_t n = kiln_ms.size();
+    if (o.repeat > 0) return n < static_cast<size_t>(o.repeat);
+    std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+    return n < kMinRepeats || (spent.count() < kTargetMs && n < kMaxRepeats);
+  };
+  while (more()) {  // Kiln, baseline, Kiln, ...: drift hits both alike
     kiln_ms.push_back(time_ms(kiln));
-    total += kiln_ms.back();
     if (base) base_ms.push_back(time_ms(*base));
   }
   r.repeats = static_cast<int>(kiln_ms.size());
@@ -279,8 +290,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                   "Baseline timed alternately in the same process: openblas (cblas gemm, for a "
                   "single matrix product), copy (a memcpy of the same bytes), runtime:NAME (the "
                   "composite on another runtime)");
-  cmd->add_option("--repeat", o->repeat,
-                  "Timed runs (default: at least 10, until the runs took 1 s)")
+  cmd->add_option("--repeat", o->repeat, "Timed runs (default: at least 10, until 1 s has passed)")
       ->check(CLI::Range(1, kMaxRepeats));
   cmd->add_option("--warmup", o->warmup, "Untimed runs first (at least 1)")
       ->capture_default_str()
