@@ -36,15 +36,26 @@ CompiledSubject::CompiledSubject(const Graph& g, std::unique_ptr<Runtime> runtim
   for (const std::string& v : plan.size_vars)
     size_args_.push_back(sizes.at(v));
   size_t next_input = 0;
-  for (const Buffer& b : plan.buffers) {
-    if (b.kind == BufferKind::temp) continue;
-    if (args_.size() <= static_cast<size_t>(b.arg)) args_.resize(b.arg + 1, nullptr);
-    size_t bytes = buffer_bytes(b, sizes);
-    args_[b.arg] = runtime_->alloc(std::max<size_t>(bytes, 64));
-    if (b.kind == BufferKind::input) {
-      std::vector<uint8_t> data = tensor_to_bytes(inputs.at(next_input++));
-      runtime_->copy_to_device(args_[b.arg], data.data(), data.size());
+  try {
+    for (const Buffer& b : plan.buffers) {
+      if (b.kind == BufferKind::temp) continue;
+      if (args_.size() <= static_cast<size_t>(b.arg)) args_.resize(b.arg + 1, nullptr);
+      size_t bytes = buffer_bytes(b, sizes);
+      try {
+        args_[b.arg] = runtime_->alloc(std::max<size_t>(bytes, 64));
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error("buffer '" + b.name + "' (" + std::to_string(bytes) +
+                                 " bytes): " + e.what());
+      }
+      if (b.kind == BufferKind::input) {
+        std::vector<uint8_t> data = tensor_to_bytes(inputs.at(next_input++));
+        runtime_->copy_to_device(args_[b.arg], data.data(), data.size());
+      }
     }
+  } catch (...) {  // the destructor does not run for a constructor that throws
+    for (void* p : args_)
+      if (p) runtime_->free(p);
+    throw;
   }
 }
 
