@@ -2,6 +2,7 @@
 // comes from KILN_BIN, which CTest sets. The cache cases run against a temporary KILN_CACHE.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -371,4 +372,127 @@ TEST_CASE("cli: THREADS changes no generated code, so it leaves the cache key al
   CHECK(has(r, "(cache hit)"));
   r = kiln(run + "--config TILE=4", env);
   CHECK(has(r, "(cache miss)"));
+}
+
+namespace {
+
+/** The number after `"key": ` in a one-line JSON object; NaN when the key is missing or null. */
+double json_number(const std::string& json, const std::string& key) {
+  size_t at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return std::nan("");
+  const char* p = json.c_str() + at + key.size() + 4;
+  char* end = nullptr;
+  double v = std::strtod(p, &end);
+  return end == p ? std::nan("") : v;
+}
+
+}  // namespace
+
+TEST_CASE("cli: bench times a composite against another runtime and prints one JSON object") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  Result r = kiln(
+      "bench ops/nn.toml:softmax --runtime clang --test N=64 --batch 8 --repeat 3 --vs runtime:cc "
+      "--json",
+      env);
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.front() == '{');
+  CHECK(r.out.find('\n') == r.out.size() - 1);  // one line
+  for (const char* key : {"composite", "runtime", "sizes", "median_ms", "min_ms", "max_ms",
+                          "gflops", "gbps", "baseline", "baseline_median_ms", "ratio"})
+    CHECK(has(r, "\"" + std::string(key) + "\": "));
+  CHECK(has(r, "\"composite\": \"softmax\", \"runtime\": \"clang\""));
+  CHECK(has(r, "\"sizes\": {\"N\": 64, \"batch0\": 8}"));
+  CHECK(has(r, "\"baseline\": \"runtime:cc\""));
+  CHECK(has(r, "\"repeats\": 3"));
+  CHECK(has(r, "\"outputs_match\": true"));
+  CHECK(json_number(r.out, "bytes") == 2 * 4 * 64 * 8);  // x read, y written
+  double median = json_number(r.out, "median_ms"), min = json_number(r.out, "min_ms");
+  CHECK(min > 0);
+  CHECK(median >= min);
+  CHECK(json_number(r.out, "max_ms") >= median);
+  CHECK(json_number(r.out, "gflops") > 0);
+  CHECK(json_number(r.out, "gbps") > 0);
+  CHECK(json_number(r.out, "baseline_median_ms") > 0);
+  CHECK(json_number(r.out, "ratio") > 0);
+  // Without --vs: no baseline, a null ratio; without --json: the readable report.
+  Result alone = kiln("bench ops/nn.toml:softmax --test N=64 --batch 8 --repeat 2 --json", env);
+  CHECK(alone.code == 0);
+  CHECK(has(alone, "\"baseline\": null"));
+  CHECK(has(alone, "\"ratio\": null"));
+  Result text = kiln("bench ops/nn.toml:softmax --test N=64 --batch 8 --repeat 2 --vs copy", env);
+  CAPTURE(text.out);
+  CHECK(text.code == 0);
+  CHECK(has(text, "GFLOP/s"));
+  CHECK(has(text, "copy time / kiln time"));
+  CHECK(has(text, "2 runs after 3 warm-ups, alternated with the baseline"));
+}
+
+TEST_CASE("cli: bench --vs openblas times cblas sgemm on a matmul and checks its result") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  Result r = kiln(
+      "bench ops/nn.toml:matmul --runtime clang --test M=33,K=17,N=9 --repeat 3 --vs openblas "
+      "--json",
+      env);
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(has(r, "\"baseline\": \"openblas\""));
+  CHECK(has(r, "\"outputs_match\": true"));
+  CHECK(json_number(r.out, "flops") == 2 * 33 * 17 * 9);
+  CHECK(json_number(r.out, "ratio") > 0);
+  Result f64 = kiln(
+      "bench ops/nn.toml:matmul --runtime cc --dtype T=f64 --test M=5,K=7,N=3 --repeat 2 --vs "
+      "openblas --json",
+      env);
+  CAPTURE(f64.out);
+  CHECK(f64.code == 0);
+  CHECK(has(f64, "\"outputs_match\": true"));
+}
+
+TEST_CASE("cli: bench refuses what it cannot time and a kernel that disagrees with its baseline") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  struct Case {
+    std::string args;
+    int code;
+    std::string expect;
+  };
+  const std::string softmax = "bench ops/nn.toml:softmax --test N=16 --batch 2 --repeat 1 ";
+  const Case cases[] = {
+      {softmax + "--vs nonsense", 2,
+       "kiln: error: unknown baseline 'nonsense' for --vs; known baselines: openblas, copy, "
+       "runtime:NAME"},
+      {softmax + "--vs runtime:", 2, "unknown baseline 'runtime:'"},
+      {softmax + "--vs runtime:nope", 2, "known runtimes:"},
+      {softmax + "--vs runtime:interp", 2, "the interpreter is not a compiled runtime"},
+      {softmax + "--vs openblas", 2,
+       "--vs openblas needs a composite that is a single matrix product; 'softmax' is not"},
+      {"bench ops/nn.toml:bmm --test B=2,M=3,K=4,N=5 --vs openblas", 2, "'bmm' is not"},
+      {softmax + "--runtime interp", 2, "--runtime interp is the interpreter"},
+      {"bench ops/nn.toml:softmax --test N=-1", 2, "kiln: error: size N must not be negative"},
+      {"bench ops/nn.toml:softmax --test N=4 --batch -1", 2,
+       "kiln: error: --batch dimension 0 is -1; a dimension must not be negative"},
+      {"bench ops/nn.toml:matmul --test M=4", 2, "size variable K of 'matmul' is not bound"},
+      {softmax + "--repeat 0", 2, "--repeat"},
+  };
+  for (const Case& c : cases) {
+    Result r = kiln(c.args, env);
+    INFO("kiln " << c.args << "\n" << r.out);
+    CHECK(r.code == c.code);
+    CHECK(has(r, c.expect));
+  }
+  // A baseline whose kernel is wrong (exp2 compiled as sqrt): exit 3 and no ratio.
+  std::ofstream(tmp.path / "wrong.toml")
+      << "name = \"wrong\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+      << "flags = [\"-std=c11\", \"-D__builtin_exp2f=__builtin_sqrtf\"]\n";
+  Result r = kiln(softmax + "--json --vs runtime:" + (tmp.path / "wrong.toml").string(), env);
+  CAPTURE(r.out);
+  CHECK(r.code == 3);
+  CHECK(has(r, "output 'y' differs from runtime:"));
+  CHECK_FALSE(has(r, "ratio"));
 }

@@ -1,0 +1,302 @@
+// `kiln bench FILE[:COMPOSITE] --runtime R [--test ...] [--vs BASELINE] [--json]`: compiles the
+// composite once (through the cache, as `run` does), makes seeded random inputs, warms up, then
+// times repeated runs of the compiled kernels, alternated run by run with a baseline timed in
+// the same process, and reports median, min and max with GFLOP/s and GB/s from the cost model
+// (ir/cost.h). docs/performance.md "Benchmarks with kiln bench" describes the method.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "driver/compare.h"
+#include "ir/cost.h"
+#include "ir/sizes.h"
+#include "tools/kiln/bench_subjects.h"
+#include "tools/kiln/commands.h"
+#include "tools/kiln/session.h"
+
+namespace kiln::cli {
+
+namespace {
+
+struct BenchOptions {
+  Selection sel;
+  std::string runtime = "clang", test, vs;
+  std::vector<std::string> config;
+  uint64_t seed = 0;
+  int repeat = 0;  ///< 0: at least kMinRepeats, until the loop took kTargetMs
+  int warmup = 3;
+  bool specialize = false, json = false;
+};
+
+constexpr int kMinRepeats = 10;
+constexpr int kMaxRepeats = 100000;
+constexpr double kTargetMs = 1000;
+
+/** Median, min and max of a series of run times. */
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+
+Stats stats_of(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  size_t n = ms.size();
+  return {n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2, ms.front(), ms.back()};
+}
+
+double time_ms(Subject& s) {
+  auto t0 = std::chrono::steady_clock::now();
+  s.run();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/** An unknown --vs is a UsageError that lists the known baselines (checked before compiling). */
+void check_baseline_name(const std::string& vs) {
+  if (vs.empty() || vs == "copy" || vs == "openblas" ||
+      (vs.rfind("runtime:", 0) == 0 && vs.size() > 8))
+    return;
+  throw UsageError("unknown baseline '" + vs +
+                   "' for --vs; known baselines: openblas, copy, runtime:NAME (NAME a runtime "
+                   "name or descriptor path, e.g. runtime:cc)");
+}
+
+/** The baseline --vs names (check_baseline_name passed), or nullptr for none. */
+std::unique_ptr<Subject> make_baseline(const BenchOptions& o, const Loaded& l, const Graph& g,
+                                       const std::vector<Tensor>& inputs, const SizeBindings& sizes,
+                                       const GraphCost& cost) {
+  if (o.vs.empty()) return nullptr;
+  if (o.vs == "copy") return make_copy_baseline(cost.bytes);
+  if (o.vs == "openblas") {
+    // Kiln's own rule (gemm-to-blas) decides what is a GEMM: the graph simplified as under
+    // --config BLAS=openblas must be one gemm call on the inputs.
+    std::vector<std::string> config = o.config;
+    config.push_back("BLAS=openblas");
+    std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+    LoweredProgram p = plan_program(g, compile_options(config, 0, *rt, l));
+    std::string why_not;
+    std::optional<GemmShape> shape = gemm_shape(p.graph, sizes, why_not);
+    if (!shape)
+      throw UsageError("--vs openblas needs a composite that is a single matrix product; '" +
+                       l.comp->name + "' is not: " + why_not);
+    return make_gemm_baseline(*shape, inputs);
+  }
+  if (o.vs.rfind("runtime:", 0) == 0) {
+    std::string name = o.vs.substr(8);
+    if (name == "interp")
+      throw UsageError("--vs runtime:interp: the interpreter is not a compiled runtime");
+    std::unique_ptr<Runtime> rt = open_runtime(name);
+    CompileOptions opt = compile_options(o.config, 0, *rt, l);
+    return std::make_unique<CompiledSubject>(g, std::move(rt), opt, inputs, sizes);
+  }
+  throw std::logic_error("check_baseline_name let '" + o.vs + "' through");
+}
+
+/** Compares Kiln's outputs with the baseline's; prints the first mismatch and returns false. */
+bool outputs_match(const Graph& g, const Composite& c, const std::vector<Tensor>& got,
+                   const std::vector<Tensor>& want, const std::string& baseline) {
+  for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+    Tolerance tol = tolerance_for(want[k].dtype, c.test.rtol, c.test.atol, want[k]);
+    Comparison cmp = compare(got[k], want[k], tol);
+    if (!cmp.ok) {
+      std::cerr << "kiln: error: output '" << g.outputs[k].name << "' differs from " << baseline
+                << "'s at element " << cmp.first_bad << ": kiln " << cmp.got << ", " << baseline
+                << " " << cmp.want << " (rtol " << tol.rtol << ", atol " << tol.atol
+                << "); no timing is reported\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+/** `v` with `digits` significant digits. */
+std::string num(double v, int digits = 6) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+/** What one bench measured. */
+struct Report {
+  std::string composite, runtime, baseline;
+  SizeBindings sizes;
+  GraphCost cost;
+  int warmup = 0, repeats = 0;
+  double build_ms = 0;
+  bool cache_hit = false;
+  Stats kiln, base;
+  bool has_base = false, compared = false;
+};
+
+/** A JSON number; null for an infinity or NaN (a rate over a zero time). */
+std::string json_num(double v) {
+  return std::isfinite(v) ? num(v) : "null";
+}
+
+/** One JSON object on one line (toml++'s JSON writer breaks lines and has no null). */
+void print_json(std::ostream& out, const Report& r) {
+  double s = r.kiln.median / 1000;
+  out << "{\"composite\": " << json_string(r.composite)
+      << ", \"runtime\": " << json_string(r.runtime) << ", \"sizes\": {";
+  bool first = true;
+  for (const auto& [k, v] : r.sizes) {
+    out << (first ? "" : ", ") << json_string(k) << ": " << v;
+    first = false;
+  }
+  out << "}, \"flops\": " << r.cost.flops << ", \"bytes\": " << r.cost.bytes
+      << ", \"warmup\": " << r.warmup << ", \"repeats\": " << r.repeats
+      << ", \"compile_ms\": " << json_num(r.build_ms)
+      << ", \"cache_hit\": " << (r.cache_hit ? "true" : "false")
+      << ", \"median_ms\": " << json_num(r.kiln.median) << ", \"min_ms\": " << json_num(r.kiln.min)
+      << ", \"max_ms\": " << json_num(r.kiln.max)
+      << ", \"gflops\": " << json_num(r.cost.flops / s / 1e9)
+      << ", \"gbps\": " << json_num(r.cost.bytes / s / 1e9);
+  if (r.has_base)
+    out << ", \"baseline\": " << json_string(r.baseline)
+        << ", \"baseline_median_ms\": " << json_num(r.base.median)
+        << ", \"baseline_min_ms\": " << json_num(r.base.min)
+        << ", \"baseline_max_ms\": " << json_num(r.base.max)
+        << ", \"ratio\": " << json_num(r.base.median / r.kiln.median)
+        << ", \"outputs_match\": " << (r.compared ? "true" : "null");
+  else
+    out << ", \"baseline\": null, \"baseline_median_ms\": null, \"ratio\": null";
+  out << "}\n";
+}
+
+void print_text(std::ostream& out, const Report& r) {
+  double s = r.kiln.median / 1000;
+  std::string bound;
+  for (const auto& [k, v] : r.sizes)
+    bound += (bound.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  out << r.composite << " [" << bound << "] on " << r.runtime << ": compile " << num(r.build_ms, 4)
+      << " ms (cache " << (r.cache_hit ? "hit" : "miss") << ")\n"
+      << "  work     " << num(r.cost.flops / 1e6, 4) << " MFLOP, " << num(r.cost.bytes / 1e6, 4)
+      << " MB read and written\n"
+      << "  kiln     median " << num(r.kiln.median, 4) << " ms, min " << num(r.kiln.min, 4)
+      << " ms, max " << num(r.kiln.max, 4) << " ms  " << num(r.cost.flops / s / 1e9, 4)
+      << " GFLOP/s, " << num(r.cost.bytes / s / 1e9, 4) << " GB/s\n";
+  if (r.has_base)
+    out << "  " << r.baseline << "  median " << num(r.base.median, 4) << " ms, min "
+        << num(r.base.min, 4) << " ms, max " << num(r.base.max, 4) << " ms\n"
+        << "  ratio    " << num(r.base.median / r.kiln.median, 4) << " (" << r.baseline
+        << " time / kiln time; > 1: kiln is faster)"
+        << (r.compared ? ", outputs match" : ", outputs not compared") << "\n";
+  out << "  " << r.repeats << " runs after " << r.warmup << " warm-ups"
+      << (r.has_base ? ", alternated with the baseline" : "") << "\n";
+}
+
+int bench(const BenchOptions& o) {
+  if (o.runtime == "interp")
+    throw UsageError("kiln bench times compiled code; --runtime interp is the interpreter");
+  check_baseline_name(o.vs);
+  Loaded l;
+  load_selection(o.sel, l);
+  SizeBindings sizes = bind_sizes(l, o.test);
+  if (o.specialize) l.options.fixed_sizes = sizes;
+  Graph g = lower_checked(l, &sizes, false);
+  std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o.seed);
+
+  std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+  CompileOptions opt = compile_options(o.config, 0, *rt, l);
+  CompiledSubject kiln(g, std::move(rt), opt, inputs, sizes);
+  for (const std::string& w : kiln.executable().build_info().compile.warnings)
+    std::cerr << "kiln: warning: " << w << "\n";
+  Report r;
+  r.composite = l.comp->name;
+  r.runtime = o.runtime;
+  r.baseline = o.vs;
+  r.sizes = sizes;
+  r.cost = graph_cost(kiln.executable().program().graph, sizes);
+  r.warmup = o.warmup;
+  r.build_ms = kiln.build_ms();
+  r.cache_hit = kiln.executable().build_info().compile.cache_hit;
+  std::unique_ptr<Subject> base = make_baseline(o, l, g, inputs, sizes, r.cost);
+  r.has_base = base != nullptr;
+
+  std::cout.flush();  // a fault inside a kernel ends the process (driver/fault_guard.h)
+  for (int k = 0; k < o.warmup; ++k) {  // the first also gives the outputs compared below
+    kiln.run();
+    if (base) base->run();
+  }
+  if (base) {
+    std::optional<std::vector<Tensor>> want = base->outputs();
+    if (want) {
+      if (!outputs_match(g, *l.comp, *kiln.outputs(), *want, o.vs)) return Exit::test_failed;
+      r.compared = true;
+    }
+  }
+  std::vector<double> kiln_ms, base_ms;
+  auto start = std::chrono::steady_clock::now();
+  auto more = [&] {
+    size_t n = kiln_ms.size();
+    if (o.repeat > 0) return n < static_cast<size_t>(o.repeat);
+    std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+    return n < kMinRepeats || (spent.count() < kTargetMs && n < kMaxRepeats);
+  };
+  while (more()) {  // Kiln, baseline, Kiln, ...: drift hits both alike
+    kiln_ms.push_back(time_ms(kiln));
+    if (base) base_ms.push_back(time_ms(*base));
+  }
+  r.repeats = static_cast<int>(kiln_ms.size());
+  r.kiln = stats_of(kiln_ms);
+  if (base) r.base = stats_of(base_ms);
+  if (o.json)
+    print_json(std::cout, r);
+  else
+    print_text(std::cout, r);
+  return Exit::ok;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "bench", "Time a compiled composite on seeded random inputs, against a baseline");
+  auto o = std::make_shared<BenchOptions>();
+  cmd->add_option("target", o->sel.target, "FILE[:COMPOSITE]")->required();
+  cmd->add_option("--runtime", o->runtime, "A runtime name (clang, cc) or a descriptor path")
+      ->capture_default_str();
+  cmd->add_option("--config", o->config, "Compiler knobs KEY=VALUE, e.g. TILE=64,PARALLEL=0")
+      ->delimiter(',');
+  cmd->add_option("--test", o->test,
+                  "Size bindings, e.g. M=100,N=7 (default: the composite's first test case)");
+  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--dtype", o->sel.dtypes, "Type variable choice, e.g. T=f16");
+  cmd->add_option("--attr", o->sel.attrs, "Attribute value, e.g. alpha=0.2");
+  cmd->add_option("--batch", o->sel.batch, "Batch dimensions for '...', e.g. 3,5");
+  add_rules_option(*cmd, o->sel);
+  cmd->add_flag("--specialize", o->specialize,
+                "Compile for the bound sizes only (they become constants in the graph)");
+  cmd->add_option("--vs", o->vs,
+                  "Baseline timed alternately in the same process: openblas (cblas gemm, for a "
+                  "single matrix product), copy (a memcpy of the same bytes), runtime:NAME (the "
+                  "composite on another runtime)");
+  cmd->add_option("--repeat", o->repeat, "Timed runs (default: at least 10, until 1 s has passed)")
+      ->check(CLI::Range(1, kMaxRepeats));
+  cmd->add_option("--warmup", o->warmup, "Untimed runs first (at least 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--json", o->json, "Print one JSON object on one line");
+  cmd->callback([o, &exit_code] { exit_code = bench(*o); });
+}
+
+}  // namespace kiln::cli
