@@ -38,11 +38,6 @@ InvalidSpec to_invalid_spec(const SpecError& e) {
   return InvalidSpec(format_error(e), e.loc().file, e.loc().line, e.loc().col);
 }
 
-/** True for backends whose kernels run on the host and read host memory. */
-bool is_cpu_backend(const std::string& backend) {
-  return backend == "c" || backend == "openmp";
-}
-
 /** The input or output node called `name`. */
 const Node& find_port(const Graph& g, const std::string& name) {
   for (NodeId id : g.inputs)
@@ -175,7 +170,7 @@ Compiled compile(const Spec& spec, const std::string& composite, const std::stri
   } else {
     impl->runtime = open_runtime(runtime, /*interp_too=*/true, "the runtime argument");
     if (!settings.cache_dir.empty()) impl->runtime->use_cache_dir(settings.cache_dir);
-    impl->host_memory = is_cpu_backend(impl->runtime->backend());
+    impl->host_memory = backend_for(impl->runtime->backend()).memory() == MemoryKind::host;
     impl->exe.emplace(impl->graph, *impl->runtime,
                       compile_options(*s.file, settings.config, *impl->runtime));
   }

@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "driver/blas.h"
-#include "driver/renderers.h"
 #include "ir/sizes.h"
 
 namespace kiln {
@@ -62,12 +61,12 @@ std::vector<int64_t> size_values(const KernelPlan& plan, const SizeBindings& siz
 
 Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt)
     : runtime_(runtime) {
-  const CStyleRenderer& renderer = renderer_for(runtime.backend());
+  const Backend& backend = backend_for(runtime.backend());
   program_ = plan_program(g, opt);
   std::string identity = program_identity(program_, runtime.backend(), opt);
-  load_blas(opt.config, renderer.extern_symbols(program_.plan));
+  load_blas(opt.config, backend.renderer().extern_symbols(program_.plan));
   auto make_source = [&] {
-    generate_code(program_, renderer, opt);
+    generate_code(program_, backend, opt);
     return program_.source;
   };
   std::vector<std::string> symbols;

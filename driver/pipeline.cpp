@@ -19,7 +19,7 @@ namespace {
 
 /** What the stages pass along; out.graph starts as the lowered graph. */
 struct State {
-  const CStyleRenderer* renderer;  ///< phase 1 only
+  const Backend* backend;  ///< phase 1 only
   const CompileOptions& opt;
   LoweredProgram out;
 };
@@ -70,8 +70,12 @@ const std::vector<Stage>& stages() {
       {"schedule", 1, 3,
        [](State& s) {
          std::string text;
+         ScheduleOptions options = s.opt.schedule;
+         s.backend->configure(options);
          for (const Kernel& k : s.out.plan.kernels) {
-           ScheduledKernel sk = schedule_kernel(s.out.plan, k, s.opt.schedule);
+           ScheduledKernel sk = schedule_kernel(s.out.plan, k, options);
+           s.out.transforms.push_back(transforms_to_text(sk.transforms));
+           text += "// " + k.name + ": " + s.out.transforms.back() + "\n";
            if (!sk.schedule_text.empty()) text += sk.schedule_text + "\n";
            text += loop_nest_to_text(sk.nest);
            s.out.nests.push_back(sk.nest);
@@ -81,7 +85,8 @@ const std::vector<Stage>& stages() {
        }},
       {"render", 1, 4,
        [](State& s) {
-         s.out.source = s.renderer->render(s.out.plan, s.out.nests, s.out.symbols, {s.opt.checked});
+         s.out.source =
+             s.backend->renderer().render(s.out.plan, s.out.nests, s.out.symbols, {s.opt.checked});
          return s.out.source;
        }},
   };
@@ -99,10 +104,9 @@ std::string kernel_symbol(const std::string& name, size_t k) {
   return s + "_" + std::to_string(k);
 }
 
-LoweredProgram lower_program(const Graph& g, const CStyleRenderer& renderer,
-                             const CompileOptions& opt) {
+LoweredProgram lower_program(const Graph& g, const Backend& backend, const CompileOptions& opt) {
   LoweredProgram p = plan_program(g, opt);
-  generate_code(p, renderer, opt);
+  generate_code(p, backend, opt);
   return p;
 }
 
@@ -113,8 +117,8 @@ LoweredProgram plan_program(const Graph& g, const CompileOptions& opt) {
   return s.out;
 }
 
-void generate_code(LoweredProgram& p, const CStyleRenderer& renderer, const CompileOptions& opt) {
-  State s{&renderer, opt, std::move(p)};
+void generate_code(LoweredProgram& p, const Backend& backend, const CompileOptions& opt) {
+  State s{&backend, opt, std::move(p)};
   run_stages(s, 1);
   p = std::move(s.out);
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/c_style.h"
+#include "backends/backend.h"
 #include "ir/graph.h"
 #include "scheduler/schedule_kernel.h"
 #include "simplifier/rule.h"
@@ -42,9 +42,10 @@ struct StageTime {
 struct LoweredProgram {
   Graph graph;  ///< the simplified graph the plan is built from
   KernelPlan plan;
-  std::vector<LoopNest> nests;       ///< one per kernel
-  std::vector<std::string> symbols;  ///< the function name of each kernel
-  std::string source;                ///< one translation unit with every kernel
+  std::vector<LoopNest> nests;          ///< one per kernel
+  std::vector<std::string> transforms;  ///< each kernel's transform list, as text
+  std::vector<std::string> symbols;     ///< the function name of each kernel
+  std::string source;                   ///< one translation unit with every kernel
   std::vector<StageTime> times;
 };
 
@@ -52,15 +53,15 @@ struct LoweredProgram {
 std::string kernel_symbol(const std::string& name, size_t k);
 
 /** Runs every stage. Throws std::runtime_error when a stage fails. */
-LoweredProgram lower_program(const Graph& g, const CStyleRenderer& renderer,
-                             const CompileOptions& opt);
+LoweredProgram lower_program(const Graph& g, const Backend& backend, const CompileOptions& opt);
 
 /** The cheap stages only: simplification, kernels and buffers (what running a cached program
  *  needs). */
 LoweredProgram plan_program(const Graph& g, const CompileOptions& opt);
 
-/** The expensive stages on a planned program: isl schedules and rendering. */
-void generate_code(LoweredProgram& p, const CStyleRenderer& renderer, const CompileOptions& opt);
+/** The expensive stages on a planned program: isl schedules (with the loop mappings `backend`
+ *  supports) and rendering by its renderer. */
+void generate_code(LoweredProgram& p, const Backend& backend, const CompileOptions& opt);
 
 /** Everything the generated source depends on: the graph, the plan, the knobs that enter the
  *  cache key (config_identity, driver/config.h), the backend and this build of Kiln. Two

@@ -210,23 +210,32 @@ LoopNodePtr convert_user(isl_ast_node* n, Scope& scope) {
   return out;
 }
 
-/** A member mark annotates the loop directly below it; a band member that isl generated no
- *  loop for (a single iteration) leaves no annotation. */
+/** A copy of `n` whose outermost loops (below blocks and guards) carry a member's annotation:
+ *  isl generates a member as one loop, or as a block where statements of lower dimension sit
+ *  beside the loop (a reduction's 0-dimensional init), or no loop for a single iteration. */
+LoopNodePtr annotate(const LoopNodePtr& n, int band, int member, bool tile, bool coincident) {
+  if (n->kind == LoopNode::Kind::stmt) return n;
+  auto copy = std::make_shared<LoopNode>(*n);
+  if (n->kind == LoopNode::Kind::loop) {
+    copy->band = band;
+    copy->member = member;
+    copy->tile = tile;
+    copy->coincident = coincident;
+    return copy;
+  }
+  for (LoopNodePtr& c : copy->body)
+    c = annotate(c, band, member, tile, coincident);
+  return copy;
+}
+
 LoopNodePtr convert_mark(isl_ast_node* n, Scope& scope) {
   std::string mark = id_name(isl_ast_node_mark_get_id(n));
   ScopedNode child{isl_ast_node_mark_get_node(n)};
   LoopNodePtr below = convert_node(child.p, scope);
   int band = -1, member = -1;
   bool tile = false, coincident = false;
-  if (below->kind != LoopNode::Kind::loop ||
-      !parse_member_mark(mark, band, member, tile, coincident))
-    return below;
-  auto loop = std::make_shared<LoopNode>(*below);
-  loop->band = band;
-  loop->member = member;
-  loop->tile = tile;
-  loop->coincident = coincident;
-  return loop;
+  if (!parse_member_mark(mark, band, member, tile, coincident)) return below;
+  return annotate(below, band, member, tile, coincident);
 }
 
 LoopNodePtr convert_node(isl_ast_node* n, Scope& scope) {

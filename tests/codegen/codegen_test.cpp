@@ -1,5 +1,5 @@
 // Golden codegen tests (DESIGN.md §9, STYLE.md "Golden codegen"): the plain C source that
-// lower_program(graph, CRenderer(), CompileOptions{}) generates for a few kernels is pinned in
+// lower_program(graph, backend_for("c"), CompileOptions{}) generates for a few kernels is pinned in
 // tests/codegen/<name>.c, so a refactor that should not change code proves it does not.
 //
 // A mismatch prints the first differing line with its line number. When a change to the
@@ -21,7 +21,7 @@
 
 #include <unistd.h>
 
-#include "backends/c_renderer.h"
+#include "backends/backend.h"
 #include "driver/pipeline.h"
 #include "dsl/lower.h"
 #include "ir/verifier.h"
@@ -63,7 +63,7 @@ std::string render_source(const GoldenCase& c) {
   opt.batch_rank = c.batch_rank;
   Graph g = lower_composite(lib, *comp, opt);
   verify_or_throw(g);
-  return lower_program(g, CRenderer(), CompileOptions{}).source;
+  return lower_program(g, backend_for("c"), CompileOptions{}).source;
 }
 
 bool read_file(const std::string& path, std::string& out) {

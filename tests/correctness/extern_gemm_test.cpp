@@ -13,7 +13,6 @@
 #include "driver/blas.h"
 #include "driver/compare.h"
 #include "driver/executable.h"
-#include "driver/renderers.h"
 #include "ir/verifier.h"
 #include "tests/support/harness.h"
 
@@ -165,9 +164,9 @@ void check_int_fallback(const std::string& runtime_name, DType t) {
                ("kiln-test-gemm-int-" + runtime_name + "-" + std::to_string(::getpid()));
   rt->use_cache_dir(cache.string());
   Graph g = plain_gemm(t);
-  LoweredProgram p = lower_program(g, renderer_for(rt->backend()), CompileOptions{});
+  LoweredProgram p = lower_program(g, backend_for(rt->backend()), CompileOptions{});
   REQUIRE(p.source.find("KILN_BLAS_INT_MAX") != std::string::npos);
-  load_blas({{"BLAS", "openblas"}}, renderer_for(rt->backend()).extern_symbols(p.plan));
+  load_blas({{"BLAS", "openblas"}}, backend_for(rt->backend()).renderer().extern_symbols(p.plan));
   CompiledModule module = rt->compile(p.source, {"-DKILN_BLAS_INT_MAX=4"});
   void* kernel = rt->lookup(module, p.symbols.at(0));
   REQUIRE(kernel);

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "backends/c_renderer.h"
+#include "backends/backend.h"
 #include "driver/pipeline.h"
 #include "dsl/lower.h"
 #include "ir/limits.h"
@@ -80,7 +80,7 @@ LoweredProgram softmax(int batch, bool specialize_ones) {
   if (specialize_ones)
     for (int k = 0; k < batch; ++k)
       opt.fixed_sizes["batch" + std::to_string(k)] = 1;
-  return lower_program(lower_composite(lib, *c, opt), CRenderer(), CompileOptions{});
+  return lower_program(lower_composite(lib, *c, opt), backend_for("c"), CompileOptions{});
 }
 
 }  // namespace

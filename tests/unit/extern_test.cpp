@@ -7,7 +7,6 @@
 
 #include "driver/blas.h"
 #include "driver/pipeline.h"
-#include "driver/renderers.h"
 #include "ir/externs.h"
 #include "ir/verifier.h"
 
@@ -109,7 +108,7 @@ TEST_CASE("extern: the verifier accepts gemm and names what is wrong with a bad 
 
 TEST_CASE("extern: a call is one statement on whole buffers, scheduled between its neighbours") {
   CompileOptions opt;
-  LoweredProgram p = lower_program(gemm_relu(DType::f32), renderer_for("c"), opt);
+  LoweredProgram p = lower_program(gemm_relu(DType::f32), backend_for("c"), opt);
   std::string plan = plan_to_text(p.plan);
   CHECK(plan.find("t2 : f32[M, K]  temp") != std::string::npos);
   CHECK(plan.find("S0 {i0 < M, i1 < K}: t2[i0, i1] = at[i1, i0]") != std::string::npos);
@@ -130,21 +129,23 @@ TEST_CASE("extern: a call is one statement on whole buffers, scheduled between i
                       "(int)k, 1.0f, a, (int)k, b,\n                (int)n, 0.0f, y, (int)n);") !=
         std::string::npos);
   CHECK(p.source.find("kiln_gemm_f32((s_M), (s_N), (s_K), b3, b1, b4);") != std::string::npos);
-  CHECK(renderer_for("c").extern_symbols(p.plan) == std::vector<std::string>{"cblas_sgemm"});
+  CHECK(backend_for("c").renderer().extern_symbols(p.plan) ==
+        std::vector<std::string>{"cblas_sgemm"});
 
-  LoweredProgram d = lower_program(gemm_relu(DType::f64), renderer_for("c"), opt);
+  LoweredProgram d = lower_program(gemm_relu(DType::f64), backend_for("c"), opt);
   CHECK(d.source.find("cblas_dgemm(CblasRowMajor") != std::string::npos);
   CHECK(d.source.find("cblas_sgemm") == std::string::npos);
-  CHECK(renderer_for("c").extern_symbols(d.plan) == std::vector<std::string>{"cblas_dgemm"});
+  CHECK(backend_for("c").renderer().extern_symbols(d.plan) ==
+        std::vector<std::string>{"cblas_dgemm"});
 }
 
 TEST_CASE("extern: sources without calls declare no CBLAS") {
   Graph g;
   g.outputs = {{"y", g.unary(Op::neg, g.input("x", DType::f32, {4}, false))}};
-  LoweredProgram p = lower_program(g, renderer_for("c"), CompileOptions{});
+  LoweredProgram p = lower_program(g, backend_for("c"), CompileOptions{});
   CHECK(p.source.find("cblas") == std::string::npos);
   CHECK(p.source.find("Cblas") == std::string::npos);
-  CHECK(renderer_for("c").extern_symbols(p.plan).empty());
+  CHECK(backend_for("c").renderer().extern_symbols(p.plan).empty());
 }
 
 TEST_CASE("extern: the BLAS loader names what is missing") {

@@ -13,7 +13,6 @@
 #include <string>
 
 #include "driver/executable.h"
-#include "driver/renderers.h"
 #include "tests/support/harness.h"
 
 using namespace kiln;
@@ -116,7 +115,7 @@ TEST_CASE("CHECK=1 reports an access outside its buffer with the buffer and the 
           shift(const_cast<ScalarExpr&>(*a));
       };
       shift(const_cast<ScalarExpr&>(*st.value));
-      generate_code(p, renderer_for(rt->backend()), opt);
+      generate_code(p, backend_for(rt->backend()), opt);
       CompiledModule module = rt->compile(p.source, {});
       KernelContext ctx{
           "kernel 'k'",

@@ -4,7 +4,6 @@
 #include <fstream>
 #include <iostream>
 
-#include "driver/renderers.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
 
@@ -33,10 +32,10 @@ void compile(const CompileCommand& o) {
   Graph g = lower_loaded(l, o.req.test, o.req.specialize);
   std::unique_ptr<Runtime> rt = open_runtime(o.req.runtime);
   CompileOptions opt = compile_options(o.req.config, 0, *rt, l);
-  const CStyleRenderer& renderer = renderer_for(rt->backend());
+  const Backend& backend = backend_for(rt->backend());
   LoweredProgram p = plan_program(g, opt);
   if (!o.object) {
-    generate_code(p, renderer, opt);
+    generate_code(p, backend, opt);
     if (o.out.empty()) {
       std::cout << p.source;
       return;
@@ -47,7 +46,7 @@ void compile(const CompileCommand& o) {
   }
   std::string identity = program_identity(p, rt->backend(), opt);
   auto make_source = [&] {
-    generate_code(p, renderer, opt);
+    generate_code(p, backend, opt);
     return p.source;
   };
   CompileInfo info;

@@ -4,7 +4,6 @@
 // the stage times, or the source a runtime's backend renders.
 #include <iostream>
 
-#include "driver/renderers.h"
 #include "simplifier/engine.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
@@ -29,13 +28,14 @@ LoweredProgram generate(const Graph& g, const CodeRequest& req, const Loaded& l)
   std::unique_ptr<Runtime> rt = open_runtime(req.runtime);
   CompileOptions opt = compile_options(req.config, 0, *rt, l);
   LoweredProgram p = plan_program(g, opt);
-  generate_code(p, renderer_for(rt->backend()), opt);
+  generate_code(p, backend_for(rt->backend()), opt);
   return p;
 }
 
 void print_schedule(std::ostream& out, const LoweredProgram& p) {
   for (size_t k = 0; k < p.nests.size(); ++k)
-    out << "// kernel " << p.symbols[k] << "\n" << loop_nest_to_text(p.nests[k]);
+    out << "// kernel " << p.symbols[k] << ": " << p.transforms[k] << "\n"
+        << loop_nest_to_text(p.nests[k]);
   out << "// stages:" << format_stage_times(p.times) << "\n";
 }
 
