@@ -80,7 +80,9 @@ std::string gemm_helper(DType t) {
 std::string gemm_sizes(const KernelPlan& plan, const Statement& st) {
   const Shape& a = plan.buffers[st.args.at(0)].shape;
   const Shape& y = plan.buffers[st.buffer].shape;
-  return int_expr_to_c(y[0]) + ", " + int_expr_to_c(y[1]) + ", " + int_expr_to_c(a[1]);
+  std::set<std::string> sizes(plan.size_vars.begin(), plan.size_vars.end());
+  return int_expr_to_c(y[0], sizes) + ", " + int_expr_to_c(y[1], sizes) + ", " +
+         int_expr_to_c(a[1], sizes);
 }
 
 /** The C side of one extern routine: its wrapper, the library function the wrapper calls, and

@@ -16,17 +16,16 @@ std::string size_name(const std::string& v) {
   return "s_" + v;
 }
 
-std::string atom_to_c(const IntAtom& a) {
+std::string atom_to_c(const IntAtom& a, const std::set<std::string>& sizes) {
   switch (a.kind) {
     case IntAtom::Kind::var:
-      return a.name[0] == 'i' && a.name.size() > 1 && isdigit(a.name[1]) ? a.name
-                                                                         : size_name(a.name);
+      return sizes.count(a.name) ? size_name(a.name) : a.name;
     case IntAtom::Kind::floordiv:
     case IntAtom::Kind::mod: {
       // A run-time divisor takes the non-trapping variant (backends/c_prelude.cpp).
       std::string fn = a.kind == IntAtom::Kind::floordiv ? "kiln_fdiv" : "kiln_fmod";
       if (!a.b.as_constant()) fn += "_v";
-      return fn + "(" + int_expr_to_c(a.a) + ", " + int_expr_to_c(a.b) + ")";
+      return fn + "(" + int_expr_to_c(a.a, sizes) + ", " + int_expr_to_c(a.b, sizes) + ")";
     }
   }
   return "?";
@@ -61,7 +60,7 @@ bool has_runtime_divisor(const IntExpr& e) {
   return false;
 }
 
-std::string int_expr_to_c(const IntExpr& e) {
+std::string int_expr_to_c(const IntExpr& e, const std::set<std::string>& sizes) {
   if (e.terms().empty()) return "0";
   std::string s;
   for (const IntExpr::Term& t : e.terms()) {
@@ -69,7 +68,7 @@ std::string int_expr_to_c(const IntExpr& e) {
     if (!t.factors.empty()) {
       term = (t.coeff == 1 || t.coeff == -1) ? "" : term + " * ";
       for (size_t k = 0; k < t.factors.size(); ++k)
-        term += (k ? " * " : "") + atom_to_c(*t.factors[k]);
+        term += (k ? " * " : "") + atom_to_c(*t.factors[k], sizes);
     }
     if (s.empty())
       s = (t.coeff < 0 ? "-" : "") + term;
@@ -176,7 +175,7 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   // The loops live in a static function whose buffer parameters are `restrict`: compilers
   // honour restrict on parameters (LLVM's noalias), not on locals, so this is what lets them
   // keep accumulators in registers and vectorise without runtime alias checks.
-  Context c{plan, k, options, {}, {}};
+  Context c{plan, k, options, {plan.size_vars.begin(), plan.size_vars.end()}, {}, {}};
   std::string params, call;
   for (size_t v = 0; v < plan.size_vars.size(); ++v) {
     params +=

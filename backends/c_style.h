@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "ir/kernel_ir.h"
@@ -77,6 +78,7 @@ class CStyleRenderer {
     const KernelPlan& plan;
     const Kernel& kernel;
     const RenderOptions& options;
+    const std::set<std::string> sizes;  ///< the plan's size variables
     /** Shared subexpressions of the statement being rendered, bound to locals. */
     mutable std::map<const ScalarExpr*, std::string> bound;
     /** Loads whose element index was computed into a local before the statement. */
@@ -110,9 +112,10 @@ class CStyleRenderer {
 /** Whether `e` divides by (or takes the modulus of) a value known only at run time. */
 bool has_runtime_divisor(const IntExpr& e);
 
-/** An integer expression of iterators and size variables as C; size variables print with the
- *  prefix `s_` (as the renderers declare them). */
-std::string int_expr_to_c(const IntExpr& e);
+/** An integer expression of statement iterators and size variables as C: the variables in
+ *  `size_vars` print with the prefix `s_` (as the renderers declare them), the others are
+ *  statement iterators and print as they are. */
+std::string int_expr_to_c(const IntExpr& e, const std::set<std::string>& size_vars);
 
 /** An AST expression as C, with the same naming. */
 std::string ast_expr_to_c(const AstExpr& e);

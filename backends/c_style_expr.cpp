@@ -70,7 +70,7 @@ IntExpr CStyleRenderer::linear_index(const Context& c, int buffer,
 
 std::string CStyleRenderer::render_index(const Context& c, int buffer,
                                          const std::vector<IntExpr>& index) const {
-  return render_access(c, buffer, int_expr_to_c(linear_index(c, buffer, index)));
+  return render_access(c, buffer, int_expr_to_c(linear_index(c, buffer, index), c.sizes));
 }
 
 std::string CStyleRenderer::render_access(const Context& c, int buffer,
@@ -80,7 +80,7 @@ std::string CStyleRenderer::render_access(const Context& c, int buffer,
   IntExpr count = 1;
   for (const IntExpr& d : c.plan.buffers[buffer].shape)
     count = count * d;
-  return "b" + b + "[kiln_check(" + offset + ", " + int_expr_to_c(count) + ", " + b + ")]";
+  return "b" + b + "[kiln_check(" + offset + ", " + int_expr_to_c(count, c.sizes) + ", " + b + ")]";
 }
 
 std::string CStyleRenderer::render_statement(const Context& c, const Statement& st) const {
@@ -152,7 +152,7 @@ std::string CStyleRenderer::bind_shared(const Context& c, const ScalarExpr& root
       IntExpr linear = linear_index(c, e.buffer, e.index);
       if (has_runtime_divisor(linear)) {
         std::string name = "k" + std::to_string(c.index_bound.size());
-        out += "const int64_t " + name + " = " + int_expr_to_c(linear) + ";\n";
+        out += "const int64_t " + name + " = " + int_expr_to_c(linear, c.sizes) + ";\n";
         c.index_bound.emplace(&e, name);
       }
     }
@@ -179,14 +179,14 @@ std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) 
       break;
     case ScalarExpr::Kind::constant:
       if (e.symbolic)
-        v = "((" + compute_type(e.dtype) + ")" + int_expr_to_c(e.size_value) + ")";
+        v = "((" + compute_type(e.dtype) + ")" + int_expr_to_c(e.size_value, c.sizes) + ")";
       else if (is_float(e.dtype))
         v = float_literal(e.value, e.dtype);
       else
         v = "((" + compute_type(e.dtype) + ")" + std::to_string(e.int_value) + "LL)";
       break;
     case ScalarExpr::Kind::iterator:
-      v = "((" + compute_type(e.dtype) + ")" + int_expr_to_c(e.index[0]) + ")";
+      v = "((" + compute_type(e.dtype) + ")" + int_expr_to_c(e.index[0], c.sizes) + ")";
       break;
     case ScalarExpr::Kind::op:
       v = render_op(c, e);
@@ -195,9 +195,9 @@ std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) 
   if (e.mask.empty()) return v;
   std::string cond;
   for (const MaskBound& m : e.mask) {
-    std::string x = int_expr_to_c(m.expr);
-    cond +=
-        (cond.empty() ? "" : " && ") + ("0 <= " + x + " && " + x + " < " + int_expr_to_c(m.bound));
+    std::string x = int_expr_to_c(m.expr, c.sizes);
+    cond += (cond.empty() ? "" : " && ") +
+            ("0 <= " + x + " && " + x + " < " + int_expr_to_c(m.bound, c.sizes));
   }
   return "((" + cond + ") ? " + v + " : (" + compute_type(e.dtype) + ")0)";
 }

@@ -4,22 +4,15 @@
 
 namespace kiln {
 
-bool is_iterator_name(const std::string& name) {
-  if (name.size() < 2 || name[0] != 'i') return false;
-  for (size_t k = 1; k < name.size(); ++k)
-    if (!std::isdigit(static_cast<unsigned char>(name[k]))) return false;
-  return true;
-}
-
-namespace {
-
-bool has_iterator(const IntExpr& e) {
+bool IslTextRenderer::has_iterator(const IntExpr& e) const {
   std::set<std::string> vars;
   e.collect_vars(vars);
   for (const auto& v : vars)
-    if (is_iterator_name(v)) return true;
+    if (!plan_sizes_.count(v)) return true;
   return false;
 }
+
+namespace {
 
 IntExpr monomial(const IntExpr::Term& t) {
   IntExpr out = 1;
@@ -94,7 +87,7 @@ std::optional<std::string> IslTextRenderer::render_monomial(const IntExpr::Term&
 
 std::optional<std::string> IslTextRenderer::render_atom(const IntAtom& a) {
   if (a.kind == IntAtom::Kind::var) {
-    if (!is_iterator_name(a.name)) size_vars_.insert(a.name);
+    if (plan_sizes_.count(a.name)) size_vars_.insert(a.name);
     return a.name;
   }
   std::optional<int64_t> d = a.b.as_constant();

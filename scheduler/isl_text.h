@@ -18,6 +18,9 @@ namespace kiln {
 /** Renders IntExprs as isl text and remembers the parameters it used and introduced. */
 class IslTextRenderer {
  public:
+  /** `size_vars`: the plan's size variables; every other variable is a statement iterator. */
+  explicit IslTextRenderer(const std::vector<std::string>& size_vars)
+      : plan_sizes_(size_vars.begin(), size_vars.end()) {}
   /** isl text of `e`, or nullopt when it is not affine. With `allow_fresh`, a non-affine term
    *  free of iterators becomes a fresh parameter instead (domains); without it, the caller
    *  over-approximates (accesses). */
@@ -34,14 +37,14 @@ class IslTextRenderer {
   std::optional<std::string> render_atom(const IntAtom& a);
   std::string fresh_param(const IntExpr::Term& t);
 
-  std::set<std::string> size_vars_;
+  bool has_iterator(const IntExpr& e) const;
+
+  std::set<std::string> plan_sizes_;                 ///< the plan's size variables
+  std::set<std::string> size_vars_;                  ///< those seen so far
   std::map<std::string, std::string> fresh_by_key_;  ///< monomial key -> parameter name
   std::map<std::string, IntExpr> fresh_;             ///< parameter name -> monomial
   std::set<std::string> positive_fresh_;             ///< fresh products of variables only
 };
-
-/** True for an iterator name "i0", "i1", ... */
-bool is_iterator_name(const std::string& name);
 
 /** The loop AST expression of an IntExpr (floor division becomes "fdiv_q"). */
 AstExprPtr int_expr_to_ast(const IntExpr& e);

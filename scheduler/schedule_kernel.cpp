@@ -288,7 +288,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
     result.nest.root = std::make_shared<LoopNode>();
     return result;
   }
-  IslTextRenderer renderer;
+  IslTextRenderer renderer(plan.size_vars);
   KernelText text = kernel_text(renderer, plan, k);
   std::string params = renderer.params();
 
