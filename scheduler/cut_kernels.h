@@ -16,8 +16,8 @@
  *   with its epilogue, a chain of elementwise ops (one statement) — stay one kernel.
  * - Materialisation at a cut: elementwise values are inlined into the statements that use them
  *   (build_statements.h), so without more a later group would recompute every earlier group's
- *   chain and grow with it. A later statement's largest subexpression that reads at least two
- *   buffers, all complete before a cut, at least one of them written before it, is stored once
+ *   chain and grow with it. A later statement's largest subexpression that loads at least twice,
+ *   only buffers complete before a cut, at least one of them written by a statement, is stored once
  *   into a new temp by a statement appended to the group before the earliest such cut, and
  *   loaded from there. Subexpressions under a mask or a `where` stay inline (evaluating them
  *   everywhere could read out of bounds or divide by zero).
@@ -37,8 +37,8 @@ struct CutOptions {
   bool cut_after_reductions = false;
   /** The most statements of the input a kernel may hold (materialising statements come on
    *  top); 0: no budget. 9 is the largest composite of ops/ (attention), which stays one
-   *  kernel; two layer normalisations (4 statements each) fit, three do not: isl takes about
-   *  10 ms for two and 60 for three (docs/performance.md). */
+   *  kernel; two layer normalisations (4 statements each) fit, three do not: as one kernel,
+   *  two took isl about as long as one, four five times as long (docs/performance.md). */
   int max_statements = 9;
 };
 
