@@ -9,8 +9,10 @@
 #include "kiln_build_id.h"
 #include "scheduler/build_statements.h"
 #include "scheduler/coalesce_dims.h"
+#include "scheduler/cut_kernels.h"
 #include "scheduler/flatten_statements.h"
 #include "scheduler/plan_buffers.h"
+#include "scheduler/schedule_cache.h"
 #include "simplifier/engine.h"
 
 namespace kiln {
@@ -51,6 +53,12 @@ const std::vector<Stage>& stages() {
          s.out.plan = build_statements(s.out.graph);
          return plan_to_text(s.out.plan);
        }},
+      {"cut", 0, 2,
+       [](State& s) {
+         CutCount n = cut_kernels(s.out.plan, s.opt.cut);
+         return "// " + std::to_string(n.kernels) + " kernel(s), " +
+                std::to_string(n.materialized) + " value(s) stored across a cut";
+       }},
       {"coalesce", 0, 2,
        [](State& s) {
          CoalesceCount n = coalesce_dims(s.out.plan);
@@ -72,8 +80,9 @@ const std::vector<Stage>& stages() {
          std::string text;
          ScheduleOptions options = s.opt.schedule;
          s.backend->configure(options);
+         ScheduleCache cache(options);
          for (const Kernel& k : s.out.plan.kernels) {
-           ScheduledKernel sk = schedule_kernel(s.out.plan, k, options);
+           ScheduledKernel sk = cache.schedule(s.out.plan, k);
            s.out.transforms.push_back(transforms_to_text(sk.transforms));
            text += "// " + k.name + ": " + s.out.transforms.back() + "\n";
            if (!sk.schedule_text.empty()) text += sk.schedule_text + "\n";
@@ -81,7 +90,8 @@ const std::vector<Stage>& stages() {
            s.out.nests.push_back(sk.nest);
            s.out.symbols.push_back(kernel_symbol(k.name, s.out.symbols.size()));
          }
-         return text;
+         return text + "// " + std::to_string(cache.hits()) + " of " +
+                std::to_string(s.out.nests.size()) + " kernel(s) reused an earlier schedule";
        }},
       {"render", 1, 4,
        [](State& s) {

@@ -12,6 +12,7 @@
 
 #include "backends/backend.h"
 #include "ir/graph.h"
+#include "scheduler/cut_kernels.h"
 #include "scheduler/schedule_kernel.h"
 #include "simplifier/rule.h"
 
@@ -23,6 +24,7 @@ struct CompileOptions {
       0;  ///< --debug level: 1 kernels and times, 2 graph and rules, 3 schedule, 4 source, 5 isl
   std::ostream* log = nullptr;                ///< where --debug output goes (nullptr: nowhere)
   ScheduleOptions schedule;                   ///< tiling, parallel and vector marks
+  CutOptions cut;                             ///< where the plan is cut into kernels
   SimplifyOptions simplify;                   ///< FASTMATH, BLAS, SIMPLIFY
   std::vector<std::string> rule_files;        ///< --rules and [meta] rules, after the shipped
   std::map<std::string, std::string> config;  ///< --config items by knob (driver/config.h)

@@ -92,8 +92,8 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
       return;
     }
     case LoopNode::Kind::alloc: {
-      out += pad + "alloc " + memory_space_name(n.space) + " " + n.name + " = B" +
-             std::to_string(n.buffer) + " element of S" + std::to_string(n.statement) + "(";
+      out += pad + "alloc " + memory_space_name(n.space) + " " + n.name + " = element of S" +
+             std::to_string(n.statement) + "(";
       for (size_t k = 0; k < n.args.size(); ++k)
         out += (k ? ", " : "") + (n.args[k] ? unwrap(expr_text(*n.args[k])) : std::string("_"));
       out += ")\n";

@@ -66,10 +66,12 @@ using LoopNodePtr = std::shared_ptr<const LoopNode>;
  *  - guard: `if (cond) body`.
  *  - stmt: one instance of Kernel::statements[statement], its iterators bound to `args`.
  *  - alloc: storage in `space` for the duration of `body`. In `local` space it promotes one
- *    element of `buffer` to a scalar register `name`: the element that statement `statement`
- *    writes with its iterators bound to `args` (an entry is null where the index does not use
- *    that iterator). The register is loaded before the body and stored after it, and that
- *    statement accumulates into the register inside (a reduction's scalar accumulator).
+ *    element to a scalar register `name`: the element that statement `statement` writes with
+ *    its iterators bound to `args` (an entry is null where the index does not use that
+ *    iterator). Buffers are reached through statements only, so a loop nest fits every kernel
+ *    whose statements correspond (scheduler/schedule_cache.h). The register is loaded before the
+ * body and stored after it, and that statement accumulates into the register inside (a reduction's
+ * scalar accumulator).
  *  - barrier: every thread of a GPU block waits for the others (none on the CPU). */
 struct LoopNode {
   enum class Kind { block, loop, guard, stmt, alloc, barrier } kind = Kind::block;
@@ -86,7 +88,6 @@ struct LoopNode {
   Mapping mapping = Mapping::serial;  ///< loop
   int statement = -1;                 ///< stmt, alloc: index into Kernel::statements
   std::vector<AstExprPtr> args;  ///< stmt, alloc: the value of each statement iterator i0, i1...
-  int buffer = -1;               ///< alloc: the buffer whose element is promoted
   MemorySpace space = MemorySpace::local;  ///< alloc
   std::string name;                        ///< alloc: the register's name, e.g. "acc0"
 };

@@ -7,8 +7,9 @@
  * that are not already contiguous buffers (views, elementwise results) are first materialised
  * into temps, and the result is a buffer (the output's own when the call is an output).
  * Statements come out in a legal sequential order (the graph's). The
- * result is one kernel: on the CPU one function holds every loop nest, and the polyhedral
- * scheduler decides which of them fuse.
+ * result is one kernel; cut_kernels.h then splits it where a backend needs a cut or where one isl
+ * problem would grow too large, and within each kernel the polyhedral scheduler decides which
+ * loop nests fuse.
  */
 #pragma once
 

@@ -83,7 +83,6 @@ class Promoter {
     auto promoted = std::make_shared<LoopNode>();
     promoted->kind = LoopNode::Kind::alloc;
     promoted->space = MemorySpace::local;
-    promoted->buffer = s.buffer;
     promoted->statement = stmt->statement;
     promoted->args.resize(stmt->args.size());
     for (size_t k = 0; k < stmt->args.size(); ++k) {

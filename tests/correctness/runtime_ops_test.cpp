@@ -49,14 +49,16 @@ std::vector<std::string> spec_files(const std::string& dir) {
 }
 
 /** Every composite of `files` (default: ops/) under `runtime_name` with `config` (--config
- *  pairs), at every size of its test table. */
+ *  pairs) and the kernel cuts of `cut`, at every size of its test table. */
 void check_runtime(const std::string& runtime_name,
                    const std::vector<std::string>& files = spec_files("ops"),
-                   const std::map<std::string, std::string>& config = {}) {
+                   const std::map<std::string, std::string>& config = {},
+                   const CutOptions& cut = {}) {
   std::unique_ptr<Runtime> rt = Runtime::open(runtime_name);
   std::string cache = fresh_cache_dir(runtime_name);
   rt->use_cache_dir(cache);
   CompileOptions copt = config_options(config, &rt->descriptor());
+  copt.cut = cut;
   int compiled = 0, runs = 0;
   for (const std::string& path : files) {
     Library lib;
@@ -147,4 +149,17 @@ TEST_CASE("runtime ops: every composite under the runtimes of KILN_TEST_RUNTIMES
     CAPTURE(name);
     check_runtime(name);
   }
+}
+
+TEST_CASE("runtime ops: every composite cut into as many kernels as it can be, with CHECK=1") {
+  // A budget of 2 statements and a cut after every reduction: nearly every statement its own
+  // kernel, every value crossing a cut stored (scheduler/cut_kernels.h), temps sharing slots
+  // across kernels, and every access bounds-checked.
+  CutOptions cut;
+  cut.max_statements = 2;
+  cut.cut_after_reductions = true;
+  std::vector<std::string> files = spec_files("ops");
+  for (const std::string& f : spec_files("tests/regressions"))
+    files.push_back(f);
+  check_runtime("clang", files, {{"CHECK", "1"}}, cut);
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "scheduler/schedule_kernel.h"
@@ -45,13 +46,24 @@ ScalarExprPtr op(Op o, std::vector<ScalarExprPtr> args) {
 struct Builder {
   KernelPlan plan;
   Kernel kernel;
+  /** Size variables are those of buffer shapes and extents, as build_statements finds them. */
+  void add_sizes(const std::vector<IntExpr>& exprs) {
+    std::set<std::string> vars;
+    for (const IntExpr& e : exprs)
+      e.collect_vars(vars);
+    for (const std::string& v : vars)
+      if (std::find(plan.size_vars.begin(), plan.size_vars.end(), v) == plan.size_vars.end())
+        plan.size_vars.push_back(v);
+  }
   int buffer(const std::string& name, Shape shape) {
+    add_sizes(shape);
     plan.buffers.push_back(Buffer{name, DType::f32, std::move(shape)});
     kernel.buffers.push_back(static_cast<int>(plan.buffers.size()) - 1);
     return kernel.buffers.back();
   }
   void stmt(Statement::Kind kind, std::vector<IntExpr> extents, int buf, std::vector<IntExpr> index,
             ScalarExprPtr value = nullptr) {
+    add_sizes(extents);
     Statement s;
     s.name = "S" + std::to_string(kernel.statements.size());
     s.kind = kind;

@@ -1,0 +1,216 @@
+#include "scheduler/cut_kernels.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+namespace kiln {
+
+namespace {
+
+std::vector<IntExpr> iterators(size_t rank) {
+  std::vector<IntExpr> out;
+  for (size_t k = 0; k < rank; ++k)
+    out.push_back(IntExpr::var(iterator_name(static_cast<int>(k))));
+  return out;
+}
+
+std::string extents_key(const std::vector<IntExpr>& extents) {
+  std::string key;
+  for (const IntExpr& e : extents)
+    key += e.key() + ";";
+  return key;
+}
+
+/** The first statement of every group: 0, then each cut, in order. */
+std::vector<int> group_starts(const Kernel& k, const std::vector<int>& last_write,
+                              const CutOptions& opt) {
+  int n = static_cast<int>(k.statements.size());
+  // clean[p]: every buffer written by statements before p is complete at p.
+  std::vector<bool> clean(n + 1, false);
+  int written_until = -1;
+  for (int p = 1; p <= n; ++p) {
+    written_until = std::max(written_until, last_write[k.statements[p - 1].buffer]);
+    clean[p] = written_until < p;
+  }
+  std::vector<int> starts = {0};
+  for (int p = 1; p < n; ++p) {
+    const Statement& before = k.statements[p - 1];
+    if (opt.cut_after_reductions && before.kind == Statement::Kind::reduce_update && clean[p]) {
+      starts.push_back(p);
+      continue;
+    }
+    if (opt.max_statements <= 0 || p - starts.back() < opt.max_statements) continue;
+    int at = p;
+    for (int c = p; c > starts.back(); --c)
+      if (clean[c]) {
+        at = c;
+        break;
+      }
+    starts.push_back(at);
+  }
+  return starts;
+}
+
+/** Cuts one kernel; see the rule in cut_kernels.h. */
+class Cutter {
+ public:
+  Cutter(KernelPlan& plan, const Kernel& in, const CutOptions& opt) : plan_(plan), in_(in) {
+    last_write_.assign(plan.buffers.size(), -1);
+    for (int s = 0; s < static_cast<int>(in.statements.size()); ++s)
+      last_write_[in.statements[s].buffer] = s;
+    starts_ = group_starts(in, last_write_, opt);
+  }
+
+  /** The kernels, in order, and how many temps were added. */
+  std::vector<Kernel> cut(int& materialized) {
+    size_t groups = starts_.size();
+    if (groups == 1) return {in_};
+    std::vector<std::vector<Statement>> body(groups);
+    extra_.assign(groups, {});
+    for (size_t g = 0; g < groups; ++g) {
+      int end = g + 1 < groups ? starts_[g + 1] : static_cast<int>(in_.statements.size());
+      for (int s = starts_[g]; s < end; ++s) {
+        Statement st = in_.statements[s];
+        if (st.value) st.value = rewrite(st.value, static_cast<int>(g), st.extents);
+        body[g].push_back(std::move(st));
+      }
+    }
+    std::vector<Kernel> out;
+    for (size_t g = 0; g < groups; ++g) {
+      Kernel k;
+      k.name = in_.name;
+      k.statements = std::move(body[g]);
+      for (Statement& st : extra_[g])
+        k.statements.push_back(std::move(st));
+      std::set<int> used;
+      for (size_t s = 0; s < k.statements.size(); ++s) {
+        Statement& st = k.statements[s];
+        st.name = "S" + std::to_string(s);
+        used.insert(st.buffer);
+        used.insert(st.args.begin(), st.args.end());
+        std::vector<const ScalarExpr*> loads;
+        if (st.value) collect_loads(*st.value, loads);
+        for (const ScalarExpr* load : loads)
+          used.insert(load->buffer);
+      }
+      k.buffers.assign(used.begin(), used.end());
+      out.push_back(std::move(k));
+    }
+    materialized = materialized_;
+    return out;
+  }
+
+ private:
+  /** Of a value: its loads (counted along every path) and the last statement writing one. */
+  struct Info {
+    int loads = 0;
+    int last_write = -1;
+  };
+
+  const Info& info(const ScalarExprPtr& e) {
+    auto it = info_.find(e.get());
+    if (it != info_.end()) return it->second;
+    Info f;
+    if (e->kind == ScalarExpr::Kind::load) {
+      f.loads = 1;
+      f.last_write = last_write_[e->buffer];
+    }
+    for (const ScalarExprPtr& a : e->args) {
+      const Info& fa = info(a);
+      f.loads += fa.loads;
+      f.last_write = std::max(f.last_write, fa.last_write);
+    }
+    return info_.emplace(e.get(), f).first->second;
+  }
+
+  /** `e` as group `g` evaluates it over `extents`: its largest subexpressions complete before
+   *  the group's start replaced by loads of stored temps. */
+  ScalarExprPtr rewrite(const ScalarExprPtr& e, int g, const std::vector<IntExpr>& extents) {
+    if (g == 0) return e;
+    auto key = std::make_tuple(e.get(), g, extents_key(extents));
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    ScalarExprPtr out = e;
+    const Info& f = info(e);
+    if (e->kind == ScalarExpr::Kind::op && f.loads >= 2 && f.last_write >= 0 &&
+        f.last_write < starts_[g]) {
+      out = store(e, extents);
+    } else if (e->kind == ScalarExpr::Kind::op && e->mask.empty() && e->op != Op::where) {
+      auto copy = std::make_shared<ScalarExpr>(*e);
+      bool changed = false;
+      for (ScalarExprPtr& a : copy->args) {
+        ScalarExprPtr r = rewrite(a, g, extents);
+        changed |= r != a;
+        a = r;
+      }
+      if (changed) out = copy;
+    }
+    memo_.emplace(key, out);
+    return out;
+  }
+
+  /** A load of `e` stored over `extents` by a statement at the end of the earliest group that
+   *  ends after every buffer `e` reads is complete. */
+  ScalarExprPtr store(const ScalarExprPtr& e, const std::vector<IntExpr>& extents) {
+    auto key = std::make_pair(e.get(), extents_key(extents));
+    if (auto it = stored_.find(key); it != stored_.end()) return it->second;
+    int after = static_cast<int>(
+        std::upper_bound(starts_.begin(), starts_.end(), info(e).last_write) - starts_.begin());
+    int group = after - 1;  // the group holding the last write
+    Buffer b;
+    b.name = "cut" + std::to_string(plan_.buffers.size());
+    b.dtype = e->dtype;
+    b.shape = extents;
+    b.kind = BufferKind::temp;
+    plan_.buffers.push_back(b);
+    int buffer = static_cast<int>(plan_.buffers.size() - 1);
+    last_write_.push_back(-1);  // loads of it are never rewritten again
+    Statement st;
+    st.kind = Statement::Kind::assign;
+    st.extents = extents;
+    st.buffer = buffer;
+    st.index = iterators(extents.size());
+    st.value = rewrite(e, group, extents);
+    extra_[group].push_back(std::move(st));
+    ++materialized_;
+    auto load = std::make_shared<ScalarExpr>();
+    load->kind = ScalarExpr::Kind::load;
+    load->dtype = e->dtype;
+    load->buffer = buffer;
+    load->index = iterators(extents.size());
+    stored_.emplace(key, load);
+    return load;
+  }
+
+  KernelPlan& plan_;
+  const Kernel& in_;
+  std::vector<int> last_write_;  ///< per buffer: the last statement of in_ writing it, or -1
+  std::vector<int> starts_;
+  std::vector<std::vector<Statement>> extra_;  ///< per group: statements storing values
+  std::unordered_map<const ScalarExpr*, Info> info_;
+  std::map<std::tuple<const ScalarExpr*, int, std::string>, ScalarExprPtr> memo_;
+  std::map<std::pair<const ScalarExpr*, std::string>, ScalarExprPtr> stored_;
+  int materialized_ = 0;
+};
+
+}  // namespace
+
+CutCount cut_kernels(KernelPlan& plan, const CutOptions& opt) {
+  CutCount count;
+  std::vector<Kernel> out;
+  std::vector<Kernel> in = std::move(plan.kernels);
+  for (const Kernel& k : in) {
+    int materialized = 0;
+    std::vector<Kernel> parts = Cutter(plan, k, opt).cut(materialized);
+    count.materialized += materialized;
+    for (Kernel& part : parts)
+      out.push_back(std::move(part));
+  }
+  plan.kernels = std::move(out);
+  count.kernels = static_cast<int>(plan.kernels.size());
+  return count;
+}
+
+}  // namespace kiln

@@ -1,0 +1,55 @@
+/** \file
+ * Kernel cutting: partitions the statements of a kernel into several kernels (fusion groups)
+ * that run one after the other, so that isl schedules each group on its own. isl's cost grows
+ * much faster than linearly with the statements and accesses of one problem (16 stacked layer
+ * normalisations: 112 s as one kernel), so a composite's compile time stays linear only when no
+ * group grows past a budget.
+ *
+ * The rule, cheap and in statement order (docs/decisions.md):
+ * - A cut is *clean* after statement p when every buffer written so far is complete: no later
+ *   statement writes it again (so never between a reduction's init and its update).
+ * - Backend cuts: with CutOptions::cut_after_reductions, after every completed reduction (a GPU
+ *   needs a grid-wide barrier before statements read a reduction across threads).
+ * - Budget cuts: a group grows statement by statement; when the next statement would take it
+ *   past CutOptions::max_statements, the group ends at its latest clean point (or, with none,
+ *   right there). Groups within the budget — a softmax, a layer normalisation, a contraction
+ *   with its epilogue, a chain of elementwise ops (one statement) — stay one kernel.
+ * - Materialisation at a cut: elementwise values are inlined into the statements that use them
+ *   (build_statements.h), so without more a later group would recompute every earlier group's
+ *   chain and grow with it. A later statement's largest subexpression that loads at least twice,
+ *   only buffers complete before a cut, at least one of them written by a statement, is stored once
+ *   into a new temp by a statement appended to the group before the earliest such cut, and
+ *   loaded from there. Subexpressions under a mask or a `where` stay inline (evaluating them
+ *   everywhere could read out of bounds or divide by zero).
+ *
+ * Temps that cross kernels stay in memory; plan_buffers.h then shares slots between temps whose
+ * kernels do not overlap.
+ */
+#pragma once
+
+#include "ir/kernel_ir.h"
+
+namespace kiln {
+
+/** Where cut_kernels cuts. */
+struct CutOptions {
+  /** Cut after every completed reduction (GPU backends); CPU backends fuse across them. */
+  bool cut_after_reductions = false;
+  /** The most statements of the input a kernel may hold (materialising statements come on
+   *  top); 0: no budget. 9 is the largest composite of ops/ (attention), which stays one
+   *  kernel; two layer normalisations (4 statements each) fit, three do not: as one kernel,
+   *  two took isl about as long as one, four five times as long (docs/performance.md). */
+  int max_statements = 9;
+};
+
+/** What cut_kernels did. */
+struct CutCount {
+  int kernels = 0;       ///< kernels after cutting
+  int materialized = 0;  ///< temps added for values that cross a cut
+};
+
+/** Cuts every kernel of `plan` by `opt`, in place; kernels keep their order and name, each
+ *  with the buffers its statements use. Statement names are renumbered within each kernel. */
+CutCount cut_kernels(KernelPlan& plan, const CutOptions& opt);
+
+}  // namespace kiln

@@ -1,0 +1,73 @@
+#include "scheduler/schedule_cache.h"
+
+#include <vector>
+
+namespace kiln {
+
+namespace {
+
+/** Numbers buffers by first appearance and writes the shape of each when first seen. */
+class Renumber {
+ public:
+  explicit Renumber(const KernelPlan& plan) : plan_(plan) {}
+
+  std::string buffer(int b) {
+    auto [it, fresh] = number_.try_emplace(b, static_cast<int>(number_.size()));
+    std::string out = "B" + std::to_string(it->second);
+    if (fresh) {
+      out += "<";
+      for (const IntExpr& d : plan_.buffers[b].shape)
+        out += d.key() + ",";
+      out += ">";
+    }
+    return out;
+  }
+
+ private:
+  const KernelPlan& plan_;
+  std::map<int, int> number_;
+};
+
+std::string index_text(const std::vector<IntExpr>& index) {
+  std::string out = "[";
+  for (const IntExpr& i : index)
+    out += i.key() + ",";
+  return out + "]";
+}
+
+}  // namespace
+
+std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
+  Renumber names(plan);
+  std::string key;
+  for (const Statement& s : k.statements) {
+    key += std::to_string(static_cast<int>(s.kind)) + " " + index_text(s.extents) + " ";
+    key += names.buffer(s.buffer) + index_text(s.index);
+    if (s.kind == Statement::Kind::call) {
+      key += " " + s.routine;
+      for (int b : s.args)
+        key += " " + names.buffer(b);
+    }
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* load : loads)
+      key += " " + names.buffer(load->buffer) + index_text(load->index);
+    key += "\n";
+  }
+  return key;
+}
+
+ScheduledKernel ScheduleCache::schedule(const KernelPlan& plan, const Kernel& k) {
+  std::string key = kernel_shape_key(plan, k);
+  if (auto it = by_key_.find(key); it != by_key_.end()) {
+    ++hits_;
+    ScheduledKernel reused = it->second;
+    reused.milliseconds = 0;
+    return reused;
+  }
+  ScheduledKernel fresh = schedule_kernel(plan, k, opt_);
+  by_key_.emplace(std::move(key), fresh);
+  return fresh;
+}
+
+}  // namespace kiln

@@ -1,0 +1,208 @@
+// scheduler/cut_kernels, schedule_cache and plan_buffers across kernels: where a plan is cut,
+// what crosses a cut, which kernels share a schedule and which temps share a slot.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "scheduler/build_statements.h"
+#include "scheduler/cut_kernels.h"
+#include "scheduler/plan_buffers.h"
+#include "scheduler/schedule_cache.h"
+#include "tests/support/harness.h"
+
+using namespace kiln;
+
+namespace {
+
+/** The kernel plan of FILE:COMPOSITE at small sizes, before any cut. */
+KernelPlan plan_of(const std::string& target, SizeBindings sizes = {{"N", 5}}) {
+  test::RunSpec spec;
+  spec.target = target;
+  spec.sizes = std::move(sizes);
+  spec.dtypes = {{"T", DType::f32}};
+  return build_statements(test::run(spec).graph);
+}
+
+const char* const kStacked = "tests/regressions/stacked_layernorm.toml:stacked_layernorm_8";
+
+/** Every load of every kernel reads an input or a buffer written by an earlier statement (in
+ *  this kernel or an earlier one): the kernels run in order. */
+void check_order(const KernelPlan& plan) {
+  std::set<int> written;
+  for (const Kernel& k : plan.kernels) {
+    std::set<int> used(k.buffers.begin(), k.buffers.end());
+    for (const Statement& s : k.statements) {
+      std::vector<const ScalarExpr*> loads;
+      if (s.value) collect_loads(*s.value, loads);
+      for (const ScalarExpr* l : loads) {
+        CAPTURE(plan.buffers[l->buffer].name);
+        CHECK(used.count(l->buffer) == 1);
+        CHECK((plan.buffers[l->buffer].kind == BufferKind::input || written.count(l->buffer)));
+      }
+      CHECK(used.count(s.buffer) == 1);
+      written.insert(s.buffer);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cut: 8 stacked layer normalisations become kernels within the budget, in order") {
+  KernelPlan plan = plan_of(kStacked);
+  REQUIRE(plan.kernels.size() == 1);
+  size_t before = plan.kernels[0].statements.size();
+  CutOptions opt;
+  CutCount n = cut_kernels(plan, opt);
+  CHECK(n.kernels == static_cast<int>(plan.kernels.size()));
+  CHECK(n.kernels > 1);
+  CHECK(n.materialized == n.kernels - 1);  // one normalised block crosses each cut
+  size_t total = 0;
+  for (const Kernel& k : plan.kernels) {
+    CHECK(k.statements.size() <= static_cast<size_t>(opt.max_statements) + 1);
+    total += k.statements.size();
+    for (size_t s = 0; s < k.statements.size(); ++s)
+      CHECK(k.statements[s].name == "S" + std::to_string(s));
+  }
+  CHECK(total == before + n.materialized);
+  check_order(plan);
+  // Without the stores, a later kernel would reload the input and recompute every block.
+  int x = 0;
+  for (size_t b = 0; b < plan.buffers.size(); ++b)
+    if (plan.buffers[b].name == "x") x = static_cast<int>(b);
+  for (size_t k = 1; k < plan.kernels.size(); ++k) {
+    const auto& used = plan.kernels[k].buffers;
+    CHECK(std::find(used.begin(), used.end(), x) == used.end());
+  }
+}
+
+TEST_CASE("cut: fusion that pays stays one kernel") {
+  for (const char* target : {"ops/nn.toml:softmax", "ops/nn.toml:layernorm", "ops/nn.toml:rmsnorm",
+                             "ops/nn.toml:log_softmax"}) {
+    CAPTURE(target);
+    KernelPlan plan = plan_of(target);
+    CutCount n = cut_kernels(plan, CutOptions{});
+    CHECK(n.kernels == 1);
+    CHECK(n.materialized == 0);
+  }
+}
+
+TEST_CASE("cut: a GPU-style cut after every completed reduction") {
+  KernelPlan plan = plan_of("ops/nn.toml:layernorm");
+  CutOptions opt;
+  opt.cut_after_reductions = true;
+  CutCount n = cut_kernels(plan, opt);
+  // mean | variance | output: never between a reduction's init and its update
+  REQUIRE(n.kernels == 3);
+  for (const Kernel& k : plan.kernels) {
+    const Statement& last = k.statements.back();
+    CHECK(last.kind != Statement::Kind::reduce_init);
+  }
+  CHECK(plan.kernels[0].statements[0].kind == Statement::Kind::reduce_init);
+  CHECK(plan.kernels[0].statements[1].kind == Statement::Kind::reduce_update);
+  check_order(plan);
+}
+
+TEST_CASE("cut: a budget of one statement still never splits a reduction's init from its update") {
+  KernelPlan plan = plan_of("ops/nn.toml:softmax");
+  CutOptions opt;
+  opt.max_statements = 1;
+  cut_kernels(plan, opt);
+  CHECK(plan.kernels.size() > 1);
+  // A cut inside a reduction is clean nowhere: the budget forces it right there, and the
+  // kernels stay in order.
+  check_order(plan);
+}
+
+TEST_CASE("schedule cache: repeated blocks share one schedule, checked against a fresh one") {
+  KernelPlan plan = plan_of(kStacked);
+  cut_kernels(plan, CutOptions{});
+  plan_buffers(plan);
+  REQUIRE(plan.kernels.size() >= 3);
+  const Kernel &first = plan.kernels[0], &second = plan.kernels[1], &last = plan.kernels.back();
+  CHECK(first.buffers != second.buffers);
+  // Every kernel holds two blocks and stores (or outputs) the second one's result.
+  CHECK(kernel_shape_key(plan, first) == kernel_shape_key(plan, second));
+  CHECK(kernel_shape_key(plan, first) == kernel_shape_key(plan, last));
+  KernelPlan other = plan_of("ops/nn.toml:layernorm");
+  CHECK(kernel_shape_key(plan, first) != kernel_shape_key(other, other.kernels[0]));
+  ScheduleOptions opt;
+  ScheduleCache cache(opt);
+  std::vector<std::string> nests;
+  for (const Kernel& k : plan.kernels)
+    nests.push_back(loop_nest_to_text(cache.schedule(plan, k).nest));
+  CHECK(cache.hits() == static_cast<int>(plan.kernels.size()) - 1);
+  CHECK(cache.misses() == 1);
+  CHECK(nests.back() == loop_nest_to_text(schedule_kernel(plan, last, opt).nest));
+  cache.schedule(other, other.kernels[0]);
+  CHECK(cache.misses() == 2);
+}
+
+TEST_CASE("schedule cache: the key renumbers buffers but tells shared loads from distinct ones") {
+  KernelPlan plan;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    Buffer b;
+    b.name = name;
+    b.shape = {IntExpr::var("N")};
+    b.kind = BufferKind::input;
+    plan.buffers.push_back(b);
+  }
+  auto load = [](int buffer) {
+    auto e = std::make_shared<ScalarExpr>();
+    e->kind = ScalarExpr::Kind::load;
+    e->buffer = buffer;
+    e->index = {IntExpr::var("i0")};
+    return e;
+  };
+  auto kernel = [&](int out, int x, int y) {
+    auto add = std::make_shared<ScalarExpr>();
+    add->kind = ScalarExpr::Kind::op;
+    add->args = {load(x), load(y)};
+    Kernel k;
+    Statement s;
+    s.extents = {IntExpr::var("N")};
+    s.buffer = out;
+    s.index = {IntExpr::var("i0")};
+    s.value = add;
+    k.statements.push_back(s);
+    return k;
+  };
+  CHECK(kernel_shape_key(plan, kernel(0, 1, 2)) == kernel_shape_key(plan, kernel(3, 2, 0)));
+  CHECK(kernel_shape_key(plan, kernel(0, 1, 2)) != kernel_shape_key(plan, kernel(0, 1, 1)));
+  CHECK(kernel_shape_key(plan, kernel(0, 1, 2)) != kernel_shape_key(plan, kernel(0, 1, 0)));
+  plan.buffers[3].shape = {IntExpr::var("M")};
+  CHECK(kernel_shape_key(plan, kernel(0, 1, 2)) != kernel_shape_key(plan, kernel(3, 1, 2)));
+}
+
+TEST_CASE("plan_buffers: temps with disjoint kernel lifetimes share a slot, overlapping do not") {
+  KernelPlan plan;
+  for (const char* name : {"x", "t0", "t1", "t2"}) {
+    Buffer b;
+    b.name = name;
+    b.kind = b.name == "x" ? BufferKind::input : BufferKind::temp;
+    plan.buffers.push_back(b);
+  }
+  // t0 lives in kernels 0-1, t1 in 1-2, t2 in 2 only
+  for (std::vector<int> used : {std::vector<int>{0, 1}, {0, 1, 2}, {0, 2, 3}}) {
+    Kernel k;
+    k.buffers = used;
+    plan.kernels.push_back(k);
+  }
+  plan_buffers(plan);
+  CHECK(plan.num_slots == 2);
+  CHECK(plan.buffers[1].slot != plan.buffers[2].slot);  // overlap in kernel 1
+  CHECK(plan.buffers[2].slot != plan.buffers[3].slot);  // overlap in kernel 2
+  CHECK(plan.buffers[1].slot == plan.buffers[3].slot);  // t0 ends before t2 starts
+  CHECK(plan.buffers[0].slot == -1);
+}
+
+TEST_CASE("plan_buffers: the stacked blocks' temps reuse slots once cut") {
+  KernelPlan plan = plan_of(kStacked);
+  int temps = 0;
+  for (const Buffer& b : plan.buffers)
+    temps += b.kind == BufferKind::temp;
+  cut_kernels(plan, CutOptions{});
+  for (const Buffer& b : plan.buffers)
+    temps += b.kind == BufferKind::temp && b.name.rfind("cut", 0) == 0;
+  plan_buffers(plan);
+  CHECK(plan.num_slots < temps);
+}
