@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "driver/blas.h"
 #include "driver/renderers.h"
@@ -88,6 +89,8 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     program_.symbols[k] = kernel_symbol(program_.plan.kernels[k].name, k);
   poison_temps_ = opt.checked;
+  geometry_.assign(kernels_.size(), LaunchGeometry());
+  config_.threads = opt.threads;
   // What a fault inside kernel k reports (driver/fault_guard.h).
   const auto* record =
       static_cast<const volatile int64_t*>(runtime.lookup(*module_, kCheckRecordSymbol));
@@ -100,6 +103,13 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
                              std::to_string(n) + ") of composite '" + g.name + "' on runtime " +
                              runtime.name(),
                          opt.checked ? record : nullptr, buffer_names});
+}
+
+void Executable::set_launch_geometry(std::vector<LaunchGeometry> geometry) {
+  if (geometry.size() != kernels_.size())
+    throw std::invalid_argument("launch geometry for " + std::to_string(geometry.size()) +
+                                " kernels, but the program has " + std::to_string(kernels_.size()));
+  geometry_ = std::move(geometry);
 }
 
 void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
@@ -132,9 +142,10 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
       runtime_.copy_to_device(args.back(), ones.data(), ones.size());
     }
   }
+  runtime_.configure(config_);  // another Executable on this runtime may have other settings
   for (size_t k = 0; k < kernels_.size(); ++k) {
     KernelFaultScope scope(contexts_[k]);
-    runtime_.launch(kernels_[k], args.data(), sizes);
+    runtime_.launch(kernels_[k], args.data(), sizes, geometry_[k]);
     runtime_.synchronize();
   }
 }
