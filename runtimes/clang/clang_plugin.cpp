@@ -198,26 +198,33 @@ struct OpenMP {
   llvm::sys::DynamicLibrary library;
   void (*set_num_threads)(int) = nullptr;
   int (*get_num_procs)() = nullptr;
+  int (*pause_resource_all)(int) = nullptr;
   std::string error;  ///< why libomp is unusable, or empty
+  /** When the plugin unloads (or the process exits): omp_pause_hard ends libomp's worker threads
+   *  (it starts them again if another plugin uses it). Threads left running past exit make
+   *  LeakSanitizer's exit-time scan crash. */
+  ~OpenMP() {
+    if (pause_resource_all) pause_resource_all(2);  // omp_pause_hard
+  }
 };
 
 const OpenMP& openmp() {
-  static const OpenMP omp = [] {
-    OpenMP o;
+  static OpenMP omp;  // filled in place: a copy's destructor would pause libomp
+  static std::once_flag once;
+  std::call_once(once, [] {
     std::string why;
-    o.library = llvm::sys::DynamicLibrary::getPermanentLibrary(KILN_LIBOMP_PATH, &why);
-    if (!o.library.isValid()) {
-      o.error = "cannot load the OpenMP runtime " KILN_LIBOMP_PATH ": " + why;
-      return o;
+    omp.library = llvm::sys::DynamicLibrary::getPermanentLibrary(KILN_LIBOMP_PATH, &why);
+    if (!omp.library.isValid()) {
+      omp.error = "cannot load the OpenMP runtime " KILN_LIBOMP_PATH ": " + why;
+      return;
     }
-    o.set_num_threads =
-        reinterpret_cast<void (*)(int)>(o.library.getAddressOfSymbol("omp_set_num_threads"));
-    o.get_num_procs =
-        reinterpret_cast<int (*)()>(o.library.getAddressOfSymbol("omp_get_num_procs"));
-    if (!o.set_num_threads || !o.get_num_procs)
-      o.error = KILN_LIBOMP_PATH " lacks omp_set_num_threads or omp_get_num_procs";
-    return o;
-  }();
+    auto symbol = [](const char* name) { return omp.library.getAddressOfSymbol(name); };
+    omp.set_num_threads = reinterpret_cast<void (*)(int)>(symbol("omp_set_num_threads"));
+    omp.get_num_procs = reinterpret_cast<int (*)()>(symbol("omp_get_num_procs"));
+    omp.pause_resource_all = reinterpret_cast<int (*)(int)>(symbol("omp_pause_resource_all"));
+    if (!omp.set_num_threads || !omp.get_num_procs)
+      omp.error = KILN_LIBOMP_PATH " lacks omp_set_num_threads or omp_get_num_procs";
+  });
   return omp;
 }
 #endif
