@@ -8,6 +8,20 @@
 #include "driver/renderers.h"
 #include "ir/sizes.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KILN_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(KILN_ASAN)
+/** LeakSanitizer's suppressions in every program that runs kernels (this object is linked
+ *  wherever Executable is): libomp, the openmp runtime's and not instrumented, loses a few
+ *  allocations of its own when its threads end (omp_pause_hard, runtimes/clang). */
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libomp.so\n";
+}
+#endif
+
 namespace kiln {
 
 namespace {
