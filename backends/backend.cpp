@@ -49,8 +49,7 @@ const std::map<std::string, const Backend*>& registry() {
 
 }  // namespace
 
-LaunchGeometry Backend::geometry(const KernelPlan&, const Kernel&, const LoopNest&,
-                                 const std::vector<int64_t>&) const {
+LaunchGeometry Backend::geometry(const KernelPlan&, const Kernel&, const int64_t*) const {
   return {};
 }
 

@@ -14,6 +14,7 @@
 
 #include "backends/c_style.h"
 #include "ir/kernel_ir.h"
+#include "ir/launch_geometry.h"
 #include "ir/loop_ir.h"
 #include "scheduler/schedule_kernel.h"
 
@@ -23,14 +24,6 @@ namespace kiln {
 enum class MemoryKind {
   host,    ///< host memory: callers' arrays go to kernels as they are
   device,  ///< device memory: inputs are copied in and outputs back
-};
-
-/** How a kernel is launched: a grid of blocks of threads and dynamic shared memory (1x1x1 and
- *  none on the CPU, where the kernel is one function call). */
-struct LaunchGeometry {
-  int64_t grid[3] = {1, 1, 1};
-  int64_t block[3] = {1, 1, 1};
-  size_t shared_bytes = 0;
 };
 
 /** One target language. */
@@ -45,10 +38,10 @@ class Backend {
   virtual const CStyleRenderer& renderer() const = 0;
   /** Where buffers live. */
   virtual MemoryKind memory() const { return MemoryKind::host; }
-  /** The launch geometry of kernel `k` (nest `nest`) for the bound sizes, in
-   *  KernelPlan::size_vars order. */
-  virtual LaunchGeometry geometry(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
-                                  const std::vector<int64_t>& sizes) const;
+  /** The launch geometry of kernel `k` for the bound sizes (in KernelPlan::size_vars order);
+   *  1x1x1 by default, as every CPU backend launches. */
+  virtual LaunchGeometry geometry(const KernelPlan& plan, const Kernel& k,
+                                  const int64_t* sizes) const;
 };
 
 /** The backend named `name`; throws std::invalid_argument listing the known ones. */

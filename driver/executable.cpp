@@ -2,9 +2,24 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "driver/blas.h"
 #include "ir/sizes.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KILN_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(KILN_ASAN)
+/** LeakSanitizer's suppressions in every program that runs kernels (this object is linked
+ *  wherever Executable is): libomp, the openmp runtime's and not instrumented, loses a few
+ *  allocations of its own when its threads end (omp_pause_hard, runtimes/clang). */
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libomp.so\n";
+}
+#endif
 
 namespace kiln {
 
@@ -60,8 +75,8 @@ std::vector<int64_t> size_values(const KernelPlan& plan, const SizeBindings& siz
 }  // namespace
 
 Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt)
-    : runtime_(runtime) {
-  const Backend& backend = backend_for(runtime.backend());
+    : runtime_(runtime), backend_(backend_for(runtime.backend())) {
+  const Backend& backend = backend_;
   program_ = plan_program(g, opt);
   std::string identity = program_identity(program_, runtime.backend(), opt);
   load_blas(opt.config, backend.renderer().extern_symbols(program_.plan));
@@ -87,6 +102,7 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     program_.symbols[k] = kernel_symbol(program_.plan.kernels[k].name, k);
   poison_temps_ = opt.checked;
+  config_.threads = opt.threads;
   // What a fault inside kernel k reports (driver/fault_guard.h).
   const auto* record =
       static_cast<const volatile int64_t*>(runtime.lookup(*module_, kCheckRecordSymbol));
@@ -99,6 +115,21 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
                              std::to_string(n) + ") of composite '" + g.name + "' on runtime " +
                              runtime.name(),
                          opt.checked ? record : nullptr, buffer_names});
+}
+
+void Executable::set_launch_geometry(std::vector<LaunchGeometry> geometry) {
+  if (geometry.size() != kernels_.size())
+    throw std::invalid_argument("launch geometry for " + std::to_string(geometry.size()) +
+                                " kernels, but the program has " + std::to_string(kernels_.size()));
+  geometry_ = std::move(geometry);
+}
+
+std::vector<LaunchGeometry> Executable::launch_geometry(const int64_t* sizes) const {
+  if (!geometry_.empty()) return geometry_;
+  std::vector<LaunchGeometry> out;
+  for (const Kernel& k : program_.plan.kernels)
+    out.push_back(backend_.geometry(program_.plan, k, sizes));
+  return out;
 }
 
 void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
@@ -131,9 +162,11 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
       runtime_.copy_to_device(args.back(), ones.data(), ones.size());
     }
   }
+  runtime_.configure(config_);  // another Executable on this runtime may have other settings
+  std::vector<LaunchGeometry> geometry = launch_geometry(sizes);
   for (size_t k = 0; k < kernels_.size(); ++k) {
     KernelFaultScope scope(contexts_[k]);
-    runtime_.launch(kernels_[k], args.data(), sizes);
+    runtime_.launch(kernels_[k], args.data(), sizes, geometry[k]);
     runtime_.synchronize();
   }
 }

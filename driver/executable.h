@@ -1,6 +1,8 @@
 /** \file
  * A compiled composite ready to run: the lowered program, its module loaded by a runtime, and
- * the buffer handling around a launch (allocate, copy in, launch every kernel, copy out).
+ * the buffer handling around a launch (allocate, copy in, launch every kernel, copy out). The
+ * run-time settings (threads) reach the plugin before each run; each kernel launches with its
+ * own geometry.
  */
 #pragma once
 
@@ -33,6 +35,15 @@ class Executable {
    *  allocated here), with the sizes in size-variable order. */
   void run_buffers(void* const* buffers, const int64_t* sizes) const;
 
+  /** The geometry of each kernel's launch for `sizes` (size-variable order), in kernel order:
+   *  the backend's (Backend::geometry) unless set_launch_geometry replaced it. */
+  std::vector<LaunchGeometry> launch_geometry(const int64_t* sizes) const;
+  /** Replaces the launch geometry for every run: one entry per kernel (tests and tools).
+   *  Throws std::invalid_argument when the count differs from the kernels'. */
+  void set_launch_geometry(std::vector<LaunchGeometry> geometry);
+  /** The settings the plugin gets before each run (CompileOptions::threads). */
+  const RuntimeConfig& runtime_config() const { return config_; }
+
   const LoweredProgram& program() const { return program_; }
   const BuildInfo& build_info() const { return info_; }
 
@@ -42,6 +53,9 @@ class Executable {
   BuildInfo info_;
   std::unique_ptr<CompiledModule> module_;
   std::vector<void*> kernels_;
+  const Backend& backend_;
+  std::vector<LaunchGeometry> geometry_;  ///< one per kernel when set; empty: the backend's
+  RuntimeConfig config_;
   std::vector<KernelContext> contexts_;  ///< what a fault in kernel k reports
   bool poison_temps_ = false;            ///< CHECK=1: temporaries and outputs start as 0xff bytes
 };

@@ -1,7 +1,11 @@
 /** \file
  * The runtime plugin interface: a C ABI, so a plugin can be built by any compiler and loaded
  * with dlopen. A plugin exports `kiln_plugin_entry`, which returns a table of functions. Kiln
- * refuses a table whose `abi_version` differs from KILN_PLUGIN_ABI_VERSION.
+ * refuses a table whose `abi_version` differs from KILN_PLUGIN_ABI_VERSION; `abi_version` stays
+ * the table's first field in every version, so that check can read any plugin's table.
+ *
+ * ABI 3 (this one) added `configure` (the run-time settings, `kiln_runtime_config`) and the
+ * launch geometry (`kiln_launch`: grid, block, dynamic shared memory, stream) to `launch`.
  *
  * Compiled kernels use one calling convention on the CPU:
  *     void KERNEL(void* const* buffers, const int64_t* sizes);
@@ -18,7 +22,7 @@
 extern "C" {
 #endif
 
-#define KILN_PLUGIN_ABI_VERSION 2
+#define KILN_PLUGIN_ABI_VERSION 3
 #define KILN_PLUGIN_ENTRY "kiln_plugin_entry"
 
 /** Bytes owned by the plugin; release with kiln_plugin::free_blob. */
@@ -26,6 +30,24 @@ typedef struct kiln_blob {
   void* data;
   size_t size;
 } kiln_blob;
+
+/** Run-time settings, handed to kiln_plugin::configure. Fields are only ever appended:
+ *  `struct_size` is sizeof(kiln_runtime_config) in Kiln's build, so a plugin reads the fields
+ *  that lie below it. Settings a plugin has no use for (threads on a GPU) it ignores. */
+typedef struct kiln_runtime_config {
+  uint32_t struct_size;
+  int32_t threads; /**< threads a kernel runs on (--config THREADS=N); 0: every core */
+} kiln_runtime_config;
+
+/** Where and how wide one launch runs, handed to kiln_plugin::launch. A CPU plugin ignores it
+ *  (its kernels take all their sizes from `sizes`); Kiln fills 1, 1, 1 for CPU backends. */
+typedef struct kiln_launch {
+  uint32_t struct_size;  /**< sizeof(kiln_launch) in Kiln's build; fields are only appended */
+  uint32_t grid[3];      /**< blocks in x, y, z */
+  uint32_t block[3];     /**< threads per block in x, y, z */
+  uint32_t shared_bytes; /**< dynamic shared memory per block, in bytes */
+  void* stream;          /**< the queue to launch on (a CUstream); NULL: the default one */
+} kiln_launch;
 
 /** The functions a runtime plugin provides. Errors: return non-zero (or NULL) and set `*error`
  *  to a message the caller releases with free_string. */
@@ -46,6 +68,11 @@ typedef struct kiln_plugin {
    *  second thread while it schedules; neither `compile` nor `load` is called before it returns.
    *  Keep it light: it shares the machine with the scheduler. */
   void (*prepare)(const char* flags);
+  /** Optional (NULL to skip): takes the run-time settings. Kiln calls it once after loading the
+   *  plugin (with the defaults: threads 0) and again whenever an executable launches with other
+   *  settings, always before that launch and never beside another call. `config` lives only
+   *  for the call: copy what you keep. */
+  int (*configure)(const kiln_runtime_config* config, char** error);
   /** Loads an artifact; returns a module handle. */
   void* (*load)(const void* artifact, size_t size, char** error);
   /** The address of a kernel in a loaded module, or NULL. */
@@ -56,8 +83,9 @@ typedef struct kiln_plugin {
   void (*release)(void* ptr);
   int (*copy_to_device)(void* dst, const void* src, size_t bytes, char** error);
   int (*copy_to_host)(void* dst, const void* src, size_t bytes, char** error);
-  /** Runs a kernel found by lookup with the calling convention above. */
-  int (*launch)(void* kernel, void* const* buffers, const int64_t* sizes, char** error);
+  /** Runs a kernel found by lookup with the calling convention above, on `geometry`. */
+  int (*launch)(void* kernel, void* const* buffers, const int64_t* sizes,
+                const kiln_launch* geometry, char** error);
   int (*synchronize)(char** error);
   /** One line describing the device, for --debug and `kiln test-runtime`. */
   const char* (*describe_device)(void);

@@ -158,11 +158,12 @@ std::shared_ptr<LoadedPlugin> load_plugin(const RuntimeDescriptor& desc) {
   plugin->table = entry();
   if (!plugin->table)
     throw std::runtime_error("runtime '" + desc.name + "': plugin " + path + " returned no table");
+  // abi_version is the first field in every ABI, so it can be read before the rest is trusted.
   if (plugin->table->abi_version != KILN_PLUGIN_ABI_VERSION)
-    throw std::runtime_error("runtime '" + desc.name + "': plugin " + path + " has ABI version " +
-                             std::to_string(plugin->table->abi_version) +
-                             ", but this Kiln expects ABI version " +
-                             std::to_string(KILN_PLUGIN_ABI_VERSION) + "; rebuild the plugin");
+    throw std::runtime_error("runtime '" + desc.name + "': plugin " + path +
+                             " was built for plugin ABI " +
+                             std::to_string(plugin->table->abi_version) + "; this Kiln needs ABI " +
+                             std::to_string(KILN_PLUGIN_ABI_VERSION) + " (rebuild the plugin)");
   return plugin;
 }
 
@@ -265,7 +266,9 @@ std::unique_ptr<Runtime> Runtime::open(const std::string& name_or_path,
                                        const std::string& search_dir) {
   RuntimeDescriptor desc = RuntimeDescriptor::parse_file(descriptor_path(name_or_path, search_dir));
   std::shared_ptr<LoadedPlugin> plugin = load_plugin(desc);
-  return std::unique_ptr<Runtime>(new Runtime(std::move(desc), std::move(plugin)));
+  std::unique_ptr<Runtime> rt(new Runtime(std::move(desc), std::move(plugin)));
+  rt->configure(RuntimeConfig());
+  return rt;
 }
 
 std::vector<std::string> Runtime::known(const std::string& search_dir) {
@@ -306,9 +309,9 @@ std::string Runtime::cache_key(const std::string& source,
                                const std::vector<std::string>& flags) const {
   CacheKey key;
   key.add(source).add(desc_.name).add(table().name).add(plugin_version());
+  // The descriptor's [config] values are --config defaults: the driver merges them into the
+  // options, whose effect on the code `source` (the program identity) already carries.
   key.add(compiler_version()).add(pack_flags(flags));
-  for (const auto& [k, v] : desc_.config)
-    key.add(k).add(v);
   key.add(target()).add(kKilnVersion);
   return key.hex();
 }
@@ -446,10 +449,36 @@ void Runtime::copy_to_host(void* dst, const void* src, size_t bytes) {
   if (table().copy_to_host(dst, src, bytes, &error) != 0) fail(table(), "copy failed", error);
 }
 
-void Runtime::launch(void* kernel, void* const* buffers, const int64_t* sizes) {
+void Runtime::configure(const RuntimeConfig& config) {
+  if (configured_ && config == config_) return;
+  if (config.threads < 0)
+    throw std::runtime_error(desc_.name + " runtime: a thread count must be 0 (every core) or " +
+                             "more, got " + std::to_string(config.threads));
+  if (table().configure) {
+    kiln_runtime_config c{};
+    c.struct_size = sizeof c;
+    c.threads = config.threads;
+    char* error = nullptr;
+    if (table().configure(&c, &error) != 0) fail(table(), "configure failed", error);
+  }
+  config_ = config;
+  configured_ = true;
+}
+
+void Runtime::launch(void* kernel, void* const* buffers, const int64_t* sizes,
+                     const LaunchGeometry& geometry, void* stream) {
   char* error = nullptr;
   if (!kernel) throw std::runtime_error(desc_.name + " runtime: launch of a null kernel");
-  if (table().launch(kernel, buffers, sizes, &error) != 0) fail(table(), "launch failed", error);
+  kiln_launch l{};
+  l.struct_size = sizeof l;
+  for (int d = 0; d < 3; ++d) {
+    l.grid[d] = geometry.grid[d];
+    l.block[d] = geometry.block[d];
+  }
+  l.shared_bytes = geometry.shared_bytes;
+  l.stream = stream;
+  if (table().launch(kernel, buffers, sizes, &l, &error) != 0)
+    fail(table(), "launch failed", error);
 }
 
 void Runtime::synchronize() {

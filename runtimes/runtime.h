@@ -1,11 +1,12 @@
 /** \file
- * The host side of runtime plugins (DESIGN.md §6): reads a descriptor `runtimes/NAME.toml`,
- * dlopens its plugin (refusing another ABI version), and wraps the C table in RAII types that
- * throw std::runtime_error with the plugin's message. Compiles go through the cache (§7).
+ * The host side of runtime plugins: reads a descriptor `runtimes/NAME.toml`, dlopens its plugin
+ * (refusing another ABI version), and wraps the C table in RAII types that throw
+ * std::runtime_error with the plugin's message. Compiles go through the cache (runtimes/cache.h).
  * This library never links LLVM; the clang plugin brings its own, loaded RTLD_LOCAL.
  */
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/launch_geometry.h"
 #include "runtimes/cache.h"
 
 struct kiln_plugin;
@@ -23,6 +25,13 @@ namespace kiln {
 
 /** Kiln's version, part of every cache key. */
 inline constexpr const char* kKilnVersion = "0.1.0";
+
+/** The run-time settings a runtime gets (kiln_runtime_config): they change how a compiled
+ *  kernel runs, not what is compiled, so they are in no cache key. */
+struct RuntimeConfig {
+  int threads = 0; /**< threads a kernel runs on; 0: every core */
+  bool operator==(const RuntimeConfig&) const = default;
+};
 
 /** A parsed `runtimes/NAME.toml`. */
 struct RuntimeDescriptor {
@@ -141,7 +150,13 @@ class Runtime {
   void free(void* ptr);
   void copy_to_device(void* dst, const void* src, size_t bytes);
   void copy_to_host(void* dst, const void* src, size_t bytes);
-  void launch(void* kernel, void* const* buffers, const int64_t* sizes);
+  /** Hands `config` to the plugin's `configure` unless it is the one last handed (Runtime::open
+   *  hands the defaults). Throws std::runtime_error with the plugin's message. */
+  void configure(const RuntimeConfig& config);
+  const RuntimeConfig& config() const { return config_; }
+  /** Launches `kernel` on `geometry` and `stream` (nullptr: the default one). */
+  void launch(void* kernel, void* const* buffers, const int64_t* sizes,
+              const LaunchGeometry& geometry = {}, void* stream = nullptr);
   void synchronize();
 
  private:
@@ -160,6 +175,8 @@ class Runtime {
   RuntimeDescriptor desc_;
   std::shared_ptr<LoadedPlugin> plugin_;
   std::unique_ptr<Cache> cache_;
+  RuntimeConfig config_;
+  bool configured_ = false;  ///< the plugin has seen config_
 };
 
 }  // namespace kiln

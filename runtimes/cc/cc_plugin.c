@@ -235,7 +235,11 @@ static int cc_copy(void* dst, const void* src, size_t bytes, char** error) {
 
 typedef void (*kernel_fn)(void* const*, const int64_t*);
 
-static int cc_launch(void* kernel, void* const* buffers, const int64_t* sizes, char** error) {
+/* The kernels are single-threaded C: no settings to take, and the geometry means nothing. */
+static int cc_launch(void* kernel, void* const* buffers, const int64_t* sizes,
+                     const kiln_launch* geometry, char** error) {
+  (void)geometry;
+  (void)error;
   ((kernel_fn)kernel)(buffers, sizes);
   return 0;
 }
@@ -261,25 +265,28 @@ static void cc_free_string(char* s) {
   free(s);
 }
 
-static const kiln_plugin kTable = {KILN_PLUGIN_ABI_VERSION,
-                                   "cc",
-                                   "1",
-                                   cc_compiler_version,
-                                   cc_target,
-                                   cc_compile,
-                                   NULL,
-                                   cc_load,
-                                   cc_lookup,
-                                   cc_unload,
-                                   cc_alloc,
-                                   cc_release,
-                                   cc_copy,
-                                   cc_copy,
-                                   cc_launch,
-                                   cc_synchronize,
-                                   cc_describe_device,
-                                   cc_free_blob,
-                                   cc_free_string};
+static const kiln_plugin kTable = {
+    .abi_version = KILN_PLUGIN_ABI_VERSION,
+    .name = "cc",
+    .version = "1",
+    .compiler_version = cc_compiler_version,
+    .target = cc_target,
+    .compile = cc_compile,
+    .prepare = NULL,
+    .configure = NULL,
+    .load = cc_load,
+    .lookup = cc_lookup,
+    .unload = cc_unload,
+    .alloc = cc_alloc,
+    .release = cc_release,
+    .copy_to_device = cc_copy,
+    .copy_to_host = cc_copy,
+    .launch = cc_launch,
+    .synchronize = cc_synchronize,
+    .describe_device = cc_describe_device,
+    .free_blob = cc_free_blob,
+    .free_string = cc_free_string,
+};
 
 __attribute__((visibility("default"))) const kiln_plugin* kiln_plugin_entry(void) {
   return &kTable;

@@ -1,7 +1,12 @@
 // The "clang" runtime: C compiled in process by the Clang 19 libraries to an object file in
 // memory (the artifact), then linked and run by LLVM ORC LLJIT, one LLJIT per module.
 // clang::driver::Driver builds the cc1 arguments: hand-written ones lose the builtin headers
-// and vectorisation (DESIGN.md §6).
+// and vectorisation.
+//
+// Built a second time with KILN_CLANG_OPENMP (and KILN_LIBOMP_PATH) it is the "openmp" runtime:
+// every compile adds -fopenmp, the JIT resolves the OpenMP runtime's symbols (__kmpc_fork_call,
+// omp_get_thread_num, ...) from libomp, and each launch first sets the thread count that
+// `configure` took (docs/decisions.md: one source, two plugin builds).
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Basic/DiagnosticOptions.h>
 #include <clang/CodeGen/CodeGenAction.h>
@@ -14,12 +19,15 @@
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -41,7 +49,16 @@ namespace {
 
 /** -O2, not -O3: the same vectorised loops on Kiln's kernels, a quarter less compile time, and
  *  no loop versioning that triples a conv2d's code (docs/decisions.md). */
+#ifdef KILN_CLANG_OPENMP
+#ifndef KILN_LIBOMP_PATH
+#error "KILN_LIBOMP_PATH must name libomp.so for the openmp build"
+#endif
+constexpr const char* kPluginName = "openmp";
+const char* kBaseFlags[] = {"-O2", "-march=native", "-fno-math-errno", "-fopenmp"};
+#else
+constexpr const char* kPluginName = "clang";
 const char* kBaseFlags[] = {"-O2", "-march=native", "-fno-math-errno"};
+#endif
 constexpr const char* kSourceName = "kiln_kernel.c";
 
 char* copy_string(const std::string& s) {
@@ -174,9 +191,54 @@ const char* clang_target() {
   return target.c_str();
 }
 
-/** Adds process symbols and libmvec (for -fveclib=libmvec) to a JIT's main library. */
+#ifdef KILN_CLANG_OPENMP
+/** libomp, loaded once for the process (RTLD_GLOBAL, by llvm::sys::DynamicLibrary): the JIT
+ *  resolves the generated code's OpenMP calls in it, and launch sets the thread count with it. */
+struct OpenMP {
+  llvm::sys::DynamicLibrary library;
+  void (*set_num_threads)(int) = nullptr;
+  int (*get_num_procs)() = nullptr;
+  int (*pause_resource_all)(int) = nullptr;
+  std::string error;  ///< why libomp is unusable, or empty
+  /** When the plugin unloads (or the process exits): omp_pause_hard ends libomp's worker threads
+   *  (it starts them again if another plugin uses it). Threads left running past exit make
+   *  LeakSanitizer's exit-time scan crash. */
+  ~OpenMP() {
+    if (pause_resource_all) pause_resource_all(2);  // omp_pause_hard
+  }
+};
+
+const OpenMP& openmp() {
+  static OpenMP omp;  // filled in place: a copy's destructor would pause libomp
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string why;
+    omp.library = llvm::sys::DynamicLibrary::getPermanentLibrary(KILN_LIBOMP_PATH, &why);
+    if (!omp.library.isValid()) {
+      omp.error = "cannot load the OpenMP runtime " KILN_LIBOMP_PATH ": " + why;
+      return;
+    }
+    auto symbol = [](const char* name) { return omp.library.getAddressOfSymbol(name); };
+    omp.set_num_threads = reinterpret_cast<void (*)(int)>(symbol("omp_set_num_threads"));
+    omp.get_num_procs = reinterpret_cast<int (*)()>(symbol("omp_get_num_procs"));
+    omp.pause_resource_all = reinterpret_cast<int (*)(int)>(symbol("omp_pause_resource_all"));
+    if (!omp.set_num_threads || !omp.get_num_procs)
+      omp.error = KILN_LIBOMP_PATH " lacks omp_set_num_threads or omp_get_num_procs";
+  });
+  return omp;
+}
+#endif
+
+/** Adds libomp (openmp build), process symbols and libmvec (for -fveclib=libmvec) to a JIT's
+ *  main library, in that order: libgomp, if something loaded it, also defines omp_* names. */
 llvm::Error add_host_symbols(llvm::orc::LLJIT& jit) {
   char prefix = jit.getDataLayout().getGlobalPrefix();
+#ifdef KILN_CLANG_OPENMP
+  const OpenMP& omp = openmp();
+  if (!omp.error.empty()) return llvm::createStringError(omp.error);
+  jit.getMainJITDylib().addGenerator(
+      std::make_unique<llvm::orc::DynamicLibrarySearchGenerator>(omp.library, prefix));
+#endif
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
   if (!process) return process.takeError();
   jit.getMainJITDylib().addGenerator(std::move(*process));
@@ -274,7 +336,31 @@ int clang_copy(void* dst, const void* src, size_t bytes, char**) {
   return 0;
 }
 
-int clang_launch(void* kernel, void* const* buffers, const int64_t* sizes, char**) {
+/** The thread count `configure` took (0: every core); read by the openmp build's launch. */
+std::atomic<int> configured_threads{0};
+
+int clang_configure(const kiln_runtime_config* config, char**) {
+  if (config->struct_size >= offsetof(kiln_runtime_config, threads) + sizeof config->threads)
+    configured_threads = config->threads;
+  return 0;
+}
+
+/** CPU kernels: the geometry means nothing here. The openmp build sets the thread count of the
+ *  parallel regions the kernel opens first (omp_set_num_threads applies to the calling thread,
+ *  so it is set on every launch, from whichever thread launches). */
+int clang_launch(void* kernel, void* const* buffers, const int64_t* sizes, const kiln_launch*,
+                 char** error) {
+#ifdef KILN_CLANG_OPENMP
+  const OpenMP& omp = openmp();
+  if (!omp.error.empty()) {
+    *error = copy_string(omp.error);
+    return 1;
+  }
+  int threads = configured_threads;
+  omp.set_num_threads(threads > 0 ? threads : omp.get_num_procs());
+#else
+  (void)error;
+#endif
   reinterpret_cast<void (*)(void* const*, const int64_t*)>(kernel)(buffers, sizes);
   return 0;
 }
@@ -284,8 +370,13 @@ int clang_synchronize(char**) {
 }
 
 const char* clang_describe_device() {
+#ifdef KILN_CLANG_OPENMP
+  const char* threads = ", OpenMP (" KILN_LIBOMP_PATH ")";
+#else
+  const char* threads = "";
+#endif
   static const std::string line = std::string("host CPU ") + llvm::sys::getHostCPUName().str() +
-                                  ", " + clang_compiler_version();
+                                  ", " + clang_compiler_version() + threads;
   return line.c_str();
 }
 
@@ -299,25 +390,28 @@ void clang_free_string(char* s) {
   std::free(s);
 }
 
-const kiln_plugin kTable = {KILN_PLUGIN_ABI_VERSION,
-                            "clang",
-                            "1",
-                            clang_compiler_version,
-                            clang_target,
-                            clang_compile,
-                            clang_prepare,
-                            clang_load,
-                            clang_lookup,
-                            clang_unload,
-                            clang_alloc,
-                            clang_release,
-                            clang_copy,
-                            clang_copy,
-                            clang_launch,
-                            clang_synchronize,
-                            clang_describe_device,
-                            clang_free_blob,
-                            clang_free_string};
+const kiln_plugin kTable = {
+    .abi_version = KILN_PLUGIN_ABI_VERSION,
+    .name = kPluginName,
+    .version = "1",
+    .compiler_version = clang_compiler_version,
+    .target = clang_target,
+    .compile = clang_compile,
+    .prepare = clang_prepare,
+    .configure = clang_configure,
+    .load = clang_load,
+    .lookup = clang_lookup,
+    .unload = clang_unload,
+    .alloc = clang_alloc,
+    .release = clang_release,
+    .copy_to_device = clang_copy,
+    .copy_to_host = clang_copy,
+    .launch = clang_launch,
+    .synchronize = clang_synchronize,
+    .describe_device = clang_describe_device,
+    .free_blob = clang_free_blob,
+    .free_string = clang_free_string,
+};
 
 }  // namespace
 

@@ -1,7 +1,7 @@
-// Every composite of ops/ compiled by every CPU runtime (clang in process, cc as a subprocess)
-// and checked against the interpreter at each size of its own test table, for f32 and f64 and,
-// where the composite allows them, f16 and bf16. One compile serves every size: the sizes stay
-// symbolic in the generated code.
+// Every composite of ops/ compiled by every CPU runtime (clang and openmp in process, cc as a
+// subprocess) and checked against the interpreter at each size of its own test table, for f32
+// and f64 and, where the composite allows them, f16 and bf16. One compile serves every size: the
+// sizes stay symbolic in the generated code.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -122,6 +122,10 @@ TEST_CASE("runtime ops: every composite under cc matches the interpreter") {
   check_runtime("cc");
 }
 
+TEST_CASE("runtime ops: every composite under openmp matches the interpreter") {
+  check_runtime("openmp");
+}
+
 TEST_CASE("runtime ops: every composite under clang with CHECK=1 (every access in bounds)") {
 #if defined(__SANITIZE_ADDRESS__)
   // The checks are in the generated code, which the sanitizers do not instrument: the normal
@@ -133,7 +137,7 @@ TEST_CASE("runtime ops: every composite under clang with CHECK=1 (every access i
 }
 
 TEST_CASE("runtime ops: the crash regressions of tests/regressions under every config") {
-  for (const char* runtime : {"clang", "cc"})
+  for (const char* runtime : {"clang", "cc", "openmp"})
     for (const std::map<std::string, std::string>& config :
          std::vector<std::map<std::string, std::string>>{{}, {{"TILE", "0"}}, {{"CHECK", "1"}}})
       check_runtime(runtime, spec_files("tests/regressions"), config);

@@ -209,15 +209,16 @@ TEST_CASE("cli: --runtime that names no descriptor, and a descriptor with a bad 
       {"run tests/data/cli.toml:scale --runtime " + so,
        "kiln: error: '" + so +
            "' is not a runtime descriptor; --runtime takes a runtime name or a descriptor .toml "
-           "file; known runtimes: cc, clang, interp\n"},
-      {"compile tests/data/cli.toml:scale --runtime " + so, "; known runtimes: cc, clang\n"},
+           "file; known runtimes: cc, clang, openmp, interp\n"},
+      {"compile tests/data/cli.toml:scale --runtime " + so,
+       "; known runtimes: cc, clang, openmp\n"},
       {"run tests/data/cli.toml:scale --runtime foo",
        "kiln: error: no runtime 'foo': no descriptor foo.toml in "},
       {"run tests/data/cli.toml:scale --runtime foo",
-       "/runtimes; known runtimes: cc, clang, interp\n"},
+       "/runtimes; known runtimes: cc, clang, openmp, interp\n"},
       {"run tests/data/cli.toml:scale --runtime " + (tmp.path / "foo.toml").string(),
        "kiln: error: no runtime descriptor " + (tmp.path / "foo.toml").string() +
-           ": no such file; known runtimes: cc, clang, interp\n"},
+           ": no such file; known runtimes: cc, clang, openmp, interp\n"},
       {"run tests/data/cli.toml:scale --runtime " + bad,
        "kiln: error: " + bad + ":1:8: 'name' must be a string, got an integer\n"},
   };
@@ -495,4 +496,16 @@ TEST_CASE("cli: bench refuses what it cannot time and a kernel that disagrees wi
   CHECK(r.code == 3);
   CHECK(has(r, "output 'y' differs from runtime:"));
   CHECK_FALSE(has(r, "ratio"));
+}
+
+TEST_CASE("cli: --runtime openmp runs a composite and passes against the interpreter") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  Result r =
+      kiln("run ops/nn.toml:softmax --runtime openmp --test N=1000 --batch 4 --debug 1", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "PASS"));
+  CHECK(has(r, "cache miss"));
 }

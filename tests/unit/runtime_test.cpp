@@ -122,7 +122,31 @@ TEST_CASE("descriptors are parsed") {
   CHECK(d.name == "cc");
   CHECK(d.backend == "c");
   CHECK(d.plugin == "kiln_runtime_cc");
-  CHECK(d.config.count("threads") == 1);
+  // Issue 10: `threads = 1` was read by no code but entered every cache key twice.
+  CHECK(d.config.empty());
+  TempDir dir;
+  for (const char* config : {"", "[config]\nTILE = 0\n"}) {
+    std::ofstream(dir.path / "mine.toml")
+        << "name = \"cc\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+        << config;
+    RuntimeDescriptor mine = RuntimeDescriptor::parse_file((dir.path / "mine.toml").string());
+    CHECK(mine.config.size() == (*config ? 1u : 0u));
+    if (*config) CHECK(mine.config.at("TILE") == "0");
+  }
+}
+
+TEST_CASE("descriptor [config] defaults do not enter the runtime's cache key") {
+  // They are --config defaults: the driver merges them into the options, and the program
+  // identity (the `source` of cache_key) carries their effect once.
+  TempDir dir;
+  std::string keys[2];
+  for (int k = 0; k < 2; ++k) {
+    fs::path path = dir.path / ("cc" + std::to_string(k) + ".toml");
+    std::ofstream(path) << "name = \"cc\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+                        << (k ? "[config]\nthreads = 4\n" : "");
+    keys[k] = Runtime::open(path.string())->cache_key("source", {"-O2"});
+  }
+  CHECK(keys[0] == keys[1]);
 }
 
 TEST_CASE("an unknown runtime is refused with the available names") {
@@ -185,20 +209,27 @@ TEST_CASE("runtime arguments that name no descriptor, and descriptors with bad v
   }
 }
 
-TEST_CASE("a plugin built for another ABI version is refused") {
+TEST_CASE("a plugin built for another ABI version is refused, naming both versions") {
   TempDir dir;
   fs::path source = fs::absolute("tests/unit/data/bad_abi_plugin.c");
   REQUIRE(fs::exists(source));
-  fs::path library = dir.path / "libbad_abi.so";
-  std::string cmd = "cc -shared -fPIC -I" + fs::current_path().string() + " -o " +
-                    library.string() + " " + source.string();
-  REQUIRE(std::system(cmd.c_str()) == 0);
-  std::ofstream(dir.path / "bad.toml")
-      << "name = \"bad\"\nbackend = \"c\"\nplugin = \"" << library.string() << "\"\n";
-  std::string expected = "has ABI version 999, but this Kiln expects ABI version " +
-                         std::to_string(KILN_PLUGIN_ABI_VERSION);
-  CHECK_THROWS_WITH_AS(Runtime::open((dir.path / "bad.toml").string()),
-                       doctest::Contains(expected.c_str()), std::runtime_error);
+  for (int abi : {KILN_PLUGIN_ABI_VERSION - 1, 999}) {
+    CAPTURE(abi);
+    std::string stem = "bad_abi_" + std::to_string(abi);
+    fs::path library = dir.path / ("lib" + stem + ".so");
+    std::string cmd = "cc -shared -fPIC -DFAKE_ABI=" + std::to_string(abi) + " -I" +
+                      fs::current_path().string() + " -o " + library.string() + " " +
+                      source.string();
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    fs::path descriptor = dir.path / (stem + ".toml");
+    std::ofstream(descriptor) << "name = \"bad\"\nbackend = \"c\"\nplugin = \"" << library.string()
+                              << "\"\n";
+    std::string expected = "plugin " + library.string() + " was built for plugin ABI " +
+                           std::to_string(abi) + "; this Kiln needs ABI " +
+                           std::to_string(KILN_PLUGIN_ABI_VERSION);
+    CHECK_THROWS_WITH_AS(Runtime::open(descriptor.string()), doctest::Contains(expected.c_str()),
+                         std::runtime_error);
+  }
 }
 
 TEST_CASE("the cache: miss, then hit without compiling") {
