@@ -96,16 +96,6 @@ Set read_set(const Ctx& ctx, const std::string& text) {
               ("parsing " + text).c_str());
 }
 
-UnionSet unite(UnionSet a, UnionSet b) {
-  isl_ctx* ctx = isl_union_set_get_ctx(a.keep());
-  return give(ctx, isl_union_set_union(std::move(a).take(), std::move(b).take()), "union");
-}
-
-UnionMap unite(UnionMap a, UnionMap b) {
-  isl_ctx* ctx = isl_union_map_get_ctx(a.keep());
-  return give(ctx, isl_union_map_union(std::move(a).take(), std::move(b).take()), "union");
-}
-
 UnionMap intersect_domain(UnionMap m, UnionSet dom) {
   isl_ctx* ctx = isl_union_map_get_ctx(m.keep());
   return give(ctx, isl_union_map_intersect_domain(std::move(m).take(), std::move(dom).take()),

@@ -112,10 +112,6 @@ UnionMap read_union_map(const Ctx& ctx, const std::string& text);
 /** Parses a (parameter) set. */
 Set read_set(const Ctx& ctx, const std::string& text);
 
-/** Union of two union sets. */
-UnionSet unite(UnionSet a, UnionSet b);
-/** Union of two union maps. */
-UnionMap unite(UnionMap a, UnionMap b);
 /** Restricts the domain of `m` to `dom`. */
 UnionMap intersect_domain(UnionMap m, UnionSet dom);
 /** Restricts the range of `m` to `ran`. */
