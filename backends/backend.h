@@ -16,6 +16,7 @@
 #include "ir/kernel_ir.h"
 #include "ir/launch_geometry.h"
 #include "ir/loop_ir.h"
+#include "scheduler/cut_kernels.h"
 #include "scheduler/schedule_kernel.h"
 
 namespace kiln {
@@ -34,6 +35,10 @@ class Backend {
   virtual std::string name() const = 0;
   /** Sets what the scheduler may map loops to (ScheduleOptions::backend_threads, ...). */
   virtual void configure(ScheduleOptions& opt) const = 0;
+  /** Sets where the plan must be cut into kernels (scheduler/cut_kernels.h): a GPU backend
+   *  cuts after reductions, whose results every later thread may read; CPU backends fuse
+   *  across them and keep the defaults. */
+  virtual void configure_cuts(CutOptions&) const {}
   /** The renderer that turns the scheduled plan into one translation unit. */
   virtual const CStyleRenderer& renderer() const = 0;
   /** Where buffers live. */

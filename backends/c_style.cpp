@@ -236,8 +236,14 @@ std::string CStyleRenderer::render_loop(const Context& c, const LoopNode& n, int
   if (n.mapping == Mapping::parallel && !site.collapsed) site.collapse = parallel_depth(n);
   std::string note = loop_annotation(n, site);
   std::string s = note.empty() ? "" : pad + note + "\n";
-  s += pad + "for (int64_t " + n.iter + " = " + ast_expr_to_c(*n.init) + "; " +
-       ast_expr_to_c(*n.cond) + "; " + n.iter + " += " + std::to_string(n.step) + ") {\n";
+  // The condition without its outer parentheses: OpenMP's canonical loop form (which GCC
+  // enforces) wants `iter < bound`, not `(iter < bound)`.
+  std::string cond = ast_expr_to_c(*n.cond);
+  if (n.cond->kind == AstExpr::Kind::op && n.cond->op != "select" && cond.front() == '(' &&
+      cond.back() == ')')
+    cond = cond.substr(1, cond.size() - 2);
+  s += pad + "for (int64_t " + n.iter + " = " + ast_expr_to_c(*n.init) + "; " + cond + "; " +
+       n.iter + " += " + std::to_string(n.step) + ") {\n";
   // The loops a parallel annotation collapsed are the next ones down a perfect nest.
   int inner = site.collapsed ? collapsed - 1 : site.collapse - 1;
   for (const LoopNodePtr& child : n.body)

@@ -2,6 +2,7 @@
 // command line share (driver/instantiate.h).
 #include "driver/instantiate.h"
 
+#include "backends/backend.h"
 #include "dsl/choices.h"
 #include "ir/sizes.h"
 #include "ir/verifier.h"
@@ -99,6 +100,7 @@ CompileOptions compile_options(const SpecFile& file,
                                const Runtime& rt) {
   CompileOptions opt = config_options(config, &rt.descriptor());
   opt.rule_files = file.rules;
+  backend_for(rt.backend()).configure_cuts(opt.cut);
   return opt;
 }
 

@@ -36,6 +36,7 @@ struct GoldenCase {
   std::string target;  ///< FILE:COMPOSITE
   std::map<std::string, DType> dtypes;
   int batch_rank = 0;
+  std::string backend = "c";  ///< whose renderer and loop mappings
 };
 
 const std::vector<GoldenCase>& golden_cases() {
@@ -43,6 +44,8 @@ const std::vector<GoldenCase>& golden_cases() {
       {"softmax", "ops/nn.toml:softmax", {{"T", DType::f32}}, 1},
       {"matmul", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0},
       {"gelu", "ops/math.toml:gelu", {{"T", DType::f32}}, 1},
+      {"softmax_openmp", "ops/nn.toml:softmax", {{"T", DType::f32}}, 1, "openmp"},
+      {"matmul_openmp", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0, "openmp"},
   };
   return cases;
 }
@@ -63,7 +66,7 @@ std::string render_source(const GoldenCase& c) {
   opt.batch_rank = c.batch_rank;
   Graph g = lower_composite(lib, *comp, opt);
   verify_or_throw(g);
-  return lower_program(g, backend_for("c"), CompileOptions{}).source;
+  return lower_program(g, backend_for(c.backend), CompileOptions{}).source;
 }
 
 bool read_file(const std::string& path, std::string& out) {
@@ -143,6 +146,21 @@ TEST_CASE("codegen: gelu f32, batch rank 1, matches its golden source") {
   check_golden(golden_cases()[2]);
 }
 
+TEST_CASE("codegen: softmax on openmp: rows across threads, the sum's register across lanes") {
+  check_golden(golden_cases()[3]);
+  std::string src = render_source(golden_cases()[3]);
+  CHECK(src.find("#pragma omp parallel for schedule(static)\n  for (int64_t c0 = 0;") !=
+        std::string::npos);
+  CHECK(src.find("#pragma omp simd reduction(+:acc1)") != std::string::npos);
+}
+
+TEST_CASE("codegen: matmul on openmp: the tile loops collapsed across threads") {
+  check_golden(golden_cases()[4]);
+  CHECK(render_source(golden_cases()[4])
+            .find("#pragma omp parallel for schedule(static) "
+                  "collapse(2)") != std::string::npos);
+}
+
 TEST_CASE("codegen: every golden source compiles with cc -c -O2 -std=gnu11") {
   if (!have_cc()) {
     MESSAGE("skipped: no cc on PATH");
@@ -154,8 +172,9 @@ TEST_CASE("codegen: every golden source compiles with cc -c -O2 -std=gnu11") {
                           ("kiln_codegen_" + c.name + "_" + std::to_string(getpid()) + ".o"))
                              .string();
     std::string log = object + ".log";
-    std::string cmd =
-        "cc -c -O2 -std=gnu11 " + golden_path(c) + " -o " + object + " >" + log + " 2>&1";
+    std::string cmd = "cc -c -O2 -std=gnu11 " +
+                      std::string(c.backend == "openmp" ? "-fopenmp " : "") + golden_path(c) +
+                      " -o " + object + " >" + log + " 2>&1";
     int rc = std::system(cmd.c_str());
     std::string out;
     read_file(log, out);

@@ -87,7 +87,7 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
 }
 
 static void kiln_gelu_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */) {
-  for (int64_t c0 = 0; (c0 < (s_N * s_batch0)); c0 += 1) {
+  for (int64_t c0 = 0; c0 < (s_N * s_batch0); c0 += 1) {
     {
       const int64_t i0 = c0;
       const float v0 = b0[(i0)];

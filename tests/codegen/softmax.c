@@ -87,7 +87,7 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
 }
 
 static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t1 */, float* restrict b3 /* t8 */) {
-  for (int64_t c0 = 0; (c0 < s_batch0); c0 += 1) {
+  for (int64_t c0 = 0; c0 < s_batch0; c0 += 1) {
     {
       const int64_t i0 = c0;
       b2[(i0)] = (float)-KILN_INF;
@@ -96,7 +96,7 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
       const int64_t i0 = c0;
       if ((0 < s_N)) {
         float acc0 = b2[(i0)];
-        for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
+        for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
           {
             const int64_t i0 = c0;
             const int64_t i1 = c1;
@@ -114,7 +114,7 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
       const int64_t i0 = c0;
       if ((0 < s_N)) {
         float acc1 = b3[(i0)];
-        for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
+        for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
           {
             const int64_t i0 = c0;
             const int64_t i1 = c1;
@@ -125,7 +125,7 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
         b3[(i0)] = acc1;
       }
     }
-    for (int64_t c1 = 0; (c1 < s_N); c1 += 1) {
+    for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
       {
         const int64_t i0 = c0;
         const int64_t i1 = c1;

@@ -509,3 +509,27 @@ TEST_CASE("cli: --runtime openmp runs a composite and passes against the interpr
   CHECK(has(r, "PASS"));
   CHECK(has(r, "cache miss"));
 }
+
+TEST_CASE("cli: show prints each loop's mapping and the openmp pragmas they give") {
+  if (!std::getenv("KILN_BIN")) return;
+  const std::string softmax = "show ops/nn.toml:softmax --batch 4 ";
+  Result r = kiln(softmax + "--runtime openmp --stage schedule");
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "map parallel (collapse 2), map simd"));
+  CHECK(has(r, "// parallel (band 0.0, coincident)"));
+  CHECK(has(r, "// simd (band 2.0, reduction)"));
+  CHECK(has(r, "alloc local acc1 = element of S3(c0, _)"));
+  r = kiln(softmax + "--runtime openmp --stage code");
+  CHECK(has(r, "#pragma omp parallel for schedule(static)"));
+  CHECK(has(r, "#pragma omp simd reduction(+:acc1)"));
+  // The plain C backend maps nothing: no thread or vector mapping, no pragma.
+  r = kiln(softmax + "--runtime clang --stage schedule");
+  CHECK(has(r, "// serial (band 0.0, coincident)"));
+  CHECK_FALSE(has(r, "// parallel"));
+  CHECK_FALSE(has(kiln(softmax + "--runtime clang --stage code"), "#pragma omp"));
+  // PARALLEL=0 and VECTORIZE=0 drop their steps.
+  r = kiln(softmax + "--runtime openmp --stage code --config PARALLEL=0,VECTORIZE=0");
+  CHECK(r.code == 0);
+  CHECK_FALSE(has(r, "#pragma omp"));
+}
