@@ -1,5 +1,5 @@
 /** \file
- * The compiled-composite cache (DESIGN.md §7): one file per key under `$KILN_CACHE`, else
+ * The compiled-composite cache: one file per key under `$KILN_CACHE`, else
  * `$XDG_CACHE_HOME/kiln`, else `~/.cache/kiln`. An entry is a header (magic, format version,
  * payload length, and a SHA-256 over the key, the header and the payload) followed by the
  * payload, so an entry copied to another key's file is as corrupt as a flipped byte. Writes go

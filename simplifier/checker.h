@@ -1,8 +1,8 @@
 /** \file
- * The rule checker behind `kiln rules check` (DESIGN.md §4): a rule written as pattern ->
- * replacement is instantiated for several dtypes, with its constants drawn from special values
- * (0, -0, ±1, ±inf, NaN, extremes of the dtype, random ones), and both sides are evaluated by
- * the interpreter on inputs that mix special and random values. A rule fails when the
+ * The rule checker behind `kiln rules check` (docs/rules.md, "Checking rules"): a rule written as
+ * pattern -> replacement is instantiated for several dtypes, with its constants drawn from special
+ * values (0, -0, ±1, ±inf, NaN, extremes of the dtype, random ones), and both sides are evaluated
+ * by the interpreter on inputs that mix special and random values. A rule fails when the
  * replacement changes a result beyond rounding: a different NaN-ness, sign of zero or integer,
  * or a float further apart than a few units in the last place. Rules marked fastmath are held
  * to finite inputs and compared where both results are finite (fast math assumes no NaN and no

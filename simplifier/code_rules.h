@@ -1,7 +1,7 @@
 /** \file
- * Rules that need code, registered in one table by name (DESIGN.md §4): constant folding of
- * any op, view folding, reductions over size-1 axes, and the target rewrites. Each entry says
- * its root ops and, in algebra form, what it does.
+ * Rules that need code, registered in one table by name (docs/rules.md, "Rules in C++"): constant
+ * folding of any op, view folding, reductions over size-1 axes, and the target rewrites. Each entry
+ * says its root ops and, in algebra form, what it does.
  */
 #pragma once
 

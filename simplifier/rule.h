@@ -1,5 +1,5 @@
 /** \file
- * Rewrite rules and rule sets (DESIGN.md §4). A rule is a name, a pattern, a replacement and
+ * Rewrite rules and rule sets (docs/rules.md). A rule is a name, a pattern, a replacement and
  * an optional guard, read from the TOML files in simplifier/rules/ (rule_file.h), or a C++ function
  * registered by name in code_rules.h. Rules are indexed by the op of their root.
  */

@@ -1,4 +1,4 @@
-// Golden codegen tests (DESIGN.md §9, STYLE.md "Golden codegen"): the plain C source that
+// Golden codegen tests (docs/testing.md, label codegen): the plain C source that
 // lower_program(graph, backend_for("c"), CompileOptions{}) generates for a few kernels is pinned in
 // tests/codegen/<name>.c, so a refactor that should not change code proves it does not.
 //

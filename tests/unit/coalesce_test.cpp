@@ -11,59 +11,24 @@
 #include "ir/limits.h"
 #include "scheduler/build_statements.h"
 #include "scheduler/coalesce_dims.h"
+#include "tests/support/kernel_builder.h"
 
 namespace kiln {
 
 namespace {
 
+using test::depth;
+using test::it;
+using test::KernelBuilder;
+using test::load;
+
 const IntExpr M = IntExpr::var("M"), N = IntExpr::var("N"), B = IntExpr::var("B");
-
-IntExpr it(int k) {
-  return IntExpr::var(iterator_name(k));
-}
-
-ScalarExprPtr load(int buffer, std::vector<IntExpr> index) {
-  auto e = std::make_shared<ScalarExpr>();
-  e->kind = ScalarExpr::Kind::load;
-  e->buffer = buffer;
-  e->index = std::move(index);
-  return e;
-}
-
-/** A one-kernel plan under construction. */
-struct Plan {
-  KernelPlan plan;
-  Plan() { plan.kernels.emplace_back(); }
-  int buffer(Shape shape) {
-    plan.buffers.push_back(Buffer{"b" + std::to_string(plan.buffers.size()), DType::f32, shape});
-    return static_cast<int>(plan.buffers.size()) - 1;
-  }
-  Statement& stmt(Statement::Kind kind, Shape extents, int buf, std::vector<IntExpr> index,
-                  ScalarExprPtr value = nullptr) {
-    Statement s;
-    s.kind = kind;
-    s.extents = std::move(extents);
-    s.buffer = buf;
-    s.index = std::move(index);
-    s.value = std::move(value);
-    plan.kernels[0].statements.push_back(std::move(s));
-    return plan.kernels[0].statements.back();
-  }
-  const Statement& at(int k) const { return plan.kernels[0].statements.at(k); }
-};
 
 int count_loops(const LoopNode& n) {
   int count = n.kind == LoopNode::Kind::loop;
   for (const auto& c : n.body)
     count += count_loops(*c);
   return count;
-}
-
-int depth(const LoopNode& n) {
-  int d = 0;
-  for (const auto& c : n.body)
-    d = std::max(d, depth(*c));
-  return d + (n.kind == LoopNode::Kind::loop);
 }
 
 /** softmax of ops/nn.toml with `batch` dimensions for its `...`, each of size 1 when
@@ -87,7 +52,7 @@ LoweredProgram softmax(int batch, bool specialize_ones) {
 
 TEST_CASE("coalesce: a softmax chain over [B0, B1, B2, N] runs over [B0 * B1 * B2, N]") {
   IntExpr b0 = IntExpr::var("B0"), b1 = IntExpr::var("B1"), b2 = IntExpr::var("B2");
-  Plan p;
+  KernelBuilder p;
   int x = p.buffer({b0, b1, b2, N}), m = p.buffer({b0, b1, b2, 1}), y = p.buffer({b0, b1, b2, N});
   p.stmt(Statement::Kind::reduce_init, {b0, b1, b2}, m, {it(0), it(1), it(2), 0});
   p.stmt(Statement::Kind::reduce_update, {b0, b1, b2, N}, m, {it(0), it(1), it(2), 0},
@@ -107,7 +72,7 @@ TEST_CASE("coalesce: a softmax chain over [B0, B1, B2, N] runs over [B0 * B1 * B
 }
 
 TEST_CASE("coalesce: size-1 dimensions are dropped and their iterators become 0") {
-  Plan p;
+  KernelBuilder p;
   int x = p.buffer({1, N, 1}), y = p.buffer({1, N, 1});
   auto masked = std::make_shared<ScalarExpr>(*load(x, {it(0), it(1), it(2)}));
   masked->mask.push_back({it(1) - it(0), N});
@@ -122,7 +87,7 @@ TEST_CASE("coalesce: size-1 dimensions are dropped and their iterators become 0"
 
 TEST_CASE("coalesce: dimensions on either side of a size-1 dimension merge") {
   // [M, 1, N] specialised from [M, B, N] with B = 1: M and N merge across the unit position.
-  Plan p;
+  KernelBuilder p;
   int x = p.buffer({M, 1, N}), y = p.buffer({M, 1, N});
   p.stmt(Statement::Kind::assign, {M, 1, N}, y, {it(0), it(1), it(2)},
          load(x, {it(0), it(1), it(2)}));
@@ -136,7 +101,7 @@ TEST_CASE("coalesce: dimensions on either side of a size-1 dimension merge") {
 
 TEST_CASE("coalesce: transposes, broadcasts, masks and extern buffers keep their dimensions") {
   SUBCASE("a written buffer read transposed") {
-    Plan p;
+    KernelBuilder p;
     int x = p.buffer({M, N}), t = p.buffer({M, N}), y = p.buffer({N, M});
     p.stmt(Statement::Kind::assign, {M, N}, t, {it(0), it(1)}, load(x, {it(0), it(1)}));
     p.stmt(Statement::Kind::assign, {N, M}, y, {it(0), it(1)}, load(t, {it(1), it(0)}));
@@ -145,13 +110,13 @@ TEST_CASE("coalesce: transposes, broadcasts, masks and extern buffers keep their
     CHECK(p.at(1).extents == Shape{N, M});
   }
   SUBCASE("a broadcast of one of the two dimensions") {
-    Plan p;
+    KernelBuilder p;
     int x = p.buffer({N}), y = p.buffer({M, N});
     p.stmt(Statement::Kind::assign, {M, N}, y, {it(0), it(1)}, load(x, {it(1)}));
     CHECK(coalesce_dims(p.plan).merged == 0);
   }
   SUBCASE("a mask on an iterator") {
-    Plan p;
+    KernelBuilder p;
     int x = p.buffer({M, N}), y = p.buffer({M, N});
     auto masked = std::make_shared<ScalarExpr>(*load(x, {it(0), it(1)}));
     masked->mask.push_back({it(1), M});
@@ -159,7 +124,7 @@ TEST_CASE("coalesce: transposes, broadcasts, masks and extern buffers keep their
     CHECK(coalesce_dims(p.plan).merged == 0);
   }
   SUBCASE("the result of an extern call") {
-    Plan p;
+    KernelBuilder p;
     int a = p.buffer({M, N}), t = p.buffer({M, N}), y = p.buffer({M, N});
     Statement& call = p.stmt(Statement::Kind::call, {}, t, {});
     call.routine = "gemm";
@@ -169,7 +134,7 @@ TEST_CASE("coalesce: transposes, broadcasts, masks and extern buffers keep their
     CHECK(p.at(1).extents == Shape{M, N});
   }
   SUBCASE("one statement reads a written buffer in another form") {
-    Plan p;
+    KernelBuilder p;
     int x = p.buffer({B, M, N}), t = p.buffer({B, M, N}), y = p.buffer({B, M, N});
     p.stmt(Statement::Kind::assign, {B, M, N}, t, {it(0), it(1), it(2)},
            load(x, {it(0), it(1), it(2)}));

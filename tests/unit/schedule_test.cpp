@@ -11,8 +11,10 @@
 #include <stdexcept>
 
 #include "scheduler/schedule_kernel.h"
+#include "tests/support/kernel_builder.h"
 
 using namespace kiln;
+using namespace kiln::test;
 
 namespace {
 
@@ -21,59 +23,6 @@ using Instance = std::pair<int, std::vector<int64_t>>;
 
 const IntExpr M = IntExpr::var("M"), N = IntExpr::var("N"), K = IntExpr::var("K");
 const IntExpr B = IntExpr::var("B"), H = IntExpr::var("H"), R = IntExpr::var("R");
-
-IntExpr it(int k) {
-  return IntExpr::var(iterator_name(k));
-}
-
-ScalarExprPtr load(int buffer, std::vector<IntExpr> index) {
-  auto e = std::make_shared<ScalarExpr>();
-  e->kind = ScalarExpr::Kind::load;
-  e->buffer = buffer;
-  e->index = std::move(index);
-  return e;
-}
-
-ScalarExprPtr op(Op o, std::vector<ScalarExprPtr> args) {
-  auto e = std::make_shared<ScalarExpr>();
-  e->kind = ScalarExpr::Kind::op;
-  e->op = o;
-  e->args = std::move(args);
-  return e;
-}
-
-/** A kernel under construction, with its plan's buffers. */
-struct Builder {
-  KernelPlan plan;
-  Kernel kernel;
-  /** Size variables are those of buffer shapes and extents, as build_statements finds them. */
-  void add_sizes(const std::vector<IntExpr>& exprs) {
-    std::set<std::string> vars;
-    for (const IntExpr& e : exprs)
-      e.collect_vars(vars);
-    for (const std::string& v : vars)
-      if (std::find(plan.size_vars.begin(), plan.size_vars.end(), v) == plan.size_vars.end())
-        plan.size_vars.push_back(v);
-  }
-  int buffer(const std::string& name, Shape shape) {
-    add_sizes(shape);
-    plan.buffers.push_back(Buffer{name, DType::f32, std::move(shape)});
-    kernel.buffers.push_back(static_cast<int>(plan.buffers.size()) - 1);
-    return kernel.buffers.back();
-  }
-  void stmt(Statement::Kind kind, std::vector<IntExpr> extents, int buf, std::vector<IntExpr> index,
-            ScalarExprPtr value = nullptr) {
-    add_sizes(extents);
-    Statement s;
-    s.name = "S" + std::to_string(kernel.statements.size());
-    s.kind = kind;
-    s.extents = std::move(extents);
-    s.buffer = buf;
-    s.index = std::move(index);
-    s.value = std::move(value);
-    kernel.statements.push_back(std::move(s));
-  }
-};
 
 int64_t floor_div(int64_t a, int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
@@ -186,18 +135,18 @@ Trace trace(const Kernel& k, const std::vector<Instance>& order, const Env& size
 }
 
 /** Schedules, simulates and checks legality; returns the result for structural checks. */
-ScheduledKernel check_legal(const Builder& b, const ScheduleOptions& opt,
+ScheduledKernel check_legal(const KernelBuilder& b, const ScheduleOptions& opt,
                             const std::vector<Env>& size_sets) {
-  ScheduledKernel r = schedule_kernel(b.plan, b.kernel, opt);
+  ScheduledKernel r = schedule_kernel(b.plan, b.kernel(), opt);
   for (const Env& sizes : size_sets) {
-    std::vector<Instance> want = sequential(b.kernel, sizes), got;
+    std::vector<Instance> want = sequential(b.kernel(), sizes), got;
     Env env = sizes;
     run(*r.nest.root, env, got);
     std::vector<Instance> a = want, c = got;
     std::sort(a.begin(), a.end());
     std::sort(c.begin(), c.end());
     REQUIRE(a == c);  // every instance exactly once
-    CHECK(trace(b.kernel, got, sizes) == trace(b.kernel, want, sizes));
+    CHECK(trace(b.kernel(), got, sizes) == trace(b.kernel(), want, sizes));
   }
   return r;
 }
@@ -209,13 +158,6 @@ std::vector<const LoopNode*> loops(const LoopNode& n) {
     for (const LoopNode* l : loops(*c))
       out.push_back(l);
   return out;
-}
-
-int depth(const LoopNode& n) {
-  int d = 0;
-  for (const auto& c : n.body)
-    d = std::max(d, depth(*c));
-  return d + (n.kind == LoopNode::Kind::loop);
 }
 
 /** The top-level nodes, looking through blocks. */
@@ -238,8 +180,8 @@ ScheduleOptions untiled() {
   return o;
 }
 
-Builder matmul() {
-  Builder b;
+KernelBuilder matmul() {
+  KernelBuilder b;
   int A = b.buffer("A", {M, K}), Bm = b.buffer("B", {K, N}), C = b.buffer("C", {M, N});
   b.stmt(Statement::Kind::reduce_init, {M, N}, C, {it(0), it(1)});
   b.stmt(Statement::Kind::reduce_update, {M, N, K}, C, {it(0), it(1)},
@@ -254,7 +196,7 @@ TEST_CASE("schedule: the process calls the GMP build of isl") {
 }
 
 TEST_CASE("schedule: 2-D elementwise gives a parallel outer loop and a vector inner loop") {
-  Builder b;
+  KernelBuilder b;
   int in = b.buffer("x", {M, N}), out = b.buffer("y", {M, N});
   b.stmt(Statement::Kind::assign, {M, N}, out, {it(0), it(1)},
          op(Op::add, {load(in, {it(0), it(1)}), load(in, {it(0), it(1)})}));
@@ -289,7 +231,7 @@ TEST_CASE("schedule: 2-D elementwise gives a parallel outer loop and a vector in
 }
 
 TEST_CASE("schedule: reduction init runs before its update, then the result is read") {
-  Builder b;
+  KernelBuilder b;
   int x = b.buffer("x", {M, K}), acc = b.buffer("acc", {M}), y = b.buffer("y", {M});
   b.stmt(Statement::Kind::reduce_init, {M}, acc, {it(0)});
   b.stmt(Statement::Kind::reduce_update, {M, K}, acc, {it(0)}, load(x, {it(0), it(1)}));
@@ -300,7 +242,7 @@ TEST_CASE("schedule: reduction init runs before its update, then the result is r
 }
 
 TEST_CASE("schedule: a softmax-like chain is legal and fused under one outer loop") {
-  Builder b;
+  KernelBuilder b;
   int x = b.buffer("x", {B, N}), mx = b.buffer("mx", {B}), sm = b.buffer("sm", {B}),
       y = b.buffer("y", {B, N});
   auto shifted = [&] {
@@ -329,7 +271,7 @@ TEST_CASE("schedule: a softmax-like chain is legal and fused under one outer loo
 }
 
 TEST_CASE("schedule: matmul is tiled when tiling is on, and legal either way") {
-  Builder b = matmul();
+  KernelBuilder b = matmul();
   std::vector<Env> sizes = {{{"M", 9}, {"N", 7}, {"K", 6}}, {{"M", 1}, {"N", 2}, {"K", 1}}};
   ScheduleOptions opt;
   opt.tile_sizes = {4, 4, 4};
@@ -355,7 +297,7 @@ TEST_CASE("schedule: matmul is tiled when tiling is on, and legal either way") {
 }
 
 TEST_CASE("schedule: symbolic extents with floor division and size products") {
-  Builder b;
+  KernelBuilder b;
   IntExpr rows = N + 2, cols = floordiv(H - R, IntExpr(2)) + 1;
   int x = b.buffer("x", {rows, H}), t = b.buffer("t", {rows, cols}),
       y = b.buffer("y", {rows, cols});
@@ -373,7 +315,7 @@ TEST_CASE("schedule: symbolic extents with floor division and size products") {
 }
 
 TEST_CASE("schedule: past the isl operation limit a kernel runs in program order, legally") {
-  Builder b;
+  KernelBuilder b;
   int x = b.buffer("x", {B, N}), mx = b.buffer("mx", {B}), y = b.buffer("y", {B, N});
   b.stmt(Statement::Kind::reduce_init, {B}, mx, {it(0)});
   b.stmt(Statement::Kind::reduce_update, {B, N}, mx, {it(0)}, load(x, {it(0), it(1)}));
@@ -384,14 +326,14 @@ TEST_CASE("schedule: past the isl operation limit a kernel runs in program order
 
   ScheduleOptions opt;
   opt.max_operations = 1;
-  CHECK_THROWS_WITH_AS(schedule_kernel(b.plan, b.kernel, opt),
+  CHECK_THROWS_WITH_AS(schedule_kernel(b.plan, b.kernel(), opt),
                        doctest::Contains("exceeded the isl operation limit of 1"),
                        std::runtime_error);
   // The smallest limit (in powers of two) that schedules at all gets the program order: isl's
   // scheduler takes far more operations than the plain AST of the sequence.
   for (opt.max_operations = 2; opt.max_operations < (1ul << 30); opt.max_operations *= 2) {
     try {
-      schedule_kernel(b.plan, b.kernel, opt);
+      schedule_kernel(b.plan, b.kernel(), opt);
       break;
     } catch (const std::runtime_error&) {
     }
