@@ -46,7 +46,7 @@ def main():
   ap.add_argument("--time", type=float, default=180, help="seconds to fuzz (minimising included)")
   ap.add_argument("--cases", type=int, default=0, help="stop after this many cases (0: no limit)")
   ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
-  ap.add_argument("--runtimes", default="clang,cc", help="compiled runtimes, comma-separated")
+  ap.add_argument("--runtimes", default="clang,openmp,cc", help="compiled runtimes, comma-separated")
   ap.add_argument("--timeout", type=float, default=60, help="seconds before a run is a hang")
   ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fuzz", "failures"),
                   help="where minimised failures go")
