@@ -23,7 +23,7 @@ struct CompileOptions {
   int debug =
       0;  ///< --debug level: 1 kernels and times, 2 graph and rules, 3 schedule, 4 source, 5 isl
   std::ostream* log = nullptr;                ///< where --debug output goes (nullptr: nowhere)
-  ScheduleOptions schedule;                   ///< tiling, parallel and vector marks
+  ScheduleOptions schedule;                   ///< tiling, loop mappings, isl limits
   CutOptions cut;                             ///< where the plan is cut into kernels
   SimplifyOptions simplify;                   ///< FASTMATH, BLAS, SIMPLIFY
   std::vector<std::string> rule_files;        ///< --rules and [meta] rules, after the shipped

@@ -121,7 +121,7 @@ AstExprPtr convert_expr(isl_ast_expr* e, const Scope& scope) {
   }
 }
 
-/** The negation of a condition, for an isl `else` branch (the loop AST has guards only). */
+/** The negation of a condition, for an isl `else` branch (the loop IR has guards only). */
 AstExprPtr negate(const AstExprPtr& c) {
   static const std::map<std::string, std::string> flipped = {
       {"le", "gt"}, {"lt", "ge"}, {"ge", "lt"}, {"gt", "le"}, {"and", "or"}, {"or", "and"}};

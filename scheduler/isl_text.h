@@ -29,7 +29,7 @@ class IslTextRenderer {
   std::string params() const;
   /** The parameter context: every size variable >= 1, every fresh product of them >= 1. */
   std::string context() const;
-  /** Each fresh parameter's expression, for substituting it back into the loop AST. */
+  /** Each fresh parameter's expression, for substituting it back into the loop IR. */
   std::map<std::string, AstExprPtr> substitutions() const;
 
  private:
@@ -46,7 +46,7 @@ class IslTextRenderer {
   std::set<std::string> positive_fresh_;             ///< fresh products of variables only
 };
 
-/** The loop AST expression of an IntExpr (floor division becomes "fdiv_q"). */
+/** The loop IR expression of an IntExpr (floor division becomes "fdiv_q"). */
 AstExprPtr int_expr_to_ast(const IntExpr& e);
 
 }  // namespace kiln

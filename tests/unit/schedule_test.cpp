@@ -1,4 +1,4 @@
-// Scheduler tests: hand-built kernels, scheduled with isl, checked by simulating the loop AST.
+// Scheduler tests: hand-built kernels, scheduled with isl, checked by simulating the loop IR.
 // The simulator walks the LoopNode tree with concrete sizes and checks that every buffer element
 // sees the same writes, in the same order, with every read between the same two writes, as in
 // the sequential order of the statements.
