@@ -1,7 +1,7 @@
 /** \file
  * The isl steps of scheduling one kernel, on top of the RAII layer of scheduler/isl.h:
- * dependences, schedule computation, tiling and band annotation, and AST generation into the isl-free
- * loop IR of ir/loop_ir.h.
+ * dependences, schedule computation, tiling and band annotation, and AST generation into the
+ * isl-free loop IR of ir/loop_ir.h.
  */
 #pragma once
 
