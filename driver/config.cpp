@@ -117,8 +117,8 @@ std::vector<Knob> make_knobs() {
           [](auto& o) -> auto& { return o.schedule.max_operations; }),
       flag_knob(
           "PARALLEL", KnobStage::scheduler,
-          "1: the outermost coincident loops run across threads, on backends with threads (openmp)", "1",
-          [](auto& o) -> auto& { return o.schedule.parallel; }),
+          "1: the outermost coincident loops run across threads, on backends with threads (openmp)",
+          "1", [](auto& o) -> auto& { return o.schedule.parallel; }),
       flag_knob(
           "SIMPLIFY", KnobStage::simplifier, "0: the rewrite rules are not applied", "1",
           [](auto& o) -> auto& { return o.simplify.enabled; }),
@@ -132,8 +132,9 @@ std::vector<Knob> make_knobs() {
        "tile sizes of permutable loop bands: N for every dimension, or AxBxC; 0: no tiling", "32",
        true, parse_tile, show_tile},
       flag_knob(
-          "VECTORIZE", KnobStage::scheduler, "1: innermost unit-stride loops run across vector lanes, on backends with SIMD (openmp)", "1",
-          [](auto& o) -> auto& { return o.schedule.vectorize; }),
+          "VECTORIZE", KnobStage::scheduler,
+          "1: innermost unit-stride loops run across vector lanes, on backends with SIMD (openmp)",
+          "1", [](auto& o) -> auto& { return o.schedule.vectorize; }),
   };
   std::sort(k.begin(), k.end(),
             [](const Knob& a, const Knob& b) { return std::string(a.name) < b.name; });

@@ -169,7 +169,8 @@ isl::UnionMap parse_maps(const isl::Ctx& ctx, const std::string& params,
 /** Statement ranges [first, last) that isl schedules apart, in order: every call statement
  *  alone and the runs between calls. A library call fuses with nothing, and isl would otherwise
  *  put the 0-dimensional call into its consumer's band, which then loses its coincidence (and
- *  its coincidence, and with it the parallel and simd mappings). A kernel without calls is one range. */
+ *  its coincidence, and with it the parallel and simd mappings). A kernel without calls is one
+ * range. */
 std::vector<std::pair<int, int>> segments(const Kernel& k) {
   std::vector<std::pair<int, int>> out;
   int first = 0, n = static_cast<int>(k.statements.size());
