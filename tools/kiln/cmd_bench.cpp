@@ -22,14 +22,12 @@ namespace kiln::cli {
 
 namespace {
 
-struct BenchOptions {
-  Selection sel;
-  std::string runtime = "clang", test, vs;
-  std::vector<std::string> config;
-  uint64_t seed = 0;
+struct BenchOptions : RunRequest {
+  BenchOptions() { runtime = "clang"; }
+  std::string vs;
   int repeat = 0;  ///< 0: at least kMinRepeats, until the loop took kTargetMs
   int warmup = 3;
-  bool specialize = false, json = false;
+  bool json = false;
 };
 
 constexpr int kMinRepeats = 10;
@@ -272,20 +270,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "bench", "Time a compiled composite on seeded random inputs, against a baseline");
   auto o = std::make_shared<BenchOptions>();
-  cmd->add_option("target", o->sel.target, "FILE[:COMPOSITE]")->required();
-  cmd->add_option("--runtime", o->runtime, "A runtime name (clang, cc) or a descriptor path")
-      ->capture_default_str();
-  cmd->add_option("--config", o->config, "Compiler knobs KEY=VALUE, e.g. TILE=64,PARALLEL=0")
-      ->delimiter(',');
-  cmd->add_option("--test", o->test,
-                  "Size bindings, e.g. M=100,N=7 (default: the composite's first test case)");
-  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
-  cmd->add_option("--dtype", o->sel.dtypes, "Type variable choice, e.g. T=f16");
-  cmd->add_option("--attr", o->sel.attrs, "Attribute value, e.g. alpha=0.2");
-  cmd->add_option("--batch", o->sel.batch, "Batch dimensions for '...', e.g. 3,5");
-  add_rules_option(*cmd, o->sel);
-  cmd->add_flag("--specialize", o->specialize,
-                "Compile for the bound sizes only (they become constants in the graph)");
+  add_run_request_options(*cmd, *o, "A runtime name (clang, openmp, cc) or a descriptor path");
   cmd->add_option("--vs", o->vs,
                   "Baseline timed alternately in the same process: openblas (cblas gemm, for a "
                   "single matrix product), copy (a memcpy of the same bytes), runtime:NAME (the "

@@ -15,13 +15,9 @@ namespace kiln::cli {
 
 namespace {
 
-struct RunOptions {
-  Selection sel;
-  std::string runtime = "interp", test;
-  std::vector<std::string> config;
-  uint64_t seed = 0;
+struct RunOptions : RunRequest {
+  RunOptions() { runtime = "interp"; }
   int debug = 0;
-  bool specialize = false;
 };
 
 double elapsed_ms(std::chrono::steady_clock::time_point t0) {
@@ -78,23 +74,9 @@ bool run_compiled(const RunOptions& o, const Loaded& l, const Graph& g,
 void add_run_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("run", "Run a composite on seeded random inputs");
   auto o = std::make_shared<RunOptions>();
-  cmd->add_option("target", o->sel.target, "FILE[:COMPOSITE]")->required();
-  cmd->add_option("--runtime", o->runtime,
-                  "interp (the reference interpreter), a runtime name (clang, cc) or a "
-                  "descriptor path")
-      ->capture_default_str();
-  cmd->add_option("--config", o->config, "Compiler knobs KEY=VALUE, e.g. TILE=64,PARALLEL=0")
-      ->delimiter(',');
-  cmd->footer(knobs_help());
-  cmd->add_option("--test", o->test,
-                  "Size bindings, e.g. M=100,N=7 (default: the composite's first test case)");
-  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
-  cmd->add_option("--dtype", o->sel.dtypes, "Type variable choice, e.g. T=f16");
-  cmd->add_option("--attr", o->sel.attrs, "Attribute value, e.g. alpha=0.2");
-  cmd->add_option("--batch", o->sel.batch, "Batch dimensions for '...', e.g. 3,5");
-  add_rules_option(*cmd, o->sel);
-  cmd->add_flag("--specialize", o->specialize,
-                "Compile for the bound sizes only (they become constants in the graph)");
+  add_run_request_options(*cmd, *o,
+                          "interp (the reference interpreter), a runtime name (clang, openmp, "
+                          "cc) or a descriptor path");
   cmd->add_option("--debug", o->debug, "Debug level 0..5")->check(CLI::Range(0, 5));
   cmd->callback([o, &exit_code] {
     config_items(o->config);  // checked under interp too, which compiles nothing

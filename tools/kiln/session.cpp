@@ -140,6 +140,23 @@ void add_rules_option(CLI::App& cmd, Selection& sel) {
       ->check(CLI::ExistingFile);
 }
 
+void add_run_request_options(CLI::App& cmd, RunRequest& r, const std::string& runtime_help) {
+  cmd.add_option("target", r.sel.target, "FILE[:COMPOSITE]")->required();
+  cmd.add_option("--runtime", r.runtime, runtime_help)->capture_default_str();
+  cmd.add_option("--config", r.config, "Compiler knobs KEY=VALUE, e.g. TILE=64,PARALLEL=0")
+      ->delimiter(',');
+  cmd.footer(knobs_help());
+  cmd.add_option("--test", r.test,
+                 "Size bindings, e.g. M=100,N=7 (default: the composite's first test case)");
+  cmd.add_option("--seed", r.seed, "Seed of the random inputs")->capture_default_str();
+  cmd.add_option("--dtype", r.sel.dtypes, "Type variable choice, e.g. T=f16");
+  cmd.add_option("--attr", r.sel.attrs, "Attribute value, e.g. alpha=0.2");
+  cmd.add_option("--batch", r.sel.batch, "Batch dimensions for '...', e.g. 3,5");
+  add_rules_option(cmd, r.sel);
+  cmd.add_flag("--specialize", r.specialize,
+               "Compile for the bound sizes only (they become constants in the graph)");
+}
+
 Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted) {
   Graph g = usage([&] { return lower_verified(l.lib, *l.comp, l.options, interpreted); });
   if (!sizes) return g;

@@ -102,6 +102,20 @@ CompileOptions compile_options(const std::vector<std::string>& config, int debug
 /** Registers --rules on a subcommand. */
 void add_rules_option(CLI::App& cmd, Selection& sel);
 
+/** What `run` and `bench` share: the composite instance, its runtime and knobs, the sizes and
+ *  the inputs' seed. */
+struct RunRequest {
+  Selection sel;
+  std::string runtime, test;
+  std::vector<std::string> config;
+  uint64_t seed = 0;
+  bool specialize = false;
+};
+
+/** Registers the options of a RunRequest (target, --runtime with `runtime_help`, --config,
+ *  --test, --seed, --dtype, --attr, --batch, --rules, --specialize) on a subcommand. */
+void add_run_request_options(CLI::App& cmd, RunRequest& r, const std::string& runtime_help);
+
 /** --debug 1: each kernel, the stage times, compile time, cache hit or miss, load time. */
 void print_build(std::ostream& out, const Executable& exe, double build_ms);
 
