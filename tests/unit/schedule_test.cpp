@@ -347,3 +347,71 @@ TEST_CASE("schedule: past the isl operation limit a kernel runs in program order
     CHECK(l->mapping == Mapping::serial);
   }
 }
+
+namespace {
+
+/** The alloc nodes of a loop nest, in pre-order. */
+void allocs(const LoopNode& n, std::vector<const LoopNode*>& out) {
+  if (n.kind == LoopNode::Kind::alloc) out.push_back(&n);
+  for (const LoopNodePtr& c : n.body)
+    allocs(*c, out);
+}
+
+}  // namespace
+
+TEST_CASE("schedule: a reduction accumulates in a register across its loop, not through memory") {
+  KernelBuilder b = matmul();
+  ScheduleOptions opt = untiled();
+  ScheduledKernel r =
+      check_legal(b, opt, {{{"M", 3}, {"N", 4}, {"K", 5}}, {{"M", 2}, {"N", 1}, {"K", 1}}});
+  report("matmul, accumulator", r);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 1);
+  const LoopNode& acc = *found[0];
+  CHECK(acc.space == MemorySpace::local);
+  CHECK(acc.statement == 1);
+  // The element is C[i, j]: the k argument is left out, the others are bound outside the loop.
+  REQUIRE(acc.args.size() == 3);
+  CHECK(acc.args[0]);
+  CHECK(acc.args[1]);
+  CHECK_FALSE(acc.args[2]);
+  std::vector<const LoopNode*> inner = loops(acc);
+  REQUIRE(inner.size() == 1);
+  CHECK(inner[0]->reduction);
+  CHECK_FALSE(inner[0]->coincident);
+
+  // f16 keeps its sum in memory: rounding once instead of at every step would change results.
+  KernelBuilder h = matmul();
+  for (Buffer& buf : h.plan.buffers)
+    buf.dtype = DType::f16;
+  ScheduledKernel hr = schedule_kernel(h.plan, h.kernel(), opt);
+  found.clear();
+  allocs(*hr.nest.root, found);
+  CHECK(found.empty());
+}
+
+TEST_CASE("schedule: simd needs unit-stride accesses; a column walk stays serial") {
+  KernelBuilder b;
+  int x = b.buffer("x", {M, N}), y = b.buffer("y", {M, N}), t = b.buffer("t", {N, M});
+  b.stmt(Statement::Kind::assign, {M, N}, y, {it(0), it(1)}, load(x, {it(0), it(1)}));
+  b.stmt(Statement::Kind::assign, {M, N}, t, {it(1), it(0)}, load(x, {it(0), it(1)}));
+  ScheduleOptions opt = untiled();
+  opt.backend_threads = opt.backend_simd = true;
+  opt.max_collapse = 1;
+  ScheduledKernel r = check_legal(b, opt, {{{"M", 3}, {"N", 5}}});
+  report("unit stride", r);
+  // The inner loop that writes t[j, i] walks t by M: serial; the one that copies row by row is
+  // simd. (Were they fused, the shared inner loop would be serial.)
+  int simd = 0, strided = 0;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    if (!loops(*l).empty() && loops(*l).size() > 1) continue;  // innermost loops only
+    std::string text = loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*l)});
+    bool writes_t = text.find("S1(") != std::string::npos;
+    strided += writes_t;
+    simd += l->mapping == Mapping::simd;
+    if (writes_t) CHECK(l->mapping == Mapping::serial);
+  }
+  CHECK(strided >= 1);
+  CHECK(simd + strided >= 1);
+}
