@@ -213,12 +213,6 @@ std::string CStyleRenderer::bind_iterators(const std::vector<AstExprPtr>& args,
 
 namespace {
 
-/** The loops of a perfect nest below `n` (an alloc's body), outermost first. */
-void nest_loops(const LoopNode& n, std::vector<const LoopNode*>& out) {
-  if (n.kind == LoopNode::Kind::loop) out.push_back(&n);
-  if (n.kind != LoopNode::Kind::stmt && n.body.size() == 1) nest_loops(*n.body[0], out);
-}
-
 /** A perfect nest of parallel loops below and including `n`: its depth. */
 int parallel_depth(const LoopNode& n) {
   if (n.kind == LoopNode::Kind::block && n.body.size() == 1) return parallel_depth(*n.body[0]);
@@ -261,8 +255,7 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
   // Loads and stores only when the nest runs: its loops are rectangular, so it runs when each
   // loop's condition holds at its first value.
   std::vector<const LoopNode*> loops;
-  for (const LoopNodePtr& b : n.body)
-    nest_loops(*b, loops);
+  if (n.body.size() == 1) perfect_nest(*n.body[0], loops);
   std::string runs;
   for (const LoopNode* l : loops) {
     AstExprPtr first = substitute(l->cond, l->iter, l->init);

@@ -163,6 +163,20 @@ std::vector<const LoopNode*> loops_of(const LoopNode& root) {
   return out;
 }
 
+const LoopNode* perfect_nest(const LoopNode& n, std::vector<const LoopNode*>& loops) {
+  switch (n.kind) {
+    case LoopNode::Kind::stmt:
+      return &n;
+    case LoopNode::Kind::loop:
+      loops.push_back(&n);
+      [[fallthrough]];
+    case LoopNode::Kind::block:
+      return n.body.size() == 1 ? perfect_nest(*n.body[0], loops) : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
 bool uses_iterator(const AstExpr& e, const std::string& iter) {
   if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
   for (const AstExprPtr& a : e.args)

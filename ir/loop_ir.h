@@ -95,6 +95,10 @@ struct LoopNode {
 /** Loops of `root` in pre-order (outer before inner). */
 std::vector<const LoopNode*> loops_of(const LoopNode& root);
 
+/** The one statement below `n` when n's subtree is a perfect nest of loops (and single-child
+ *  blocks) ending in it, with the loops appended to `loops`, outermost first; else null. */
+const LoopNode* perfect_nest(const LoopNode& n, std::vector<const LoopNode*>& loops);
+
 /** Whether `e` refers to loop iterator `iter`. */
 bool uses_iterator(const AstExpr& e, const std::string& iter);
 

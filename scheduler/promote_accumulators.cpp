@@ -6,35 +6,6 @@ namespace kiln {
 
 namespace {
 
-/** Every variable of `e`, inside divisions too. */
-void collect_vars(const IntExpr& e, std::set<std::string>& out) {
-  for (const IntExpr::Term& t : e.terms())
-    for (const auto& f : t.factors) {
-      if (f->kind == IntAtom::Kind::var) {
-        out.insert(f->name);
-      } else {
-        collect_vars(f->a, out);
-        collect_vars(f->b, out);
-      }
-    }
-}
-
-/** The one statement below `n` when n's subtree is a perfect nest of loops (and single-child
- *  blocks) ending in it, with the loops appended to `loops`; else null. */
-const LoopNode* perfect_nest(const LoopNode& n, std::vector<const LoopNode*>& loops) {
-  switch (n.kind) {
-    case LoopNode::Kind::stmt:
-      return &n;
-    case LoopNode::Kind::loop:
-      loops.push_back(&n);
-      [[fallthrough]];
-    case LoopNode::Kind::block:
-      return n.body.size() == 1 ? perfect_nest(*n.body[0], loops) : nullptr;
-    default:
-      return nullptr;
-  }
-}
-
 class Promoter {
  public:
   Promoter(const KernelPlan& plan, const Kernel& k) : plan_(plan), kernel_(k) {}
@@ -79,7 +50,7 @@ class Promoter {
     // The element written must not move inside the nest.
     std::set<std::string> used;
     for (const IntExpr& e : s.index)
-      collect_vars(e, used);
+      e.collect_vars(used);
     auto promoted = std::make_shared<LoopNode>();
     promoted->kind = LoopNode::Kind::alloc;
     promoted->space = MemorySpace::local;
