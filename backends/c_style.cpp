@@ -162,7 +162,7 @@ std::vector<std::string> CStyleRenderer::extern_symbols(const KernelPlan& plan) 
 std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<LoopNest>& nests,
                                    const std::vector<std::string>& symbols,
                                    const RenderOptions& options) const {
-  std::string s = prelude() + extern_helpers(plan);
+  std::string s = prelude() + extern_helpers(plan) + plan_declarations(plan);
   if (options.bounds_checks) s += kCBoundsCheck;
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
@@ -175,7 +175,8 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   // The loops live in a static function whose buffer parameters are `restrict`: compilers
   // honour restrict on parameters (LLVM's noalias), not on locals, so this is what lets them
   // keep accumulators in registers and vectorise without runtime alias checks.
-  Context c{plan, k, options, {plan.size_vars.begin(), plan.size_vars.end()}, {}, {}};
+  Context c{plan, k,  options, nest,    {plan.size_vars.begin(), plan.size_vars.end()},
+            {},   {}, {},      nullptr, {}};
   std::string params, call;
   for (size_t v = 0; v < plan.size_vars.size(); ++v) {
     params +=
@@ -195,10 +196,36 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
     call += std::string(call.empty() ? "" : ", ") + "(" + qual + type + "*)buffers[" +
             std::to_string(slot) + "]";
   }
-  std::string s = "static void " + symbol + "_loops(" + params + ") {\n";
+  std::string s = loops_qualifier() + "void " + symbol + "_loops(" + params + ") {\n";
   s += render_node(c, *nest.root, 1) + "}\n\n";
-  s += signature(symbol) + " {\n  " + symbol + "_loops(" + call + ");\n}\n";
-  return s;
+  return s + entry(plan, nest, symbol, symbol + "_loops(" + call + ")");
+}
+
+std::string CStyleRenderer::plan_declarations(const KernelPlan&) const {
+  return "";
+}
+
+std::string CStyleRenderer::loops_qualifier() const {
+  return "static ";
+}
+
+std::string CStyleRenderer::entry(const KernelPlan&, const LoopNest&, const std::string& symbol,
+                                  const std::string& call) const {
+  return signature(symbol) + " {\n  " + call + ";\n}\n";
+}
+
+std::string CStyleRenderer::loop_header(const Context&, const LoopNode& n, const std::string& init,
+                                        const std::string& cond) const {
+  return "for (int64_t " + n.iter + " = " + init + "; " + cond + "; " + n.iter +
+         " += " + std::to_string(n.step) + ")";
+}
+
+std::string CStyleRenderer::barrier() const {
+  throw std::runtime_error("the C renderer has no barrier: kernels run on one CPU thread");
+}
+
+std::string CStyleRenderer::single_condition() const {
+  return "";
 }
 
 std::string CStyleRenderer::bind_iterators(const std::vector<AstExprPtr>& args,
@@ -236,24 +263,17 @@ std::string CStyleRenderer::render_loop(const Context& c, const LoopNode& n, int
   if (n.cond->kind == AstExpr::Kind::op && n.cond->op != "select" && cond.front() == '(' &&
       cond.back() == ')')
     cond = cond.substr(1, cond.size() - 2);
-  s += pad + "for (int64_t " + n.iter + " = " + ast_expr_to_c(*n.init) + "; " + cond + "; " +
-       n.iter + " += " + std::to_string(n.step) + ") {\n";
+  s += pad + loop_header(c, n, ast_expr_to_c(*n.init), cond) + " {\n";
   // The loops a parallel annotation collapsed are the next ones down a perfect nest.
   int inner = site.collapsed ? collapsed - 1 : site.collapse - 1;
+  c.loops.push_back(&n);
   for (const LoopNodePtr& child : n.body)
     s += render_node(c, *child, depth + 1, n.body.size() == 1 ? inner : 0);
+  c.loops.pop_back();
   return s + pad + "}\n";
 }
 
-std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, int depth) const {
-  std::string pad(2 * depth, ' ');
-  const Statement& st = c.kernel.statements.at(n.statement);
-  std::string type = compute_type(c.plan.buffers[st.buffer].dtype);
-  // The element's index, from the iterators outside the nest.
-  std::string s = pad + "{\n" + bind_iterators(n.args, pad + "  ");
-  std::string element = render_index(c, st.buffer, st.index);
-  // Loads and stores only when the nest runs: its loops are rectangular, so it runs when each
-  // loop's condition holds at its first value.
+std::string CStyleRenderer::nest_runs(const LoopNode& n) const {
   std::vector<const LoopNode*> loops;
   if (n.body.size() == 1) perfect_nest(*n.body[0], loops);
   std::string runs;
@@ -261,8 +281,21 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
     AstExprPtr first = substitute(l->cond, l->iter, l->init);
     runs += (runs.empty() ? "" : " && ") + ast_expr_to_c(*first);
   }
-  s += pad + "  if (" + (runs.empty() ? "1" : runs) + ") {\n";
-  s += pad + "    " + type + " " + n.name + " = " + element + ";\n";
+  return runs.empty() ? "1" : runs;
+}
+
+std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  DType dtype = c.plan.buffers[st.buffer].dtype;
+  std::string type = compute_type(dtype);
+  // The element's index, from the iterators outside the nest.
+  std::string s = pad + "{\n" + bind_iterators(n.args, pad + "  ");
+  std::string element = render_index(c, st.buffer, st.index);
+  // Loads and stores only when the nest runs: its loops are rectangular, so it runs when each
+  // loop's condition holds at its first value.
+  s += pad + "  if (" + nest_runs(n) + ") {\n";
+  s += pad + "    " + type + " " + n.name + " = " + from_storage(dtype, element) + ";\n";
   const LoopNode* outer = c.accumulator;
   c.accumulator = &n;
   c.promoted[&st] = n.name;
@@ -270,7 +303,7 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
     s += render_node(c, *child, depth + 2);
   c.promoted.erase(&st);
   c.accumulator = outer;
-  s += pad + "    " + element + " = " + n.name + ";\n";
+  s += pad + "    " + element + " = " + to_storage(dtype, n.name) + ";\n";
   return s + pad + "  }\n" + pad + "}\n";
 }
 
@@ -288,7 +321,19 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
     case LoopNode::Kind::alloc:
       return render_alloc(c, n, depth);
     case LoopNode::Kind::barrier:
-      throw std::runtime_error("the C renderer has no barrier: kernels run on one CPU thread");
+      return pad + barrier() + "\n";
+    case LoopNode::Kind::single: {
+      std::string cond = single_condition();
+      if (cond.empty()) {
+        for (const LoopNodePtr& child : n.body)
+          s += render_node(c, *child, depth);
+        return s;
+      }
+      s += pad + "if (" + cond + ") {\n";
+      for (const LoopNodePtr& child : n.body)
+        s += render_node(c, *child, depth + 1);
+      return s + pad + "}\n";
+    }
     case LoopNode::Kind::guard:
       s += pad + "if " + ast_expr_to_c(*n.cond) + " {\n";
       for (const LoopNodePtr& child : n.body)

@@ -72,12 +72,12 @@ class CStyleRenderer {
   /** The statement for one extern call. */
   virtual std::string extern_call(const KernelPlan& plan, const Statement& st) const;
 
- private:
   /** What rendering one kernel needs at every node. */
   struct Context {
     const KernelPlan& plan;
     const Kernel& kernel;
     const RenderOptions& options;
+    const LoopNest& nest;
     const std::set<std::string> sizes;  ///< the plan's size variables
     /** Shared subexpressions of the statement being rendered, bound to locals. */
     mutable std::map<const ScalarExpr*, std::string> bound;
@@ -87,27 +87,53 @@ class CStyleRenderer {
     mutable std::map<const Statement*, std::string> promoted;
     /** The alloc node of the accumulator being rendered, or null. */
     mutable const LoopNode* accumulator = nullptr;
+    /** The loops around the node being rendered, outermost first. */
+    mutable std::vector<const LoopNode*> loops;
   };
-  std::string render_function(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
-                              const std::string& symbol, const RenderOptions& options) const;
+  /** Declarations every kernel of `plan` shares, after the extern helpers; none by default. */
+  virtual std::string plan_declarations(const KernelPlan& plan) const;
+  /** The qualifiers of a kernel's loop function ("static "). */
+  virtual std::string loops_qualifier() const;
+  /** The exported kernel: signature(symbol) calling `call` (the loop function's call). */
+  virtual std::string entry(const KernelPlan& plan, const LoopNest& nest, const std::string& symbol,
+                            const std::string& call) const;
+  /** `for (...)` of loop `n` with first value `init` and condition `cond` (C text). */
+  virtual std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,
+                                  const std::string& cond) const;
+  /** The text of a barrier node; the C renderers have none (kernels run on one CPU thread). */
+  virtual std::string barrier() const;
+  /** The condition under which a `single` node's body runs, or empty: always (the CPU). */
+  virtual std::string single_condition() const;
   std::string render_node(const Context& c, const LoopNode& n, int depth, int collapsed = 0) const;
-  std::string render_loop(const Context& c, const LoopNode& n, int depth, int collapsed) const;
   /** An alloc node: the promoted element loaded into a register before its body, stored after,
    *  both only when the body's loops run at least once. */
-  std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
+  virtual std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
+  /** Whether the loops of alloc node `n`'s body run: each loop's condition at its first value
+   *  (the nest is rectangular), as C; "1" when it has none. */
+  std::string nest_runs(const LoopNode& n) const;
   /** `const int64_t i0 = ...;` for each non-null entry of a stmt's or alloc's args. */
   std::string bind_iterators(const std::vector<AstExprPtr>& args, const std::string& pad) const;
+  std::string render_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
+
+ private:
+  std::string render_function(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
+                              const std::string& symbol, const RenderOptions& options) const;
+  std::string render_loop(const Context& c, const LoopNode& n, int depth, int collapsed) const;
   std::string render_statement(const Context& c, const Statement& st) const;
   /** Declares a local for every subexpression of `e` used more than once, children first. */
   std::string bind_shared(const Context& c, const ScalarExpr& e) const;
   std::string render_value(const Context& c, const ScalarExpr& e) const;
   std::string render_op(const Context& c, const ScalarExpr& e) const;
-  std::string render_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
   /** `b<buffer>[offset]`, with a bounds check under RenderOptions::bounds_checks. */
   std::string render_access(const Context& c, int buffer, const std::string& offset) const;
   /** The row-major element offset of `index` in `buffer`. */
   IntExpr linear_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
 };
+
+/** A stored element `x` of dtype `t` as its compute value (f16 and bf16 widen to float). */
+std::string from_storage(DType t, const std::string& x);
+/** A compute value `x` as the storage of dtype `t`. */
+std::string to_storage(DType t, const std::string& x);
 
 /** Whether `e` divides by (or takes the modulus of) a value known only at run time. */
 bool has_runtime_divisor(const IntExpr& e);

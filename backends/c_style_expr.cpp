@@ -10,9 +10,6 @@
 
 namespace kiln {
 
-namespace {
-
-/** Converts a stored element to its compute value and back. */
 std::string from_storage(DType t, const std::string& x) {
   if (t == DType::f16) return "kiln_f16_to_f32(" + x + ")";
   if (t == DType::bf16) return "kiln_bf16_to_f32(" + x + ")";
@@ -24,6 +21,8 @@ std::string to_storage(DType t, const std::string& x) {
   if (t == DType::bf16) return "kiln_f32_to_bf16(" + x + ")";
   return x;
 }
+
+namespace {
 
 double int_min(DType t) {
   switch (t) {
@@ -86,14 +85,15 @@ std::string CStyleRenderer::render_access(const Context& c, int buffer,
 std::string CStyleRenderer::render_statement(const Context& c, const Statement& st) const {
   if (st.kind == Statement::Kind::call) return extern_call(c.plan, st);
   const Buffer& b = c.plan.buffers[st.buffer];
-  // A promoted accumulator (an alloc node above) stands for the element: same storage and
-  // compute type (promote_accumulators.h leaves f16 and bf16 in memory).
+  // A promoted accumulator (an alloc node above) stands for the element, in the compute type:
+  // render_alloc converts from and to the storage type once, around the nest.
   auto promoted = c.promoted.find(&st);
-  std::string target =
-      promoted != c.promoted.end() ? promoted->second : render_index(c, st.buffer, st.index);
+  bool in_register = promoted != c.promoted.end();
+  std::string target = in_register ? promoted->second : render_index(c, st.buffer, st.index);
   std::string t = compute_type(b.dtype);
+  auto stored = [&](const std::string& x) { return in_register ? x : to_storage(b.dtype, x); };
   if (st.kind == Statement::Kind::assign)
-    return target + " = " + to_storage(b.dtype, "(" + t + ")" + render_value(c, *st.value)) + ";";
+    return target + " = " + stored("(" + t + ")" + render_value(c, *st.value)) + ";";
   if (st.kind == Statement::Kind::reduce_init) {
     std::string init;
     if (st.reduce == ReduceKind::sum) init = "0";
@@ -102,9 +102,9 @@ std::string CStyleRenderer::render_statement(const Context& c, const Statement& 
       init = is_float(b.dtype)       ? "-KILN_INF"
              : b.dtype == DType::i64 ? "KILN_INT64_MIN"
                                      : std::to_string(static_cast<int64_t>(int_min(b.dtype)));
-    return target + " = " + to_storage(b.dtype, "(" + t + ")" + init) + ";";
+    return target + " = " + stored("(" + t + ")" + init) + ";";
   }
-  std::string acc = from_storage(b.dtype, target);
+  std::string acc = in_register ? target : from_storage(b.dtype, target);
   std::string v = "(" + t + ")" + render_value(c, *st.value);
   bool wide_float = b.dtype == DType::f32 || b.dtype == DType::f64;
   if (wide_float && (st.reduce == ReduceKind::sum || st.reduce == ReduceKind::prod)) {
@@ -121,7 +121,7 @@ std::string CStyleRenderer::render_statement(const Context& c, const Statement& 
     r = b.dtype == DType::f64 ? "kiln_max_f64(" + acc + ", " + v + ")"
         : is_float(b.dtype)   ? "kiln_max_f32(" + acc + ", " + v + ")"
                               : "kiln_max_int(" + acc + ", " + v + ")";
-  return target + " = " + to_storage(b.dtype, "(" + t + ")(" + r + ")") + ";";
+  return target + " = " + stored("(" + t + ")(" + r + ")") + ";";
 }
 
 namespace {

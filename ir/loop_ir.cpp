@@ -104,6 +104,11 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
     case LoopNode::Kind::barrier:
       out += pad + "barrier\n";
       return;
+    case LoopNode::Kind::single:
+      out += pad + "single  // one thread of the block\n";
+      for (const auto& c : n.body)
+        node_text(*c, depth + 1, out);
+      return;
   }
 }
 

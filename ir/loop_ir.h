@@ -72,9 +72,16 @@ using LoopNodePtr = std::shared_ptr<const LoopNode>;
  *    whose statements correspond (scheduler/schedule_cache.h). The register is loaded before the
  * body and stored after it, and that statement accumulates into the register inside (a reduction's
  * scalar accumulator).
- *  - barrier: every thread of a GPU block waits for the others (none on the CPU). */
+ *  - barrier: every thread of a GPU block waits for the others (none on the CPU).
+ *  - single: `body` runs on one thread of the GPU block (thread 0); on the CPU a plain block.
+ *
+ * GPU mappings (scheduler/map_gpu.h): a `block.x` loop strides over the grid's blocks (its
+ * first value offset by the block index, its step times the block count), so any grid size
+ * is correct; a `thread.x` loop inside one strides over the threads of the block, and one
+ * outside any `block.x` loop over every thread of the grid, unless the kernel runs on block 0
+ * alone (LoopNest::one_block). */
 struct LoopNode {
-  enum class Kind { block, loop, guard, stmt, alloc, barrier } kind = Kind::block;
+  enum class Kind { block, loop, guard, stmt, alloc, barrier, single } kind = Kind::block;
   std::vector<LoopNodePtr> body;      ///< block: children in order; loop, guard, alloc: the body
   std::string iter;                   ///< loop: the iterator (a C identifier, e.g. "c0")
   AstExprPtr init;                    ///< loop: first value
@@ -111,6 +118,9 @@ struct LoopNest {
   /** isl ran past its operation limit and the kernel runs in program order, with no fusion,
    *  tiling or marks (ScheduleOptions::max_operations). */
   bool program_order = false;
+  /** GPU: the kernel runs on block 0 alone, its `thread.x` loops over that block's threads
+   *  (scheduler/map_gpu.h). */
+  bool one_block = false;
 };
 
 /** Indented pseudo-C text, for `kiln show --stage schedule` and tests. */

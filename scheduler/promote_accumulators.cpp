@@ -8,7 +8,8 @@ namespace {
 
 class Promoter {
  public:
-  Promoter(const KernelPlan& plan, const Kernel& k) : plan_(plan), kernel_(k) {}
+  Promoter(const KernelPlan& plan, const Kernel& k, bool half)
+      : plan_(plan), kernel_(k), half_(half) {}
 
   LoopNodePtr visit(const LoopNodePtr& n) {
     if (n->kind == LoopNode::Kind::loop)
@@ -36,7 +37,7 @@ class Promoter {
     const Statement& s = kernel_.statements.at(stmt->statement);
     if (s.kind != Statement::Kind::reduce_update) return nullptr;
     DType t = plan_.buffers.at(s.buffer).dtype;
-    if (t == DType::f16 || t == DType::bf16) return nullptr;
+    if (!half_ && (t == DType::f16 || t == DType::bf16)) return nullptr;
     std::vector<const ScalarExpr*> loads;
     if (s.value) collect_loads(*s.value, loads);
     for (const ScalarExpr* l : loads)
@@ -78,14 +79,15 @@ class Promoter {
 
   const KernelPlan& plan_;
   const Kernel& kernel_;
+  bool half_;
   int count_ = 0;
 };
 
 }  // namespace
 
-int promote_accumulators(const KernelPlan& plan, const Kernel& k, LoopNest& nest) {
+int promote_accumulators(const KernelPlan& plan, const Kernel& k, LoopNest& nest, bool half) {
   if (!nest.root) return 0;
-  Promoter p(plan, k);
+  Promoter p(plan, k, half);
   nest.root = p.visit(nest.root);
   return p.count();
 }

@@ -7,8 +7,9 @@
  * L's loops are marked LoopNode::reduction. Without it a contraction reads and writes its
  * accumulator through memory at every step of the reduction.
  *
- * Not promoted: f16 and bf16 buffers (their storage and compute types differ, and rounding once
- * instead of at every step would change results), and statements whose value reads the buffer
+ * Not promoted: f16 and bf16 buffers unless `half` (their storage and compute types differ, and
+ * rounding once instead of at every step changes results; a GPU block reduction needs the
+ * register, and rounding once is the closer to exact math), and statements whose value reads the buffer
  * they accumulate into.
  */
 #pragma once
@@ -19,6 +20,7 @@
 namespace kiln {
 
 /** Promotes the accumulators of `nest` (the loop IR of `k`); returns how many. */
-int promote_accumulators(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
+int promote_accumulators(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
+                         bool half = false);
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 #include "scheduler/isl.h"
 #include "scheduler/isl_schedule.h"
 #include "scheduler/isl_text.h"
+#include "scheduler/map_gpu.h"
 #include "scheduler/map_loops.h"
 #include "scheduler/promote_accumulators.h"
 
@@ -248,13 +249,16 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::tile:
         break;
       case Transform::Kind::promote_accumulators:
-        promote_accumulators(plan, k, nest);
+        promote_accumulators(plan, k, nest, t.half);
         break;
       case Transform::Kind::map_parallel:
         map_parallel(nest, t.max_collapse);
         break;
       case Transform::Kind::map_simd:
         map_simd(k, nest);
+        break;
+      case Transform::Kind::map_gpu:
+        map_gpu(nest);
         break;
     }
   }
@@ -269,7 +273,10 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const Kernel& 
     t.tile = {opt.tile_sizes, tile_depth(k, opt)};
     list.push_back(t);
   }
-  list.push_back({Transform::Kind::promote_accumulators});
+  Transform promote{Transform::Kind::promote_accumulators};
+  promote.half = opt.backend_gpu;
+  list.push_back(promote);
+  if (opt.backend_gpu) list.push_back({Transform::Kind::map_gpu});
   if (opt.parallel && opt.backend_threads) {
     Transform t{Transform::Kind::map_parallel};
     t.max_collapse = opt.max_collapse;
@@ -344,7 +351,11 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   }
   ctx.limit_time(0);
   timer.lap("AST");
-  if (!result.nest.program_order) apply_loop_steps(plan, k, result.nest, result.transforms);
+  if (!result.nest.program_order) {
+    apply_loop_steps(plan, k, result.nest, result.transforms);
+  } else if (opt.backend_gpu) {
+    map_gpu(result.nest);  // without marks: one block, statements on one thread
+  }
   std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
   result.milliseconds = elapsed.count();
   return result;

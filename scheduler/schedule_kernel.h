@@ -35,6 +35,10 @@ struct ScheduleOptions {
    *  PARALLEL and VECTORIZE take effect only where it can. */
   bool backend_threads = false;
   bool backend_simd = false;
+  /** A GPU backend: loops map to blocks and threads (scheduler/map_gpu.h), always, since a GPU
+   *  kernel that maps nothing would run on every thread; f16 and bf16 reductions accumulate in
+   *  registers, as a block reduction needs. */
+  bool backend_gpu = false;
   int max_collapse = 2;    ///< parallel loops mapped together, the outermost included
   bool debug_isl = false;  ///< print isl objects to stderr (--debug 5)
   /** The isl operations a kernel's dependences, schedule and AST may take (isl's

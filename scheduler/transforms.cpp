@@ -15,13 +15,16 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
         break;
       }
       case Transform::Kind::promote_accumulators:
-        out += "promote accumulators";
+        out += t.half ? "promote accumulators (f16 and bf16 too)" : "promote accumulators";
         break;
       case Transform::Kind::map_parallel:
         out += "map parallel (collapse " + std::to_string(t.max_collapse) + ")";
         break;
       case Transform::Kind::map_simd:
         out += "map simd";
+        break;
+      case Transform::Kind::map_gpu:
+        out += "map gpu blocks and threads";
         break;
     }
   }

@@ -2,7 +2,7 @@
  * The transform list: what scheduling does to a kernel after isl computed its schedule, as an
  * ordered list of typed steps. Steps on the schedule tree (tile) run before AST generation, steps
  * on the loop IR (promote accumulators, map to threads, map to vector lanes; GPU blocks and
- * threads next) after it. schedule_kernel builds the list from ScheduleOptions and what the
+ * threads) after it. schedule_kernel builds the list from ScheduleOptions and what the
  * backend can map loops to; `kiln show --stage schedule --debug 3` prints it.
  */
 #pragma once
@@ -27,9 +27,11 @@ struct Transform {
     promote_accumulators,  ///< loop IR: reductions accumulate in registers
     map_parallel,          ///< loop IR: outermost coincident loops across threads
     map_simd,              ///< loop IR: innermost unit-stride loops across vector lanes
+    map_gpu,               ///< loop IR: loops across GPU blocks and threads (map_gpu.h)
   } kind;
   TileOptions tile;      ///< tile
   int max_collapse = 2;  ///< map_parallel: loops mapped together, the outermost included
+  bool half = false;     ///< promote_accumulators: f16 and bf16 accumulate in registers too
 };
 
 /** "tile 32x32x32 (bands of 3+ members), promote accumulators, map parallel (collapse 2)". */

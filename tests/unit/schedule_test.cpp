@@ -58,6 +58,7 @@ int64_t eval(const AstExpr& e, const Env& env) {
 void run(const LoopNode& n, Env& env, std::vector<Instance>& out) {
   switch (n.kind) {
     case LoopNode::Kind::block:
+    case LoopNode::Kind::single:
     case LoopNode::Kind::alloc:  // a register for an element: no instance of its own
       for (const auto& c : n.body)
         run(*c, env, out);

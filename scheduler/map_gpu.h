@@ -1,0 +1,30 @@
+/** \file
+ * Mapping a kernel's loops onto a GPU grid, a transform of the loop IR that reads the
+ * annotations isl's schedule left (LoopNode::coincident, reduction) in the manner of PPCG: the
+ * outer coincident loop strides over blocks, inner ones over the threads of a block. Every
+ * mapped loop strides (ir/loop_ir.h), so the result is correct for any grid size and the launch
+ * geometry is free to follow the sizes alone (backends/cuda_backend.h).
+ *
+ * The outermost loop L (below single-child blocks and guards) decides the shape:
+ * - L coincident with no loop inside: a `thread.x` loop over the whole grid (elementwise work).
+ * - L coincident and its only child a coincident loop L2: L is `block.x`, L2 `thread.x`; what is
+ *   inside L2 runs serially on each thread (a matmul's k loop).
+ * - L coincident with anything else inside (a row of softmax: statements, reductions, loops):
+ *   L is `block.x` and its body a *block body*, one block per row.
+ * - otherwise the whole kernel is a block body on block 0 (a reduction to a scalar).
+ * In a block body each child becomes a `thread.x` loop when it is a coincident loop, a block
+ * reduction when it is a promoted accumulator (its outermost reduction loop `thread.x`: each
+ * thread accumulates a strided share, then warp shuffles and shared memory combine the shares),
+ * and runs on one thread (`single`) otherwise; a `barrier` follows each, so later children see
+ * what earlier ones wrote.
+ */
+#pragma once
+
+#include "ir/loop_ir.h"
+
+namespace kiln {
+
+/** Maps `nest` onto blocks and threads; returns how many loops it mapped. */
+int map_gpu(LoopNest& nest);
+
+}  // namespace kiln
