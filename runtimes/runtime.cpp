@@ -14,11 +14,9 @@
 #include <thread>
 #include <utility>
 
+#include "ir/data_dirs.h"
 #include "runtimes/plugin_api.h"
 
-#ifndef KILN_SOURCE_DIR
-#define KILN_SOURCE_DIR "."
-#endif
 #ifndef KILN_PLUGIN_BUILD_DIR
 #define KILN_PLUGIN_BUILD_DIR ""
 #endif
@@ -56,15 +54,11 @@ std::string text_of(const toml::node& node) {
   return out.str();
 }
 
-std::string home_dir(const std::string& search_dir) {
-  if (!search_dir.empty()) return search_dir;
-  if (const char* h = std::getenv("KILN_HOME"); h && *h) return h;
-  return KILN_SOURCE_DIR;
-}
-
-/** The folder of the shipped descriptors: SEARCH_DIR/runtimes, without doubled slashes. */
+/** The folder of the shipped descriptors: SEARCH_DIR/runtimes, without doubled slashes, or
+ *  where ir/data_dirs.h finds it. */
 std::string descriptor_dir(const std::string& search_dir) {
-  return (fs::path(home_dir(search_dir)) / "runtimes").lexically_normal().string();
+  if (search_dir.empty()) return data_dir(DataDir::runtimes);
+  return (fs::path(search_dir) / "runtimes").lexically_normal().string();
 }
 
 std::string descriptor_path(const std::string& name_or_path, const std::string& search_dir) {
@@ -109,16 +103,14 @@ std::vector<std::string> plugin_dirs(const std::string& descriptor_dir) {
     for (std::string d; std::getline(ss, d, ':');)
       if (!d.empty()) dirs.push_back(d);
   }
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path bin = exe.parent_path();
+  if (std::string exe = executable_dir(); !exe.empty()) {
+    fs::path bin = exe;
     dirs.push_back(bin.string());
     dirs.push_back((bin / "runtimes").string());
     dirs.push_back((bin.parent_path() / "runtimes").string());
     dirs.push_back((bin.parent_path() / "lib" / "kiln").string());
   }
-  if (*KILN_PLUGIN_BUILD_DIR) dirs.push_back(KILN_PLUGIN_BUILD_DIR);
+  if (*KILN_PLUGIN_BUILD_DIR && running_in_build_tree()) dirs.push_back(KILN_PLUGIN_BUILD_DIR);
   dirs.push_back(descriptor_dir);
   return dirs;
 }

@@ -98,7 +98,7 @@ class CompiledModule {
 class Runtime {
  public:
   /** Opens a runtime by descriptor name (`SEARCH_DIR/runtimes/NAME.toml`; empty search_dir
-   *  means $KILN_HOME, else the source tree) or by a path ending in `.toml`. Throws
+   *  means the descriptor folder ir/data_dirs.h finds) or by a path ending in `.toml`. Throws
    *  UnknownRuntime when there is no such descriptor, std::runtime_error for a bad one (with
    *  `file:line:col`) or a plugin that does not load. */
   static std::unique_ptr<Runtime> open(const std::string& name_or_path,

@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "ir/data_dirs.h"
 #include "simplifier/code_rules.h"
 #include "simplifier/rule_file.h"
-
-#ifndef KILN_RULES_DIR
-#error "KILN_RULES_DIR must name the folder of the shipped rule files"
-#endif
 
 namespace kiln {
 
@@ -35,7 +32,7 @@ const Rule* RuleSet::find(const std::string& name) const {
 }
 
 std::string shipped_rules_dir() {
-  return KILN_RULES_DIR;
+  return data_dir(DataDir::rules);
 }
 
 namespace {

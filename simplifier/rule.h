@@ -71,7 +71,8 @@ class RuleSet {
  *  once per process. */
 const RuleSet& shipped_rules();
 
-/** The folder of the shipped rule files (simplifier/rules in the source tree). */
+/** The folder of the shipped rule files: simplifier/rules in the source tree, share/kiln/rules
+ *  in an install (ir/data_dirs.h); throws DataDirError when there is none. */
 std::string shipped_rules_dir();
 
 /** shipped_rules() plus the rules of `files`, which may redefine shipped ones. */

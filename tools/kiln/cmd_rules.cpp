@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "ir/data_dirs.h"
 #include "simplifier/checker.h"
 #include "simplifier/engine.h"
 #include "simplifier/rule_file.h"
@@ -19,7 +20,7 @@ namespace {
 
 struct RulesOptions {
   std::vector<std::string> files;
-  std::string ops = "ops";
+  std::string ops;  ///< empty: the standard library's folder (ir/data_dirs.h)
   bool fastmath = false;
   uint64_t seed = 1;
 };
@@ -95,7 +96,8 @@ std::string check_composite(const std::string& target, const RuleSet& rules, boo
 bool check_composites(const RulesOptions& o) {
   RuleSet rules = rules_with(o.files);
   std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(o.ops))
+  std::string ops = o.ops.empty() ? data_dir(DataDir::ops) : o.ops;
+  for (const auto& e : std::filesystem::directory_iterator(ops))
     if (e.path().extension() == ".toml") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   bool ok = true;
@@ -133,7 +135,11 @@ void add_rules_command(CLI::App& app, int& exit_code) {
       "check", "Check rules on random inputs, and the engine on every composite of --ops");
   check->add_option("files", o->files, "Rule files to check (default: the shipped rules)")
       ->check(CLI::ExistingFile);
-  check->add_option("--ops", o->ops, "Folder of spec files to simplify")->capture_default_str();
+  check
+      ->add_option("--ops", o->ops,
+                   "Folder of spec files to simplify (default: ops/, found as "
+                   "the rule files are)")
+      ->check(CLI::ExistingDirectory);
   check->add_flag("--fastmath", o->fastmath, "Simplify the composites with FASTMATH=1");
   check->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
   check->callback([o, &exit_code] {
