@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "backends/c_renderer.h"
+#include "backends/cuda_renderer.h"
 #include "backends/openmp_renderer.h"
 
 namespace kiln {
@@ -38,12 +39,35 @@ class OpenMPBackend : public Backend {
   OpenMPRenderer renderer_;
 };
 
+/** CUDA C for NVRTC: loops across blocks and threads (scheduler/map_gpu.h), buffers in device
+ *  memory. Untiled for now: tiles pay on the GPU once they live in shared memory. */
+class CudaBackend : public Backend {
+ public:
+  std::string name() const override { return "cuda"; }
+  void configure(ScheduleOptions& opt) const override {
+    opt.backend_threads = false;
+    opt.backend_simd = false;
+    opt.backend_gpu = true;
+    opt.tile = false;
+  }
+  const CStyleRenderer& renderer() const override { return renderer_; }
+  MemoryKind memory() const override { return MemoryKind::device; }
+  LaunchGeometry geometry(const KernelPlan& plan, const Kernel& k,
+                          const int64_t* sizes) const override {
+    return cuda_launch_geometry(plan, k, sizes);
+  }
+
+ private:
+  CudaRenderer renderer_;
+};
+
 /** The registry: every backend, by name. A new backend adds its line here. */
 const std::map<std::string, const Backend*>& registry() {
   static const CBackend c;
   static const OpenMPBackend openmp;
-  static const std::map<std::string, const Backend*> table = {{c.name(), &c},
-                                                              {openmp.name(), &openmp}};
+  static const CudaBackend cuda;
+  static const std::map<std::string, const Backend*> table = {
+      {c.name(), &c}, {openmp.name(), &openmp}, {cuda.name(), &cuda}};
   return table;
 }
 

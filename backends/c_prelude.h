@@ -7,9 +7,13 @@
 
 namespace kiln {
 
-/** The helper text, valid C11 and C++ (CUDA device code prefixes it with its own qualifiers via
- *  the KILN_FN macro). */
-extern const char* const kCPrelude;
+/** The C translation unit's head: integer typedefs and the macros the helper functions use
+ *  (KILN_FN, KILN_INF, KILN_NAN, KILN_RINTF, KILN_REASSOC, memcpy). */
+extern const char* const kCPreludeHead;
+
+/** The helper functions, valid C11 and CUDA C++ under a head that defines those macros
+ *  (backends/cuda_prelude.h has the CUDA head). */
+extern const char* const kPreludeFunctions;
 
 /** Under --config CHECK=1: `kiln_check(offset, count, buffer)` returns `offset` when it is inside
  *  a buffer of `count` elements; else it fills the exported `kiln_check_record` (buffer, offset,

@@ -109,7 +109,7 @@ std::string ast_expr_to_c(const AstExpr& e) {
 }
 
 std::string CStyleRenderer::prelude() const {
-  return kCPrelude;
+  return std::string(kCPreludeHead) + kPreludeFunctions;
 }
 
 std::string CStyleRenderer::signature(const std::string& symbol) const {
@@ -163,7 +163,7 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
                                    const std::vector<std::string>& symbols,
                                    const RenderOptions& options) const {
   std::string s = prelude() + extern_helpers(plan) + plan_declarations(plan);
-  if (options.bounds_checks) s += kCBoundsCheck;
+  if (options.bounds_checks) s += bounds_check_helpers();
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
   return s;
@@ -199,6 +199,10 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   std::string s = loops_qualifier() + "void " + symbol + "_loops(" + params + ") {\n";
   s += render_node(c, *nest.root, 1) + "}\n\n";
   return s + entry(plan, nest, symbol, symbol + "_loops(" + call + ")");
+}
+
+std::string CStyleRenderer::bounds_check_helpers() const {
+  return kCBoundsCheck;
 }
 
 std::string CStyleRenderer::plan_declarations(const KernelPlan&) const {

@@ -90,6 +90,11 @@ class CStyleRenderer {
     /** The loops around the node being rendered, outermost first. */
     mutable std::vector<const LoopNode*> loops;
   };
+  /** `kiln_check` and `kiln_check_record` for RenderOptions::bounds_checks. */
+  virtual std::string bounds_check_helpers() const;
+  /** The bits of compute value `x` (of C type `from`) as C type `to`. */
+  virtual std::string bitcast(const std::string& from, const std::string& to,
+                              const std::string& x) const;
   /** Declarations every kernel of `plan` shares, after the extern helpers; none by default. */
   virtual std::string plan_declarations(const KernelPlan& plan) const;
   /** The qualifiers of a kernel's loop function ("static "). */

@@ -202,6 +202,12 @@ std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) 
   return "((" + cond + ") ? " + v + " : (" + compute_type(e.dtype) + ")0)";
 }
 
+std::string CStyleRenderer::bitcast(const std::string& from, const std::string& to,
+                                    const std::string& x) const {
+  return "({ " + from + " kiln_a_ = " + x + "; " + to +
+         " kiln_b_; memcpy(&kiln_b_, &kiln_a_, sizeof kiln_b_); kiln_b_; })";
+}
+
 std::string CStyleRenderer::render_op(const Context& c, const ScalarExpr& e) const {
   auto arg = [&](size_t k) { return render_value(c, *e.args[k]); };
   DType t = e.dtype, in = e.args.empty() ? t : e.args[0]->dtype;
@@ -273,9 +279,7 @@ std::string CStyleRenderer::render_op(const Context& c, const ScalarExpr& e) con
       if (in == DType::f16) x = "kiln_f32_to_f16(" + x + ")", from = "uint16_t";
       if (in == DType::bf16) x = "kiln_f32_to_bf16(" + x + ")", from = "uint16_t";
       std::string to = storage_type(t);
-      std::string bits = "({ " + from + " kiln_a_ = " + x + "; " + to +
-                         " kiln_b_; memcpy(&kiln_b_, &kiln_a_, sizeof kiln_b_); kiln_b_; })";
-      return from_storage(t, bits);
+      return from_storage(t, bitcast(from, to, x));
     }
     default:
       throw std::runtime_error("the C renderer has no text for op '" + std::string(op_name(e.op)) +

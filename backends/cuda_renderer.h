@@ -1,0 +1,65 @@
+/** \file
+ * CUDA C for NVRTC: the C-style renderer with the GPU's mappings (scheduler/map_gpu.h).
+ * - Each kernel is `extern "C" __global__ void K(const kiln_params p)`, one by-value struct of
+ *   every buffer pointer then every size (runtimes/plugin_api.h), calling a `__device__` loop
+ *   function with typed `__restrict__` pointers, as the C backend's entry calls its loops.
+ * - A `block.x` loop strides over the blocks of the grid, a `thread.x` loop over the threads of
+ *   the block (inside a `block.x` loop or in a kernel that runs on block 0 alone) or of the
+ *   grid; so every launch geometry is correct, and cuda_launch_geometry only picks a good one.
+ * - `single` nodes run on thread 0, `barrier` nodes are `__syncthreads()`.
+ * - A promoted accumulator whose outermost loop is `thread.x` is a block reduction: thread 0
+ *   starts from the element, the others from the identity, each accumulates its strided share,
+ *   and kiln_block_reduce (warp shuffles, then shared memory) combines them for thread 0, which
+ *   stores the element.
+ * - f16 and bf16 are stored as 16-bit integers and computed in float, as in C.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "backends/c_style.h"
+#include "ir/launch_geometry.h"
+
+namespace kiln {
+
+/** Threads per block of every CUDA launch: a multiple of 32, as kiln_block_reduce needs. */
+inline constexpr uint32_t kCudaBlockThreads = 256;
+/** The most blocks a launch asks for: four waves of 256-thread blocks on a 132-SM H100; the
+ *  grid-stride loops cover the rest. */
+inline constexpr uint32_t kCudaMaxBlocks = 4096;
+
+class CudaRenderer : public CStyleRenderer {
+ public:
+  std::vector<std::string> extern_symbols(const KernelPlan& plan) const override;
+
+ protected:
+  std::string prelude() const override;
+  std::string signature(const std::string& symbol) const override;
+  std::string bounds_check_helpers() const override;
+  std::string bitcast(const std::string& from, const std::string& to,
+                      const std::string& x) const override;
+  std::string plan_declarations(const KernelPlan& plan) const override;
+  std::string loops_qualifier() const override;
+  std::string entry(const KernelPlan& plan, const LoopNest& nest, const std::string& symbol,
+                    const std::string& call) const override;
+  std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,
+                          const std::string& cond) const override;
+  std::string barrier() const override;
+  std::string single_condition() const override;
+  std::string render_alloc(const Context& c, const LoopNode& n, int depth) const override;
+  std::string math_call(const std::string& fn, DType t, const std::string& a) const override;
+  std::string extern_helpers(const KernelPlan& plan) const override;
+  std::string extern_call(const KernelPlan& plan, const Statement& st) const override;
+
+ private:
+  /** Whether a `thread.x` loop at this point strides over one block's threads. */
+  static bool in_block(const Context& c);
+};
+
+/** The geometry of kernel `k` for the bound sizes (KernelPlan::size_vars order): blocks of
+ *  kCudaBlockThreads, and enough blocks for one thread per point of the largest statement
+ *  domain, at most kCudaMaxBlocks. It needs no schedule, so a cached module launches without
+ *  one. */
+LaunchGeometry cuda_launch_geometry(const KernelPlan& plan, const Kernel& k, const int64_t* sizes);
+
+}  // namespace kiln
