@@ -15,17 +15,13 @@
  * to compile for when no device is present (default sm_90).
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <dlfcn.h>
-#include <limits.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "runtimes/cuda/cuda_api.h"
 
