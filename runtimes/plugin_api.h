@@ -11,6 +11,18 @@
  *     void KERNEL(void* const* buffers, const int64_t* sizes);
  * `buffers` holds the kernel's buffer arguments in order (Buffer::arg, then temp slots), `sizes`
  * the size variables in KernelPlan::size_vars order.
+ *
+ * CUDA kernels take the same arguments as one by-value struct:
+ *     extern "C" __global__ void KERNEL(P p);
+ * where P holds `num_buffers` device pointers followed by `num_sizes` int64_t (kiln_launch's
+ * fields; every field 8 bytes, so no padding). The plugin packs buffers[] then sizes[] into
+ * 8 * (num_buffers + num_sizes) bytes and passes them as kernelParams[0]; the driver copies as
+ * many bytes as the kernel's parameter holds.
+ *
+ * A plugin may defer launches: `launch` may only record the launch, which then runs at the next
+ * `synchronize` or any other call (copies, alloc, release, unload), in launch order. The CUDA
+ * plugin does so to run a sequence of launches as one CUDA graph. A deferred launch's error is
+ * reported by the call that runs it.
  */
 #ifndef KILN_PLUGIN_API_H
 #define KILN_PLUGIN_API_H
@@ -47,6 +59,8 @@ typedef struct kiln_launch {
   uint32_t block[3];     /**< threads per block in x, y, z */
   uint32_t shared_bytes; /**< dynamic shared memory per block, in bytes */
   void* stream;          /**< the queue to launch on (a CUstream); NULL: the default one */
+  uint32_t num_buffers;  /**< entries of `buffers` (a CUDA plugin packs them into the params) */
+  uint32_t num_sizes;    /**< entries of `sizes` */
 } kiln_launch;
 
 /** The functions a runtime plugin provides. Errors: return non-zero (or NULL) and set `*error`

@@ -458,7 +458,8 @@ void Runtime::configure(const RuntimeConfig& config) {
 }
 
 void Runtime::launch(void* kernel, void* const* buffers, const int64_t* sizes,
-                     const LaunchGeometry& geometry, void* stream) {
+                     const LaunchGeometry& geometry, void* stream, uint32_t num_buffers,
+                     uint32_t num_sizes) {
   char* error = nullptr;
   if (!kernel) throw std::runtime_error(desc_.name + " runtime: launch of a null kernel");
   kiln_launch l{};
@@ -469,6 +470,8 @@ void Runtime::launch(void* kernel, void* const* buffers, const int64_t* sizes,
   }
   l.shared_bytes = geometry.shared_bytes;
   l.stream = stream;
+  l.num_buffers = num_buffers;
+  l.num_sizes = num_sizes;
   if (table().launch(kernel, buffers, sizes, &l, &error) != 0)
     fail(table(), "launch failed", error);
 }

@@ -154,9 +154,11 @@ class Runtime {
    *  hands the defaults). Throws std::runtime_error with the plugin's message. */
   void configure(const RuntimeConfig& config);
   const RuntimeConfig& config() const { return config_; }
-  /** Launches `kernel` on `geometry` and `stream` (nullptr: the default one). */
+  /** Launches `kernel` on `geometry` and `stream` (nullptr: the default one); `num_buffers` and
+   *  `num_sizes` count the entries of `buffers` and `sizes` (a GPU plugin packs them). */
   void launch(void* kernel, void* const* buffers, const int64_t* sizes,
-              const LaunchGeometry& geometry = {}, void* stream = nullptr);
+              const LaunchGeometry& geometry = {}, void* stream = nullptr, uint32_t num_buffers = 0,
+              uint32_t num_sizes = 0);
   void synchronize();
 
  private:

@@ -203,5 +203,14 @@ TEST_CASE("CompileOptions::threads and the launch geometry reach the plugin") {
   CHECK(rec.threads == 3);
   CHECK(rec.configures == 4);
   CHECK_THROWS_WITH_AS(rt->configure({-2}), doctest::Contains("thread count"), std::runtime_error);
+
+  // The argument counts a GPU plugin packs into the kernel's parameter struct.
+  CHECK(rec.last.num_buffers == 0);
+  void* buffers[2] = {nullptr, nullptr};
+  int64_t sizes[1] = {16};
+  rt->launch(reinterpret_cast<void*>(&sizes), buffers, sizes, g, nullptr, 2, 1);
+  CHECK(rec.last.num_buffers == 2);
+  CHECK(rec.last.num_sizes == 1);
+  CHECK(rec.last.grid[0] == 4);
   unsetenv("KILN_CACHE");
 }
