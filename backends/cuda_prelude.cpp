@@ -17,7 +17,7 @@ typedef unsigned long long uint64_t;
 #define KILN_INT64_MIN (-9223372036854775807LL - 1)
 #define KILN_INT64_MAX 9223372036854775807LL
 #define KILN_RINTF rintf
-#define KILN_FN static __device__ __forceinline__
+#define KILN_FN __device__ __forceinline__
 #define KILN_REASSOC
 #define restrict __restrict__
 )KILN";

@@ -42,6 +42,8 @@ class DeviceBuffers {
     }
     return owned_.back();
   }
+  /** Hands every buffer to the caller, who frees it. */
+  void release_all() { owned_.clear(); }
 
  private:
   Runtime& rt_;
@@ -132,6 +134,11 @@ std::vector<LaunchGeometry> Executable::launch_geometry(const int64_t* sizes) co
   return out;
 }
 
+Executable::~Executable() {
+  for (const Slot& s : workspace_)
+    if (s.ptr) runtime_.free(s.ptr);
+}
+
 void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
   const KernelPlan& plan = program_.plan;
   SizeBindings bound;
@@ -152,9 +159,27 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
       slot_names[b.slot] = b.name;
     }
   }
+  bool device = backend_.memory() == MemoryKind::device;
+  std::unique_lock<std::mutex> hold(workspace_mutex_, std::defer_lock);
+  if (device) hold.lock();
   DeviceBuffers temps(runtime_);
+  workspace_.resize(plan.num_slots);
   for (size_t k = 0; k < slot_bytes.size(); ++k) {
-    args.push_back(temps.alloc(slot_bytes[k], "temporary buffer '" + slot_names[k] + "'"));
+    std::string what = "temporary buffer '" + slot_names[k] + "'";
+    if (!device) {
+      args.push_back(temps.alloc(slot_bytes[k], what));
+    } else {
+      Slot& slot = workspace_[k];
+      if (slot.bytes < std::max<size_t>(slot_bytes[k], 64)) {
+        if (slot.ptr) runtime_.free(slot.ptr);
+        slot = {};
+        DeviceBuffers grown(runtime_);
+        void* p = grown.alloc(slot_bytes[k], what);
+        grown.release_all();
+        slot = {p, std::max<size_t>(slot_bytes[k], 64)};
+      }
+      args.push_back(slot.ptr);
+    }
     if (poison_temps_ && slot_bytes[k] > 0) {
       // CHECK=1: temporaries start as all-ones bytes (NaN, -1), so that a read of an element
       // no statement wrote shows in the results instead of depending on what memory held.
@@ -164,11 +189,18 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
   }
   runtime_.configure(config_);  // another Executable on this runtime may have other settings
   std::vector<LaunchGeometry> geometry = launch_geometry(sizes);
+  auto num_args = static_cast<uint32_t>(args.size());
+  auto num_sizes = static_cast<uint32_t>(plan.size_vars.size());
   for (size_t k = 0; k < kernels_.size(); ++k) {
+    if (device) {  // one sequence, one wait: faults are the plugin's to report
+      runtime_.launch(kernels_[k], args.data(), sizes, geometry[k], nullptr, num_args, num_sizes);
+      continue;
+    }
     KernelFaultScope scope(contexts_[k]);
-    runtime_.launch(kernels_[k], args.data(), sizes, geometry[k]);
+    runtime_.launch(kernels_[k], args.data(), sizes, geometry[k], nullptr, num_args, num_sizes);
     runtime_.synchronize();
   }
+  if (device) runtime_.synchronize();
 }
 
 std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,

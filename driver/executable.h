@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "driver/fault_guard.h"
@@ -27,12 +28,18 @@ class Executable {
  public:
   /** Lowers, compiles (through the runtime's cache) and loads `g`. */
   Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt);
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
 
   /** Runs on host tensors (in graph input order) for the bound sizes; returns the outputs. */
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const SizeBindings& sizes) const;
 
   /** Runs on caller-owned device buffers: inputs then outputs in graph order (temps are
-   *  allocated here), with the sizes in size-variable order. */
+   *  allocated here), with the sizes in size-variable order. On a device backend the kernels
+   *  launch one after another and the run waits once, at the end (a plugin may replay them as
+   *  one sequence: runtimes/plugin_api.h), and the temporaries stay allocated for the next run;
+   *  runs of one Executable then take turns. */
   void run_buffers(void* const* buffers, const int64_t* sizes) const;
 
   /** The geometry of each kernel's launch for `sizes` (size-variable order), in kernel order:
@@ -58,6 +65,13 @@ class Executable {
   RuntimeConfig config_;
   std::vector<KernelContext> contexts_;  ///< what a fault in kernel k reports
   bool poison_temps_ = false;            ///< CHECK=1: temporaries and outputs start as 0xff bytes
+  /** A device backend's temporaries, slot by slot, kept between runs and grown as needed. */
+  struct Slot {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+  mutable std::vector<Slot> workspace_;
+  mutable std::mutex workspace_mutex_;  ///< held by a device run, which uses workspace_
 };
 
 }  // namespace kiln

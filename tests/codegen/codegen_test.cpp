@@ -46,12 +46,14 @@ const std::vector<GoldenCase>& golden_cases() {
       {"gelu", "ops/math.toml:gelu", {{"T", DType::f32}}, 1},
       {"softmax_openmp", "ops/nn.toml:softmax", {{"T", DType::f32}}, 1, "openmp"},
       {"matmul_openmp", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0, "openmp"},
+      {"softmax_cuda", "ops/nn.toml:softmax", {{"T", DType::f32}}, 1, "cuda"},
+      {"matmul_cuda", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0, "cuda"},
   };
   return cases;
 }
 
 std::string golden_path(const GoldenCase& c) {
-  return "tests/codegen/" + c.name + ".c";
+  return "tests/codegen/" + c.name + (c.backend == "cuda" ? ".cu" : ".c");
 }
 
 /** Lowers the composite with symbolic sizes and renders it with the default options. */
@@ -161,12 +163,34 @@ TEST_CASE("codegen: matmul on openmp: the tile loops collapsed across threads") 
                   "collapse(2)") != std::string::npos);
 }
 
+TEST_CASE("codegen: softmax on cuda: one block per row, block reductions, barriers") {
+  check_golden(golden_cases()[5]);
+  std::string src = render_source(golden_cases()[5]);
+  CHECK(src.find("for (int64_t c0 = 0 + (int64_t)blockIdx.x; c0 < s_batch0; c0 += "
+                 "(int64_t)gridDim.x)") != std::string::npos);
+  CHECK(src.find("acc0 = kiln_block_reduce(acc0, (float)-KILN_INF, kiln_max());") !=
+        std::string::npos);
+  CHECK(src.find("acc1 = kiln_block_reduce(acc1, (float)0, kiln_sum());") != std::string::npos);
+  CHECK(src.find("__syncthreads();") != std::string::npos);
+  CHECK(src.find("extern \"C\" __global__ void __launch_bounds__(256) kiln_softmax_0(const "
+                 "kiln_params p)") != std::string::npos);
+}
+
+TEST_CASE("codegen: matmul on cuda: rows across blocks, columns across threads, k serial") {
+  check_golden(golden_cases()[6]);
+  std::string src = render_source(golden_cases()[6]);
+  CHECK(src.find("c0 += (int64_t)gridDim.x)") != std::string::npos);
+  CHECK(src.find("c1 += (int64_t)blockDim.x)") != std::string::npos);
+  CHECK(src.find("= kiln_block_reduce(") == std::string::npos);
+}
+
 TEST_CASE("codegen: every golden source compiles with cc -c -O2 -std=gnu11") {
   if (!have_cc()) {
     MESSAGE("skipped: no cc on PATH");
     return;
   }
   for (const GoldenCase& c : golden_cases()) {
+    if (c.backend == "cuda") continue;  // NVRTC compiles it: tests/gpu
     CAPTURE(c.name);
     std::string object = (std::filesystem::temp_directory_path() /
                           ("kiln_codegen_" + c.name + "_" + std::to_string(getpid()) + ".o"))

@@ -12,10 +12,8 @@ typedef unsigned long long uint64_t;
 #define KILN_INT64_MIN (-9223372036854775807LL - 1)
 #define KILN_INT64_MAX 9223372036854775807LL
 #define memcpy __builtin_memcpy
-
-#ifndef KILN_FN
+#define KILN_RINTF __builtin_nearbyintf
 #define KILN_FN static inline
-#endif
 /* Opens a block whose floating-point operations may be reassociated: a reduction's accumulation. */
 #ifdef __clang__
 #define KILN_REASSOC _Pragma("clang fp reassociate(on)")
@@ -68,7 +66,7 @@ KILN_FN uint16_t kiln_f32_to_f16(float f) {
   if (a < 0x38800000u) {                                     // subnormal or zero
     float mag;
     memcpy(&mag, &a, 4);
-    return (uint16_t)(sign | (uint32_t)__builtin_nearbyintf(mag * 16777216.0f));
+    return (uint16_t)(sign | (uint32_t)KILN_RINTF(mag * 16777216.0f));
   }
   uint32_t r = a + 0xc8000fffu + ((a >> 13) & 1u);  // rebias exponent, round to nearest even
   return (uint16_t)(sign | (r >> 13));

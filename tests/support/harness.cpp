@@ -38,6 +38,7 @@ Run run(const RunSpec& spec) {
   if (spec.specialize) opt.fixed_sizes = r.sizes;
   r.graph = lower_composite(*r.lib, *r.comp, opt);
   verify_or_throw(r.graph);
+  if (!spec.interpret) return r;
   for (size_t k = 0; k < r.graph.inputs.size(); ++k) {
     const Node& n = r.graph[r.graph.inputs[k]];
     if (auto g = spec.given.find(n.name); g != spec.given.end()) {

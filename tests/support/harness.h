@@ -41,6 +41,7 @@ struct RunSpec {
   std::map<std::string, std::pair<double, double>> ranges;  ///< overrides the spec's ranges
   /** Replaces random inputs by name (shape and dtype must match the graph). */
   std::map<std::string, Tensor> given;
+  bool interpret = true;  ///< false: lower only (no inputs, no outputs)
 };
 
 /** Loads, lowers (verifying the graph), fills inputs and interprets. */

@@ -205,7 +205,12 @@ TEST_CASE("CompileOptions::threads and the launch geometry reach the plugin") {
   CHECK_THROWS_WITH_AS(rt->configure({-2}), doctest::Contains("thread count"), std::runtime_error);
 
   // The argument counts a GPU plugin packs into the kernel's parameter struct.
-  CHECK(rec.last.num_buffers == 0);
+  // An executable hands every buffer (inputs, outputs, temp slots) and every size.
+  size_t args = exe.program().plan.num_slots;
+  for (const Buffer& b : exe.program().plan.buffers)
+    args += b.kind != BufferKind::temp;
+  CHECK(rec.last.num_buffers == args);
+  CHECK(rec.last.num_sizes == exe.program().plan.size_vars.size());
   void* buffers[2] = {nullptr, nullptr};
   int64_t sizes[1] = {16};
   rt->launch(reinterpret_cast<void*>(&sizes), buffers, sizes, g, nullptr, 2, 1);

@@ -1,0 +1,130 @@
+#include "tests/support/runtime_sweep.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+
+#include "backends/backend.h"
+#include "driver/compare.h"
+#include "driver/config.h"
+#include "driver/executable.h"
+#include "tests/support/harness.h"
+
+namespace kiln::test {
+
+namespace {
+
+/** Renders `g` for `rt`'s backend and compiles it through the plugin, as `kiln compile --object`
+ *  does: a device backend's code is compiled on a machine with no device. */
+void compile_through(const Graph& g, Runtime& rt, const CompileOptions& opt) {
+  const Backend& backend = backend_for(rt.backend());
+  LoweredProgram p = plan_program(g, opt);
+  std::string identity = program_identity(p, rt.backend(), opt);
+  auto make_source = [&] {
+    generate_code(p, backend, opt);
+    return p.source;
+  };
+  std::vector<uint8_t> artifact = rt.build_artifact(identity, make_source, {});
+  CHECK(!artifact.empty());
+}
+
+/** A cache folder of its own, so that every compile in this test is a real one. */
+std::string fresh_cache_dir(const std::string& runtime) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("kiln-test-cache-" + std::filesystem::path(runtime).stem().string() + "-" +
+              std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+std::vector<DType> dtypes_to_try(const TypeVar* tv) {
+  if (!tv) return {DType::f32};
+  std::vector<DType> out;
+  for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64})
+    if (std::find(tv->allowed.begin(), tv->allowed.end(), d) != tv->allowed.end()) out.push_back(d);
+  if (out.empty()) out.push_back(tv->allowed.front());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> spec_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".toml") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+SweepCount check_runtime(const std::string& runtime_name, const std::vector<std::string>& files,
+                         const std::map<std::string, std::string>& config, const CutOptions& cut,
+                         bool compile_only) {
+  std::unique_ptr<Runtime> rt = Runtime::open(runtime_name);
+  std::string cache = fresh_cache_dir(runtime_name);
+  rt->use_cache_dir(cache);
+  CompileOptions copt = config_options(config, &rt->descriptor());
+  copt.cut = cut;
+  SweepCount count;
+  for (const std::string& path : files) {
+    Library lib;
+    const SpecFile& f = lib.load(path);
+    for (const auto& c : f.composites) {
+      const TypeVar* tv = c->types.empty() ? nullptr : &c->types[0];
+      bool batched = false;
+      for (const Param& p : c->inputs)
+        batched |= p.type.batch;
+      std::vector<std::vector<int64_t>> batches = c->test.batches;
+      if (batches.empty() || !batched) batches = {{}};
+      for (DType d : dtypes_to_try(tv))
+        for (const auto& batch : batches) {
+          test::RunSpec spec;
+          spec.target = path + ":" + c->name;
+          if (tv) spec.dtypes[tv->name] = d;
+          spec.batch = batch;
+          CAPTURE(runtime_name);
+          CAPTURE(config.size());
+          CAPTURE(spec.target);
+          CAPTURE(dtype_name(d));
+          CAPTURE(batch.size());
+          std::unique_ptr<Executable> exe;
+          test::Run first;
+          try {
+            spec.sizes = c->test.case_sizes(0);
+            spec.interpret = !compile_only;
+            first = test::run(spec);
+            if (compile_only) {
+              compile_through(first.graph, *rt, copt);
+              ++count.compiled;
+              continue;
+            }
+            exe = std::make_unique<Executable>(first.graph, *rt, copt);
+          } catch (const std::exception& e) {
+            FAIL(e.what());
+          }
+          ++count.compiled;
+          for (size_t k = 0; k < c->test.case_count(); ++k) {
+            spec.sizes = c->test.case_sizes(k);
+            CAPTURE(k);
+            test::Run want = test::run(spec);
+            std::vector<Tensor> got = exe->run(want.inputs, want.sizes);
+            for (size_t o = 0; o < got.size(); ++o) {
+              Tolerance tol =
+                  tolerance_for(want.outputs[o].dtype, c->test.rtol, c->test.atol, want.outputs[o]);
+              Comparison cmp = compare(got[o], want.outputs[o], tol);
+              CHECK_MESSAGE(cmp.ok, "output " << o << " element " << cmp.first_bad << ": got "
+                                              << cmp.got << ", interpreter " << cmp.want);
+            }
+            ++count.runs;
+          }
+        }
+    }
+  }
+  std::filesystem::remove_all(cache);
+  MESSAGE(runtime_name << ": " << count.compiled << " compiles, " << count.runs << " checked runs");
+  return count;
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,35 @@
+/** \file
+ * The runtime conformance sweep: every composite of a set of spec files, for each dtype its type
+ * variable allows and each batch shape of its test table, compiled by one runtime and checked
+ * against the interpreter at every size of that table. The correctness suite runs it for the
+ * CPU runtimes, tests/gpu for cuda.
+ */
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scheduler/cut_kernels.h"
+
+namespace kiln::test {
+
+/** The spec files of `dir`, sorted. */
+std::vector<std::string> spec_files(const std::string& dir);
+
+/** What one sweep did. */
+struct SweepCount {
+  int compiled = 0;  ///< programs compiled (one per composite, dtype and batch shape)
+  int runs = 0;      ///< runs checked against the interpreter
+};
+
+/** Every composite of `files` (default: ops/) under `runtime_name` with `config` (--config
+ *  pairs) and the kernel cuts of `cut`, at every size of its test table; doctest checks each
+ *  output. With `compile_only`, each program is compiled through the runtime (its source
+ *  rendered, the plugin's compiler run, a fresh cache) and nothing runs. */
+SweepCount check_runtime(const std::string& runtime_name,
+                         const std::vector<std::string>& files = spec_files("ops"),
+                         const std::map<std::string, std::string>& config = {},
+                         const CutOptions& cut = {}, bool compile_only = false);
+
+}  // namespace kiln::test
