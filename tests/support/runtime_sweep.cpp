@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "backends/backend.h"
@@ -49,6 +51,27 @@ std::vector<DType> dtypes_to_try(const TypeVar* tv) {
   return out;
 }
 
+/** How one composite, dtype and batch shape fared over its test table. */
+struct Outcome {
+  int cases = 0;
+  int failed = 0;
+  double max_rel = 0;  ///< the largest relative error of any output element
+  std::string note;    ///< the last error's message
+};
+
+/** Appends one line for `spec` to the file $KILN_SWEEP_REPORT names (tests/gpu/run.sh makes a
+ *  table of it): runtime, composite, dtype, batch rank, cases, failed, max relative error, note. */
+void report(const std::string& runtime, const RunSpec& spec, const Outcome& o) {
+  const char* path = std::getenv("KILN_SWEEP_REPORT");
+  if (!path || !*path) return;
+  std::ofstream out(path, std::ios::app);
+  std::string dtype =
+      spec.dtypes.empty() ? "-" : std::string(dtype_name(spec.dtypes.begin()->second));
+  std::string note = o.note.substr(0, o.note.find('\n'));
+  out << runtime << "\t" << spec.target << "\t" << dtype << "\t" << spec.batch.size() << "\t"
+      << o.cases << "\t" << o.failed << "\t" << o.max_rel << "\t" << note << "\n";
+}
+
 }  // namespace
 
 std::vector<std::string> spec_files(const std::string& dir) {
@@ -91,6 +114,7 @@ SweepCount check_runtime(const std::string& runtime_name, const std::vector<std:
           CAPTURE(batch.size());
           std::unique_ptr<Executable> exe;
           test::Run first;
+          Outcome outcome;
           try {
             spec.sizes = c->test.case_sizes(0);
             spec.interpret = !compile_only;
@@ -102,23 +126,38 @@ SweepCount check_runtime(const std::string& runtime_name, const std::vector<std:
             }
             exe = std::make_unique<Executable>(first.graph, *rt, copt);
           } catch (const std::exception& e) {
-            FAIL(e.what());
+            FAIL_CHECK(e.what());
+            outcome.note = e.what();
+            report(runtime_name, spec, outcome);
+            continue;
           }
           ++count.compiled;
           for (size_t k = 0; k < c->test.case_count(); ++k) {
             spec.sizes = c->test.case_sizes(k);
             CAPTURE(k);
-            test::Run want = test::run(spec);
-            std::vector<Tensor> got = exe->run(want.inputs, want.sizes);
-            for (size_t o = 0; o < got.size(); ++o) {
-              Tolerance tol =
-                  tolerance_for(want.outputs[o].dtype, c->test.rtol, c->test.atol, want.outputs[o]);
-              Comparison cmp = compare(got[o], want.outputs[o], tol);
-              CHECK_MESSAGE(cmp.ok, "output " << o << " element " << cmp.first_bad << ": got "
-                                              << cmp.got << ", interpreter " << cmp.want);
+            ++outcome.cases;
+            try {
+              test::Run want = test::run(spec);
+              std::vector<Tensor> got = exe->run(want.inputs, want.sizes);
+              bool ok = true;
+              for (size_t o = 0; o < got.size(); ++o) {
+                Tolerance tol = tolerance_for(want.outputs[o].dtype, c->test.rtol, c->test.atol,
+                                              want.outputs[o]);
+                Comparison cmp = compare(got[o], want.outputs[o], tol);
+                CHECK_MESSAGE(cmp.ok, "output " << o << " element " << cmp.first_bad << ": got "
+                                                << cmp.got << ", interpreter " << cmp.want);
+                ok &= cmp.ok;
+                outcome.max_rel = std::max(outcome.max_rel, cmp.max_rel);
+              }
+              outcome.failed += !ok;
+            } catch (const std::exception& e) {
+              FAIL_CHECK(e.what());
+              ++outcome.failed;
+              outcome.note = e.what();
             }
             ++count.runs;
           }
+          report(runtime_name, spec, outcome);
         }
     }
   }

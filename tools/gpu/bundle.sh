@@ -7,6 +7,8 @@
 #   OUT_DIR/lib/                    libtomlplusplus.so.3, libnettle.so.8 (found with ldd)
 #   OUT_DIR/lib/kiln/               the plugins without LLVM: kiln_runtime_cc (and _cuda if built)
 #   OUT_DIR/share/kiln/             rules/, runtimes/ (descriptors of bundled plugins), ops/
+#   with KILN_BUNDLE_TESTS=1 also:  bin/kiln_gpu_tests and share/kiln/tests/regressions/, the GPU
+#                                   conformance suite, run from share/kiln (tests/gpu/run.sh)
 #
 # The moved binary finds share/kiln and lib/kiln next to itself (ir/data_dirs.h; README
 # "A self-contained folder"). Environment: KILN_BUNDLE_BUILD (build folder, default
@@ -41,13 +43,20 @@ plugins=()
 for p in kiln_runtime_cc kiln_runtime_cuda; do
   if ninja -C "$build" -t targets all | grep -q "^$p:"; then plugins+=("$p"); fi
 done
-nice ninja -C "$build" ${KILN_BUNDLE_JOBS:+-j"$KILN_BUNDLE_JOBS"} kiln "${plugins[@]}"
+tests=()
+if [ "${KILN_BUNDLE_TESTS:-0}" = 1 ]; then tests=(kiln_gpu_tests); fi
+nice ninja -C "$build" ${KILN_BUNDLE_JOBS:+-j"$KILN_BUNDLE_JOBS"} kiln "${plugins[@]}" "${tests[@]}"
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/kiln" "$out/share/kiln/rules" "$out/share/kiln/runtimes" \
   "$out/share/kiln/ops"
 out=$(cd "$out" && pwd -P)
 strip -o "$out/bin/kiln" "$build/kiln"
+if [ ${#tests[@]} -gt 0 ]; then
+  strip -o "$out/bin/kiln_gpu_tests" "$build/tests/kiln_gpu_tests"
+  mkdir -p "$out/share/kiln/tests/regressions"
+  cp "$root"/tests/regressions/*.toml "$out/share/kiln/tests/regressions/"
+fi
 for p in "${plugins[@]}"; do
   strip -o "$out/lib/kiln/lib$p.so" "$build/runtimes/lib$p.so"
 done
@@ -85,7 +94,7 @@ chmod +x "$out/kiln"
 # the system's toml++ and Nettle must not appear.
 allowed='^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|/lib/ld-linux-aarch64\.so\.1|ld-linux.*|libc\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0)$'
 bad=0
-for f in "$out/bin/kiln" "$out"/lib/kiln/*.so; do
+for f in "$out"/bin/* "$out"/lib/kiln/*.so; do
   echo "ldd ${f#"$out"/}:"
   deps=$(env -u LD_LIBRARY_PATH ldd "$f")
   echo "$deps" | sed 's/^/  /'

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh [BUNDLE]: everything Kiln checks and measures on a GPU machine, in one call.
+#
+#  1. the folder of tools/gpu/bundle.sh (with the GPU suite, KILN_BUNDLE_TESTS=1): BUNDLE, else
+#     .gpu/bundle, built here when missing (a GPU machine without Kiln's build dependencies needs
+#     it carried: build it on the development machine first);
+#  2. tests/gpu (kiln_gpu_tests): every composite of ops/ through NVRTC, then on the GPU against
+#     the interpreter at every size of its test table, for every dtype and batch shape, and
+#     again with CHECK=1; one line per composite, dtype and batch goes to sweep.tsv;
+#  3. the GPU benchmarks (kiln bench --json, one line each to bench.jsonl);
+#  4. results.md: the date, the GPU, the commit, the benchmark table and the per-composite table.
+#
+# Results go to $KILN_GPU_RESULTS, else $OUT (the device tool's folder), else .gpu/results.
+# Exits non-zero when a test failed.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bundle=$(realpath -m "${1:-$root/.gpu/bundle}")
+out=$(realpath -m "${KILN_GPU_RESULTS:-${OUT:-$root/.gpu/results}}")
+mkdir -p "$out"
+if [ ! -x "$bundle/bin/kiln_gpu_tests" ]; then
+  KILN_BUNDLE_TESTS=1 bash "$root/tools/gpu/bundle.sh" "$bundle" || exit 1
+fi
+kiln="$bundle/kiln"
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  commit="$commit (with uncommitted changes)"
+fi
+export KILN_CACHE="$out/cache"
+rm -rf "$KILN_CACHE" "$out/sweep.tsv" "$out/bench.jsonl"
+echo "== $(date -u +%F) on ${gpu:-no GPU found}, commit $commit"
+"$kiln" run "$bundle/share/kiln/ops/nn.toml:softmax" --runtime cuda --test N=1000 --debug 1
+
+echo "== tests/gpu"
+start=$(date +%s)
+(cd "$bundle/share/kiln" && KILN_SWEEP_REPORT="$out/sweep.tsv" \
+  "$bundle/bin/kiln_gpu_tests" --no-intro=true --duration=true) >"$out/gpu_tests.log" 2>&1
+tests_rc=$?
+tail -n 40 "$out/gpu_tests.log"
+echo "tests/gpu: exit $tests_rc in $(($(date +%s) - start)) s"
+
+echo "== benchmarks"
+ops="$bundle/share/kiln/ops"
+bench() {  # NAME ENV... -- kiln bench arguments
+  local name=$1
+  shift
+  local envs=()
+  while [ "$1" != "--" ]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  local line
+  if line=$(env "${envs[@]}" "$kiln" bench "$@" --runtime cuda --json 2>"$out/bench.err"); then
+    echo "{\"name\": \"$name\", \"result\": $line}" >>"$out/bench.jsonl"
+    echo "$name: $line"
+  else
+    echo "$name: FAILED: $(head -c 400 "$out/bench.err")"
+    echo "{\"name\": \"$name\", \"error\": true}" >>"$out/bench.jsonl"
+  fi
+}
+bench softmax_8192x4096 -- "$ops/nn.toml:softmax" --test N=4096 --batch 8192
+bench layernorm_8192x4096 -- "$ops/nn.toml:layernorm" --test N=4096 --batch 8192
+bench add_2e26 -- "$ops/math.toml:add" --test N=67108864
+bench matmul_1024 -- "$ops/nn.toml:matmul" --test M=1024,K=1024,N=1024
+bench stacked_layernorm_graph KILN_CUDA_GRAPHS=1 -- \
+  "$bundle/share/kiln/tests/regressions/stacked_layernorm.toml:stacked_layernorm_8" \
+  --test N=64 --batch 8
+bench stacked_layernorm_launches KILN_CUDA_GRAPHS=0 -- \
+  "$bundle/share/kiln/tests/regressions/stacked_layernorm.toml:stacked_layernorm_8" \
+  --test N=64 --batch 8
+
+python3 - "$out" "$gpu" "$commit" "$tests_rc" <<'PY'
+import json, sys, datetime
+out, gpu, commit, rc = sys.argv[1:5]
+lines = [f"# GPU results: {datetime.date.today()} on {gpu or 'no GPU'}, commit {commit}", ""]
+lines += ["## Benchmarks (kiln bench --runtime cuda --json; medians)", "",
+          "| work | sizes | median ms | GB/s | GFLOP/s | kernels' compile ms |",
+          "| --- | --- | --- | --- | --- | --- |"]
+for l in open(f"{out}/bench.jsonl"):
+    b = json.loads(l)
+    if b.get("error"):
+        lines.append(f"| {b['name']} | failed | | | | |")
+        continue
+    r = b["result"]
+    sizes = ",".join(f"{k}={v}" for k, v in r["sizes"].items())
+    lines.append(f"| {b['name']} | {sizes} | {r['median_ms']:.4g} | {r['gbps']:.4g} | "
+                 f"{r['gflops']:.4g} | {r['compile_ms']:.4g} |")
+rows = [l.rstrip("\n").split("\t") for l in open(f"{out}/sweep.tsv")] if \
+    __import__("os").path.exists(f"{out}/sweep.tsv") else []
+bad = sum(int(r[5]) > 0 or r[7] != "" for r in rows)
+lines += ["", f"## Every composite against the interpreter (tests/gpu: exit {rc}; "
+          f"{len(rows)} programs, {sum(int(r[4]) for r in rows)} runs, {bad} failing)", "",
+          "| runtime | composite | dtype | batch rank | cases | failed | max rel err | note |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+for r in rows:
+    r[1] = r[1].split("/share/kiln/")[-1]
+    lines.append("| " + " | ".join(x.replace("|", "/") for x in r) + " |")
+open(f"{out}/results.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines[:20]))
+PY
+exit "$tests_rc"
