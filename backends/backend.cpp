@@ -50,6 +50,8 @@ class CudaBackend : public Backend {
     opt.backend_gpu = true;
     opt.tile = false;
   }
+  /** A block sees its own row after a barrier; other rows only after the kernel ends. */
+  void configure_cuts(CutOptions& cut) const override { cut.cut_before_grid_barriers = true; }
   const CStyleRenderer& renderer() const override { return renderer_; }
   MemoryKind memory() const override { return MemoryKind::device; }
   LaunchGeometry geometry(const KernelPlan& plan, const Kernel& k,

@@ -201,6 +201,7 @@ AstExprPtr substitute(const AstExprPtr& e, const std::string& iter, const AstExp
 std::string loop_nest_to_text(const LoopNest& nest) {
   std::string out;
   if (nest.program_order) out += "// in program order: isl ran past its operation or time limit\n";
+  if (nest.one_block) out += "// one block: no loop runs across blocks\n";
   if (nest.root) node_text(*nest.root, 0, out);
   return out;
 }

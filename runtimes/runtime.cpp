@@ -420,6 +420,13 @@ void* Runtime::lookup(const CompiledModule& module, const std::string& symbol) c
   return module.lookup(symbol);
 }
 
+void Runtime::probe() {
+  char* error = nullptr;
+  void* p = table().alloc(64, &error);
+  if (!p) fail(table(), "cannot run kernels", error);
+  table().release(p);
+}
+
 void* Runtime::alloc(size_t bytes) {
   char* error = nullptr;
   void* p = table().alloc(bytes, &error);

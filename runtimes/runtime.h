@@ -146,6 +146,10 @@ class Runtime {
                          CompileInfo* info = nullptr, const std::vector<std::string>& symbols = {});
   void* lookup(const CompiledModule& module, const std::string& symbol) const;
 
+  /** Allocates and frees a few bytes of device memory: a runtime whose device is missing (a
+   *  GPU runtime on a machine with no GPU) throws std::runtime_error saying so, before any work
+   *  is spent on a program it could not run. */
+  void probe();
   void* alloc(size_t bytes);
   void free(void* ptr);
   void copy_to_device(void* dst, const void* src, size_t bytes);

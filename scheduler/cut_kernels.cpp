@@ -24,6 +24,28 @@ std::string extents_key(const std::vector<IntExpr>& extents) {
   return key;
 }
 
+/** Whether `e` is the statement iterator i0 alone. */
+bool is_first_iterator(const IntExpr& e) {
+  return e.key() == IntExpr::var(iterator_name(0)).key();
+}
+
+/** Whether statement `reader` reads what `writer` writes other than row by row: at another
+ *  first index than its own first iterator, or with a writer that does not write row by row
+ *  over the same first extent (CutOptions::cut_before_grid_barriers). */
+bool reads_across_rows(const Statement& writer, const Statement& reader) {
+  if (!reader.value) return false;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*reader.value, loads);
+  bool row_writer = !writer.index.empty() && is_first_iterator(writer.index[0]) &&
+                    !writer.extents.empty() && !reader.extents.empty() &&
+                    writer.extents[0].key() == reader.extents[0].key();
+  for (const ScalarExpr* l : loads)
+    if (l->buffer == writer.buffer &&
+        (!row_writer || l->index.empty() || !is_first_iterator(l->index[0])))
+      return true;
+  return false;
+}
+
 /** The first statement of every group: 0, then each cut, in order. */
 std::vector<int> group_starts(const Kernel& k, const std::vector<int>& last_write,
                               const CutOptions& opt) {
@@ -41,6 +63,16 @@ std::vector<int> group_starts(const Kernel& k, const std::vector<int>& last_writ
     if (opt.cut_after_reductions && before.kind == Statement::Kind::reduce_update && clean[p]) {
       starts.push_back(p);
       continue;
+    }
+    if (opt.cut_before_grid_barriers && clean[p]) {
+      bool across = false;
+      for (int w = starts.back(); w < p && !across; ++w)
+        for (int r = p; r < n && !across; ++r)
+          across = reads_across_rows(k.statements[w], k.statements[r]);
+      if (across) {
+        starts.push_back(p);
+        continue;
+      }
     }
     if (opt.max_statements <= 0 || p - starts.back() < opt.max_statements) continue;
     int at = p;

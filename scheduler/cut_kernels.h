@@ -35,6 +35,12 @@ namespace kiln {
 struct CutOptions {
   /** Cut after every completed reduction (GPU backends); CPU backends fuse across them. */
   bool cut_after_reductions = false;
+  /** Cut where a GPU would need a grid-wide barrier (GPU backends): at a clean point after a
+   *  statement that writes a buffer some later statement reads other than row by row, i.e.
+   *  other than at its own first iterator in the first dimension with the writer's first
+   *  iterator there too over the same extent. Row-by-row readers (softmax's normalisation of
+   *  its row sums) stay in the kernel: one block per row sees its row with a block barrier. */
+  bool cut_before_grid_barriers = false;
   /** The most statements of the input a kernel may hold (materialising statements come on
    *  top); 0: no budget. 9 is the largest composite of ops/ (attention), which stays one
    *  kernel; two layer normalisations (4 statements each) fit, three do not: as one kernel,

@@ -1,5 +1,7 @@
 #include "scheduler/map_gpu.h"
 
+#include <set>
+
 #include "scheduler/map_loops.h"
 
 namespace kiln {
@@ -30,14 +32,57 @@ LoopNodePtr node_of(LoopNode::Kind kind, std::vector<LoopNodePtr> body) {
   return n;
 }
 
+/** The buffers the statements below `n` write and read. */
+void buffers_of(const Kernel& k, const LoopNode& n, std::set<int>& writes, std::set<int>& reads) {
+  if (n.kind == LoopNode::Kind::stmt) {
+    const Statement& s = k.statements.at(n.statement);
+    writes.insert(s.buffer);
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* l : loads)
+      reads.insert(l->buffer);
+    for (int b : s.args)
+      reads.insert(b);
+    if (s.kind == Statement::Kind::reduce_update) reads.insert(s.buffer);
+  }
+  for (const LoopNodePtr& c : n.body)
+    buffers_of(k, *c, writes, reads);
+}
+
+/** Whether no child of `children` writes a buffer another one reads or writes: they may run at
+ *  once, each across the whole grid, with no barrier between them. */
+bool independent(const Kernel& k, const std::vector<LoopNodePtr>& children) {
+  std::vector<std::set<int>> writes(children.size()), reads(children.size());
+  for (size_t a = 0; a < children.size(); ++a)
+    buffers_of(k, *children[a], writes[a], reads[a]);
+  for (size_t a = 0; a < children.size(); ++a)
+    for (size_t b = 0; b < children.size(); ++b)
+      if (a != b)
+        for (int w : writes[a])
+          if (reads[b].count(w) || writes[b].count(w)) return false;
+  return true;
+}
+
 class GpuMapper {
  public:
+  explicit GpuMapper(const Kernel& k) : kernel_(k) {}
   int count() const { return count_; }
 
   /** Set when the kernel became one block body, which runs on block 0. */
   bool one_block = false;
 
   LoopNodePtr root(const LoopNodePtr& n) {
+    // A sequence of independent nests: each across the whole grid, one after the other.
+    if (n->kind == LoopNode::Kind::block && n->body.size() > 1 && independent(kernel_, n->body)) {
+      GpuMapper each(kernel_);
+      auto copy = std::make_shared<LoopNode>(*n);
+      for (LoopNodePtr& c : copy->body)
+        c = each.root(c);
+      if (!each.one_block) {
+        count_ += each.count();
+        return copy;
+      }
+    }
     // Down single-child blocks and guards: their conditions use sizes only, the same for all.
     if ((n->kind == LoopNode::Kind::block && n->body.size() == 1) ||
         n->kind == LoopNode::Kind::guard) {
@@ -157,14 +202,15 @@ class GpuMapper {
     return out;
   }
 
+  const Kernel& kernel_;
   int count_ = 0;
 };
 
 }  // namespace
 
-int map_gpu(LoopNest& nest) {
+int map_gpu(const Kernel& k, LoopNest& nest) {
   if (!nest.root) return 0;
-  GpuMapper m;
+  GpuMapper m(k);
   nest.root = m.root(nest.root);
   nest.one_block = m.one_block;
   return m.count();

@@ -11,7 +11,10 @@
  *   inside L2 runs serially on each thread (a matmul's k loop).
  * - L coincident with anything else inside (a row of softmax: statements, reductions, loops):
  *   L is `block.x` and its body a *block body*, one block per row.
- * - otherwise the whole kernel is a block body on block 0 (a reduction to a scalar).
+ * - a sequence of such nests that share no buffer one writes: each shaped as above, one after
+ *   the other, every one across the whole grid;
+ * - otherwise the whole kernel is a block body on block 0 (a reduction to a scalar; the cuda
+ *   backend cuts kernels where a grid-wide barrier would be needed, scheduler/cut_kernels.h).
  * In a block body each child becomes a `thread.x` loop when it is a coincident loop, a block
  * reduction when it is a promoted accumulator (its outermost reduction loop `thread.x`: each
  * thread accumulates a strided share, then warp shuffles and shared memory combine the shares),
@@ -20,11 +23,12 @@
  */
 #pragma once
 
+#include "ir/kernel_ir.h"
 #include "ir/loop_ir.h"
 
 namespace kiln {
 
-/** Maps `nest` onto blocks and threads; returns how many loops it mapped. */
-int map_gpu(LoopNest& nest);
+/** Maps `nest` (the loop IR of `k`) onto blocks and threads; returns how many loops it mapped. */
+int map_gpu(const Kernel& k, LoopNest& nest);
 
 }  // namespace kiln

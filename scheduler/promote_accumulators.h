@@ -9,8 +9,8 @@
  *
  * Not promoted: f16 and bf16 buffers unless `half` (their storage and compute types differ, and
  * rounding once instead of at every step changes results; a GPU block reduction needs the
- * register, and rounding once is the closer to exact math), and statements whose value reads the buffer
- * they accumulate into.
+ * register, and rounding once is the closer to exact math), and statements whose value reads the
+ * buffer they accumulate into.
  */
 #pragma once
 

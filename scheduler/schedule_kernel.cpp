@@ -258,7 +258,7 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
         map_simd(k, nest);
         break;
       case Transform::Kind::map_gpu:
-        map_gpu(nest);
+        map_gpu(k, nest);
         break;
     }
   }
@@ -354,7 +354,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   if (!result.nest.program_order) {
     apply_loop_steps(plan, k, result.nest, result.transforms);
   } else if (opt.backend_gpu) {
-    map_gpu(result.nest);  // without marks: one block, statements on one thread
+    map_gpu(k, result.nest);  // without marks: one block, statements on one thread
   }
   std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
   result.milliseconds = elapsed.count();

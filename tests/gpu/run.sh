@@ -8,7 +8,8 @@
 #     the interpreter at every size of its test table, for every dtype and batch shape, and
 #     again with CHECK=1; one line per composite, dtype and batch goes to sweep.tsv;
 #  3. the GPU benchmarks (kiln bench --json, one line each to bench.jsonl);
-#  4. results.md: the date, the GPU, the commit, the benchmark table and the per-composite table.
+#  4. results.md: the date, the GPU, the commit the bundle was built from, the benchmark table
+#     and the per-composite table.
 #
 # Results go to $KILN_GPU_RESULTS, else $OUT (the device tool's folder), else .gpu/results.
 # Exits non-zero when a test failed.
@@ -22,10 +23,7 @@ if [ ! -x "$bundle/bin/kiln_gpu_tests" ]; then
 fi
 kiln="$bundle/kiln"
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-  commit="$commit (with uncommitted changes)"
-fi
+commit=$(cat "$bundle/share/kiln/COMMIT" 2>/dev/null || echo unknown)
 export KILN_CACHE="$out/cache"
 rm -rf "$KILN_CACHE" "$out/sweep.tsv" "$out/bench.jsonl"
 echo "== $(date -u +%F) on ${gpu:-no GPU found}, commit $commit"

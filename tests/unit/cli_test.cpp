@@ -533,3 +533,46 @@ TEST_CASE("cli: show prints each loop's mapping and the openmp pragmas they give
   CHECK(r.code == 0);
   CHECK_FALSE(has(r, "#pragma omp"));
 }
+
+TEST_CASE(
+    "cli: --runtime cuda shows its mapping and code, compiles through NVRTC, and needs a GPU") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  const std::string softmax = "ops/nn.toml:softmax --batch 4 --runtime cuda ";
+  Result r = kiln("show " + softmax + "--stage schedule", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "map gpu blocks and threads"));
+  CHECK(has(r, "// block.x (band 0.0, coincident)"));
+  CHECK(has(r, "// thread.x (band 1.0, reduction)"));
+  CHECK(has(r, "single  // one thread of the block"));
+  r = kiln("show " + softmax + "--stage code", env);
+  CHECK(has(r, "kiln_block_reduce(acc0"));
+  // Without a batch the row is the whole tensor: kernels are cut where every block would have
+  // to see another's reduction, and the reductions run in one block.
+  r = kiln("show ops/nn.toml:softmax --runtime cuda --stage schedule", env);
+  CHECK(has(r, "// kernel kiln_softmax_2"));
+  CHECK(has(r, "// one block: no loop runs across blocks"));
+  // NVRTC needs no GPU: the artifact is a CUBIN (an ELF file).
+  std::string cubin = (tmp.path / "softmax.cubin").string();
+  r = kiln("compile " + softmax + "--object -o " + cubin, env);
+  CHECK(r.code == 0);
+  CHECK(read_file(cubin).rfind("\x7f"
+                               "ELF",
+                               0) == 0);
+  // Running needs a device: with none, one line and exit 4 before any work.
+  r = kiln("run " + softmax + "--test N=64", env);
+  if (r.code == 0) {
+    MESSAGE("a GPU is present: the no-device message is not checked");
+    CHECK(has(r, "PASS"));
+    return;
+  }
+  CHECK(r.code == 4);
+  // Only the error: the interpreter did not run first, nothing was compiled.
+  CHECK(r.out.find("kiln: error: cuda runtime: cannot run kernels: no CUDA device found (") == 0);
+  CHECK(r.out.find('\n') == r.out.size() - 1);
+  r = kiln("bench " + softmax + "--test N=64 --json", env);
+  CHECK(r.code == 4);
+  CHECK(has(r, "no CUDA device found"));
+}

@@ -72,6 +72,12 @@ for lib in libtomlplusplus.so.3 libnettle.so.8; do
 done
 
 cp "$root"/simplifier/rules/*.toml "$out/share/kiln/rules/"
+# What the bundle was built from, for tests/gpu/run.sh's results table.
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  commit="$commit with uncommitted changes"
+fi
+echo "$commit" >"$out/share/kiln/COMMIT"
 cp "$root"/ops/*.toml "$out/share/kiln/ops/"
 # Only the descriptors whose plugin is in the bundle.
 for d in "$root"/runtimes/*.toml; do

@@ -214,6 +214,7 @@ int bench(const BenchOptions& o) {
   std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o.seed);
 
   std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+  rt->probe();
   CompileOptions opt = compile_options(o.config, 0, *rt, l);
   CompiledSubject kiln(g, std::move(rt), opt, inputs, sizes);
   for (const std::string& w : kiln.executable().build_info().compile.warnings)

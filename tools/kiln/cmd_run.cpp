@@ -37,10 +37,9 @@ std::string format_err(double v) {
 }
 
 /** Compiles for the runtime, runs, and compares every output with the interpreter's. */
-bool run_compiled(const RunOptions& o, const Loaded& l, const Graph& g,
+bool run_compiled(const RunOptions& o, Runtime* rt, const Loaded& l, const Graph& g,
                   const std::vector<Tensor>& inputs, const std::vector<Tensor>& want,
                   const SizeBindings& sizes) {
-  std::unique_ptr<Runtime> rt = open_runtime(o.runtime, /*interp_too=*/true);
   CompileOptions copt = compile_options(o.config, o.debug, *rt, l);
   auto t0 = std::chrono::steady_clock::now();
   Executable exe(g, *rt, copt);
@@ -80,6 +79,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--debug", o->debug, "Debug level 0..5")->check(CLI::Range(0, 5));
   cmd->callback([o, &exit_code] {
     config_items(o->config);  // checked under interp too, which compiles nothing
+    // The runtime first: one with no device says so before the interpreter's work.
+    std::unique_ptr<Runtime> rt;
+    if (o->runtime != "interp") {
+      rt = open_runtime(o->runtime, /*interp_too=*/true);
+      rt->probe();
+    }
     Loaded l;
     load_selection(o->sel, l);
     SizeBindings sizes = bind_sizes(l, o->test);
@@ -104,7 +109,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
       exit_code = Exit::ok;
       return;
     }
-    exit_code = run_compiled(*o, l, g, inputs, want, sizes) ? Exit::ok : Exit::test_failed;
+    exit_code =
+        run_compiled(*o, rt.get(), l, g, inputs, want, sizes) ? Exit::ok : Exit::test_failed;
   });
 }
 
