@@ -15,9 +15,10 @@
 #if defined(__SANITIZE_ADDRESS__) || defined(KILN_ASAN)
 /** LeakSanitizer's suppressions in every program that runs kernels (this object is linked
  *  wherever Executable is): libomp, the openmp runtime's and not instrumented, loses a few
- *  allocations of its own when its threads end (omp_pause_hard, runtimes/clang). */
+ *  allocations of its own when its threads end (omp_pause_hard, runtimes/clang); NVRTC, the
+ *  cuda runtime's compiler, keeps its own for the life of the process. */
 extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libomp.so\n";
+  return "leak:libomp.so\nleak:libnvrtc\n";
 }
 #endif
 
