@@ -36,6 +36,10 @@ extern "C" {
 
 #define KILN_PLUGIN_ABI_VERSION 3
 #define KILN_PLUGIN_ENTRY "kiln_plugin_entry"
+/** Optional export beside the table, `double kiln_device_ms(void)`: the device time in
+ *  milliseconds of the launches that the last `synchronize` waited for (a GPU plugin's events
+ *  around them), negative when unknown. `kiln bench` reports it next to the wall-clock time. */
+#define KILN_PLUGIN_DEVICE_MS "kiln_device_ms"
 
 /** Bytes owned by the plugin; release with kiln_plugin::free_blob. */
 typedef struct kiln_blob {

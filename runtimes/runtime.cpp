@@ -420,6 +420,15 @@ void* Runtime::lookup(const CompiledModule& module, const std::string& symbol) c
   return module.lookup(symbol);
 }
 
+std::optional<double> Runtime::device_ms() const {
+  using DeviceMs = double (*)();
+  auto fn = reinterpret_cast<DeviceMs>(dlsym(plugin_->library, KILN_PLUGIN_DEVICE_MS));
+  if (!fn) return std::nullopt;
+  double ms = fn();
+  if (ms < 0) return std::nullopt;
+  return ms;
+}
+
 void Runtime::probe() {
   char* error = nullptr;
   void* p = table().alloc(64, &error);

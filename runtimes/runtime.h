@@ -164,6 +164,9 @@ class Runtime {
               const LaunchGeometry& geometry = {}, void* stream = nullptr, uint32_t num_buffers = 0,
               uint32_t num_sizes = 0);
   void synchronize();
+  /** The device time of the launches the last synchronize waited for, in milliseconds, when the
+   *  plugin measures it (KILN_PLUGIN_DEVICE_MS); nothing otherwise. */
+  std::optional<double> device_ms() const;
 
  private:
   Runtime(RuntimeDescriptor desc, std::shared_ptr<LoadedPlugin> plugin);

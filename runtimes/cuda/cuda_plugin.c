@@ -624,9 +624,9 @@ __attribute__((visibility("default"))) const kiln_plugin* kiln_plugin_entry(void
   return &kTable;
 }
 
-/** The device time, in milliseconds, of the last sequence flushed (events recorded around it),
- *  waiting for it to finish; -1 when there is none. For benchmarks: find it with dlsym. */
-__attribute__((visibility("default"))) double kiln_cuda_last_sequence_ms(void) {
+/** KILN_PLUGIN_DEVICE_MS: the device time, in milliseconds, of the last sequence flushed (events
+ *  recorded around it), waiting for it to finish; -1 when there is none. */
+__attribute__((visibility("default"))) double kiln_device_ms(void) {
   float ms = 0;
   if (!dev.ok || !dev.timed || cu.event_sync(dev.end) != CUDA_SUCCESS ||
       cu.event_elapsed(&ms, dev.start, dev.end) != CUDA_SUCCESS)

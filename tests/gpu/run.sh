@@ -24,8 +24,8 @@ fi
 kiln="$bundle/kiln"
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 commit=$(cat "$bundle/share/kiln/COMMIT" 2>/dev/null || echo unknown)
-export KILN_CACHE="$out/cache"
-rm -rf "$KILN_CACHE" "$out/sweep.tsv" "$out/bench.jsonl"
+export KILN_CACHE=$(mktemp -d)  # a fresh cache: every compile a real one
+rm -f "$out/sweep.tsv" "$out/bench.jsonl"
 echo "== $(date -u +%F) on ${gpu:-no GPU found}, commit $commit"
 "$kiln" run "$bundle/share/kiln/ops/nn.toml:softmax" --runtime cuda --test N=1000 --debug 1
 
@@ -73,17 +73,19 @@ import json, sys, datetime
 out, gpu, commit, rc = sys.argv[1:5]
 lines = [f"# GPU results: {datetime.date.today()} on {gpu or 'no GPU'}, commit {commit}", ""]
 lines += ["## Benchmarks (kiln bench --runtime cuda --json; medians)", "",
-          "| work | sizes | median ms | GB/s | GFLOP/s | kernels' compile ms |",
-          "| --- | --- | --- | --- | --- | --- |"]
+          "| work | sizes | median ms | GB/s | GFLOP/s | device median ms | device GB/s | compile ms |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
 for l in open(f"{out}/bench.jsonl"):
     b = json.loads(l)
     if b.get("error"):
-        lines.append(f"| {b['name']} | failed | | | | |")
+        lines.append(f"| {b['name']} | failed | | | | | | |")
         continue
     r = b["result"]
     sizes = ",".join(f"{k}={v}" for k, v in r["sizes"].items())
+    dev = lambda k: "-" if r.get(k) is None else f"{r[k]:.4g}"
     lines.append(f"| {b['name']} | {sizes} | {r['median_ms']:.4g} | {r['gbps']:.4g} | "
-                 f"{r['gflops']:.4g} | {r['compile_ms']:.4g} |")
+                 f"{r['gflops']:.4g} | {dev('device_median_ms')} | {dev('device_gbps')} | "
+                 f"{r['compile_ms']:.4g} ({'hit' if r['cache_hit'] else 'miss'}) |")
 rows = [l.rstrip("\n").split("\t") for l in open(f"{out}/sweep.tsv")] if \
     __import__("os").path.exists(f"{out}/sweep.tsv") else []
 bad = sum(int(r[5]) > 0 or r[7] != "" for r in rows)

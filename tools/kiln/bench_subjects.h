@@ -37,6 +37,8 @@ class CompiledSubject : public Subject {
   ~CompiledSubject() override;
   CompiledSubject(const CompiledSubject&) = delete;
   CompiledSubject& operator=(const CompiledSubject&) = delete;
+  /** The device time of the last run, where the runtime measures it (Runtime::device_ms). */
+  std::optional<double> device_ms() const { return runtime_->device_ms(); }
 
   void run() override;
   std::optional<std::vector<Tensor>> outputs() const override;
