@@ -7,7 +7,10 @@
 
 namespace kiln {
 
-/** The C translation unit's head: integer typedefs and the macros the helper functions use
+/** The fixed-width integer typedefs, for translation units that include no headers. */
+extern const char* const kPreludeTypedefs;
+
+/** The C translation unit's head, after kPreludeTypedefs: the macros the helper functions use
  *  (KILN_FN, KILN_INF, KILN_NAN, KILN_RINTF, KILN_REASSOC, memcpy). */
 extern const char* const kCPreludeHead;
 

@@ -112,7 +112,13 @@ class CStyleRenderer {
   std::string render_node(const Context& c, const LoopNode& n, int depth, int collapsed = 0) const;
   /** An alloc node: the promoted element loaded into a register before its body, stored after,
    *  both only when the body's loops run at least once. */
-  virtual std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
+  std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
+  /** The first value of alloc node `n`'s register, given the element's `load`: the load. */
+  virtual std::string accumulator_start(const Context& c, const LoopNode& n,
+                                        const std::string& load) const;
+  /** The lines after alloc node `n`'s body, given the element's `store` statement: the store. */
+  virtual std::string accumulator_finish(const Context& c, const LoopNode& n,
+                                         const std::string& store, const std::string& pad) const;
   /** Whether the loops of alloc node `n`'s body run: each loop's condition at its first value
    *  (the nest is rectangular), as C; "1" when it has none. */
   std::string nest_runs(const LoopNode& n) const;

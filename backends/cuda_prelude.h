@@ -9,7 +9,7 @@
 
 namespace kiln {
 
-/** Typedefs and macros, before kPreludeFunctions. */
+/** The macros of the shared helper functions, after kPreludeTypedefs, before kPreludeFunctions. */
 extern const char* const kCudaPreludeHead;
 
 /** Shuffles, block reductions and bit casts, after kPreludeFunctions. */

@@ -46,7 +46,10 @@ class CudaRenderer : public CStyleRenderer {
                           const std::string& cond) const override;
   std::string barrier() const override;
   std::string single_condition() const override;
-  std::string render_alloc(const Context& c, const LoopNode& n, int depth) const override;
+  std::string accumulator_start(const Context& c, const LoopNode& n,
+                                const std::string& load) const override;
+  std::string accumulator_finish(const Context& c, const LoopNode& n, const std::string& store,
+                                 const std::string& pad) const override;
   std::string math_call(const std::string& fn, DType t, const std::string& a) const override;
   std::string extern_helpers(const KernelPlan& plan) const override;
   std::string extern_call(const KernelPlan& plan, const Statement& st) const override;
@@ -54,6 +57,11 @@ class CudaRenderer : public CStyleRenderer {
  private:
   /** Whether a `thread.x` loop at this point strides over one block's threads. */
   static bool in_block(const Context& c);
+  /** Whether alloc node `n` is a block reduction: its outermost loop strides over the threads
+   *  of a block. */
+  static bool block_reduction(const Context& c, const LoopNode& n);
+  /** The identity and the combine (a kiln_sum/kiln_prod/kiln_max object) of `n`'s reduction. */
+  std::pair<std::string, std::string> reduction_of(const Context& c, const LoopNode& n) const;
 };
 
 /** The geometry of kernel `k` for the bound sizes (KernelPlan::size_vars order): blocks of
