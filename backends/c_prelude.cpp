@@ -41,6 +41,31 @@ KILN_FN int64_t kiln_fmod_v(int64_t a, int64_t b) { return kiln_fmod(a, b != 0 ?
 KILN_FN float kiln_max_f32(float a, float b) { return (a != a || a > b) ? a : b; }
 KILN_FN double kiln_max_f64(double a, double b) { return (a != a || a > b) ? a : b; }
 KILN_FN int64_t kiln_max_int(int64_t a, int64_t b) { return a > b ? a : b; }
+/* Ordered keys: the bits of a float mapped to an integer that orders as the float does (-0
+   below +0; NaN is flagged apart), so that a max reduction is an integer max, which compilers
+   vectorise without fast-math. The mapping is its own inverse. */
+KILN_FN int32_t kiln_key_f32(float v) {
+  int32_t b;
+  memcpy(&b, &v, 4);
+  return b ^ ((b >> 31) & 0x7fffffff);
+}
+KILN_FN float kiln_unkey_f32(int32_t k) {
+  int32_t b = k ^ ((k >> 31) & 0x7fffffff);
+  float v;
+  memcpy(&v, &b, 4);
+  return v;
+}
+KILN_FN int64_t kiln_key_f64(double v) {
+  int64_t b;
+  memcpy(&b, &v, 8);
+  return b ^ ((b >> 63) & KILN_INT64_MAX);
+}
+KILN_FN double kiln_unkey_f64(int64_t k) {
+  int64_t b = k ^ ((k >> 63) & KILN_INT64_MAX);
+  double v;
+  memcpy(&v, &b, 8);
+  return v;
+}
 KILN_FN int64_t kiln_f2i(double v, double lo, double hi) {
   if (v != v) return 0;
   if (v <= lo) return (int64_t)lo;

@@ -177,8 +177,8 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   // The loops live in a static function whose buffer parameters are `restrict`: compilers
   // honour restrict on parameters (LLVM's noalias), not on locals, so this is what lets them
   // keep accumulators in registers and vectorise without runtime alias checks.
-  Context c{plan, k,  options, nest,    {plan.size_vars.begin(), plan.size_vars.end()},
-            {},   {}, {},      nullptr, {}};
+  Context c{plan, k,       options, nest, {plan.size_vars.begin(), plan.size_vars.end()}, {}, {},
+            {},   nullptr, {},      {}};
   std::string params, call;
   for (size_t v = 0; v < plan.size_vars.size(); ++v) {
     params +=
@@ -301,17 +301,38 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
   // Loads and stores only when the nest runs: its loops are rectangular, so it runs when each
   // loop's condition holds at its first value.
   s += pad + "  if (" + nest_runs(n) + ") {\n";
-  s += pad + "    " + type + " " + n.name + " = " +
-       accumulator_start(c, n, from_storage(dtype, element)) + ";\n";
+  std::string in = pad + "    ";
+  std::string first = accumulator_start(c, n, from_storage(dtype, element));
+  bool keyed =
+      max_keys() && st.reduce == ReduceKind::max && (dtype == DType::f32 || dtype == DType::f64);
+  std::string bits = dtype == DType::f64 ? "64" : "32";
+  if (keyed) {
+    // The register holds the key; a NaN among the values (or in the element) sets the flag.
+    s += in + "const " + type + " " + n.name + "_first = " + first + ";\n";
+    s += in + "int" + bits + "_t " + n.name + " = kiln_key_f" + bits + "(" + n.name + "_first);\n";
+    s += in + "int " + n.name + "_nan = " + n.name + "_first != " + n.name + "_first;\n";
+    c.keyed.insert(&st);
+  } else {
+    s += in + type + " " + n.name + " = " + first + ";\n";
+  }
   const LoopNode* outer = c.accumulator;
   c.accumulator = &n;
   c.promoted[&st] = n.name;
   for (const LoopNodePtr& child : n.body)
     s += render_node(c, *child, depth + 2);
   c.promoted.erase(&st);
+  c.keyed.erase(&st);
   c.accumulator = outer;
-  s += accumulator_finish(c, n, element + " = " + to_storage(dtype, n.name) + ";", pad + "    ");
+  std::string value = n.name;
+  if (keyed)
+    value = "(" + n.name + "_nan ? " + float_literal(std::nan(""), dtype) + " : kiln_unkey_f" +
+            bits + "(" + n.name + "))";
+  s += accumulator_finish(c, n, element + " = " + to_storage(dtype, value) + ";", in);
   return s + pad + "  }\n" + pad + "}\n";
+}
+
+bool CStyleRenderer::max_keys() const {
+  return true;
 }
 
 std::string CStyleRenderer::accumulator_start(const Context&, const LoopNode&,

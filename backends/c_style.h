@@ -89,6 +89,8 @@ class CStyleRenderer {
     mutable const LoopNode* accumulator = nullptr;
     /** The loops around the node being rendered, outermost first. */
     mutable std::vector<const LoopNode*> loops;
+    /** Promoted max reductions whose register holds ordered integer keys (max_keys). */
+    mutable std::set<const Statement*> keyed;
   };
   /** `kiln_check` and `kiln_check_record` for RenderOptions::bounds_checks. */
   virtual std::string bounds_check_helpers() const;
@@ -113,6 +115,10 @@ class CStyleRenderer {
   /** An alloc node: the promoted element loaded into a register before its body, stored after,
    *  both only when the body's loops run at least once. */
   std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
+  /** Whether a float max reduction in a register accumulates ordered integer keys of its
+   *  values (kiln_key_f32: an integer max, which vectorises without fast-math, plus a NaN flag)
+   *  rather than floats through a NaN-propagating select, which stays scalar. */
+  virtual bool max_keys() const;
   /** The first value of alloc node `n`'s register, given the element's `load`: the load. */
   virtual std::string accumulator_start(const Context& c, const LoopNode& n,
                                         const std::string& load) const;

@@ -114,6 +114,13 @@ std::string CStyleRenderer::render_statement(const Context& c, const Statement& 
     return "const " + t + " kiln_v = " + v + ";\n{ KILN_REASSOC " + target + " = " + acc + op +
            "kiln_v; }";
   }
+  if (in_register && c.keyed.count(&st)) {
+    // An ordered integer key per value and an integer max, plus the NaN flag (render_alloc).
+    std::string bits = b.dtype == DType::f64 ? "64" : "32";
+    return "const " + t + " kiln_v = " + v + ";\nconst int" + bits + "_t kiln_k = kiln_key_f" +
+           bits + "(kiln_v);\n" + target + " = " + target + " > kiln_k ? " + target +
+           " : kiln_k;\n" + target + "_nan |= kiln_v != kiln_v;";
+  }
   std::string r;
   if (st.reduce == ReduceKind::sum) r = acc + " + " + v;
   if (st.reduce == ReduceKind::prod) r = acc + " * " + v;

@@ -98,6 +98,11 @@ std::string CudaRenderer::single_condition() const {
   return "threadIdx.x == 0";
 }
 
+/** A GPU's max is one instruction and its reductions do not vectorise: floats as they are. */
+bool CudaRenderer::max_keys() const {
+  return false;
+}
+
 bool CudaRenderer::block_reduction(const Context& c, const LoopNode& n) {
   std::vector<const LoopNode*> loops;
   if (n.body.size() == 1) perfect_nest(*n.body[0], loops);

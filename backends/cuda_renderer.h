@@ -46,6 +46,7 @@ class CudaRenderer : public CStyleRenderer {
                           const std::string& cond) const override;
   std::string barrier() const override;
   std::string single_condition() const override;
+  bool max_keys() const override;
   std::string accumulator_start(const Context& c, const LoopNode& n,
                                 const std::string& load) const override;
   std::string accumulator_finish(const Context& c, const LoopNode& n, const std::string& store,

@@ -4,11 +4,16 @@
 // sizes stay symbolic in the generated code.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 
+#include "driver/compare.h"
+#include "driver/executable.h"
+#include "tests/support/harness.h"
 #include "tests/support/runtime_sweep.h"
 
 using namespace kiln;
@@ -67,4 +72,40 @@ TEST_CASE("runtime ops: every composite cut into as many kernels as it can be, w
   for (const std::string& f : spec_files("tests/regressions"))
     files.push_back(f);
   check_runtime("clang", files, {{"CHECK", "1"}}, cut);
+}
+
+TEST_CASE(
+    "runtime ops: max reductions keep NaN, infinities and signed zeros on every CPU runtime") {
+  // The CPU renderers reduce a float max through ordered integer keys and a NaN flag
+  // (backends/c_style.h, max_keys): rows long enough for vector lanes and a remainder, with a
+  // NaN first, in a lane, last, none, an all -inf row and zeros of both signs.
+  const int64_t rows = 6, n = 37;
+  for (DType t : {DType::f32, DType::f64}) {
+    Tensor x(t, {rows, n});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < n; ++k)
+        x.set(r * n + k, std::sin(double(r * n + k)) * 100);
+    x.set(0 * n + 0, NAN);
+    x.set(1 * n + 17, NAN);
+    x.set(2 * n + n - 1, NAN);
+    for (int64_t k = 0; k < n; ++k)
+      x.set(4 * n + k, -INFINITY), x.set(5 * n + k, k % 2 ? -0.0 : 0.0);
+    x.set(5 * n + 3, -1e-30);
+    for (const char* runtime : {"clang", "cc", "openmp"})
+      for (const char* comp : {"ops/reduce.toml:max", "ops/nn.toml:softmax"}) {
+        CAPTURE(runtime);
+        CAPTURE(comp);
+        CAPTURE(dtype_name(t));
+        test::RunSpec spec{comp, {{"N", n}}, {{"T", t}}, {rows}};
+        spec.given = {{"x", x}};
+        test::Run want = test::run(spec);
+        std::unique_ptr<Runtime> rt = Runtime::open(runtime);
+        Executable exe(want.graph, *rt, CompileOptions{});
+        std::vector<Tensor> got = exe.run(want.inputs, want.sizes);
+        Comparison cmp = compare(got[0], want.outputs[0],
+                                 tolerance_for(t, std::nullopt, std::nullopt, want.outputs[0]));
+        CHECK_MESSAGE(cmp.ok,
+                      "element " << cmp.first_bad << ": got " << cmp.got << ", want " << cmp.want);
+      }
+  }
 }
