@@ -40,8 +40,10 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON -DCMAKE_DISABLE_FIND_PACKAGE_Clang=ON \
   '-DCMAKE_BUILD_RPATH=$ORIGIN/../lib' "${launcher[@]}" >/dev/null
 plugins=()
+# The list first: `grep -q` closing the pipe early would fail the pipeline under pipefail.
+targets=$(ninja -C "$build" -t targets all)
 for p in kiln_runtime_cc kiln_runtime_cuda; do
-  if ninja -C "$build" -t targets all | grep -q "^$p:"; then plugins+=("$p"); fi
+  if grep -q "^$p:" <<<"$targets"; then plugins+=("$p"); fi
 done
 tests=()
 if [ "${KILN_BUNDLE_TESTS:-0}" = 1 ]; then tests=(kiln_gpu_tests); fi
