@@ -30,8 +30,15 @@ std::string no_device_reason() {
 }  // namespace
 
 TEST_CASE("gpu: every composite of ops/ compiles through NVRTC") {
+#if defined(__SANITIZE_ADDRESS__)
+  // NVRTC is not instrumented and the rendering is the normal build's: one file is enough here,
+  // and CI's time is better spent elsewhere.
+  test::SweepCount n = test::check_runtime("cuda", {"ops/nn.toml"}, {}, {}, true);
+  CHECK(n.compiled > 10);
+#else
   test::SweepCount n = test::check_runtime("cuda", test::spec_files("ops"), {}, {}, true);
   CHECK(n.compiled > 100);
+#endif
 }
 
 TEST_CASE("gpu: every composite of ops/ under cuda matches the interpreter") {
