@@ -77,12 +77,16 @@ std::optional<int64_t> coefficient(const IntExpr& e, const std::string& var) {
   return c;
 }
 
-/** Whether an access with `index` is invariant or unit-stride in iterator `var`. */
-bool unit_stride(const std::vector<IntExpr>& index, const std::string& var) {
+/** Whether an access with `index` into a buffer of `shape` is invariant or unit-stride in
+ *  iterator `var`: trailing dimensions of extent 1 (a reduction's keepdim) do not count. */
+bool unit_stride(const std::vector<IntExpr>& index, const Shape& shape, const std::string& var) {
+  size_t last = index.size();
+  while (last > 1 && shape.size() == index.size() && shape[last - 1] == IntExpr(1))
+    --last;
   for (size_t d = 0; d < index.size(); ++d) {
     std::optional<int64_t> c = coefficient(index[d], var);
     if (!c) return false;
-    if (d + 1 < index.size() ? *c != 0 : (*c != 0 && *c != 1)) return false;
+    if (d + 1 != last ? *c != 0 : (*c != 0 && *c != 1)) return false;
   }
   return true;
 }
@@ -97,13 +101,14 @@ bool unit_in(const AstExpr& e, const std::string& iter) {
 
 /** Whether every statement below `n` accesses memory unit-stride or invariantly in `iter`; the
  *  write of a promoted reduction goes to a register and does not count. */
-bool vectorizable(const Kernel& k, const LoopNode& n, const std::string& iter, int promoted) {
+bool vectorizable(const KernelPlan& plan, const Kernel& k, const LoopNode& n,
+                  const std::string& iter, int promoted) {
   if (n.kind == LoopNode::Kind::loop || n.kind == LoopNode::Kind::alloc ||
       n.kind == LoopNode::Kind::barrier)
     return false;
   if (n.kind != LoopNode::Kind::stmt) {
     for (const LoopNodePtr& c : n.body)
-      if (!vectorizable(k, *c, iter, promoted)) return false;
+      if (!vectorizable(plan, k, *c, iter, promoted)) return false;
     return true;
   }
   const Statement& s = k.statements.at(n.statement);
@@ -115,11 +120,12 @@ bool vectorizable(const Kernel& k, const LoopNode& n, const std::string& iter, i
     var = iterator_name(static_cast<int>(a));
   }
   if (var.empty()) return true;
-  if (n.statement != promoted && !unit_stride(s.index, var)) return false;
+  if (n.statement != promoted && !unit_stride(s.index, plan.buffers.at(s.buffer).shape, var))
+    return false;
   std::vector<const ScalarExpr*> loads;
   if (s.value) collect_loads(*s.value, loads);
   for (const ScalarExpr* l : loads)
-    if (!unit_stride(l->index, var)) return false;
+    if (!unit_stride(l->index, plan.buffers.at(l->buffer).shape, var)) return false;
   return true;
 }
 
@@ -129,8 +135,8 @@ bool has_loop(const LoopNode& n) {
   return false;
 }
 
-LoopNodePtr map_simd_node(const Kernel& k, const LoopNodePtr& n, const LoopNode* accumulator,
-                          int& count) {
+LoopNodePtr map_simd_node(const KernelPlan& plan, const Kernel& k, const LoopNodePtr& n,
+                          const LoopNode* accumulator, int& count) {
   if (n->kind == LoopNode::Kind::stmt) return n;
   if (n->kind == LoopNode::Kind::loop && n->mapping == Mapping::serial && !has_loop(*n)) {
     bool reduction_ok = false;
@@ -140,7 +146,7 @@ LoopNodePtr map_simd_node(const Kernel& k, const LoopNodePtr& n, const LoopNode*
     }
     bool unit = true;
     for (const LoopNodePtr& c : n->body)
-      unit = unit && vectorizable(k, *c, n->iter, accumulator ? accumulator->statement : -1);
+      unit = unit && vectorizable(plan, k, *c, n->iter, accumulator ? accumulator->statement : -1);
     if (((n->coincident && !n->reduction) || reduction_ok) && canonical_loop(*n) && unit) {
       ++count;
       return rebuild(n, [](LoopNode& copy) {
@@ -155,7 +161,7 @@ LoopNodePtr map_simd_node(const Kernel& k, const LoopNodePtr& n, const LoopNode*
   return rebuild(n, [&](LoopNode& copy) {
     bool changed = false;
     for (LoopNodePtr& c : copy.body) {
-      LoopNodePtr m = map_simd_node(k, c, acc, count);
+      LoopNodePtr m = map_simd_node(plan, k, c, acc, count);
       changed |= m != c;
       c = m;
     }
@@ -164,6 +170,11 @@ LoopNodePtr map_simd_node(const Kernel& k, const LoopNodePtr& n, const LoopNode*
 }
 
 }  // namespace
+
+bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
+                           const std::string& iter) {
+  return stmt.kind == LoopNode::Kind::stmt && vectorizable(plan, k, stmt, iter, -1);
+}
 
 bool canonical_loop(const LoopNode& loop) {
   const AstExpr& c = *loop.cond;
@@ -181,9 +192,9 @@ int map_parallel(LoopNest& nest, int max_collapse) {
   return count;
 }
 
-int map_simd(const Kernel& k, LoopNest& nest) {
+int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest) {
   int count = 0;
-  if (nest.root) nest.root = map_simd_node(k, nest.root, nullptr, count);
+  if (nest.root) nest.root = map_simd_node(plan, k, nest.root, nullptr, count);
   return count;
 }
 

@@ -24,8 +24,16 @@ namespace kiln {
 /** Maps loops of `nest` to Mapping::parallel; returns how many nests got a parallel loop. */
 int map_parallel(LoopNest& nest, int max_collapse);
 
-/** Maps loops of `nest` (the loop IR of `k`) to Mapping::simd; returns how many. */
-int map_simd(const Kernel& k, LoopNest& nest);
+/** Maps loops of `nest` (the loop IR of kernel `k` of `plan`) to Mapping::simd; returns how
+ *  many. */
+int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
+
+/** Whether statement node `stmt` (of kernel `k`) accesses memory unit-stride or invariantly in
+ *  loop iterator `iter`: `iter` drives at most one statement iterator, with coefficient 1, which
+ *  only the last index dimension of each access (not counting trailing dimensions of extent 1)
+ *  uses, with coefficient 1. */
+bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
+                           const std::string& iter);
 
 /** Whether `loop` is in canonical form: its condition compares its iterator against a bound
  *  free of the iterator, with a positive step. */

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 
+#include "scheduler/interchange.h"
 #include "scheduler/isl.h"
 #include "scheduler/isl_schedule.h"
 #include "scheduler/isl_text.h"
@@ -248,6 +249,9 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
     switch (t.kind) {
       case Transform::Kind::tile:
         break;
+      case Transform::Kind::sink:
+        sink_below_reductions(plan, k, nest);
+        break;
       case Transform::Kind::promote_accumulators:
         promote_accumulators(plan, k, nest, t.half);
         break;
@@ -255,7 +259,7 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
         map_parallel(nest, t.max_collapse);
         break;
       case Transform::Kind::map_simd:
-        map_simd(k, nest);
+        map_simd(plan, k, nest);
         break;
       case Transform::Kind::map_gpu:
         map_gpu(k, nest);
@@ -273,6 +277,7 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const Kernel& 
     t.tile = {opt.tile_sizes, tile_depth(k, opt)};
     list.push_back(t);
   }
+  if (opt.sink && !opt.backend_gpu) list.push_back({Transform::Kind::sink});
   Transform promote{Transform::Kind::promote_accumulators};
   promote.half = opt.backend_gpu;
   list.push_back(promote);

@@ -29,7 +29,9 @@ struct ScheduleOptions {
    *  buys little and multiplies isl's AST time — except in kernels with a contraction (matmul,
    *  conv2d), where 2-D bands are tiled too. */
   int min_tile_depth = 3;
-  bool parallel = true;   ///< PARALLEL: map coincident loops to threads where the backend can
+  bool parallel = true;  ///< PARALLEL: map coincident loops to threads where the backend can
+  /** CPU: parallel loops sink below the reductions of their body (scheduler/interchange.h). */
+  bool sink = true;
   bool vectorize = true;  ///< VECTORIZE: map innermost loops to vector lanes where it can
   /** What the backend can map loops to (backends/backend.h): threads (OpenMP) and vector lanes;
    *  PARALLEL and VECTORIZE take effect only where it can. */

@@ -14,6 +14,9 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
         out += " (bands of " + std::to_string(t.tile.min_depth) + "+ members)";
         break;
       }
+      case Transform::Kind::sink:
+        out += "sink parallel loops below reductions";
+        break;
       case Transform::Kind::promote_accumulators:
         out += t.half ? "promote accumulators (f16 and bf16 too)" : "promote accumulators";
         break;

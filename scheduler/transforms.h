@@ -24,6 +24,7 @@ struct TileOptions {
 struct Transform {
   enum class Kind {
     tile,                  ///< schedule tree: tile permutable bands (TileOptions)
+    sink,                  ///< loop IR: parallel loops below reductions (interchange.h)
     promote_accumulators,  ///< loop IR: reductions accumulate in registers
     map_parallel,          ///< loop IR: outermost coincident loops across threads
     map_simd,              ///< loop IR: innermost unit-stride loops across vector lanes

@@ -114,29 +114,28 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
   for (int64_t c0 = 0; c0 <= kiln_fdiv((s_M - 1), 32); c0 += 1) {
     for (int64_t c1 = 0; c1 <= kiln_fdiv((s_N - 1), 32); c1 += 1) {
       for (int64_t c2 = 0; c2 <= (31 < ((s_M - (32 * c0)) - 1) ? 31 : ((s_M - (32 * c0)) - 1)); c2 += 1) {
+        #pragma omp simd
         for (int64_t c3 = 0; c3 <= (31 < ((s_N - (32 * c1)) - 1) ? 31 : ((s_N - (32 * c1)) - 1)); c3 += 1) {
           {
             const int64_t i0 = ((32 * c0) + c2);
             const int64_t i1 = ((32 * c1) + c3);
             b3[(s_N * i0 + i1)] = (float)0;
           }
-          {
-            const int64_t i0 = ((32 * c0) + c2);
-            const int64_t i1 = ((32 * c1) + c3);
-            if ((0 < s_K)) {
-              float acc0 = b3[(s_N * i0 + i1)];
-              for (int64_t c4 = 0; c4 < s_K; c4 += 1) {
-                {
-                  const int64_t i0 = ((32 * c0) + c2);
-                  const int64_t i1 = ((32 * c1) + c3);
-                  const int64_t i2 = c4;
-                  const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
-                  { KILN_REASSOC acc0 = acc0 + kiln_v; }
-                }
-              }
-              b3[(s_N * i0 + i1)] = acc0;
+        }
+        for (int64_t c4 = 0; c4 < s_K; c4 += 1) {
+          #pragma omp simd
+          for (int64_t c3 = 0; c3 <= (31 < ((s_N - (32 * c1)) - 1) ? 31 : ((s_N - (32 * c1)) - 1)); c3 += 1) {
+            {
+              const int64_t i0 = ((32 * c0) + c2);
+              const int64_t i1 = ((32 * c1) + c3);
+              const int64_t i2 = c4;
+              const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
+              { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
             }
           }
+        }
+        #pragma omp simd
+        for (int64_t c3 = 0; c3 <= (31 < ((s_N - (32 * c1)) - 1) ? 31 : ((s_N - (32 * c1)) - 1)); c3 += 1) {
           {
             const int64_t i0 = ((32 * c0) + c2);
             const int64_t i1 = ((32 * c1) + c3);

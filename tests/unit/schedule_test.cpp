@@ -363,6 +363,7 @@ void allocs(const LoopNode& n, std::vector<const LoopNode*>& out) {
 TEST_CASE("schedule: a reduction accumulates in a register across its loop, not through memory") {
   KernelBuilder b = matmul();
   ScheduleOptions opt = untiled();
+  opt.sink = false;  // else j sinks below k (the next test) and the element moves inside the nest
   ScheduledKernel r =
       check_legal(b, opt, {{{"M", 3}, {"N", 4}, {"K", 5}}, {{"M", 2}, {"N", 1}, {"K", 1}}});
   report("matmul, accumulator", r);
@@ -390,6 +391,45 @@ TEST_CASE("schedule: a reduction accumulates in a register across its loop, not 
   found.clear();
   allocs(*hr.nest.root, found);
   CHECK(found.empty());
+}
+
+TEST_CASE("schedule: a contraction's parallel loop sinks below its reduction, across lanes") {
+  KernelBuilder b = matmul();
+  ScheduleOptions opt = untiled();
+  opt.backend_simd = true;
+  ScheduledKernel r = check_legal(b, opt,
+                                  {{{"M", 3}, {"N", 4}, {"K", 5}},
+                                   {{"M", 2}, {"N", 1}, {"K", 1}},
+                                   {{"M", 1}, {"N", 7}, {"K", 0}}});
+  report("matmul, sunk", r);
+  CHECK(transforms_to_text(r.transforms).find("sink parallel loops below reductions") !=
+        std::string::npos);
+  // for i { for j S0; for k for j S1; for j S2 }: the update's j loop is innermost, unit-stride
+  // along b's rows and the result's, and across vector lanes; no register holds C[i, j].
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  CHECK(found.empty());
+  int sunk = 0;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<const LoopNode*> inner = loops(*l);
+    if (inner.size() != 2 || l->coincident) continue;  // the k loop with j inside
+    ++sunk;
+    CHECK(inner[1]->coincident);
+    CHECK(inner[1]->mapping == Mapping::simd);
+    CHECK(loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*inner[1])}).find("S1(") !=
+          std::string::npos);
+  }
+  CHECK(sunk == 1);
+  // A column walk (the reduction reads b[j, k]: stride K along j) does not sink.
+  KernelBuilder t;
+  int a = t.buffer("a", {M, K}), bt = t.buffer("bt", {N, K}), c = t.buffer("c", {M, N});
+  t.stmt(Statement::Kind::reduce_init, {M, N}, c, {it(0), it(1)});
+  t.stmt(Statement::Kind::reduce_update, {M, N, K}, c, {it(0), it(1)},
+         op(Op::mul, {load(a, {it(0), it(2)}), load(bt, {it(1), it(2)})}));
+  ScheduledKernel rt = check_legal(t, opt, {{{"M", 3}, {"N", 4}, {"K", 5}}});
+  found.clear();
+  allocs(*rt.nest.root, found);
+  CHECK(found.size() == 1);  // the dot product over k stays in a register
 }
 
 TEST_CASE("schedule: simd needs unit-stride accesses; a column walk stays serial") {

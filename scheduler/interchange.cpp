@@ -1,0 +1,99 @@
+#include "scheduler/interchange.h"
+
+#include <set>
+
+#include "scheduler/map_loops.h"
+
+namespace kiln {
+
+namespace {
+
+/** The nodes of `body` in order, with blocks (plain sequences) opened. */
+void flatten(const std::vector<LoopNodePtr>& body, std::vector<LoopNodePtr>& out) {
+  for (const LoopNodePtr& c : body)
+    if (c->kind == LoopNode::Kind::block)
+      flatten(c->body, out);
+    else
+      out.push_back(c);
+}
+
+/** Whether `child` is a reduction nest that loop `outer` may sink into: a perfect nest of
+ *  canonical, non-coincident loops whose bounds do not use `outer`'s iterator, ending in a
+ *  reduction update that writes along `outer` and reads unit-stride or invariantly in it. */
+bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer,
+              const LoopNode& child) {
+  if (child.kind != LoopNode::Kind::loop || child.coincident) return false;
+  std::vector<const LoopNode*> loops;
+  const LoopNode* stmt = perfect_nest(child, loops);
+  if (!stmt || stmt->statement < 0) return false;
+  for (const LoopNode* l : loops)
+    if (!canonical_loop(*l) || uses_iterator(*l->init, outer.iter) ||
+        uses_iterator(*l->cond, outer.iter))
+      return false;
+  const Statement& s = k.statements.at(stmt->statement);
+  if (s.kind != Statement::Kind::reduce_update ||
+      !unit_stride_statement(plan, k, *stmt, outer.iter))
+    return false;
+  // The element written moves with `outer`: the reduction is over the inner loops only.
+  std::set<std::string> written;
+  for (const IntExpr& e : s.index)
+    e.collect_vars(written);
+  for (size_t a = 0; a < stmt->args.size(); ++a)
+    if (uses_iterator(*stmt->args[a], outer.iter) &&
+        written.count(iterator_name(static_cast<int>(a))))
+      return true;
+  return false;
+}
+
+/** `loop` with `body` as its body. */
+LoopNodePtr with_body(const LoopNode& loop, std::vector<LoopNodePtr> body) {
+  auto copy = std::make_shared<LoopNode>(loop);
+  copy->body = std::move(body);
+  return copy;
+}
+
+/** The perfect nest `n` with `outer` wrapped around its statement. */
+LoopNodePtr wrap_innermost(const LoopNodePtr& n, const LoopNode& outer) {
+  if (n->kind == LoopNode::Kind::stmt) return with_body(outer, {n});
+  auto copy = std::make_shared<LoopNode>(*n);
+  copy->body = {wrap_innermost(n->body[0], outer)};
+  return copy;
+}
+
+LoopNodePtr sink(const KernelPlan& plan, const Kernel& k, const LoopNodePtr& n, int& count) {
+  if (n->kind == LoopNode::Kind::stmt) return n;
+  auto copy = std::make_shared<LoopNode>(*n);
+  bool changed = false;
+  for (LoopNodePtr& c : copy->body) {
+    LoopNodePtr m = sink(plan, k, c, count);
+    changed |= m != c;
+    c = m;
+  }
+  const LoopNodePtr& self = changed ? LoopNodePtr(copy) : n;
+  if (n->kind != LoopNode::Kind::loop || !n->coincident || !canonical_loop(*n)) return self;
+  std::vector<LoopNodePtr> children;
+  flatten(self->body, children);
+
+  bool any = false;
+  for (const LoopNodePtr& c : children)
+    any |= sinkable(plan, k, *self, *c);
+  if (!any) return self;
+  // Distributed over the children; below the reduction loops where it can go.
+  ++count;
+  auto seq = std::make_shared<LoopNode>();
+  seq->kind = LoopNode::Kind::block;
+  for (const LoopNodePtr& c : children)
+    seq->body.push_back(sinkable(plan, k, *self, *c) ? wrap_innermost(c, *with_body(*self, {}))
+                                                     : with_body(*self, {c}));
+  return seq;
+}
+
+}  // namespace
+
+int sink_below_reductions(const KernelPlan& plan, const Kernel& k, LoopNest& nest) {
+  int count = 0;
+  if (nest.root) nest.root = sink(plan, k, nest.root, count);
+  return count;
+}
+
+}  // namespace kiln

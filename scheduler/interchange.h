@@ -1,0 +1,24 @@
+/** \file
+ * Sinking a parallel loop below a reduction, a transform of the loop IR for CPU backends.
+ *
+ * isl fuses a contraction's init, update and epilogue under their common loops, so the reduction
+ * loop ends up innermost: `for j { S0; for k S1; S2 }`, where S1 reads `b[k, j]` with stride N at
+ * every k. When the loop `j` is coincident and every access of the reduction's statement is
+ * unit-stride or invariant in it, `j` is distributed over its children and sunk below the
+ * reduction loops: `for j S0; for k for j S1; for j S2`, whose innermost loop runs along rows
+ * of `b` and of the result, across vector lanes. Both steps are legal for any coincident loop
+ * whose reduction loops' bounds do not use it: it carries no dependence, so its iterations may
+ * run in any order, and the dependences between its children stay in textual order.
+ */
+#pragma once
+
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
+
+namespace kiln {
+
+/** Sinks coincident loops of `nest` (the loop IR of kernel `k` of `plan`) below their
+ *  reductions; returns how many loops it sank. */
+int sink_below_reductions(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
+
+}  // namespace kiln
