@@ -170,16 +170,20 @@ LaunchGeometry cuda_launch_geometry(const KernelPlan& plan, const Kernel& k, con
   std::map<std::string, int64_t> env;
   for (size_t v = 0; v < plan.size_vars.size(); ++v)
     env[plan.size_vars[v]] = sizes[v];
-  double points = 1;
+  // One thread per point, or one block per row (all dimensions but the last) where rows are
+  // short: a row's body maps to one block (scheduler/map_gpu.h).
+  double points = 1, rows = 1;
   for (const Statement& s : k.statements) {
     double n = 1;
-    for (const IntExpr& e : s.extents)
-      n *= static_cast<double>(std::max<int64_t>(e.eval(env), 0));
+    for (size_t d = 0; d < s.extents.size(); ++d) {
+      if (d + 1 == s.extents.size()) rows = std::max(rows, n);
+      n *= static_cast<double>(std::max<int64_t>(s.extents[d].eval(env), 0));
+    }
     points = std::max(points, n);
   }
   LaunchGeometry g;
   g.block[0] = kCudaBlockThreads;
-  double blocks = std::ceil(points / kCudaBlockThreads);
+  double blocks = std::max(std::ceil(points / kCudaBlockThreads), rows);
   g.grid[0] = static_cast<uint32_t>(std::clamp<double>(blocks, 1, kCudaMaxBlocks));
   return g;
 }

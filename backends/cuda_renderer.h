@@ -67,7 +67,8 @@ class CudaRenderer : public CStyleRenderer {
 
 /** The geometry of kernel `k` for the bound sizes (KernelPlan::size_vars order): blocks of
  *  kCudaBlockThreads, and enough blocks for one thread per point of the largest statement
- *  domain, at most kCudaMaxBlocks. It needs no schedule, so a cached module launches without
+ *  domain or one block per row of any statement (its points but the last dimension's), at most
+ *  kCudaMaxBlocks. It needs no schedule, so a cached module launches without
  *  one. */
 LaunchGeometry cuda_launch_geometry(const KernelPlan& plan, const Kernel& k, const int64_t* sizes);
 
