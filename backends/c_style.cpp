@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <stdexcept>
 
@@ -166,6 +167,12 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
                                    const RenderOptions& options) const {
   std::string s = prelude() + extern_helpers(plan) + plan_declarations(plan);
   if (options.bounds_checks) s += bounds_check_helpers();
+  bool tiles = false;
+  for (const LoopNest& n : nests)
+    if (n.root)
+      for (const LoopNode* l : nodes_of(*n.root, LoopNode::Kind::alloc))
+        tiles |= l->tile_rows > 0;
+  if (tiles) s += vector_helpers();
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
   return s;
@@ -177,8 +184,9 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   // The loops live in a static function whose buffer parameters are `restrict`: compilers
   // honour restrict on parameters (LLVM's noalias), not on locals, so this is what lets them
   // keep accumulators in registers and vectorise without runtime alias checks.
-  Context c{plan, k,       options, nest, {plan.size_vars.begin(), plan.size_vars.end()}, {}, {},
-            {},   nullptr, {},      {}};
+  Context c{plan, k,      options, nest,    {plan.size_vars.begin(), plan.size_vars.end()},
+            {},   {},     {},      nullptr, {},
+            {},   nullptr};
   std::string params, call;
   for (size_t v = 0; v < plan.size_vars.size(); ++v) {
     params +=
@@ -291,6 +299,7 @@ std::string CStyleRenderer::nest_runs(const LoopNode& n) const {
 }
 
 std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, int depth) const {
+  if (n.tile_rows > 0) return render_tile(c, n, depth);
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
   DType dtype = c.plan.buffers[st.buffer].dtype;
@@ -329,6 +338,116 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
             bits + "(" + n.name + "))";
   s += accumulator_finish(c, n, element + " = " + to_storage(dtype, value) + ";", in);
   return s + pad + "  }\n" + pad + "}\n";
+}
+
+namespace {
+
+/** `const int64_t i0 = ..., i1 = ...;` for the non-null `args`, on one line. */
+std::string bind_line(const std::vector<AstExprPtr>& args) {
+  std::string s;
+  for (size_t k = 0; k < args.size(); ++k)
+    if (args[k])
+      s += (s.empty() ? "const int64_t " : ", ") + iterator_name(static_cast<int>(k)) + " = " +
+           ast_expr_to_c(*args[k]);
+  return s.empty() ? s : s + "; ";
+}
+
+/** A stmt's or alloc's args at row `r` and lane offset `lane` of register tile `t`. */
+std::vector<AstExprPtr> tile_args(const LoopNode& t, const std::vector<AstExprPtr>& args, int64_t r,
+                                  int64_t lane) {
+  AstExprPtr row = ast_op("add", {t.tile_row_origin, ast_int(r)});
+  AstExprPtr col = ast_op("add", {t.tile_lane_origin, ast_int(lane)});
+  std::vector<AstExprPtr> out;
+  for (const AstExprPtr& a : args)
+    out.push_back(a ? substitute(substitute(a, t.tile_row, row), t.tile_lane, col) : nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::string CStyleRenderer::vector_helpers() const {
+  std::string bytes = std::to_string(vector_bytes());
+  std::string s;
+  for (const char* t : {"f32", "f64"}) {
+    std::string type = std::string(t) == "f32" ? "float" : "double", v = "kiln_v" + std::string(t);
+    s += "typedef " + type + " " + v + " __attribute__((vector_size(" + bytes + "), aligned(" +
+         (type == "float" ? "4" : "8") + ")));\n";
+    s += "KILN_FN " + v + " kiln_vld_" + t + "(const " + type + "* p) { " + v +
+         " v; memcpy(&v, p, sizeof v); return v; }\n";
+    s += "KILN_FN void kiln_vst_" + std::string(t) + "(" + type + "* p, " + v +
+         " v) { memcpy(p, &v, sizeof v); }\n";
+  }
+  return s;
+}
+
+int CStyleRenderer::vector_bytes() const {
+  return 64;
+}
+
+std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' '), in = pad + "  ";
+  const Statement& st = c.kernel.statements.at(n.statement);
+  DType dtype = c.plan.buffers[st.buffer].dtype;
+  std::string t = dtype == DType::f64 ? "f64" : "f32";
+  int lanes = vector_bytes() / (dtype_bits(dtype) / 8);
+  if ((dtype != DType::f32 && dtype != DType::f64) || n.tile_lanes % lanes != 0)
+    throw std::runtime_error("a register tile of " + std::to_string(n.tile_lanes) + " " +
+                             std::string(dtype_name(dtype)) + " lanes does not fit vectors of " +
+                             std::to_string(vector_bytes()) + " bytes");
+  // The tile's element offsets, from the iterators outside the nest, row by row.
+  auto each = [&](const std::function<std::string(const std::string&, const std::string&)>& f) {
+    std::string out;
+    for (int64_t r = 0; r < n.tile_rows; ++r)
+      for (int64_t v = 0; v < n.tile_lanes / lanes; ++v) {
+        std::string name = n.name + "_" + std::to_string(r) + "_" + std::to_string(v);
+        std::string offset = int_expr_to_c(linear_index(c, st.buffer, st.index), c.sizes);
+        std::string at = render_vector_address(c, st.buffer, offset, lanes);
+        out += in + "{ " + bind_line(tile_args(n, n.args, r, v * lanes)) + f(name, at) + " }\n";
+      }
+    return out;
+  };
+  std::string s = pad + "{\n";
+  for (int64_t r = 0; r < n.tile_rows; ++r) {
+    s += in + "kiln_v" + t;
+    for (int64_t v = 0; v < n.tile_lanes / lanes; ++v)
+      s += std::string(v ? "," : "") + " " + n.name + "_" + std::to_string(r) + "_" +
+           std::to_string(v);
+    s += ";\n";
+  }
+  s += each([&](const std::string& name, const std::string& at) {
+    return name + " = kiln_vld_" + t + "(" + at + ");";
+  });
+  const LoopNode* outer = c.tile;
+  c.tile = &n;
+  for (const LoopNodePtr& child : n.body)
+    s += render_node(c, *child, depth + 1);
+  c.tile = outer;
+  s += each([&](const std::string& name, const std::string& at) {
+    return "kiln_vst_" + t + "(" + at + ", " + name + ");";
+  });
+  return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode& n,
+                                               int depth) const {
+  const LoopNode& t = *c.tile;
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  int lanes = vector_bytes() / (dtype_bits(c.plan.buffers[st.buffer].dtype) / 8);
+  std::set<std::string> along;
+  for (size_t a = 0; a < n.args.size(); ++a)
+    if (n.args[a] && uses_iterator(*n.args[a], t.tile_lane))
+      along.insert(iterator_name(static_cast<int>(a)));
+  std::string s;
+  for (int64_t r = 0; r < t.tile_rows; ++r)
+    for (int64_t v = 0; v < t.tile_lanes / lanes; ++v) {
+      c.bound.clear();
+      c.index_bound.clear();
+      s += pad + "{ " + bind_line(tile_args(t, n.args, r, v * lanes)) + t.name + "_" +
+           std::to_string(r) + "_" + std::to_string(v) +
+           " += " + render_lanes(c, *st.value, along) + "; }\n";
+    }
+  return s;
 }
 
 bool CStyleRenderer::max_keys() const {
@@ -379,6 +498,7 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
         s += render_node(c, *child, depth + 1);
       return s + pad + "}\n";
     case LoopNode::Kind::stmt: {
+      if (c.tile && c.tile->statement == n.statement) return render_tile_update(c, n, depth);
       s += pad + "{\n" + bind_iterators(n.args, pad + "  ");
       const Statement& st = c.kernel.statements[n.statement];
       c.bound.clear();

@@ -91,6 +91,8 @@ class CStyleRenderer {
     mutable std::vector<const LoopNode*> loops;
     /** Promoted max reductions whose register holds ordered integer keys (max_keys). */
     mutable std::set<const Statement*> keyed;
+    /** The register tile (an alloc node with tile_rows > 0) being rendered, or null. */
+    mutable const LoopNode* tile = nullptr;
   };
   /** `kiln_check` and `kiln_check_record` for RenderOptions::bounds_checks. */
   virtual std::string bounds_check_helpers() const;
@@ -115,6 +117,17 @@ class CStyleRenderer {
   /** An alloc node: the promoted element loaded into a register before its body, stored after,
    *  both only when the body's loops run at least once. */
   std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
+  /** The vector types and their unaligned loads and stores that register tiles use
+   *  (kiln_vf32, kiln_vld_f32, kiln_vst_f32 and the f64 ones), `vector_bytes()` wide. */
+  virtual std::string vector_helpers() const;
+  /** The width of a register tile's vectors in bytes (64: AVX-512's, which narrower targets
+   *  split). */
+  virtual int vector_bytes() const;
+  /** A register tile: its vectors loaded before its body and stored after
+   *  (scheduler/register_tile.h). */
+  std::string render_tile(const Context& c, const LoopNode& n, int depth) const;
+  /** Statement node `n` inside register tile c.tile: one vector update per row and vector. */
+  std::string render_tile_update(const Context& c, const LoopNode& n, int depth) const;
   /** Whether a float max reduction in a register accumulates ordered integer keys of its
    *  values (kiln_key_f32: an integer max, which vectorises without fast-math, plus a NaN flag)
    *  rather than floats through a NaN-propagating select, which stays scalar. */
@@ -141,6 +154,14 @@ class CStyleRenderer {
   std::string bind_shared(const Context& c, const ScalarExpr& e) const;
   std::string render_value(const Context& c, const ScalarExpr& e) const;
   std::string render_op(const Context& c, const ScalarExpr& e) const;
+  /** `e` across the lanes of a vector along the statement iterators `lanes`: loads that use
+   *  them are vector loads, the parts that do not are scalars (ir/kernel_ir.h, lane_value). */
+  std::string render_lanes(const Context& c, const ScalarExpr& e,
+                           const std::set<std::string>& lanes) const;
+  /** A pointer to `lanes` elements of `buffer` from `offset`, bounds-checked at both ends under
+   *  RenderOptions::bounds_checks. */
+  std::string render_vector_address(const Context& c, int buffer, const std::string& offset,
+                                    int lanes) const;
   /** `b<buffer>[offset]`, with a bounds check under RenderOptions::bounds_checks. */
   std::string render_access(const Context& c, int buffer, const std::string& offset) const;
   /** The row-major element offset of `index` in `buffer`. */

@@ -209,6 +209,51 @@ std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) 
   return "((" + cond + ") ? " + v + " : (" + compute_type(e.dtype) + ")0)";
 }
 
+std::string CStyleRenderer::render_vector_address(const Context& c, int buffer,
+                                                  const std::string& offset, int lanes) const {
+  std::string b = "b" + std::to_string(buffer);
+  if (!c.options.bounds_checks) return "&" + b + "[" + offset + "]";
+  IntExpr count = 1;
+  for (const IntExpr& d : c.plan.buffers[buffer].shape)
+    count = count * d;
+  std::string n = int_expr_to_c(count, c.sizes), id = std::to_string(buffer);
+  std::string last = std::to_string(lanes - 1);
+  return "&" + b + "[kiln_check(kiln_check(" + offset + ", " + n + ", " + id + ") + " + last +
+         ", " + n + ", " + id + ") - " + last + "]";
+}
+
+std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
+                                         const std::set<std::string>& lanes) const {
+  if (!uses_vars(e, lanes)) return render_value(c, e);
+  DType t = e.dtype;
+  auto arg = [&](size_t k) { return render_lanes(c, *e.args[k], lanes); };
+  if (e.kind == ScalarExpr::Kind::load && e.mask.empty() && (t == DType::f32 || t == DType::f64))
+    return std::string(t == DType::f64 ? "kiln_vld_f64(" : "kiln_vld_f32(") +
+           render_vector_address(c, e.buffer,
+                                 int_expr_to_c(linear_index(c, e.buffer, e.index), c.sizes),
+                                 vector_bytes() / (dtype_bits(t) / 8)) +
+           ")";
+  if (e.kind == ScalarExpr::Kind::op && e.mask.empty()) {
+    switch (e.op) {
+      case Op::copy:
+        return arg(0);
+      case Op::neg:
+        return "(-" + arg(0) + ")";
+      case Op::add:
+        return "(" + arg(0) + " + " + arg(1) + ")";
+      case Op::mul:
+        return "(" + arg(0) + " * " + arg(1) + ")";
+      case Op::mulacc:
+        return "(" + arg(0) + " * " + arg(1) + " + " + arg(2) + ")";
+      default:
+        break;
+    }
+  }
+  throw std::runtime_error("a register tile cannot compute '" +
+                           std::string(e.kind == ScalarExpr::Kind::op ? op_name(e.op) : "value") +
+                           "' across vector lanes");
+}
+
 std::string CStyleRenderer::bitcast(const std::string& from, const std::string& to,
                                     const std::string& x) const {
   return "({ " + from + " kiln_a_ = " + x + "; " + to +

@@ -82,6 +82,34 @@ std::string show_tile(const CompileOptions& o) {
   return s;
 }
 
+void parse_micro(const std::string& value, CompileOptions& o) {
+  std::vector<int64_t> n;
+  std::stringstream in(value);
+  std::string part;
+  while (std::getline(in, part, 'x')) {
+    int64_t v = 0;
+    if (!parse_count(part, v)) break;
+    n.push_back(v);
+  }
+  bool off = value == "0";
+  bool ok = off || (n.size() == 3 && value.back() != 'x' &&
+                    std::count(value.begin(), value.end(), 'x') == 2 && n[0] > 0 && n[0] <= 16 &&
+                    n[1] > 0 && n[1] <= 8 && n[2] > 0 && n[2] <= 1 << 20);
+  if (!ok)
+    bad_value("MICRO", "RxVxD: R rows (at most 16) of V vectors (at most 8), k blocks of D; or 0",
+              value);
+  o.schedule.micro.rows = off ? 0 : static_cast<int>(n[0]);
+  if (off) return;
+  o.schedule.micro.vectors = static_cast<int>(n[1]);
+  o.schedule.micro.depth = static_cast<int>(n[2]);
+}
+
+std::string show_micro(const CompileOptions& o) {
+  const RegisterTileShape& m = o.schedule.micro;
+  if (m.rows <= 0) return "0";
+  return std::to_string(m.rows) + "x" + std::to_string(m.vectors) + "x" + std::to_string(m.depth);
+}
+
 std::vector<Knob> make_knobs() {
   std::vector<Knob> k = {
       {"BLAS", KnobStage::simplifier,
@@ -115,6 +143,10 @@ std::vector<Knob> make_knobs() {
           "to program order (0: no limit); docs/decisions.md",
           "1000000", "a count of isl operations (0: no limit)",
           [](auto& o) -> auto& { return o.schedule.max_operations; }),
+      {"MICRO", KnobStage::scheduler,
+       "CPU register tile of contractions: R rows of V 64-byte vectors over k blocks of D "
+       "(6x2x64: 6x32 f32), 0: off; docs/performance.md",
+       "6x2x64", true, parse_micro, show_micro},
       flag_knob(
           "PARALLEL", KnobStage::scheduler,
           "1: the outermost coincident loops run across threads, on backends with threads (openmp)",

@@ -25,6 +25,37 @@ void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out) {
   collect_loads(e, out, seen);
 }
 
+bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars) {
+  auto uses = [&](const IntExpr& x) {
+    std::set<std::string> found;
+    x.collect_vars(found);
+    for (const std::string& v : found)
+      if (vars.count(v)) return true;
+    return false;
+  };
+  for (const IntExpr& x : e.index)
+    if (uses(x)) return true;
+  for (const MaskBound& m : e.mask)
+    if (uses(m.expr) || uses(m.bound)) return true;
+  for (const ScalarExprPtr& a : e.args)
+    if (uses_vars(*a, vars)) return true;
+  return false;
+}
+
+bool lane_value(const KernelPlan& plan, const ScalarExpr& e, const std::set<std::string>& vars,
+                DType t) {
+  if (!uses_vars(e, vars)) return true;
+  if (e.dtype != t || !e.mask.empty()) return false;
+  if (e.kind == ScalarExpr::Kind::load) return plan.buffers.at(e.buffer).dtype == t;
+  if (e.kind != ScalarExpr::Kind::op) return false;
+  if (e.op != Op::add && e.op != Op::mul && e.op != Op::neg && e.op != Op::copy &&
+      e.op != Op::mulacc)
+    return false;
+  for (const ScalarExprPtr& a : e.args)
+    if (!lane_value(plan, *a, vars, t)) return false;
+  return true;
+}
+
 namespace {
 
 std::string index_str(const std::vector<IntExpr>& index) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,16 @@ std::string iterator_name(int k);
 
 /** Buffer reads of an expression tree: (buffer, index) for every load, in evaluation order. */
 void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out);
+
+/** Whether `e` reads any of the iterators `vars` (in an index, a mask or an iterator value). */
+bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars);
+
+/** Whether `e` can be computed across vector lanes along the iterators `vars`, in dtype `t`:
+ *  every subexpression that uses them is a load of a `t` buffer without a mask, or `+`, `×`,
+ *  negation, copy or multiply-add of such values, all of dtype `t`; the parts that do not use
+ *  them are scalars, whatever they compute (scheduler/register_tile.h). */
+bool lane_value(const KernelPlan& plan, const ScalarExpr& e, const std::set<std::string>& vars,
+                DType t);
 
 /** Text of a plan for `kiln show --stage kernels`. */
 std::string plan_to_text(const KernelPlan& plan);

@@ -96,7 +96,13 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
              std::to_string(n.statement) + "(";
       for (size_t k = 0; k < n.args.size(); ++k)
         out += (k ? ", " : "") + (n.args[k] ? unwrap(expr_text(*n.args[k])) : std::string("_"));
-      out += ")\n";
+      out += ")";
+      if (n.tile_rows > 0)
+        out += ", a " + std::to_string(n.tile_rows) + "x" + std::to_string(n.tile_lanes) +
+               " register tile: " + n.tile_row + " = " + unwrap(expr_text(*n.tile_row_origin)) +
+               " + 0.." + std::to_string(n.tile_rows - 1) + ", " + n.tile_lane + " = " +
+               unwrap(expr_text(*n.tile_lane_origin)) + " + 0.." + std::to_string(n.tile_lanes - 1);
+      out += "\n";
       for (const auto& c : n.body)
         node_text(*c, depth + 1, out);
       return;
@@ -154,18 +160,22 @@ const char* memory_space_name(MemorySpace s) {
 
 namespace {
 
-void collect_loops(const LoopNode& n, std::vector<const LoopNode*>& out) {
-  if (n.kind == LoopNode::Kind::loop) out.push_back(&n);
+void collect_nodes(const LoopNode& n, LoopNode::Kind kind, std::vector<const LoopNode*>& out) {
+  if (n.kind == kind) out.push_back(&n);
   for (const LoopNodePtr& c : n.body)
-    collect_loops(*c, out);
+    collect_nodes(*c, kind, out);
 }
 
 }  // namespace
 
-std::vector<const LoopNode*> loops_of(const LoopNode& root) {
+std::vector<const LoopNode*> nodes_of(const LoopNode& root, LoopNode::Kind kind) {
   std::vector<const LoopNode*> out;
-  collect_loops(root, out);
+  collect_nodes(root, kind, out);
   return out;
+}
+
+std::vector<const LoopNode*> loops_of(const LoopNode& root) {
+  return nodes_of(root, LoopNode::Kind::loop);
 }
 
 const LoopNode* perfect_nest(const LoopNode& n, std::vector<const LoopNode*>& loops) {
@@ -180,6 +190,27 @@ const LoopNode* perfect_nest(const LoopNode& n, std::vector<const LoopNode*>& lo
     default:
       return nullptr;
   }
+}
+
+AstExprPtr ast_int(int64_t v) {
+  auto e = std::make_shared<AstExpr>();
+  e->value = v;
+  return e;
+}
+
+AstExprPtr ast_iter(const std::string& name) {
+  auto e = std::make_shared<AstExpr>();
+  e->kind = AstExpr::Kind::iterator;
+  e->name = name;
+  return e;
+}
+
+AstExprPtr ast_op(const std::string& op, std::vector<AstExprPtr> args) {
+  auto e = std::make_shared<AstExpr>();
+  e->kind = AstExpr::Kind::op;
+  e->op = op;
+  e->args = std::move(args);
+  return e;
 }
 
 bool uses_iterator(const AstExpr& e, const std::string& iter) {

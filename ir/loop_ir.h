@@ -97,14 +97,26 @@ struct LoopNode {
   std::vector<AstExprPtr> args;  ///< stmt, alloc: the value of each statement iterator i0, i1...
   MemorySpace space = MemorySpace::local;  ///< alloc
   std::string name;                        ///< alloc: the register's name, e.g. "acc0"
+  int64_t tile_rows = 0;                   ///< alloc: rows of a register tile (0: one element)
+  int64_t tile_lanes = 0;                  ///< alloc: elements per row of a register tile
+  std::string tile_row, tile_lane;         ///< alloc: the iterators a tile's rows and lanes vary
+  AstExprPtr tile_row_origin, tile_lane_origin;  ///< alloc: their values at the tile's corner
 };
 
 /** Loops of `root` in pre-order (outer before inner). */
 std::vector<const LoopNode*> loops_of(const LoopNode& root);
 
+/** Nodes of `kind` in `root` in pre-order. */
+std::vector<const LoopNode*> nodes_of(const LoopNode& root, LoopNode::Kind kind);
+
 /** The one statement below `n` when n's subtree is a perfect nest of loops (and single-child
  *  blocks) ending in it, with the loops appended to `loops`, outermost first; else null. */
 const LoopNode* perfect_nest(const LoopNode& n, std::vector<const LoopNode*>& loops);
+
+/** An integer literal, a loop iterator, an operation (AstExpr::op names). */
+AstExprPtr ast_int(int64_t v);
+AstExprPtr ast_iter(const std::string& name);
+AstExprPtr ast_op(const std::string& op, std::vector<AstExprPtr> args);
 
 /** Whether `e` refers to loop iterator `iter`. */
 bool uses_iterator(const AstExpr& e, const std::string& iter);

@@ -24,20 +24,6 @@ IntExpr monomial(const IntExpr::Term& t) {
   return out;
 }
 
-AstExprPtr make_op(const std::string& op, std::vector<AstExprPtr> args) {
-  auto e = std::make_shared<AstExpr>();
-  e->kind = AstExpr::Kind::op;
-  e->op = op;
-  e->args = std::move(args);
-  return e;
-}
-
-AstExprPtr make_int(int64_t v) {
-  auto e = std::make_shared<AstExpr>();
-  e->value = v;
-  return e;
-}
-
 AstExprPtr atom_to_ast(const IntAtom& a) {
   if (a.kind == IntAtom::Kind::var) {
     auto e = std::make_shared<AstExpr>();
@@ -45,8 +31,8 @@ AstExprPtr atom_to_ast(const IntAtom& a) {
     e->name = a.name;
     return e;
   }
-  return make_op(a.kind == IntAtom::Kind::floordiv ? "fdiv_q" : "pdiv_r",
-                 {int_expr_to_ast(a.a), int_expr_to_ast(a.b)});
+  return ast_op(a.kind == IntAtom::Kind::floordiv ? "fdiv_q" : "pdiv_r",
+                {int_expr_to_ast(a.a), int_expr_to_ast(a.b)});
 }
 
 }  // namespace
@@ -54,12 +40,12 @@ AstExprPtr atom_to_ast(const IntAtom& a) {
 AstExprPtr int_expr_to_ast(const IntExpr& e) {
   AstExprPtr sum;
   for (const auto& t : e.terms()) {
-    AstExprPtr term = t.factors.empty() || t.coeff != 1 ? make_int(t.coeff) : nullptr;
+    AstExprPtr term = t.factors.empty() || t.coeff != 1 ? ast_int(t.coeff) : nullptr;
     for (const auto& f : t.factors)
-      term = term ? make_op("mul", {term, atom_to_ast(*f)}) : atom_to_ast(*f);
-    sum = sum ? make_op("add", {sum, term}) : term;
+      term = term ? ast_op("mul", {term, atom_to_ast(*f)}) : atom_to_ast(*f);
+    sum = sum ? ast_op("add", {sum, term}) : term;
   }
-  return sum ? sum : make_int(0);
+  return sum ? sum : ast_int(0);
 }
 
 std::optional<std::string> IslTextRenderer::render(const IntExpr& e, bool allow_fresh) {

@@ -40,7 +40,7 @@ LoopNodePtr map_collapsed(const LoopNodePtr& loop, int more,
 }
 
 LoopNodePtr map_parallel_node(const LoopNodePtr& n, int max_collapse, int& count) {
-  if (n->kind == LoopNode::Kind::loop) {
+  if (n->kind == LoopNode::Kind::loop && !(n->tile && !n->coincident)) {
     if (!n->coincident || !canonical_loop(*n)) return n;
     ++count;
     return map_collapsed(n, max_collapse - 1, {});

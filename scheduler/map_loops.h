@@ -7,7 +7,9 @@
  *   `max_collapse` loops perfectly nested in it that are coincident, canonical and rectangular
  *   (bounds free of the outer iterators) are mapped with it, for a backend to collapse. A nest
  *   whose outermost loop is not coincident stays serial: a parallel loop below a serial one
- *   would start threads at every outer iteration.
+ *   would start threads at every outer iteration. The exception is a serial tile loop (a
+ *   reduction in blocks, register_tile.h): each of its iterations is a block's work, so the
+ *   loops inside are mapped as if it were not there.
  * - map_simd: an innermost loop outside any parallel loop's collapse runs across vector lanes
  *   when it is coincident, or when it carries a sum or product into a scalar accumulator
  *   (promote_accumulators), and every access of its statements is unit-stride or invariant in

@@ -12,6 +12,7 @@ class Promoter {
       : plan_(plan), kernel_(k), half_(half) {}
 
   LoopNodePtr visit(const LoopNodePtr& n) {
+    if (n->kind == LoopNode::Kind::alloc) return n;  // a register tile (register_tile.h)
     if (n->kind == LoopNode::Kind::loop)
       if (LoopNodePtr alloc = try_promote(*n)) return alloc;
     bool changed = false;

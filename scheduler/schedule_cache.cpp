@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "scheduler/register_tile.h"
+
 namespace kiln {
 
 namespace {
@@ -15,7 +17,7 @@ class Renumber {
     auto [it, fresh] = number_.try_emplace(b, static_cast<int>(number_.size()));
     std::string out = "B" + std::to_string(it->second);
     if (fresh) {
-      out += "<";
+      out += "<" + std::string(dtype_name(plan_.buffers[b].dtype)) + ":";
       for (const IntExpr& d : plan_.buffers[b].shape)
         out += d.key() + ",";
       out += ">";
@@ -43,6 +45,13 @@ std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
   for (const Statement& s : k.statements) {
     key += std::to_string(static_cast<int>(s.kind)) + " " + index_text(s.extents) + " ";
     key += names.buffer(s.buffer) + index_text(s.index);
+    // Register tiling depends on the reduction and on what the value computes along each
+    // iterator (scheduler/register_tile.h).
+    if (s.kind == Statement::Kind::reduce_update) {
+      key += " r" + std::to_string(static_cast<int>(s.reduce)) + ":";
+      for (size_t a = 0; a < s.extents.size(); ++a)
+        key += tileable_statement(plan, s, {iterator_name(static_cast<int>(a))}) ? "t" : "-";
+    }
     if (s.kind == Statement::Kind::call) {
       key += " " + s.routine;
       for (int b : s.args)

@@ -252,6 +252,9 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::sink:
         sink_below_reductions(plan, k, nest);
         break;
+      case Transform::Kind::register_tile:
+        register_tile(plan, k, nest, t.micro);
+        break;
       case Transform::Kind::promote_accumulators:
         promote_accumulators(plan, k, nest, t.half);
         break;
@@ -270,14 +273,22 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
 
 }  // namespace
 
-std::vector<Transform> transform_list(const ScheduleOptions& opt, const Kernel& k) {
+std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPlan& plan,
+                                      const Kernel& k) {
   std::vector<Transform> list;
-  if (opt.tile) {
+  bool cpu_sink = opt.sink && !opt.backend_gpu;
+  bool micro = cpu_sink && opt.micro.rows > 0 && has_register_tile_candidate(plan, k);
+  if (opt.tile && !micro) {
     Transform t{Transform::Kind::tile};
     t.tile = {opt.tile_sizes, tile_depth(k, opt)};
     list.push_back(t);
   }
-  if (opt.sink && !opt.backend_gpu) list.push_back({Transform::Kind::sink});
+  if (cpu_sink) list.push_back({Transform::Kind::sink});
+  if (micro) {
+    Transform t{Transform::Kind::register_tile};
+    t.micro = opt.micro;
+    list.push_back(t);
+  }
   Transform promote{Transform::Kind::promote_accumulators};
   promote.half = opt.backend_gpu;
   list.push_back(promote);
@@ -296,7 +307,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   auto start = std::chrono::steady_clock::now();
   PhaseTimer timer(opt.debug_isl);
   ScheduledKernel result;
-  result.transforms = transform_list(opt, k);
+  result.transforms = transform_list(opt, plan, k);
   if (k.statements.empty()) {
     result.nest.root = std::make_shared<LoopNode>();
     return result;

@@ -32,6 +32,9 @@ struct ScheduleOptions {
   bool parallel = true;  ///< PARALLEL: map coincident loops to threads where the backend can
   /** CPU: parallel loops sink below the reductions of their body (scheduler/interchange.h). */
   bool sink = true;
+  /** CPU: contractions keep a register tile of this shape (scheduler/register_tile.h; MICRO);
+   *  rows = 0 turns it off. Kernels it applies to are not tiled by isl. */
+  RegisterTileShape micro;
   bool vectorize = true;  ///< VECTORIZE: map innermost loops to vector lanes where it can
   /** What the backend can map loops to (backends/backend.h): threads (OpenMP) and vector lanes;
    *  PARALLEL and VECTORIZE take effect only where it can. */
@@ -59,7 +62,8 @@ struct ScheduleOptions {
 };
 
 /** The transform list for kernel `k` under `opt`. */
-std::vector<Transform> transform_list(const ScheduleOptions& opt, const Kernel& k);
+std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPlan& plan,
+                                      const Kernel& k);
 
 /** What scheduling produced, with its timing. */
 struct ScheduledKernel {

@@ -17,6 +17,11 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
       case Transform::Kind::sink:
         out += "sink parallel loops below reductions";
         break;
+      case Transform::Kind::register_tile:
+        out += "register tile " + std::to_string(t.micro.rows) + " rows x " +
+               std::to_string(t.micro.vectors) + " vectors of " +
+               std::to_string(t.micro.vector_bytes) + " bytes";
+        break;
       case Transform::Kind::promote_accumulators:
         out += t.half ? "promote accumulators (f16 and bf16 too)" : "promote accumulators";
         break;

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/register_tile.h"
+
 namespace kiln {
 
 /** Options of the tile step, per band: a band is tiled when it is permutable, has at least
@@ -25,14 +27,16 @@ struct Transform {
   enum class Kind {
     tile,                  ///< schedule tree: tile permutable bands (TileOptions)
     sink,                  ///< loop IR: parallel loops below reductions (interchange.h)
+    register_tile,         ///< loop IR: contractions in register tiles (register_tile.h)
     promote_accumulators,  ///< loop IR: reductions accumulate in registers
     map_parallel,          ///< loop IR: outermost coincident loops across threads
     map_simd,              ///< loop IR: innermost unit-stride loops across vector lanes
     map_gpu,               ///< loop IR: loops across GPU blocks and threads (map_gpu.h)
   } kind;
-  TileOptions tile;      ///< tile
-  int max_collapse = 2;  ///< map_parallel: loops mapped together, the outermost included
-  bool half = false;     ///< promote_accumulators: f16 and bf16 accumulate in registers too
+  TileOptions tile;         ///< tile
+  int max_collapse = 2;     ///< map_parallel: loops mapped together, the outermost included
+  bool half = false;        ///< promote_accumulators: f16 and bf16 accumulate in registers too
+  RegisterTileShape micro;  ///< register_tile
 };
 
 /** "tile 32x32x32 (bands of 3+ members), promote accumulators, map parallel (collapse 2)". */

@@ -108,36 +108,152 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
   if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
+typedef float kiln_vf32 __attribute__((vector_size(64), aligned(4)));
+KILN_FN kiln_vf32 kiln_vld_f32(const float* p) { kiln_vf32 v; memcpy(&v, p, sizeof v); return v; }
+KILN_FN void kiln_vst_f32(float* p, kiln_vf32 v) { memcpy(p, &v, sizeof v); }
+typedef double kiln_vf64 __attribute__((vector_size(64), aligned(8)));
+KILN_FN kiln_vf64 kiln_vld_f64(const double* p) { kiln_vf64 v; memcpy(&v, p, sizeof v); return v; }
+KILN_FN void kiln_vst_f64(double* p, kiln_vf64 v) { memcpy(p, &v, sizeof v); }
 
 static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */, float* restrict b3 /* t5 */) {
-  for (int64_t c0 = 0; c0 <= kiln_fdiv((s_M - 1), 32); c0 += 1) {
-    for (int64_t c1 = 0; c1 <= kiln_fdiv((s_N - 1), 32); c1 += 1) {
-      for (int64_t c2 = 0; c2 <= (31 < ((s_M - (32 * c0)) - 1) ? 31 : ((s_M - (32 * c0)) - 1)); c2 += 1) {
-        for (int64_t c3 = 0; c3 <= (31 < ((s_N - (32 * c1)) - 1) ? 31 : ((s_N - (32 * c1)) - 1)); c3 += 1) {
-          {
-            const int64_t i0 = ((32 * c0) + c2);
-            const int64_t i1 = ((32 * c1) + c3);
-            b3[(s_N * i0 + i1)] = (float)0;
+  for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
+    for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
+      {
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
+        b3[(s_N * i0 + i1)] = (float)0;
+      }
+    }
+  }
+  for (int64_t c2t = 0; c2t < s_K; c2t += 64) {
+    for (int64_t c1t = 0; c1t < (s_N - 31); c1t += 32) {
+      for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+        {
+          kiln_vf32 tile0_0_0, tile0_0_1;
+          kiln_vf32 tile0_1_0, tile0_1_1;
+          kiln_vf32 tile0_2_0, tile0_2_1;
+          kiln_vf32 tile0_3_0, tile0_3_1;
+          kiln_vf32 tile0_4_0, tile0_4_1;
+          kiln_vf32 tile0_5_0, tile0_5_1;
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); tile0_1_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); tile0_2_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile0_3_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 16); tile0_3_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile0_4_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 16); tile0_4_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile0_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); tile0_5_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile0_3_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 16), i2 = c2; tile0_3_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile0_4_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 16), i2 = c2; tile0_4_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile0_5_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 16), i2 = c2; tile0_5_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
           }
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_0); }
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_1); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_0); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_1); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_0); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_1); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_3_0); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_3_1); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_4_0); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_4_1); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_5_0); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_5_1); }
         }
-        for (int64_t c4 = 0; c4 < s_K; c4 += 1) {
-          for (int64_t c3 = 0; c3 <= (31 < ((s_N - (32 * c1)) - 1) ? 31 : ((s_N - (32 * c1)) - 1)); c3 += 1) {
+      }
+      for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+        for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+          for (int64_t c1 = c1t; c1 < (c1t + 32); c1 += 1) {
             {
-              const int64_t i0 = ((32 * c0) + c2);
-              const int64_t i1 = ((32 * c1) + c3);
-              const int64_t i2 = c4;
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              const int64_t i2 = c2;
               const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
               { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
             }
           }
         }
-        for (int64_t c3 = 0; c3 <= (31 < ((s_N - (32 * c1)) - 1) ? 31 : ((s_N - (32 * c1)) - 1)); c3 += 1) {
-          {
-            const int64_t i0 = ((32 * c0) + c2);
-            const int64_t i1 = ((32 * c1) + c3);
-            b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+      }
+    }
+    for (int64_t c1t = (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))); c1t < (s_N - 15); c1t += 16) {
+      for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+        {
+          kiln_vf32 tile1_0_0;
+          kiln_vf32 tile1_1_0;
+          kiln_vf32 tile1_2_0;
+          kiln_vf32 tile1_3_0;
+          kiln_vf32 tile1_4_0;
+          kiln_vf32 tile1_5_0;
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile1_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile1_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile1_3_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile1_4_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile1_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile1_2_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile1_3_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile1_4_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile1_5_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          }
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_0); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_1_0); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_2_0); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_3_0); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_4_0); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_5_0); }
+        }
+      }
+      for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+        for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+          for (int64_t c1 = c1t; c1 < (c1t + 16); c1 += 1) {
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              const int64_t i2 = c2;
+              const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
+              { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
+            }
           }
         }
+      }
+    }
+    for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
+      for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+        for (int64_t c1 = ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) > ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16))) ? (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) : ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16)))); c1 < s_N; c1 += 1) {
+          {
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            const int64_t i2 = c2;
+            const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
+            { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
+          }
+        }
+      }
+    }
+  }
+  for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
+    for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
+      {
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
+        b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
       }
     }
   }

@@ -306,7 +306,8 @@ TEST_CASE("cli: past the isl time limit, program order (a schedule that took 110
 TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2") {
   if (!std::getenv("KILN_BIN")) return;
   const std::string known =
-      "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, PARALLEL, SIMPLIFY, THREADS, TILE, "
+      "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, THREADS, "
+      "TILE, "
       "VECTORIZE\n";
   struct Case {
     std::string args;
@@ -346,16 +347,18 @@ TEST_CASE("cli: a descriptor's [config] key that is no knob is an error naming t
   std::ofstream(bad) << "name = \"mine\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
                      << "[config]\nomp = 1\n";
   std::ofstream(good) << "name = \"tiled\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
-                      << "[config]\ntile = 0\nthreads = 2\n";
+                      << "[config]\nmicro = 0\nthreads = 2\n";
   Result r = kiln("run tests/data/cli.toml:scale --test N=4 --runtime " + bad);
   CAPTURE(r.out);
   CHECK(r.code == 2);
   CHECK(has(r, "kiln: error: " + bad + ": unknown [config] key 'omp'; known keys: BLAS, CHECK"));
   r = kiln("show ops/nn.toml:matmul --stage code --runtime cc");
-  CHECK(has(r, "(s_M - 1), 32)"));  // tiled by default
+  CHECK(has(r, "c2t += 64"));  // register-tiled in k blocks by default
+  CHECK_FALSE(has(r, "(s_M - 1), 32)"));
   r = kiln("show ops/nn.toml:matmul --stage code --runtime " + good);
   CHECK(r.code == 0);
-  CHECK_FALSE(has(r, "(s_M - 1), 32)"));  // tile = 0 from the descriptor
+  CHECK(has(r, "(s_M - 1), 32)"));  // micro = 0 from the descriptor: isl's tiles instead
+  CHECK_FALSE(has(r, "c2t += 64"));
   r = kiln("run tests/data/cli.toml:scale --test N=4 --runtime " + good + " --config TILE=BAD");
   CHECK(r.code == 2);
   CHECK(has(r, "--config TILE expects"));

@@ -55,34 +55,51 @@ int64_t eval(const AstExpr& e, const Env& env) {
   throw std::runtime_error("unknown op " + o);
 }
 
-void run(const LoopNode& n, Env& env, std::vector<Instance>& out) {
+/** Runs `n`; `tile` is the register tile around it, whose statement runs once per row and
+ *  lane of the tile, or null. */
+void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode* tile = nullptr) {
   switch (n.kind) {
+    case LoopNode::Kind::alloc:  // a register for an element: no instance of its own
+      if (n.tile_rows > 0) tile = &n;
+      [[fallthrough]];
     case LoopNode::Kind::block:
     case LoopNode::Kind::single:
-    case LoopNode::Kind::alloc:  // a register for an element: no instance of its own
       for (const auto& c : n.body)
-        run(*c, env, out);
+        run(*c, env, out, tile);
       break;
     case LoopNode::Kind::barrier:
       break;
     case LoopNode::Kind::guard:
       if (eval(*n.cond, env))
         for (const auto& c : n.body)
-          run(*c, env, out);
+          run(*c, env, out, tile);
       break;
     case LoopNode::Kind::loop:
       for (env[n.iter] = eval(*n.init, env); eval(*n.cond, env); env[n.iter] += n.step)
         for (const auto& c : n.body)
-          run(*c, env, out);
+          run(*c, env, out, tile);
       env.erase(n.iter);
       break;
-    case LoopNode::Kind::stmt: {
-      std::vector<int64_t> args;
-      for (const auto& a : n.args)
-        args.push_back(eval(*a, env));
-      out.push_back({n.statement, args});
-      break;
-    }
+    case LoopNode::Kind::stmt:
+      if (tile && tile->statement == n.statement) {
+        int64_t row = eval(*tile->tile_row_origin, env), lane = eval(*tile->tile_lane_origin, env);
+        for (int64_t r = 0; r < tile->tile_rows; ++r)
+          for (int64_t l = 0; l < tile->tile_lanes; ++l) {
+            env[tile->tile_row] = row + r;
+            env[tile->tile_lane] = lane + l;
+            run(n, env, out);
+          }
+        env.erase(tile->tile_row);
+        env.erase(tile->tile_lane);
+        break;
+      }
+      {
+        std::vector<int64_t> args;
+        for (const auto& a : n.args)
+          args.push_back(eval(*a, env));
+        out.push_back({n.statement, args});
+        break;
+      }
   }
 }
 
@@ -178,15 +195,30 @@ void report(const char* what, const ScheduledKernel& r) {
 ScheduleOptions untiled() {
   ScheduleOptions o;
   o.tile = false;
+  o.micro.rows = 0;
   return o;
 }
 
-KernelBuilder matmul() {
+/** Default options with isl's tiling but no register tile (register_tile.h). */
+ScheduleOptions isl_tiled() {
+  ScheduleOptions o;
+  o.micro.rows = 0;
+  return o;
+}
+
+/** C[M, N] = sum over k of A[M, K] * B[K, N], in dtype `t` (buffers and values). */
+KernelBuilder matmul(DType t = DType::f32) {
   KernelBuilder b;
   int A = b.buffer("A", {M, K}), Bm = b.buffer("B", {K, N}), C = b.buffer("C", {M, N});
+  for (Buffer& buf : b.plan.buffers)
+    buf.dtype = t;
+  auto typed = [t](ScalarExprPtr e) {
+    std::const_pointer_cast<ScalarExpr>(e)->dtype = t;
+    return e;
+  };
   b.stmt(Statement::Kind::reduce_init, {M, N}, C, {it(0), it(1)});
   b.stmt(Statement::Kind::reduce_update, {M, N, K}, C, {it(0), it(1)},
-         op(Op::mul, {load(A, {it(0), it(2)}), load(Bm, {it(2), it(1)})}));
+         typed(op(Op::mul, {typed(load(A, {it(0), it(2)})), typed(load(Bm, {it(2), it(1)}))})));
   return b;
 }
 
@@ -274,7 +306,7 @@ TEST_CASE("schedule: a softmax-like chain is legal and fused under one outer loo
 TEST_CASE("schedule: matmul is tiled when tiling is on, and legal either way") {
   KernelBuilder b = matmul();
   std::vector<Env> sizes = {{{"M", 9}, {"N", 7}, {"K", 6}}, {{"M", 1}, {"N", 2}, {"K", 1}}};
-  ScheduleOptions opt;
+  ScheduleOptions opt = isl_tiled();
   opt.tile_sizes = {4, 4, 4};
   ScheduledKernel tiled = check_legal(b, opt, sizes);
   report("matmul tiled 4x4x4", tiled);
@@ -287,7 +319,7 @@ TEST_CASE("schedule: matmul is tiled when tiling is on, and legal either way") {
   CHECK_FALSE(ls.at(3)->tile);
   CHECK(ls.at(0)->band == ls.at(3)->band);  // a tile band and its point band share a number
 
-  ScheduledKernel big = check_legal(b, ScheduleOptions{}, {{{"M", 40}, {"N", 33}, {"K", 35}}});
+  ScheduledKernel big = check_legal(b, isl_tiled(), {{{"M", 40}, {"N", 33}, {"K", 35}}});
   report("matmul tiled 32x32x32", big);
 
   ScheduledKernel plain = check_legal(b, untiled(), sizes);
@@ -455,4 +487,66 @@ TEST_CASE("schedule: simd needs unit-stride accesses; a column walk stays serial
   }
   CHECK(strided >= 1);
   CHECK(simd + strided >= 1);
+}
+
+TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes, in k blocks") {
+  KernelBuilder b = matmul();
+  ScheduleOptions opt;
+  opt.micro = {6, 2, 64};
+  opt.backend_threads = true;
+  // Full row and lane tiles with remainders of both, and k in blocks of 64 with a partial one;
+  // sizes below one tile; an empty reduction.
+  std::vector<Env> sizes = {{{"M", 13}, {"N", 70}, {"K", 130}},
+                            {{"M", 6}, {"N", 32}, {"K", 64}},
+                            {{"M", 5}, {"N", 31}, {"K", 3}},
+                            {{"M", 7}, {"N", 33}, {"K", 0}}};
+  ScheduledKernel r = check_legal(b, opt, sizes);
+  report("matmul, register-tiled", r);
+  CHECK(transforms_to_text(r.transforms).find("register tile 6 rows x 2 vectors of 64 bytes") !=
+        std::string::npos);
+  CHECK(transforms_to_text(r.transforms).find("tile 32") == std::string::npos);  // not isl's
+  // Tiles of two vectors, then of one for the lanes left.
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 2);
+  const LoopNode& tile = *found[0];
+  CHECK(tile.tile_rows == 6);
+  CHECK(tile.tile_lanes == 32);  // two 64-byte vectors of f32
+  CHECK(found[1]->tile_lanes == 16);
+  // Inside: the k loop of one block, the update's j loop gone into the lanes.
+  std::vector<const LoopNode*> inner = loops(tile);
+  REQUIRE(inner.size() == 1);
+  CHECK_FALSE(inner[0]->coincident);
+  // The k-block loop is a serial tile loop; the lane tiles inside it run across threads.
+  bool block = false, lanes_parallel = false;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    block |= l->tile && !l->coincident && l->step == 64 && l->mapping == Mapping::serial;
+    lanes_parallel |= l->step == 32 && l->mapping == Mapping::parallel;
+  }
+  CHECK(block);
+  CHECK(lanes_parallel);
+
+  // f64: 16 lanes per two vectors.
+  KernelBuilder d = matmul(DType::f64);
+  ScheduledKernel rd = check_legal(d, opt, {{{"M", 7}, {"N", 17}, {"K", 65}}});
+  found.clear();
+  allocs(*rd.nest.root, found);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0]->tile_lanes == 16);
+  CHECK(found[1]->tile_lanes == 8);
+
+  // f16 and a value the lanes cannot compute (exp2 of a lane-varying load) keep the plain nest.
+  KernelBuilder h = matmul(DType::f16);
+  KernelBuilder e;
+  int a = e.buffer("a", {M, K}), bb = e.buffer("b", {K, N}), c = e.buffer("c", {M, N});
+  e.stmt(Statement::Kind::reduce_init, {M, N}, c, {it(0), it(1)});
+  e.stmt(Statement::Kind::reduce_update, {M, N, K}, c, {it(0), it(1)},
+         op(Op::mul, {load(a, {it(0), it(2)}), op(Op::exp2, {load(bb, {it(2), it(1)})})}));
+  for (const KernelBuilder* k : {&h, &e}) {
+    ScheduledKernel rk = check_legal(*k, opt, {{{"M", 7}, {"N", 33}, {"K", 3}}});
+    found.clear();
+    allocs(*rk.nest.root, found);
+    for (const LoopNode* f : found)
+      CHECK(f->tile_rows == 0);
+  }
 }

@@ -1,0 +1,413 @@
+#include "scheduler/register_tile.h"
+
+#include <optional>
+#include <set>
+
+#include "scheduler/map_loops.h"
+
+namespace kiln {
+
+bool tileable_statement(const KernelPlan& plan, const Statement& s,
+                        const std::set<std::string>& lanes) {
+  if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value)
+    return false;
+  DType t = plan.buffers.at(s.buffer).dtype;
+  if (t != DType::f32 && t != DType::f64) return false;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  for (const ScalarExpr* l : loads)
+    if (l->buffer == s.buffer) return false;
+  return lane_value(plan, *s.value, lanes, t);
+}
+
+namespace {
+
+/** The coefficient of statement iterator `var` in `e` when e is affine in it (0 when unused). */
+std::optional<int64_t> coefficient(const IntExpr& e, const std::string& var) {
+  int64_t c = 0;
+  for (const IntExpr::Term& t : e.terms()) {
+    bool has = false;
+    for (const auto& f : t.factors) {
+      if (f->kind == IntAtom::Kind::var) {
+        if (f->name != var) continue;
+        if (has || t.factors.size() != 1) return std::nullopt;
+        has = true;
+      } else {
+        std::set<std::string> inner;
+        f->a.collect_vars(inner);
+        f->b.collect_vars(inner);
+        if (inner.count(var)) return std::nullopt;
+      }
+    }
+    if (has) c += t.coeff;
+  }
+  return c;
+}
+
+/** Whether `e` is `iter`, `iter + x` or `x + iter` with x free of iter. */
+bool plus_one(const AstExpr& e, const std::string& iter) {
+  if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
+  if (e.kind != AstExpr::Kind::op || e.op != "add" || e.args.size() != 2) return false;
+  return (plus_one(*e.args[0], iter) && !uses_iterator(*e.args[1], iter)) ||
+         (plus_one(*e.args[1], iter) && !uses_iterator(*e.args[0], iter));
+}
+
+/** The statement iterators whose values (the stmt node's args) use loop iterator `iter`. */
+std::set<std::string> driven(const LoopNode& stmt, const std::string& iter) {
+  std::set<std::string> out;
+  for (size_t a = 0; a < stmt.args.size(); ++a)
+    if (stmt.args[a] && uses_iterator(*stmt.args[a], iter))
+      out.insert(iterator_name(static_cast<int>(a)));
+  return out;
+}
+
+bool is_int(const AstExprPtr& e, int64_t v) {
+  return e->kind == AstExpr::Kind::integer && e->value == v;
+}
+
+/** a + b and a - b, with a zero operand folded away. */
+AstExprPtr add(const AstExprPtr& a, const AstExprPtr& b) {
+  if (is_int(a, 0)) return b;
+  if (is_int(b, 0)) return a;
+  return ast_op("add", {a, b});
+}
+
+AstExprPtr sub(const AstExprPtr& a, const AstExprPtr& b) {
+  return is_int(b, 0) ? a : ast_op("sub", {a, b});
+}
+
+/** The bound `iter` stays below in canonical loop `l` (`iter < bound`, `iter <= bound - 1`). */
+AstExprPtr upper(const LoopNode& l) {
+  const AstExpr& c = *l.cond;
+  if (c.op == "lt") return c.args[1];
+  return add(c.args[1], ast_int(1));
+}
+
+/** A reduction nest register_tile can tile inside row loop `row`: its loops outermost first
+ *  (the reduction loops, then the lane loop) and its statement node. */
+struct TileNest {
+  std::vector<const LoopNode*> loops;
+  const LoopNode* stmt = nullptr;
+};
+
+std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const LoopNode& row,
+                                  const LoopNode& child) {
+  if (child.kind != LoopNode::Kind::loop || child.coincident) return std::nullopt;
+  TileNest t;
+  t.stmt = perfect_nest(child, t.loops);
+  if (!t.stmt || t.stmt->statement < 0 || t.loops.size() < 2) return std::nullopt;
+  const LoopNode& lane = *t.loops.back();
+  if (!lane.coincident || lane.step != 1) return std::nullopt;
+  for (size_t a = 0; a < t.loops.size(); ++a) {
+    const LoopNode& l = *t.loops[a];
+    if (!canonical_loop(l) || (a + 1 < t.loops.size() && l.coincident)) return std::nullopt;
+    std::vector<std::string> others = {row.iter};
+    for (const LoopNode* m : t.loops)
+      if (m != &l) others.push_back(m->iter);
+    for (const std::string& it : others)
+      if (uses_iterator(*l.init, it) || uses_iterator(*l.cond, it)) return std::nullopt;
+  }
+  const Statement& s = k.statements.at(t.stmt->statement);
+  std::set<std::string> lanes = driven(*t.stmt, lane.iter), rows = driven(*t.stmt, row.iter);
+  if (lanes.size() != 1 || rows.size() != 1 || lanes == rows) return std::nullopt;
+  if (!tileable_statement(plan, s, lanes) || !unit_stride_statement(plan, k, *t.stmt, lane.iter))
+    return std::nullopt;
+  // Each row and lane a distinct element: the row by +1 into an iterator that some index
+  // dimension but the last moves with, the lane by +1 along the last; the reduction
+  // iterators do not move it.
+  for (size_t a = 0; a < t.stmt->args.size(); ++a)
+    if (t.stmt->args[a] && uses_iterator(*t.stmt->args[a], row.iter) &&
+        !plus_one(*t.stmt->args[a], row.iter))
+      return std::nullopt;
+  for (size_t a = 0; a < t.stmt->args.size(); ++a)
+    if (t.stmt->args[a] && uses_iterator(*t.stmt->args[a], lane.iter) &&
+        !plus_one(*t.stmt->args[a], lane.iter))
+      return std::nullopt;
+  std::set<std::string> reduced;
+  for (size_t l = 0; l + 1 < t.loops.size(); ++l)
+    for (const std::string& v : driven(*t.stmt, t.loops[l]->iter))
+      reduced.insert(v);
+  const std::string &row_var = *rows.begin(), &lane_var = *lanes.begin();
+  // Trailing dimensions of extent 1 (a reduction's keepdim) do not count.
+  const Shape& shape = plan.buffers.at(s.buffer).shape;
+  size_t end = s.index.size();
+  while (end > 1 && shape.size() == s.index.size() && shape[end - 1] == IntExpr(1))
+    --end;
+  bool row_moves = false;
+  for (size_t d = 0; d < s.index.size(); ++d) {
+    bool last = d + 1 == end;
+    for (const std::string& v : reduced)
+      if (coefficient(s.index[d], v) != 0) return std::nullopt;
+    std::optional<int64_t> r = coefficient(s.index[d], row_var);
+    std::optional<int64_t> l = coefficient(s.index[d], lane_var);
+    if (!r || !l) return std::nullopt;
+    if (d >= end ? (*l != 0 || *r != 0) : last ? (*l != 1 || *r != 0) : *l != 0)
+      return std::nullopt;
+    row_moves |= d + 1 < end && *r != 0;
+  }
+  if (!row_moves) return std::nullopt;
+  return t;
+}
+
+/** The nodes of `body` in order, with blocks (plain sequences) opened. */
+void flatten(const std::vector<LoopNodePtr>& body, std::vector<LoopNodePtr>& out) {
+  for (const LoopNodePtr& c : body)
+    if (c->kind == LoopNode::Kind::block)
+      flatten(c->body, out);
+    else
+      out.push_back(c);
+}
+
+LoopNodePtr make_loop(const std::string& iter, AstExprPtr init, AstExprPtr cond, int64_t step,
+                      std::vector<LoopNodePtr> body) {
+  auto l = std::make_shared<LoopNode>();
+  l->kind = LoopNode::Kind::loop;
+  l->iter = iter;
+  l->init = std::move(init);
+  l->cond = std::move(cond);
+  l->step = step;
+  l->coincident = true;
+  l->body = std::move(body);
+  return l;
+}
+
+/** The first value from `start` below `end` past the tiles of `n` from `start`. */
+AstExprPtr after_tiles(const AstExprPtr& start, const AstExprPtr& end, int64_t n) {
+  AstExprPtr count = sub(end, start);
+  AstExprPtr tiled = add(start, ast_op("mul", {ast_int(n), ast_op("fdiv_q", {count, ast_int(n)})}));
+  return ast_op("max", {start, tiled});
+}
+
+/** The perfect nest `loops` (outermost first) around `stmt`, rebuilt: the loop `skip` left
+ *  out (none when -1) and the innermost loop starting at `init` when that is not null. */
+LoopNodePtr rebuild_nest(const std::vector<const LoopNode*>& loops, const LoopNode& stmt, int skip,
+                         const AstExprPtr& init) {
+  LoopNodePtr inner = std::make_shared<LoopNode>(stmt);
+  for (size_t a = loops.size(); a-- > 0;) {
+    if (static_cast<int>(a) == skip) continue;
+    auto copy = std::make_shared<LoopNode>(*loops[a]);
+    if (init && a + 1 == loops.size()) copy->init = init;
+    copy->body = {inner};
+    inner = copy;
+  }
+  return inner;
+}
+
+class Tiler {
+ public:
+  Tiler(const KernelPlan& plan, const Kernel& k, const RegisterTileShape& shape)
+      : plan_(plan), kernel_(k), shape_(shape) {}
+
+  LoopNodePtr visit(const LoopNodePtr& n) {
+    if (n->kind == LoopNode::Kind::stmt || n->kind == LoopNode::Kind::alloc) return n;
+    if (candidate(*n))
+      if (LoopNodePtr t = tile(n)) return t;
+    bool changed = false;
+    std::vector<LoopNodePtr> body;
+    for (const LoopNodePtr& c : n->body) {
+      body.push_back(visit(c));
+      changed |= body.back() != c;
+    }
+    if (!changed) return n;
+    auto copy = std::make_shared<LoopNode>(*n);
+    copy->body = std::move(body);
+    return copy;
+  }
+
+  int count() const { return count_; }
+
+ private:
+  /** The band from `top` down: `top` and the loops perfectly nested in it that are coincident,
+   *  canonical, of step 1 and rectangular (bounds free of the band's iterators), outermost
+   *  first, with the reduction nests inside it register-tiled along the row loop that shares
+   *  most operands; null when there is none. */
+  LoopNodePtr tile(const LoopNodePtr& top) {
+    std::vector<LoopNodePtr> band = {top};
+    std::vector<LoopNodePtr> children;
+    for (;;) {
+      children.clear();
+      flatten(band.back()->body, children);
+      if (children.size() != 1 || !candidate(*children[0])) break;
+      bool rectangular = true;
+      for (const LoopNodePtr& l : band)
+        rectangular = rectangular && !uses_iterator(*children[0]->init, l->iter) &&
+                      !uses_iterator(*children[0]->cond, l->iter);
+      if (!rectangular) break;
+      band.push_back(children[0]);
+    }
+    // The row loop: most operands shared by the rows (b's row in a matmul, the input's in a
+    // convolution), then the innermost.
+    int row = -1, best = -1;
+    std::vector<std::optional<TileNest>> nests;
+    for (int r = static_cast<int>(band.size()) - 1; r >= 0; --r) {
+      std::vector<std::optional<TileNest>> found;
+      int score = -1;
+      for (const LoopNodePtr& c : children) {
+        found.push_back(tile_nest(plan_, kernel_, *band[r], *c));
+        if (found.back()) score = std::max(score, 0) + shared_operands(*found.back(), *band[r]);
+      }
+      if (score > best) row = r, best = score, nests = std::move(found);
+    }
+    if (row < 0) return nullptr;
+    // The band carries no dependence: its loops distribute over the children in order and
+    // permute freely (the row loop moves inside the others, around its tiles).
+    std::vector<LoopNodePtr> others = band;
+    others.erase(others.begin() + row);
+    auto seq = std::make_shared<LoopNode>();
+    seq->kind = LoopNode::Kind::block;
+    for (size_t c = 0; c < children.size(); ++c)
+      seq->body.push_back(nests[c] ? wrap(others, blocked(*band[row], *nests[c]))
+                                   : wrap(band, children[c]));
+    return seq;
+  }
+
+  static bool candidate(const LoopNode& n) {
+    return n.kind == LoopNode::Kind::loop && n.coincident && n.step == 1 && canonical_loop(n);
+  }
+
+  /** Copies of `loops` nested in order around `inner`. */
+  static LoopNodePtr wrap(const std::vector<LoopNodePtr>& loops, LoopNodePtr inner) {
+    for (size_t a = loops.size(); a-- > 0;) {
+      auto copy = std::make_shared<LoopNode>(*loops[a]);
+      copy->body = {inner};
+      inner = copy;
+    }
+    return inner;
+  }
+
+  /** How many loads of `t`'s statement move along the lanes but not along row loop `row`. */
+  int shared_operands(const TileNest& t, const LoopNode& row) const {
+    const Statement& s = kernel_.statements.at(t.stmt->statement);
+    std::set<std::string> lanes = driven(*t.stmt, t.loops.back()->iter),
+                          rows = driven(*t.stmt, row.iter);
+    std::vector<const ScalarExpr*> loads;
+    collect_loads(*s.value, loads);
+    int n = 0;
+    for (const ScalarExpr* l : loads)
+      n += uses_vars(*l, lanes) && !uses_vars(*l, rows);
+    return n;
+  }
+
+  /** Reduction nest `t` inside row loop `row`, in blocks of `depth` iterations of its outer
+   *  reduction loop. In each block: the lane tiles of the full width, then of one vector, each
+   *  holding the row tiles (register tiles) and the rows past the last full one; then the lanes
+   *  past the last tile, over every row. */
+  LoopNodePtr blocked(const LoopNode& row, const TileNest& t) {
+    const LoopNode& lane = *t.loops.back();
+    const LoopNode& outer = *t.loops.front();
+    const Statement& s = kernel_.statements.at(t.stmt->statement);
+    const int64_t depth = shape_.depth;
+    const int64_t vector = shape_.vector_bytes / (dtype_bits(plan_.buffers.at(s.buffer).dtype) / 8);
+    const std::string outer_t = outer.iter + "t";
+
+    // The outer reduction loop over one block.
+    std::vector<const LoopNode*> loops = t.loops;
+    auto in_block = std::make_shared<LoopNode>(outer);
+    in_block->init = ast_iter(outer_t);
+    in_block->cond =
+        ast_op("lt", {ast_iter(outer.iter),
+                      ast_op("min", {add(ast_iter(outer_t), ast_int(depth)), upper(outer)})});
+    loops.front() = in_block.get();
+
+    std::vector<LoopNodePtr> body;
+    AstExprPtr start = lane.init;
+    for (int64_t lanes : {shape_.vectors * vector, vector}) {
+      if (!body.empty() && lanes == shape_.vectors * vector) continue;
+      body.push_back(lane_tiles(row, t, loops, start, lanes));
+      start = after_tiles(start, upper(lane), lanes);
+    }
+    // The lanes past the last tile, over every row.
+    auto rest = std::make_shared<LoopNode>(row);
+    rest->mapping = Mapping::serial;
+    rest->body = {rebuild_nest(loops, *t.stmt, -1, start)};
+    body.push_back(rest);
+
+    auto block = std::make_shared<LoopNode>(outer);
+    block->iter = outer_t;
+    block->cond = ast_op("lt", {ast_iter(outer_t), upper(outer)});
+    block->step = depth;
+    block->tile = true;
+    block->body = std::move(body);
+    return block;
+  }
+
+  /** `for (jt = start; jt < end - (lanes - 1); jt += lanes)` over the register tiles of
+   *  `rows` x `lanes` along row loop `row` and the rows past the last full one, for nest `t`
+   *  whose loops are `loops` (the outer reduction loop over one block). */
+  LoopNodePtr lane_tiles(const LoopNode& row, const TileNest& t,
+                         const std::vector<const LoopNode*>& loops, const AstExprPtr& start,
+                         int64_t lanes) {
+    const LoopNode& lane = *t.loops.back();
+    const Statement& s = kernel_.statements.at(t.stmt->statement);
+    const int64_t rows = shape_.rows;
+    const std::string row_t = row.iter + "t", lane_t = lane.iter + "t";
+
+    auto alloc = std::make_shared<LoopNode>();
+    alloc->kind = LoopNode::Kind::alloc;
+    alloc->space = MemorySpace::local;
+    alloc->statement = t.stmt->statement;
+    alloc->name = "tile" + std::to_string(count_++);
+    alloc->tile_rows = rows;
+    alloc->tile_lanes = lanes;
+    alloc->tile_row = row.iter;
+    alloc->tile_lane = lane.iter;
+    alloc->tile_row_origin = ast_iter(row_t);
+    alloc->tile_lane_origin = ast_iter(lane_t);
+    // The element's index uses only the row and lane iterators.
+    std::set<std::string> used;
+    for (const IntExpr& e : s.index)
+      e.collect_vars(used);
+    alloc->args.resize(t.stmt->args.size());
+    for (size_t a = 0; a < alloc->args.size(); ++a)
+      if (used.count(iterator_name(static_cast<int>(a)))) alloc->args[a] = t.stmt->args[a];
+    alloc->body = {rebuild_nest(loops, *t.stmt, static_cast<int>(loops.size()) - 1, nullptr)};
+
+    auto full_rows = std::make_shared<LoopNode>(row);
+    full_rows->iter = row_t;
+    full_rows->cond = ast_op("lt", {ast_iter(row_t), sub(upper(row), ast_int(rows - 1))});
+    full_rows->step = rows;
+    full_rows->body = {alloc};
+    full_rows->mapping = Mapping::serial;
+    // The rows past the last full row tile, over this lane tile.
+    auto rest_rows = std::make_shared<LoopNode>(row);
+    rest_rows->init = after_tiles(row.init, upper(row), rows);
+    rest_rows->mapping = Mapping::serial;
+    auto lane_span = std::make_shared<LoopNode>(lane);
+    lane_span->init = ast_iter(lane_t);
+    lane_span->cond = ast_op("lt", {ast_iter(lane.iter), add(ast_iter(lane_t), ast_int(lanes))});
+    std::vector<const LoopNode*> span_loops = loops;
+    span_loops.back() = lane_span.get();
+    rest_rows->body = {rebuild_nest(span_loops, *t.stmt, -1, nullptr)};
+    return make_loop(lane_t, start,
+                     ast_op("lt", {ast_iter(lane_t), sub(upper(lane), ast_int(lanes - 1))}), lanes,
+                     {full_rows, rest_rows});
+  }
+
+  const KernelPlan& plan_;
+  const Kernel& kernel_;
+  RegisterTileShape shape_;
+  int count_ = 0;
+};
+
+}  // namespace
+
+int register_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
+                  const RegisterTileShape& shape) {
+  if (!nest.root || shape.rows <= 0 || shape.vectors <= 0) return 0;
+  Tiler t(plan, k, shape);
+  nest.root = t.visit(nest.root);
+  return t.count();
+}
+
+bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k) {
+  for (const Statement& s : k.statements) {
+    if (s.extents.size() < 3) continue;
+    std::set<std::string> all;
+    for (size_t a = 0; a < s.extents.size(); ++a)
+      all.insert(iterator_name(static_cast<int>(a)));
+    if (tileable_statement(plan, s, all)) return true;
+  }
+  return false;
+}
+
+}  // namespace kiln

@@ -1,0 +1,59 @@
+/** \file
+ * Register tiling of contractions, a transform of the loop IR for CPU backends.
+ *
+ * After `sink` (interchange.h) a contraction reads `for i { for j S0; for k for j S1; for j S2 }`:
+ * the row loop `i` around a reduction nest whose innermost loop `j` runs unit-stride along the
+ * result. Each update loads and stores its element. This step strip-mines `i` by R rows and `j`
+ * by L lanes and holds the R×L elements in vector registers while the reduction loops run:
+ *
+ *     for (it = lo; it < hi - (R - 1); it += R)      // full row tiles
+ *       for (i = it; i < it + R; i++) for j S0
+ *       for (jt = ...; jt < N - (L - 1); jt += L)    // full lane tiles
+ *         alloc tile(S1 at i = it + 0..R-1, j = jt + 0..L-1)
+ *           for k S1                                 // R×L/V vector FMAs per k
+ *       for (i = it; i < it + R; i++) for k for (j = last full tile; j < N; j++) S1
+ *       for (i = it; i < it + R; i++) for j S2
+ *     for (i = first row not in a full tile; i < hi; i++) { the original body }
+ *
+ * The update's operands that move along `j` are loaded as vectors, the others are scalars
+ * broadcast across the lanes (a row of `a`: one broadcast per row and k; a row of `b`: one
+ * vector per k shared by the rows). It applies where the statement is a sum reduction of f32
+ * or f64 whose lane-varying part is loads, +, × and negation (ir/kernel_ir.h, lane_value), the
+ * row loop is coincident and drives one statement iterator by +1 that the written element
+ * moves with, the lane loop is the one `sink` put innermost and the reduction loops' bounds
+ * use neither. Every iteration of the original nest runs exactly once, in the same order of k
+ * per element, so the sums are those of the untiled nest.
+ */
+#pragma once
+
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
+
+namespace kiln {
+
+/** The register tile's shape: `rows` rows of `vectors` vectors of `vector_bytes` each, over
+ *  blocks of `depth` iterations of the outer reduction loop. */
+struct RegisterTileShape {
+  int rows = 6;
+  int vectors = 2;
+  int depth = 64;
+  int vector_bytes = 64;
+};
+
+/** Whether statement `s` is a sum reduction of f32 or f64 whose value computes across vector
+ *  lanes along the statement iterators `lanes` (lane_value) and does not read the element it
+ *  updates. */
+bool tileable_statement(const KernelPlan& plan, const Statement& s,
+                        const std::set<std::string>& lanes);
+
+/** Register-tiles the contractions of `nest` (the loop IR of kernel `k` of `plan`); returns how
+ *  many reduction nests it tiled. */
+int register_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
+                  const RegisterTileShape& shape);
+
+/** Whether kernel `k` has a statement register_tile may apply to (a sum reduction of f32 or f64
+ *  over a domain of rank 3 or more whose value is loads, +, × and negation): schedule_kernel
+ *  then leaves its bands to this step rather than to isl's tiling. */
+bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k);
+
+}  // namespace kiln
