@@ -174,6 +174,14 @@ std::vector<const LoopNode*> nodes_of(const LoopNode& root, LoopNode::Kind kind)
   return out;
 }
 
+void flatten_blocks(const std::vector<LoopNodePtr>& body, std::vector<LoopNodePtr>& out) {
+  for (const LoopNodePtr& c : body)
+    if (c->kind == LoopNode::Kind::block)
+      flatten_blocks(c->body, out);
+    else
+      out.push_back(c);
+}
+
 std::vector<const LoopNode*> loops_of(const LoopNode& root) {
   return nodes_of(root, LoopNode::Kind::loop);
 }

@@ -106,6 +106,9 @@ struct LoopNode {
 /** Loops of `root` in pre-order (outer before inner). */
 std::vector<const LoopNode*> loops_of(const LoopNode& root);
 
+/** The nodes of `body` in order, with blocks (plain sequences) opened, appended to `out`. */
+void flatten_blocks(const std::vector<LoopNodePtr>& body, std::vector<LoopNodePtr>& out);
+
 /** Nodes of `kind` in `root` in pre-order. */
 std::vector<const LoopNode*> nodes_of(const LoopNode& root, LoopNode::Kind kind);
 

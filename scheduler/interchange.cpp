@@ -8,15 +8,6 @@ namespace kiln {
 
 namespace {
 
-/** The nodes of `body` in order, with blocks (plain sequences) opened. */
-void flatten(const std::vector<LoopNodePtr>& body, std::vector<LoopNodePtr>& out) {
-  for (const LoopNodePtr& c : body)
-    if (c->kind == LoopNode::Kind::block)
-      flatten(c->body, out);
-    else
-      out.push_back(c);
-}
-
 /** Whether `child` is a reduction nest that loop `outer` may sink into: a perfect nest of
  *  canonical, non-coincident loops whose bounds do not use `outer`'s iterator, ending in a
  *  reduction update that writes along `outer` and reads unit-stride or invariantly in it. */
@@ -72,7 +63,7 @@ LoopNodePtr sink(const KernelPlan& plan, const Kernel& k, const LoopNodePtr& n, 
   const LoopNodePtr& self = changed ? LoopNodePtr(copy) : n;
   if (n->kind != LoopNode::Kind::loop || !n->coincident || !canonical_loop(*n)) return self;
   std::vector<LoopNodePtr> children;
-  flatten(self->body, children);
+  flatten_blocks(self->body, children);
 
   bool any = false;
   for (const LoopNodePtr& c : children)

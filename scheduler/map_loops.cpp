@@ -57,26 +57,6 @@ LoopNodePtr map_parallel_node(const LoopNodePtr& n, int max_collapse, int& count
   });
 }
 
-/** The coefficient of `var` in `e` when e is affine in it, else nullopt (0 when unused). */
-std::optional<int64_t> coefficient(const IntExpr& e, const std::string& var) {
-  int64_t c = 0;
-  for (const IntExpr::Term& t : e.terms()) {
-    bool has = false;
-    for (const auto& f : t.factors) {
-      if (f->kind == IntAtom::Kind::var) {
-        if (f->name == var) {
-          if (has || t.factors.size() != 1) return std::nullopt;
-          has = true;
-        }
-      } else if (coefficient(f->a, var) != 0 || coefficient(f->b, var) != 0) {
-        return std::nullopt;
-      }
-    }
-    if (has) c += t.coeff;
-  }
-  return c;
-}
-
 /** Whether an access with `index` into a buffer of `shape` is invariant or unit-stride in
  *  iterator `var`: trailing dimensions of extent 1 (a reduction's keepdim) do not count. */
 bool unit_stride(const std::vector<IntExpr>& index, const Shape& shape, const std::string& var) {
@@ -84,19 +64,11 @@ bool unit_stride(const std::vector<IntExpr>& index, const Shape& shape, const st
   while (last > 1 && shape.size() == index.size() && shape[last - 1] == IntExpr(1))
     --last;
   for (size_t d = 0; d < index.size(); ++d) {
-    std::optional<int64_t> c = coefficient(index[d], var);
+    std::optional<int64_t> c = affine_coefficient(index[d], var);
     if (!c) return false;
     if (d + 1 != last ? *c != 0 : (*c != 0 && *c != 1)) return false;
   }
   return true;
-}
-
-/** Whether `e` is `iter`, `iter + x` or `x + iter` with x free of iter. */
-bool unit_in(const AstExpr& e, const std::string& iter) {
-  if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
-  if (e.kind != AstExpr::Kind::op || e.op != "add" || e.args.size() != 2) return false;
-  return (unit_in(*e.args[0], iter) && !uses_iterator(*e.args[1], iter)) ||
-         (unit_in(*e.args[1], iter) && !uses_iterator(*e.args[0], iter));
 }
 
 /** Whether every statement below `n` accesses memory unit-stride or invariantly in `iter`; the
@@ -116,7 +88,7 @@ bool vectorizable(const KernelPlan& plan, const Kernel& k, const LoopNode& n,
   std::string var;
   for (size_t a = 0; a < n.args.size(); ++a) {
     if (!uses_iterator(*n.args[a], iter)) continue;
-    if (!var.empty() || !unit_in(*n.args[a], iter)) return false;
+    if (!var.empty() || !plus_iterator(*n.args[a], iter)) return false;
     var = iterator_name(static_cast<int>(a));
   }
   if (var.empty()) return true;
@@ -174,6 +146,32 @@ LoopNodePtr map_simd_node(const KernelPlan& plan, const Kernel& k, const LoopNod
 bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
                            const std::string& iter) {
   return stmt.kind == LoopNode::Kind::stmt && vectorizable(plan, k, stmt, iter, -1);
+}
+
+std::optional<int64_t> affine_coefficient(const IntExpr& e, const std::string& var) {
+  int64_t c = 0;
+  for (const IntExpr::Term& t : e.terms()) {
+    bool has = false;
+    for (const auto& f : t.factors) {
+      if (f->kind == IntAtom::Kind::var) {
+        if (f->name == var) {
+          if (has || t.factors.size() != 1) return std::nullopt;
+          has = true;
+        }
+      } else if (affine_coefficient(f->a, var) != 0 || affine_coefficient(f->b, var) != 0) {
+        return std::nullopt;
+      }
+    }
+    if (has) c += t.coeff;
+  }
+  return c;
+}
+
+bool plus_iterator(const AstExpr& e, const std::string& iter) {
+  if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
+  if (e.kind != AstExpr::Kind::op || e.op != "add" || e.args.size() != 2) return false;
+  return (plus_iterator(*e.args[0], iter) && !uses_iterator(*e.args[1], iter)) ||
+         (plus_iterator(*e.args[1], iter) && !uses_iterator(*e.args[0], iter));
 }
 
 bool canonical_loop(const LoopNode& loop) {

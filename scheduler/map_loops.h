@@ -18,6 +18,8 @@
  */
 #pragma once
 
+#include <optional>
+
 #include "ir/kernel_ir.h"
 #include "ir/loop_ir.h"
 
@@ -36,6 +38,13 @@ int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
  *  uses, with coefficient 1. */
 bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
                            const std::string& iter);
+
+/** The coefficient of variable `var` in `e` when e is affine in it (0 when unused), else
+ *  nullopt. */
+std::optional<int64_t> affine_coefficient(const IntExpr& e, const std::string& var);
+
+/** Whether `e` is `iter`, `iter + x` or `x + iter` with x free of iter. */
+bool plus_iterator(const AstExpr& e, const std::string& iter);
 
 /** Whether `loop` is in canonical form: its condition compares its iterator against a bound
  *  free of the iterator, with a positive step. */

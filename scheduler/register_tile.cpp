@@ -22,36 +22,6 @@ bool tileable_statement(const KernelPlan& plan, const Statement& s,
 
 namespace {
 
-/** The coefficient of statement iterator `var` in `e` when e is affine in it (0 when unused). */
-std::optional<int64_t> coefficient(const IntExpr& e, const std::string& var) {
-  int64_t c = 0;
-  for (const IntExpr::Term& t : e.terms()) {
-    bool has = false;
-    for (const auto& f : t.factors) {
-      if (f->kind == IntAtom::Kind::var) {
-        if (f->name != var) continue;
-        if (has || t.factors.size() != 1) return std::nullopt;
-        has = true;
-      } else {
-        std::set<std::string> inner;
-        f->a.collect_vars(inner);
-        f->b.collect_vars(inner);
-        if (inner.count(var)) return std::nullopt;
-      }
-    }
-    if (has) c += t.coeff;
-  }
-  return c;
-}
-
-/** Whether `e` is `iter`, `iter + x` or `x + iter` with x free of iter. */
-bool plus_one(const AstExpr& e, const std::string& iter) {
-  if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
-  if (e.kind != AstExpr::Kind::op || e.op != "add" || e.args.size() != 2) return false;
-  return (plus_one(*e.args[0], iter) && !uses_iterator(*e.args[1], iter)) ||
-         (plus_one(*e.args[1], iter) && !uses_iterator(*e.args[0], iter));
-}
-
 /** The statement iterators whose values (the stmt node's args) use loop iterator `iter`. */
 std::set<std::string> driven(const LoopNode& stmt, const std::string& iter) {
   std::set<std::string> out;
@@ -117,11 +87,11 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
   // iterators do not move it.
   for (size_t a = 0; a < t.stmt->args.size(); ++a)
     if (t.stmt->args[a] && uses_iterator(*t.stmt->args[a], row.iter) &&
-        !plus_one(*t.stmt->args[a], row.iter))
+        !plus_iterator(*t.stmt->args[a], row.iter))
       return std::nullopt;
   for (size_t a = 0; a < t.stmt->args.size(); ++a)
     if (t.stmt->args[a] && uses_iterator(*t.stmt->args[a], lane.iter) &&
-        !plus_one(*t.stmt->args[a], lane.iter))
+        !plus_iterator(*t.stmt->args[a], lane.iter))
       return std::nullopt;
   std::set<std::string> reduced;
   for (size_t l = 0; l + 1 < t.loops.size(); ++l)
@@ -137,9 +107,9 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
   for (size_t d = 0; d < s.index.size(); ++d) {
     bool last = d + 1 == end;
     for (const std::string& v : reduced)
-      if (coefficient(s.index[d], v) != 0) return std::nullopt;
-    std::optional<int64_t> r = coefficient(s.index[d], row_var);
-    std::optional<int64_t> l = coefficient(s.index[d], lane_var);
+      if (affine_coefficient(s.index[d], v) != 0) return std::nullopt;
+    std::optional<int64_t> r = affine_coefficient(s.index[d], row_var);
+    std::optional<int64_t> l = affine_coefficient(s.index[d], lane_var);
     if (!r || !l) return std::nullopt;
     if (d >= end ? (*l != 0 || *r != 0) : last ? (*l != 1 || *r != 0) : *l != 0)
       return std::nullopt;
@@ -147,15 +117,6 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
   }
   if (!row_moves) return std::nullopt;
   return t;
-}
-
-/** The nodes of `body` in order, with blocks (plain sequences) opened. */
-void flatten(const std::vector<LoopNodePtr>& body, std::vector<LoopNodePtr>& out) {
-  for (const LoopNodePtr& c : body)
-    if (c->kind == LoopNode::Kind::block)
-      flatten(c->body, out);
-    else
-      out.push_back(c);
 }
 
 LoopNodePtr make_loop(const std::string& iter, AstExprPtr init, AstExprPtr cond, int64_t step,
@@ -226,7 +187,7 @@ class Tiler {
     std::vector<LoopNodePtr> children;
     for (;;) {
       children.clear();
-      flatten(band.back()->body, children);
+      flatten_blocks(band.back()->body, children);
       if (children.size() != 1 || !candidate(*children[0])) break;
       bool rectangular = true;
       for (const LoopNodePtr& l : band)
