@@ -137,11 +137,14 @@ using Dgemm = void (*)(int, int, int, int, int, int, double, const double*, int,
 
 class GemmBaseline : public Subject {
  public:
-  GemmBaseline(const GemmShape& s, const std::vector<Tensor>& inputs) : s_(s) {
+  GemmBaseline(const GemmShape& s, const std::vector<Tensor>& inputs, int threads) : s_(s) {
     const char* symbol = s.dtype == DType::f64 ? "cblas_dgemm" : "cblas_sgemm";
     load_blas({{"BLAS", "openblas"}}, {symbol});  // loaded RTLD_GLOBAL: the process sees it
     fn_ = dlsym(RTLD_DEFAULT, symbol);
     if (!fn_) throw std::runtime_error(std::string("OpenBLAS has no ") + symbol);
+    if (threads > 0)
+      if (void* set = dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))
+        reinterpret_cast<void (*)(int)>(set)(threads);
     a_ = tensor_to_bytes(inputs.at(s.a_input));
     b_ = tensor_to_bytes(inputs.at(s.b_input));
     c_.assign(static_cast<size_t>(s.m * s.n) * (dtype_bits(s.dtype) / 8), 0);
@@ -190,8 +193,8 @@ class CopyBaseline : public Subject {
 }  // namespace
 
 std::unique_ptr<Subject> make_gemm_baseline(const GemmShape& shape,
-                                            const std::vector<Tensor>& inputs) {
-  return std::make_unique<GemmBaseline>(shape, inputs);
+                                            const std::vector<Tensor>& inputs, int threads) {
+  return std::make_unique<GemmBaseline>(shape, inputs, threads);
 }
 
 std::unique_ptr<Subject> make_copy_baseline(int64_t bytes) {

@@ -69,9 +69,10 @@ std::optional<GemmShape> gemm_shape(const Graph& simplified, const SizeBindings&
                                     std::string& why_not);
 
 /** cblas_sgemm or cblas_dgemm of OpenBLAS (through driver/blas.h's loader) on copies of the
- *  inputs `shape` names; throws std::runtime_error when OpenBLAS is not installed. */
+ *  inputs `shape` names, on `threads` threads (openblas_set_num_threads; 0: OpenBLAS's own
+ *  choice); throws std::runtime_error when OpenBLAS is not installed. */
 std::unique_ptr<Subject> make_gemm_baseline(const GemmShape& shape,
-                                            const std::vector<Tensor>& inputs);
+                                            const std::vector<Tensor>& inputs, int threads);
 
 /** std::memcpy of bytes / 2 between two buffers: it reads and writes `bytes` in all. */
 std::unique_ptr<Subject> make_copy_baseline(int64_t bytes);

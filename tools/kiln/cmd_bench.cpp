@@ -7,11 +7,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
+#include "backends/backend.h"
 #include "driver/compare.h"
 #include "ir/cost.h"
 #include "ir/sizes.h"
@@ -74,13 +77,23 @@ std::unique_ptr<Subject> make_baseline(const BenchOptions& o, const Loaded& l, c
     std::vector<std::string> config = o.config;
     config.push_back("BLAS=openblas");
     std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
-    LoweredProgram p = plan_program(g, compile_options(config, 0, *rt, l));
+    CompileOptions opt = compile_options(config, 0, *rt, l);
+    LoweredProgram p = plan_program(g, opt);
+    // OpenBLAS runs on as many threads as Kiln's runtime: one, unless the backend has threads
+    // (THREADS, 0: every core); OPENBLAS_NUM_THREADS, when set, decides instead.
+    backend_for(rt->backend()).configure(opt.schedule);
+    int threads = 1;
+    if (opt.schedule.backend_threads && opt.schedule.parallel)
+      threads = opt.threads > 0
+                    ? opt.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (std::getenv("OPENBLAS_NUM_THREADS")) threads = 0;
     std::string why_not;
     std::optional<GemmShape> shape = gemm_shape(p.graph, sizes, why_not);
     if (!shape)
       throw UsageError("--vs openblas needs a composite that is a single matrix product; '" +
                        l.comp->name + "' is not: " + why_not);
-    return make_gemm_baseline(*shape, inputs);
+    return make_gemm_baseline(*shape, inputs, threads);
   }
   if (o.vs.rfind("runtime:", 0) == 0) {
     std::string name = o.vs.substr(8);
@@ -283,10 +296,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "bench", "Time a compiled composite on seeded random inputs, against a baseline");
   auto o = std::make_shared<BenchOptions>();
   add_run_request_options(*cmd, *o, "A runtime name (clang, openmp, cc) or a descriptor path");
-  cmd->add_option("--vs", o->vs,
-                  "Baseline timed alternately in the same process: openblas (cblas gemm, for a "
-                  "single matrix product), copy (a memcpy of the same bytes), runtime:NAME (the "
-                  "composite on another runtime)");
+  cmd->add_option(
+      "--vs", o->vs,
+      "Baseline timed alternately in the same process: openblas (cblas gemm, for a "
+      "single matrix product, on the runtime's thread count unless "
+      "OPENBLAS_NUM_THREADS is set), copy (a memcpy of the same bytes), runtime:NAME (the "
+      "composite on another runtime)");
   cmd->add_option("--repeat", o->repeat, "Timed runs (default: at least 10, until 1 s has passed)")
       ->check(CLI::Range(1, kMaxRepeats));
   cmd->add_option("--warmup", o->warmup, "Untimed runs first (at least 1)")
