@@ -1,5 +1,6 @@
 #include "backends/c_style.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -172,7 +173,7 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
     if (n.root)
       for (const LoopNode* l : nodes_of(*n.root, LoopNode::Kind::alloc))
         tiles |= l->tile_rows > 0;
-  if (tiles) s += vector_helpers();
+  if (tiles) s += vector_helpers(options.bounds_checks);
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
   return s;
@@ -365,23 +366,113 @@ std::vector<AstExprPtr> tile_args(const LoopNode& t, const std::vector<AstExprPt
 
 }  // namespace
 
-std::string CStyleRenderer::vector_helpers() const {
-  std::string bytes = std::to_string(vector_bytes());
-  std::string s;
-  for (const char* t : {"f32", "f64"}) {
-    std::string type = std::string(t) == "f32" ? "float" : "double", v = "kiln_v" + std::string(t);
-    s += "typedef " + type + " " + v + " __attribute__((vector_size(" + bytes + "), aligned(" +
-         (type == "float" ? "4" : "8") + ")));\n";
-    s += "KILN_FN " + v + " kiln_vld_" + t + "(const " + type + "* p) { " + v +
-         " v; memcpy(&v, p, sizeof v); return v; }\n";
-    s += "KILN_FN void kiln_vst_" + std::string(t) + "(" + type + "* p, " + v +
-         " v) { memcpy(p, &v, sizeof v); }\n";
+namespace {
+
+/** The vector helpers of one element type; $-names are filled in by vector_helpers. */
+const char* const kVectorHelpers = R"(typedef $T $V __attribute__((vector_size($B), aligned($A)));
+typedef $I $VI __attribute__((vector_size($B)));
+KILN_FN $V kiln_vld_$S(const $T* p) { $V v; memcpy(&v, p, sizeof v); return v; }
+KILN_FN void kiln_vst_$S($T* p, $V v) { memcpy(p, &v, sizeof v); }
+)";
+
+/** Lanes [lo, hi) of p + off, zeros elsewhere (a masked load): the whole vector read and the
+ *  other lanes cleared where it lies inside the buffer's `count` elements, else lane by lane.
+ *  The store writes lanes [lo, hi) of v. */
+const char* const kMaskedHelpers =
+    R"(KILN_FN $V kiln_vldm_$S(const $T* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
+  if (lo <= 0 && hi >= $N) return kiln_vld_$S(p + off);
+  int64_t a = lo > 0 ? lo : 0, e = hi < $N ? hi : $N;
+  if (off >= 0 && off + $N <= count) {
+    const $VI iota = $IOTA;
+    $VI keep = (iota >= ($I)a) & (iota < ($I)e);
+    return ($V)(($VI)kiln_vld_$S(p + off) & keep);
   }
+  $T t[$N] = {0};
+  for (int64_t l = a; l < e; ++l) t[l] = p[off + l];
+  return kiln_vld_$S(t);
+}
+KILN_FN void kiln_vstm_$S($T* p, int64_t off, int64_t lo, int64_t hi, $V v) {
+  $T t[$N];
+  memcpy(t, &v, sizeof v);
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < $N; ++l) p[off + l] = t[l];
+}
+)";
+
+/** The checked forms (--config CHECK=1): each element read or written is checked. */
+const char* const kCheckedMaskedHelpers =
+    R"(KILN_FN $V kiln_vldmc_$S(const $T* p, int64_t off, int64_t lo, int64_t hi, int64_t count, int64_t buffer) {
+  $T t[$N] = {0};
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < $N; ++l) t[l] = p[kiln_check(off + l, count, buffer)];
+  return kiln_vld_$S(t);
+}
+KILN_FN void kiln_vstmc_$S($T* p, int64_t off, int64_t lo, int64_t hi, $V v, int64_t count, int64_t buffer) {
+  $T t[$N];
+  memcpy(t, &v, sizeof v);
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < $N; ++l) p[kiln_check(off + l, count, buffer)] = t[l];
+}
+)";
+
+}  // namespace
+
+std::string CStyleRenderer::vector_helpers(bool checked) const {
+  std::string s;
+  for (DType t : {DType::f32, DType::f64}) {
+    int bytes = dtype_bits(t) / 8, n = vector_bytes() / bytes;
+    std::string iota = "{";
+    for (int l = 0; l < n; ++l)
+      iota += (l ? ", " : "") + std::to_string(l);
+    std::string name(dtype_name(t));
+    std::vector<std::pair<std::string, std::string>> subst = {
+        {"$VI", "kiln_vi" + name.substr(1)},
+        {"$V", "kiln_v" + name},
+        {"$T", t == DType::f64 ? "double" : "float"},
+        {"$I", t == DType::f64 ? "int64_t" : "int32_t"},
+        {"$S", name},
+        {"$B", std::to_string(vector_bytes())},
+        {"$A", std::to_string(bytes)},
+        {"$N", std::to_string(n)},
+        {"$IOTA", iota + "}"}};
+    std::string text =
+        std::string(kVectorHelpers) + (checked ? kCheckedMaskedHelpers : kMaskedHelpers);
+    // Longest names first: $IOTA before $I, $VI before $V.
+    std::sort(subst.begin(), subst.end(),
+              [](const auto& x, const auto& y) { return x.first.size() > y.first.size(); });
+    for (const auto& [from, to] : subst)
+      for (size_t at = text.find(from); at != std::string::npos;
+           at = text.find(from, at + to.size()))
+        text.replace(at, from.size(), to);
+    s += text;
+  }
+  s += "KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }\n";
   return s;
 }
 
 int CStyleRenderer::vector_bytes() const {
   return 64;
+}
+
+std::string CStyleRenderer::lane_count(const LoopNode& tile, int64_t from) const {
+  std::string count = ast_expr_to_c(*tile.tile_lane_count);
+  return from == 0 ? count : "(" + count + " - " + std::to_string(from) + ")";
+}
+
+std::string CStyleRenderer::masked_vector(const Context& c, int buffer, const std::string& offset,
+                                          const std::string& lo, const std::string& hi,
+                                          const std::string& store) const {
+  DType dtype = c.plan.buffers[buffer].dtype;
+  std::string t = dtype == DType::f64 ? "f64" : "f32", b = "b" + std::to_string(buffer);
+  std::string fn = (store.empty() ? "kiln_vldm" : "kiln_vstm") +
+                   std::string(c.options.bounds_checks ? "c_" : "_") + t;
+  std::string args =
+      b + ", " + offset + ", " + lo + ", " + hi + (store.empty() ? "" : ", " + store);
+  IntExpr count = 1;
+  for (const IntExpr& d : c.plan.buffers[buffer].shape)
+    count = count * d;
+  if (c.options.bounds_checks)
+    args += ", " + int_expr_to_c(count, c.sizes) + ", " + std::to_string(buffer);
+  else if (store.empty())
+    args += ", " + int_expr_to_c(count, c.sizes);
+  return fn + "(" + args + ")";
 }
 
 std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int depth) const {
@@ -394,15 +485,26 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
     throw std::runtime_error("a register tile of " + std::to_string(n.tile_lanes) + " " +
                              std::string(dtype_name(dtype)) + " lanes does not fit vectors of " +
                              std::to_string(vector_bytes()) + " bytes");
-  // The tile's element offsets, from the iterators outside the nest, row by row.
-  auto each = [&](const std::function<std::string(const std::string&, const std::string&)>& f) {
+  // The tile's element offsets, from the iterators outside the nest, row by row; a partial
+  // tile (tile_lane_count) reads and writes only the lanes that exist.
+  std::string b = "b" + std::to_string(st.buffer);
+  auto each = [&](bool store) {
     std::string out;
     for (int64_t r = 0; r < n.tile_rows; ++r)
       for (int64_t v = 0; v < n.tile_lanes / lanes; ++v) {
         std::string name = n.name + "_" + std::to_string(r) + "_" + std::to_string(v);
         std::string offset = int_expr_to_c(linear_index(c, st.buffer, st.index), c.sizes);
-        std::string at = render_vector_address(c, st.buffer, offset, lanes);
-        out += in + "{ " + bind_line(tile_args(n, n.args, r, v * lanes)) + f(name, at) + " }\n";
+        std::string io;
+        if (!n.tile_lane_count)
+          io = store ? "kiln_vst_" + t + "(" + render_vector_address(c, st.buffer, offset, lanes) +
+                           ", " + name + ")"
+                     : name + " = kiln_vld_" + t + "(" +
+                           render_vector_address(c, st.buffer, offset, lanes) + ")";
+        else
+          io =
+              (store ? "" : name + " = ") +
+              masked_vector(c, st.buffer, offset, "0", lane_count(n, v * lanes), store ? name : "");
+        out += in + "{ " + bind_line(tile_args(n, n.args, r, v * lanes)) + io + "; }\n";
       }
     return out;
   };
@@ -414,17 +516,13 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
            std::to_string(v);
     s += ";\n";
   }
-  s += each([&](const std::string& name, const std::string& at) {
-    return name + " = kiln_vld_" + t + "(" + at + ");";
-  });
+  s += each(false);
   const LoopNode* outer = c.tile;
   c.tile = &n;
   for (const LoopNodePtr& child : n.body)
     s += render_node(c, *child, depth + 1);
   c.tile = outer;
-  s += each([&](const std::string& name, const std::string& at) {
-    return "kiln_vst_" + t + "(" + at + ", " + name + ");";
-  });
+  s += each(true);
   return s + pad + "}\n";
 }
 
@@ -434,19 +532,46 @@ std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode&
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
   int lanes = vector_bytes() / (dtype_bits(c.plan.buffers[st.buffer].dtype) / 8);
-  std::set<std::string> along;
-  for (size_t a = 0; a < n.args.size(); ++a)
+  std::set<std::string> along, across;
+  for (size_t a = 0; a < n.args.size(); ++a) {
     if (n.args[a] && uses_iterator(*n.args[a], t.tile_lane))
       along.insert(iterator_name(static_cast<int>(a)));
+    if (n.args[a] && uses_iterator(*n.args[a], t.tile_row))
+      across.insert(iterator_name(static_cast<int>(a)));
+  }
+  // Per vector of lanes: the vector loads that every row shares (b's row in a matmul, the
+  // input's in a convolution) once into locals, then each row's update.
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*st.value, loads);
+  std::string type = st.value->dtype == DType::f64 ? "kiln_vf64 " : "kiln_vf32 ";
   std::string s;
-  for (int64_t r = 0; r < t.tile_rows; ++r)
-    for (int64_t v = 0; v < t.tile_lanes / lanes; ++v) {
+  for (int64_t v = 0; v < t.tile_lanes / lanes; ++v) {
+    c.lane_limit = t.tile_lane_count ? lane_count(t, v * lanes) : "";
+    c.lane_bound.clear();
+    std::string shared;
+    for (const ScalarExpr* l : loads)
+      if (!c.lane_bound.count(l) && uses_vars(*l, along) && !uses_vars(*l, across)) {
+        std::string name = "kiln_lane" + std::to_string(c.lane_bound.size());
+        shared +=
+            (shared.empty() ? "" : " ") + type + name + " = " + render_lanes(c, *l, along) + ";";
+        c.lane_bound[l] = name;
+      }
+    std::string in = pad;
+    if (!shared.empty()) {
+      s += pad + "{ " + bind_line(tile_args(t, n.args, 0, v * lanes)) + shared + "\n";
+      in += "  ";
+    }
+    for (int64_t r = 0; r < t.tile_rows; ++r) {
       c.bound.clear();
       c.index_bound.clear();
-      s += pad + "{ " + bind_line(tile_args(t, n.args, r, v * lanes)) + t.name + "_" +
+      s += in + "{ " + bind_line(tile_args(t, n.args, r, v * lanes)) + t.name + "_" +
            std::to_string(r) + "_" + std::to_string(v) +
            " += " + render_lanes(c, *st.value, along) + "; }\n";
     }
+    if (!shared.empty()) s += pad + "}\n";
+  }
+  c.lane_limit.clear();
+  c.lane_bound.clear();
   return s;
 }
 

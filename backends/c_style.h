@@ -93,6 +93,10 @@ class CStyleRenderer {
     mutable std::set<const Statement*> keyed;
     /** The register tile (an alloc node with tile_rows > 0) being rendered, or null. */
     mutable const LoopNode* tile = nullptr;
+    /** In a partial register tile: how many lanes of the vector being rendered exist. */
+    mutable std::string lane_limit;
+    /** Vector loads of a register tile's update that its rows share, bound to locals. */
+    mutable std::map<const ScalarExpr*, std::string> lane_bound;
   };
   /** `kiln_check` and `kiln_check_record` for RenderOptions::bounds_checks. */
   virtual std::string bounds_check_helpers() const;
@@ -118,8 +122,9 @@ class CStyleRenderer {
    *  both only when the body's loops run at least once. */
   std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
   /** The vector types and their unaligned loads and stores that register tiles use
-   *  (kiln_vf32, kiln_vld_f32, kiln_vst_f32 and the f64 ones), `vector_bytes()` wide. */
-  virtual std::string vector_helpers() const;
+   *  (kiln_vf32, kiln_vld_f32, kiln_vst_f32 and the f64 ones), `vector_bytes()` wide, and the
+   *  masked load kiln_vldm_f32 (kiln_vldmc_f32, which checks each element, when `checked`). */
+  virtual std::string vector_helpers(bool checked) const;
   /** The width of a register tile's vectors in bytes (64: AVX-512's, which narrower targets
    *  split). */
   virtual int vector_bytes() const;
@@ -158,6 +163,20 @@ class CStyleRenderer {
    *  them are vector loads, the parts that do not are scalars (ir/kernel_ir.h, lane_value). */
   std::string render_lanes(const Context& c, const ScalarExpr& e,
                            const std::set<std::string>& lanes) const;
+  /** The C count of lanes of partial tile `tile` from lane `from` on. */
+  std::string lane_count(const LoopNode& tile, int64_t from) const;
+  /** A load of lanes [lo, hi) of the vector at element `offset` of `buffer`, zeros elsewhere;
+   *  with `store` (a vector's name), a store of those lanes of it instead. Checked forms under
+   *  RenderOptions::bounds_checks. */
+  std::string masked_vector(const Context& c, int buffer, const std::string& offset,
+                            const std::string& lo, const std::string& hi,
+                            const std::string& store) const;
+  /** The masked load `e` across `width` lanes from element `offset`: the lanes its mask keeps
+   *  are read (one range: every mask bound moves by -1, 0 or +1 per lane), the others are 0 and
+   *  never touch memory. */
+  std::string render_masked_lanes(const Context& c, const ScalarExpr& e,
+                                  const std::set<std::string>& lanes, const std::string& offset,
+                                  int width) const;
   /** A pointer to `lanes` elements of `buffer` from `offset`, bounds-checked at both ends under
    *  RenderOptions::bounds_checks. */
   std::string render_vector_address(const Context& c, int buffer, const std::string& offset,

@@ -222,17 +222,50 @@ std::string CStyleRenderer::render_vector_address(const Context& c, int buffer,
          ", " + n + ", " + id + ") - " + last + "]";
 }
 
+std::string CStyleRenderer::render_masked_lanes(const Context& c, const ScalarExpr& e,
+                                                const std::set<std::string>& lanes,
+                                                const std::string& offset, int width) const {
+  // Lane l holds the element of lane 0's iterators plus l along `lanes` (below c.lane_limit in
+  // a partial tile); a mask bound
+  // 0 <= x < b with x = x0 + a * l (a = -1, 0 or 1; lane_value checked) keeps one range of lanes.
+  std::string lo = "0", hi = std::to_string(width), cond;
+  for (const MaskBound& m : e.mask) {
+    int64_t a = 0;
+    for (const std::string& v : lanes)
+      a += affine_coefficient(m.expr, v).value_or(0);
+    std::string x = "(" + int_expr_to_c(m.expr, c.sizes) + ")",
+                b = "(" + int_expr_to_c(m.bound, c.sizes) + ")";
+    if (a == 0) {
+      cond += (cond.empty() ? "" : " && ") + ("0 <= " + x + " && " + x + " < " + b);
+    } else if (a == 1) {  // l >= -x0 and l < b - x0
+      lo = "kiln_max_int(" + lo + ", -" + x + ")";
+      hi = "kiln_min_int(" + hi + ", " + b + " - " + x + ")";
+    } else {  // x0 - l >= 0 and x0 - l < b: l <= x0 and l > x0 - b
+      lo = "kiln_max_int(" + lo + ", " + x + " - " + b + " + 1)";
+      hi = "kiln_min_int(" + hi + ", " + x + " + 1)";
+    }
+  }
+  if (!c.lane_limit.empty())
+    hi = hi == std::to_string(width) ? c.lane_limit
+                                     : "kiln_min_int(" + hi + ", " + c.lane_limit + ")";
+  if (!cond.empty()) hi = "((" + cond + ") ? " + hi + " : 0)";
+  return masked_vector(c, e.buffer, offset, lo, hi, "");
+}
+
 std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
                                          const std::set<std::string>& lanes) const {
   if (!uses_vars(e, lanes)) return render_value(c, e);
+  if (auto it = c.lane_bound.find(&e); it != c.lane_bound.end()) return it->second;
   DType t = e.dtype;
   auto arg = [&](size_t k) { return render_lanes(c, *e.args[k], lanes); };
-  if (e.kind == ScalarExpr::Kind::load && e.mask.empty() && (t == DType::f32 || t == DType::f64))
-    return std::string(t == DType::f64 ? "kiln_vld_f64(" : "kiln_vld_f32(") +
-           render_vector_address(c, e.buffer,
-                                 int_expr_to_c(linear_index(c, e.buffer, e.index), c.sizes),
-                                 vector_bytes() / (dtype_bits(t) / 8)) +
-           ")";
+  if (e.kind == ScalarExpr::Kind::load && (t == DType::f32 || t == DType::f64)) {
+    std::string offset = int_expr_to_c(linear_index(c, e.buffer, e.index), c.sizes);
+    int width = vector_bytes() / (dtype_bits(t) / 8);
+    std::string type = t == DType::f64 ? "f64" : "f32";
+    if (e.mask.empty() && c.lane_limit.empty())
+      return "kiln_vld_" + type + "(" + render_vector_address(c, e.buffer, offset, width) + ")";
+    return render_masked_lanes(c, e, lanes, offset, width);
+  }
   if (e.kind == ScalarExpr::Kind::op && e.mask.empty()) {
     switch (e.op) {
       case Op::copy:

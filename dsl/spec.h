@@ -41,6 +41,13 @@ struct AttrDecl {
   SourceLoc loc;
 };
 
+/** A peer's expression of the same computation, for `kiln bench --vs NAME` (e.g. `torch`:
+ *  a Python expression over the inputs, attributes and sizes by name). */
+struct BaselineExpr {
+  std::string code;
+  SourceLoc loc;
+};
+
 /** A type variable and the dtypes it may take (in preference order). */
 struct TypeVar {
   std::string name;
@@ -73,6 +80,7 @@ struct Composite {
   std::vector<BodyStatement> body;
   SourceLoc body_loc;
   TestSpec test;
+  std::map<std::string, BaselineExpr> baselines;  ///< `baseline = { torch = "..." }`
   const SpecFile* file = nullptr;
   const TypeVar* type_var(const std::string& n) const;
   const AttrDecl* attr(const std::string& n) const;

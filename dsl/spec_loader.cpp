@@ -140,10 +140,12 @@ class Loader {
         has_body = true;
       } else if (key == "test") {
         test(*c, *v);
+      } else if (key == "baseline") {
+        baselines(*c, *v);
       } else {
         throw SpecError(key_loc(t, key, *v),
                         "unknown key '" + key + "' in composite '" + name +
-                            "'; expected doc, in, out, attrs, types, body or test");
+                            "'; expected doc, in, out, attrs, types, body, test or baseline");
       }
     }
     if (!has_out) throw SpecError(at, "composite '" + name + "' has no 'out' table");
@@ -257,6 +259,21 @@ class Loader {
             key_loc(*t, key, *v),
             "unknown key '" + key + "' in test; expected sizes, batch, rtol, atol or range");
       }
+    }
+  }
+
+  /** `baseline = { torch = "F.softmax(x, -1)" }`: the peers kiln bench --vs can run. */
+  void baselines(Composite& c, const toml::node& n) {
+    const toml::table* t = n.as_table();
+    if (!t)
+      throw SpecError(loc(n), "baseline must be a table such as { torch = \"F.softmax(x, -1)\" }");
+    for (const auto& [key, v] : sorted(*t)) {
+      if (key != "torch")
+        throw SpecError(key_loc(*t, key, *v), "unknown baseline '" + key + "'; expected torch");
+      std::string code = string_value(*v, "baseline " + key);
+      if (code.find_first_not_of(" \t\n") == std::string::npos)
+        throw SpecError(loc(*v), "baseline " + key + " is empty");
+      c.baselines[key] = {code, loc(*v)};
     }
   }
 

@@ -26,6 +26,8 @@ std::vector<std::string> subfolders(DataDir which) {
       return {"runtimes"};
     case DataDir::ops:
       return {"ops"};
+    case DataDir::baselines:
+      return {"baselines", "tools/baselines"};
   }
   return {};
 }
@@ -38,14 +40,18 @@ std::string what_of(DataDir which) {
       return "the folder of the runtime descriptors";
     case DataDir::ops:
       return "the folder of the standard library of composites";
+    case DataDir::baselines:
+      return "the folder of the benchmark baselines' helpers";
   }
   return "";
 }
 
-bool holds_toml(const fs::path& dir) {
+/** `dir` holds a file of `which`: a `.toml` file (a `.py` file for the baselines). */
+bool holds_data(const fs::path& dir, DataDir which) {
+  std::string ext = which == DataDir::baselines ? ".py" : ".toml";
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".toml" && it->is_regular_file(ec)) return true;
+    if (it->path().extension() == ext && it->is_regular_file(ec)) return true;
   return false;
 }
 
@@ -93,7 +99,7 @@ std::string find_data_dir(DataDir which, const std::vector<std::string>& roots) 
   for (const std::string& root : roots)
     for (const std::string& sub : subfolders(which)) {
       fs::path dir = (fs::path(root) / sub).lexically_normal();
-      if (holds_toml(dir)) return dir.string();
+      if (holds_data(dir, which)) return dir.string();
       tried += (tried.empty() ? "" : ", ") + dir.string();
     }
   const char* home = std::getenv("KILN_HOME");

@@ -12,8 +12,8 @@
  *     checkout (docs/decisions.md, "Relocatable data folders").
  *
  * A root holds a data folder when that folder exists and has at least one `.toml` file (a build
- * folder's `runtimes/` of plugin libraries does not count). A folder found nowhere is one
- * DataDirError that names every place tried.
+ * folder's `runtimes/` of plugin libraries does not count); for `baselines`, a `.py` file. A folder
+ * found nowhere is one DataDirError that names every place tried.
  */
 #pragma once
 
@@ -25,9 +25,10 @@ namespace kiln {
 
 /** Kiln's data folders. */
 enum class DataDir {
-  rules,     ///< the shipped rule files: simplifier/rules, share/kiln/rules
-  runtimes,  ///< the runtime descriptors: runtimes, share/kiln/runtimes
-  ops,       ///< the standard library of composites: ops, share/kiln/ops
+  rules,      ///< the shipped rule files: simplifier/rules, share/kiln/rules
+  runtimes,   ///< the runtime descriptors: runtimes, share/kiln/runtimes
+  ops,        ///< the standard library of composites: ops, share/kiln/ops
+  baselines,  ///< the helpers of kiln bench's peer baselines: tools/baselines, share/kiln/baselines
 };
 
 /** A data folder found under none of the roots; what() is one line naming the places tried. */

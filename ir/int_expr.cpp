@@ -336,4 +336,23 @@ std::vector<int64_t> eval_shape(const Shape& s, const std::map<std::string, int6
   return out;
 }
 
+std::optional<int64_t> affine_coefficient(const IntExpr& e, const std::string& var) {
+  int64_t c = 0;
+  for (const IntExpr::Term& t : e.terms()) {
+    bool has = false;
+    for (const auto& f : t.factors) {
+      if (f->kind == IntAtom::Kind::var) {
+        if (f->name == var) {
+          if (has || t.factors.size() != 1) return std::nullopt;
+          has = true;
+        }
+      } else if (affine_coefficient(f->a, var) != 0 || affine_coefficient(f->b, var) != 0) {
+        return std::nullopt;
+      }
+    }
+    if (has) c += t.coeff;
+  }
+  return c;
+}
+
 }  // namespace kiln

@@ -93,6 +93,10 @@ std::string shape_str(const Shape& s);
 /** True when the shapes have equal rank and canonically equal dimensions. */
 bool same_shape(const Shape& a, const Shape& b);
 
+/** The coefficient of variable `var` in `e` when e is affine in it (0 when unused), else
+ *  nullopt. */
+std::optional<int64_t> affine_coefficient(const IntExpr& e, const std::string& var);
+
 /** Evaluates every dimension. */
 std::vector<int64_t> eval_shape(const Shape& s, const std::map<std::string, int64_t>& env);
 

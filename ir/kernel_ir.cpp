@@ -45,9 +45,18 @@ bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars) {
 bool lane_value(const KernelPlan& plan, const ScalarExpr& e, const std::set<std::string>& vars,
                 DType t) {
   if (!uses_vars(e, vars)) return true;
-  if (e.dtype != t || !e.mask.empty()) return false;
-  if (e.kind == ScalarExpr::Kind::load) return plan.buffers.at(e.buffer).dtype == t;
-  if (e.kind != ScalarExpr::Kind::op) return false;
+  if (e.dtype != t) return false;
+  if (e.kind == ScalarExpr::Kind::load) {
+    // A mask moves by -1, 0 or +1 per lane: the lanes it keeps are one range (rendered as a
+    // load of those lanes, zeros elsewhere).
+    for (const MaskBound& m : e.mask)
+      for (const std::string& v : vars) {
+        std::optional<int64_t> a = affine_coefficient(m.expr, v);
+        if (!a || *a < -1 || *a > 1 || affine_coefficient(m.bound, v) != 0) return false;
+      }
+    return plan.buffers.at(e.buffer).dtype == t;
+  }
+  if (e.kind != ScalarExpr::Kind::op || !e.mask.empty()) return false;
   if (e.op != Op::add && e.op != Op::mul && e.op != Op::neg && e.op != Op::copy &&
       e.op != Op::mulacc)
     return false;

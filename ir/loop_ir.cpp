@@ -101,7 +101,9 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
         out += ", a " + std::to_string(n.tile_rows) + "x" + std::to_string(n.tile_lanes) +
                " register tile: " + n.tile_row + " = " + unwrap(expr_text(*n.tile_row_origin)) +
                " + 0.." + std::to_string(n.tile_rows - 1) + ", " + n.tile_lane + " = " +
-               unwrap(expr_text(*n.tile_lane_origin)) + " + 0.." + std::to_string(n.tile_lanes - 1);
+               unwrap(expr_text(*n.tile_lane_origin)) + " + 0.." +
+               std::to_string(n.tile_lanes - 1) +
+               (n.tile_lane_count ? ", lanes below " + unwrap(expr_text(*n.tile_lane_count)) : "");
       out += "\n";
       for (const auto& c : n.body)
         node_text(*c, depth + 1, out);

@@ -101,6 +101,9 @@ struct LoopNode {
   int64_t tile_lanes = 0;                  ///< alloc: elements per row of a register tile
   std::string tile_row, tile_lane;         ///< alloc: the iterators a tile's rows and lanes vary
   AstExprPtr tile_row_origin, tile_lane_origin;  ///< alloc: their values at the tile's corner
+  /** alloc: how many of the tile's lanes exist (the last, partial tile of a row: lanes from
+   *  this count on are neither read nor written); null when all tile_lanes do. */
+  AstExprPtr tile_lane_count;
 };
 
 /** Loops of `root` in pre-order (outer before inner). */

@@ -148,25 +148,6 @@ bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNo
   return stmt.kind == LoopNode::Kind::stmt && vectorizable(plan, k, stmt, iter, -1);
 }
 
-std::optional<int64_t> affine_coefficient(const IntExpr& e, const std::string& var) {
-  int64_t c = 0;
-  for (const IntExpr::Term& t : e.terms()) {
-    bool has = false;
-    for (const auto& f : t.factors) {
-      if (f->kind == IntAtom::Kind::var) {
-        if (f->name == var) {
-          if (has || t.factors.size() != 1) return std::nullopt;
-          has = true;
-        }
-      } else if (affine_coefficient(f->a, var) != 0 || affine_coefficient(f->b, var) != 0) {
-        return std::nullopt;
-      }
-    }
-    if (has) c += t.coeff;
-  }
-  return c;
-}
-
 bool plus_iterator(const AstExpr& e, const std::string& iter) {
   if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
   if (e.kind != AstExpr::Kind::op || e.op != "add" || e.args.size() != 2) return false;

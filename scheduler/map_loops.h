@@ -39,10 +39,6 @@ int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
 bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
                            const std::string& iter);
 
-/** The coefficient of variable `var` in `e` when e is affine in it (0 when unused), else
- *  nullopt. */
-std::optional<int64_t> affine_coefficient(const IntExpr& e, const std::string& var);
-
 /** Whether `e` is `iter`, `iter + x` or `x + iter` with x free of iter. */
 bool plus_iterator(const AstExpr& e, const std::string& iter);
 

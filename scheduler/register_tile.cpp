@@ -250,9 +250,9 @@ class Tiler {
   }
 
   /** Reduction nest `t` inside row loop `row`, in blocks of `depth` iterations of its outer
-   *  reduction loop. In each block: the lane tiles of the full width, then of one vector, each
-   *  holding the row tiles (register tiles) and the rows past the last full one; then the lanes
-   *  past the last tile, over every row. */
+   *  reduction loop. In each block: the lane tiles of the full width, then of one vector, then
+   *  one partial vector for the lanes left, each holding the row tiles (register tiles) and the
+   *  rows past the last full one. */
   LoopNodePtr blocked(const LoopNode& row, const TileNest& t) {
     const LoopNode& lane = *t.loops.back();
     const LoopNode& outer = *t.loops.front();
@@ -274,14 +274,11 @@ class Tiler {
     AstExprPtr start = lane.init;
     for (int64_t lanes : {shape_.vectors * vector, vector}) {
       if (!body.empty() && lanes == shape_.vectors * vector) continue;
-      body.push_back(lane_tiles(row, t, loops, start, lanes));
+      body.push_back(lane_tiles(row, t, loops, start, lanes, false));
       start = after_tiles(start, upper(lane), lanes);
     }
-    // The lanes past the last tile, over every row.
-    auto rest = std::make_shared<LoopNode>(row);
-    rest->mapping = Mapping::serial;
-    rest->body = {rebuild_nest(loops, *t.stmt, -1, start)};
-    body.push_back(rest);
+    // The lanes past the last tile (fewer than a vector): one partial tile.
+    body.push_back(lane_tiles(row, t, loops, start, vector, true));
 
     auto block = std::make_shared<LoopNode>(outer);
     block->iter = outer_t;
@@ -294,10 +291,12 @@ class Tiler {
 
   /** `for (jt = start; jt < end - (lanes - 1); jt += lanes)` over the register tiles of
    *  `rows` x `lanes` along row loop `row` and the rows past the last full one, for nest `t`
-   *  whose loops are `loops` (the outer reduction loop over one block). */
+   *  whose loops are `loops` (the outer reduction loop over one block). A `partial` tile
+   *  takes the lanes from jt to the end, fewer than `lanes`: `for (jt = start; jt < end; ...)`
+   *  runs once or not at all, its tiles hold end - jt lanes. */
   LoopNodePtr lane_tiles(const LoopNode& row, const TileNest& t,
                          const std::vector<const LoopNode*>& loops, const AstExprPtr& start,
-                         int64_t lanes) {
+                         int64_t lanes, bool partial) {
     const LoopNode& lane = *t.loops.back();
     const Statement& s = kernel_.statements.at(t.stmt->statement);
     const int64_t rows = shape_.rows;
@@ -314,6 +313,7 @@ class Tiler {
     alloc->tile_lane = lane.iter;
     alloc->tile_row_origin = ast_iter(row_t);
     alloc->tile_lane_origin = ast_iter(lane_t);
+    if (partial) alloc->tile_lane_count = sub(upper(lane), ast_iter(lane_t));
     // The element's index uses only the row and lane iterators.
     std::set<std::string> used;
     for (const IntExpr& e : s.index)
@@ -335,12 +335,14 @@ class Tiler {
     rest_rows->mapping = Mapping::serial;
     auto lane_span = std::make_shared<LoopNode>(lane);
     lane_span->init = ast_iter(lane_t);
-    lane_span->cond = ast_op("lt", {ast_iter(lane.iter), add(ast_iter(lane_t), ast_int(lanes))});
+    AstExprPtr span_end = add(ast_iter(lane_t), ast_int(lanes));
+    if (partial) span_end = upper(lane);
+    lane_span->cond = ast_op("lt", {ast_iter(lane.iter), span_end});
     std::vector<const LoopNode*> span_loops = loops;
     span_loops.back() = lane_span.get();
     rest_rows->body = {rebuild_nest(span_loops, *t.stmt, -1, nullptr)};
-    return make_loop(lane_t, start,
-                     ast_op("lt", {ast_iter(lane_t), sub(upper(lane), ast_int(lanes - 1))}), lanes,
+    AstExprPtr last = partial ? upper(lane) : sub(upper(lane), ast_int(lanes - 1));
+    return make_loop(lane_t, start, ast_op("lt", {ast_iter(lane_t), last}), lanes,
                      {full_rows, rest_rows});
   }
 

@@ -109,11 +109,48 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 typedef float kiln_vf32 __attribute__((vector_size(64), aligned(4)));
+typedef int32_t kiln_vi32 __attribute__((vector_size(64)));
 KILN_FN kiln_vf32 kiln_vld_f32(const float* p) { kiln_vf32 v; memcpy(&v, p, sizeof v); return v; }
 KILN_FN void kiln_vst_f32(float* p, kiln_vf32 v) { memcpy(p, &v, sizeof v); }
+KILN_FN kiln_vf32 kiln_vldm_f32(const float* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
+  if (lo <= 0 && hi >= 16) return kiln_vld_f32(p + off);
+  int64_t a = lo > 0 ? lo : 0, e = hi < 16 ? hi : 16;
+  if (off >= 0 && off + 16 <= count) {
+    const kiln_vi32 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    kiln_vi32 keep = (iota >= (int32_t)a) & (iota < (int32_t)e);
+    return (kiln_vf32)((kiln_vi32)kiln_vld_f32(p + off) & keep);
+  }
+  float t[16] = {0};
+  for (int64_t l = a; l < e; ++l) t[l] = p[off + l];
+  return kiln_vld_f32(t);
+}
+KILN_FN void kiln_vstm_f32(float* p, int64_t off, int64_t lo, int64_t hi, kiln_vf32 v) {
+  float t[16];
+  memcpy(t, &v, sizeof v);
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 16; ++l) p[off + l] = t[l];
+}
 typedef double kiln_vf64 __attribute__((vector_size(64), aligned(8)));
+typedef int64_t kiln_vi64 __attribute__((vector_size(64)));
 KILN_FN kiln_vf64 kiln_vld_f64(const double* p) { kiln_vf64 v; memcpy(&v, p, sizeof v); return v; }
 KILN_FN void kiln_vst_f64(double* p, kiln_vf64 v) { memcpy(p, &v, sizeof v); }
+KILN_FN kiln_vf64 kiln_vldm_f64(const double* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
+  if (lo <= 0 && hi >= 8) return kiln_vld_f64(p + off);
+  int64_t a = lo > 0 ? lo : 0, e = hi < 8 ? hi : 8;
+  if (off >= 0 && off + 8 <= count) {
+    const kiln_vi64 iota = {0, 1, 2, 3, 4, 5, 6, 7};
+    kiln_vi64 keep = (iota >= (int64_t)a) & (iota < (int64_t)e);
+    return (kiln_vf64)((kiln_vi64)kiln_vld_f64(p + off) & keep);
+  }
+  double t[8] = {0};
+  for (int64_t l = a; l < e; ++l) t[l] = p[off + l];
+  return kiln_vld_f64(t);
+}
+KILN_FN void kiln_vstm_f64(double* p, int64_t off, int64_t lo, int64_t hi, kiln_vf64 v) {
+  double t[8];
+  memcpy(t, &v, sizeof v);
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 8; ++l) p[off + l] = t[l];
+}
+KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */, float* restrict b3 /* t5 */) {
   #pragma omp parallel for schedule(static) collapse(2)
@@ -150,18 +187,22 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile0_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
           { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); tile0_5_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
           for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile0_3_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 16), i2 = c2; tile0_3_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile0_4_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 16), i2 = c2; tile0_4_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile0_5_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 16), i2 = c2; tile0_5_1 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile0_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile0_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile0_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+            }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 1), i1 = (c1t + 16), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 2), i1 = (c1t + 16), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 3), i1 = (c1t + 16), i2 = c2; tile0_3_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 4), i1 = (c1t + 16), i2 = c2; tile0_4_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 5), i1 = (c1t + 16), i2 = c2; tile0_5_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+            }
           }
           { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_0); }
           { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_1); }
@@ -209,12 +250,14 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile1_4_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
           { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile1_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
           for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile1_2_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile1_3_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile1_4_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile1_5_0 += (b0[(s_K * i0 + i2)] * kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile1_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile1_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile1_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile1_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+            }
           }
           { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_0); }
           { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_1_0); }
@@ -240,16 +283,50 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
       }
     }
     #pragma omp parallel for schedule(static)
-    for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
-      for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-        #pragma omp simd
-        for (int64_t c1 = ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) > ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16))) ? (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) : ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16)))); c1 < s_N; c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const int64_t i2 = c2;
-            const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
-            { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
+    for (int64_t c1t = ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) > ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16))) ? (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) : ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16)))); c1t < s_N; c1t += 16) {
+      for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+        {
+          kiln_vf32 tile2_0_0;
+          kiln_vf32 tile2_1_0;
+          kiln_vf32 tile2_2_0;
+          kiln_vf32 tile2_3_0;
+          kiln_vf32 tile2_4_0;
+          kiln_vf32 tile2_5_0;
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile2_1_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile2_2_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile2_3_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile2_4_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile2_5_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N));
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile2_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile2_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile2_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile2_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile2_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+            }
+          }
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_0_0); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_1_0); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_2_0); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_3_0); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_4_0); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_5_0); }
+        }
+      }
+      for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+        for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+          #pragma omp simd
+          for (int64_t c1 = c1t; c1 < s_N; c1 += 1) {
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              const int64_t i2 = c2;
+              const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
+              { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
+            }
           }
         }
       }

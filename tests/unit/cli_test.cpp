@@ -474,8 +474,10 @@ TEST_CASE("cli: bench refuses what it cannot time and a kernel that disagrees wi
   const std::string softmax = "bench ops/nn.toml:softmax --test N=16 --batch 2 --repeat 1 ";
   const Case cases[] = {
       {softmax + "--vs nonsense", 2,
-       "kiln: error: unknown baseline 'nonsense' for --vs; known baselines: openblas, copy, "
-       "runtime:NAME"},
+       "kiln: error: unknown baseline 'nonsense' for --vs; known baselines: openblas, torch, "
+       "torch.compile, copy, runtime:NAME"},
+      {"bench tests/data/cli.toml:scale --test N=4 --vs torch", 2,
+       "kiln: error: --vs torch: composite 'scale' has no PyTorch baseline; give it one"},
       {softmax + "--vs runtime:", 2, "unknown baseline 'runtime:'"},
       {softmax + "--vs runtime:nope", 2, "known runtimes:"},
       {softmax + "--vs runtime:interp", 2, "the interpreter is not a compiled runtime"},
@@ -504,6 +506,68 @@ TEST_CASE("cli: bench refuses what it cannot time and a kernel that disagrees wi
   CHECK(r.code == 3);
   CHECK(has(r, "output 'y' differs from runtime:"));
   CHECK_FALSE(has(r, "ratio"));
+}
+
+TEST_CASE("cli: bench --vs torch reports a helper that cannot start or has no PyTorch") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  const std::string softmax = "bench ops/nn.toml:softmax --test N=16 --batch 2 --repeat 1 ";
+  Result r = kiln(softmax + "--vs torch", env + " KILN_PYTHON=/nonexistent/python");
+  CAPTURE(r.out);
+  CHECK(r.code == 4);
+  CHECK(has(r, "kiln: error: --vs torch: cannot start the Python '/nonexistent/python'"));
+  // A Python that ends without a word: how it ended, not a hang.
+  r = kiln(softmax + "--vs torch", env + " KILN_PYTHON=false");
+  CAPTURE(r.out);
+  CHECK(r.code == 4);
+  CHECK(has(r, "the helper (false torch_baseline.py) ended without a reply (exit status 1)"));
+  // The helper itself, under a Python without PyTorch (-S: no site-packages, so no torch).
+  std::filesystem::path python = tmp.path / "python-no-site";
+  std::ofstream(python) << "#!/bin/sh\nexec python3 -S \"$@\"\n";
+  std::filesystem::permissions(python, std::filesystem::perms::owner_all);
+  r = kiln(softmax + "--vs torch", env + " KILN_PYTHON=" + python.string());
+  CAPTURE(r.out);
+  CHECK(r.code == 4);
+  CHECK(has(r, "kiln: error: --vs torch: PyTorch cannot be imported by"));
+  CHECK(has(r, "set KILN_PYTHON to a Python that has it"));
+}
+
+TEST_CASE("cli: bench --vs torch runs the baseline expression and checks its outputs") {
+  // Needs a Python with PyTorch: KILN_TEST_PYTHON (tools/baselines/setup_torch.sh makes one).
+  const char* python = std::getenv("KILN_TEST_PYTHON");
+  if (!std::getenv("KILN_BIN") || !python || !*python) {
+    MESSAGE("KILN_TEST_PYTHON is not set; skipping the PyTorch baseline test");
+    return;
+  }
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string() + " KILN_PYTHON=" + python;
+  for (const std::string& what :
+       {"ops/nn.toml:softmax --test N=33 --batch 3", "ops/nn.toml:conv2d --attr pad=1",
+        "ops/nn.toml:dense_gelu", "ops/reduce.toml:sum --attr keepdim=true"}) {
+    Result r = kiln("bench " + what + " --repeat 2 --vs torch --json", env);
+    INFO("kiln bench " << what << "\n" << r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "\"baseline\": \"torch\""));
+    CHECK(has(r, "\"outputs_match\": true"));
+    CHECK(json_number(r.out, "ratio") > 0);
+  }
+  // An expression that disagrees with the composite: exit 3, no ratio.
+  std::ofstream(tmp.path / "off.toml")
+      << "[off]\nin = { x = \"f32[N]\" }\nout = { y = \"f32[N]\" }\nbody = \"y = x * 2\"\n"
+      << "test = { sizes = { N = 8 } }\nbaseline = { torch = \"x * 3\" }\n";
+  Result r = kiln("bench " + (tmp.path / "off.toml").string() + " --repeat 1 --vs torch", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 3);
+  CHECK(has(r, "output 'y' differs from torch's"));
+  // One that fails in Python: its message with the baseline's location.
+  std::ofstream(tmp.path / "bad.toml")
+      << "[bad]\nin = { x = \"f32[N]\" }\nout = { y = \"f32[N]\" }\nbody = \"y = x\"\n"
+      << "test = { sizes = { N = 8 } }\nbaseline = { torch = \"x @ nothing\" }\n";
+  r = kiln("bench " + (tmp.path / "bad.toml").string() + " --repeat 1 --vs torch", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 4);
+  CHECK(has(r, "bad.toml:6:22: NameError: name 'nothing' is not defined"));
 }
 
 TEST_CASE("cli: --runtime openmp runs a composite and passes against the interpreter") {

@@ -6,7 +6,7 @@
 #   OUT_DIR/bin/kiln                stripped; isl linked in statically; RUNPATH $ORIGIN/../lib
 #   OUT_DIR/lib/                    libtomlplusplus.so.3, libnettle.so.8 (found with ldd)
 #   OUT_DIR/lib/kiln/               the plugins without LLVM: kiln_runtime_cc (and _cuda if built)
-#   OUT_DIR/share/kiln/             rules/, runtimes/ (descriptors of bundled plugins), ops/
+#   OUT_DIR/share/kiln/             rules/, runtimes/ (descriptors of bundled plugins), ops/, baselines/
 #   with KILN_BUNDLE_TESTS=1 also:  bin/kiln_gpu_tests and share/kiln/tests/regressions/, the GPU
 #                                   conformance suite, run from share/kiln (tests/gpu/run.sh)
 #
@@ -51,7 +51,7 @@ nice ninja -C "$build" ${KILN_BUNDLE_JOBS:+-j"$KILN_BUNDLE_JOBS"} kiln "${plugin
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/kiln" "$out/share/kiln/rules" "$out/share/kiln/runtimes" \
-  "$out/share/kiln/ops"
+  "$out/share/kiln/ops" "$out/share/kiln/baselines"
 out=$(cd "$out" && pwd -P)
 strip -o "$out/bin/kiln" "$build/kiln"
 if [ ${#tests[@]} -gt 0 ]; then
@@ -81,6 +81,7 @@ if [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" 
 fi
 echo "$commit" >"$out/share/kiln/COMMIT"
 cp "$root"/ops/*.toml "$out/share/kiln/ops/"
+cp "$root"/tools/baselines/*.py "$out/share/kiln/baselines/"
 # Only the descriptors whose plugin is in the bundle.
 for d in "$root"/runtimes/*.toml; do
   plugin=$(sed -n 's/^plugin *= *"\([^"]*\)".*/\1/p' "$d")

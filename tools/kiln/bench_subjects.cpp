@@ -192,6 +192,23 @@ class CopyBaseline : public Subject {
 
 }  // namespace
 
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
 std::unique_ptr<Subject> make_gemm_baseline(const GemmShape& shape,
                                             const std::vector<Tensor>& inputs, int threads) {
   return std::make_unique<GemmBaseline>(shape, inputs, threads);

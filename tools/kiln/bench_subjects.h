@@ -25,7 +25,13 @@ class Subject {
   /** The outputs of the last run, to compare with Kiln's; nullopt when there is nothing
    *  comparable (the copy baseline). */
   virtual std::optional<std::vector<Tensor>> outputs() const = 0;
+  /** The time of the last run as the subject measured it, where it does (a helper process
+   *  times its own runs, without the latency of the pipe to it); nullopt: time run() itself. */
+  virtual std::optional<double> own_ms() const { return std::nullopt; }
 };
+
+/** `s` as a JSON string literal, quotes and escapes included. */
+std::string json_string(const std::string& s);
 
 /** A graph compiled for `runtime` through the cache, with `inputs` copied to device buffers
  *  once; run() launches its kernels on them (temporaries are allocated per run, as any launch

@@ -21,6 +21,7 @@
 #include "tools/kiln/bench_subjects.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
+#include "tools/kiln/torch_baseline.h"
 
 namespace kiln::cli {
 
@@ -57,12 +58,87 @@ double time_ms(Subject& s) {
 
 /** An unknown --vs is a UsageError that lists the known baselines (checked before compiling). */
 void check_baseline_name(const std::string& vs) {
-  if (vs.empty() || vs == "copy" || vs == "openblas" ||
+  if (vs.empty() || vs == "copy" || vs == "openblas" || vs == "torch" || vs == "torch.compile" ||
       (vs.rfind("runtime:", 0) == 0 && vs.size() > 8))
     return;
   throw UsageError("unknown baseline '" + vs +
-                   "' for --vs; known baselines: openblas, copy, runtime:NAME (NAME a runtime "
-                   "name or descriptor path, e.g. runtime:cc)");
+                   "' for --vs; known baselines: openblas, torch, torch.compile, copy, "
+                   "runtime:NAME (NAME a runtime name or descriptor path, e.g. runtime:cc)");
+}
+
+/** The thread count of the runtime `opt` compiles for: one, unless its backend has threads
+ *  (THREADS; 0: every core). A peer library runs on as many. */
+int runtime_threads(const Runtime& rt, CompileOptions opt) {
+  backend_for(rt.backend()).configure(opt.schedule);
+  if (!opt.schedule.backend_threads || !opt.schedule.parallel) return 1;
+  return opt.threads > 0 ? opt.threads
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+/** An attribute value as JSON. */
+std::string attr_json(const AttrValue& v) {
+  switch (v.kind) {
+    case AttrValue::Kind::integer:
+      return std::to_string(v.integer);
+    case AttrValue::Kind::number: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", v.number);
+      return std::isfinite(v.number) ? buf : "null";
+    }
+    case AttrValue::Kind::boolean:
+      return v.boolean ? "true" : "false";
+    case AttrValue::Kind::string:
+      return json_string(v.string);
+    case AttrValue::Kind::list: {
+      std::string s = "[";
+      for (size_t i = 0; i < v.list.size(); ++i)
+        s += (i ? ", " : "") + attr_json(v.list[i]);
+      return s + "]";
+    }
+  }
+  return "null";
+}
+
+/** --vs torch and --vs torch.compile: the composite's `baseline.torch` in a PyTorch helper, on
+ *  the runtime's device and thread count. */
+std::unique_ptr<Subject> make_torch(const BenchOptions& o, const Loaded& l, const Graph& g,
+                                    const std::vector<Tensor>& inputs, const SizeBindings& sizes) {
+  const Composite& c = *l.comp;
+  auto it = c.baselines.find("torch");
+  if (it == c.baselines.end())
+    throw UsageError("--vs " + o.vs + ": composite '" + c.name +
+                     "' has no PyTorch baseline; give it one, e.g. baseline = { torch = "
+                     "\"F.softmax(x, -1)\" } (docs/spec-language.md, \"Baselines\")");
+  TorchRequest r;
+  r.expr = it->second.code;
+  const SourceLoc& at = it->second.loc;
+  r.where = at.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.col);
+  r.mode = o.vs == "torch.compile" ? "compile" : "eager";
+  std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+  r.device = rt->backend() == "cuda" ? "cuda" : "cpu";
+  r.threads = r.device == "cpu" ? runtime_threads(*rt, compile_options(o.config, 0, *rt, l)) : 0;
+  auto tensor = [&](const std::string& name, NodeId id) {
+    const Node& n = g[id];
+    return TorchTensor{name, n.dtype,
+                       eval_checked_shape("'" + name + "'", n.dtype, n.shape, sizes)};
+  };
+  for (NodeId id : g.inputs)
+    r.inputs.push_back(tensor(g[id].name, id));
+  for (const GraphOutput& out : g.outputs)
+    r.outputs.push_back(tensor(out.name, out.node));
+  r.attrs_json = "{";
+  for (const AttrDecl& a : c.attrs) {
+    auto set = l.options.attrs.find(a.name);
+    r.attrs_json += (r.attrs_json.size() > 1 ? ", " : "") + json_string(a.name) + ": " +
+                    attr_json(set != l.options.attrs.end() ? set->second : a.value);
+  }
+  r.attrs_json += "}";
+  r.sizes_json = "{";
+  for (const auto& [name, v] : sizes)
+    r.sizes_json +=
+        (r.sizes_json.size() > 1 ? ", " : "") + json_string(name) + ": " + std::to_string(v);
+  r.sizes_json += "}";
+  return make_torch_baseline(r, inputs);
 }
 
 /** The baseline --vs names (check_baseline_name passed), or nullptr for none. */
@@ -79,15 +155,9 @@ std::unique_ptr<Subject> make_baseline(const BenchOptions& o, const Loaded& l, c
     std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
     CompileOptions opt = compile_options(config, 0, *rt, l);
     LoweredProgram p = plan_program(g, opt);
-    // OpenBLAS runs on as many threads as Kiln's runtime: one, unless the backend has threads
-    // (THREADS, 0: every core); OPENBLAS_NUM_THREADS, when set, decides instead.
-    backend_for(rt->backend()).configure(opt.schedule);
-    int threads = 1;
-    if (opt.schedule.backend_threads && opt.schedule.parallel)
-      threads = opt.threads > 0
-                    ? opt.threads
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    if (std::getenv("OPENBLAS_NUM_THREADS")) threads = 0;
+    // OpenBLAS runs on as many threads as Kiln's runtime; OPENBLAS_NUM_THREADS, when set,
+    // decides instead.
+    int threads = std::getenv("OPENBLAS_NUM_THREADS") ? 0 : runtime_threads(*rt, opt);
     std::string why_not;
     std::optional<GemmShape> shape = gemm_shape(p.graph, sizes, why_not);
     if (!shape)
@@ -95,6 +165,7 @@ std::unique_ptr<Subject> make_baseline(const BenchOptions& o, const Loaded& l, c
                        l.comp->name + "' is not: " + why_not);
     return make_gemm_baseline(*shape, inputs, threads);
   }
+  if (o.vs == "torch" || o.vs == "torch.compile") return make_torch(o, l, g, inputs, sizes);
   if (o.vs.rfind("runtime:", 0) == 0) {
     std::string name = o.vs.substr(8);
     if (name == "interp")
@@ -121,23 +192,6 @@ bool outputs_match(const Graph& g, const Composite& c, const std::vector<Tensor>
     }
   }
   return true;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (static_cast<unsigned char>(ch) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
 }
 
 /** `v` with `digits` significant digits. */
@@ -215,8 +269,9 @@ void print_text(std::ostream& out, const Report& r) {
         << " ms (the runtime's events around the kernels)  "
         << num(r.cost.bytes / (r.device->median / 1000) / 1e9, 4) << " GB/s\n";
   if (r.has_base)
-    out << "  " << r.baseline << "  median " << num(r.base.median, 4) << " ms, min "
-        << num(r.base.min, 4) << " ms, max " << num(r.base.max, 4) << " ms\n"
+    out << "  " << r.baseline << std::string(r.baseline.size() < 9 ? 9 - r.baseline.size() : 1, ' ')
+        << "median " << num(r.base.median, 4) << " ms, min " << num(r.base.min, 4) << " ms, max "
+        << num(r.base.max, 4) << " ms\n"
         << "  ratio    " << num(r.base.median / r.kiln.median, 4) << " (" << r.baseline
         << " time / kiln time; > 1: kiln is faster)"
         << (r.compared ? ", outputs match" : ", outputs not compared") << "\n";
@@ -276,7 +331,10 @@ int bench(const BenchOptions& o) {
   while (more()) {  // Kiln, baseline, Kiln, ...: drift hits both alike
     kiln_ms.push_back(time_ms(kiln));
     if (std::optional<double> d = kiln.device_ms()) device_ms.push_back(*d);
-    if (base) base_ms.push_back(time_ms(*base));
+    if (base) {
+      double ms = time_ms(*base);
+      base_ms.push_back(base->own_ms().value_or(ms));
+    }
   }
   r.repeats = static_cast<int>(kiln_ms.size());
   r.kiln = stats_of(kiln_ms);
@@ -298,9 +356,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   add_run_request_options(*cmd, *o, "A runtime name (clang, openmp, cc) or a descriptor path");
   cmd->add_option(
       "--vs", o->vs,
-      "Baseline timed alternately in the same process: openblas (cblas gemm, for a "
+      "Baseline timed alternately with Kiln's runs: openblas (cblas gemm, for a "
       "single matrix product, on the runtime's thread count unless "
-      "OPENBLAS_NUM_THREADS is set), copy (a memcpy of the same bytes), runtime:NAME (the "
+      "OPENBLAS_NUM_THREADS is set), torch or torch.compile (the composite's "
+      "baseline.torch in PyTorch eager or compiled, run by KILN_PYTHON or python3, on "
+      "the runtime's thread count), copy (a memcpy of the same bytes), runtime:NAME (the "
       "composite on another runtime)");
   cmd->add_option("--repeat", o->repeat, "Timed runs (default: at least 10, until 1 s has passed)")
       ->check(CLI::Range(1, kMaxRepeats));
