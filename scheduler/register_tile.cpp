@@ -290,7 +290,8 @@ class Tiler {
   }
 
   /** `for (jt = start; jt < end - (lanes - 1); jt += lanes)` over the register tiles of
-   *  `rows` x `lanes` along row loop `row` and the rows past the last full one, for nest `t`
+   *  `rows` x `lanes` along row loop `row` and the tiles of 1 x `lanes` of the rows past the
+   *  last full one, for nest `t`
    *  whose loops are `loops` (the outer reduction loop over one block). A `partial` tile
    *  takes the lanes from jt to the end, fewer than `lanes`: `for (jt = start; jt < end; ...)`
    *  runs once or not at all, its tiles hold end - jt lanes. */
@@ -302,45 +303,42 @@ class Tiler {
     const int64_t rows = shape_.rows;
     const std::string row_t = row.iter + "t", lane_t = lane.iter + "t";
 
-    auto alloc = std::make_shared<LoopNode>();
-    alloc->kind = LoopNode::Kind::alloc;
-    alloc->space = MemorySpace::local;
-    alloc->statement = t.stmt->statement;
-    alloc->name = "tile" + std::to_string(count_++);
-    alloc->tile_rows = rows;
-    alloc->tile_lanes = lanes;
-    alloc->tile_row = row.iter;
-    alloc->tile_lane = lane.iter;
-    alloc->tile_row_origin = ast_iter(row_t);
-    alloc->tile_lane_origin = ast_iter(lane_t);
-    if (partial) alloc->tile_lane_count = sub(upper(lane), ast_iter(lane_t));
-    // The element's index uses only the row and lane iterators.
-    std::set<std::string> used;
-    for (const IntExpr& e : s.index)
-      e.collect_vars(used);
-    alloc->args.resize(t.stmt->args.size());
-    for (size_t a = 0; a < alloc->args.size(); ++a)
-      if (used.count(iterator_name(static_cast<int>(a)))) alloc->args[a] = t.stmt->args[a];
-    alloc->body = {rebuild_nest(loops, *t.stmt, static_cast<int>(loops.size()) - 1, nullptr)};
+    // A tile of `n` rows from row `origin`.
+    auto tile = [&](int64_t n, const std::string& origin) {
+      auto alloc = std::make_shared<LoopNode>();
+      alloc->kind = LoopNode::Kind::alloc;
+      alloc->space = MemorySpace::local;
+      alloc->statement = t.stmt->statement;
+      alloc->name = "tile" + std::to_string(count_++);
+      alloc->tile_rows = n;
+      alloc->tile_lanes = lanes;
+      alloc->tile_row = row.iter;
+      alloc->tile_lane = lane.iter;
+      alloc->tile_row_origin = ast_iter(origin);
+      alloc->tile_lane_origin = ast_iter(lane_t);
+      if (partial) alloc->tile_lane_count = sub(upper(lane), ast_iter(lane_t));
+      // The element's index uses only the row and lane iterators.
+      std::set<std::string> used;
+      for (const IntExpr& e : s.index)
+        e.collect_vars(used);
+      alloc->args.resize(t.stmt->args.size());
+      for (size_t a = 0; a < alloc->args.size(); ++a)
+        if (used.count(iterator_name(static_cast<int>(a)))) alloc->args[a] = t.stmt->args[a];
+      alloc->body = {rebuild_nest(loops, *t.stmt, static_cast<int>(loops.size()) - 1, nullptr)};
+      return alloc;
+    };
 
     auto full_rows = std::make_shared<LoopNode>(row);
     full_rows->iter = row_t;
     full_rows->cond = ast_op("lt", {ast_iter(row_t), sub(upper(row), ast_int(rows - 1))});
     full_rows->step = rows;
-    full_rows->body = {alloc};
+    full_rows->body = {tile(rows, row_t)};
     full_rows->mapping = Mapping::serial;
-    // The rows past the last full row tile, over this lane tile.
+    // The rows past the last full row tile: a tile of one row each.
     auto rest_rows = std::make_shared<LoopNode>(row);
     rest_rows->init = after_tiles(row.init, upper(row), rows);
     rest_rows->mapping = Mapping::serial;
-    auto lane_span = std::make_shared<LoopNode>(lane);
-    lane_span->init = ast_iter(lane_t);
-    AstExprPtr span_end = add(ast_iter(lane_t), ast_int(lanes));
-    if (partial) span_end = upper(lane);
-    lane_span->cond = ast_op("lt", {ast_iter(lane.iter), span_end});
-    std::vector<const LoopNode*> span_loops = loops;
-    span_loops.back() = lane_span.get();
-    rest_rows->body = {rebuild_nest(span_loops, *t.stmt, -1, nullptr)};
+    rest_rows->body = {tile(1, row.iter)};
     AstExprPtr last = partial ? upper(lane) : sub(upper(lane), ast_int(lanes - 1));
     return make_loop(lane_t, start, ast_op("lt", {ast_iter(lane_t), last}), lanes,
                      {full_rows, rest_rows});

@@ -217,67 +217,24 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
         }
       }
       for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
-        for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-          for (int64_t c1 = c1t; c1 < (c1t + 32); c1 += 1) {
-            {
-              const int64_t i0 = c0;
-              const int64_t i1 = c1;
-              const int64_t i2 = c2;
-              const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
-              { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
+        {
+          kiln_vf32 tile1_0_0, tile1_0_1;
+          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); tile1_0_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+            }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; tile1_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
             }
           }
+          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_0); }
+          { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_1); }
         }
       }
     }
     for (int64_t c1t = (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))); c1t < (s_N - 15); c1t += 16) {
-      for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
-        {
-          kiln_vf32 tile1_0_0;
-          kiln_vf32 tile1_1_0;
-          kiln_vf32 tile1_2_0;
-          kiln_vf32 tile1_3_0;
-          kiln_vf32 tile1_4_0;
-          kiln_vf32 tile1_5_0;
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile1_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile1_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile1_3_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile1_4_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile1_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile1_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile1_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile1_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile1_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-            }
-          }
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_0); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_1_0); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_2_0); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_3_0); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_4_0); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_5_0); }
-        }
-      }
-      for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
-        for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-          for (int64_t c1 = c1t; c1 < (c1t + 16); c1 += 1) {
-            {
-              const int64_t i0 = c0;
-              const int64_t i1 = c1;
-              const int64_t i2 = c2;
-              const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
-              { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
-            }
-          }
-        }
-      }
-    }
-    for (int64_t c1t = ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) > ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16))) ? (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) : ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16)))); c1t < s_N; c1t += 16) {
       for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
         {
           kiln_vf32 tile2_0_0;
@@ -286,14 +243,14 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           kiln_vf32 tile2_3_0;
           kiln_vf32 tile2_4_0;
           kiln_vf32 tile2_5_0;
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile2_1_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile2_2_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile2_3_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile2_4_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile2_5_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile2_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile2_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile2_3_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile2_4_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile2_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
           for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N));
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile2_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile2_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
@@ -302,25 +259,70 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
               { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile2_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
             }
           }
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_0_0); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_1_0); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_2_0); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_3_0); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_4_0); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile2_5_0); }
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_0_0); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_1_0); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_2_0); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_3_0); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_4_0); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_5_0); }
         }
       }
       for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
-        for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-          for (int64_t c1 = c1t; c1 < s_N; c1 += 1) {
-            {
-              const int64_t i0 = c0;
-              const int64_t i1 = c1;
-              const int64_t i2 = c2;
-              const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
-              { KILN_REASSOC b3[(s_N * i0 + i1)] = b3[(s_N * i0 + i1)] + kiln_v; }
+        {
+          kiln_vf32 tile3_0_0;
+          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile3_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile3_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
             }
           }
+          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile3_0_0); }
+        }
+      }
+    }
+    for (int64_t c1t = ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) > ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16))) ? (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) : ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16)))); c1t < s_N; c1t += 16) {
+      for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+        {
+          kiln_vf32 tile4_0_0;
+          kiln_vf32 tile4_1_0;
+          kiln_vf32 tile4_2_0;
+          kiln_vf32 tile4_3_0;
+          kiln_vf32 tile4_4_0;
+          kiln_vf32 tile4_5_0;
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile4_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile4_1_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile4_2_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile4_3_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile4_4_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile4_5_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N));
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile4_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile4_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile4_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile4_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile4_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile4_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+            }
+          }
+          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_0_0); }
+          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_1_0); }
+          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_2_0); }
+          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_3_0); }
+          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_4_0); }
+          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_5_0); }
+        }
+      }
+      for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+        {
+          kiln_vf32 tile5_0_0;
+          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile5_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N));
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile5_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+            }
+          }
+          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile5_0_0); }
         }
       }
     }

@@ -83,6 +83,9 @@ void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode
     case LoopNode::Kind::stmt:
       if (tile && tile->statement == n.statement) {
         int64_t row = eval(*tile->tile_row_origin, env), lane = eval(*tile->tile_lane_origin, env);
+        std::map<std::string, int64_t> saved;
+        for (const std::string* v : {&tile->tile_row, &tile->tile_lane})
+          if (env.count(*v)) saved[*v] = env[*v];
         int64_t lanes =
             tile->tile_lane_count ? eval(*tile->tile_lane_count, env) : tile->tile_lanes;
         CHECK(lanes > 0);  // a partial tile has a lane, and no more than a full one
@@ -93,8 +96,11 @@ void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode
             env[tile->tile_lane] = lane + l;
             run(n, env, out);
           }
-        env.erase(tile->tile_row);
-        env.erase(tile->tile_lane);
+        // A tile of one row takes its origin from the row loop itself: restore it.
+        for (const std::string* v : {&tile->tile_row, &tile->tile_lane})
+          env.erase(*v);
+        for (const auto& [v, value] : saved)
+          env[v] = value;
         break;
       }
       {
@@ -509,18 +515,20 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
   CHECK(transforms_to_text(r.transforms).find("register tile 6 rows x 2 vectors of 64 bytes") !=
         std::string::npos);
   CHECK(transforms_to_text(r.transforms).find("tile 32") == std::string::npos);  // not isl's
-  // Tiles of two vectors, then of one, then a partial one for the lanes left.
+  // Tiles of two vectors, then of one, then a partial one for the lanes left; each of 6 rows,
+  // then of one row for the rows left.
   std::vector<const LoopNode*> found;
   allocs(*r.nest.root, found);
-  REQUIRE(found.size() == 3);
+  REQUIRE(found.size() == 6);
   const LoopNode& tile = *found[0];
   CHECK(tile.tile_rows == 6);
   CHECK(tile.tile_lanes == 32);  // two 64-byte vectors of f32
   CHECK_FALSE(tile.tile_lane_count);
-  CHECK(found[1]->tile_lanes == 16);
-  CHECK_FALSE(found[1]->tile_lane_count);
-  CHECK(found[2]->tile_lanes == 16);
-  REQUIRE(found[2]->tile_lane_count);  // N - jt lanes
+  for (size_t k = 0; k < 6; ++k) {
+    CHECK(found[k]->tile_rows == (k % 2 ? 1 : 6));
+    CHECK(found[k]->tile_lanes == (k < 2 ? 32 : 16));
+    CHECK(static_cast<bool>(found[k]->tile_lane_count) == (k >= 4));  // N - jt lanes
+  }
   // Inside: the k loop of one block, the update's j loop gone into the lanes.
   std::vector<const LoopNode*> inner = loops(tile);
   REQUIRE(inner.size() == 1);
@@ -539,10 +547,10 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
   ScheduledKernel rd = check_legal(d, opt, {{{"M", 7}, {"N", 17}, {"K", 65}}});
   found.clear();
   allocs(*rd.nest.root, found);
-  REQUIRE(found.size() == 3);
+  REQUIRE(found.size() == 6);
   CHECK(found[0]->tile_lanes == 16);
-  CHECK(found[1]->tile_lanes == 8);
   CHECK(found[2]->tile_lanes == 8);
+  CHECK(found[4]->tile_lanes == 8);
 
   // f16 and a value the lanes cannot compute (exp2 of a lane-varying load) keep the plain nest.
   KernelBuilder h = matmul(DType::f16);

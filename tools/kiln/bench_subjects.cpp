@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "driver/blas.h"
 #include "ir/sizes.h"
@@ -179,15 +181,29 @@ class GemmBaseline : public Subject {
 
 class CopyBaseline : public Subject {
  public:
-  explicit CopyBaseline(int64_t bytes)
-      : src_(static_cast<size_t>(bytes / 2), 1), dst_(static_cast<size_t>(bytes / 2), 0) {}
+  CopyBaseline(int64_t bytes, int threads)
+      : src_(static_cast<size_t>(bytes / 2), 1),
+        dst_(static_cast<size_t>(bytes / 2), 0),
+        threads_(std::max(threads, 1)) {}
+  /** One memcpy per thread over consecutive slices, cut at 4 KiB pages. */
   void run() override {
-    if (!src_.empty()) std::memcpy(dst_.data(), src_.data(), src_.size());
+    size_t n = src_.size(), page = 4096;
+    size_t slice = (n / threads_ + page - 1) / page * page;
+    auto copy = [&](size_t from) {
+      if (from < n) std::memcpy(dst_.data() + from, src_.data() + from, std::min(slice, n - from));
+    };
+    std::vector<std::thread> others;
+    for (int t = 1; t < threads_; ++t)
+      others.emplace_back(copy, t * slice);
+    copy(0);
+    for (std::thread& t : others)
+      t.join();
   }
   std::optional<std::vector<Tensor>> outputs() const override { return std::nullopt; }
 
  private:
   std::vector<uint8_t> src_, dst_;
+  int threads_;
 };
 
 }  // namespace
@@ -214,8 +230,8 @@ std::unique_ptr<Subject> make_gemm_baseline(const GemmShape& shape,
   return std::make_unique<GemmBaseline>(shape, inputs, threads);
 }
 
-std::unique_ptr<Subject> make_copy_baseline(int64_t bytes) {
-  return std::make_unique<CopyBaseline>(bytes);
+std::unique_ptr<Subject> make_copy_baseline(int64_t bytes, int threads) {
+  return std::make_unique<CopyBaseline>(bytes, threads);
 }
 
 }  // namespace kiln::cli

@@ -80,7 +80,8 @@ std::optional<GemmShape> gemm_shape(const Graph& simplified, const SizeBindings&
 std::unique_ptr<Subject> make_gemm_baseline(const GemmShape& shape,
                                             const std::vector<Tensor>& inputs, int threads);
 
-/** std::memcpy of bytes / 2 between two buffers: it reads and writes `bytes` in all. */
-std::unique_ptr<Subject> make_copy_baseline(int64_t bytes);
+/** std::memcpy of bytes / 2 between two buffers, split over `threads` threads (started per
+ *  run): it reads and writes `bytes` in all. */
+std::unique_ptr<Subject> make_copy_baseline(int64_t bytes, int threads);
 
 }  // namespace kiln::cli

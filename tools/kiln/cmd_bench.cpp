@@ -146,7 +146,11 @@ std::unique_ptr<Subject> make_baseline(const BenchOptions& o, const Loaded& l, c
                                        const std::vector<Tensor>& inputs, const SizeBindings& sizes,
                                        const GraphCost& cost) {
   if (o.vs.empty()) return nullptr;
-  if (o.vs == "copy") return make_copy_baseline(cost.bytes);
+  if (o.vs == "copy") {  // on as many threads as the runtime
+    std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+    return make_copy_baseline(cost.bytes,
+                              runtime_threads(*rt, compile_options(o.config, 0, *rt, l)));
+  }
   if (o.vs == "openblas") {
     // Kiln's own rule (gemm-to-blas) decides what is a GEMM: the graph simplified as under
     // --config BLAS=openblas must be one gemm call on the inputs.
@@ -360,7 +364,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "single matrix product, on the runtime's thread count unless "
       "OPENBLAS_NUM_THREADS is set), torch or torch.compile (the composite's "
       "baseline.torch in PyTorch eager or compiled, run by KILN_PYTHON or python3, on "
-      "the runtime's thread count), copy (a memcpy of the same bytes), runtime:NAME (the "
+      "the runtime's thread count), copy (a memcpy of the same bytes on as many threads), "
+      "runtime:NAME (the "
       "composite on another runtime)");
   cmd->add_option("--repeat", o->repeat, "Timed runs (default: at least 10, until 1 s has passed)")
       ->check(CLI::Range(1, kMaxRepeats));
