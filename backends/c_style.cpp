@@ -301,6 +301,7 @@ std::string CStyleRenderer::nest_runs(const LoopNode& n) const {
 
 std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, int depth) const {
   if (n.tile_rows > 0) return render_tile(c, n, depth);
+  if (n.pack_depth > 0) return render_pack(c, n, depth);
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
   DType dtype = c.plan.buffers[st.buffer].dtype;
@@ -367,6 +368,29 @@ std::vector<AstExprPtr> tile_args(const LoopNode& t, const std::vector<AstExprPt
 }  // namespace
 
 namespace {
+
+/** The statement iterators of stmt node `n` that loop iterator `iter` drives. */
+std::set<std::string> driven_by(const LoopNode& n, const std::string& iter) {
+  std::set<std::string> out;
+  for (size_t a = 0; a < n.args.size(); ++a)
+    if (n.args[a] && uses_iterator(*n.args[a], iter))
+      out.insert(iterator_name(static_cast<int>(a)));
+  return out;
+}
+
+/** The loads of `st` that move along the lanes (`along`) but not across the rows (`across`):
+ *  one vector per lane group serves every row. Each once, in evaluation order. */
+std::vector<const ScalarExpr*> row_shared_loads(const Statement& st,
+                                                const std::set<std::string>& along,
+                                                const std::set<std::string>& across) {
+  std::vector<const ScalarExpr*> loads, out;
+  collect_loads(*st.value, loads);
+  for (const ScalarExpr* l : loads)
+    if (std::find(out.begin(), out.end(), l) == out.end() && uses_vars(*l, along) &&
+        !uses_vars(*l, across))
+      out.push_back(l);
+  return out;
+}
 
 /** The vector helpers of one element type; $-names are filled in by vector_helpers. */
 const char* const kVectorHelpers = R"(typedef $T $V __attribute__((vector_size($B), aligned($A)));
@@ -526,36 +550,92 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
   return s + pad + "}\n";
 }
 
+std::string CStyleRenderer::pack_element(const LoopNode& pack, size_t k, int64_t lane) const {
+  return pack.name + "_" + std::to_string(k) + "[(" + pack.pack_iter + " - " +
+         ast_expr_to_c(*pack.pack_origin) + ") * " + std::to_string(pack.tile_lanes) + " + " +
+         std::to_string(lane) + "]";
+}
+
+std::string CStyleRenderer::render_pack(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  std::vector<const LoopNode*> fill = nodes_of(*n.body.at(0), LoopNode::Kind::stmt);
+  if (fill.empty()) throw std::logic_error("a packed panel without its fill statement");
+  std::vector<const ScalarExpr*> loads =
+      row_shared_loads(st, driven_by(*fill[0], n.tile_lane), driven_by(*fill[0], n.tile_row));
+  std::string type = st.value->dtype == DType::f64 ? "double" : "float";
+  std::string s = pad + "{\n";
+  for (size_t k = 0; k < loads.size(); ++k)
+    s += pad + "  " + type + " " + n.name + "_" + std::to_string(k) + "[" +
+         std::to_string(n.pack_depth * n.tile_lanes) + "] __attribute__((aligned(64)));\n";
+  const LoopNode* filling = c.filling;
+  c.filling = &n;
+  s += render_node(c, *n.body[0], depth + 1);
+  c.filling = filling;
+  const LoopNode* pack = c.pack;
+  c.pack = &n;
+  for (size_t i = 1; i < n.body.size(); ++i)
+    s += render_node(c, *n.body[i], depth + 1);
+  c.pack = pack;
+  return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_pack_fill(const Context& c, const LoopNode& n, int depth) const {
+  const LoopNode& p = *c.filling;
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  std::set<std::string> along = driven_by(n, p.tile_lane);
+  std::vector<const ScalarExpr*> loads = row_shared_loads(st, along, driven_by(n, p.tile_row));
+  std::string t = st.value->dtype == DType::f64 ? "f64" : "f32";
+  int lanes = vector_bytes() / (dtype_bits(st.value->dtype) / 8);
+  std::string s;
+  for (int64_t v = 0; v < p.tile_lanes / lanes; ++v) {
+    // The row iterator is not bound here; the loads packed do not read it.
+    AstExprPtr col = ast_op("add", {p.tile_lane_origin, ast_int(v * lanes)});
+    std::vector<AstExprPtr> args;
+    for (const AstExprPtr& a : n.args)
+      args.push_back(a ? substitute(substitute(a, p.tile_row, ast_int(0)), p.tile_lane, col)
+                       : nullptr);
+    c.bound.clear();
+    c.index_bound.clear();
+    c.lane_limit = p.tile_lane_count ? lane_count(p, v * lanes) : "";
+    s += pad + "{ " + bind_line(args);
+    for (size_t k = 0; k < loads.size(); ++k)
+      s += std::string(k ? " " : "") + "kiln_vst_" + t + "(&" + pack_element(p, k, v * lanes) +
+           ", " + render_lanes(c, *loads[k], along) + ");";
+    s += " }\n";
+  }
+  c.lane_limit.clear();
+  return s;
+}
+
 std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode& n,
                                                int depth) const {
   const LoopNode& t = *c.tile;
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
   int lanes = vector_bytes() / (dtype_bits(c.plan.buffers[st.buffer].dtype) / 8);
-  std::set<std::string> along, across;
-  for (size_t a = 0; a < n.args.size(); ++a) {
-    if (n.args[a] && uses_iterator(*n.args[a], t.tile_lane))
-      along.insert(iterator_name(static_cast<int>(a)));
-    if (n.args[a] && uses_iterator(*n.args[a], t.tile_row))
-      across.insert(iterator_name(static_cast<int>(a)));
-  }
+  std::set<std::string> along = driven_by(n, t.tile_lane), across = driven_by(n, t.tile_row);
   // Per vector of lanes: the vector loads that every row shares (b's row in a matmul, the
-  // input's in a convolution) once into locals, then each row's update.
-  std::vector<const ScalarExpr*> loads;
-  collect_loads(*st.value, loads);
-  std::string type = st.value->dtype == DType::f64 ? "kiln_vf64 " : "kiln_vf32 ";
+  // input's in a convolution) once into locals, from the packed panel where there is one;
+  // then each row's update.
+  std::vector<const ScalarExpr*> loads = row_shared_loads(st, along, across);
+  std::string t_name = st.value->dtype == DType::f64 ? "f64" : "f32";
+  std::string type = "kiln_v" + t_name + " ";
+  const LoopNode* pack = c.pack && c.pack->statement == n.statement ? c.pack : nullptr;
   std::string s;
   for (int64_t v = 0; v < t.tile_lanes / lanes; ++v) {
     c.lane_limit = t.tile_lane_count ? lane_count(t, v * lanes) : "";
     c.lane_bound.clear();
     std::string shared;
-    for (const ScalarExpr* l : loads)
-      if (!c.lane_bound.count(l) && uses_vars(*l, along) && !uses_vars(*l, across)) {
-        std::string name = "kiln_lane" + std::to_string(c.lane_bound.size());
-        shared +=
-            (shared.empty() ? "" : " ") + type + name + " = " + render_lanes(c, *l, along) + ";";
-        c.lane_bound[l] = name;
-      }
+    for (size_t k = 0; k < loads.size(); ++k) {
+      std::string name = "kiln_lane" + std::to_string(k);
+      std::string value =
+          pack ? "kiln_vld_" + t_name + "(&" + pack_element(*pack, k, v * lanes) + ")"
+               : render_lanes(c, *loads[k], along);
+      shared += (shared.empty() ? "" : " ") + type + name + " = " + value + ";";
+      c.lane_bound[loads[k]] = name;
+    }
     std::string in = pad;
     if (!shared.empty()) {
       s += pad + "{ " + bind_line(tile_args(t, n.args, 0, v * lanes)) + shared + "\n";
@@ -623,6 +703,7 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
         s += render_node(c, *child, depth + 1);
       return s + pad + "}\n";
     case LoopNode::Kind::stmt: {
+      if (c.filling && c.filling->statement == n.statement) return render_pack_fill(c, n, depth);
       if (c.tile && c.tile->statement == n.statement) return render_tile_update(c, n, depth);
       s += pad + "{\n" + bind_iterators(n.args, pad + "  ");
       const Statement& st = c.kernel.statements[n.statement];

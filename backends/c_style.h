@@ -97,6 +97,9 @@ class CStyleRenderer {
     mutable std::string lane_limit;
     /** Vector loads of a register tile's update that its rows share, bound to locals. */
     mutable std::map<const ScalarExpr*, std::string> lane_bound;
+    /** The packed panel (an alloc with pack_depth) being filled, or whose tiles are rendered. */
+    mutable const LoopNode* filling = nullptr;
+    mutable const LoopNode* pack = nullptr;
   };
   /** `kiln_check` and `kiln_check_record` for RenderOptions::bounds_checks. */
   virtual std::string bounds_check_helpers() const;
@@ -133,6 +136,12 @@ class CStyleRenderer {
   std::string render_tile(const Context& c, const LoopNode& n, int depth) const;
   /** Statement node `n` inside register tile c.tile: one vector update per row and vector. */
   std::string render_tile_update(const Context& c, const LoopNode& n, int depth) const;
+  /** A packed panel (LoopNode::pack_depth): its arrays, the loop that fills them, the tiles. */
+  std::string render_pack(const Context& c, const LoopNode& n, int depth) const;
+  /** The fill's statement node `n`: each row-shared lane load stored into its array. */
+  std::string render_pack_fill(const Context& c, const LoopNode& n, int depth) const;
+  /** Element (reduction iteration, `lane`) of the array of row-shared load `k` of `pack`. */
+  std::string pack_element(const LoopNode& pack, size_t k, int64_t lane) const;
   /** Whether a float max reduction in a register accumulates ordered integer keys of its
    *  values (kiln_key_f32: an integer max, which vectorises without fast-math, plus a NaN flag)
    *  rather than floats through a NaN-propagating select, which stays scalar. */

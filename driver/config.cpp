@@ -145,8 +145,8 @@ std::vector<Knob> make_knobs() {
           [](auto& o) -> auto& { return o.schedule.max_operations; }),
       {"MICRO", KnobStage::scheduler,
        "CPU register tile of contractions: R rows of V 64-byte vectors over k blocks of D "
-       "(6x2x64: 6x32 f32), 0: off; docs/performance.md",
-       "6x2x64", true, parse_micro, show_micro},
+       "(6x2x256: 6x32 f32 over 256 k), 0: off; docs/performance.md",
+       "6x2x256", true, parse_micro, show_micro},
       flag_knob(
           "PARALLEL", KnobStage::scheduler,
           "1: the outermost coincident loops run across threads, on backends with threads (openmp)",

@@ -92,6 +92,18 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
       return;
     }
     case LoopNode::Kind::alloc: {
+      if (n.pack_depth > 0) {
+        out += pad + "pack " + n.name + " = the row-shared lane operands of S" +
+               std::to_string(n.statement) + " for " + n.pack_iter + " = " +
+               unwrap(expr_text(*n.pack_origin)) + " + 0.." + std::to_string(n.pack_depth - 1) +
+               ", " + n.tile_lane + " = " + unwrap(expr_text(*n.tile_lane_origin)) + " + 0.." +
+               std::to_string(n.tile_lanes - 1) +
+               (n.tile_lane_count ? ", lanes below " + unwrap(expr_text(*n.tile_lane_count)) : "") +
+               "\n";
+        for (const auto& c : n.body)
+          node_text(*c, depth + 1, out);
+        return;
+      }
       out += pad + "alloc " + memory_space_name(n.space) + " " + n.name + " = element of S" +
              std::to_string(n.statement) + "(";
       for (size_t k = 0; k < n.args.size(); ++k)

@@ -72,6 +72,7 @@ using LoopNodePtr = std::shared_ptr<const LoopNode>;
  *    whose statements correspond (scheduler/schedule_cache.h). The register is loaded before the
  * body and stored after it, and that statement accumulates into the register inside (a reduction's
  * scalar accumulator).
+ *    An alloc with pack_depth > 0 is a packed panel of operands instead (see pack_depth).
  *  - barrier: every thread of a GPU block waits for the others (none on the CPU).
  *  - single: `body` runs on one thread of the GPU block (thread 0); on the CPU a plain block.
  *
@@ -104,6 +105,15 @@ struct LoopNode {
   /** alloc: how many of the tile's lanes exist (the last, partial tile of a row: lanes from
    *  this count on are neither read nor written); null when all tile_lanes do. */
   AstExprPtr tile_lane_count;
+  /** alloc: a packed panel when > 0: for D = pack_depth iterations of reduction loop
+   *  `pack_iter` from `pack_origin`, the vectors of tile_lanes lanes (from tile_lane_origin,
+   *  tile_lane_count of them when set) that statement `statement`'s loads read alike for every
+   *  row of its register tiles (they do not use `tile_row`), copied into contiguous local
+   *  arrays. body[0] is the loop that fills them (its stmt node names the statement), the rest
+   *  the tiles that read them. */
+  int64_t pack_depth = 0;
+  std::string pack_iter;
+  AstExprPtr pack_origin;
 };
 
 /** Loops of `root` in pre-order (outer before inner). */

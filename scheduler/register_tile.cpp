@@ -341,13 +341,44 @@ class Tiler {
     rest_rows->body = {tile(1, row.iter)};
     AstExprPtr last = partial ? upper(lane) : sub(upper(lane), ast_int(lanes - 1));
     return make_loop(lane_t, start, ast_op("lt", {ast_iter(lane_t), last}), lanes,
-                     {full_rows, rest_rows});
+                     {packed(row, t, loops, lanes, partial, {full_rows, rest_rows})});
+  }
+
+  /** `tiles` reading a packed panel of the operands their rows share (b's rows in a matmul),
+   *  when the reduction is one loop (a k block of D iterations: D x lanes elements, filled
+   *  once and read by every row tile); else `tiles` as they are. */
+  LoopNodePtr packed(const LoopNode& row, const TileNest& t,
+                     const std::vector<const LoopNode*>& loops, int64_t lanes, bool partial,
+                     std::vector<LoopNodePtr> tiles) {
+    auto block = std::make_shared<LoopNode>();
+    block->kind = LoopNode::Kind::block;
+    block->body = std::move(tiles);
+    if (loops.size() != 2 || shared_operands(t, row) == 0) return block;
+    const LoopNode& lane = *t.loops.back();
+    auto pack = std::make_shared<LoopNode>();
+    pack->kind = LoopNode::Kind::alloc;
+    pack->space = MemorySpace::local;
+    pack->statement = t.stmt->statement;
+    pack->name = "pack" + std::to_string(packs_++);
+    pack->tile_row = row.iter;
+    pack->tile_lane = lane.iter;
+    pack->tile_lanes = lanes;
+    pack->tile_lane_origin = ast_iter(lane.iter + "t");
+    if (partial) pack->tile_lane_count = sub(upper(lane), ast_iter(lane.iter + "t"));
+    pack->pack_depth = shape_.depth;
+    pack->pack_iter = loops.front()->iter;
+    pack->pack_origin = loops.front()->init;
+    // The fill: the k loop of the block around the statement, its lane loop left out.
+    pack->body = {rebuild_nest(loops, *t.stmt, 1, nullptr)};
+    for (const LoopNodePtr& n : block->body)
+      pack->body.push_back(n);
+    return pack;
   }
 
   const KernelPlan& plan_;
   const Kernel& kernel_;
   RegisterTileShape shape_;
-  int count_ = 0;
+  int count_ = 0, packs_ = 0;
 };
 
 }  // namespace

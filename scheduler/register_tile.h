@@ -36,7 +36,7 @@ namespace kiln {
 struct RegisterTileShape {
   int rows = 6;
   int vectors = 2;
-  int depth = 64;
+  int depth = 256;
   int vector_bytes = 64;
 };
 

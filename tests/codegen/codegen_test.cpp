@@ -145,17 +145,19 @@ TEST_CASE("codegen: matmul f32: a 6x32 register tile (6 rows of two 16-lane vect
   std::string src = render_source(golden_cases()[1]);
   CHECK(src.find("typedef float kiln_vf32 __attribute__((vector_size(64), aligned(4)));") !=
         std::string::npos);
-  CHECK(src.find("for (int64_t c2t = 0; c2t < s_K; c2t += 64) {") != std::string::npos);
+  CHECK(src.find("for (int64_t c2t = 0; c2t < s_K; c2t += 256) {") != std::string::npos);
+  // b's panel of the k block packed per lane tile, read by every row tile.
+  CHECK(src.find("float pack0_0[8192] __attribute__((aligned(64)));") != std::string::npos);
   CHECK(src.find("kiln_vf32 tile0_5_0, tile0_5_1;") != std::string::npos);
   CHECK(src.find("tile0_6_0") == std::string::npos);
-  // Per k and vector: the vector of b's row that the rows share, loaded once; then per row a
-  // broadcast of a and one multiply-add.
-  CHECK(src.find("i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + "
-                 "i1)]);\n") != std::string::npos);
+  // Per k and vector: the vector of b's row that the rows share, loaded once from the pack;
+  // then per row a broadcast of a and one multiply-add.
+  CHECK(src.find("i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = "
+                 "kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 16]);\n") != std::string::npos);
   CHECK(src.find("{ const int64_t i0 = (c0t + 5), i1 = (c1t + 16), i2 = c2; tile0_5_1 += "
                  "(b0[(s_K * i0 + i2)] * kiln_lane0); }") != std::string::npos);
   // The lanes past the last vector: a partial tile, its loads and stores masked to N - c1t.
-  CHECK(src.find("kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N));") !=
+  CHECK(src.find("kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N))") !=
         std::string::npos);
 }
 

@@ -163,170 +163,189 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
       }
     }
   }
-  for (int64_t c2t = 0; c2t < s_K; c2t += 64) {
+  for (int64_t c2t = 0; c2t < s_K; c2t += 256) {
     #pragma omp parallel for schedule(static)
     for (int64_t c1t = 0; c1t < (s_N - 31); c1t += 32) {
-      for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
-        {
-          kiln_vf32 tile0_0_0, tile0_0_1;
-          kiln_vf32 tile0_1_0, tile0_1_1;
-          kiln_vf32 tile0_2_0, tile0_2_1;
-          kiln_vf32 tile0_3_0, tile0_3_1;
-          kiln_vf32 tile0_4_0, tile0_4_1;
-          kiln_vf32 tile0_5_0, tile0_5_1;
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); tile0_1_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); tile0_2_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile0_3_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 16); tile0_3_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile0_4_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 16); tile0_4_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile0_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); tile0_5_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile0_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile0_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile0_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-            }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 1), i1 = (c1t + 16), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 2), i1 = (c1t + 16), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 3), i1 = (c1t + 16), i2 = c2; tile0_3_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 4), i1 = (c1t + 16), i2 = c2; tile0_4_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 5), i1 = (c1t + 16), i2 = c2; tile0_5_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-            }
-          }
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_0); }
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_1); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_0); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_1); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_0); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_1); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_3_0); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_3_1); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_4_0); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_4_1); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_5_0); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_5_1); }
+      {
+        float pack0_0[8192] __attribute__((aligned(64)));
+        for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 32 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 16), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 32 + 16], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
         }
-      }
-      for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
-        {
-          kiln_vf32 tile1_0_0, tile1_0_1;
-          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); tile1_0_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+        for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+          {
+            kiln_vf32 tile0_0_0, tile0_0_1;
+            kiln_vf32 tile0_1_0, tile0_1_1;
+            kiln_vf32 tile0_2_0, tile0_2_1;
+            kiln_vf32 tile0_3_0, tile0_3_1;
+            kiln_vf32 tile0_4_0, tile0_4_1;
+            kiln_vf32 tile0_5_0, tile0_5_1;
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); tile0_1_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); tile0_2_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile0_3_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 16); tile0_3_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile0_4_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 16); tile0_4_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile0_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); tile0_5_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 0]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile0_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile0_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile0_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 16]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 16), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 16), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 3), i1 = (c1t + 16), i2 = c2; tile0_3_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 4), i1 = (c1t + 16), i2 = c2; tile0_4_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 5), i1 = (c1t + 16), i2 = c2; tile0_5_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
             }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; tile1_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-            }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_0); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_1); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_0); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_1); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_0); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_1); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_3_0); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_3_1); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_4_0); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_4_1); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_5_0); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_5_1); }
           }
-          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_0); }
-          { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_1); }
+        }
+        for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+          {
+            kiln_vf32 tile1_0_0, tile1_0_1;
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); tile1_0_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 0]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 16]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; tile1_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+            }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_0); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_1); }
+          }
         }
       }
     }
     #pragma omp parallel for schedule(static)
     for (int64_t c1t = (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))); c1t < (s_N - 15); c1t += 16) {
-      for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
-        {
-          kiln_vf32 tile2_0_0;
-          kiln_vf32 tile2_1_0;
-          kiln_vf32 tile2_2_0;
-          kiln_vf32 tile2_3_0;
-          kiln_vf32 tile2_4_0;
-          kiln_vf32 tile2_5_0;
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile2_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile2_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile2_3_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile2_4_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile2_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile2_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile2_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile2_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile2_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile2_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-            }
-          }
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_0_0); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_1_0); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_2_0); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_3_0); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_4_0); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_5_0); }
+      {
+        float pack1_0[4096] __attribute__((aligned(64)));
+        for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c2 - c2t) * 16 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
         }
-      }
-      for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
-        {
-          kiln_vf32 tile3_0_0;
-          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile3_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile3_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+        for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+          {
+            kiln_vf32 tile2_0_0;
+            kiln_vf32 tile2_1_0;
+            kiln_vf32 tile2_2_0;
+            kiln_vf32 tile2_3_0;
+            kiln_vf32 tile2_4_0;
+            kiln_vf32 tile2_5_0;
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile2_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile2_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile2_3_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile2_4_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile2_5_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 16 + 0]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile2_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile2_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile2_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile2_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile2_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
             }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_0_0); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_1_0); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_2_0); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_3_0); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_4_0); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_5_0); }
           }
-          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile3_0_0); }
+        }
+        for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+          {
+            kiln_vf32 tile3_0_0;
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile3_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 16 + 0]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile3_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+            }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile3_0_0); }
+          }
         }
       }
     }
     #pragma omp parallel for schedule(static)
     for (int64_t c1t = ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) > ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16))) ? (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) : ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16)))); c1t < s_N; c1t += 16) {
-      for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
-        {
-          kiln_vf32 tile4_0_0;
-          kiln_vf32 tile4_1_0;
-          kiln_vf32 tile4_2_0;
-          kiln_vf32 tile4_3_0;
-          kiln_vf32 tile4_4_0;
-          kiln_vf32 tile4_5_0;
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile4_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile4_1_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile4_2_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile4_3_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile4_4_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile4_5_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N));
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile4_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile4_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile4_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile4_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile4_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile4_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-            }
-          }
-          { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_0_0); }
-          { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_1_0); }
-          { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_2_0); }
-          { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_3_0); }
-          { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_4_0); }
-          { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_5_0); }
+      {
+        float pack2_0[4096] __attribute__((aligned(64)));
+        for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack2_0[(c2 - c2t) * 16 + 0], kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N))); }
         }
-      }
-      for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
-        {
-          kiln_vf32 tile5_0_0;
-          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile5_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-          for (int64_t c2 = c2t; c2 < ((c2t + 64) < s_K ? (c2t + 64) : s_K); c2 += 1) {
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N));
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile5_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+        for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+          {
+            kiln_vf32 tile4_0_0;
+            kiln_vf32 tile4_1_0;
+            kiln_vf32 tile4_2_0;
+            kiln_vf32 tile4_3_0;
+            kiln_vf32 tile4_4_0;
+            kiln_vf32 tile4_5_0;
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile4_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile4_1_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile4_2_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile4_3_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile4_4_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile4_5_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 16 + 0]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile4_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile4_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile4_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile4_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile4_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile4_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
             }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_0_0); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_1_0); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_2_0); }
+            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_3_0); }
+            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_4_0); }
+            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_5_0); }
           }
-          { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile5_0_0); }
+        }
+        for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+          {
+            kiln_vf32 tile5_0_0;
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile5_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 16 + 0]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile5_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+            }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile5_0_0); }
+          }
         }
       }
     }

@@ -353,7 +353,7 @@ TEST_CASE("cli: a descriptor's [config] key that is no knob is an error naming t
   CHECK(r.code == 2);
   CHECK(has(r, "kiln: error: " + bad + ": unknown [config] key 'omp'; known keys: BLAS, CHECK"));
   r = kiln("show ops/nn.toml:matmul --stage code --runtime cc");
-  CHECK(has(r, "c2t += 64"));  // register-tiled in k blocks by default
+  CHECK(has(r, "c2t += 256"));  // register-tiled in k blocks by default
   CHECK_FALSE(has(r, "(s_M - 1), 32)"));
   r = kiln("show ops/nn.toml:matmul --stage code --runtime " + good);
   CHECK(r.code == 0);

@@ -61,6 +61,12 @@ void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode
   switch (n.kind) {
     case LoopNode::Kind::alloc:  // a register for an element: no instance of its own
       if (n.tile_rows > 0) tile = &n;
+      if (n.pack_depth > 0) {  // a packed panel: body[0] copies operands, no instances
+        CHECK(n.body.size() >= 2);
+        for (size_t k = 1; k < n.body.size(); ++k)
+          run(*n.body[k], env, out, tile);
+        break;
+      }
       [[fallthrough]];
     case LoopNode::Kind::block:
     case LoopNode::Kind::single:
@@ -395,7 +401,7 @@ namespace {
 
 /** The alloc nodes of a loop nest, in pre-order. */
 void allocs(const LoopNode& n, std::vector<const LoopNode*>& out) {
-  if (n.kind == LoopNode::Kind::alloc) out.push_back(&n);
+  if (n.kind == LoopNode::Kind::alloc && n.pack_depth == 0) out.push_back(&n);
   for (const LoopNodePtr& c : n.body)
     allocs(*c, out);
 }
