@@ -51,7 +51,10 @@ class CudaBackend : public Backend {
     opt.tile = false;
   }
   /** A block sees its own row after a barrier; other rows only after the kernel ends. */
-  void configure_cuts(CutOptions& cut) const override { cut.cut_before_grid_barriers = true; }
+  void configure_cuts(CutOptions& cut) const override {
+    cut.cut_before_grid_barriers = true;
+    cut.store_shared = false;
+  }
   const CStyleRenderer& renderer() const override { return renderer_; }
   MemoryKind memory() const override { return MemoryKind::device; }
   LaunchGeometry geometry(const KernelPlan& plan, const Kernel& k,

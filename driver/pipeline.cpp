@@ -13,6 +13,7 @@
 #include "scheduler/flatten_statements.h"
 #include "scheduler/plan_buffers.h"
 #include "scheduler/schedule_cache.h"
+#include "scheduler/store_shared.h"
 #include "simplifier/engine.h"
 
 namespace kiln {
@@ -58,6 +59,11 @@ const std::vector<Stage>& stages() {
          CutCount n = cut_kernels(s.out.plan, s.opt.cut);
          return "// " + std::to_string(n.kernels) + " kernel(s), " +
                 std::to_string(n.materialized) + " value(s) stored across a cut";
+       }},
+      {"store", 0, 2,
+       [](State& s) {
+         int n = s.opt.cut.store_shared ? store_shared_values(s.out.plan) : 0;
+         return "// " + std::to_string(n) + " value(s) stored once for a reduction and an output";
        }},
       {"coalesce", 0, 2,
        [](State& s) {

@@ -41,6 +41,9 @@ struct CutOptions {
    *  iterator there too over the same extent. Row-by-row readers (softmax's normalisation of
    *  its row sums) stay in the kernel: one block per row sees its row with a block barrier. */
   bool cut_before_grid_barriers = false;
+  /** Store a costly value that a reduction and an output statement share once, in the output
+   *  (scheduler/store_shared.h); CPU backends only, where one thread runs the whole row. */
+  bool store_shared = true;
   /** The most statements of the input a kernel may hold (materialising statements come on
    *  top); 0: no budget. 9 is the largest composite of ops/ (attention), which stays one
    *  kernel; two layer normalisations (4 statements each) fit, three do not: as one kernel,

@@ -34,6 +34,7 @@ class Promoter {
   LoopNodePtr try_promote(const LoopNode& top) {
     std::vector<const LoopNode*> loops;
     const LoopNode* stmt = perfect_nest(top, loops);
+    if (!stmt && !half_) stmt = reduction_beside_stores(top, loops);
     if (!stmt || stmt->statement < 0) return nullptr;
     const Statement& s = kernel_.statements.at(stmt->statement);
     if (s.kind != Statement::Kind::reduce_update) return nullptr;
@@ -67,6 +68,46 @@ class Promoter {
     promoted->name = "acc" + std::to_string(count_++);
     promoted->body.push_back(mark_reduction(top));
     return promoted;
+  }
+
+  /** On the CPU: the reduction of a nest of loops below `top` whose innermost body is several
+   *  statements, one of them a reduction whose buffer the others neither read nor write (a
+   *  softmax's sum beside the store of its exponentials, scheduler/store_shared.h); its loops
+   *  in `loops`. Null otherwise. */
+  const LoopNode* reduction_beside_stores(const LoopNode& top,
+                                          std::vector<const LoopNode*>& loops) const {
+    loops.clear();
+    const LoopNode* n = &top;
+    std::vector<LoopNodePtr> body;
+    for (;;) {
+      if (n->kind == LoopNode::Kind::loop) loops.push_back(n);
+      body.clear();
+      flatten_blocks(n->body, body);
+      if (n->kind != LoopNode::Kind::loop || body.size() != 1) break;
+      n = body[0].get();
+    }
+    if (loops.empty() || body.size() < 2) return nullptr;
+    const LoopNode* found = nullptr;
+    for (const LoopNodePtr& c : body) {
+      if (c->kind != LoopNode::Kind::stmt) return nullptr;
+      const Statement& s = kernel_.statements.at(c->statement);
+      if (s.kind == Statement::Kind::reduce_update) {
+        if (found) return nullptr;
+        found = c.get();
+      }
+    }
+    if (!found) return nullptr;
+    int acc = kernel_.statements.at(found->statement).buffer;
+    for (const LoopNodePtr& c : body) {
+      if (c.get() == found) continue;
+      const Statement& s = kernel_.statements.at(c->statement);
+      std::vector<const ScalarExpr*> loads;
+      if (s.value) collect_loads(*s.value, loads);
+      if (s.buffer == acc || s.kind == Statement::Kind::call) return nullptr;
+      for (const ScalarExpr* l : loads)
+        if (l->buffer == acc) return nullptr;
+    }
+    return found;
   }
 
   /** A copy of the perfect nest below `n` with its loops marked as reduction loops. */

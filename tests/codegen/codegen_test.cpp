@@ -68,7 +68,9 @@ std::string render_source(const GoldenCase& c) {
   opt.batch_rank = c.batch_rank;
   Graph g = lower_composite(lib, *comp, opt);
   verify_or_throw(g);
-  return lower_program(g, backend_for(c.backend), CompileOptions{}).source;
+  CompileOptions options;  // as driver/instantiate.cpp sets them for the backend's runtime
+  backend_for(c.backend).configure_cuts(options.cut);
+  return lower_program(g, backend_for(c.backend), options).source;
 }
 
 bool read_file(const std::string& path, std::string& out) {

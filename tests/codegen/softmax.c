@@ -113,6 +113,10 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
   for (int64_t c0 = 0; c0 < s_batch0; c0 += 1) {
     {
       const int64_t i0 = c0;
+      b3[(i0)] = (float)0;
+    }
+    {
+      const int64_t i0 = c0;
       b2[(i0)] = (float)-KILN_INF;
     }
     {
@@ -136,17 +140,18 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
     }
     {
       const int64_t i0 = c0;
-      b3[(i0)] = (float)0;
-    }
-    {
-      const int64_t i0 = c0;
       if ((0 < s_N)) {
         float acc1 = b3[(i0)];
         for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
           {
             const int64_t i0 = c0;
             const int64_t i1 = c1;
-            const float kiln_v = (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+            b1[(s_N * i0 + i1)] = (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+          }
+          {
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            const float kiln_v = (float)b1[(s_N * i0 + i1)];
             { KILN_REASSOC acc1 = acc1 + kiln_v; }
           }
         }
@@ -157,7 +162,7 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
       {
         const int64_t i0 = c0;
         const int64_t i1 = c1;
-        b1[(s_N * i0 + i1)] = (float)(__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
+        b1[(s_N * i0 + i1)] = (float)(b1[(s_N * i0 + i1)] * (1.0f / b3[(i0)]));
       }
     }
   }

@@ -597,7 +597,7 @@ TEST_CASE("cli: show prints each loop's mapping and the openmp pragmas they give
   CHECK(has(r, "map parallel (collapse 2), map simd"));
   CHECK(has(r, "// parallel (band 0.0, coincident)"));
   CHECK(has(r, "// simd (band 2.0, reduction)"));
-  CHECK(has(r, "alloc local acc1 = element of S3(c0, _)"));
+  CHECK(has(r, "alloc local acc1 = element of S4(c0, _)"));  // S3 stores the exponential
   r = kiln(softmax + "--runtime openmp --stage code");
   CHECK(has(r, "#pragma omp parallel for schedule(static)"));
   CHECK(has(r, "#pragma omp simd reduction(+:acc1)"));

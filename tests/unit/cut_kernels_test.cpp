@@ -8,6 +8,7 @@
 #include "scheduler/cut_kernels.h"
 #include "scheduler/plan_buffers.h"
 #include "scheduler/schedule_cache.h"
+#include "scheduler/store_shared.h"
 #include "tests/support/harness.h"
 
 using namespace kiln;
@@ -205,4 +206,49 @@ TEST_CASE("plan_buffers: the stacked blocks' temps reuse slots once cut") {
     temps += b.kind == BufferKind::temp && b.name.rfind("cut", 0) == 0;
   plan_buffers(plan);
   CHECK(plan.num_slots < temps);
+}
+
+namespace {
+
+/** How many exp2 ops the statements of `plan` compute. */
+int exp2_count(const ScalarExpr& e) {
+  int n = e.kind == ScalarExpr::Kind::op && e.op == Op::exp2;
+  for (const ScalarExprPtr& a : e.args)
+    n += exp2_count(*a);
+  return n;
+}
+
+int exp2_count(const KernelPlan& plan) {
+  int n = 0;
+  for (const Kernel& k : plan.kernels)
+    for (const Statement& s : k.statements)
+      if (s.value) n += exp2_count(*s.value);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("store_shared: softmax computes its exponential once, stored in the output") {
+  KernelPlan plan = plan_of("ops/nn.toml:softmax");
+  CHECK(exp2_count(plan) == 2);  // the sum's and the output's
+  CHECK(store_shared_values(plan) == 1);
+  CHECK(exp2_count(plan) == 1);
+  check_order(plan);
+  // The store comes right before the sum, which reads the output back.
+  const Kernel& k = plan.kernels.at(0);
+  REQUIRE(k.statements.size() == 6);
+  const Statement &store = k.statements[3], &sum = k.statements[4], &out = k.statements[5];
+  CHECK(store.kind == Statement::Kind::assign);
+  CHECK(plan.buffers[store.buffer].kind == BufferKind::output);
+  CHECK(sum.kind == Statement::Kind::reduce_update);
+  CHECK(sum.value->kind == ScalarExpr::Kind::load);
+  CHECK(sum.value->buffer == store.buffer);
+  CHECK(out.buffer == store.buffer);
+  CHECK(k.statements[5].name == "S5");
+  // Once stored, nothing more to share; a composite without a shared costly value is left alone.
+  CHECK(store_shared_values(plan) == 0);
+  KernelPlan ln = plan_of("ops/nn.toml:layernorm");
+  CHECK(store_shared_values(ln) == 0);
+  KernelPlan mm = plan_of("ops/nn.toml:matmul", {{"M", 3}, {"K", 4}, {"N", 5}});
+  CHECK(store_shared_values(mm) == 0);
 }
