@@ -369,15 +369,6 @@ std::vector<AstExprPtr> tile_args(const LoopNode& t, const std::vector<AstExprPt
 
 namespace {
 
-/** The statement iterators of stmt node `n` that loop iterator `iter` drives. */
-std::set<std::string> driven_by(const LoopNode& n, const std::string& iter) {
-  std::set<std::string> out;
-  for (size_t a = 0; a < n.args.size(); ++a)
-    if (n.args[a] && uses_iterator(*n.args[a], iter))
-      out.insert(iterator_name(static_cast<int>(a)));
-  return out;
-}
-
 /** The loads of `st` that move along the lanes (`along`) but not across the rows (`across`):
  *  one vector per lane group serves every row. Each once, in evaluation order. */
 std::vector<const ScalarExpr*> row_shared_loads(const Statement& st,
@@ -561,8 +552,8 @@ std::string CStyleRenderer::render_pack(const Context& c, const LoopNode& n, int
   const Statement& st = c.kernel.statements.at(n.statement);
   std::vector<const LoopNode*> fill = nodes_of(*n.body.at(0), LoopNode::Kind::stmt);
   if (fill.empty()) throw std::logic_error("a packed panel without its fill statement");
-  std::vector<const ScalarExpr*> loads =
-      row_shared_loads(st, driven_by(*fill[0], n.tile_lane), driven_by(*fill[0], n.tile_row));
+  std::vector<const ScalarExpr*> loads = row_shared_loads(
+      st, driven_iterators(*fill[0], n.tile_lane), driven_iterators(*fill[0], n.tile_row));
   std::string type = st.value->dtype == DType::f64 ? "double" : "float";
   std::string s = pad + "{\n";
   for (size_t k = 0; k < loads.size(); ++k)
@@ -584,8 +575,9 @@ std::string CStyleRenderer::render_pack_fill(const Context& c, const LoopNode& n
   const LoopNode& p = *c.filling;
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
-  std::set<std::string> along = driven_by(n, p.tile_lane);
-  std::vector<const ScalarExpr*> loads = row_shared_loads(st, along, driven_by(n, p.tile_row));
+  std::set<std::string> along = driven_iterators(n, p.tile_lane);
+  std::vector<const ScalarExpr*> loads =
+      row_shared_loads(st, along, driven_iterators(n, p.tile_row));
   std::string t = st.value->dtype == DType::f64 ? "f64" : "f32";
   int lanes = vector_bytes() / (dtype_bits(st.value->dtype) / 8);
   std::string s;
@@ -615,7 +607,8 @@ std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode&
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
   int lanes = vector_bytes() / (dtype_bits(c.plan.buffers[st.buffer].dtype) / 8);
-  std::set<std::string> along = driven_by(n, t.tile_lane), across = driven_by(n, t.tile_row);
+  std::set<std::string> along = driven_iterators(n, t.tile_lane),
+                        across = driven_iterators(n, t.tile_row);
   // Per vector of lanes: the vector loads that every row shares (b's row in a matmul, the
   // input's in a convolution) once into locals, from the packed panel where there is one;
   // then each row's update.

@@ -3,6 +3,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "ir/kernel_ir.h"
+
 namespace kiln {
 
 namespace {
@@ -233,6 +235,14 @@ AstExprPtr ast_op(const std::string& op, std::vector<AstExprPtr> args) {
   e->op = op;
   e->args = std::move(args);
   return e;
+}
+
+std::set<std::string> driven_iterators(const LoopNode& stmt, const std::string& iter) {
+  std::set<std::string> out;
+  for (size_t a = 0; a < stmt.args.size(); ++a)
+    if (stmt.args[a] && uses_iterator(*stmt.args[a], iter))
+      out.insert(iterator_name(static_cast<int>(a)));
+  return out;
 }
 
 bool uses_iterator(const AstExpr& e, const std::string& iter) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,6 +137,10 @@ AstExprPtr ast_op(const std::string& op, std::vector<AstExprPtr> args);
 
 /** Whether `e` refers to loop iterator `iter`. */
 bool uses_iterator(const AstExpr& e, const std::string& iter);
+
+/** The statement iterators (i0, i1, ...) whose values in stmt node `stmt` (its args) use loop
+ *  iterator `iter`. */
+std::set<std::string> driven_iterators(const LoopNode& stmt, const std::string& iter);
 
 /** `e` with loop iterator `iter` replaced by `value`. */
 AstExprPtr substitute(const AstExprPtr& e, const std::string& iter, const AstExprPtr& value);

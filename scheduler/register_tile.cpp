@@ -22,15 +22,6 @@ bool tileable_statement(const KernelPlan& plan, const Statement& s,
 
 namespace {
 
-/** The statement iterators whose values (the stmt node's args) use loop iterator `iter`. */
-std::set<std::string> driven(const LoopNode& stmt, const std::string& iter) {
-  std::set<std::string> out;
-  for (size_t a = 0; a < stmt.args.size(); ++a)
-    if (stmt.args[a] && uses_iterator(*stmt.args[a], iter))
-      out.insert(iterator_name(static_cast<int>(a)));
-  return out;
-}
-
 bool is_int(const AstExprPtr& e, int64_t v) {
   return e->kind == AstExpr::Kind::integer && e->value == v;
 }
@@ -78,7 +69,8 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
       if (uses_iterator(*l.init, it) || uses_iterator(*l.cond, it)) return std::nullopt;
   }
   const Statement& s = k.statements.at(t.stmt->statement);
-  std::set<std::string> lanes = driven(*t.stmt, lane.iter), rows = driven(*t.stmt, row.iter);
+  std::set<std::string> lanes = driven_iterators(*t.stmt, lane.iter),
+                        rows = driven_iterators(*t.stmt, row.iter);
   if (lanes.size() != 1 || rows.size() != 1 || lanes == rows) return std::nullopt;
   if (!tileable_statement(plan, s, lanes) || !unit_stride_statement(plan, k, *t.stmt, lane.iter))
     return std::nullopt;
@@ -95,7 +87,7 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
       return std::nullopt;
   std::set<std::string> reduced;
   for (size_t l = 0; l + 1 < t.loops.size(); ++l)
-    for (const std::string& v : driven(*t.stmt, t.loops[l]->iter))
+    for (const std::string& v : driven_iterators(*t.stmt, t.loops[l]->iter))
       reduced.insert(v);
   const std::string &row_var = *rows.begin(), &lane_var = *lanes.begin();
   // Trailing dimensions of extent 1 (a reduction's keepdim) do not count.
@@ -239,8 +231,8 @@ class Tiler {
   /** How many loads of `t`'s statement move along the lanes but not along row loop `row`. */
   int shared_operands(const TileNest& t, const LoopNode& row) const {
     const Statement& s = kernel_.statements.at(t.stmt->statement);
-    std::set<std::string> lanes = driven(*t.stmt, t.loops.back()->iter),
-                          rows = driven(*t.stmt, row.iter);
+    std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
+                          rows = driven_iterators(*t.stmt, row.iter);
     std::vector<const ScalarExpr*> loads;
     collect_loads(*s.value, loads);
     int n = 0;
