@@ -237,6 +237,13 @@ AstExprPtr ast_op(const std::string& op, std::vector<AstExprPtr> args) {
   return e;
 }
 
+bool plus_iterator(const AstExpr& e, const std::string& iter) {
+  if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
+  if (e.kind != AstExpr::Kind::op || e.op != "add" || e.args.size() != 2) return false;
+  return (plus_iterator(*e.args[0], iter) && !uses_iterator(*e.args[1], iter)) ||
+         (plus_iterator(*e.args[1], iter) && !uses_iterator(*e.args[0], iter));
+}
+
 std::set<std::string> driven_iterators(const LoopNode& stmt, const std::string& iter) {
   std::set<std::string> out;
   for (size_t a = 0; a < stmt.args.size(); ++a)

@@ -138,6 +138,8 @@ AstExprPtr ast_op(const std::string& op, std::vector<AstExprPtr> args);
 /** Whether `e` refers to loop iterator `iter`. */
 bool uses_iterator(const AstExpr& e, const std::string& iter);
 
+/** Whether `e` is `iter`, `iter + x` or `x + iter` with x free of iter. */
+bool plus_iterator(const AstExpr& e, const std::string& iter);
 /** The statement iterators (i0, i1, ...) whose values in stmt node `stmt` (its args) use loop
  *  iterator `iter`. */
 std::set<std::string> driven_iterators(const LoopNode& stmt, const std::string& iter);

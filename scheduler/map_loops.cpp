@@ -148,13 +148,6 @@ bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNo
   return stmt.kind == LoopNode::Kind::stmt && vectorizable(plan, k, stmt, iter, -1);
 }
 
-bool plus_iterator(const AstExpr& e, const std::string& iter) {
-  if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
-  if (e.kind != AstExpr::Kind::op || e.op != "add" || e.args.size() != 2) return false;
-  return (plus_iterator(*e.args[0], iter) && !uses_iterator(*e.args[1], iter)) ||
-         (plus_iterator(*e.args[1], iter) && !uses_iterator(*e.args[0], iter));
-}
-
 bool canonical_loop(const LoopNode& loop) {
   const AstExpr& c = *loop.cond;
   if (loop.step <= 0 || uses_iterator(*loop.init, loop.iter)) return false;

@@ -39,9 +39,6 @@ int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
 bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
                            const std::string& iter);
 
-/** Whether `e` is `iter`, `iter + x` or `x + iter` with x free of iter. */
-bool plus_iterator(const AstExpr& e, const std::string& iter);
-
 /** Whether `loop` is in canonical form: its condition compares its iterator against a bound
  *  free of the iterator, with a positive step. */
 bool canonical_loop(const LoopNode& loop);
