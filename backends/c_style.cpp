@@ -437,7 +437,9 @@ std::string CStyleRenderer::vector_helpers(bool checked) const {
     for (int l = 0; l < n; ++l)
       iota += (l ? ", " : "") + std::to_string(l);
     std::string name(dtype_name(t));
-    std::vector<std::pair<std::string, std::string>> subst = {
+    // Longer names before their prefixes: $IOTA before $I, $VI before $V.
+    const std::pair<std::string, std::string> subst[] = {
+        {"$IOTA", iota + "}"},
         {"$VI", "kiln_vi" + name.substr(1)},
         {"$V", "kiln_v" + name},
         {"$T", t == DType::f64 ? "double" : "float"},
@@ -445,13 +447,9 @@ std::string CStyleRenderer::vector_helpers(bool checked) const {
         {"$S", name},
         {"$B", std::to_string(vector_bytes())},
         {"$A", std::to_string(bytes)},
-        {"$N", std::to_string(n)},
-        {"$IOTA", iota + "}"}};
+        {"$N", std::to_string(n)}};
     std::string text =
         std::string(kVectorHelpers) + (checked ? kCheckedMaskedHelpers : kMaskedHelpers);
-    // Longest names first: $IOTA before $I, $VI before $V.
-    std::sort(subst.begin(), subst.end(),
-              [](const auto& x, const auto& y) { return x.first.size() > y.first.size(); });
     for (const auto& [from, to] : subst)
       for (size_t at = text.find(from); at != std::string::npos;
            at = text.find(from, at + to.size()))
@@ -480,13 +478,10 @@ std::string CStyleRenderer::masked_vector(const Context& c, int buffer, const st
                    std::string(c.options.bounds_checks ? "c_" : "_") + t;
   std::string args =
       b + ", " + offset + ", " + lo + ", " + hi + (store.empty() ? "" : ", " + store);
-  IntExpr count = 1;
-  for (const IntExpr& d : c.plan.buffers[buffer].shape)
-    count = count * d;
   if (c.options.bounds_checks)
-    args += ", " + int_expr_to_c(count, c.sizes) + ", " + std::to_string(buffer);
+    args += ", " + buffer_elements(c, buffer) + ", " + std::to_string(buffer);
   else if (store.empty())
-    args += ", " + int_expr_to_c(count, c.sizes);
+    args += ", " + buffer_elements(c, buffer);
   return fn + "(" + args + ")";
 }
 
@@ -502,7 +497,6 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
                              std::to_string(vector_bytes()) + " bytes");
   // The tile's element offsets, from the iterators outside the nest, row by row; a partial
   // tile (tile_lane_count) reads and writes only the lanes that exist.
-  std::string b = "b" + std::to_string(st.buffer);
   auto each = [&](bool store) {
     std::string out;
     for (int64_t r = 0; r < n.tile_rows; ++r)

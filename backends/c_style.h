@@ -190,6 +190,8 @@ class CStyleRenderer {
    *  RenderOptions::bounds_checks. */
   std::string render_vector_address(const Context& c, int buffer, const std::string& offset,
                                     int lanes) const;
+  /** The C element count of `buffer` (the bound every checked access is checked against). */
+  std::string buffer_elements(const Context& c, int buffer) const;
   /** `b<buffer>[offset]`, with a bounds check under RenderOptions::bounds_checks. */
   std::string render_access(const Context& c, int buffer, const std::string& offset) const;
   /** The row-major element offset of `index` in `buffer`. */

@@ -76,10 +76,14 @@ std::string CStyleRenderer::render_access(const Context& c, int buffer,
                                           const std::string& offset) const {
   std::string b = std::to_string(buffer);
   if (!c.options.bounds_checks) return "b" + b + "[" + offset + "]";
+  return "b" + b + "[kiln_check(" + offset + ", " + buffer_elements(c, buffer) + ", " + b + ")]";
+}
+
+std::string CStyleRenderer::buffer_elements(const Context& c, int buffer) const {
   IntExpr count = 1;
   for (const IntExpr& d : c.plan.buffers[buffer].shape)
     count = count * d;
-  return "b" + b + "[kiln_check(" + offset + ", " + int_expr_to_c(count, c.sizes) + ", " + b + ")]";
+  return int_expr_to_c(count, c.sizes);
 }
 
 std::string CStyleRenderer::render_statement(const Context& c, const Statement& st) const {
@@ -213,10 +217,7 @@ std::string CStyleRenderer::render_vector_address(const Context& c, int buffer,
                                                   const std::string& offset, int lanes) const {
   std::string b = "b" + std::to_string(buffer);
   if (!c.options.bounds_checks) return "&" + b + "[" + offset + "]";
-  IntExpr count = 1;
-  for (const IntExpr& d : c.plan.buffers[buffer].shape)
-    count = count * d;
-  std::string n = int_expr_to_c(count, c.sizes), id = std::to_string(buffer);
+  std::string n = buffer_elements(c, buffer), id = std::to_string(buffer);
   std::string last = std::to_string(lanes - 1);
   return "&" + b + "[kiln_check(kiln_check(" + offset + ", " + n + ", " + id + ") + " + last +
          ", " + n + ", " + id + ") - " + last + "]";
@@ -226,8 +227,8 @@ std::string CStyleRenderer::render_masked_lanes(const Context& c, const ScalarEx
                                                 const std::set<std::string>& lanes,
                                                 const std::string& offset, int width) const {
   // Lane l holds the element of lane 0's iterators plus l along `lanes` (below c.lane_limit in
-  // a partial tile); a mask bound
-  // 0 <= x < b with x = x0 + a * l (a = -1, 0 or 1; lane_value checked) keeps one range of lanes.
+  // a partial tile); a mask bound 0 <= x < b with x = x0 + a * l (a = -1, 0 or 1; lane_value
+  // checked) keeps one range of lanes.
   std::string lo = "0", hi = std::to_string(width), cond;
   for (const MaskBound& m : e.mask) {
     int64_t a = 0;

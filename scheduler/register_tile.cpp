@@ -283,8 +283,8 @@ class Tiler {
 
   /** `for (jt = start; jt < end - (lanes - 1); jt += lanes)` over the register tiles of
    *  `rows` x `lanes` along row loop `row` and the tiles of 1 x `lanes` of the rows past the
-   *  last full one, for nest `t`
-   *  whose loops are `loops` (the outer reduction loop over one block). A `partial` tile
+   *  last full one, for nest `t` whose loops are `loops` (the outer reduction loop over one
+   *  block). A `partial` tile
    *  takes the lanes from jt to the end, fewer than `lanes`: `for (jt = start; jt < end; ...)`
    *  runs once or not at all, its tiles hold end - jt lanes. */
   LoopNodePtr lane_tiles(const LoopNode& row, const TileNest& t,
@@ -347,6 +347,7 @@ class Tiler {
     block->body = std::move(tiles);
     if (loops.size() != 2 || shared_operands(t, row) == 0) return block;
     const LoopNode& lane = *t.loops.back();
+    const std::string lane_t = lane.iter + "t";
     auto pack = std::make_shared<LoopNode>();
     pack->kind = LoopNode::Kind::alloc;
     pack->space = MemorySpace::local;
@@ -355,8 +356,8 @@ class Tiler {
     pack->tile_row = row.iter;
     pack->tile_lane = lane.iter;
     pack->tile_lanes = lanes;
-    pack->tile_lane_origin = ast_iter(lane.iter + "t");
-    if (partial) pack->tile_lane_count = sub(upper(lane), ast_iter(lane.iter + "t"));
+    pack->tile_lane_origin = ast_iter(lane_t);
+    if (partial) pack->tile_lane_count = sub(upper(lane), ast_iter(lane_t));
     pack->pack_depth = shape_.depth;
     pack->pack_iter = loops.front()->iter;
     pack->pack_origin = loops.front()->init;
