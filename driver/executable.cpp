@@ -80,6 +80,7 @@ std::vector<int64_t> size_values(const KernelPlan& plan, const SizeBindings& siz
 Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt)
     : runtime_(runtime), backend_(backend_for(runtime.backend())) {
   const Backend& backend = backend_;
+  runtime.prepare();  // the loader gets ready while the program is planned
   program_ = plan_program(g, opt);
   std::string identity = program_identity(program_, runtime.backend(), opt);
   load_blas(opt.config, backend.renderer().extern_symbols(program_.plan));

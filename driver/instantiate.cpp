@@ -2,10 +2,13 @@
 // command line share (driver/instantiate.h).
 #include "driver/instantiate.h"
 
+#include <future>
+
 #include "backends/backend.h"
 #include "dsl/choices.h"
 #include "ir/sizes.h"
 #include "ir/verifier.h"
+#include "simplifier/rule.h"
 
 namespace kiln {
 
@@ -82,7 +85,19 @@ void check_bound_sizes(const Graph& g, const std::map<std::string, int64_t>& siz
 std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too,
                                       const std::string& argument) {
   try {
-    return Runtime::open(name);
+    // A compile or a cache hit is coming: the plugin loads and its loader gets ready on a second
+    // core while this one reads the rules the compile will simplify with.
+    std::future<std::unique_ptr<Runtime>> opened = std::async(std::launch::async, [&] {
+      std::unique_ptr<Runtime> rt = Runtime::open(name);
+      rt->prepare();
+      return rt;
+    });
+    try {
+      shipped_rules();
+    } catch (...) {
+      // the compile that needs the rules reads them again and reports what is wrong
+    }
+    return opened.get();
   } catch (const UnknownRuntime& e) {
     std::vector<std::string> known = e.known();
     if (interp_too) known.push_back("interp");

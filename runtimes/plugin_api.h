@@ -82,8 +82,9 @@ typedef struct kiln_plugin {
    *  `flags` is a NUL-separated list ending with an empty string. */
   int (*compile)(const char* source, const char* flags, kiln_blob* artifact, char** error);
   /** Optional (NULL to skip): readies the plugin for `compile` with `flags` and the `load` that
-   *  follows, e.g. by building compiler arguments or a JIT. Kiln calls it on a cache miss, on a
-   *  second thread while it schedules; neither `compile` nor `load` is called before it returns.
+   *  follows, e.g. by building compiler arguments or a JIT. Kiln calls it on a second thread
+   *  while it plans a program, before it knows whether the cache holds the program, and may
+   *  call `compile` or `load` before it returns: they wait for what they share with it.
    *  Keep it light: it shares the machine with the scheduler. */
   void (*prepare)(const char* flags);
   /** Optional (NULL to skip): takes the run-time settings. Kiln calls it once after loading the

@@ -346,13 +346,9 @@ std::vector<uint8_t> Runtime::artifact(const std::string& identity,
   out.cache_hit = artifact.has_value();
   if (!artifact) {
     // The compiler gets ready on a second core while make_source schedules and renders.
+    prepare(extra_flags);
+    std::string source = make_source();
     std::string packed = pack_flags(flags);
-    std::string source;
-    {
-      std::jthread prepare;  // joins at the end of the block, also when make_source throws
-      if (table().prepare) prepare = std::jthread(table().prepare, packed.c_str());
-      source = make_source();
-    }
     kiln_blob blob{nullptr, 0};
     char* error = nullptr;
     if (table().compile(source.c_str(), packed.c_str(), &blob, &error) != 0)
@@ -365,6 +361,18 @@ std::vector<uint8_t> Runtime::artifact(const std::string& identity,
   }
   out.compile_ms = ms_since(start);
   return std::move(*artifact);
+}
+
+void Runtime::prepare(const std::vector<std::string>& extra_flags) {
+  if (!table().prepare) return;
+  std::vector<std::string> flags = desc_.flags;
+  flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
+  std::string packed = pack_flags(flags);
+  if (prepared_ && packed == prepare_flags_) return;  // what it made waits for the next load
+  if (preparing_.joinable()) preparing_.join();
+  prepare_flags_ = std::move(packed);
+  preparing_ = std::jthread(table().prepare, prepare_flags_.c_str());
+  prepared_ = true;
 }
 
 CompiledModule Runtime::compile_identified(const std::string& identity,
@@ -407,6 +415,7 @@ std::optional<CompiledModule> Runtime::load_checked(const std::vector<uint8_t>& 
     }
     return std::nullopt;
   }
+  prepared_ = false;  // the load took what prepare made
   CompiledModule module(plugin_, handle);
   for (const std::string& s : symbols)
     if (!module.lookup(s)) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir/launch_geometry.h"
@@ -122,6 +123,12 @@ class Runtime {
   /** The cache key for `source` compiled with the descriptor's flags plus `extra_flags`. */
   std::string cache_key(const std::string& source, const std::vector<std::string>& flags) const;
 
+  /** Starts the plugin's `prepare` for the descriptor's flags plus `extra_flags` on a second
+   *  core and returns: the compiler and the loader get ready while the caller plans the
+   *  program, so a cache hit loads at once and a miss compiles sooner. A second call before
+   *  the next load, with the same flags, does nothing; so does a plugin without `prepare`. */
+  void prepare(const std::vector<std::string>& extra_flags = {});
+
   /** Compiles (or fetches from the cache) and loads the source that `make_source` returns; the
    *  cache key covers `identity` instead of the source, so a hit never makes the source.
    *  `identity` must determine the source completely. The module must define every name in
@@ -183,6 +190,9 @@ class Runtime {
 
   RuntimeDescriptor desc_;
   std::shared_ptr<LoadedPlugin> plugin_;
+  std::string prepare_flags_;  ///< the packed flags preparing_ holds a pointer to
+  bool prepared_ = false;      ///< prepare ran, and no load since has taken what it made
+  std::jthread preparing_;     ///< declared last: joins before the members it reads go
   std::unique_ptr<Cache> cache_;
   RuntimeConfig config_;
   bool configured_ = false;  ///< the plugin has seen config_

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -259,15 +260,22 @@ llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>> make_jit() {
   return std::move(*jit);
 }
 
-/** The JIT that prepare makes for the next load, off the critical path; reachable until then. */
-std::mutex spare_mutex;
-llvm::orc::LLJIT* spare_jit = nullptr;
+/** The JIT that prepare makes for the next load, off the critical path (reachable until then);
+ *  `pending` while prepare makes it, so that a load waits for it instead of making a second. */
+struct Spare {
+  std::mutex mutex;
+  std::condition_variable made;
+  bool pending = false;
+  llvm::orc::LLJIT* jit = nullptr;
+};
+Spare spare;
 
 void* clang_load(const void* artifact, size_t size, char** error) {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   {
-    std::lock_guard<std::mutex> lock(spare_mutex);
-    jit.reset(std::exchange(spare_jit, nullptr));
+    std::unique_lock<std::mutex> lock(spare.mutex);
+    spare.made.wait(lock, [] { return !spare.pending; });
+    jit.reset(std::exchange(spare.jit, nullptr));
   }
   if (!jit) {
     auto made = make_jit();
@@ -285,25 +293,33 @@ void* clang_load(const void* artifact, size_t size, char** error) {
   return jit.release();
 }
 
-/** Runs on a second core while Kiln schedules: registers the targets, has the driver build the
- *  cc1 arguments for `flags` (cc1_arguments remembers them) and makes the JIT for the next load.
+/** Runs on a second core while Kiln plans and schedules: makes the JIT for the next load (first:
+ *  a cache hit needs nothing else), then registers the targets and has the driver build the cc1
+ *  arguments for `flags` (cc1_arguments remembers them; a compile meanwhile waits on its lock).
  *  Compiling a small kernel here as well paged the optimiser in ahead of time, but it slowed isl
  *  on the other core by about as much as it saved (docs/performance.md). */
 void clang_prepare(const char* flags) {
-  initialize_llvm();
+  {
+    std::lock_guard<std::mutex> lock(spare.mutex);
+    if (spare.pending) return;  // another prepare is making it
+    spare.pending = true;
+  }
+  auto jit = make_jit();
+  {
+    std::lock_guard<std::mutex> lock(spare.mutex);
+    spare.pending = false;
+    if (jit)
+      delete std::exchange(spare.jit, jit->release());
+    else
+      llvm::consumeError(jit.takeError());  // load makes its own and reports the error
+  }
+  spare.made.notify_all();
   std::vector<std::string> extra = unpack_flags(flags);
   llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> diag_opts = new clang::DiagnosticOptions();
   llvm::IntrusiveRefCntPtr<clang::DiagnosticIDs> ids = new clang::DiagnosticIDs();
   clang::DiagnosticsEngine diags(ids, diag_opts, new clang::IgnoringDiagConsumer());
   std::string ignored;
   cc1_arguments(extra, diags, &ignored);  // an error resurfaces in clang_compile
-  auto jit = make_jit();
-  if (!jit) {
-    llvm::consumeError(jit.takeError());  // load makes its own and reports the error
-    return;
-  }
-  std::lock_guard<std::mutex> lock(spare_mutex);
-  delete std::exchange(spare_jit, jit->release());
 }
 
 void* clang_lookup(void* module, const char* symbol) {
