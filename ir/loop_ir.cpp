@@ -259,6 +259,15 @@ bool uses_iterator(const AstExpr& e, const std::string& iter) {
   return false;
 }
 
+bool same_expr(const AstExpr& a, const AstExpr& b) {
+  if (a.kind != b.kind || a.value != b.value || a.name != b.name || a.op != b.op ||
+      a.args.size() != b.args.size())
+    return false;
+  for (size_t k = 0; k < a.args.size(); ++k)
+    if (!same_expr(*a.args[k], *b.args[k])) return false;
+  return true;
+}
+
 AstExprPtr substitute(const AstExprPtr& e, const std::string& iter, const AstExprPtr& value) {
   if (e->kind == AstExpr::Kind::iterator && e->name == iter) return value;
   if (e->kind != AstExpr::Kind::op || !uses_iterator(*e, iter)) return e;

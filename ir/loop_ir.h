@@ -144,6 +144,9 @@ bool plus_iterator(const AstExpr& e, const std::string& iter);
  *  iterator `iter`. */
 std::set<std::string> driven_iterators(const LoopNode& stmt, const std::string& iter);
 
+/** Whether `a` and `b` are the same expression, node for node. */
+bool same_expr(const AstExpr& a, const AstExpr& b);
+
 /** `e` with loop iterator `iter` replaced by `value`. */
 AstExprPtr substitute(const AstExprPtr& e, const std::string& iter, const AstExprPtr& value);
 

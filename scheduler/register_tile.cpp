@@ -1,5 +1,6 @@
 #include "scheduler/register_tile.h"
 
+#include <map>
 #include <optional>
 #include <set>
 
@@ -124,6 +125,29 @@ LoopNodePtr make_loop(const std::string& iter, AstExprPtr init, AstExprPtr cond,
   return l;
 }
 
+LoopNodePtr make_guard(AstExprPtr cond, LoopNodePtr body) {
+  auto g = std::make_shared<LoopNode>();
+  g->kind = LoopNode::Kind::guard;
+  g->cond = std::move(cond);
+  g->body = {std::move(body)};
+  return g;
+}
+
+/** The statement iterators of stmt node `n` as the loop iterators that are their values (`from`
+ *  renamed `to`); nothing when a value is not a plain loop iterator. */
+std::optional<std::map<std::string, IntExpr>> loop_values(const LoopNode& n,
+                                                          const std::string& from,
+                                                          const std::string& to) {
+  std::map<std::string, IntExpr> out;
+  for (size_t a = 0; a < n.args.size(); ++a) {
+    if (!n.args[a]) continue;
+    if (n.args[a]->kind != AstExpr::Kind::iterator) return std::nullopt;
+    const std::string& it = n.args[a]->name;
+    out[iterator_name(static_cast<int>(a))] = IntExpr::var(it == from ? to : it);
+  }
+  return out;
+}
+
 /** The first value from `start` below `end` past the tiles of `n` from `start`. */
 AstExprPtr after_tiles(const AstExprPtr& start, const AstExprPtr& end, int64_t n) {
   AstExprPtr count = sub(end, start);
@@ -208,10 +232,94 @@ class Tiler {
     others.erase(others.begin() + row);
     auto seq = std::make_shared<LoopNode>();
     seq->kind = LoopNode::Kind::block;
-    for (size_t c = 0; c < children.size(); ++c)
-      seq->body.push_back(nests[c] ? wrap(others, blocked(*band[row], *nests[c]))
-                                   : wrap(band, children[c]));
+    for (size_t c = 0; c < children.size(); ++c) {
+      if (!nests[c]) {
+        seq->body.push_back(wrap(band, children[c]));
+        continue;
+      }
+      // The nest right after a reduction that maps its elements (a bias, an activation) runs
+      // on each tile after the tile's last block; on its own only when no block runs.
+      epilogue_ =
+          c + 1 < children.size() && !nests[c + 1] ? epilogue(*nests[c], children[c + 1]) : nullptr;
+      seq->body.push_back(wrap(others, blocked(*band[row], *nests[c])));
+      if (epilogue_) {
+        const LoopNode& outer = *nests[c]->loops.front();
+        seq->body.push_back(
+            wrap(band, make_guard(ast_op("ge", {outer.init, upper(outer)}), children[++c])));
+      }
+      epilogue_ = nullptr;
+    }
     return seq;
+  }
+
+  /** The statement node of `next`, the nest after reduction nest `t` in the row loop, when the
+   *  tiles of `t` can run it as their epilogue: one loop with the bounds of t's lane loop around
+   *  an assignment that reads t's buffer only at the element t writes (unmasked), does not read
+   *  the buffer it writes, writes one element per instance, and writes nothing t reads. Each
+   *  element's instance then runs once, after its tile's last block, reading the final sum; it
+   *  moves past no other write of what it reads. Null otherwise. */
+  const LoopNode* epilogue(const TileNest& t, const LoopNodePtr& next) {
+    std::vector<const LoopNode*> loops;
+    const LoopNode* stmt = perfect_nest(*next, loops);
+    if (!stmt || stmt->statement < 0 || loops.size() != 1) return nullptr;
+    const LoopNode &own = *loops[0], &lane = *t.loops.back();
+    if (!canonical_loop(own) || own.step != 1 || !same_expr(*own.init, *lane.init) ||
+        !same_expr(*upper(own), *upper(lane)))
+      return nullptr;
+    const Statement& reduced = kernel_.statements.at(t.stmt->statement);
+    const Statement& s = kernel_.statements.at(stmt->statement);
+    if (s.kind != Statement::Kind::assign || !s.value || s.buffer == reduced.buffer) return nullptr;
+    auto at_tile = loop_values(*t.stmt, "", ""), at_own = loop_values(*stmt, own.iter, lane.iter);
+    if (!at_tile || !at_own) return nullptr;
+    std::vector<IntExpr> element;
+    for (const IntExpr& e : reduced.index)
+      element.push_back(e.substitute(*at_tile));
+    std::vector<const ScalarExpr*> loads, tile_loads;
+    collect_loads(*s.value, loads);
+    collect_loads(*reduced.value, tile_loads);
+    bool reads = false;
+    for (const ScalarExpr* l : loads) {
+      if (l->buffer == s.buffer) return nullptr;
+      if (l->buffer != reduced.buffer) continue;
+      if (!l->mask.empty() || l->index.size() != element.size()) return nullptr;
+      for (size_t d = 0; d < element.size(); ++d)
+        if (l->index[d].substitute(*at_own) != element[d]) return nullptr;
+      reads = true;
+    }
+    for (const ScalarExpr* l : tile_loads)
+      if (l->buffer == s.buffer) return nullptr;
+    for (size_t k = 0; k < s.extents.size(); ++k) {
+      bool indexed = false;
+      for (const IntExpr& e : s.index)
+        indexed |= e.as_var() == iterator_name(static_cast<int>(k));
+      if (!indexed) return nullptr;
+    }
+    if (!reads) return nullptr;
+    epilogue_lane_ = own.iter;
+    return stmt;
+  }
+
+  /** Tile `alloc` followed by the epilogue over its elements, in the last block only. */
+  LoopNodePtr with_epilogue(const LoopNodePtr& alloc, const LoopNode& row, const LoopNode& lane) {
+    auto stmt = std::make_shared<LoopNode>(*epilogue_);
+    for (AstExprPtr& a : stmt->args)
+      if (a) a = substitute(a, epilogue_lane_, ast_iter(lane.iter));
+    const AstExprPtr& lane_origin = alloc->tile_lane_origin;
+    AstExprPtr lane_end = add(
+        lane_origin, alloc->tile_lane_count ? alloc->tile_lane_count : ast_int(alloc->tile_lanes));
+    LoopNodePtr nest =
+        make_loop(lane.iter, lane_origin, ast_op("lt", {ast_iter(lane.iter), lane_end}), 1, {stmt});
+    const AstExprPtr& row_origin = alloc->tile_row_origin;
+    bool row_bound = row_origin->kind == AstExpr::Kind::iterator && row_origin->name == row.iter;
+    if (!row_bound)  // a tile of several rows: its row loop; one row is the enclosing loop's
+      nest =
+          make_loop(row.iter, row_origin,
+                    ast_op("lt", {ast_iter(row.iter), add(row_origin, ast_int(alloc->tile_rows))}),
+                    1, {nest});
+    auto block = std::make_shared<LoopNode>();
+    block->kind = LoopNode::Kind::block;
+    block->body = {alloc, make_guard(last_block_, nest)};
+    return block;
   }
 
   static bool candidate(const LoopNode& n) {
@@ -252,6 +360,7 @@ class Tiler {
     const int64_t depth = shape_.depth;
     const int64_t vector = shape_.vector_bytes / (dtype_bits(plan_.buffers.at(s.buffer).dtype) / 8);
     const std::string outer_t = outer.iter + "t";
+    last_block_ = ast_op("ge", {add(ast_iter(outer_t), ast_int(depth)), upper(outer)});
 
     // The outer reduction loop over one block.
     std::vector<const LoopNode*> loops = t.loops;
@@ -317,7 +426,7 @@ class Tiler {
       for (size_t a = 0; a < alloc->args.size(); ++a)
         if (used.count(iterator_name(static_cast<int>(a)))) alloc->args[a] = t.stmt->args[a];
       alloc->body = {rebuild_nest(loops, *t.stmt, static_cast<int>(loops.size()) - 1, nullptr)};
-      return alloc;
+      return epilogue_ ? with_epilogue(alloc, row, lane) : LoopNodePtr(alloc);
     };
 
     auto full_rows = std::make_shared<LoopNode>(row);
@@ -372,6 +481,9 @@ class Tiler {
   const Kernel& kernel_;
   RegisterTileShape shape_;
   int count_ = 0, packs_ = 0;
+  const LoopNode* epilogue_ = nullptr;  ///< the epilogue of the nest being blocked, or null
+  std::string epilogue_lane_;           ///< its lane loop's iterator
+  AstExprPtr last_block_;               ///< true in the last block of the nest being blocked
 };
 
 }  // namespace

@@ -23,6 +23,12 @@
  * moves with, the lane loop is the one `sink` put innermost and the reduction loops' bounds
  * use neither. Every iteration of the original nest runs exactly once, in the same order of k
  * per element, so the sums are those of the untiled nest.
+ *
+ * The nest right after the reduction in the row loop (`for j S2` above: a bias, an activation)
+ * runs on each tile instead of in a pass of its own when it reads the reduced buffer only at
+ * the tile's elements: after the tile's store in the last k block, over the tile's rows and
+ * lanes; the nest itself runs only when no k block does (docs/decisions.md, "An epilogue runs
+ * on each register tile after its last k block").
  */
 #pragma once
 

@@ -48,6 +48,7 @@ const std::vector<GoldenCase>& golden_cases() {
       {"matmul_openmp", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0, "openmp"},
       {"softmax_cuda", "ops/nn.toml:softmax", {{"T", DType::f32}}, 1, "cuda"},
       {"matmul_cuda", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0, "cuda"},
+      {"dense_gelu", "ops/nn.toml:dense_gelu", {{"T", DType::f32}}, 0},
   };
   return cases;
 }
@@ -201,6 +202,20 @@ TEST_CASE("codegen: matmul on cuda: rows across blocks, columns across threads, 
   CHECK(src.find("c0 += (int64_t)gridDim.x)") != std::string::npos);
   CHECK(src.find("c1 += (int64_t)blockDim.x)") != std::string::npos);
   CHECK(src.find("= kiln_block_reduce(") == std::string::npos);
+}
+
+TEST_CASE("codegen: dense_gelu f32: bias and GELU run on each register tile after its last k block") {
+  check_golden(golden_cases()[7]);
+  std::string src = render_source(golden_cases()[7]);
+  // After the 6x32 tile's store, in the last k block: the epilogue over its 6 rows and 32 lanes.
+  CHECK(src.find("kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_5_1); }\n"
+                 "          }\n"
+                 "          if ((c2t + 256) >= s_K) {\n"
+                 "            for (int64_t c0 = c0t; c0 < (c0t + 6); c0 += 1) {\n"
+                 "              for (int64_t c1 = c1t; c1 < (c1t + 32); c1 += 1) {") !=
+        std::string::npos);
+  // The separate pass over the result runs only when no k block does (K = 0).
+  CHECK(src.find("if (0 >= s_K) {") != std::string::npos);
 }
 
 TEST_CASE("codegen: every golden source compiles with cc -c -O2 -std=gnu11") {

@@ -221,6 +221,17 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_5_0); }
             { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_5_1); }
           }
+          if ((c2t + 256) >= s_K) {
+            for (int64_t c0 = c0t; c0 < (c0t + 6); c0 += 1) {
+              for (int64_t c1 = c1t; c1 < (c1t + 32); c1 += 1) {
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                }
+              }
+            }
+          }
         }
         for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
           {
@@ -237,6 +248,15 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             }
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_0); }
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_1); }
+          }
+          if ((c2t + 256) >= s_K) {
+            for (int64_t c1 = c1t; c1 < (c1t + 32); c1 += 1) {
+              {
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+              }
+            }
           }
         }
       }
@@ -278,6 +298,17 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_4_0); }
             { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_5_0); }
           }
+          if ((c2t + 256) >= s_K) {
+            for (int64_t c0 = c0t; c0 < (c0t + 6); c0 += 1) {
+              for (int64_t c1 = c1t; c1 < (c1t + 16); c1 += 1) {
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                }
+              }
+            }
+          }
         }
         for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
           {
@@ -289,6 +320,15 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
               }
             }
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile3_0_0); }
+          }
+          if ((c2t + 256) >= s_K) {
+            for (int64_t c1 = c1t; c1 < (c1t + 16); c1 += 1) {
+              {
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+              }
+            }
           }
         }
       }
@@ -330,6 +370,17 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_4_0); }
             { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_5_0); }
           }
+          if ((c2t + 256) >= s_K) {
+            for (int64_t c0 = c0t; c0 < (c0t + 6); c0 += 1) {
+              for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                }
+              }
+            }
+          }
         }
         for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
           {
@@ -342,16 +393,27 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             }
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile5_0_0); }
           }
+          if ((c2t + 256) >= s_K) {
+            for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
+              {
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+              }
+            }
+          }
         }
       }
     }
   }
   for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
-    for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+    if (0 >= s_K) {
+      for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
+        {
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+        }
       }
     }
   }
