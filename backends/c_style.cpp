@@ -173,7 +173,7 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
     if (n.root)
       for (const LoopNode* l : nodes_of(*n.root, LoopNode::Kind::alloc))
         tiles |= l->tile_rows > 0;
-  if (tiles) s += vector_helpers(options.bounds_checks);
+  if (tiles) s += vector_helpers(options);
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
   return s;
@@ -429,10 +429,11 @@ KILN_FN void kiln_vstmc_$S($T* p, int64_t off, int64_t lo, int64_t hi, $V v, int
 
 }  // namespace
 
-std::string CStyleRenderer::vector_helpers(bool checked) const {
+std::string CStyleRenderer::vector_helpers(const RenderOptions& options) const {
   std::string s;
+  bool checked = options.bounds_checks;
   for (DType t : {DType::f32, DType::f64}) {
-    int bytes = dtype_bits(t) / 8, n = vector_bytes() / bytes;
+    int bytes = dtype_bits(t) / 8, n = options.vector_bytes / bytes;
     std::string iota = "{";
     for (int l = 0; l < n; ++l)
       iota += (l ? ", " : "") + std::to_string(l);
@@ -445,7 +446,7 @@ std::string CStyleRenderer::vector_helpers(bool checked) const {
         {"$T", t == DType::f64 ? "double" : "float"},
         {"$I", t == DType::f64 ? "int64_t" : "int32_t"},
         {"$S", name},
-        {"$B", std::to_string(vector_bytes())},
+        {"$B", std::to_string(options.vector_bytes)},
         {"$A", std::to_string(bytes)},
         {"$N", std::to_string(n)}};
     std::string text =
@@ -458,10 +459,6 @@ std::string CStyleRenderer::vector_helpers(bool checked) const {
   }
   s += "KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }\n";
   return s;
-}
-
-int CStyleRenderer::vector_bytes() const {
-  return 64;
 }
 
 std::string CStyleRenderer::lane_count(const LoopNode& tile, int64_t from) const {
@@ -490,11 +487,11 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
   const Statement& st = c.kernel.statements.at(n.statement);
   DType dtype = c.plan.buffers[st.buffer].dtype;
   std::string t = dtype == DType::f64 ? "f64" : "f32";
-  int lanes = vector_bytes() / (dtype_bits(dtype) / 8);
+  int lanes = c.options.vector_bytes / (dtype_bits(dtype) / 8);
   if ((dtype != DType::f32 && dtype != DType::f64) || n.tile_lanes % lanes != 0)
     throw std::runtime_error("a register tile of " + std::to_string(n.tile_lanes) + " " +
                              std::string(dtype_name(dtype)) + " lanes does not fit vectors of " +
-                             std::to_string(vector_bytes()) + " bytes");
+                             std::to_string(c.options.vector_bytes) + " bytes");
   // The tile's element offsets, from the iterators outside the nest, row by row; a partial
   // tile (tile_lane_count) reads and writes only the lanes that exist.
   auto each = [&](bool store) {
@@ -573,7 +570,7 @@ std::string CStyleRenderer::render_pack_fill(const Context& c, const LoopNode& n
   std::vector<const ScalarExpr*> loads =
       row_shared_loads(st, along, driven_iterators(n, p.tile_row));
   std::string t = st.value->dtype == DType::f64 ? "f64" : "f32";
-  int lanes = vector_bytes() / (dtype_bits(st.value->dtype) / 8);
+  int lanes = c.options.vector_bytes / (dtype_bits(st.value->dtype) / 8);
   std::string s;
   for (int64_t v = 0; v < p.tile_lanes / lanes; ++v) {
     // The row iterator is not bound here; the loads packed do not read it.
@@ -600,7 +597,7 @@ std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode&
   const LoopNode& t = *c.tile;
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
-  int lanes = vector_bytes() / (dtype_bits(c.plan.buffers[st.buffer].dtype) / 8);
+  int lanes = c.options.vector_bytes / (dtype_bits(c.plan.buffers[st.buffer].dtype) / 8);
   std::set<std::string> along = driven_iterators(n, t.tile_lane),
                         across = driven_iterators(n, t.tile_row);
   // Per vector of lanes: the vector loads that every row shares (b's row in a matmul, the

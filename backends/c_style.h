@@ -20,6 +20,8 @@ struct RenderOptions {
   /** Every buffer access checks its element index against the buffer's size; a failed check
    *  fills the module's `kiln_check_record` and traps (--config CHECK=1, driver/fault_guard.h). */
   bool bounds_checks = false;
+  /** The bytes of the vectors register tiles hold (RegisterTileShape::vector_bytes). */
+  int vector_bytes = 32;
 };
 
 /** The exported record a failed bounds check fills: buffer, element, element count, 1. */
@@ -125,12 +127,10 @@ class CStyleRenderer {
    *  both only when the body's loops run at least once. */
   std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
   /** The vector types and their unaligned loads and stores that register tiles use
-   *  (kiln_vf32, kiln_vld_f32, kiln_vst_f32 and the f64 ones), `vector_bytes()` wide, and the
-   *  masked load kiln_vldm_f32 (kiln_vldmc_f32, which checks each element, when `checked`). */
-  virtual std::string vector_helpers(bool checked) const;
-  /** The width of a register tile's vectors in bytes (64: AVX-512's, which narrower targets
-   *  split). */
-  virtual int vector_bytes() const;
+   *  (kiln_vf32, kiln_vld_f32, kiln_vst_f32 and the f64 ones), options.vector_bytes wide, and
+   *  the masked load kiln_vldm_f32 (kiln_vldmc_f32, which checks each element, under
+   *  options.bounds_checks). */
+  virtual std::string vector_helpers(const RenderOptions& options) const;
   /** A register tile: its vectors loaded before its body and stored after
    *  (scheduler/register_tile.h). */
   std::string render_tile(const Context& c, const LoopNode& n, int depth) const;

@@ -261,7 +261,7 @@ std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
   auto arg = [&](size_t k) { return render_lanes(c, *e.args[k], lanes); };
   if (e.kind == ScalarExpr::Kind::load && (t == DType::f32 || t == DType::f64)) {
     std::string offset = int_expr_to_c(linear_index(c, e.buffer, e.index), c.sizes);
-    int width = vector_bytes() / (dtype_bits(t) / 8);
+    int width = c.options.vector_bytes / (dtype_bits(t) / 8);
     std::string type = t == DType::f64 ? "f64" : "f32";
     if (e.mask.empty() && c.lane_limit.empty())
       return "kiln_vld_" + type + "(" + render_vector_address(c, e.buffer, offset, width) + ")";

@@ -91,23 +91,34 @@ void parse_micro(const std::string& value, CompileOptions& o) {
     if (!parse_count(part, v)) break;
     n.push_back(v);
   }
+  o.schedule.micro_auto = value == "auto";
+  if (o.schedule.micro_auto) {
+    o.schedule.micro = RegisterTileShape();
+    return;
+  }
   bool off = value == "0";
-  bool ok = off || (n.size() == 3 && value.back() != 'x' &&
-                    std::count(value.begin(), value.end(), 'x') == 2 && n[0] > 0 && n[0] <= 16 &&
-                    n[1] > 0 && n[1] <= 8 && n[2] > 0 && n[2] <= 1 << 20);
+  size_t parts = static_cast<size_t>(std::count(value.begin(), value.end(), 'x')) + 1;
+  bool ok = off || ((parts == 3 || parts == 4) && n.size() == parts && value.back() != 'x' &&
+                    n[0] > 0 && n[0] <= 16 && n[1] > 0 && n[1] <= 8 && n[2] > 0 &&
+                    n[2] <= 1 << 20 && (parts == 3 || n[3] == 16 || n[3] == 32 || n[3] == 64));
   if (!ok)
-    bad_value("MICRO", "RxVxD: R rows (at most 16) of V vectors (at most 8), k blocks of D; or 0",
+    bad_value("MICRO",
+              "auto, or RxVxD or RxVxDxB: R rows (at most 16) of V vectors (at most 8) of B "
+              "bytes (16, 32 or 64; default 32), k blocks of D; or 0",
               value);
   o.schedule.micro.rows = off ? 0 : static_cast<int>(n[0]);
   if (off) return;
   o.schedule.micro.vectors = static_cast<int>(n[1]);
   o.schedule.micro.depth = static_cast<int>(n[2]);
+  o.schedule.micro.vector_bytes = parts == 4 ? static_cast<int>(n[3]) : 32;
 }
 
 std::string show_micro(const CompileOptions& o) {
   const RegisterTileShape& m = o.schedule.micro;
+  if (o.schedule.micro_auto) return "auto";
   if (m.rows <= 0) return "0";
-  return std::to_string(m.rows) + "x" + std::to_string(m.vectors) + "x" + std::to_string(m.depth);
+  return std::to_string(m.rows) + "x" + std::to_string(m.vectors) + "x" + std::to_string(m.depth) +
+         "x" + std::to_string(m.vector_bytes);
 }
 
 std::vector<Knob> make_knobs() {
@@ -144,9 +155,11 @@ std::vector<Knob> make_knobs() {
           "1000000", "a count of isl operations (0: no limit)",
           [](auto& o) -> auto& { return o.schedule.max_operations; }),
       {"MICRO", KnobStage::scheduler,
-       "CPU register tile of contractions: R rows of V 64-byte vectors over k blocks of D "
-       "(6x2x256: 6x32 f32 over 256 k), 0: off; docs/performance.md",
-       "6x2x256", true, parse_micro, show_micro},
+       "CPU register tile of contractions: R rows of V vectors of B bytes over k blocks of D "
+       "(6x2x256x64: 6x32 f32 over 256 k), 0: off, auto: 3x8x256x32 for one-loop reductions "
+       "(matmul), 6x2x256x64 where a reduction runs over several loops (conv); "
+       "docs/performance.md",
+       "auto", true, parse_micro, show_micro},
       flag_knob(
           "PARALLEL", KnobStage::scheduler,
           "1: the outermost coincident loops run across threads, on backends with threads (openmp)",

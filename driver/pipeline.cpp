@@ -12,6 +12,7 @@
 #include "scheduler/cut_kernels.h"
 #include "scheduler/flatten_statements.h"
 #include "scheduler/plan_buffers.h"
+#include "scheduler/register_tile.h"
 #include "scheduler/schedule_cache.h"
 #include "scheduler/store_shared.h"
 #include "simplifier/engine.h"
@@ -25,6 +26,7 @@ struct State {
   const Backend* backend;  ///< phase 1 only
   const CompileOptions& opt;
   LoweredProgram out;
+  int vector_bytes = 32;  ///< the register tiles' vectors, as the schedule stage chose them
 };
 
 /** One stage: its name, the --debug level that prints its result, and the work. Stages of
@@ -85,6 +87,9 @@ const std::vector<Stage>& stages() {
        [](State& s) {
          std::string text;
          ScheduleOptions options = s.opt.schedule;
+         if (options.micro_auto && options.micro.rows > 0)
+           options.micro = automatic_tile_shape(s.out.plan);
+         s.vector_bytes = options.micro.vector_bytes;
          s.backend->configure(options);
          ScheduleCache cache(options);
          for (const Kernel& k : s.out.plan.kernels) {
@@ -101,8 +106,8 @@ const std::vector<Stage>& stages() {
        }},
       {"render", 1, 4,
        [](State& s) {
-         s.out.source =
-             s.backend->renderer().render(s.out.plan, s.out.nests, s.out.symbols, {s.opt.checked});
+         s.out.source = s.backend->renderer().render(s.out.plan, s.out.nests, s.out.symbols,
+                                                     {s.opt.checked, s.vector_bytes});
          return s.out.source;
        }},
   };

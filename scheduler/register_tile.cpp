@@ -496,6 +496,25 @@ int register_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
   return t.count();
 }
 
+RegisterTileShape automatic_tile_shape(const KernelPlan& plan) {
+  RegisterTileShape one_loop{3, 8, 256, 32}, several{6, 2, 256, 64};
+  for (const Kernel& k : plan.kernels)
+    for (const Statement& s : k.statements) {
+      if (s.extents.size() < 3) continue;
+      std::set<std::string> all, written;
+      for (size_t a = 0; a < s.extents.size(); ++a)
+        all.insert(iterator_name(static_cast<int>(a)));
+      if (!tileable_statement(plan, s, all)) continue;
+      for (const IntExpr& e : s.index)
+        e.collect_vars(written);
+      size_t reduced = 0;
+      for (const std::string& v : all)
+        reduced += !written.count(v);
+      if (reduced > 1) return several;
+    }
+  return one_loop;
+}
+
 bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k) {
   for (const Statement& s : k.statements) {
     if (s.extents.size() < 3) continue;

@@ -40,10 +40,10 @@ namespace kiln {
 /** The register tile's shape: `rows` rows of `vectors` vectors of `vector_bytes` each, over
  *  blocks of `depth` iterations of the outer reduction loop. */
 struct RegisterTileShape {
-  int rows = 6;
-  int vectors = 2;
+  int rows = 3;
+  int vectors = 8;
   int depth = 256;
-  int vector_bytes = 64;
+  int vector_bytes = 32;
 };
 
 /** Whether statement `s` is a sum reduction of f32 or f64 whose value computes across vector
@@ -51,6 +51,15 @@ struct RegisterTileShape {
  *  updates. */
 bool tileable_statement(const KernelPlan& plan, const Statement& s,
                         const std::set<std::string>& lanes);
+
+/** The register tile shape for a program (MICRO=auto): 6 rows of 2 64-byte vectors over k
+ *  blocks of 256 when some reduction it may tile runs over several loops (a convolution's c, r
+ *  and s, whose rows of 56 lanes fit 32 + 16 + 8), else 3 rows of 8 32-byte vectors: a
+ *  one-loop contraction (matmul) packs b's panel, and on AVX-512 machines that run 64-byte
+ *  operations in two halves a 64-byte broadcast of a costs a multiply-add port, a 32-byte one
+ *  does not (docs/decisions.md). One width serves the whole program: the renderer emits one set
+ *  of vector types. */
+RegisterTileShape automatic_tile_shape(const KernelPlan& plan);
 
 /** Register-tiles the contractions of `nest` (the loop IR of kernel `k` of `plan`); returns how
  *  many reduction nests it tiled. */

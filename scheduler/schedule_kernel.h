@@ -35,6 +35,8 @@ struct ScheduleOptions {
   /** CPU: contractions keep a register tile of this shape (scheduler/register_tile.h; MICRO);
    *  rows = 0 turns it off. Kernels it applies to are not tiled by isl. */
   RegisterTileShape micro;
+  /** MICRO=auto: the program's shape is automatic_tile_shape(plan) instead of `micro`. */
+  bool micro_auto = true;
   bool vectorize = true;  ///< VECTORIZE: map innermost loops to vector lanes where it can
   /** What the backend can map loops to (backends/backend.h): threads (OpenMP) and vector lanes;
    *  PARALLEL and VECTORIZE take effect only where it can. */

@@ -143,21 +143,22 @@ TEST_CASE("codegen: softmax f32, batch rank 1, matches its golden source") {
   check_golden(golden_cases()[0]);
 }
 
-TEST_CASE("codegen: matmul f32: a 6x32 register tile (6 rows of two 16-lane vectors) in k blocks") {
+TEST_CASE("codegen: matmul f32: a 3x64 register tile (3 rows of eight 8-lane vectors) in k blocks") {
   check_golden(golden_cases()[1]);
   std::string src = render_source(golden_cases()[1]);
-  CHECK(src.find("typedef float kiln_vf32 __attribute__((vector_size(64), aligned(4)));") !=
+  CHECK(src.find("typedef float kiln_vf32 __attribute__((vector_size(32), aligned(4)));") !=
         std::string::npos);
   CHECK(src.find("for (int64_t c2t = 0; c2t < s_K; c2t += 256) {") != std::string::npos);
   // b's panel of the k block packed per lane tile, read by every row tile.
-  CHECK(src.find("float pack0_0[8192] __attribute__((aligned(64)));") != std::string::npos);
-  CHECK(src.find("kiln_vf32 tile0_5_0, tile0_5_1;") != std::string::npos);
-  CHECK(src.find("tile0_6_0") == std::string::npos);
+  CHECK(src.find("float pack0_0[16384] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(src.find("kiln_vf32 tile0_2_0, tile0_2_1, tile0_2_2, tile0_2_3, tile0_2_4, tile0_2_5, "
+                 "tile0_2_6, tile0_2_7;") != std::string::npos);
+  CHECK(src.find("tile0_3_0") == std::string::npos);
   // Per k and vector: the vector of b's row that the rows share, loaded once from the pack;
   // then per row a broadcast of a and one multiply-add.
-  CHECK(src.find("i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = "
-                 "kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 16]);\n") != std::string::npos);
-  CHECK(src.find("{ const int64_t i0 = (c0t + 5), i1 = (c1t + 16), i2 = c2; tile0_5_1 += "
+  CHECK(src.find("i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = "
+                 "kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 56]);\n") != std::string::npos);
+  CHECK(src.find("{ const int64_t i0 = (c0t + 2), i1 = (c1t + 56), i2 = c2; tile0_2_7 += "
                  "(b0[(s_K * i0 + i2)] * kiln_lane0); }") != std::string::npos);
   // The lanes past the last vector: a partial tile, its loads and stores masked to N - c1t.
   CHECK(src.find("kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N))") !=
@@ -180,7 +181,7 @@ TEST_CASE("codegen: matmul on openmp: the lane tiles of each k block across thre
   check_golden(golden_cases()[4]);
   CHECK(render_source(golden_cases()[4])
             .find("#pragma omp parallel for schedule(static)\n    for (int64_t c1t = 0; c1t < "
-                  "(s_N - 31); c1t += 32) {") != std::string::npos);
+                  "(s_N - 63); c1t += 64) {") != std::string::npos);
 }
 
 TEST_CASE("codegen: softmax on cuda: one block per row, block reductions, barriers") {
@@ -207,12 +208,12 @@ TEST_CASE("codegen: matmul on cuda: rows across blocks, columns across threads, 
 TEST_CASE("codegen: dense_gelu f32: bias and GELU run on each register tile after its last k block") {
   check_golden(golden_cases()[7]);
   std::string src = render_source(golden_cases()[7]);
-  // After the 6x32 tile's store, in the last k block: the epilogue over its 6 rows and 32 lanes.
-  CHECK(src.find("kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_5_1); }\n"
+  // After the 3x64 tile's store, in the last k block: the epilogue over its 3 rows and 64 lanes.
+  CHECK(src.find("kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_7); }\n"
                  "          }\n"
                  "          if ((c2t + 256) >= s_K) {\n"
-                 "            for (int64_t c0 = c0t; c0 < (c0t + 6); c0 += 1) {\n"
-                 "              for (int64_t c1 = c1t; c1 < (c1t + 32); c1 += 1) {") !=
+                 "            for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {\n"
+                 "              for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {") !=
         std::string::npos);
   // The separate pass over the result runs only when no k block does (K = 0).
   CHECK(src.find("if (0 >= s_K) {") != std::string::npos);

@@ -108,47 +108,47 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
   if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
-typedef float kiln_vf32 __attribute__((vector_size(64), aligned(4)));
-typedef int32_t kiln_vi32 __attribute__((vector_size(64)));
+typedef float kiln_vf32 __attribute__((vector_size(32), aligned(4)));
+typedef int32_t kiln_vi32 __attribute__((vector_size(32)));
 KILN_FN kiln_vf32 kiln_vld_f32(const float* p) { kiln_vf32 v; memcpy(&v, p, sizeof v); return v; }
 KILN_FN void kiln_vst_f32(float* p, kiln_vf32 v) { memcpy(p, &v, sizeof v); }
 KILN_FN kiln_vf32 kiln_vldm_f32(const float* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
-  if (lo <= 0 && hi >= 16) return kiln_vld_f32(p + off);
-  int64_t a = lo > 0 ? lo : 0, e = hi < 16 ? hi : 16;
-  if (off >= 0 && off + 16 <= count) {
-    const kiln_vi32 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  if (lo <= 0 && hi >= 8) return kiln_vld_f32(p + off);
+  int64_t a = lo > 0 ? lo : 0, e = hi < 8 ? hi : 8;
+  if (off >= 0 && off + 8 <= count) {
+    const kiln_vi32 iota = {0, 1, 2, 3, 4, 5, 6, 7};
     kiln_vi32 keep = (iota >= (int32_t)a) & (iota < (int32_t)e);
     return (kiln_vf32)((kiln_vi32)kiln_vld_f32(p + off) & keep);
   }
-  float t[16] = {0};
+  float t[8] = {0};
   for (int64_t l = a; l < e; ++l) t[l] = p[off + l];
   return kiln_vld_f32(t);
 }
 KILN_FN void kiln_vstm_f32(float* p, int64_t off, int64_t lo, int64_t hi, kiln_vf32 v) {
-  float t[16];
+  float t[8];
   memcpy(t, &v, sizeof v);
-  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 16; ++l) p[off + l] = t[l];
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 8; ++l) p[off + l] = t[l];
 }
-typedef double kiln_vf64 __attribute__((vector_size(64), aligned(8)));
-typedef int64_t kiln_vi64 __attribute__((vector_size(64)));
+typedef double kiln_vf64 __attribute__((vector_size(32), aligned(8)));
+typedef int64_t kiln_vi64 __attribute__((vector_size(32)));
 KILN_FN kiln_vf64 kiln_vld_f64(const double* p) { kiln_vf64 v; memcpy(&v, p, sizeof v); return v; }
 KILN_FN void kiln_vst_f64(double* p, kiln_vf64 v) { memcpy(p, &v, sizeof v); }
 KILN_FN kiln_vf64 kiln_vldm_f64(const double* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
-  if (lo <= 0 && hi >= 8) return kiln_vld_f64(p + off);
-  int64_t a = lo > 0 ? lo : 0, e = hi < 8 ? hi : 8;
-  if (off >= 0 && off + 8 <= count) {
-    const kiln_vi64 iota = {0, 1, 2, 3, 4, 5, 6, 7};
+  if (lo <= 0 && hi >= 4) return kiln_vld_f64(p + off);
+  int64_t a = lo > 0 ? lo : 0, e = hi < 4 ? hi : 4;
+  if (off >= 0 && off + 4 <= count) {
+    const kiln_vi64 iota = {0, 1, 2, 3};
     kiln_vi64 keep = (iota >= (int64_t)a) & (iota < (int64_t)e);
     return (kiln_vf64)((kiln_vi64)kiln_vld_f64(p + off) & keep);
   }
-  double t[8] = {0};
+  double t[4] = {0};
   for (int64_t l = a; l < e; ++l) t[l] = p[off + l];
   return kiln_vld_f64(t);
 }
 KILN_FN void kiln_vstm_f64(double* p, int64_t off, int64_t lo, int64_t hi, kiln_vf64 v) {
-  double t[8];
+  double t[4];
   memcpy(t, &v, sizeof v);
-  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 8; ++l) p[off + l] = t[l];
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 4; ++l) p[off + l] = t[l];
 }
 KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -163,67 +163,118 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
     }
   }
   for (int64_t c2t = 0; c2t < s_K; c2t += 256) {
-    for (int64_t c1t = 0; c1t < (s_N - 31); c1t += 32) {
+    for (int64_t c1t = 0; c1t < (s_N - 63); c1t += 64) {
       {
-        float pack0_0[8192] __attribute__((aligned(64)));
+        float pack0_0[16384] __attribute__((aligned(64)));
         for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 32 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-          { const int64_t i0 = 0, i1 = (c1t + 16), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 32 + 16], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 8), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 8], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 16), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 16], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 24), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 24], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 32), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 32], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 40), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 40], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 48), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 48], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 56), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 56], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
         }
-        for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+        for (int64_t c0t = 0; c0t < (s_M - 2); c0t += 3) {
           {
-            kiln_vf32 tile0_0_0, tile0_0_1;
-            kiln_vf32 tile0_1_0, tile0_1_1;
-            kiln_vf32 tile0_2_0, tile0_2_1;
-            kiln_vf32 tile0_3_0, tile0_3_1;
-            kiln_vf32 tile0_4_0, tile0_4_1;
-            kiln_vf32 tile0_5_0, tile0_5_1;
+            kiln_vf32 tile0_0_0, tile0_0_1, tile0_0_2, tile0_0_3, tile0_0_4, tile0_0_5, tile0_0_6, tile0_0_7;
+            kiln_vf32 tile0_1_0, tile0_1_1, tile0_1_2, tile0_1_3, tile0_1_4, tile0_1_5, tile0_1_6, tile0_1_7;
+            kiln_vf32 tile0_2_0, tile0_2_1, tile0_2_2, tile0_2_3, tile0_2_4, tile0_2_5, tile0_2_6, tile0_2_7;
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); tile0_0_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); tile0_0_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); tile0_0_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); tile0_0_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); tile0_0_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); tile0_0_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); tile0_1_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 8); tile0_1_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); tile0_1_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 24); tile0_1_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 32); tile0_1_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 40); tile0_1_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 48); tile0_1_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 56); tile0_1_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); tile0_2_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile0_3_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 16); tile0_3_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile0_4_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 16); tile0_4_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile0_5_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); tile0_5_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 8); tile0_2_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); tile0_2_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 24); tile0_2_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 32); tile0_2_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 40); tile0_2_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 48); tile0_2_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 56); tile0_2_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 0]);
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 0]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
                 { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
                 { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile0_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile0_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile0_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 16]);
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 16), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 16), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 3), i1 = (c1t + 16), i2 = c2; tile0_3_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 4), i1 = (c1t + 16), i2 = c2; tile0_4_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 5), i1 = (c1t + 16), i2 = c2; tile0_5_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 8]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 8), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 8), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 16]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 16), i2 = c2; tile0_1_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 16), i2 = c2; tile0_2_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 24]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; tile0_0_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 24), i2 = c2; tile0_1_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 24), i2 = c2; tile0_2_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 32]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; tile0_0_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 32), i2 = c2; tile0_1_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 32), i2 = c2; tile0_2_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 40]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; tile0_0_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 40), i2 = c2; tile0_1_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 40), i2 = c2; tile0_2_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 48]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; tile0_0_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 48), i2 = c2; tile0_1_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 48), i2 = c2; tile0_2_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 56]);
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; tile0_0_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 1), i1 = (c1t + 56), i2 = c2; tile0_1_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 2), i1 = (c1t + 56), i2 = c2; tile0_2_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
             }
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_0); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_1); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_1); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_2); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_3); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_4); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_5); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_6); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_7); }
             { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_0); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_1); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_1); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_2); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_3); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_4); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_5); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_6); }
+            { const int64_t i0 = (c0t + 1), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_7); }
             { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_0); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_1); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_3_0); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_3_1); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_4_0); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_4_1); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_5_0); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_5_1); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_1); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_2); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_3); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_4); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_5); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_6); }
+            { const int64_t i0 = (c0t + 2), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_7); }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c0 = c0t; c0 < (c0t + 6); c0 += 1) {
-              for (int64_t c1 = c1t; c1 < (c1t + 32); c1 += 1) {
+            for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
+              for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
                 {
                   const int64_t i0 = c0;
                   const int64_t i1 = c1;
@@ -239,24 +290,54 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
             }
           }
         }
-        for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+        for (int64_t c0 = (0 > (3 * kiln_fdiv(s_M, 3)) ? 0 : (3 * kiln_fdiv(s_M, 3))); c0 < s_M; c0 += 1) {
           {
-            kiln_vf32 tile1_0_0, tile1_0_1;
+            kiln_vf32 tile1_0_0, tile1_0_1, tile1_0_2, tile1_0_3, tile1_0_4, tile1_0_5, tile1_0_6, tile1_0_7;
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); tile1_0_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 8); tile1_0_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); tile1_0_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 24); tile1_0_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 32); tile1_0_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 40); tile1_0_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 48); tile1_0_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); tile1_0_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 0]);
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 0]);
                 { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 32 + 16]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; tile1_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 8), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 8]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 8), i2 = c2; tile1_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 16]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; tile1_0_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 24), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 24]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 24), i2 = c2; tile1_0_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 32), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 32]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 32), i2 = c2; tile1_0_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 40), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 40]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 40), i2 = c2; tile1_0_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 48), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 48]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 48), i2 = c2; tile1_0_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+              }
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 56]);
+                { const int64_t i0 = (c0 + 0), i1 = (c1t + 56), i2 = c2; tile1_0_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
             }
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_0); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_1); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_1); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_2); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_3); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_4); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_5); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_6); }
+            { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_7); }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c1 = c1t; c1 < (c1t + 32); c1 += 1) {
+            for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
               {
                 const int64_t i0 = c0;
                 const int64_t i1 = c1;
@@ -273,46 +354,34 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
         }
       }
     }
-    for (int64_t c1t = (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))); c1t < (s_N - 15); c1t += 16) {
+    for (int64_t c1t = (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))); c1t < (s_N - 7); c1t += 8) {
       {
-        float pack1_0[4096] __attribute__((aligned(64)));
+        float pack1_0[2048] __attribute__((aligned(64)));
         for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c2 - c2t) * 16 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c2 - c2t) * 8 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
         }
-        for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+        for (int64_t c0t = 0; c0t < (s_M - 2); c0t += 3) {
           {
             kiln_vf32 tile2_0_0;
             kiln_vf32 tile2_1_0;
             kiln_vf32 tile2_2_0;
-            kiln_vf32 tile2_3_0;
-            kiln_vf32 tile2_4_0;
-            kiln_vf32 tile2_5_0;
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile2_1_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile2_2_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile2_3_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile2_4_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile2_5_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 16 + 0]);
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 8 + 0]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
                 { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile2_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
                 { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile2_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile2_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile2_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile2_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
             }
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile2_0_0); }
             { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile2_1_0); }
             { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile2_2_0); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile2_3_0); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile2_4_0); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile2_5_0); }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c0 = c0t; c0 < (c0t + 6); c0 += 1) {
-              for (int64_t c1 = c1t; c1 < (c1t + 16); c1 += 1) {
+            for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
+              for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
                 {
                   const int64_t i0 = c0;
                   const int64_t i1 = c1;
@@ -328,19 +397,19 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
             }
           }
         }
-        for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+        for (int64_t c0 = (0 > (3 * kiln_fdiv(s_M, 3)) ? 0 : (3 * kiln_fdiv(s_M, 3))); c0 < s_M; c0 += 1) {
           {
             kiln_vf32 tile3_0_0;
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile3_0_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 16 + 0]);
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 8 + 0]);
                 { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile3_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
             }
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile3_0_0); }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c1 = c1t; c1 < (c1t + 16); c1 += 1) {
+            for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
               {
                 const int64_t i0 = c0;
                 const int64_t i1 = c1;
@@ -357,45 +426,33 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
         }
       }
     }
-    for (int64_t c1t = ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) > ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16))) ? (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) : ((0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32))) + (16 * kiln_fdiv((s_N - (0 > (32 * kiln_fdiv(s_N, 32)) ? 0 : (32 * kiln_fdiv(s_N, 32)))), 16)))); c1t < s_N; c1t += 16) {
+    for (int64_t c1t = ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) > ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) + (8 * kiln_fdiv((s_N - (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))), 8))) ? (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) : ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) + (8 * kiln_fdiv((s_N - (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))), 8)))); c1t < s_N; c1t += 8) {
       {
-        float pack2_0[4096] __attribute__((aligned(64)));
+        float pack2_0[2048] __attribute__((aligned(64)));
         for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack2_0[(c2 - c2t) * 16 + 0], kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N))); }
+          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack2_0[(c2 - c2t) * 8 + 0], kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N))); }
         }
-        for (int64_t c0t = 0; c0t < (s_M - 5); c0t += 6) {
+        for (int64_t c0t = 0; c0t < (s_M - 2); c0t += 3) {
           {
             kiln_vf32 tile4_0_0;
             kiln_vf32 tile4_1_0;
             kiln_vf32 tile4_2_0;
-            kiln_vf32 tile4_3_0;
-            kiln_vf32 tile4_4_0;
-            kiln_vf32 tile4_5_0;
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile4_0_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
             { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile4_1_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
             { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile4_2_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); tile4_3_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); tile4_4_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); tile4_5_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 16 + 0]);
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 8 + 0]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile4_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
                 { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile4_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
                 { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile4_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 3), i1 = (c1t + 0), i2 = c2; tile4_3_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 4), i1 = (c1t + 0), i2 = c2; tile4_4_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 5), i1 = (c1t + 0), i2 = c2; tile4_5_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
             }
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile4_0_0); }
             { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile4_1_0); }
             { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile4_2_0); }
-            { const int64_t i0 = (c0t + 3), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile4_3_0); }
-            { const int64_t i0 = (c0t + 4), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile4_4_0); }
-            { const int64_t i0 = (c0t + 5), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile4_5_0); }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c0 = c0t; c0 < (c0t + 6); c0 += 1) {
+            for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
               for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
                 {
                   const int64_t i0 = c0;
@@ -412,12 +469,12 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
             }
           }
         }
-        for (int64_t c0 = (0 > (6 * kiln_fdiv(s_M, 6)) ? 0 : (6 * kiln_fdiv(s_M, 6))); c0 < s_M; c0 += 1) {
+        for (int64_t c0 = (0 > (3 * kiln_fdiv(s_M, 3)) ? 0 : (3 * kiln_fdiv(s_M, 3))); c0 < s_M; c0 += 1) {
           {
             kiln_vf32 tile5_0_0;
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile5_0_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 16 + 0]);
+              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 8 + 0]);
                 { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile5_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
             }

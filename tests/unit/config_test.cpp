@@ -70,6 +70,14 @@ TEST_CASE("config: values reach the typed options") {
   CHECK(o.simplify.fastmath);
   CHECK_FALSE(o.simplify.enabled);
   CHECK_FALSE(config_options({{"TILE", "0"}}, nullptr).schedule.tile);
+  // MICRO: auto (the default) lets the program choose; RxVxD keeps 32-byte vectors, RxVxDxB
+  // names them.
+  CHECK(config_options({}, nullptr).schedule.micro_auto);
+  RegisterTileShape m = config_options({{"MICRO", "6x2x128x64"}}, nullptr).schedule.micro;
+  CHECK((m.rows == 6 && m.vectors == 2 && m.depth == 128 && m.vector_bytes == 64));
+  CHECK_FALSE(config_options({{"MICRO", "6x2x128x64"}}, nullptr).schedule.micro_auto);
+  CHECK(config_options({{"MICRO", "4x6x256"}}, nullptr).schedule.micro.vector_bytes == 32);
+  CHECK(config_options({{"MICRO", "0"}}, nullptr).schedule.micro.rows == 0);
   CHECK(config_options({{"TILE", "8"}}, nullptr).schedule.tile_sizes ==
         std::vector<int64_t>{8, 8, 8});
 }
@@ -91,6 +99,9 @@ TEST_CASE("config: a bad value is an error naming the knob") {
   CHECK(error_of({{"ISL_MS", "+5"}}) != "");
   CHECK(error_of({{"PARALLEL", "2"}}) == "--config PARALLEL expects 0 or 1, got '2'");
   CHECK(error_of({{"BLAS", "mkl"}}) == "--config BLAS expects openblas or none, got 'mkl'");
+  CHECK(error_of({{"MICRO", "6x2x256x48"}}).find("got '6x2x256x48'") != std::string::npos);
+  CHECK(error_of({{"MICRO", "6x2x256x64x2"}}) != "");
+  CHECK(error_of({{"MICRO", "6x2"}}) != "");
 }
 
 TEST_CASE("config: an unknown key lists the known keys and suggests the closest") {

@@ -505,10 +505,25 @@ TEST_CASE("schedule: simd needs unit-stride accesses; a column walk stays serial
   CHECK(simd + strided >= 1);
 }
 
+TEST_CASE("schedule: MICRO=auto takes 32-byte vectors for one-loop reductions, 64 for several") {
+  KernelBuilder mm = matmul();
+  RegisterTileShape one = automatic_tile_shape(mm.plan);
+  CHECK((one.rows == 3 && one.vectors == 8 && one.vector_bytes == 32));
+  // A reduction over two loops (k and a second one): a convolution's kind.
+  KernelBuilder two;
+  IntExpr L = IntExpr::var("L");
+  int x = two.buffer("x", {M, K, L}), w = two.buffer("w", {K, L, N}), y = two.buffer("y", {M, N});
+  two.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+  two.stmt(Statement::Kind::reduce_update, {M, N, K, L}, y, {it(0), it(1)},
+           op(Op::mul, {load(x, {it(0), it(2), it(3)}), load(w, {it(2), it(3), it(1)})}));
+  RegisterTileShape several = automatic_tile_shape(two.plan);
+  CHECK((several.rows == 6 && several.vectors == 2 && several.vector_bytes == 64));
+}
+
 TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes, in k blocks") {
   KernelBuilder b = matmul();
   ScheduleOptions opt;
-  opt.micro = {6, 2, 64};
+  opt.micro = {6, 2, 64, 64};
   opt.backend_threads = true;
   // Full row and lane tiles with remainders of both, and k in blocks of 64 with a partial one;
   // sizes below one tile; an empty reduction.
