@@ -168,12 +168,15 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
                                    const RenderOptions& options) const {
   std::string s = prelude() + extern_helpers(plan) + plan_declarations(plan);
   if (options.bounds_checks) s += bounds_check_helpers();
-  bool tiles = false;
+  bool vectors = false;  // register tiles or streaming stores
   for (const LoopNest& n : nests)
-    if (n.root)
+    if (n.root) {
       for (const LoopNode* l : nodes_of(*n.root, LoopNode::Kind::alloc))
-        tiles |= l->tile_rows > 0;
-  if (tiles) s += vector_helpers(options);
+        vectors |= l->tile_rows > 0;
+      for (const LoopNode* l : loops_of(*n.root))
+        vectors |= l->stream_bytes > 0 && !options.bounds_checks;
+    }
+  if (vectors) s += vector_helpers(options);
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
   return s;
@@ -264,8 +267,55 @@ int parallel_depth(const LoopNode& n) {
 
 }  // namespace
 
+namespace {
+std::string bind_line(const std::vector<AstExprPtr>& args);
+}  // namespace
+
+std::string CStyleRenderer::render_stream(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' '), in = pad + "  ", in2 = in + "  ";
+  const LoopNode& stmt = *n.body[0];
+  const Statement& st = c.kernel.statements.at(stmt.statement);
+  DType dtype = c.plan.buffers[st.buffer].dtype;
+  std::string t = dtype == DType::f64 ? "f64" : "f32", type = compute_type(dtype);
+  int64_t bytes = dtype_bits(dtype) / 8, lanes = c.options.vector_bytes / bytes;
+  std::string b = "b" + std::to_string(st.buffer), it = n.iter;
+  std::string offset = int_expr_to_c(linear_index(c, st.buffer, st.index), c.sizes);
+  std::set<std::string> along = driven_iterators(stmt, it);
+  auto plain = std::make_shared<LoopNode>(n);
+  plain->stream_bytes = 0;
+  auto scalar = [&](const std::string& cond) {
+    return in2 + "for (; " + cond + "; " + it + " += 1) {\n" + render_node(c, stmt, depth + 3, 0) +
+           in2 + "}\n";
+  };
+  std::string cond = ast_expr_to_c(*n.cond);
+  std::string vector_cond =
+      ast_expr_to_c(*substitute(n.cond, it, ast_op("add", {ast_iter(it), ast_int(lanes - 1)})));
+  // The first element's address, and the elements before the first aligned vector.
+  std::string s = pad + "{\n" + in + "int64_t " + it + " = " + ast_expr_to_c(*n.init) + ";\n";
+  s += in + "if ((" + buffer_elements(c, st.buffer) + ") * " + std::to_string(bytes) +
+       " >= " + std::to_string(n.stream_bytes) + ") {\n";
+  s += in2 + "const " + type + "* kiln_at;\n" + in2 + "{ " + bind_line(stmt.args) + "kiln_at = &" +
+       b + "[" + offset + "]; }\n";
+  s += in2 + "const int64_t kiln_peel = " + it +
+       " + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & " +
+       std::to_string(c.options.vector_bytes - 1) + ") / " + std::to_string(bytes) + ";\n";
+  s += scalar(it + " < kiln_peel && " + cond);
+  c.lane_limit.clear();
+  c.lane_bound.clear();
+  c.bound.clear();
+  c.index_bound.clear();
+  s += in2 + "for (; " + vector_cond + "; " + it + " += " + std::to_string(lanes) + ") { " +
+       bind_line(stmt.args) + "kiln_vstnt_" + t + "(&" + b + "[" + offset + "], " +
+       render_lanes(c, *st.value, along) + "); }\n";
+  c.lane_bound.clear();
+  s += scalar(cond) + in2 + "kiln_sfence();\n";
+  s += in + "} else {\n" + render_loop(c, *plain, depth + 2, 0) + in + "}\n";
+  return s + pad + "}\n";
+}
+
 std::string CStyleRenderer::render_loop(const Context& c, const LoopNode& n, int depth,
                                         int collapsed) const {
+  if (n.stream_bytes > 0 && !c.options.bounds_checks) return render_stream(c, n, depth);
   std::string pad(2 * depth, ' ');
   LoopSite site{c.kernel, n.reduction ? c.accumulator : nullptr};
   site.collapsed = collapsed > 0;
@@ -388,6 +438,12 @@ const char* const kVectorHelpers = R"(typedef $T $V __attribute__((vector_size($
 typedef $I $VI __attribute__((vector_size($B)));
 KILN_FN $V kiln_vld_$S(const $T* p) { $V v; memcpy(&v, p, sizeof v); return v; }
 KILN_FN void kiln_vst_$S($T* p, $V v) { memcpy(p, &v, sizeof v); }
+typedef $T $VA __attribute__((vector_size($B)));
+#if defined(__clang__)
+KILN_FN void kiln_vstnt_$S($T* p, $V v) { __builtin_nontemporal_store(($VA)v, ($VA*)p); }
+#else
+KILN_FN void kiln_vstnt_$S($T* p, $V v) { *($VA*)p = ($VA)v; }
+#endif
 )";
 
 /** Lanes [lo, hi) of p + off, zeros elsewhere (a masked load): the whole vector read and the
@@ -442,6 +498,7 @@ std::string CStyleRenderer::vector_helpers(const RenderOptions& options) const {
     const std::pair<std::string, std::string> subst[] = {
         {"$IOTA", iota + "}"},
         {"$VI", "kiln_vi" + name.substr(1)},
+        {"$VA", "kiln_va" + name},
         {"$V", "kiln_v" + name},
         {"$T", t == DType::f64 ? "double" : "float"},
         {"$I", t == DType::f64 ? "int64_t" : "int32_t"},
@@ -458,6 +515,9 @@ std::string CStyleRenderer::vector_helpers(const RenderOptions& options) const {
     s += text;
   }
   s += "KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }\n";
+  // Orders a thread's non-temporal stores before whatever follows (another thread's reads).
+  s += "KILN_FN void kiln_sfence(void) {\n#if defined(__x86_64__) || defined(__i386__)\n"
+       "  __builtin_ia32_sfence();\n#endif\n}\n";
   return s;
 }
 

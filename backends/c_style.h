@@ -163,6 +163,10 @@ class CStyleRenderer {
   std::string render_function(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
                               const std::string& symbol, const RenderOptions& options) const;
   std::string render_loop(const Context& c, const LoopNode& n, int depth, int collapsed) const;
+  /** A loop of streaming stores (LoopNode::stream_bytes): when the buffer it writes is that
+   *  large, scalar iterations up to the first aligned vector, then vectors written with
+   *  non-temporal stores (`kiln_vstnt_f32`), then the rest and a store fence; else the loop. */
+  std::string render_stream(const Context& c, const LoopNode& n, int depth) const;
   std::string render_statement(const Context& c, const Statement& st) const;
   /** Declares a local for every subexpression of `e` used more than once, children first. */
   std::string bind_shared(const Context& c, const ScalarExpr& e) const;

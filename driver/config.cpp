@@ -167,6 +167,12 @@ std::vector<Knob> make_knobs() {
       flag_knob(
           "SIMPLIFY", KnobStage::simplifier, "0: the rewrite rules are not applied", "1",
           [](auto& o) -> auto& { return o.simplify.enabled; }),
+      count_knob(
+          "STREAM", KnobStage::scheduler,
+          "CPU: an output a kernel writes once, in vectors, bypasses the caches "
+          "(non-temporal stores) from this many bytes on; 0: never; docs/decisions.md",
+          "16777216", "a byte count (0: never)",
+          [](auto& o) -> auto& { return o.schedule.stream_bytes; }),
       {"THREADS", KnobStage::runtime,
        "the threads a parallel runtime (openmp) runs kernels on; 0: every core", "0", false,
        [](const std::string& v, CompileOptions& o) {

@@ -84,20 +84,21 @@ void check_bound_sizes(const Graph& g, const std::map<std::string, int64_t>& siz
 
 std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too,
                                       const std::string& argument) {
-  try {
-    // A compile or a cache hit is coming: the plugin loads and its loader gets ready on a second
-    // core while this one reads the rules the compile will simplify with.
-    std::future<std::unique_ptr<Runtime>> opened = std::async(std::launch::async, [&] {
-      std::unique_ptr<Runtime> rt = Runtime::open(name);
-      rt->prepare();
-      return rt;
-    });
+  // A compile or a cache hit is coming: a second core reads the rules the compile will simplify
+  // with while this one loads the plugin (on the caller's thread: a GPU plugin makes its context
+  // current on the thread that opens it) and the plugin prepares its loader. The future waits
+  // for the read when it goes, also when the open throws.
+  std::future<void> rules = std::async(std::launch::async, [] {
     try {
       shipped_rules();
     } catch (...) {
       // the compile that needs the rules reads them again and reports what is wrong
     }
-    return opened.get();
+  });
+  try {
+    std::unique_ptr<Runtime> rt = Runtime::open(name);
+    rt->prepare();
+    return rt;
   } catch (const UnknownRuntime& e) {
     std::vector<std::string> known = e.known();
     if (interp_too) known.push_back("interp");

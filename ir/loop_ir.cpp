@@ -76,6 +76,9 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
                  (n.tile ? " tile" : "");
       if (n.coincident) notes += std::string(notes.empty() ? "" : ", ") + "coincident";
       if (n.reduction) notes += std::string(notes.empty() ? "" : ", ") + "reduction";
+      if (n.stream_bytes > 0)
+        notes += std::string(notes.empty() ? "" : ", ") + "streaming stores from " +
+                 std::to_string(n.stream_bytes) + " bytes";
       out += (notes.empty() ? "" : " (" + notes + ")") + "\n";
       for (const auto& c : n.body)
         node_text(*c, depth + 1, out);

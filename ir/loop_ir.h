@@ -84,16 +84,20 @@ using LoopNodePtr = std::shared_ptr<const LoopNode>;
  * alone (LoopNest::one_block). */
 struct LoopNode {
   enum class Kind { block, loop, guard, stmt, alloc, barrier, single } kind = Kind::block;
-  std::vector<LoopNodePtr> body;      ///< block: children in order; loop, guard, alloc: the body
-  std::string iter;                   ///< loop: the iterator (a C identifier, e.g. "c0")
-  AstExprPtr init;                    ///< loop: first value
-  AstExprPtr cond;                    ///< loop: continue while true; guard: execute when true
-  int64_t step = 1;                   ///< loop
-  int band = -1;                      ///< loop: the schedule band it comes from (-1: none)
-  int member = -1;                    ///< loop: its position in that band
-  bool tile = false;                  ///< loop: walks tiles (its point loop is in the band below)
-  bool coincident = false;            ///< loop: no dependence is carried, iterations may reorder
-  bool reduction = false;             ///< loop: carries a reduction into a scalar accumulator
+  std::vector<LoopNodePtr> body;  ///< block: children in order; loop, guard, alloc: the body
+  std::string iter;               ///< loop: the iterator (a C identifier, e.g. "c0")
+  AstExprPtr init;                ///< loop: first value
+  AstExprPtr cond;                ///< loop: continue while true; guard: execute when true
+  int64_t step = 1;               ///< loop
+  int band = -1;                  ///< loop: the schedule band it comes from (-1: none)
+  int member = -1;                ///< loop: its position in that band
+  bool tile = false;              ///< loop: walks tiles (its point loop is in the band below)
+  bool coincident = false;        ///< loop: no dependence is carried, iterations may reorder
+  bool reduction = false;         ///< loop: carries a reduction into a scalar accumulator
+  /** loop: when > 0, its one statement writes in vectors with non-temporal stores, bypassing
+   *  the caches, where the buffer it writes has at least this many bytes
+   *  (scheduler/stream_stores.h). */
+  int64_t stream_bytes = 0;
   Mapping mapping = Mapping::serial;  ///< loop
   int statement = -1;                 ///< stmt, alloc: index into Kernel::statements
   std::vector<AstExprPtr> args;  ///< stmt, alloc: the value of each statement iterator i0, i1...

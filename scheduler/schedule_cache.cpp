@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "scheduler/register_tile.h"
+#include "scheduler/stream_stores.h"
 
 namespace kiln {
 
@@ -72,6 +73,8 @@ ScheduledKernel ScheduleCache::schedule(const KernelPlan& plan, const Kernel& k)
     ++hits_;
     ScheduledKernel reused = it->second;
     reused.milliseconds = 0;
+    // Which loops stream depends on what this kernel writes (an output or a temporary).
+    if (!opt_.backend_gpu) stream_stores(plan, k, reused.nest, opt_.stream_bytes);
     return reused;
   }
   ScheduledKernel fresh = schedule_kernel(plan, k, opt_);

@@ -11,6 +11,7 @@
 #include "scheduler/map_gpu.h"
 #include "scheduler/map_loops.h"
 #include "scheduler/promote_accumulators.h"
+#include "scheduler/stream_stores.h"
 
 namespace kiln {
 
@@ -267,6 +268,9 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::map_gpu:
         map_gpu(k, nest);
         break;
+      case Transform::Kind::stream_stores:
+        stream_stores(plan, k, nest, t.stream_bytes);
+        break;
     }
   }
 }
@@ -299,6 +303,11 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     list.push_back(t);
   }
   if (opt.vectorize && opt.backend_simd) list.push_back({Transform::Kind::map_simd});
+  if (!opt.backend_gpu && opt.stream_bytes > 0) {
+    Transform t{Transform::Kind::stream_stores};
+    t.stream_bytes = opt.stream_bytes;
+    list.push_back(t);
+  }
   return list;
 }
 

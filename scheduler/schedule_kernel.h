@@ -37,6 +37,9 @@ struct ScheduleOptions {
   RegisterTileShape micro;
   /** MICRO=auto: the program's shape is automatic_tile_shape(plan) instead of `micro`. */
   bool micro_auto = true;
+  /** CPU: outputs written once stream (non-temporal stores) when they have at least this many
+   *  bytes (scheduler/stream_stores.h; STREAM); 0: never. */
+  int64_t stream_bytes = int64_t{16} << 20;
   bool vectorize = true;  ///< VECTORIZE: map innermost loops to vector lanes where it can
   /** What the backend can map loops to (backends/backend.h): threads (OpenMP) and vector lanes;
    *  PARALLEL and VECTORIZE take effect only where it can. */

@@ -32,11 +32,13 @@ struct Transform {
     map_parallel,          ///< loop IR: outermost coincident loops across threads
     map_simd,              ///< loop IR: innermost unit-stride loops across vector lanes
     map_gpu,               ///< loop IR: loops across GPU blocks and threads (map_gpu.h)
+    stream_stores,         ///< loop IR: outputs written once with non-temporal stores
   } kind;
-  TileOptions tile;         ///< tile
-  int max_collapse = 2;     ///< map_parallel: loops mapped together, the outermost included
-  bool half = false;        ///< promote_accumulators: f16 and bf16 accumulate in registers too
-  RegisterTileShape micro;  ///< register_tile
+  TileOptions tile;          ///< tile
+  int max_collapse = 2;      ///< map_parallel: loops mapped together, the outermost included
+  bool half = false;         ///< promote_accumulators: f16 and bf16 accumulate in registers too
+  RegisterTileShape micro;   ///< register_tile
+  int64_t stream_bytes = 0;  ///< stream_stores: the smallest buffer streamed
 };
 
 /** "tile 32x32x32 (bands of 3+ members), promote accumulators, map parallel (collapse 2)". */

@@ -112,6 +112,12 @@ typedef float kiln_vf32 __attribute__((vector_size(32), aligned(4)));
 typedef int32_t kiln_vi32 __attribute__((vector_size(32)));
 KILN_FN kiln_vf32 kiln_vld_f32(const float* p) { kiln_vf32 v; memcpy(&v, p, sizeof v); return v; }
 KILN_FN void kiln_vst_f32(float* p, kiln_vf32 v) { memcpy(p, &v, sizeof v); }
+typedef float kiln_vaf32 __attribute__((vector_size(32)));
+#if defined(__clang__)
+KILN_FN void kiln_vstnt_f32(float* p, kiln_vf32 v) { __builtin_nontemporal_store((kiln_vaf32)v, (kiln_vaf32*)p); }
+#else
+KILN_FN void kiln_vstnt_f32(float* p, kiln_vf32 v) { *(kiln_vaf32*)p = (kiln_vaf32)v; }
+#endif
 KILN_FN kiln_vf32 kiln_vldm_f32(const float* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
   if (lo <= 0 && hi >= 8) return kiln_vld_f32(p + off);
   int64_t a = lo > 0 ? lo : 0, e = hi < 8 ? hi : 8;
@@ -133,6 +139,12 @@ typedef double kiln_vf64 __attribute__((vector_size(32), aligned(8)));
 typedef int64_t kiln_vi64 __attribute__((vector_size(32)));
 KILN_FN kiln_vf64 kiln_vld_f64(const double* p) { kiln_vf64 v; memcpy(&v, p, sizeof v); return v; }
 KILN_FN void kiln_vst_f64(double* p, kiln_vf64 v) { memcpy(p, &v, sizeof v); }
+typedef double kiln_vaf64 __attribute__((vector_size(32)));
+#if defined(__clang__)
+KILN_FN void kiln_vstnt_f64(double* p, kiln_vf64 v) { __builtin_nontemporal_store((kiln_vaf64)v, (kiln_vaf64*)p); }
+#else
+KILN_FN void kiln_vstnt_f64(double* p, kiln_vf64 v) { *(kiln_vaf64*)p = (kiln_vaf64)v; }
+#endif
 KILN_FN kiln_vf64 kiln_vldm_f64(const double* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
   if (lo <= 0 && hi >= 4) return kiln_vld_f64(p + off);
   int64_t a = lo > 0 ? lo : 0, e = hi < 4 ? hi : 4;
@@ -151,6 +163,11 @@ KILN_FN void kiln_vstm_f64(double* p, int64_t off, int64_t lo, int64_t hi, kiln_
   for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 4; ++l) p[off + l] = t[l];
 }
 KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }
+KILN_FN void kiln_sfence(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_sfence();
+#endif
+}
 
 static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* w */, const float* restrict b2 /* bias */, float* restrict b3 /* y */, float* restrict b4 /* t6 */) {
   for (int64_t c0 = 0; c0 < s_M; c0 += 1) {

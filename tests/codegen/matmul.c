@@ -112,6 +112,12 @@ typedef float kiln_vf32 __attribute__((vector_size(32), aligned(4)));
 typedef int32_t kiln_vi32 __attribute__((vector_size(32)));
 KILN_FN kiln_vf32 kiln_vld_f32(const float* p) { kiln_vf32 v; memcpy(&v, p, sizeof v); return v; }
 KILN_FN void kiln_vst_f32(float* p, kiln_vf32 v) { memcpy(p, &v, sizeof v); }
+typedef float kiln_vaf32 __attribute__((vector_size(32)));
+#if defined(__clang__)
+KILN_FN void kiln_vstnt_f32(float* p, kiln_vf32 v) { __builtin_nontemporal_store((kiln_vaf32)v, (kiln_vaf32*)p); }
+#else
+KILN_FN void kiln_vstnt_f32(float* p, kiln_vf32 v) { *(kiln_vaf32*)p = (kiln_vaf32)v; }
+#endif
 KILN_FN kiln_vf32 kiln_vldm_f32(const float* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
   if (lo <= 0 && hi >= 8) return kiln_vld_f32(p + off);
   int64_t a = lo > 0 ? lo : 0, e = hi < 8 ? hi : 8;
@@ -133,6 +139,12 @@ typedef double kiln_vf64 __attribute__((vector_size(32), aligned(8)));
 typedef int64_t kiln_vi64 __attribute__((vector_size(32)));
 KILN_FN kiln_vf64 kiln_vld_f64(const double* p) { kiln_vf64 v; memcpy(&v, p, sizeof v); return v; }
 KILN_FN void kiln_vst_f64(double* p, kiln_vf64 v) { memcpy(p, &v, sizeof v); }
+typedef double kiln_vaf64 __attribute__((vector_size(32)));
+#if defined(__clang__)
+KILN_FN void kiln_vstnt_f64(double* p, kiln_vf64 v) { __builtin_nontemporal_store((kiln_vaf64)v, (kiln_vaf64*)p); }
+#else
+KILN_FN void kiln_vstnt_f64(double* p, kiln_vf64 v) { *(kiln_vaf64*)p = (kiln_vaf64)v; }
+#endif
 KILN_FN kiln_vf64 kiln_vldm_f64(const double* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
   if (lo <= 0 && hi >= 4) return kiln_vld_f64(p + off);
   int64_t a = lo > 0 ? lo : 0, e = hi < 4 ? hi : 4;
@@ -151,6 +163,11 @@ KILN_FN void kiln_vstm_f64(double* p, int64_t off, int64_t lo, int64_t hi, kiln_
   for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 4; ++l) p[off + l] = t[l];
 }
 KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }
+KILN_FN void kiln_sfence(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_sfence();
+#endif
+}
 
 static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */, float* restrict b3 /* t5 */) {
   for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
@@ -274,11 +291,36 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           }
           if ((c2t + 256) >= s_K) {
             for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-              for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
-                {
-                  const int64_t i0 = c0;
-                  const int64_t i1 = c1;
-                  b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+              {
+                int64_t c1 = c1t;
+                if (((s_M * s_N)) * 4 >= 16777216) {
+                  const float* kiln_at;
+                  { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
+                  const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
+                  for (; c1 < kiln_peel && (c1 < (c1t + 64)); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                    }
+                  }
+                  for (; ((c1 + 7) < (c1t + 64)); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
+                  for (; (c1 < (c1t + 64)); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                    }
+                  }
+                  kiln_sfence();
+                } else {
+                  for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                    }
+                  }
                 }
               }
             }
@@ -331,11 +373,36 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_7); }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
-              {
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+            {
+              int64_t c1 = c1t;
+              if (((s_M * s_N)) * 4 >= 16777216) {
+                const float* kiln_at;
+                { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
+                const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
+                for (; c1 < kiln_peel && (c1 < (c1t + 64)); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                  }
+                }
+                for (; ((c1 + 7) < (c1t + 64)); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
+                for (; (c1 < (c1t + 64)); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                  }
+                }
+                kiln_sfence();
+              } else {
+                for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                  }
+                }
               }
             }
           }
@@ -369,11 +436,36 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           }
           if ((c2t + 256) >= s_K) {
             for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-              for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
-                {
-                  const int64_t i0 = c0;
-                  const int64_t i1 = c1;
-                  b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+              {
+                int64_t c1 = c1t;
+                if (((s_M * s_N)) * 4 >= 16777216) {
+                  const float* kiln_at;
+                  { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
+                  const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
+                  for (; c1 < kiln_peel && (c1 < (c1t + 8)); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                    }
+                  }
+                  for (; ((c1 + 7) < (c1t + 8)); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
+                  for (; (c1 < (c1t + 8)); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                    }
+                  }
+                  kiln_sfence();
+                } else {
+                  for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                    }
+                  }
                 }
               }
             }
@@ -391,11 +483,36 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile3_0_0); }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
-              {
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+            {
+              int64_t c1 = c1t;
+              if (((s_M * s_N)) * 4 >= 16777216) {
+                const float* kiln_at;
+                { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
+                const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
+                for (; c1 < kiln_peel && (c1 < (c1t + 8)); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                  }
+                }
+                for (; ((c1 + 7) < (c1t + 8)); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
+                for (; (c1 < (c1t + 8)); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                  }
+                }
+                kiln_sfence();
+              } else {
+                for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                  }
+                }
               }
             }
           }
@@ -429,11 +546,36 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           }
           if ((c2t + 256) >= s_K) {
             for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-              for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
-                {
-                  const int64_t i0 = c0;
-                  const int64_t i1 = c1;
-                  b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+              {
+                int64_t c1 = c1t;
+                if (((s_M * s_N)) * 4 >= 16777216) {
+                  const float* kiln_at;
+                  { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
+                  const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
+                  for (; c1 < kiln_peel && (c1 < (c1t + (s_N - c1t))); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                    }
+                  }
+                  for (; ((c1 + 7) < (c1t + (s_N - c1t))); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
+                  for (; (c1 < (c1t + (s_N - c1t))); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                    }
+                  }
+                  kiln_sfence();
+                } else {
+                  for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                    }
+                  }
                 }
               }
             }
@@ -451,11 +593,36 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile5_0_0); }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
-              {
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+            {
+              int64_t c1 = c1t;
+              if (((s_M * s_N)) * 4 >= 16777216) {
+                const float* kiln_at;
+                { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
+                const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
+                for (; c1 < kiln_peel && (c1 < (c1t + (s_N - c1t))); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                  }
+                }
+                for (; ((c1 + 7) < (c1t + (s_N - c1t))); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
+                for (; (c1 < (c1t + (s_N - c1t))); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                  }
+                }
+                kiln_sfence();
+              } else {
+                for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+                  }
+                }
               }
             }
           }
@@ -465,11 +632,36 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
   }
   for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
     if (0 >= s_K) {
-      for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
-        {
-          const int64_t i0 = c0;
-          const int64_t i1 = c1;
-          b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+      {
+        int64_t c1 = 0;
+        if (((s_M * s_N)) * 4 >= 16777216) {
+          const float* kiln_at;
+          { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
+          const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
+          for (; c1 < kiln_peel && (c1 < s_N); c1 += 1) {
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+            }
+          }
+          for (; ((c1 + 7) < s_N); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
+          for (; (c1 < s_N); c1 += 1) {
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+            }
+          }
+          kiln_sfence();
+        } else {
+          for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+            }
+          }
         }
       }
     }

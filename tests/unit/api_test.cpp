@@ -163,7 +163,7 @@ TEST_CASE("api: an unknown config key or a bad value throws std::invalid_argumen
     CHECK_THROWS_WITH_AS(
         kiln::compile(spec, "softmax", runtime, typo),
         "unknown --config key 'TIEL' (did you mean TILE?); known keys: BLAS, "
-        "CHECK, FASTMATH, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, THREADS, TILE, "
+        "CHECK, FASTMATH, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, STREAM, THREADS, TILE, "
         "VECTORIZE",
         std::invalid_argument);
     kiln::CompileSettings bad;

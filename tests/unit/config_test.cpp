@@ -25,13 +25,13 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, THREADS, TILE, "
+    "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, STREAM, THREADS, TILE, "
     "VECTORIZE";
 
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 11);
+  REQUIRE(knobs().size() == 12);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {
