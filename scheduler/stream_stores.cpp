@@ -24,6 +24,10 @@ class Marker {
       : plan_(plan), kernel_(k), bytes_(bytes) {}
 
   LoopNodePtr visit(const LoopNodePtr& n) {
+    // Inside the blocks of a register-tiled reduction the loops are a tile's epilogue, a few
+    // vectors per row: a peel, a tail and a fence around them cost more than they save, and
+    // the extra code beside the tile's accumulators made the convolution slower.
+    if (n->kind == LoopNode::Kind::loop && n->tile) return n;
     if (n->kind == LoopNode::Kind::loop) {
       int64_t bytes = bytes_ > 0 && streams(*n) ? bytes_ : 0;
       count_ += bytes > 0;

@@ -293,37 +293,12 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           }
           if ((c2t + 256) >= s_K) {
             for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-              {
-                int64_t c1 = c1t;
-                if (((s_M * s_N)) * 4 >= 16777216) {
-                  const float* kiln_at;
-                  { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
-                  const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
-                  for (; c1 < kiln_peel && (c1 < (c1t + 64)); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                    }
-                  }
-                  for (; ((c1 + 7) < (c1t + 64)); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
-                  for (; (c1 < (c1t + 64)); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                    }
-                  }
-                  kiln_sfence();
-                } else {
-                  #pragma omp simd
-                  for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                    }
-                  }
+              #pragma omp simd
+              for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
                 }
               }
             }
@@ -376,37 +351,12 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_7); }
           }
           if ((c2t + 256) >= s_K) {
-            {
-              int64_t c1 = c1t;
-              if (((s_M * s_N)) * 4 >= 16777216) {
-                const float* kiln_at;
-                { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
-                const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
-                for (; c1 < kiln_peel && (c1 < (c1t + 64)); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                  }
-                }
-                for (; ((c1 + 7) < (c1t + 64)); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
-                for (; (c1 < (c1t + 64)); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                  }
-                }
-                kiln_sfence();
-              } else {
-                #pragma omp simd
-                for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                  }
-                }
+            #pragma omp simd
+            for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
+              {
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
               }
             }
           }
@@ -441,37 +391,12 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           }
           if ((c2t + 256) >= s_K) {
             for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-              {
-                int64_t c1 = c1t;
-                if (((s_M * s_N)) * 4 >= 16777216) {
-                  const float* kiln_at;
-                  { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
-                  const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
-                  for (; c1 < kiln_peel && (c1 < (c1t + 8)); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                    }
-                  }
-                  for (; ((c1 + 7) < (c1t + 8)); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
-                  for (; (c1 < (c1t + 8)); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                    }
-                  }
-                  kiln_sfence();
-                } else {
-                  #pragma omp simd
-                  for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                    }
-                  }
+              #pragma omp simd
+              for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
                 }
               }
             }
@@ -489,37 +414,12 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile3_0_0); }
           }
           if ((c2t + 256) >= s_K) {
-            {
-              int64_t c1 = c1t;
-              if (((s_M * s_N)) * 4 >= 16777216) {
-                const float* kiln_at;
-                { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
-                const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
-                for (; c1 < kiln_peel && (c1 < (c1t + 8)); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                  }
-                }
-                for (; ((c1 + 7) < (c1t + 8)); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
-                for (; (c1 < (c1t + 8)); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                  }
-                }
-                kiln_sfence();
-              } else {
-                #pragma omp simd
-                for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                  }
-                }
+            #pragma omp simd
+            for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
+              {
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
               }
             }
           }
@@ -554,37 +454,12 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           }
           if ((c2t + 256) >= s_K) {
             for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-              {
-                int64_t c1 = c1t;
-                if (((s_M * s_N)) * 4 >= 16777216) {
-                  const float* kiln_at;
-                  { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
-                  const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
-                  for (; c1 < kiln_peel && (c1 < (c1t + (s_N - c1t))); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                    }
-                  }
-                  for (; ((c1 + 7) < (c1t + (s_N - c1t))); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
-                  for (; (c1 < (c1t + (s_N - c1t))); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                    }
-                  }
-                  kiln_sfence();
-                } else {
-                  #pragma omp simd
-                  for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                    }
-                  }
+              #pragma omp simd
+              for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
                 }
               }
             }
@@ -602,37 +477,12 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile5_0_0); }
           }
           if ((c2t + 256) >= s_K) {
-            {
-              int64_t c1 = c1t;
-              if (((s_M * s_N)) * 4 >= 16777216) {
-                const float* kiln_at;
-                { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
-                const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
-                for (; c1 < kiln_peel && (c1 < (c1t + (s_N - c1t))); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                  }
-                }
-                for (; ((c1 + 7) < (c1t + (s_N - c1t))); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
-                for (; (c1 < (c1t + (s_N - c1t))); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                  }
-                }
-                kiln_sfence();
-              } else {
-                #pragma omp simd
-                for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-                  }
-                }
+            #pragma omp simd
+            for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
+              {
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
               }
             }
           }
