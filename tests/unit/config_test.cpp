@@ -25,7 +25,8 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, STREAM, THREADS, TILE, "
+    "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, STREAM, "
+    "THREADS, TILE, "
     "VECTORIZE";
 
 }  // namespace
