@@ -31,15 +31,11 @@ class Marker {
     if (n->kind == LoopNode::Kind::loop) {
       int64_t bytes = bytes_ > 0 && streams(*n) ? bytes_ : 0;
       count_ += bytes > 0;
+      // A marked loop holds one statement: marking it, or clearing another kernel's mark, is
+      // all there is to do.
       if (bytes != n->stream_bytes) {
         auto copy = std::make_shared<LoopNode>(*n);
         copy->stream_bytes = bytes;
-        if (bytes > 0) return copy;
-        // A mark left by another kernel's schedule: gone; the loops inside may stream.
-        std::vector<LoopNodePtr> body;
-        for (const LoopNodePtr& c : n->body)
-          body.push_back(visit(c));
-        copy->body = std::move(body);
         return copy;
       }
       if (bytes > 0) return n;
