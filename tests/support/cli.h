@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -34,6 +35,9 @@ inline Result run_kiln(const std::string& args, const std::string& env = "") {
     r.out.append(buf.data(), n);
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // A sanitizer report is the answer to a failure that comes later, often far from here.
+  if (r.out.find("Sanitizer") != std::string::npos)
+    std::cerr << "kiln " << args << " printed a sanitizer report:\n" << r.out << "\n";
   return r;
 }
 

@@ -38,7 +38,9 @@ TEST_CASE("cli: a cache entry that does not load is dropped with one warning, th
       std::error_code ignored;  // no folder before the first run
       for (const auto& e : fs::directory_iterator(dir, ignored))
         before.insert(e.path());
-      REQUIRE(run_kiln(args, env).code == 0);
+      Result r = run_kiln(args, env);
+      INFO(args, "\n", r.out);
+      REQUIRE(r.code == 0);
       fs::path added;
       for (const auto& e : fs::directory_iterator(dir))
         if (!before.count(e.path())) added = e.path();
