@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "backends/packed_weights.h"
 #include "ir/kernel_ir.h"
 #include "ir/loop_ir.h"
 
@@ -102,7 +103,23 @@ class CStyleRenderer {
     /** The packed panel (an alloc with pack_depth) being filled, or whose tiles are rendered. */
     mutable const LoopNode* filling = nullptr;
     mutable const LoopNode* pack = nullptr;
+    /** Packed panels kept in the kernel's workspace (backends/packed_weights.h): the region
+     *  of each one's first array (`kiln_pwR`; the others follow) and the element offset of the
+     *  panel of the current lane tile and k block in them. */
+    struct Kept {
+      size_t region = 0;
+      std::string offset;
+    };
+    mutable std::map<const LoopNode*, Kept> kept = {};
   };
+  /** Whether packed panels of constant inputs persist across calls in a workspace the caller
+   *  keeps (backends/packed_weights.h): true for the CPU renderers. */
+  virtual bool keeps_packs() const;
+  /** The workspace's region pointers, the test of its header, and the function the module
+   *  exports for its bytes, for kernel `k`'s kept panels; fills c.kept. */
+  std::string workspace_prologue(const Context& c, const std::vector<PersistentPack>& packs) const;
+  std::string workspace_function(const Context& c, const std::vector<PersistentPack>& packs,
+                                 const std::string& symbol) const;
   /** `kiln_check` and `kiln_check_record` for RenderOptions::bounds_checks. */
   virtual std::string bounds_check_helpers() const;
   /** The bits of compute value `x` (of C type `from`) as C type `to`. */

@@ -103,6 +103,10 @@ bool CudaRenderer::max_keys() const {
   return false;
 }
 
+bool CudaRenderer::keeps_packs() const {
+  return false;
+}
+
 bool CudaRenderer::block_reduction(const Context& c, const LoopNode& n) {
   std::vector<const LoopNode*> loops;
   if (n.body.size() == 1) perfect_nest(*n.body[0], loops);

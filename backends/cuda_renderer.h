@@ -47,6 +47,8 @@ class CudaRenderer : public CStyleRenderer {
   std::string barrier() const override;
   std::string single_condition() const override;
   bool max_keys() const override;
+  /** Packed panels are a CPU schedule's; a GPU kernel keeps nothing between launches. */
+  bool keeps_packs() const override;
   std::string accumulator_start(const Context& c, const LoopNode& n,
                                 const std::string& load) const override;
   std::string accumulator_finish(const Context& c, const LoopNode& n, const std::string& store,

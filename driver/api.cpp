@@ -194,6 +194,10 @@ void Compiled::run(const std::vector<void*>& buffers,
   run_staged(g, *impl_->runtime, *impl_->exe, buffers.data(), size_args.data(), sizes);
 }
 
+void Compiled::weights_changed() const {
+  if (impl_->exe) impl_->exe->forget_packs();
+}
+
 const std::string& Compiled::composite() const {
   return impl_->composite;
 }

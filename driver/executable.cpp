@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/packed_weights.h"
 #include "driver/blas.h"
 #include "ir/sizes.h"
 
@@ -105,6 +106,10 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   program_.symbols.resize(program_.plan.kernels.size());
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     program_.symbols[k] = kernel_symbol(program_.plan.kernels[k].name, k);
+  if (backend.memory() == MemoryKind::host)
+    for (const std::string& symbol : program_.symbols)
+      workspace_bytes_.push_back(reinterpret_cast<int64_t (*)(const int64_t*)>(
+          runtime.lookup(*module_, workspace_symbol(symbol))));
   poison_temps_ = opt.checked;
   config_.threads = opt.threads;
   // What a fault inside kernel k reports (driver/fault_guard.h).
@@ -137,8 +142,45 @@ std::vector<LaunchGeometry> Executable::launch_geometry(const int64_t* sizes) co
 }
 
 Executable::~Executable() {
-  for (const Slot& s : workspace_)
-    if (s.ptr) runtime_.free(s.ptr);
+  for (const std::vector<Slot>* slots : {&workspace_, &packs_})
+    for (const Slot& s : *slots)
+      if (s.ptr) runtime_.free(s.ptr);
+}
+
+void Executable::forget_packs() const {
+  std::lock_guard<std::mutex> hold(packs_mutex_);
+  packs_filled_ = false;
+}
+
+void Executable::add_workspaces(std::vector<void*>& args, void* const* buffers,
+                                const int64_t* sizes) const {
+  const KernelPlan& plan = program_.plan;
+  std::vector<const void*> key;
+  for (const Buffer& b : plan.buffers)
+    if (b.kind == BufferKind::input && b.constant) key.push_back(buffers[b.arg]);
+  for (size_t v = 0; v < plan.size_vars.size(); ++v)
+    key.push_back(reinterpret_cast<const void*>(static_cast<intptr_t>(sizes[v])));
+  bool fill = !packs_filled_ || key != packed_ || poison_temps_;
+  packs_.resize(workspace_bytes_.size());
+  for (size_t k = 0; k < workspace_bytes_.size(); ++k) {
+    Slot& slot = packs_[k];
+    if (workspace_bytes_[k] && fill) {
+      auto bytes = static_cast<size_t>(workspace_bytes_[k](sizes));
+      if (slot.bytes < bytes) {
+        if (slot.ptr) runtime_.free(slot.ptr);
+        slot = {};
+        DeviceBuffers grown(runtime_);
+        void* p = grown.alloc(bytes, "the packed weights of kernel '" + program_.symbols[k] + "'");
+        grown.release_all();
+        slot = {p, bytes};
+      }
+      const int64_t empty[8] = {0};  // the header: not filled
+      runtime_.copy_to_device(slot.ptr, empty, sizeof empty);
+    }
+    args.push_back(slot.ptr);
+  }
+  packed_ = std::move(key);
+  packs_filled_ = true;  // once the kernels ran; a failed run throws past every later use
 }
 
 void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
@@ -189,6 +231,11 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
       runtime_.copy_to_device(args.back(), ones.data(), ones.size());
     }
   }
+  std::unique_lock<std::mutex> packs(packs_mutex_, std::defer_lock);
+  if (std::any_of(workspace_bytes_.begin(), workspace_bytes_.end(), [](auto f) { return f; })) {
+    packs.lock();
+    add_workspaces(args, buffers, sizes);
+  }
   runtime_.configure(config_);  // another Executable on this runtime may have other settings
   std::vector<LaunchGeometry> geometry = launch_geometry(sizes);
   auto num_args = static_cast<uint32_t>(args.size());
@@ -225,6 +272,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
     }
     args.push_back(p);
   }
+  forget_packs();  // these buffers are new, though one may reuse an address
   run_buffers(args.data(), size_args.data());
   std::vector<Tensor> out;
   for (const Buffer& b : plan.buffers) {

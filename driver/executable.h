@@ -39,8 +39,15 @@ class Executable {
    *  allocated here), with the sizes in size-variable order. On a device backend the kernels
    *  launch one after another and the run waits once, at the end (a plugin may replay them as
    *  one sequence: runtimes/plugin_api.h), and the temporaries stay allocated for the next run;
-   *  runs of one Executable then take turns. */
+   *  runs of one Executable then take turns.
+   *  Packed panels of `const` inputs (backends/packed_weights.h) are filled at the first run
+   *  and kept while every const input is the same buffer and the sizes are the same: a const
+   *  input's contents must not change between runs without forget_packs(). Runs that keep
+   *  panels take turns. CHECK=1 fills them at every run. */
   void run_buffers(void* const* buffers, const int64_t* sizes) const;
+  /** The next run fills the packed panels of the const inputs afresh (their buffers' contents
+   *  changed in place). */
+  void forget_packs() const;
 
   /** The geometry of each kernel's launch for `sizes` (size-variable order), in kernel order:
    *  the backend's (Backend::geometry) unless set_launch_geometry replaced it. */
@@ -55,6 +62,11 @@ class Executable {
   const BuildInfo& build_info() const { return info_; }
 
  private:
+  /** Appends each kernel's workspace of packed panels to `args` (null where it keeps none),
+   *  allocated and marked unfilled when the const inputs or the sizes differ from the last
+   *  run's. The caller holds packs_mutex_. */
+  void add_workspaces(std::vector<void*>& args, void* const* buffers, const int64_t* sizes) const;
+
   Runtime& runtime_;
   LoweredProgram program_;
   BuildInfo info_;
@@ -72,6 +84,13 @@ class Executable {
   };
   mutable std::vector<Slot> workspace_;
   mutable std::mutex workspace_mutex_;  ///< held by a device run, which uses workspace_
+  /** Kernel k's exported workspace size function (packed_weights.h), or null: it keeps none. */
+  std::vector<int64_t (*)(const int64_t*)> workspace_bytes_;
+  mutable std::vector<Slot> packs_;  ///< kernel k's workspace, kept between runs
+  mutable std::vector<const void*>
+      packed_;                         ///< the const inputs, then the sizes, it was filled for
+  mutable bool packs_filled_ = false;  ///< the workspaces hold filled panels for packed_
+  mutable std::mutex packs_mutex_;     ///< held by a run whose kernels keep panels
 };
 
 }  // namespace kiln

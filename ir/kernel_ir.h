@@ -29,6 +29,9 @@ struct Buffer {
   BufferKind kind = BufferKind::temp;
   int arg = -1;   ///< input/output: position in the kernel's buffer arguments
   int slot = -1;  ///< temp: the memory slot it shares (scheduler/plan_buffers.h)
+  /** input: marked `const` in the spec (a weight): the same buffer holds the same values from
+   *  call to call, so a kernel may keep a packed copy of it (backends/packed_weights.h). */
+  bool constant = false;
 };
 
 struct ScalarExpr;

@@ -9,8 +9,10 @@
  *
  * Compiled kernels use one calling convention on the CPU:
  *     void KERNEL(void* const* buffers, const int64_t* sizes);
- * `buffers` holds the kernel's buffer arguments in order (Buffer::arg, then temp slots), `sizes`
- * the size variables in KernelPlan::size_vars order.
+ * `buffers` holds the kernel's buffer arguments in order (Buffer::arg, then temp slots, then
+ * one workspace per kernel of the module, where a kernel keeps the packed panels of its `const`
+ * inputs between calls: backends/packed_weights.h), `sizes` the size variables in
+ * KernelPlan::size_vars order.
  *
  * CUDA kernels take the same arguments as one by-value struct:
  *     extern "C" __global__ void KERNEL(P p);
@@ -94,7 +96,9 @@ typedef struct kiln_plugin {
   int (*configure)(const kiln_runtime_config* config, char** error);
   /** Loads an artifact; returns a module handle. */
   void* (*load)(const void* artifact, size_t size, char** error);
-  /** The address of a kernel in a loaded module, or NULL. */
+  /** The address of a kernel, or of another symbol the module defines, in a loaded module; NULL
+   *  when the module does not define it: Kiln also asks for symbols a module may lack (a
+   *  kernel's `SYMBOL_workspace`, backends/packed_weights.h). */
   void* (*lookup)(void* module, const char* symbol);
   void (*unload)(void* module);
   /** Device memory (host memory for CPU runtimes). */

@@ -82,6 +82,7 @@ class Builder {
     b.dtype = n.dtype;
     b.shape = n.shape;
     b.kind = kind;
+    b.constant = kind == BufferKind::input && n.constant_input;
     plan_.buffers.push_back(b);
     return static_cast<int>(plan_.buffers.size() - 1);
   }

@@ -95,8 +95,13 @@ class Compiled {
    * runtime (and on "interp") inputs are copied in and outputs copied back. Throws
    * std::invalid_argument for a wrong buffer count, an unbound size, or sizes that make a dimension
    * negative or a tensor larger than the limits (docs/spec-language.md "Limits": 2^40 elements,
-   * 64 dimensions), std::runtime_error when running fails. */
+   * 64 dimensions), std::runtime_error when running fails.
+   * An input declared `const` (a weight) may be re-laid out once and the copy kept: later runs
+   * with the same buffer pointers and sizes reuse it, so after changing a const input's contents
+   * in place call weights_changed() before the next run. */
   void run(const std::vector<void*>& buffers, const std::map<std::string, int64_t>& sizes) const;
+  /** The contents of const inputs changed in place: the next run() reads them afresh. */
+  void weights_changed() const;
 
   /** The composite's name. */
   const std::string& composite() const;

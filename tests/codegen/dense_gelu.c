@@ -169,7 +169,9 @@ KILN_FN void kiln_sfence(void) {
 #endif
 }
 
-static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* w */, const float* restrict b2 /* bias */, float* restrict b3 /* y */, float* restrict b4 /* t6 */) {
+static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* w */, const float* restrict b2 /* bias */, float* restrict b3 /* y */, float* restrict b4 /* t6 */, char* restrict kiln_ws) {
+  const int kiln_packed = *(const int64_t*)kiln_ws == 1;
+  float* restrict kiln_pw0 = (float*)(kiln_ws + 64);
   for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
     for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
       {
@@ -182,16 +184,18 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
   for (int64_t c2t = 0; c2t < s_K; c2t += 256) {
     for (int64_t c1t = 0; c1t < (s_N - 63); c1t += 64) {
       {
-        float pack0_0[16384] __attribute__((aligned(64)));
-        for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-          { const int64_t i0 = 0, i1 = (c1t + 8), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 8], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-          { const int64_t i0 = 0, i1 = (c1t + 16), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 16], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-          { const int64_t i0 = 0, i1 = (c1t + 24), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 24], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-          { const int64_t i0 = 0, i1 = (c1t + 32), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 32], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-          { const int64_t i0 = 0, i1 = (c1t + 40), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 40], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-          { const int64_t i0 = 0, i1 = (c1t + 48), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 48], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
-          { const int64_t i0 = 0, i1 = (c1t + 56), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 56], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+        float* restrict pack0_0 = kiln_pw0 + (c1t) * ((s_K)) + (c2t) * 64;
+        if (!kiln_packed) {
+          for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+            { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = 0, i1 = (c1t + 8), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 8], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = 0, i1 = (c1t + 16), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 16], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = 0, i1 = (c1t + 24), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 24], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = 0, i1 = (c1t + 32), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 32], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = 0, i1 = (c1t + 40), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 40], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = 0, i1 = (c1t + 48), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 48], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = 0, i1 = (c1t + 56), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 56], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          }
         }
         for (int64_t c0t = 0; c0t < (s_M - 2); c0t += 3) {
           {
@@ -373,9 +377,11 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
     }
     for (int64_t c1t = (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))); c1t < (s_N - 7); c1t += 8) {
       {
-        float pack1_0[2048] __attribute__((aligned(64)));
-        for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c2 - c2t) * 8 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+        float* restrict pack1_0 = kiln_pw0 + (c1t) * ((s_K)) + (c2t) * 8;
+        if (!kiln_packed) {
+          for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+            { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c2 - c2t) * 8 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+          }
         }
         for (int64_t c0t = 0; c0t < (s_M - 2); c0t += 3) {
           {
@@ -445,9 +451,11 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
     }
     for (int64_t c1t = ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) > ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) + (8 * kiln_fdiv((s_N - (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))), 8))) ? (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) : ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) + (8 * kiln_fdiv((s_N - (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))), 8)))); c1t < s_N; c1t += 8) {
       {
-        float pack2_0[2048] __attribute__((aligned(64)));
-        for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-          { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack2_0[(c2 - c2t) * 8 + 0], kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N))); }
+        float* restrict pack2_0 = kiln_pw0 + (c1t) * ((s_K)) + (c2t) * 8;
+        if (!kiln_packed) {
+          for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+            { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack2_0[(c2 - c2t) * 8 + 0], kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N))); }
+          }
         }
         for (int64_t c0t = 0; c0t < (s_M - 2); c0t += 3) {
           {
@@ -533,8 +541,20 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
       }
     }
   }
+  *(int64_t*)kiln_ws = 1;  // the panels are filled
 }
 
 void kiln_dense_gelu_0(void* const* restrict buffers, const int64_t* restrict sizes) {
-  kiln_dense_gelu_0_loops(sizes[0], sizes[1], sizes[2], (const float*)buffers[0], (const float*)buffers[1], (const float*)buffers[2], (float*)buffers[3], (float*)buffers[4]);
+  kiln_dense_gelu_0_loops(sizes[0], sizes[1], sizes[2], (const float*)buffers[0], (const float*)buffers[1], (const float*)buffers[2], (float*)buffers[3], (float*)buffers[4], (char*)buffers[5]);
+}
+
+/* The bytes of kiln_dense_gelu_0's workspace: a header and its panels. */
+int64_t kiln_dense_gelu_0_workspace(const int64_t* restrict sizes) {
+  const int64_t s_M = sizes[0];
+  (void)s_M;
+  const int64_t s_K = sizes[1];
+  (void)s_K;
+  const int64_t s_N = sizes[2];
+  (void)s_N;
+  return 64 + ((((s_K)) * (((s_N)) + 64) + 15) / 16 * 64);
 }
