@@ -49,7 +49,7 @@ bench() {  # NAME ENV... -- kiln bench arguments
   done
   shift
   local line
-  if line=$(env "${envs[@]}" "$kiln" bench "$@" --runtime cuda --json 2>"$out/bench.err"); then
+  if line=$(timeout 120 env "${envs[@]}" "$kiln" bench "$@" --runtime cuda --json 2>"$out/bench.err"); then
     echo "{\"name\": \"$name\", \"result\": $line}" >>"$out/bench.jsonl"
     echo "$name: $line"
   else
@@ -61,6 +61,21 @@ bench softmax_8192x4096 -- "$ops/nn.toml:softmax" --test N=4096 --batch 8192
 bench layernorm_8192x4096 -- "$ops/nn.toml:layernorm" --test N=4096 --batch 8192
 bench add_2e26 -- "$ops/math.toml:add" --test N=67108864
 bench matmul_1024 -- "$ops/nn.toml:matmul" --test M=1024,K=1024,N=1024
+# Issue 13's targets, each against its baseline in the same process, alternated: PyTorch (eager
+# and torch.compile, on this GPU), the device copy of the same bytes, cuBLAS through PyTorch.
+bench softmax_vs_torch -- "$ops/nn.toml:softmax" --test N=4096 --batch 8192 --vs torch
+bench softmax_vs_torch_compile -- "$ops/nn.toml:softmax" --test N=4096 --batch 8192 \
+  --vs torch.compile
+bench layernorm_vs_torch -- "$ops/nn.toml:layernorm" --test N=4096 --batch 8192 --vs torch
+bench mul_add_mul_vs_copy -- "$ops/math.toml:mul_add_mul" --test N=67108864 --vs copy
+bench sgemm_4096_vs_torch -- "$ops/nn.toml:matmul" --test M=4096,K=4096,N=4096 --vs torch \
+  --repeat 5
+bench hgemm_4096_vs_torch -- "$ops/nn.toml:matmul" --dtype T=f16 --test M=4096,K=4096,N=4096 \
+  --vs torch --repeat 5
+bench attention_f16_vs_torch -- "$ops/nn.toml:attention" --dtype T=f16 \
+  --test B=8,H=16,L=2048,S=2048,D=64 --vs torch --repeat 3
+bench attention_causal_f16_vs_torch -- "$ops/nn.toml:attention" --dtype T=f16 --attr causal=true \
+  --test B=8,H=16,L=2048,S=2048,D=64 --vs torch --repeat 3
 bench stacked_layernorm_graph KILN_CUDA_GRAPHS=1 -- \
   "$bundle/share/kiln/tests/regressions/stacked_layernorm.toml:stacked_layernorm_8" \
   --test N=64 --batch 8
@@ -73,19 +88,21 @@ import json, sys, datetime
 out, gpu, commit, rc = sys.argv[1:5]
 lines = [f"# GPU results: {datetime.date.today()} on {gpu or 'no GPU'}, commit {commit}", ""]
 lines += ["## Benchmarks (kiln bench --runtime cuda --json; medians)", "",
-          "| work | sizes | median ms | GB/s | GFLOP/s | device median ms | device GB/s | compile ms |",
-          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+          "| work | sizes | median ms | GB/s | GFLOP/s | device median ms | device GB/s | compile ms "
+          "| baseline | baseline ms | ratio (baseline / kiln) |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 for l in open(f"{out}/bench.jsonl"):
     b = json.loads(l)
     if b.get("error"):
-        lines.append(f"| {b['name']} | failed | | | | | | |")
+        lines.append(f"| {b['name']} | failed | | | | | | | | | |")
         continue
     r = b["result"]
     sizes = ",".join(f"{k}={v}" for k, v in r["sizes"].items())
     dev = lambda k: "-" if r.get(k) is None else f"{r[k]:.4g}"
     lines.append(f"| {b['name']} | {sizes} | {r['median_ms']:.4g} | {r['gbps']:.4g} | "
                  f"{r['gflops']:.4g} | {dev('device_median_ms')} | {dev('device_gbps')} | "
-                 f"{r['compile_ms']:.4g} ({'hit' if r['cache_hit'] else 'miss'}) |")
+                 f"{r['compile_ms']:.4g} ({'hit' if r['cache_hit'] else 'miss'}) | "
+                 f"{r.get('baseline', '-')} | {dev('baseline_median_ms')} | {dev('ratio')} |")
 rows = [l.rstrip("\n").split("\t") for l in open(f"{out}/sweep.tsv")] if \
     __import__("os").path.exists(f"{out}/sweep.tsv") else []
 bad = sum(int(r[5]) > 0 or r[7] != "" for r in rows)
