@@ -42,6 +42,10 @@ extern "C" {
  *  milliseconds of the launches that the last `synchronize` waited for (a GPU plugin's events
  *  around them), negative when unknown. `kiln bench` reports it next to the wall-clock time. */
 #define KILN_PLUGIN_DEVICE_MS "kiln_device_ms"
+/** Optional export, `int kiln_copy_device(void* dst, const void* src, size_t bytes, char** error)`:
+ *  copies between two buffers of `alloc`'s memory and waits (errors as the table's). A device
+ *  plugin's copy bandwidth: `kiln bench --vs copy` times it on such a runtime. */
+#define KILN_PLUGIN_COPY_DEVICE "kiln_copy_device"
 
 /** Bytes owned by the plugin; release with kiln_plugin::free_blob. */
 typedef struct kiln_blob {

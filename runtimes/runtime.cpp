@@ -429,6 +429,21 @@ void* Runtime::lookup(const CompiledModule& module, const std::string& symbol) c
   return module.lookup(symbol);
 }
 
+namespace {
+using CopyDevice = int (*)(void*, const void*, size_t, char**);
+}  // namespace
+
+bool Runtime::can_copy_device() const {
+  return dlsym(plugin_->library, KILN_PLUGIN_COPY_DEVICE) != nullptr;
+}
+
+void Runtime::copy_device(void* dst, const void* src, size_t bytes) {
+  auto fn = reinterpret_cast<CopyDevice>(dlsym(plugin_->library, KILN_PLUGIN_COPY_DEVICE));
+  if (!fn) throw std::runtime_error(std::string(table().name) + " runtime has no device copy");
+  char* error = nullptr;
+  if (fn(dst, src, bytes, &error) != 0) fail(table(), "device copy failed", error);
+}
+
 std::optional<double> Runtime::device_ms() const {
   using DeviceMs = double (*)();
   auto fn = reinterpret_cast<DeviceMs>(dlsym(plugin_->library, KILN_PLUGIN_DEVICE_MS));

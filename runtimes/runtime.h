@@ -174,6 +174,11 @@ class Runtime {
   /** The device time of the launches the last synchronize waited for, in milliseconds, when the
    *  plugin measures it (KILN_PLUGIN_DEVICE_MS); nothing otherwise. */
   std::optional<double> device_ms() const;
+  /** Whether the plugin copies within its memory (KILN_PLUGIN_COPY_DEVICE). */
+  bool can_copy_device() const;
+  /** Copies `bytes` between two buffers from alloc() and waits; throws when the plugin fails or
+   *  has no such copy. */
+  void copy_device(void* dst, const void* src, size_t bytes);
 
  private:
   Runtime(RuntimeDescriptor desc, std::shared_ptr<LoadedPlugin> plugin);

@@ -66,6 +66,8 @@ enum {
   X(copy_htod, "cuMemcpyHtoDAsync_v2", NULL,                                                     \
     (CUdeviceptr dst, const void* src, size_t bytes, CUstream s))                                \
   X(copy_dtoh, "cuMemcpyDtoHAsync_v2", NULL, (void* dst, CUdeviceptr src, size_t n, CUstream s)) \
+  X(copy_dtod, "cuMemcpyDtoDAsync_v2", NULL,                                                     \
+    (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                                    \
   X(stream_create, "cuStreamCreate", NULL, (CUstream * s, unsigned flags))                       \
   X(stream_sync, "cuStreamSynchronize", NULL, (CUstream s))                                      \
   X(event_create, "cuEventCreate", NULL, (CUevent * e, unsigned flags))                          \

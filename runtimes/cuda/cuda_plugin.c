@@ -633,3 +633,17 @@ __attribute__((visibility("default"))) double kiln_device_ms(void) {
     return -1;
   return ms;
 }
+
+/** KILN_PLUGIN_COPY_DEVICE: copies `bytes` from one buffer of device memory to another and waits,
+ *  between the events kiln_device_ms reads: the device's copy bandwidth, `kiln bench --vs copy`'s
+ *  baseline on this runtime. */
+__attribute__((visibility("default"))) int kiln_copy_device(void* dst, const void* src,
+                                                            size_t bytes, char** error) {
+  if (!begin(error)) return 1;
+  if (bytes == 0) return 0;
+  int timed = cu.event_record(dev.start, dev.stream) == CUDA_SUCCESS;
+  CUresult rc =
+      cu.copy_dtod((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes, dev.stream);
+  dev.timed = rc == CUDA_SUCCESS && timed && cu.event_record(dev.end, dev.stream) == CUDA_SUCCESS;
+  return sync_stream(dev.stream, "cuMemcpyDtoDAsync", rc, error);
+}

@@ -89,12 +89,12 @@ out, gpu, commit, rc = sys.argv[1:5]
 lines = [f"# GPU results: {datetime.date.today()} on {gpu or 'no GPU'}, commit {commit}", ""]
 lines += ["## Benchmarks (kiln bench --runtime cuda --json; medians)", "",
           "| work | sizes | median ms | GB/s | GFLOP/s | device median ms | device GB/s | compile ms "
-          "| baseline | baseline ms | ratio (baseline / kiln) |",
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+          "| baseline | baseline ms | ratio (baseline / kiln) | baseline device ms | device ratio |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 for l in open(f"{out}/bench.jsonl"):
     b = json.loads(l)
     if b.get("error"):
-        lines.append(f"| {b['name']} | failed | | | | | | | | | |")
+        lines.append(f"| {b['name']} | failed | | | | | | | | | | | |")
         continue
     r = b["result"]
     sizes = ",".join(f"{k}={v}" for k, v in r["sizes"].items())
@@ -102,7 +102,8 @@ for l in open(f"{out}/bench.jsonl"):
     lines.append(f"| {b['name']} | {sizes} | {r['median_ms']:.4g} | {r['gbps']:.4g} | "
                  f"{r['gflops']:.4g} | {dev('device_median_ms')} | {dev('device_gbps')} | "
                  f"{r['compile_ms']:.4g} ({'hit' if r['cache_hit'] else 'miss'}) | "
-                 f"{r.get('baseline', '-')} | {dev('baseline_median_ms')} | {dev('ratio')} |")
+                 f"{r.get('baseline') or '-'} | {dev('baseline_median_ms')} | {dev('ratio')} | "
+                 f"{dev('baseline_device_median_ms')} | {dev('device_ratio')} |")
 rows = [l.rstrip("\n").split("\t") for l in open(f"{out}/sweep.tsv")] if \
     __import__("os").path.exists(f"{out}/sweep.tsv") else []
 bad = sum(int(r[5]) > 0 or r[7] != "" for r in rows)

@@ -10,7 +10,8 @@ stdin and stdout, one line at a time:
   here -> "ready" once the inputs are loaded and one run has written each output's bytes
           (row-major, native byte order) to its path; "error: MESSAGE" and exit 1 on any failure
   kiln -> "run": one run, answered with its time in milliseconds, measured here ("error: ..."
-          on a failure); "quit" or the end of input ends the script.
+          on a failure), and on a GPU a second number: the device time between CUDA events
+          recorded around the call; "quit" or the end of input ends the script.
 
 The expression sees `torch`, `F` (torch.nn.functional), `math`, then the sizes, the attributes and
 the inputs by name (each shadows the ones before it: conv2d's size F hides torch.nn.functional), and returns a tensor or a tuple of tensors in
@@ -101,6 +102,17 @@ def main():
         if line.strip() != "run":
             break
         try:
+            if device == "cuda":  # also the device time, as Kiln's runtime measures its own
+                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                t0 = time.perf_counter()
+                start.record()
+                with torch.inference_mode():
+                    fn(*inputs)
+                end.record()
+                sync()
+                ms = (time.perf_counter() - t0) * 1e3
+                print(f"{ms!r} {start.elapsed_time(end)!r}", flush=True)
+                continue
             t0 = time.perf_counter()
             once()
             ms = (time.perf_counter() - t0) * 1e3

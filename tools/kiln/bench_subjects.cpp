@@ -206,6 +206,37 @@ class CopyBaseline : public Subject {
   int threads_;
 };
 
+class DeviceCopyBaseline : public Subject {
+ public:
+  DeviceCopyBaseline(int64_t bytes, std::unique_ptr<Runtime> rt)
+      : rt_(std::move(rt)), bytes_(static_cast<size_t>(bytes / 2)) {
+    src_ = rt_->alloc(std::max<size_t>(bytes_, 64));
+    try {
+      dst_ = rt_->alloc(std::max<size_t>(bytes_, 64));
+      std::vector<uint8_t> ones(bytes_, 1);
+      rt_->copy_to_device(src_, ones.data(), ones.size());
+    } catch (...) {
+      rt_->free(src_);
+      if (dst_) rt_->free(dst_);
+      throw;
+    }
+  }
+  ~DeviceCopyBaseline() override {
+    rt_->free(src_);
+    rt_->free(dst_);
+  }
+  DeviceCopyBaseline(const DeviceCopyBaseline&) = delete;
+  DeviceCopyBaseline& operator=(const DeviceCopyBaseline&) = delete;
+  void run() override { rt_->copy_device(dst_, src_, bytes_); }
+  std::optional<std::vector<Tensor>> outputs() const override { return std::nullopt; }
+  std::optional<double> device_ms() const override { return rt_->device_ms(); }
+
+ private:
+  std::unique_ptr<Runtime> rt_;
+  size_t bytes_;
+  void *src_ = nullptr, *dst_ = nullptr;
+};
+
 }  // namespace
 
 std::string json_string(const std::string& s) {
@@ -232,6 +263,10 @@ std::unique_ptr<Subject> make_gemm_baseline(const GemmShape& shape,
 
 std::unique_ptr<Subject> make_copy_baseline(int64_t bytes, int threads) {
   return std::make_unique<CopyBaseline>(bytes, threads);
+}
+
+std::unique_ptr<Subject> make_device_copy_baseline(int64_t bytes, std::unique_ptr<Runtime> rt) {
+  return std::make_unique<DeviceCopyBaseline>(bytes, std::move(rt));
 }
 
 }  // namespace kiln::cli

@@ -28,6 +28,8 @@ class Subject {
   /** The time of the last run as the subject measured it, where it does (a helper process
    *  times its own runs, without the latency of the pipe to it); nullopt: time run() itself. */
   virtual std::optional<double> own_ms() const { return std::nullopt; }
+  /** The device time of the last run, where a GPU's events measured it; nullopt elsewhere. */
+  virtual std::optional<double> device_ms() const { return std::nullopt; }
 };
 
 /** `s` as a JSON string literal, quotes and escapes included. */
@@ -44,7 +46,7 @@ class CompiledSubject : public Subject {
   CompiledSubject(const CompiledSubject&) = delete;
   CompiledSubject& operator=(const CompiledSubject&) = delete;
   /** The device time of the last run, where the runtime measures it (Runtime::device_ms). */
-  std::optional<double> device_ms() const { return runtime_->device_ms(); }
+  std::optional<double> device_ms() const override { return runtime_->device_ms(); }
 
   void run() override;
   std::optional<std::vector<Tensor>> outputs() const override;
@@ -83,5 +85,9 @@ std::unique_ptr<Subject> make_gemm_baseline(const GemmShape& shape,
 /** std::memcpy of bytes / 2 between two buffers, split over `threads` threads (started per
  *  run): it reads and writes `bytes` in all. */
 std::unique_ptr<Subject> make_copy_baseline(int64_t bytes, int threads);
+
+/** The same on a device runtime (Runtime::can_copy_device): one copy of bytes / 2 between two
+ *  buffers of the device's memory, timed by the device's events as Kiln's kernels are. */
+std::unique_ptr<Subject> make_device_copy_baseline(int64_t bytes, std::unique_ptr<Runtime> rt);
 
 }  // namespace kiln::cli

@@ -146,8 +146,10 @@ std::unique_ptr<Subject> make_baseline(const BenchOptions& o, const Loaded& l, c
                                        const std::vector<Tensor>& inputs, const SizeBindings& sizes,
                                        const GraphCost& cost) {
   if (o.vs.empty()) return nullptr;
-  if (o.vs == "copy") {  // on as many threads as the runtime
+  if (o.vs == "copy") {  // on as many threads as the runtime, or on its device
     std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+    if (backend_for(rt->backend()).memory() == MemoryKind::device && rt->can_copy_device())
+      return make_device_copy_baseline(cost.bytes, std::move(rt));
     return make_copy_baseline(cost.bytes,
                               runtime_threads(*rt, compile_options(o.config, 0, *rt, l)));
   }
@@ -215,6 +217,8 @@ struct Report {
   bool cache_hit = false;
   Stats kiln, base;
   std::optional<Stats> device;  ///< the runtime's device time, where it measures one
+  /** The baseline's device time, where both it and Kiln's are measured (a GPU's events). */
+  std::optional<Stats> base_device;
   bool has_base = false, compared = false;
 };
 
@@ -250,6 +254,9 @@ void print_json(std::ostream& out, const Report& r) {
         << ", \"baseline_min_ms\": " << json_num(r.base.min)
         << ", \"baseline_max_ms\": " << json_num(r.base.max)
         << ", \"ratio\": " << json_num(r.base.median / r.kiln.median)
+        << ", \"baseline_device_median_ms\": "
+        << (r.base_device ? json_num(r.base_device->median) : "null") << ", \"device_ratio\": "
+        << (r.base_device ? json_num(r.base_device->median / r.device->median) : "null")
         << ", \"outputs_match\": " << (r.compared ? "true" : "null");
   else
     out << ", \"baseline\": null, \"baseline_median_ms\": null, \"ratio\": null";
@@ -279,6 +286,10 @@ void print_text(std::ostream& out, const Report& r) {
         << "  ratio    " << num(r.base.median / r.kiln.median, 4) << " (" << r.baseline
         << " time / kiln time; > 1: kiln is faster)"
         << (r.compared ? ", outputs match" : ", outputs not compared") << "\n";
+  if (r.base_device)
+    out << "  device   ratio " << num(r.base_device->median / r.device->median, 4) << " ("
+        << r.baseline << " device median " << num(r.base_device->median, 4)
+        << " ms / kiln's; the GPU's events, without launch and wait)\n";
   out << "  " << r.repeats << " runs after " << r.warmup << " warm-ups"
       << (r.has_base ? ", alternated with the baseline" : "") << "\n";
 }
@@ -324,7 +335,7 @@ int bench(const BenchOptions& o) {
       r.compared = true;
     }
   }
-  std::vector<double> kiln_ms, base_ms, device_ms;
+  std::vector<double> kiln_ms, base_ms, device_ms, base_device_ms;
   auto start = std::chrono::steady_clock::now();
   auto more = [&] {
     size_t n = kiln_ms.size();
@@ -338,12 +349,15 @@ int bench(const BenchOptions& o) {
     if (base) {
       double ms = time_ms(*base);
       base_ms.push_back(base->own_ms().value_or(ms));
+      if (std::optional<double> d = base->device_ms()) base_device_ms.push_back(*d);
     }
   }
   r.repeats = static_cast<int>(kiln_ms.size());
   r.kiln = stats_of(kiln_ms);
   if (device_ms.size() == kiln_ms.size()) r.device = stats_of(device_ms);
   if (base) r.base = stats_of(base_ms);
+  if (r.device && base && base_device_ms.size() == base_ms.size())
+    r.base_device = stats_of(base_device_ms);
   if (o.json)
     print_json(std::cout, r);
   else

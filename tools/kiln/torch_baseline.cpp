@@ -73,13 +73,24 @@ class TorchBaseline : public Subject {
   void run() override {
     send("run\n");
     std::string reply = receive();
+    // "MS" or, on a GPU, "MS DEVICE_MS" (CUDA events around the call)
     char* end = nullptr;
     double ms = std::strtod(reply.c_str(), &end);
-    if (reply.empty() || *end != '\0') fail(reply);
+    if (reply.empty() || end == reply.c_str()) fail(reply);
+    device_ms_.reset();
+    if (*end == ' ') {
+      char* rest = nullptr;
+      double device = std::strtod(end + 1, &rest);
+      if (rest == end + 1) fail(reply);
+      device_ms_ = device;
+      end = rest;
+    }
+    if (*end != '\0') fail(reply);
     ms_ = ms;
   }
 
   std::optional<double> own_ms() const override { return ms_; }
+  std::optional<double> device_ms() const override { return device_ms_; }
 
   std::optional<std::vector<Tensor>> outputs() const override {
     std::vector<Tensor> out;
@@ -177,7 +188,7 @@ class TorchBaseline : public Subject {
   pid_t pid_ = -1;
   FILE* to_ = nullptr;
   FILE* from_ = nullptr;
-  std::optional<double> ms_;
+  std::optional<double> ms_, device_ms_;
 };
 
 }  // namespace
