@@ -218,10 +218,23 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
     params += ", char* restrict kiln_ws";
     call += ", (char*)buffers[" + std::to_string(args + plan.num_slots + index) + "]";
   }
+  c.symbol = symbol;
+  for (const std::string& v : plan.size_vars) {
+    c.params += std::string(c.params.empty() ? "" : ", ") + "const int64_t " + size_name(v);
+    c.args += std::string(c.args.empty() ? "" : ", ") + size_name(v);
+  }
+  for (int b : k.buffers) {
+    const Buffer& buf = plan.buffers[b];
+    c.params += std::string(c.params.empty() ? "" : ", ") +
+                (buf.kind == BufferKind::input ? "const " : "") + storage_type(buf.dtype) +
+                "* restrict b" + std::to_string(b);
+    c.args += std::string(c.args.empty() ? "" : ", ") + "b" + std::to_string(b);
+  }
   std::string s = loops_qualifier() + "void " + symbol + "_loops(" + params + ") {\n";
   if (!packs.empty()) s += workspace_prologue(c, packs);
   s += render_node(c, *nest.root, 1);
   if (!packs.empty()) s += "  *(int64_t*)kiln_ws = 1;  // the panels are filled\n";
+  s = c.outlined + s;
   s += "}\n\n" + entry(plan, nest, symbol, symbol + "_loops(" + call + ")");
   return packs.empty() ? s : s + workspace_function(c, packs, symbol);
 }
@@ -294,12 +307,16 @@ std::string CStyleRenderer::workspace_prologue(const Context& c,
   std::vector<Region> regions = workspace_regions(packs, first);
   std::vector<std::string> bytes = region_bytes(c.kernel, regions, c.sizes);
   std::string s = "  const int kiln_packed = *(const int64_t*)kiln_ws == 1;\n";
+  c.local_params += ", const int kiln_packed";
+  c.local_args += ", kiln_packed";
   std::string at = "64";  // past the header
   for (size_t r = 0; r < regions.size(); ++r) {
     const Statement& st = c.kernel.statements.at(regions[r].statement);
     std::string type = st.value->dtype == DType::f64 ? "double" : "float";
-    s += "  " + type + "* restrict kiln_pw" + std::to_string(r) + " = (" + type + "*)(kiln_ws + " +
-         at + ");\n";
+    std::string name = "kiln_pw" + std::to_string(r);
+    s += "  " + type + "* restrict " + name + " = (" + type + "*)(kiln_ws + " + at + ");\n";
+    c.local_params += ", " + type + "* restrict " + name;
+    c.local_args += ", " + name;
     at += " + (" + bytes[r] + ")";
   }
   for (size_t p = 0; p < packs.size(); ++p) {
@@ -446,10 +463,36 @@ std::string CStyleRenderer::render_loop(const Context& c, const LoopNode& n, int
   // The loops a parallel annotation collapsed are the next ones down a perfect nest.
   int inner = site.collapsed ? collapsed - 1 : site.collapse - 1;
   c.loops.push_back(&n);
-  for (const LoopNodePtr& child : n.body)
-    s += render_node(c, *child, depth + 1, n.body.size() == 1 ? inner : 0);
+  if (n.mapping == Mapping::parallel && inner == 0 && outlines_parallel_bodies() &&
+      !c.accumulator && !c.tile && !c.pack && !c.filling) {
+    s += pad + "  " + outline_body(c, n) + "\n";
+  } else {
+    for (const LoopNodePtr& child : n.body)
+      s += render_node(c, *child, depth + 1, n.body.size() == 1 ? inner : 0);
+  }
   c.loops.pop_back();
   return s + pad + "}\n";
+}
+
+bool CStyleRenderer::outlines_parallel_bodies() const {
+  return false;
+}
+
+std::string CStyleRenderer::outline_body(const Context& c, const LoopNode& n) const {
+  // Every name the body may read: the sizes and buffers, the workspace's locals, and the
+  // iterators of the loops around it (c.loops ends with n's).
+  std::string params = c.params + c.local_params, args = c.args + c.local_args;
+  for (const LoopNode* l : c.loops) {
+    params += ", const int64_t " + l->iter;
+    args += ", " + l->iter;
+  }
+  std::string name = c.symbol + "_body" + std::to_string(c.bodies++);
+  std::string body;
+  for (const LoopNodePtr& child : n.body)
+    body += render_node(c, *child, 1);
+  c.outlined += "/* The body of a parallel loop of " + c.symbol + ", its buffers restrict. */\n" +
+                loops_qualifier() + "void " + name + "(" + params + ") {\n" + body + "}\n\n";
+  return name + "(" + args + ");";
 }
 
 std::string CStyleRenderer::nest_runs(const LoopNode& n) const {

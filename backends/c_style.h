@@ -111,10 +111,23 @@ class CStyleRenderer {
       std::string offset;
     };
     mutable std::map<const LoopNode*, Kept> kept = {};
+    /** The loop function's parameters (declarations, and the names a call passes), and the
+     *  locals every node may read beside them (the workspace's), for outlined bodies. */
+    std::string params = {}, args = {};
+    mutable std::string local_params = {}, local_args = {};
+    /** The kernel's symbol, and the functions outlined from its parallel loops so far. */
+    std::string symbol = {};
+    mutable std::string outlined = {};
+    mutable int bodies = 0;
   };
   /** Whether packed panels of constant inputs persist across calls in a workspace the caller
    *  keeps (backends/packed_weights.h): true for the CPU renderers. */
   virtual bool keeps_packs() const;
+  /** Whether the body of a parallel loop goes into a function of its own whose buffer
+   *  parameters are `restrict`: false by default; OpenMP's outlining of a parallel region
+   *  passes the buffers by reference, and the compiler then no longer knows that they do not
+   *  overlap (docs/decisions.md, "Parallel loop bodies are functions of their own"). */
+  virtual bool outlines_parallel_bodies() const;
   /** The workspace's region pointers, the test of its header, and the function the module
    *  exports for its bytes, for kernel `k`'s kept panels; fills c.kept. */
   std::string workspace_prologue(const Context& c, const std::vector<PersistentPack>& packs) const;
@@ -180,6 +193,9 @@ class CStyleRenderer {
   std::string render_function(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
                               const std::string& symbol, const RenderOptions& options) const;
   std::string render_loop(const Context& c, const LoopNode& n, int depth, int collapsed) const;
+  /** Parallel loop `n`'s body as a function of its own (outlines_parallel_bodies), appended to
+   *  c.outlined; returns the call that replaces it. */
+  std::string outline_body(const Context& c, const LoopNode& n) const;
   /** A loop of streaming stores (LoopNode::stream_bytes): when the buffer it writes is that
    *  large, scalar iterations up to the first aligned vector, then vectors written with
    *  non-temporal stores (`kiln_vstnt_f32`), then the rest and a store fence; else the loop. */

@@ -18,4 +18,8 @@ std::string OpenMPRenderer::loop_annotation(const LoopNode& loop, const LoopSite
   return s;
 }
 
+bool OpenMPRenderer::outlines_parallel_bodies() const {
+  return true;
+}
+
 }  // namespace kiln

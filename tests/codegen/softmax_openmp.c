@@ -109,65 +109,70 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+/* The body of a parallel loop of kiln_softmax_0, its buffers restrict. */
+static void kiln_softmax_0_body0(const int64_t s_batch0, const int64_t s_N, const float* restrict b0, float* restrict b1, float* restrict b2, float* restrict b3, const int64_t c0) {
+  {
+    const int64_t i0 = c0;
+    b3[(i0)] = (float)0;
+  }
+  {
+    const int64_t i0 = c0;
+    b2[(i0)] = (float)-KILN_INF;
+  }
+  {
+    const int64_t i0 = c0;
+    if ((0 < s_N)) {
+      const float acc0_first = b2[(i0)];
+      int32_t acc0 = kiln_key_f32(acc0_first);
+      int acc0_nan = acc0_first != acc0_first;
+      for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
+        {
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          const float kiln_v = (float)b0[(s_N * i0 + i1)];
+          const int32_t kiln_k = kiln_key_f32(kiln_v);
+          acc0 = acc0 > kiln_k ? acc0 : kiln_k;
+          acc0_nan |= kiln_v != kiln_v;
+        }
+      }
+      b2[(i0)] = (acc0_nan ? KILN_NAN : kiln_unkey_f32(acc0));
+    }
+  }
+  {
+    const int64_t i0 = c0;
+    if ((0 < s_N)) {
+      float acc1 = b3[(i0)];
+      #pragma omp simd reduction(+:acc1)
+      for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
+        {
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          b1[(s_N * i0 + i1)] = (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+        }
+        {
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          const float kiln_v = (float)b1[(s_N * i0 + i1)];
+          { KILN_REASSOC acc1 = acc1 + kiln_v; }
+        }
+      }
+      b3[(i0)] = acc1;
+    }
+  }
+  #pragma omp simd
+  for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
+    {
+      const int64_t i0 = c0;
+      const int64_t i1 = c1;
+      b1[(s_N * i0 + i1)] = (float)(b1[(s_N * i0 + i1)] * (1.0f / b3[(i0)]));
+    }
+  }
+}
+
 static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t1 */, float* restrict b3 /* t8 */) {
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; c0 < s_batch0; c0 += 1) {
-    {
-      const int64_t i0 = c0;
-      b3[(i0)] = (float)0;
-    }
-    {
-      const int64_t i0 = c0;
-      b2[(i0)] = (float)-KILN_INF;
-    }
-    {
-      const int64_t i0 = c0;
-      if ((0 < s_N)) {
-        const float acc0_first = b2[(i0)];
-        int32_t acc0 = kiln_key_f32(acc0_first);
-        int acc0_nan = acc0_first != acc0_first;
-        for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const float kiln_v = (float)b0[(s_N * i0 + i1)];
-            const int32_t kiln_k = kiln_key_f32(kiln_v);
-            acc0 = acc0 > kiln_k ? acc0 : kiln_k;
-            acc0_nan |= kiln_v != kiln_v;
-          }
-        }
-        b2[(i0)] = (acc0_nan ? KILN_NAN : kiln_unkey_f32(acc0));
-      }
-    }
-    {
-      const int64_t i0 = c0;
-      if ((0 < s_N)) {
-        float acc1 = b3[(i0)];
-        #pragma omp simd reduction(+:acc1)
-        for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b1[(s_N * i0 + i1)] = (float)__builtin_exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
-          }
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const float kiln_v = (float)b1[(s_N * i0 + i1)];
-            { KILN_REASSOC acc1 = acc1 + kiln_v; }
-          }
-        }
-        b3[(i0)] = acc1;
-      }
-    }
-    #pragma omp simd
-    for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        b1[(s_N * i0 + i1)] = (float)(b1[(s_N * i0 + i1)] * (1.0f / b3[(i0)]));
-      }
-    }
+    kiln_softmax_0_body0(s_batch0, s_N, b0, b1, b2, b3, c0);
   }
 }
 
