@@ -452,7 +452,11 @@ std::string CStyleRenderer::render_loop(const Context& c, const LoopNode& n, int
   site.collapsed = collapsed > 0;
   if (n.mapping == Mapping::parallel && !site.collapsed) site.collapse = parallel_depth(n);
   std::string note = loop_annotation(n, site);
-  std::string s = note.empty() ? "" : pad + note + "\n";
+  std::string s;
+  for (size_t from = 0, to; from < note.size(); from = to + 1) {  // one or more lines
+    to = std::min(note.find('\n', from), note.size());
+    s += pad + note.substr(from, to - from) + "\n";
+  }
   // The condition without its outer parentheses: OpenMP's canonical loop form (which GCC
   // enforces) wants `iter < bound`, not `(iter < bound)`.
   std::string cond = ast_expr_to_c(*n.cond);

@@ -143,6 +143,7 @@ static void kiln_softmax_0_body0(const int64_t s_batch0, const int64_t s_N, cons
     if ((0 < s_N)) {
       float acc1 = b3[(i0)];
       #pragma omp simd reduction(+:acc1)
+      #pragma clang loop interleave_count(4)
       for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
         {
           const int64_t i0 = c0;
