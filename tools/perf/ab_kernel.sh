@@ -1,7 +1,10 @@
 #!/bin/bash
 # A/B of the code two Kiln builds generate for one single-kernel composite: each build's
 # `kiln compile` writes its source, both compile with the clang runtime's flags, and
-# tools/perf/ab_kernel.c times them alternately in one process.
+# tools/perf/ab_kernel.c times them alternately in one process. The clang-19 binary lacks the
+# libmvec variants the clang runtime adds (runtimes/clang/libmvec_variants.h: exp2f, log2f ...),
+# so a kernel that calls them runs them one element at a time here: A/B such kernels with
+# `kiln bench` instead.
 #   tools/perf/ab_kernel.sh KILN_A KILN_B FILE:COMPOSITE "KILN OPTIONS" REPEATS BYTES SIZE...
 # e.g. (stacked layer normalisation, k = 1, f32[4096, 256]; sizes in size-variable order):
 #   tools/perf/stacked_layernorm.py --emit 1 --use $PWD/ops/math.toml > /tmp/ln1.toml
