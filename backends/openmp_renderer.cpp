@@ -14,9 +14,7 @@ std::string OpenMPRenderer::loop_annotation(const LoopNode& loop, const LoopSite
     ReduceKind r = site.kernel.statements.at(site.accumulator->statement).reduce;
     if (r == ReduceKind::sum) s += " reduction(+:" + site.accumulator->name + ")";
     if (r == ReduceKind::prod) s += " reduction(*:" + site.accumulator->name + ")";
-    // Four vector accumulators: one waits on the add's latency at every step (the runtime's
-    // -fno-unroll-loops leaves one), four keep the adder busy (docs/performance.md).
-    if (r == ReduceKind::sum || r == ReduceKind::prod) s += "\n#pragma clang loop interleave_count(4)";
+    if (r == ReduceKind::sum || r == ReduceKind::prod) s += "\nKILN_INTERLEAVE";
   }
   return s;
 }

@@ -1,10 +1,10 @@
 /** \file
  * OpenMP C: the C renderer plus pragmas from each loop's mapping. A parallel loop becomes
  * `#pragma omp parallel for` (with `collapse(n)` over the perfectly nested parallel loops below
- * it), a simd loop `#pragma omp simd`, with a `reduction` clause when it carries a sum or product
- * into a scalar accumulator (and clang's `interleave_count(4)`: four vector accumulators). The body of each parallel loop becomes a function of its own with
- * `restrict` buffer parameters (outlines_parallel_bodies). Compiled with -fopenmp by the `openmp`
- * runtime.
+ * it), a simd loop `#pragma omp simd`, with a `reduction` clause and KILN_INTERLEAVE (four vector
+ * accumulators) when it carries a sum or product into a scalar accumulator. The body of each
+ * parallel loop becomes a function of its own with `restrict` buffer parameters
+ * (outlines_parallel_bodies). Compiled with -fopenmp by the `openmp` runtime.
  */
 #pragma once
 

@@ -20,6 +20,13 @@ typedef unsigned long long uint64_t;
 #else
 #define KILN_REASSOC
 #endif
+/* Before a loop that accumulates a sum or product: four vector accumulators, not one that waits
+   on the add's latency at every step (the runtimes compile with -fno-unroll-loops). */
+#ifdef __clang__
+#define KILN_INTERLEAVE _Pragma("clang loop interleave_count(4)")
+#else
+#define KILN_INTERLEAVE
+#endif
 
 KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -143,7 +150,7 @@ static void kiln_softmax_0_body0(const int64_t s_batch0, const int64_t s_N, cons
     if ((0 < s_N)) {
       float acc1 = b3[(i0)];
       #pragma omp simd reduction(+:acc1)
-      #pragma clang loop interleave_count(4)
+      KILN_INTERLEAVE
       for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
         {
           const int64_t i0 = c0;
