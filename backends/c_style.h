@@ -247,6 +247,8 @@ bool has_runtime_divisor(const IntExpr& e);
  *  `size_vars` print with the prefix `s_` (as the renderers declare them), the others are
  *  statement iterators and print as they are. */
 std::string int_expr_to_c(const IntExpr& e, const std::set<std::string>& size_vars);
+/** The C name of size variable `v` in a loop function: `s_v`. */
+std::string size_name(const std::string& v);
 
 /** An AST expression as C, with the same naming. */
 std::string ast_expr_to_c(const AstExpr& e);
