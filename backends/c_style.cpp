@@ -172,7 +172,7 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
   for (const LoopNest& n : nests)
     if (n.root) {
       for (const LoopNode* l : nodes_of(*n.root, LoopNode::Kind::alloc))
-        vectors |= l->tile_rows > 0;
+        vectors |= l->tile_rows > 0 && l->space != MemorySpace::shared;
       for (const LoopNode* l : loops_of(*n.root))
         vectors |= l->stream_bytes > 0 && !options.bounds_checks;
     }
@@ -403,7 +403,12 @@ std::string CStyleRenderer::nest_runs(const LoopNode& n) const {
   return runs.empty() ? "1" : runs;
 }
 
+std::string CStyleRenderer::render_block_tile(const Context&, const LoopNode&, int) const {
+  throw std::logic_error("a GPU block tile reached a renderer without shared memory");
+}
+
 std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, int depth) const {
+  if (n.space == MemorySpace::shared) return render_block_tile(c, n, depth);
   if (n.tile_rows > 0) return render_tile(c, n, depth);
   if (n.pack_depth > 0) return render_pack(c, n, depth);
   std::string pad(2 * depth, ' ');

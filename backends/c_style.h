@@ -188,6 +188,13 @@ class CStyleRenderer {
   /** `const int64_t i0 = ...;` for each non-null entry of a stmt's or alloc's args. */
   std::string bind_iterators(const std::vector<AstExprPtr>& args, const std::string& pad) const;
   std::string render_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
+  /** Declares a local for every subexpression of `e` used more than once, children first. */
+  std::string bind_shared(const Context& c, const ScalarExpr& e) const;
+  /** `e` as an expression of its compute type; loads in c.bound are the names bound. */
+  std::string render_value(const Context& c, const ScalarExpr& e) const;
+  /** A GPU block tile of a contraction (an alloc in shared space, scheduler/gpu_tile.h); the
+   *  GPU renderers override it, the others never meet one. */
+  virtual std::string render_block_tile(const Context& c, const LoopNode& n, int depth) const;
 
  private:
   std::string render_function(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
@@ -201,9 +208,6 @@ class CStyleRenderer {
    *  non-temporal stores (`kiln_vstnt_f32`), then the rest and a store fence; else the loop. */
   std::string render_stream(const Context& c, const LoopNode& n, int depth) const;
   std::string render_statement(const Context& c, const Statement& st) const;
-  /** Declares a local for every subexpression of `e` used more than once, children first. */
-  std::string bind_shared(const Context& c, const ScalarExpr& e) const;
-  std::string render_value(const Context& c, const ScalarExpr& e) const;
   std::string render_op(const Context& c, const ScalarExpr& e) const;
   /** `e` across the lanes of a vector along the statement iterators `lanes`: loads that use
    *  them are vector loads, the parts that do not are scalars (ir/kernel_ir.h, lane_value). */

@@ -73,7 +73,9 @@ std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
 std::string CudaRenderer::loop_header(const Context& c, const LoopNode& n, const std::string& init,
                                       const std::string& cond) const {
   std::string step = std::to_string(n.step), index, stride;
-  if (n.mapping == Mapping::block_x) {
+  if (n.mapping == Mapping::block_x && c.nest.one_block) {
+    return CStyleRenderer::loop_header(c, n, init, cond);  // block 0 runs every iteration
+  } else if (n.mapping == Mapping::block_x) {
     index = "(int64_t)blockIdx.x";
     stride = "(int64_t)gridDim.x";
   } else if (n.mapping == Mapping::thread_x && in_block(c)) {

@@ -56,6 +56,10 @@ class CudaRenderer : public CStyleRenderer {
   std::string math_call(const std::string& fn, DType t, const std::string& a) const override;
   std::string extern_helpers(const KernelPlan& plan) const override;
   std::string extern_call(const KernelPlan& plan, const Statement& st) const override;
+  /** A contraction's block tile (scheduler/gpu_tile.h; backends/cuda_tile.cpp): per reduction
+   *  block, the block's threads copy the operands into shared memory, then each accumulates its
+   *  elements in registers from there. */
+  std::string render_block_tile(const Context& c, const LoopNode& n, int depth) const override;
 
  private:
   /** Whether a `thread.x` loop at this point strides over one block's threads. */

@@ -121,6 +121,44 @@ std::string show_micro(const CompileOptions& o) {
          "x" + std::to_string(m.vector_bytes);
 }
 
+void parse_gpu_tile(const std::string& value, CompileOptions& o) {
+  std::vector<int64_t> n;
+  std::stringstream in(value);
+  std::string part;
+  while (std::getline(in, part, 'x')) {
+    int64_t v = 0;
+    if (!parse_count(part, v)) break;
+    n.push_back(v);
+  }
+  bool off = value == "0";
+  bool ok = off || (n.size() == 5 && value.back() != 'x' &&
+                    std::count(value.begin(), value.end(), 'x') == 4);
+  for (size_t k = 0; ok && !off && k < 5; ++k)
+    ok = n[k] > 0 && n[k] <= 256;
+  // Rows and lanes split evenly over the block's threads, each share in groups of four.
+  ok = ok && (off || (n[0] % n[2] == 0 && n[1] % n[3] == 0 && n[2] % 4 == 0 && n[3] % 4 == 0 &&
+                      (n[0] / n[2]) * (n[1] / n[3]) == 256));
+  if (!ok)
+    bad_value("GPU_TILE",
+              "RxLxrxlxD: blocks of R rows and L lanes, r x l per thread (multiples of 4, "
+              "R/r x L/l = 256 threads), reduction blocks of D; or 0",
+              value);
+  o.schedule.gpu_tile.rows = off ? 0 : static_cast<int>(n[0]);
+  if (off) return;
+  o.schedule.gpu_tile.lanes = static_cast<int>(n[1]);
+  o.schedule.gpu_tile.thread_rows = static_cast<int>(n[2]);
+  o.schedule.gpu_tile.thread_lanes = static_cast<int>(n[3]);
+  o.schedule.gpu_tile.depth = static_cast<int>(n[4]);
+}
+
+std::string show_gpu_tile(const CompileOptions& o) {
+  const GpuTileShape& g = o.schedule.gpu_tile;
+  if (g.rows <= 0) return "0";
+  return std::to_string(g.rows) + "x" + std::to_string(g.lanes) + "x" +
+         std::to_string(g.thread_rows) + "x" + std::to_string(g.thread_lanes) + "x" +
+         std::to_string(g.depth);
+}
+
 std::vector<Knob> make_knobs() {
   std::vector<Knob> k = {
       {"BLAS", KnobStage::simplifier,
@@ -142,6 +180,10 @@ std::vector<Knob> make_knobs() {
           "1: the rewrite rules marked fastmath apply too (exact only up to rounding, NaN "
           "and infinities); docs/rules.md",
           "0", [](auto& o) -> auto& { return o.simplify.fastmath; }),
+      {"GPU_TILE", KnobStage::scheduler,
+       "GPU block tile of contractions: R rows x L lanes per block, r x l per thread, "
+       "reduction blocks of D (RxLxrxlxD); 0: off; docs/performance.md",
+       "128x128x8x8x8", true, parse_gpu_tile, show_gpu_tile},
       count_knob(
           "ISL_MS", KnobStage::scheduler,
           "the milliseconds isl may spend on one kernel's schedule before the kernel "

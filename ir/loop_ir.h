@@ -74,6 +74,7 @@ using LoopNodePtr = std::shared_ptr<const LoopNode>;
  * body and stored after it, and that statement accumulates into the register inside (a reduction's
  * scalar accumulator).
  *    An alloc with pack_depth > 0 is a packed panel of operands instead (see pack_depth).
+ *    In `shared` space it is a GPU block tile of a contraction instead (see thread_rows).
  *  - barrier: every thread of a GPU block waits for the others (none on the CPU).
  *  - single: `body` runs on one thread of the GPU block (thread 0); on the CPU a plain block.
  *
@@ -119,6 +120,18 @@ struct LoopNode {
   int64_t pack_depth = 0;
   std::string pack_iter;
   AstExprPtr pack_origin;
+  /** alloc in `shared` space: a GPU block tile of contraction `statement`
+   *  (scheduler/gpu_tile.h). The block computes tile_rows × tile_lanes elements, `tile_row` =
+   *  tile_row_origin + 0..tile_rows-1 and `tile_lane` = tile_lane_origin + 0..tile_lanes-1 (those
+   *  where tile_row_cond and tile_lane_cond hold), each thread thread_rows × thread_lanes of them
+   *  in registers. The reduction runs in blocks of pack_depth iterations: the operands of the
+   *  update that do not move along `tile_lane` (rows) and those that do not move along
+   *  `tile_row` (lanes) are copied into shared memory by all threads, then each thread
+   *  accumulates its elements from there. body is the elementwise body of one element: statement
+   *  nodes, run per element before and after the reduction, and the one local alloc of the
+   *  reduction, whose loops (a perfect, rectangular nest) run as one flattened loop. */
+  int64_t thread_rows = 0, thread_lanes = 0;
+  AstExprPtr tile_row_cond, tile_lane_cond;
 };
 
 /** Loops of `root` in pre-order (outer before inner). */

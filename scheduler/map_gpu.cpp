@@ -72,6 +72,11 @@ class GpuMapper {
   bool one_block = false;
 
   LoopNodePtr root(const LoopNodePtr& n) {
+    // A block tile's loop (gpu_tile.h) is mapped already.
+    if (n->kind == LoopNode::Kind::loop && n->mapping != Mapping::serial) {
+      ++count_;
+      return n;
+    }
     // A sequence of independent nests: each across the whole grid, one after the other.
     if (n->kind == LoopNode::Kind::block && n->body.size() > 1 && independent(kernel_, n->body)) {
       GpuMapper each(kernel_);
@@ -167,7 +172,9 @@ class GpuMapper {
       LoopNodePtr mapped;
       switch (c->kind) {
         case LoopNode::Kind::loop:
-          if (mappable(*c)) {
+          if (c->mapping != Mapping::serial) {
+            mapped = c;  // a block tile's loop (gpu_tile.h): every thread of the block runs it
+          } else if (mappable(*c)) {
             ++count_;
             mapped = with_mapping(c, Mapping::thread_x);
           }

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "scheduler/gpu_tile.h"
 #include "scheduler/register_tile.h"
 #include "scheduler/stream_stores.h"
 
@@ -52,6 +53,7 @@ std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
       key += " r" + std::to_string(static_cast<int>(s.reduce)) + ":";
       for (size_t a = 0; a < s.extents.size(); ++a)
         key += tileable_statement(plan, s, {iterator_name(static_cast<int>(a))}) ? "t" : "-";
+      key += gpu_contraction_statement(s) ? "g" : "-";  // scheduler/gpu_tile.h
     }
     if (s.kind == Statement::Kind::call) {
       key += " " + s.routine;

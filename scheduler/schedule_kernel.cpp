@@ -259,6 +259,9 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::promote_accumulators:
         promote_accumulators(plan, k, nest, t.half);
         break;
+      case Transform::Kind::gpu_tile:
+        gpu_tile(plan, k, nest, t.gpu);
+        break;
       case Transform::Kind::map_parallel:
         map_parallel(nest, t.max_collapse);
         break;
@@ -282,7 +285,8 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
   std::vector<Transform> list;
   bool cpu_sink = opt.sink && !opt.backend_gpu;
   bool micro = cpu_sink && opt.micro.rows > 0 && has_register_tile_candidate(plan, k);
-  if (opt.tile && !micro) {
+  bool block_tile = opt.backend_gpu && opt.gpu_tile.rows > 0 && has_gpu_tile_candidate(plan, k);
+  if (opt.tile && !micro && !block_tile) {
     Transform t{Transform::Kind::tile};
     t.tile = {opt.tile_sizes, tile_depth(k, opt)};
     list.push_back(t);
@@ -296,6 +300,11 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
   Transform promote{Transform::Kind::promote_accumulators};
   promote.half = opt.backend_gpu;
   list.push_back(promote);
+  if (block_tile) {
+    Transform t{Transform::Kind::gpu_tile};
+    t.gpu = opt.gpu_tile;
+    list.push_back(t);
+  }
   if (opt.backend_gpu) list.push_back({Transform::Kind::map_gpu});
   if (opt.parallel && opt.backend_threads) {
     Transform t{Transform::Kind::map_parallel};

@@ -35,6 +35,9 @@ struct ScheduleOptions {
   /** CPU: contractions keep a register tile of this shape (scheduler/register_tile.h; MICRO);
    *  rows = 0 turns it off. Kernels it applies to are not tiled by isl. */
   RegisterTileShape micro;
+  /** GPU: contractions run in block tiles of this shape (scheduler/gpu_tile.h; GPU_TILE);
+   *  rows = 0 turns it off. Kernels it applies to are not tiled by isl. */
+  GpuTileShape gpu_tile;
   /** MICRO=auto: the program's shape is automatic_tile_shape(plan) instead of `micro`. */
   bool micro_auto = true;
   /** CPU: outputs written once stream (non-temporal stores) when they have at least this many

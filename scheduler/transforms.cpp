@@ -25,6 +25,11 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
       case Transform::Kind::promote_accumulators:
         out += t.half ? "promote accumulators (f16 and bf16 too)" : "promote accumulators";
         break;
+      case Transform::Kind::gpu_tile:
+        out += "gpu block tile " + std::to_string(t.gpu.rows) + "x" + std::to_string(t.gpu.lanes) +
+               ", " + std::to_string(t.gpu.thread_rows) + "x" + std::to_string(t.gpu.thread_lanes) +
+               " per thread, reduction blocks of " + std::to_string(t.gpu.depth);
+        break;
       case Transform::Kind::map_parallel:
         out += "map parallel (collapse " + std::to_string(t.max_collapse) + ")";
         break;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/gpu_tile.h"
 #include "scheduler/register_tile.h"
 
 namespace kiln {
@@ -29,6 +30,7 @@ struct Transform {
     sink,                  ///< loop IR: parallel loops below reductions (interchange.h)
     register_tile,         ///< loop IR: contractions in register tiles (register_tile.h)
     promote_accumulators,  ///< loop IR: reductions accumulate in registers
+    gpu_tile,              ///< loop IR: contractions in GPU block tiles (gpu_tile.h)
     map_parallel,          ///< loop IR: outermost coincident loops across threads
     map_simd,              ///< loop IR: innermost unit-stride loops across vector lanes
     map_gpu,               ///< loop IR: loops across GPU blocks and threads (map_gpu.h)
@@ -38,6 +40,7 @@ struct Transform {
   int max_collapse = 2;      ///< map_parallel: loops mapped together, the outermost included
   bool half = false;         ///< promote_accumulators: f16 and bf16 accumulate in registers too
   RegisterTileShape micro;   ///< register_tile
+  GpuTileShape gpu;          ///< gpu_tile
   int64_t stream_bytes = 0;  ///< stream_stores: the smallest buffer streamed
 };
 

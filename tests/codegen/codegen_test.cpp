@@ -203,11 +203,23 @@ TEST_CASE("codegen: softmax on cuda: one block per row, block reductions, barrie
                  "kiln_params p)") != std::string::npos);
 }
 
-TEST_CASE("codegen: matmul on cuda: rows across blocks, columns across threads, k serial") {
+TEST_CASE("codegen: matmul on cuda: block tiles across blocks, operands staged in shared memory") {
   check_golden(golden_cases()[6]);
   std::string src = render_source(golden_cases()[6]);
-  CHECK(src.find("c0 += (int64_t)gridDim.x)") != std::string::npos);
-  CHECK(src.find("c1 += (int64_t)blockDim.x)") != std::string::npos);
+  // One loop over the 128x128 tiles across the grid; each operand's k block in shared memory,
+  // filled by all threads; 8x8 elements per thread.
+  CHECK(src.find("t_c0_c1 += (int64_t)gridDim.x)") != std::string::npos);
+  CHECK(src.find("__shared__ float tile0_s0[8][132];") != std::string::npos);
+  CHECK(src.find("__shared__ float tile0_s1[8][132];") != std::string::npos);
+  CHECK(src.find("float tile0_acc[8][8];") != std::string::npos);
+  CHECK(src.find("for (int tile0_e = threadIdx.x; tile0_e < 1024; tile0_e += 256)") !=
+        std::string::npos);
+  // a (M x K) is filled along k, b (K x N) along its columns: both coalesced.
+  CHECK(src.find("const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;") != std::string::npos);
+  CHECK(src.find("const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;") !=
+        std::string::npos);
+  CHECK(src.find("tile0_acc[tile0_m][tile0_n] = tile0_acc[tile0_m][tile0_n] + "
+                 "(float)((tile0_o0[tile0_m] * tile0_o1[tile0_n]));") != std::string::npos);
   CHECK(src.find("= kiln_block_reduce(") == std::string::npos);
 }
 

@@ -156,34 +156,98 @@ struct kiln_params {
 };
 
 static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */, float* restrict b3 /* t5 */) {
-  for (int64_t c0 = 0 + (int64_t)blockIdx.x; c0 < s_M; c0 += (int64_t)gridDim.x) {
-    for (int64_t c1 = 0 + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        b3[(s_N * i0 + i1)] = (float)0;
-      }
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        if ((0 < s_K)) {
-          float acc0 = b3[(s_N * i0 + i1)];
-          for (int64_t c2 = 0; c2 < s_K; c2 += 1) {
-            {
-              const int64_t i0 = c0;
-              const int64_t i1 = c1;
-              const int64_t i2 = c2;
-              const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
-              { KILN_REASSOC acc0 = acc0 + kiln_v; }
-            }
+  for (int64_t t_c0_c1 = 0 + (int64_t)blockIdx.x; t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128)); t_c0_c1 += (int64_t)gridDim.x) {
+    {
+      /* tile0: a 128x128 block tile of S1, 8x8 per thread (scheduler/gpu_tile.h) */
+      __shared__ float tile0_s0[8][132];
+      __shared__ float tile0_s1[8][132];
+      const int tile0_tr = threadIdx.x / 16, tile0_tc = threadIdx.x % 16;
+      const int64_t tile0_r0 = (128 * ((t_c0_c1 / (((s_N > 0 ? s_N : 0) + 127) / 128)) % (((s_M > 0 ? s_M : 0) + 127) / 128))), tile0_l0 = (128 * (t_c0_c1 % (((s_N > 0 ? s_N : 0) + 127) / 128)));
+      float tile0_acc[8][8];
+      #pragma unroll
+      for (int tile0_m = 0; tile0_m < 8; ++tile0_m)
+      #pragma unroll
+      for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
+        const int64_t c0 = tile0_r0 + ((tile0_m / 4) * 64 + tile0_tr * 4 + tile0_m % 4), c1 = tile0_l0 + ((tile0_n / 4) * 64 + tile0_tc * 4 + tile0_n % 4);
+        tile0_acc[tile0_m][tile0_n] = (float)0;
+        if ((c0 < s_M) && (c1 < s_N)) {
+          {
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            b3[(s_N * i0 + i1)] = (float)0;
           }
-          b3[(s_N * i0 + i1)] = acc0;
+          {
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            tile0_acc[tile0_m][tile0_n] = b3[(s_N * i0 + i1)];
+          }
         }
       }
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+      const int64_t tile0_K = ((s_K - 0));
+      for (int64_t tile0_k = 0; tile0_k < tile0_K; tile0_k += 8) {
+        for (int tile0_e = threadIdx.x; tile0_e < 1024; tile0_e += 256) {
+          const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;
+          const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk;
+          float tile0_v = (float)0;
+          if (tile0_f < tile0_K && (c0 < s_M)) {
+            const int64_t c2 = 0 + tile0_f;
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            const int64_t i2 = c2;
+            tile0_v = b0[(s_K * i0 + i2)];
+          }
+          tile0_s0[tile0_kk][tile0_x] = tile0_v;
+        }
+        for (int tile0_e = threadIdx.x; tile0_e < 1024; tile0_e += 256) {
+          const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;
+          const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x, tile0_f = tile0_k + tile0_kk;
+          float tile0_v = (float)0;
+          if (tile0_f < tile0_K && (c1 < s_N)) {
+            const int64_t c2 = 0 + tile0_f;
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            const int64_t i2 = c2;
+            tile0_v = b1[(s_N * i2 + i1)];
+          }
+          tile0_s1[tile0_kk][tile0_x] = tile0_v;
+        }
+        __syncthreads();
+        const int64_t tile0_kd = tile0_K - tile0_k;
+        #pragma unroll
+        for (int tile0_kk = 0; tile0_kk < 8; ++tile0_kk) {
+          if (tile0_kk >= tile0_kd) break;
+          float tile0_o0[8];
+          #pragma unroll
+          for (int tile0_m = 0; tile0_m < 8; ++tile0_m) tile0_o0[tile0_m] = tile0_s0[tile0_kk][((tile0_m / 4) * 64 + tile0_tr * 4 + tile0_m % 4)];
+          float tile0_o1[8];
+          #pragma unroll
+          for (int tile0_n = 0; tile0_n < 8; ++tile0_n) tile0_o1[tile0_n] = tile0_s1[tile0_kk][((tile0_n / 4) * 64 + tile0_tc * 4 + tile0_n % 4)];
+          #pragma unroll
+          for (int tile0_m = 0; tile0_m < 8; ++tile0_m)
+          #pragma unroll
+          for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
+            tile0_acc[tile0_m][tile0_n] = tile0_acc[tile0_m][tile0_n] + (float)((tile0_o0[tile0_m] * tile0_o1[tile0_n]));
+          }
+        }
+        __syncthreads();
+      }
+      #pragma unroll
+      for (int tile0_m = 0; tile0_m < 8; ++tile0_m)
+      #pragma unroll
+      for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
+        const int64_t c0 = tile0_r0 + ((tile0_m / 4) * 64 + tile0_tr * 4 + tile0_m % 4), c1 = tile0_l0 + ((tile0_n / 4) * 64 + tile0_tc * 4 + tile0_n % 4);
+        if ((c0 < s_M) && (c1 < s_N)) {
+          {
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            b3[(s_N * i0 + i1)] = tile0_acc[tile0_m][tile0_n];
+          }
+          {
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+          }
+        }
       }
     }
   }

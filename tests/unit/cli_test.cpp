@@ -306,7 +306,8 @@ TEST_CASE("cli: past the isl time limit, program order (a schedule that took 110
 TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2") {
   if (!std::getenv("KILN_BIN")) return;
   const std::string known =
-      "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, STREAM, "
+      "known keys: BLAS, CHECK, FASTMATH, GPU_TILE, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, "
+      "STREAM, "
       "THREADS, "
       "TILE, "
       "VECTORIZE\n";

@@ -25,14 +25,15 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BLAS, CHECK, FASTMATH, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, STREAM, "
+    "known keys: BLAS, CHECK, FASTMATH, GPU_TILE, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, "
+    "STREAM, "
     "THREADS, TILE, "
     "VECTORIZE";
 
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 12);
+  REQUIRE(knobs().size() == 13);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {
@@ -79,6 +80,12 @@ TEST_CASE("config: values reach the typed options") {
   CHECK_FALSE(config_options({{"MICRO", "6x2x128x64"}}, nullptr).schedule.micro_auto);
   CHECK(config_options({{"MICRO", "4x6x256"}}, nullptr).schedule.micro.vector_bytes == 32);
   CHECK(config_options({{"MICRO", "0"}}, nullptr).schedule.micro.rows == 0);
+  // GPU_TILE: RxLxrxlxD, R/r × L/l = 256 threads; 0 turns it off.
+  GpuTileShape g = config_options({{"GPU_TILE", "64x64x4x4x16"}}, nullptr).schedule.gpu_tile;
+  CHECK(g.rows == 64);
+  CHECK(g.thread_lanes == 4);
+  CHECK(g.depth == 16);
+  CHECK(config_options({{"GPU_TILE", "0"}}, nullptr).schedule.gpu_tile.rows == 0);
   CHECK(config_options({{"TILE", "8"}}, nullptr).schedule.tile_sizes ==
         std::vector<int64_t>{8, 8, 8});
 }
@@ -103,6 +110,10 @@ TEST_CASE("config: a bad value is an error naming the knob") {
   CHECK(error_of({{"MICRO", "6x2x256x48"}}).find("got '6x2x256x48'") != std::string::npos);
   CHECK(error_of({{"MICRO", "6x2x256x64x2"}}) != "");
   CHECK(error_of({{"MICRO", "6x2"}}) != "");
+  CHECK(error_of({{"GPU_TILE", "128x128x8x8"}}).find("R/r x L/l = 256 threads") !=
+        std::string::npos);
+  CHECK(error_of({{"GPU_TILE", "128x64x8x8x8"}}) != "");  // 128 threads
+  CHECK(error_of({{"GPU_TILE", "96x128x6x8x8"}}) != "");  // rows of 6
 }
 
 TEST_CASE("config: an unknown key lists the known keys and suggests the closest") {

@@ -55,11 +55,53 @@ int64_t eval(const AstExpr& e, const Env& env) {
   throw std::runtime_error("unknown op " + o);
 }
 
+void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode* tile = nullptr);
+
+/** Runs GPU block tile `n` (scheduler/gpu_tile.h) as its threads do, one element after another
+ *  at each step: the statements before the reduction for every element of the tile in range,
+ *  then the reduction of each, then the statements after it. */
+void run_block_tile(const LoopNode& n, Env& env, std::vector<Instance>& out) {
+  int64_t row = eval(*n.tile_row_origin, env), lane = eval(*n.tile_lane_origin, env);
+  std::vector<std::pair<int64_t, int64_t>> elements;
+  for (int64_t r = 0; r < n.tile_rows; ++r)
+    for (int64_t l = 0; l < n.tile_lanes; ++l) {
+      env[n.tile_row] = row + r;
+      env[n.tile_lane] = lane + l;
+      if (eval(*n.tile_row_cond, env) && eval(*n.tile_lane_cond, env))
+        elements.push_back({row + r, lane + l});
+    }
+  CHECK(n.tile_rows % n.thread_rows == 0);
+  CHECK((n.tile_rows / n.thread_rows) * (n.tile_lanes / n.thread_lanes) == 256);
+  std::vector<LoopNodePtr> nodes;
+  flatten_blocks(n.body, nodes);
+  std::vector<std::vector<const LoopNode*>> phases(1);
+  for (const LoopNodePtr& c : nodes) {
+    bool reduction = c->kind == LoopNode::Kind::alloc;
+    if (reduction) phases.push_back({});
+    phases.back().push_back(c.get());
+    if (reduction) phases.push_back({});
+  }
+  CHECK(phases.size() == 3);  // one reduction
+  for (const auto& phase : phases)
+    for (auto [r, l] : elements) {
+      env[n.tile_row] = r;
+      env[n.tile_lane] = l;
+      for (const LoopNode* c : phase)
+        run(*c, env, out);
+    }
+  env.erase(n.tile_row);
+  env.erase(n.tile_lane);
+}
+
 /** Runs `n`; `tile` is the register tile around it, whose statement runs once per row and
  *  lane of the tile, or null. */
-void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode* tile = nullptr) {
+void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode* tile) {
   switch (n.kind) {
     case LoopNode::Kind::alloc:  // a register for an element: no instance of its own
+      if (n.space == MemorySpace::shared) {
+        run_block_tile(n, env, out);
+        break;
+      }
       if (n.tile_rows > 0) tile = &n;
       if (n.pack_depth > 0) {  // a packed panel: body[0] copies operands, no instances
         CHECK(n.body.size() >= 2);
@@ -401,7 +443,8 @@ namespace {
 
 /** The alloc nodes of a loop nest, in pre-order. */
 void allocs(const LoopNode& n, std::vector<const LoopNode*>& out) {
-  if (n.kind == LoopNode::Kind::alloc && n.pack_depth == 0) out.push_back(&n);
+  if (n.kind == LoopNode::Kind::alloc && (n.pack_depth == 0 || n.space == MemorySpace::shared))
+    out.push_back(&n);
   for (const LoopNodePtr& c : n.body)
     allocs(*c, out);
 }
@@ -587,4 +630,63 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
     for (const LoopNode* f : found)
       CHECK(f->tile_rows == 0);
   }
+}
+
+TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elements in registers") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;                   // a kernel the block tile applies to is not tiled by isl
+  opt.gpu_tile = {64, 64, 4, 4, 8};  // 16 × 16 threads
+  // Full and partial tiles of rows and lanes; one tile; an empty reduction; an empty matrix.
+  std::vector<Env> sizes = {{{"M", 130}, {"N", 70}, {"K", 9}},
+                            {{"M", 3}, {"N", 5}, {"K", 2}},
+                            {{"M", 2}, {"N", 65}, {"K", 0}},
+                            {{"M", 0}, {"N", 4}, {"K", 3}}};
+  ScheduledKernel r = check_legal(matmul(), opt, sizes);
+  report("matmul, GPU block tile", r);
+  CHECK(transforms_to_text(r.transforms).find("gpu block tile 64x64, 4x4 per thread") !=
+        std::string::npos);
+  CHECK(transforms_to_text(r.transforms).find("tile 32") == std::string::npos);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 2);
+  const LoopNode& tile = *found[0];
+  CHECK(tile.space == MemorySpace::shared);
+  CHECK(tile.statement == 1);
+  CHECK(tile.pack_depth == 8);
+  CHECK(found[1]->space == MemorySpace::local);  // the accumulator inside
+  // One loop over the tiles, across blocks; the k loop inside.
+  std::vector<const LoopNode*> all = loops(*r.nest.root);
+  REQUIRE(all.size() == 2);
+  CHECK(all[0]->mapping == Mapping::block_x);
+  CHECK(all[1]->reduction);
+
+  // A batch dimension is walked with the tiles: B × ⌈M/64⌉ × ⌈N/64⌉ blocks.
+  KernelBuilder bmm;
+  int a = bmm.buffer("a", {B, M, K}), bb = bmm.buffer("b", {B, K, N}),
+      c = bmm.buffer("c", {B, M, N});
+  bmm.stmt(Statement::Kind::reduce_init, {B, M, N}, c, {it(0), it(1), it(2)});
+  bmm.stmt(Statement::Kind::reduce_update, {B, M, N, K}, c, {it(0), it(1), it(2)},
+           op(Op::mul, {load(a, {it(0), it(1), it(3)}), load(bb, {it(0), it(3), it(2)})}));
+  ScheduledKernel rb = check_legal(bmm, opt, {{{"B", 3}, {"M", 70}, {"N", 66}, {"K", 5}}});
+  report("bmm, GPU block tile", rb);
+  found.clear();
+  allocs(*rb.nest.root, found);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0]->space == MemorySpace::shared);
+
+  // A load that moves along both i and j (an elementwise factor inside the sum) has no row or
+  // lane to stage by: the plain mapping stays.
+  KernelBuilder e;
+  int x = e.buffer("x", {M, K}), y = e.buffer("y", {K, N}), m = e.buffer("m", {M, N}),
+      z = e.buffer("z", {M, N});
+  e.stmt(Statement::Kind::reduce_init, {M, N}, z, {it(0), it(1)});
+  e.stmt(Statement::Kind::reduce_update, {M, N, K}, z, {it(0), it(1)},
+         op(Op::mul, {op(Op::mul, {load(x, {it(0), it(2)}), load(y, {it(2), it(1)})}),
+                      load(m, {it(0), it(1)})}));
+  ScheduledKernel re = check_legal(e, opt, {{{"M", 3}, {"N", 5}, {"K", 2}}});
+  found.clear();
+  allocs(*re.nest.root, found);
+  for (const LoopNode* f : found)
+    CHECK(f->space != MemorySpace::shared);
 }

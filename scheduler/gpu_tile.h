@@ -1,0 +1,58 @@
+/** \file
+ * Block tiles of contractions on the GPU, a transform of the loop IR.
+ *
+ * After promote_accumulators a contraction reads
+ *
+ *     for b for i for j { S0; alloc acc { for k S1 }; S2 }     // b, i, j coincident
+ *
+ * and map_gpu would give each thread one element, whose k loop reads a row of one operand and a
+ * column of the other from global memory: every operand element is fetched M or N times. This
+ * step gives each block a tile of R×L elements (rows along i, lanes along j) and each thread
+ * r×l of them in registers; the reduction runs in blocks of D iterations, in which the block
+ * first copies the operands of the D iterations into shared memory (the loads of S1 that do
+ * not move along j for its R rows, those that do not move along i for its L lanes), then each
+ * thread accumulates its r×l elements from there (r + l shared reads for r·l updates):
+ *
+ *     for (t = 0; t < B · ⌈M/R⌉ · ⌈N/L⌉; t++)            // block.x
+ *       alloc shared tile of S1: i = R·(t / ⌈N/L⌉ % ⌈M/R⌉) + 0..R-1, j = L·(t % ⌈N/L⌉) + 0..L-1
+ *         S0; alloc acc { for k S1 }; S2                   // b replaced by t / (⌈M/R⌉·⌈N/L⌉)
+ *
+ * The renderer (backends/cuda_renderer.h) runs the body's statements per element of the thread
+ * and the reduction as above. It applies where S1 is a sum whose every load moves along i or
+ * along j but not both and whose other leaves are constants; i and j are chosen among the
+ * coincident loops: j the innermost, i the innermost other for which the loads split so. The
+ * loops absorbed must be rectangular (bounds of size variables only), of step 1, and the body
+ * of the innermost one statements and the one reduction (a perfect nest of rectangular loops).
+ * Each element's reduction runs over k in its order, so sums are those of the untiled nest.
+ */
+#pragma once
+
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
+
+namespace kiln {
+
+/** The block tile: `rows` × `lanes` elements per block, `thread_rows` × `thread_lanes` per
+ *  thread (rows / thread_rows × lanes / thread_lanes threads), reduction blocks of `depth`. */
+struct GpuTileShape {
+  int rows = 128;
+  int lanes = 128;
+  int thread_rows = 8;
+  int thread_lanes = 8;
+  int depth = 8;
+};
+
+/** Whether statement `s` is a sum whose value is loads (none of the element it updates) under
+ *  operations and constants, the statement gpu_tile may block-tile. */
+bool gpu_contraction_statement(const Statement& s);
+
+/** Block-tiles the contractions of `nest` (the loop IR of kernel `k` of `plan`) and maps each
+ *  tile loop to blocks; returns how many it tiled. */
+int gpu_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest, const GpuTileShape& shape);
+
+/** Whether kernel `k` has a statement gpu_tile may apply to (a sum reduction over a domain of
+ *  rank 3 or more whose loads each leave some iterator unused): schedule_kernel then leaves its
+ *  bands to this step rather than to isl's tiling. */
+bool has_gpu_tile_candidate(const KernelPlan& plan, const Kernel& k);
+
+}  // namespace kiln
