@@ -51,6 +51,23 @@ KILN_FN T kiln_block_reduce(T v, T identity, Op op) {
   return v;
 }
 
+/* Four consecutive elements of a block tile's shared operands, 16-byte aligned: one 16-byte
+   shared load for floats (backends/cuda_tile.cpp). */
+template <class T>
+KILN_FN void kiln_lds4(T* dst, const T* src) {
+  for (int i = 0; i < 4; ++i) dst[i] = src[i];
+}
+template <>
+KILN_FN void kiln_lds4<float>(float* dst, const float* src) {
+  const float4 v = *(const float4*)src;
+  dst[0] = v.x, dst[1] = v.y, dst[2] = v.z, dst[3] = v.w;
+}
+template <>
+KILN_FN void kiln_lds4<double>(double* dst, const double* src) {
+  const double2 a = *(const double2*)src, b = *(const double2*)(src + 2);
+  dst[0] = a.x, dst[1] = a.y, dst[2] = b.x, dst[3] = b.y;
+}
+
 template <class To, class From>
 KILN_FN To kiln_bitcast(From a) {
   To b;

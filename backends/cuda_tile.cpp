@@ -80,10 +80,15 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   std::string s = pad + "{\n" + in + "/* " + N + ": a " + std::to_string(R) + "x" +
                   std::to_string(L) + " block tile of " + st.name + ", " + std::to_string(r) + "x" +
                   std::to_string(l) + " per thread (scheduler/gpu_tile.h) */\n";
-  std::vector<bool> by_lane(loads.size());
+  std::vector<bool> by_lane(loads.size()), k_first(loads.size());
   for (size_t q = 0; q < loads.size(); ++q) {
     by_lane[q] = uses_vars(*loads[q], lanes);
-    s += in + "__shared__ " + compute_type(c.plan.buffers[loads[q]->buffer].dtype) + " " + N +
+    std::set<std::string> used;
+    if (!loads[q]->index.empty()) loads[q]->index.back().collect_vars(used);
+    for (const std::string& it : inner_k)
+      k_first[q] = k_first[q] || used.count(it) > 0;
+    // Rows of a multiple of 4 elements plus 4, 16-byte aligned: kiln_lds4 reads groups of 4.
+    s += in + "__shared__ __align__(16) " + compute_type(c.plan.buffers[loads[q]->buffer].dtype) + " " + N +
          "_s" + std::to_string(q) + "[" + std::to_string(D) + "][" +
          std::to_string((by_lane[q] ? L : R) + 4) + "];\n";
   }
@@ -132,46 +137,71 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     }
     return out;
   };
-  const std::string k0 = N + "_k";
-  s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 +
-       " += " + std::to_string(D) + ") {\n";
+  const std::string k0 = N + "_k", e = N + "_e", x = N + "_x", v = N + "_v";
   const std::string in2 = in + "  ", in3 = in2 + "  ", in4 = in3 + "  ";
-  // Fill: every thread copies its share of each staged operand, zeros outside the domain.
-  for (size_t q = 0; q < loads.size(); ++q) {
+  // Each thread's share of the copy of each operand: elements e = threadIdx.x + 256 p of the
+  // (rows or lanes) × depth block, in the order memory holds them.
+  auto share = [&](size_t q, const std::string& body) {
+    const int64_t n_e = (by_lane[q] ? L : R) * D;
+    const int64_t per = (n_e + kCudaBlockThreads - 1) / kCudaBlockThreads;
+    std::string t = in2 + "#pragma unroll\n" + in2 + "for (int " + N + "_p = 0; " + N + "_p < " +
+                    std::to_string(per) + "; ++" + N + "_p) {\n";
+    t += in3 + "const int " + e + " = threadIdx.x + " + std::to_string(kCudaBlockThreads) +
+         " * " + N + "_p;\n";
     const int64_t extent = by_lane[q] ? L : R;
-    const std::string e = N + "_e", x = N + "_x", v = N + "_v";
-    const ScalarExpr& load = *loads[q];
-    bool k_first = !load.index.empty() && [&] {
-      std::set<std::string> used;
-      load.index.back().collect_vars(used);
-      for (const std::string& it : inner_k)
-        if (used.count(it)) return true;
-      return false;
-    }();
-    std::string type = compute_type(c.plan.buffers[load.buffer].dtype);
-    s += in2 + "for (int " + e + " = threadIdx.x; " + e + " < " + std::to_string(extent * D) +
-         "; " + e + " += " + std::to_string(kCudaBlockThreads) + ") {\n";
-    if (k_first)
-      s += in3 + "const int " + kk + " = " + e + " % " + std::to_string(D) + ", " + x + " = " + e +
-           " / " + std::to_string(D) + ";\n";
+    if (k_first[q])
+      t += in3 + "const int " + kk + " = " + e + " % " + std::to_string(D) + ", " + x + " = " +
+           e + " / " + std::to_string(D) + ";\n";
     else
-      s += in3 + "const int " + x + " = " + e + " % " + std::to_string(extent) + ", " + kk + " = " +
-           e + " / " + std::to_string(extent) + ";\n";
-    s += in3 + "const int64_t " + ri + " = " + N + "_r0" + (by_lane[q] ? "" : " + " + x) + ", " +
-         li + " = " + N + "_l0" + (by_lane[q] ? " + " + x : "") + ", " + N + "_f = " + k0 + " + " +
-         kk + ";\n";
-    s += in3 + type + " " + v + " = (" + type + ")0;\n";
-    s += in3 + "if (" + N + "_f < " + N + "_K && " + (by_lane[q] ? lane_ok : row_ok) + ") {\n";
-    s += split_k(N + "_f", in4) + bind_iterators(p.update->args, in4);
-    c.bound.clear();
-    c.index_bound.clear();
-    s += in4 + v + " = " + render_value(c, load) + ";\n" + in3 + "}\n";
-    s +=
-        in3 + N + "_s" + std::to_string(q) + "[" + kk + "][" + x + "] = " + v + ";\n" + in2 + "}\n";
+      t += in3 + "const int " + x + " = " + e + " % " + std::to_string(extent) + ", " + kk +
+           " = " + e + " / " + std::to_string(extent) + ";\n";
+    return t + body + in2 + "}\n";
+  };
+  // Loads the operands of the reduction block from `base` into the thread's registers, zeros
+  // outside the domain.
+  auto fetch = [&](const std::string& base) {
+    std::string t;
+    for (size_t q = 0; q < loads.size(); ++q) {
+      const int64_t n_e = (by_lane[q] ? L : R) * D;
+      std::string body = in3 + "const int64_t " + ri + " = " + N + "_r0" +
+                         (by_lane[q] ? "" : " + " + x) + ", " + li + " = " + N + "_l0" +
+                         (by_lane[q] ? " + " + x : "") + ", " + N + "_f = " + base + " + " + kk +
+                         ";\n";
+      std::string type = compute_type(c.plan.buffers[loads[q]->buffer].dtype);
+      std::string reg = N + "_p" + std::to_string(q) + "[" + N + "_p]";
+      body += in3 + reg + " = (" + type + ")0;\n";
+      body += in3 + "if (" + e + " < " + std::to_string(n_e) + " && " + N + "_f < " + N +
+              "_K && " + (by_lane[q] ? lane_ok : row_ok) + ") {\n";
+      body += split_k(N + "_f", in4) + bind_iterators(p.update->args, in4);
+      c.bound.clear();
+      c.index_bound.clear();
+      body += in4 + reg + " = " + render_value(c, *loads[q]) + ";\n" + in3 + "}\n";
+      t += share(q, body);
+    }
+    return t;
+  };
+  for (size_t q = 0; q < loads.size(); ++q) {
+    const int64_t per = ((by_lane[q] ? L : R) * D + kCudaBlockThreads - 1) / kCudaBlockThreads;
+    s += in + compute_type(c.plan.buffers[loads[q]->buffer].dtype) + " " + N + "_p" +
+         std::to_string(q) + "[" + std::to_string(per) + "];\n";
+  }
+  // The first block's operands, then per block: registers to shared memory, the next block's
+  // loads issued (they complete while this block computes), this block's updates.
+  s += in + "{\n" + in2 + "const int64_t " + k0 + " = 0;\n" + fetch(k0) + in + "}\n";
+  s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 + " += " +
+       std::to_string(D) + ") {\n";
+  for (size_t q = 0; q < loads.size(); ++q) {
+    const int64_t n_e = (by_lane[q] ? L : R) * D;
+    s += share(q, in3 + "if (" + e + " < " + std::to_string(n_e) + ") " + N + "_s" +
+                      std::to_string(q) + "[" + kk + "][" + x + "] = " + N + "_p" +
+                      std::to_string(q) + "[" + N + "_p];\n");
   }
   s += in2 + "__syncthreads();\n";
+  s += in2 + "if (" + k0 + " + " + std::to_string(D) + " < " + N + "_K) {\n" + in2 +
+       "const int64_t " + N + "_next = " + k0 + " + " + std::to_string(D) + ";\n" +
+       fetch(N + "_next") + in2 + "}\n";
   // Compute: per reduction iteration, each thread's rows and lanes of the staged operands into
-  // registers, then every element's update from them.
+  // registers (16-byte reads of groups of 4), then every element's update from them.
   s += in2 + "const int64_t " + N + "_kd = " + N + "_K - " + k0 + ";\n";
   s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < " +
        std::to_string(D) + "; ++" + kk + ") {\n";
@@ -180,26 +210,28 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   c.index_bound.clear();
   for (size_t q = 0; q < loads.size(); ++q) {
     const std::string reg = N + "_o" + std::to_string(q);
-    const std::string count = std::to_string(by_lane[q] ? l : r), it = by_lane[q] ? j : m;
-    s += in3 + compute_type(c.plan.buffers[loads[q]->buffer].dtype) + " " + reg + "[" + count +
-         "];\n";
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + it + " = 0; " + it + " < " + count +
-         "; ++" + it + ") " + reg + "[" + it + "] = " + N + "_s" + std::to_string(q) + "[" + kk +
-         "][" + (by_lane[q] ? col : row) + "];\n";
+    const int64_t count = by_lane[q] ? l : r;
+    const std::string it = by_lane[q] ? j : m;
+    const int64_t spread = 4 * (by_lane[q] ? thread_cols : thread_rows);
+    s += in3 + compute_type(c.plan.buffers[loads[q]->buffer].dtype) + " " + reg + "[" +
+         std::to_string(count) + "];\n";
+    for (int64_t g = 0; g < count / 4; ++g)
+      s += in3 + "kiln_lds4(" + reg + " + " + std::to_string(4 * g) + ", &" + N + "_s" +
+           std::to_string(q) + "[" + kk + "][" + std::to_string(g * spread) + " + " + N +
+           (by_lane[q] ? "_tc" : "_tr") + " * 4]);\n";
     c.bound[loads[q]] = reg + "[" + it + "]";
   }
   std::string update = bind_shared(c, *st.value);
   update += acc + " = " + acc + " + (" + acc_type + ")(" + render_value(c, *st.value) + ");\n";
-  s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < " + std::to_string(r) +
-       "; ++" + m + ")\n" + in3 + "#pragma unroll\n" + in3 + "for (int " + j + " = 0; " + j +
-       " < " + std::to_string(l) + "; ++" + j + ") {\n";
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < " +
+       std::to_string(r) + "; ++" + m + ")\n" + in3 + "#pragma unroll\n" + in3 + "for (int " +
+       j + " = 0; " + j + " < " + std::to_string(l) + "; ++" + j + ") {\n";
   for (size_t from = 0, to; from < update.size(); from = to + 1) {
     to = std::min(update.find('\n', from), update.size());
     if (to > from) s += in4 + update.substr(from, to - from) + "\n";
   }
   s += in3 + "}\n" + in2 + "}\n" + in2 + "__syncthreads();\n" + in + "}\n";
   c.bound.clear();
-
   // Store each element, then the statements after the reduction.
   std::string body = in + "  if (" + row_ok + " && " + lane_ok + ") {\n";
   body += in + "    {\n" + bind_iterators(p.reduction->args, in + "      ");

@@ -209,10 +209,14 @@ TEST_CASE("codegen: matmul on cuda: block tiles across blocks, operands staged i
   // One loop over the 128x128 tiles across the grid; each operand's k block in shared memory,
   // filled by all threads; 8x8 elements per thread.
   CHECK(src.find("t_c0_c1 += (int64_t)gridDim.x)") != std::string::npos);
-  CHECK(src.find("__shared__ float tile0_s0[8][132];") != std::string::npos);
-  CHECK(src.find("__shared__ float tile0_s1[8][132];") != std::string::npos);
+  CHECK(src.find("__shared__ __align__(16) float tile0_s0[8][132];") != std::string::npos);
+  CHECK(src.find("__shared__ __align__(16) float tile0_s1[8][132];") != std::string::npos);
   CHECK(src.find("float tile0_acc[8][8];") != std::string::npos);
-  CHECK(src.find("for (int tile0_e = threadIdx.x; tile0_e < 1024; tile0_e += 256)") !=
+  CHECK(src.find("const int tile0_e = threadIdx.x + 256 * tile0_p;") != std::string::npos);
+  // The next k block's operands are loaded into registers while this one computes; each
+  // thread reads its rows and lanes in 16-byte groups.
+  CHECK(src.find("const int64_t tile0_next = tile0_k + 8;") != std::string::npos);
+  CHECK(src.find("kiln_lds4(tile0_o1 + 4, &tile0_s1[tile0_kk][64 + tile0_tc * 4]);") !=
         std::string::npos);
   // a (M x K) is filled along k, b (K x N) along its columns: both coalesced.
   CHECK(src.find("const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;") != std::string::npos);

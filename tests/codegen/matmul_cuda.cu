@@ -142,6 +142,23 @@ KILN_FN T kiln_block_reduce(T v, T identity, Op op) {
   return v;
 }
 
+/* Four consecutive elements of a block tile's shared operands, 16-byte aligned: one 16-byte
+   shared load for floats (backends/cuda_tile.cpp). */
+template <class T>
+KILN_FN void kiln_lds4(T* dst, const T* src) {
+  for (int i = 0; i < 4; ++i) dst[i] = src[i];
+}
+template <>
+KILN_FN void kiln_lds4<float>(float* dst, const float* src) {
+  const float4 v = *(const float4*)src;
+  dst[0] = v.x, dst[1] = v.y, dst[2] = v.z, dst[3] = v.w;
+}
+template <>
+KILN_FN void kiln_lds4<double>(double* dst, const double* src) {
+  const double2 a = *(const double2*)src, b = *(const double2*)(src + 2);
+  dst[0] = a.x, dst[1] = a.y, dst[2] = b.x, dst[3] = b.y;
+}
+
 template <class To, class From>
 KILN_FN To kiln_bitcast(From a) {
   To b;
@@ -159,8 +176,8 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
   for (int64_t t_c0_c1 = 0 + (int64_t)blockIdx.x; t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128)); t_c0_c1 += (int64_t)gridDim.x) {
     {
       /* tile0: a 128x128 block tile of S1, 8x8 per thread (scheduler/gpu_tile.h) */
-      __shared__ float tile0_s0[8][132];
-      __shared__ float tile0_s1[8][132];
+      __shared__ __align__(16) float tile0_s0[8][132];
+      __shared__ __align__(16) float tile0_s1[8][132];
       const int tile0_tr = threadIdx.x / 16, tile0_tc = threadIdx.x % 16;
       const int64_t tile0_r0 = (128 * ((t_c0_c1 / (((s_N > 0 ? s_N : 0) + 127) / 128)) % (((s_M > 0 ? s_M : 0) + 127) / 128))), tile0_l0 = (128 * (t_c0_c1 % (((s_N > 0 ? s_N : 0) + 127) / 128)));
       float tile0_acc[8][8];
@@ -184,44 +201,94 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
         }
       }
       const int64_t tile0_K = ((s_K - 0));
-      for (int64_t tile0_k = 0; tile0_k < tile0_K; tile0_k += 8) {
-        for (int tile0_e = threadIdx.x; tile0_e < 1024; tile0_e += 256) {
+      float tile0_p0[4];
+      float tile0_p1[4];
+      {
+        const int64_t tile0_k = 0;
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;
           const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk;
-          float tile0_v = (float)0;
-          if (tile0_f < tile0_K && (c0 < s_M)) {
+          tile0_p0[tile0_p] = (float)0;
+          if (tile0_e < 1024 && tile0_f < tile0_K && (c0 < s_M)) {
             const int64_t c2 = 0 + tile0_f;
             const int64_t i0 = c0;
             const int64_t i1 = c1;
             const int64_t i2 = c2;
-            tile0_v = b0[(s_K * i0 + i2)];
+            tile0_p0[tile0_p] = b0[(s_K * i0 + i2)];
           }
-          tile0_s0[tile0_kk][tile0_x] = tile0_v;
         }
-        for (int tile0_e = threadIdx.x; tile0_e < 1024; tile0_e += 256) {
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;
           const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x, tile0_f = tile0_k + tile0_kk;
-          float tile0_v = (float)0;
-          if (tile0_f < tile0_K && (c1 < s_N)) {
+          tile0_p1[tile0_p] = (float)0;
+          if (tile0_e < 1024 && tile0_f < tile0_K && (c1 < s_N)) {
             const int64_t c2 = 0 + tile0_f;
             const int64_t i0 = c0;
             const int64_t i1 = c1;
             const int64_t i2 = c2;
-            tile0_v = b1[(s_N * i2 + i1)];
+            tile0_p1[tile0_p] = b1[(s_N * i2 + i1)];
           }
-          tile0_s1[tile0_kk][tile0_x] = tile0_v;
+        }
+      }
+      for (int64_t tile0_k = 0; tile0_k < tile0_K; tile0_k += 8) {
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;
+          if (tile0_e < 1024) tile0_s0[tile0_kk][tile0_x] = tile0_p0[tile0_p];
+        }
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;
+          if (tile0_e < 1024) tile0_s1[tile0_kk][tile0_x] = tile0_p1[tile0_p];
         }
         __syncthreads();
+        if (tile0_k + 8 < tile0_K) {
+        const int64_t tile0_next = tile0_k + 8;
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;
+          const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk;
+          tile0_p0[tile0_p] = (float)0;
+          if (tile0_e < 1024 && tile0_f < tile0_K && (c0 < s_M)) {
+            const int64_t c2 = 0 + tile0_f;
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            const int64_t i2 = c2;
+            tile0_p0[tile0_p] = b0[(s_K * i0 + i2)];
+          }
+        }
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;
+          const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x, tile0_f = tile0_next + tile0_kk;
+          tile0_p1[tile0_p] = (float)0;
+          if (tile0_e < 1024 && tile0_f < tile0_K && (c1 < s_N)) {
+            const int64_t c2 = 0 + tile0_f;
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            const int64_t i2 = c2;
+            tile0_p1[tile0_p] = b1[(s_N * i2 + i1)];
+          }
+        }
+        }
         const int64_t tile0_kd = tile0_K - tile0_k;
         #pragma unroll
         for (int tile0_kk = 0; tile0_kk < 8; ++tile0_kk) {
           if (tile0_kk >= tile0_kd) break;
           float tile0_o0[8];
-          #pragma unroll
-          for (int tile0_m = 0; tile0_m < 8; ++tile0_m) tile0_o0[tile0_m] = tile0_s0[tile0_kk][((tile0_m / 4) * 64 + tile0_tr * 4 + tile0_m % 4)];
+          kiln_lds4(tile0_o0 + 0, &tile0_s0[tile0_kk][0 + tile0_tr * 4]);
+          kiln_lds4(tile0_o0 + 4, &tile0_s0[tile0_kk][64 + tile0_tr * 4]);
           float tile0_o1[8];
-          #pragma unroll
-          for (int tile0_n = 0; tile0_n < 8; ++tile0_n) tile0_o1[tile0_n] = tile0_s1[tile0_kk][((tile0_n / 4) * 64 + tile0_tc * 4 + tile0_n % 4)];
+          kiln_lds4(tile0_o1 + 0, &tile0_s1[tile0_kk][0 + tile0_tc * 4]);
+          kiln_lds4(tile0_o1 + 4, &tile0_s1[tile0_kk][64 + tile0_tc * 4]);
           #pragma unroll
           for (int tile0_m = 0; tile0_m < 8; ++tile0_m)
           #pragma unroll
