@@ -10,6 +10,11 @@ const char* const kCudaPreludeHead = R"KILN(#define KILN_INF __int_as_float(0x7f
 #define KILN_FN __device__ __forceinline__
 #define KILN_REASSOC
 #define restrict __restrict__
+/* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread);
+   NVRTC flags may set it (-DKILN_TILE_MIN_BLOCKS=2). */
+#ifndef KILN_TILE_MIN_BLOCKS
+#define KILN_TILE_MIN_BLOCKS 1
+#endif
 )KILN";
 
 const char* const kCudaPreludeTail = R"KILN(

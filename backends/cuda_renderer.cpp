@@ -64,7 +64,17 @@ std::string CudaRenderer::loops_qualifier() const {
 
 std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
                                 const std::string& symbol, const std::string& call) const {
-  std::string s = signature(symbol) + " {\n  void* const* buffers = p.b;\n";
+  std::string s = signature(symbol);
+  bool block_tile = false;
+  if (nest.root)
+    for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc))
+      block_tile |= a->space == MemorySpace::shared;
+  if (block_tile) {  // backends/cuda_tile.cpp
+    std::string bounds = "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ")";
+    s.replace(s.find(bounds), bounds.size(),
+              "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ", KILN_TILE_MIN_BLOCKS)");
+  }
+  s += " {\n  void* const* buffers = p.b;\n";
   s += plan.size_vars.empty() ? "" : "  const int64_t* sizes = p.s;\n";
   if (nest.one_block) s += "  if (blockIdx.x != 0) return;  // the kernel is one block's work\n";
   return s + "  " + call + ";\n}\n";

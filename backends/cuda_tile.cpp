@@ -1,6 +1,7 @@
 // The CUDA rendering of a contraction's block tile (scheduler/gpu_tile.h): the operands of each
 // reduction block staged in shared memory by the whole block, each thread's elements in
-// registers.
+// registers; on tensor cores (mma.sync) where the update is a product of two f16 or bf16
+// operands.
 #include <algorithm>
 #include <stdexcept>
 
@@ -43,26 +44,24 @@ std::string extent_c(const LoopNode& l) {
   return "(" + ast_expr_to_c(*ast_op("sub", {upper, l.init})) + ")";
 }
 
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+/** The tensor-core layout: 8 warps as 2 × 4, each 64 rows × 32 lanes of a 128 × 128 tile, in
+ *  m16n8k16 tiles (4 × 4 of them), over reduction blocks of 32. */
+constexpr int64_t kMmaTile = 128, kMmaDepth = 16;
+
 }  // namespace
 
 std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n, int depth) const {
   const TileParts p = parts_of(n);
   const Statement& st = c.kernel.statements.at(n.statement);
-  const int64_t R = n.tile_rows, L = n.tile_lanes, r = n.thread_rows, l = n.thread_lanes,
-                D = n.pack_depth;
-  const int64_t thread_rows = R / r, thread_cols = L / l;
-  if (R % r || L % l || r % 4 || l % 4 || thread_rows * thread_cols != kCudaBlockThreads)
-    throw std::logic_error("a block tile that does not split over " +
-                           std::to_string(kCudaBlockThreads) + " threads in groups of 4");
-  const std::string pad(2 * depth, ' '), in = pad + "  ", N = n.name;
-  const std::string acc_type = compute_type(c.plan.buffers[st.buffer].dtype);
-  const std::string m = N + "_m", j = N + "_n", kk = N + "_kk";
-  // A thread's rows: groups of 4 rows, thread_rows · 4 apart, so that the threads of a warp
-  // read consecutive words of a shared row (likewise for lanes).
-  const std::string row = "((" + m + " / 4) * " + std::to_string(thread_rows * 4) + " + " + N +
-                          "_tr * 4 + " + m + " % 4)";
-  const std::string col = "((" + j + " / 4) * " + std::to_string(thread_cols * 4) + " + " + N +
-                          "_tc * 4 + " + j + " % 4)";
+  const int64_t R = n.tile_rows, L = n.tile_lanes;
+  const std::string pad(2 * depth, ' '), in = pad + "  ", in2 = in + "  ", in3 = in2 + "  ",
+                                         in4 = in3 + "  ", N = n.name;
+  const std::string m = N + "_m", j = N + "_n", kk = N + "_kk", k0 = N + "_k", e = N + "_e",
+                    x = N + "_x";
   const std::string ri = n.tile_row, li = n.tile_lane;
   const std::string row_ok = ast_expr_to_c(*n.tile_row_cond),
                     lane_ok = ast_expr_to_c(*n.tile_lane_cond);
@@ -72,14 +71,10 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   // first where that dimension moves with the innermost reduction loop.
   std::vector<const ScalarExpr*> all, loads;
   collect_loads(*st.value, all);
-  for (const ScalarExpr* e : all)
-    if (std::find(loads.begin(), loads.end(), e) == loads.end()) loads.push_back(e);
+  for (const ScalarExpr* l : all)
+    if (std::find(loads.begin(), loads.end(), l) == loads.end()) loads.push_back(l);
   const std::set<std::string> lanes = driven_iterators(*p.update, li);
   const std::set<std::string> inner_k = driven_iterators(*p.update, p.loops.back()->iter);
-
-  std::string s = pad + "{\n" + in + "/* " + N + ": a " + std::to_string(R) + "x" +
-                  std::to_string(L) + " block tile of " + st.name + ", " + std::to_string(r) + "x" +
-                  std::to_string(l) + " per thread (scheduler/gpu_tile.h) */\n";
   std::vector<bool> by_lane(loads.size()), k_first(loads.size());
   for (size_t q = 0; q < loads.size(); ++q) {
     by_lane[q] = uses_vars(*loads[q], lanes);
@@ -87,32 +82,99 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     if (!loads[q]->index.empty()) loads[q]->index.back().collect_vars(used);
     for (const std::string& it : inner_k)
       k_first[q] = k_first[q] || used.count(it) > 0;
-    // Rows of a multiple of 4 elements plus 4, 16-byte aligned: kiln_lds4 reads groups of 4.
-    s += in + "__shared__ __align__(16) " + compute_type(c.plan.buffers[loads[q]->buffer].dtype) + " " + N +
-         "_s" + std::to_string(q) + "[" + std::to_string(D) + "][" +
-         std::to_string((by_lane[q] ? L : R) + 4) + "];\n";
   }
-  s += in + "const int " + N + "_tr = threadIdx.x / " + std::to_string(thread_cols) + ", " + N +
-       "_tc = threadIdx.x % " + std::to_string(thread_cols) + ";\n";
+  auto dtype_of = [&](size_t q) { return c.plan.buffers[loads[q]->buffer].dtype; };
+
+  // Tensor cores: the update is a × b, one operand per side, both f16 or both bf16 and unmasked
+  // (they are copied as stored), on a 128 × 128 tile.
+  const ScalarExpr& v = *st.value;
+  const bool mma = R == kMmaTile && L == kMmaTile && loads.size() == 2 &&
+                   by_lane[0] != by_lane[1] && v.kind == ScalarExpr::Kind::op && v.op == Op::mul &&
+                   v.mask.empty() && v.args.size() == 2 && v.args[0].get() == loads[0] &&
+                   v.args[1].get() == loads[1] && dtype_of(0) == dtype_of(1) &&
+                   (dtype_of(0) == DType::f16 || dtype_of(0) == DType::bf16) &&
+                   loads[0]->mask.empty() && loads[1]->mask.empty();
+  const int64_t r = mma ? 8 : n.thread_rows, l = mma ? 8 : n.thread_lanes,
+                D = mma ? kMmaDepth : n.pack_depth;
+  const int64_t thread_rows = R / r, thread_cols = L / l;
+  if (!mma && (R % r || L % l || r % 4 || l % 4 || thread_rows * thread_cols != kCudaBlockThreads))
+    throw std::logic_error("a block tile that does not split over " + str(kCudaBlockThreads) +
+                           " threads in groups of 4");
+
+  // A thread's elements (m, n). SIMT: groups of 4 rows, thread_rows · 4 apart, so that the
+  // threads of a warp read consecutive words of a shared row (likewise for lanes). Tensor
+  // cores: the accumulator fragments of m16n8k16, 2 × 2 elements of each of 4 × 4 tiles.
+  std::string row, col;
+  if (mma) {
+    row = "(" + N + "_wm * 64 + (" + m + " / 2) * 16 + (" + m + " % 2) * 8 + " + N + "_q / 4)";
+    col = "(" + N + "_wn * 32 + (" + j + " / 2) * 8 + (" + N + "_q % 4) * 2 + " + j + " % 2)";
+  } else {
+    row = "((" + m + " / 4) * " + str(thread_rows * 4) + " + " + N + "_tr * 4 + " + m + " % 4)";
+    col = "((" + j + " / 4) * " + str(thread_cols * 4) + " + " + N + "_tc * 4 + " + j + " % 4)";
+  }
+
+  std::string s = pad + "{\n" + in + "/* " + N + ": a " + str(R) + "x" + str(L) +
+                  " block tile of " + st.name +
+                  (mma ? ", on tensor cores (mma.sync m16n8k16)" : "") + ", " + str(r) + "x" +
+                  str(l) + " per thread (scheduler/gpu_tile.h) */\n";
+  for (size_t q = 0; q < loads.size(); ++q) {
+    // SIMT: [k][rows or lanes] in the compute type, rows of a multiple of 4 elements plus 4,
+    // 16-byte aligned (kiln_lds4 reads groups of 4). Tensor cores: [rows or lanes][k] as
+    // stored, rows of 40 halves (conflict-free fragment reads).
+    if (mma)
+      s += in + "__shared__ __align__(16) " + storage_type(dtype_of(q)) + " " + N + "_s" + str(q) +
+           "[" + str(by_lane[q] ? L : R) + "][" + str(D + 8) + "];\n";
+    else
+      s += in + "__shared__ __align__(16) " + compute_type(dtype_of(q)) + " " + N + "_s" + str(q) +
+           "[" + str(D) + "][" + str((by_lane[q] ? L : R) + 4) + "];\n";
+  }
+  if (mma)
+    s += in + "const int " + N + "_q = threadIdx.x % 32, " + N + "_wm = threadIdx.x / 128, " + N +
+         "_wn = (threadIdx.x / 32) % 4;\n";
+  else
+    s += in + "const int " + N + "_tr = threadIdx.x / " + str(thread_cols) + ", " + N +
+         "_tc = threadIdx.x % " + str(thread_cols) + ";\n";
   s += in + "const int64_t " + N + "_r0 = " + ast_expr_to_c(*n.tile_row_origin) + ", " + N +
        "_l0 = " + ast_expr_to_c(*n.tile_lane_origin) + ";\n";
-  s += in + acc_type + " " + N + "_acc[" + std::to_string(r) + "][" + std::to_string(l) + "];\n";
+  const DType dtype = c.plan.buffers[st.buffer].dtype;
+  const std::string acc_type = compute_type(dtype);
+  s += in + (mma ? std::string("float") : acc_type) + " " + N + "_acc[" + str(r) + "][" + str(l) +
+       "];\n";
 
   // Each element of the thread: `body` with the row and lane iterators bound.
   auto each_element = [&](const std::string& body) {
-    std::string e = in + "#pragma unroll\n" + in + "for (int " + m + " = 0; " + m + " < " +
-                    std::to_string(r) + "; ++" + m + ")\n" + in + "#pragma unroll\n" + in +
-                    "for (int " + j + " = 0; " + j + " < " + std::to_string(l) + "; ++" + j +
-                    ") {\n";
-    e += in + "  const int64_t " + ri + " = " + N + "_r0 + " + row + ", " + li + " = " + N +
+    std::string t = in + "#pragma unroll\n" + in + "for (int " + m + " = 0; " + m + " < " + str(r) +
+                    "; ++" + m + ")\n" + in + "#pragma unroll\n" + in + "for (int " + j + " = 0; " +
+                    j + " < " + str(l) + "; ++" + j + ") {\n";
+    t += in + "  const int64_t " + ri + " = " + N + "_r0 + " + row + ", " + li + " = " + N +
          "_l0 + " + col + ";\n";
-    return e + body + in + "}\n";
+    return t + body + in + "}\n";
   };
   const std::string element = render_index(c, st.buffer, st.index);
-  const DType dtype = c.plan.buffers[st.buffer].dtype;
   const std::string acc = N + "_acc[" + m + "][" + j + "]";
-  {
-    std::string body = in + "  " + acc + " = (" + acc_type + ")0;\n";
+  // Whether the only statement before the reduction is its init, of the same element.
+  const bool init_only = [&] {
+    if (p.before.size() != 1) return false;
+    const LoopNode& b = *p.before[0];
+    const Statement& i = c.kernel.statements.at(b.statement);
+    if (i.kind != Statement::Kind::reduce_init || i.buffer != st.buffer || i.index != st.index ||
+        i.reduce != st.reduce || b.args.size() > p.reduction->args.size())
+      return false;
+    for (size_t a = 0; a < b.args.size(); ++a)
+      if (!p.reduction->args[a] || !same_expr(*b.args[a], *p.reduction->args[a])) return false;
+    return true;
+  }();
+  if (init_only) {
+    // The element starts from the reduction's identity, in the register only: its store in
+    // memory would be overwritten by the result, and loading it back would keep its address
+    // live across the reduction.
+    const LoopNode& init = *p.before[0];
+    const Statement* init_st = &c.kernel.statements.at(init.statement);
+    c.promoted[init_st] = acc;
+    s += each_element(render_node(c, init, depth + 1));
+    c.promoted.erase(init_st);
+  } else {
+    std::string body = in + "  " + acc + " = 0;\n";
     body += in + "  if (" + row_ok + " && " + lane_ok + ") {\n";
     for (const LoopNode* b : p.before)
       body += render_node(c, *b, depth + 3);
@@ -137,101 +199,138 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     }
     return out;
   };
-  const std::string k0 = N + "_k", e = N + "_e", x = N + "_x", v = N + "_v";
-  const std::string in2 = in + "  ", in3 = in2 + "  ", in4 = in3 + "  ";
   // Each thread's share of the copy of each operand: elements e = threadIdx.x + 256 p of the
   // (rows or lanes) × depth block, in the order memory holds them.
-  auto share = [&](size_t q, const std::string& body) {
-    const int64_t n_e = (by_lane[q] ? L : R) * D;
+  auto share = [&](size_t q, const std::string& pad2, const std::string& body) {
+    const int64_t extent = by_lane[q] ? L : R, n_e = extent * D;
     const int64_t per = (n_e + kCudaBlockThreads - 1) / kCudaBlockThreads;
-    std::string t = in2 + "#pragma unroll\n" + in2 + "for (int " + N + "_p = 0; " + N + "_p < " +
-                    std::to_string(per) + "; ++" + N + "_p) {\n";
-    t += in3 + "const int " + e + " = threadIdx.x + " + std::to_string(kCudaBlockThreads) +
-         " * " + N + "_p;\n";
-    const int64_t extent = by_lane[q] ? L : R;
+    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + N + "_p = 0; " + N + "_p < " +
+                    str(per) + "; ++" + N + "_p) {\n";
+    t += pad2 + "  const int " + e + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " + N +
+         "_p;\n";
     if (k_first[q])
-      t += in3 + "const int " + kk + " = " + e + " % " + std::to_string(D) + ", " + x + " = " +
-           e + " / " + std::to_string(D) + ";\n";
+      t += pad2 + "  const int " + kk + " = " + e + " % " + str(D) + ", " + x + " = " + e + " / " +
+           str(D) + ";\n";
     else
-      t += in3 + "const int " + x + " = " + e + " % " + std::to_string(extent) + ", " + kk +
-           " = " + e + " / " + std::to_string(extent) + ";\n";
-    return t + body + in2 + "}\n";
+      t += pad2 + "  const int " + x + " = " + e + " % " + str(extent) + ", " + kk + " = " + e +
+           " / " + str(extent) + ";\n";
+    std::string guard = n_e % kCudaBlockThreads ? "if (" + e + " < " + str(n_e) + ") " : "";
+    return t + pad2 + "  " + guard + "{\n" + body + pad2 + "  }\n" + pad2 + "}\n";
   };
   // Loads the operands of the reduction block from `base` into the thread's registers, zeros
-  // outside the domain.
-  auto fetch = [&](const std::string& base) {
+  // outside the domain: values in the compute type, or as stored for the tensor cores.
+  auto fetch = [&](const std::string& base, const std::string& pad2) {
     std::string t;
+    const std::string p3 = pad2 + "    ", p4 = p3 + "  ";
     for (size_t q = 0; q < loads.size(); ++q) {
-      const int64_t n_e = (by_lane[q] ? L : R) * D;
-      std::string body = in3 + "const int64_t " + ri + " = " + N + "_r0" +
+      std::string body = p3 + "const int64_t " + ri + " = " + N + "_r0" +
                          (by_lane[q] ? "" : " + " + x) + ", " + li + " = " + N + "_l0" +
                          (by_lane[q] ? " + " + x : "") + ", " + N + "_f = " + base + " + " + kk +
                          ";\n";
-      std::string type = compute_type(c.plan.buffers[loads[q]->buffer].dtype);
-      std::string reg = N + "_p" + std::to_string(q) + "[" + N + "_p]";
-      body += in3 + reg + " = (" + type + ")0;\n";
-      body += in3 + "if (" + e + " < " + std::to_string(n_e) + " && " + N + "_f < " + N +
-              "_K && " + (by_lane[q] ? lane_ok : row_ok) + ") {\n";
-      body += split_k(N + "_f", in4) + bind_iterators(p.update->args, in4);
+      std::string type = mma ? storage_type(dtype_of(q)) : compute_type(dtype_of(q));
+      std::string reg = N + "_p" + str(q) + "[" + N + "_p]";
+      body += p3 + reg + " = (" + type + ")0;\n";
+      body += p3 + "if (" + N + "_f < " + N + "_K && " + (by_lane[q] ? lane_ok : row_ok) + ") {\n";
+      body += split_k(N + "_f", p4) + bind_iterators(p.update->args, p4);
       c.bound.clear();
       c.index_bound.clear();
-      body += in4 + reg + " = " + render_value(c, *loads[q]) + ";\n" + in3 + "}\n";
-      t += share(q, body);
+      std::string value =
+          mma ? render_index(c, loads[q]->buffer, loads[q]->index) : render_value(c, *loads[q]);
+      body += p4 + reg + " = " + value + ";\n" + p3 + "}\n";
+      t += share(q, pad2, body);
     }
     return t;
   };
   for (size_t q = 0; q < loads.size(); ++q) {
     const int64_t per = ((by_lane[q] ? L : R) * D + kCudaBlockThreads - 1) / kCudaBlockThreads;
-    s += in + compute_type(c.plan.buffers[loads[q]->buffer].dtype) + " " + N + "_p" +
-         std::to_string(q) + "[" + std::to_string(per) + "];\n";
+    s += in + (mma ? storage_type(dtype_of(q)) : compute_type(dtype_of(q))) + " " + N + "_p" +
+         str(q) + "[" + str(per) + "];\n";
   }
   // The first block's operands, then per block: registers to shared memory, the next block's
   // loads issued (they complete while this block computes), this block's updates.
-  s += in + "{\n" + in2 + "const int64_t " + k0 + " = 0;\n" + fetch(k0) + in + "}\n";
-  s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 + " += " +
-       std::to_string(D) + ") {\n";
+  s += in + "{\n" + in2 + "const int64_t " + k0 + " = 0;\n" + fetch(k0, in2) + in + "}\n";
+  s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 + " += " + str(D) +
+       ") {\n";
   for (size_t q = 0; q < loads.size(); ++q) {
-    const int64_t n_e = (by_lane[q] ? L : R) * D;
-    s += share(q, in3 + "if (" + e + " < " + std::to_string(n_e) + ") " + N + "_s" +
-                      std::to_string(q) + "[" + kk + "][" + x + "] = " + N + "_p" +
-                      std::to_string(q) + "[" + N + "_p];\n");
+    std::string at = mma ? "[" + x + "][" + kk + "]" : "[" + kk + "][" + x + "]";
+    s += share(q, in2,
+               in4 + N + "_s" + str(q) + at + " = " + N + "_p" + str(q) + "[" + N + "_p];\n");
   }
   s += in2 + "__syncthreads();\n";
-  s += in2 + "if (" + k0 + " + " + std::to_string(D) + " < " + N + "_K) {\n" + in2 +
-       "const int64_t " + N + "_next = " + k0 + " + " + std::to_string(D) + ";\n" +
-       fetch(N + "_next") + in2 + "}\n";
-  // Compute: per reduction iteration, each thread's rows and lanes of the staged operands into
-  // registers (16-byte reads of groups of 4), then every element's update from them.
-  s += in2 + "const int64_t " + N + "_kd = " + N + "_K - " + k0 + ";\n";
-  s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < " +
-       std::to_string(D) + "; ++" + kk + ") {\n";
-  s += in3 + "if (" + kk + " >= " + N + "_kd) break;\n";
+  s += in2 + "if (" + k0 + " + " + str(D) + " < " + N + "_K) {\n" + in3 + "const int64_t " + N +
+       "_next = " + k0 + " + " + str(D) + ";\n" + fetch(N + "_next", in3) + in2 + "}\n";
   c.bound.clear();
   c.index_bound.clear();
-  for (size_t q = 0; q < loads.size(); ++q) {
-    const std::string reg = N + "_o" + std::to_string(q);
-    const int64_t count = by_lane[q] ? l : r;
-    const std::string it = by_lane[q] ? j : m;
-    const int64_t spread = 4 * (by_lane[q] ? thread_cols : thread_rows);
-    s += in3 + compute_type(c.plan.buffers[loads[q]->buffer].dtype) + " " + reg + "[" +
-         std::to_string(count) + "];\n";
-    for (int64_t g = 0; g < count / 4; ++g)
-      s += in3 + "kiln_lds4(" + reg + " + " + std::to_string(4 * g) + ", &" + N + "_s" +
-           std::to_string(q) + "[" + kk + "][" + std::to_string(g * spread) + " + " + N +
-           (by_lane[q] ? "_tc" : "_tr") + " * 4]);\n";
-    c.bound[loads[q]] = reg + "[" + it + "]";
+  if (mma) {
+    // Per k16 step: each warp's A fragments (4 m16 tiles) and B fragments (4 n8 tiles) from
+    // shared memory, pairs of halves as 32-bit words, then the 16 products. The block's k
+    // beyond K holds zeros, whose products add nothing.
+    const size_t a = by_lane[0] ? 1 : 0, b = 1 - a;
+    const std::string sa = N + "_s" + str(a), sb = N + "_s" + str(b);
+    const std::string kind = dtype_of(a) == DType::bf16 ? "bf16" : "f16";
+    s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < " + str(D) + "; " +
+         kk + " += 16) {\n";
+    s += in3 + "const int " + N + "_kq = " + kk + " + (" + N + "_q % 4) * 2;\n";
+    s += in3 + "uint32_t " + N + "_fa[4][4], " + N + "_fb[4][2];\n";
+    s += in3 + "#pragma unroll\n" + in3 + "for (int " + N + "_t = 0; " + N + "_t < 4; ++" + N +
+         "_t) {\n";
+    s += in4 + "const int " + N + "_ar = " + N + "_wm * 64 + " + N + "_t * 16 + " + N + "_q / 4, " +
+         N + "_bc = " + N + "_wn * 32 + " + N + "_t * 8 + " + N + "_q / 4;\n";
+    auto word = [&](const std::string& arr, const std::string& at, const std::string& k) {
+      return "*(const uint32_t*)&" + arr + "[" + at + "][" + k + "]";
+    };
+    const std::string ar = N + "_ar", bc = N + "_bc", kq = N + "_kq";
+    s += in4 + N + "_fa[" + N + "_t][0] = " + word(sa, ar, kq) + ";\n";
+    s += in4 + N + "_fa[" + N + "_t][1] = " + word(sa, ar + " + 8", kq) + ";\n";
+    s += in4 + N + "_fa[" + N + "_t][2] = " + word(sa, ar, kq + " + 8") + ";\n";
+    s += in4 + N + "_fa[" + N + "_t][3] = " + word(sa, ar + " + 8", kq + " + 8") + ";\n";
+    s += in4 + N + "_fb[" + N + "_t][0] = " + word(sb, bc, kq) + ";\n";
+    s += in4 + N + "_fb[" + N + "_t][1] = " + word(sb, bc, kq + " + 8") + ";\n";
+    s += in3 + "}\n";
+    s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < 4; ++" + m + ")\n";
+    s += in3 + "#pragma unroll\n" + in3 + "for (int " + j + " = 0; " + j + " < 4; ++" + j + ") {\n";
+    auto c_at = [&](int dm, int dn) {
+      return N + "_acc[2 * " + m + " + " + str(dm) + "][2 * " + j + " + " + str(dn) + "]";
+    };
+    s += in4 + "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." + kind + "." + kind +
+         ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n";
+    s += in4 + "             : \"+f\"(" + c_at(0, 0) + "), \"+f\"(" + c_at(0, 1) + "), \"+f\"(" +
+         c_at(1, 0) + "), \"+f\"(" + c_at(1, 1) + ")\n";
+    s += in4 + "             : \"r\"(" + N + "_fa[" + m + "][0]), \"r\"(" + N + "_fa[" + m +
+         "][1]), \"r\"(" + N + "_fa[" + m + "][2]), \"r\"(" + N + "_fa[" + m + "][3]), \"r\"(" + N +
+         "_fb[" + j + "][0]), \"r\"(" + N + "_fb[" + j + "][1]));\n";
+    s += in3 + "}\n" + in2 + "}\n";
+  } else {
+    // Per reduction iteration: each thread's rows and lanes of the staged operands into
+    // registers (16-byte reads of groups of 4), then every element's update from them.
+    s += in2 + "const int64_t " + N + "_kd = " + N + "_K - " + k0 + ";\n";
+    s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < " + str(D) +
+         "; ++" + kk + ") {\n";
+    s += in3 + "if (" + kk + " >= " + N + "_kd) break;\n";
+    for (size_t q = 0; q < loads.size(); ++q) {
+      const std::string reg = N + "_o" + str(q);
+      const int64_t count = by_lane[q] ? l : r;
+      const int64_t spread = 4 * (by_lane[q] ? thread_cols : thread_rows);
+      s += in3 + compute_type(dtype_of(q)) + " " + reg + "[" + str(count) + "];\n";
+      for (int64_t g = 0; g < count / 4; ++g)
+        s += in3 + "kiln_lds4(" + reg + " + " + str(4 * g) + ", &" + N + "_s" + str(q) + "[" + kk +
+             "][" + str(g * spread) + " + " + N + (by_lane[q] ? "_tc" : "_tr") + " * 4]);\n";
+      c.bound[loads[q]] = reg + "[" + (by_lane[q] ? j : m) + "]";
+    }
+    std::string update = bind_shared(c, v);
+    update += acc + " = " + acc + " + (" + acc_type + ")(" + render_value(c, v) + ");\n";
+    s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < " + str(r) + "; ++" +
+         m + ")\n" + in3 + "#pragma unroll\n" + in3 + "for (int " + j + " = 0; " + j + " < " +
+         str(l) + "; ++" + j + ") {\n";
+    for (size_t from = 0, to; from < update.size(); from = to + 1) {
+      to = std::min(update.find('\n', from), update.size());
+      if (to > from) s += in4 + update.substr(from, to - from) + "\n";
+    }
+    s += in3 + "}\n" + in2 + "}\n";
   }
-  std::string update = bind_shared(c, *st.value);
-  update += acc + " = " + acc + " + (" + acc_type + ")(" + render_value(c, *st.value) + ");\n";
-  s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < " +
-       std::to_string(r) + "; ++" + m + ")\n" + in3 + "#pragma unroll\n" + in3 + "for (int " +
-       j + " = 0; " + j + " < " + std::to_string(l) + "; ++" + j + ") {\n";
-  for (size_t from = 0, to; from < update.size(); from = to + 1) {
-    to = std::min(update.find('\n', from), update.size());
-    if (to > from) s += in4 + update.substr(from, to - from) + "\n";
-  }
-  s += in3 + "}\n" + in2 + "}\n" + in2 + "__syncthreads();\n" + in + "}\n";
+  s += in2 + "__syncthreads();\n" + in + "}\n";
   c.bound.clear();
+
   // Store each element, then the statements after the reduction.
   std::string body = in + "  if (" + row_ok + " && " + lane_ok + ") {\n";
   body += in + "    {\n" + bind_iterators(p.reduction->args, in + "      ");

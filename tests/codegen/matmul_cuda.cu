@@ -15,6 +15,11 @@ typedef unsigned long long uint64_t;
 #define KILN_FN __device__ __forceinline__
 #define KILN_REASSOC
 #define restrict __restrict__
+/* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread);
+   NVRTC flags may set it (-DKILN_TILE_MIN_BLOCKS=2). */
+#ifndef KILN_TILE_MIN_BLOCKS
+#define KILN_TILE_MIN_BLOCKS 1
+#endif
 
 KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -186,19 +191,11 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
       #pragma unroll
       for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
         const int64_t c0 = tile0_r0 + ((tile0_m / 4) * 64 + tile0_tr * 4 + tile0_m % 4), c1 = tile0_l0 + ((tile0_n / 4) * 64 + tile0_tc * 4 + tile0_n % 4);
+      {
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
         tile0_acc[tile0_m][tile0_n] = (float)0;
-        if ((c0 < s_M) && (c1 < s_N)) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b3[(s_N * i0 + i1)] = (float)0;
-          }
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            tile0_acc[tile0_m][tile0_n] = b3[(s_N * i0 + i1)];
-          }
-        }
+      }
       }
       const int64_t tile0_K = ((s_K - 0));
       float tile0_p0[4];
@@ -209,28 +206,32 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
         for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
           const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;
-          const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk;
-          tile0_p0[tile0_p] = (float)0;
-          if (tile0_e < 1024 && tile0_f < tile0_K && (c0 < s_M)) {
-            const int64_t c2 = 0 + tile0_f;
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const int64_t i2 = c2;
-            tile0_p0[tile0_p] = b0[(s_K * i0 + i2)];
+          {
+            const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk;
+            tile0_p0[tile0_p] = (float)0;
+            if (tile0_f < tile0_K && (c0 < s_M)) {
+              const int64_t c2 = 0 + tile0_f;
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              const int64_t i2 = c2;
+              tile0_p0[tile0_p] = b0[(s_K * i0 + i2)];
+            }
           }
         }
         #pragma unroll
         for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
           const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;
-          const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x, tile0_f = tile0_k + tile0_kk;
-          tile0_p1[tile0_p] = (float)0;
-          if (tile0_e < 1024 && tile0_f < tile0_K && (c1 < s_N)) {
-            const int64_t c2 = 0 + tile0_f;
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const int64_t i2 = c2;
-            tile0_p1[tile0_p] = b1[(s_N * i2 + i1)];
+          {
+            const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x, tile0_f = tile0_k + tile0_kk;
+            tile0_p1[tile0_p] = (float)0;
+            if (tile0_f < tile0_K && (c1 < s_N)) {
+              const int64_t c2 = 0 + tile0_f;
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              const int64_t i2 = c2;
+              tile0_p1[tile0_p] = b1[(s_N * i2 + i1)];
+            }
           }
         }
       }
@@ -239,45 +240,53 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
         for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
           const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;
-          if (tile0_e < 1024) tile0_s0[tile0_kk][tile0_x] = tile0_p0[tile0_p];
+          {
+            tile0_s0[tile0_kk][tile0_x] = tile0_p0[tile0_p];
+          }
         }
         #pragma unroll
         for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
           const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;
-          if (tile0_e < 1024) tile0_s1[tile0_kk][tile0_x] = tile0_p1[tile0_p];
+          {
+            tile0_s1[tile0_kk][tile0_x] = tile0_p1[tile0_p];
+          }
         }
         __syncthreads();
         if (tile0_k + 8 < tile0_K) {
-        const int64_t tile0_next = tile0_k + 8;
-        #pragma unroll
-        for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
-          const int tile0_e = threadIdx.x + 256 * tile0_p;
-          const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;
-          const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk;
-          tile0_p0[tile0_p] = (float)0;
-          if (tile0_e < 1024 && tile0_f < tile0_K && (c0 < s_M)) {
-            const int64_t c2 = 0 + tile0_f;
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const int64_t i2 = c2;
-            tile0_p0[tile0_p] = b0[(s_K * i0 + i2)];
+          const int64_t tile0_next = tile0_k + 8;
+          #pragma unroll
+          for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+            const int tile0_e = threadIdx.x + 256 * tile0_p;
+            const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;
+            {
+              const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk;
+              tile0_p0[tile0_p] = (float)0;
+              if (tile0_f < tile0_K && (c0 < s_M)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                tile0_p0[tile0_p] = b0[(s_K * i0 + i2)];
+              }
+            }
           }
-        }
-        #pragma unroll
-        for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
-          const int tile0_e = threadIdx.x + 256 * tile0_p;
-          const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;
-          const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x, tile0_f = tile0_next + tile0_kk;
-          tile0_p1[tile0_p] = (float)0;
-          if (tile0_e < 1024 && tile0_f < tile0_K && (c1 < s_N)) {
-            const int64_t c2 = 0 + tile0_f;
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const int64_t i2 = c2;
-            tile0_p1[tile0_p] = b1[(s_N * i2 + i1)];
+          #pragma unroll
+          for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+            const int tile0_e = threadIdx.x + 256 * tile0_p;
+            const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;
+            {
+              const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x, tile0_f = tile0_next + tile0_kk;
+              tile0_p1[tile0_p] = (float)0;
+              if (tile0_f < tile0_K && (c1 < s_N)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                tile0_p1[tile0_p] = b1[(s_N * i2 + i1)];
+              }
+            }
           }
-        }
         }
         const int64_t tile0_kd = tile0_K - tile0_k;
         #pragma unroll
@@ -320,7 +329,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) kiln_matmul_0(const kiln_params p) {
+extern "C" __global__ void __launch_bounds__(256, KILN_TILE_MIN_BLOCKS) kiln_matmul_0(const kiln_params p) {
   void* const* buffers = p.b;
   const int64_t* sizes = p.s;
   kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (const float*)buffers[0], (const float*)buffers[1], (float*)buffers[2], (float*)buffers[3]);

@@ -15,6 +15,11 @@ typedef unsigned long long uint64_t;
 #define KILN_FN __device__ __forceinline__
 #define KILN_REASSOC
 #define restrict __restrict__
+/* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread);
+   NVRTC flags may set it (-DKILN_TILE_MIN_BLOCKS=2). */
+#ifndef KILN_TILE_MIN_BLOCKS
+#define KILN_TILE_MIN_BLOCKS 1
+#endif
 
 KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;
