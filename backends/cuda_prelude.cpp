@@ -73,6 +73,19 @@ KILN_FN void kiln_lds4<double>(double* dst, const double* src) {
   dst[0] = a.x, dst[1] = a.y, dst[2] = b.x, dst[3] = b.y;
 }
 
+/* 16 bytes from a 16-byte aligned address: one load (backends/cuda_tile.cpp). */
+template <class T>
+KILN_FN void kiln_ld16(T* dst, const T* src) {
+  const uint4 v = *(const uint4*)src;
+  memcpy(dst, &v, 16);
+}
+/* The shared-memory address of a generic pointer into shared memory (for ldmatrix). */
+KILN_FN uint32_t kiln_smem_addr(const void* p) {
+  uint32_t a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
 template <class To, class From>
 KILN_FN To kiln_bitcast(From a) {
   To b;

@@ -84,6 +84,22 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
       k_first[q] = k_first[q] || used.count(it) > 0;
   }
   auto dtype_of = [&](size_t q) { return c.plan.buffers[loads[q]->buffer].dtype; };
+  // Whether memory holds the elements of load q contiguously along the walk of the fill (the
+  // reduction for k_first, else its rows or lanes): the loop's iterator drives one statement
+  // iterator by +1, which only the load's last index dimension uses, with coefficient 1.
+  auto contiguous = [&](size_t q) {
+    const ScalarExpr& ld = *loads[q];
+    if (!ld.mask.empty() || ld.index.empty() || (k_first[q] && p.loops.size() != 1)) return false;
+    const std::string it = k_first[q] ? p.loops.back()->iter : by_lane[q] ? li : ri;
+    std::set<std::string> driven = driven_iterators(*p.update, it);
+    if (driven.size() != 1) return false;
+    const std::string v = *driven.begin();
+    const AstExprPtr& arg = p.update->args.at(std::stoul(v.substr(1)));
+    if (!arg || !plus_iterator(*arg, it)) return false;
+    for (size_t d = 0; d + 1 < ld.index.size(); ++d)
+      if (affine_coefficient(ld.index[d], v) != std::optional<int64_t>(0)) return false;
+    return affine_coefficient(ld.index.back(), v) == std::optional<int64_t>(1);
+  };
 
   // Tensor cores: the update is a × b, one operand per side, both f16 or both bf16 and unmasked
   // (they are copied as stored), on a 128 × 128 tile.
@@ -97,6 +113,19 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   const int64_t r = mma ? 8 : n.thread_rows, l = mma ? 8 : n.thread_lanes,
                 D = mma ? kMmaDepth : n.pack_depth;
   const int64_t thread_rows = R / r, thread_cols = L / l;
+  // Chunks of the fill (16 bytes where contiguous) and the shared layout: SIMT [k][rows or
+  // lanes]; tensor cores [rows or lanes][k], or [k][lanes] for a b read along its lanes (its
+  // fragments then come through ldmatrix.trans). An a read along its rows is copied element by
+  // element.
+  std::vector<int64_t> chunk(loads.size(), 1);
+  std::vector<bool> k_major(loads.size(), !mma);
+  for (size_t q = 0; q < loads.size(); ++q) {
+    const int64_t V = 128 / std::max(dtype_bits(dtype_of(q)), 8), extent = by_lane[q] ? L : R;
+    if (!contiguous(q) || (k_first[q] ? D : extent) % V) continue;
+    if (mma && !k_first[q] && !by_lane[q]) continue;
+    chunk[q] = V;
+    if (mma && !k_first[q]) k_major[q] = true;
+  }
   if (!mma && (R % r || L % l || r % 4 || l % 4 || thread_rows * thread_cols != kCudaBlockThreads))
     throw std::logic_error("a block tile that does not split over " + str(kCudaBlockThreads) +
                            " threads in groups of 4");
@@ -121,7 +150,10 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     // SIMT: [k][rows or lanes] in the compute type, rows of a multiple of 4 elements plus 4,
     // 16-byte aligned (kiln_lds4 reads groups of 4). Tensor cores: [rows or lanes][k] as
     // stored, rows of 40 halves (conflict-free fragment reads).
-    if (mma)
+    if (mma && k_major[q])
+      s += in + "__shared__ __align__(16) " + storage_type(dtype_of(q)) + " " + N + "_s" + str(q) +
+           "[" + str(D) + "][" + str((by_lane[q] ? L : R) + 8) + "];\n";
+    else if (mma)
       s += in + "__shared__ __align__(16) " + storage_type(dtype_of(q)) + " " + N + "_s" + str(q) +
            "[" + str(by_lane[q] ? L : R) + "][" + str(D + 8) + "];\n";
     else
@@ -199,52 +231,98 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     }
     return out;
   };
-  // Each thread's share of the copy of each operand: elements e = threadIdx.x + 256 p of the
-  // (rows or lanes) × depth block, in the order memory holds them.
+  // Each thread's share of the copy of each operand: chunks c = threadIdx.x + 256 p of V
+  // elements (16 bytes where memory holds them contiguously, else 1) of the (rows or lanes) ×
+  // depth block, walked in the order memory holds them.
   auto share = [&](size_t q, const std::string& pad2, const std::string& body) {
-    const int64_t extent = by_lane[q] ? L : R, n_e = extent * D;
-    const int64_t per = (n_e + kCudaBlockThreads - 1) / kCudaBlockThreads;
+    const int64_t extent = by_lane[q] ? L : R, V = chunk[q], n_c = extent * D / V;
+    const int64_t per = (n_c + kCudaBlockThreads - 1) / kCudaBlockThreads;
     std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + N + "_p = 0; " + N + "_p < " +
                     str(per) + "; ++" + N + "_p) {\n";
     t += pad2 + "  const int " + e + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " + N +
          "_p;\n";
     if (k_first[q])
-      t += pad2 + "  const int " + kk + " = " + e + " % " + str(D) + ", " + x + " = " + e + " / " +
-           str(D) + ";\n";
+      t += pad2 + "  const int " + kk + " = " + e + " % " + str(D / V) + " * " + str(V) + ", " + x +
+           " = " + e + " / " + str(D / V) + ";\n";
     else
-      t += pad2 + "  const int " + x + " = " + e + " % " + str(extent) + ", " + kk + " = " + e +
-           " / " + str(extent) + ";\n";
-    std::string guard = n_e % kCudaBlockThreads ? "if (" + e + " < " + str(n_e) + ") " : "";
+      t += pad2 + "  const int " + x + " = " + e + " % " + str(extent / V) + " * " + str(V) + ", " +
+           kk + " = " + e + " / " + str(extent / V) + ";\n";
+    std::string guard = n_c % kCudaBlockThreads ? "if (" + e + " < " + str(n_c) + ") " : "";
     return t + pad2 + "  " + guard + "{\n" + body + pad2 + "  }\n" + pad2 + "}\n";
   };
+  // The iterators of element i of a chunk (i a C expression), and whether it is in the domain.
+  auto coords = [&](size_t q, const std::string& base, const std::string& i) {
+    std::string dx = k_first[q] ? x : x + " + " + i, dk = k_first[q] ? kk + " + " + i : kk;
+    return "const int64_t " + ri + " = " + N + "_r0" + (by_lane[q] ? "" : " + " + dx) + ", " + li +
+           " = " + N + "_l0" + (by_lane[q] ? " + " + dx : "") + ", " + N + "_f = " + base + " + " +
+           dk + ";\n";
+  };
+  auto in_domain = [&](size_t q) {
+    return N + "_f < " + N + "_K && " + (by_lane[q] ? lane_ok : row_ok);
+  };
   // Loads the operands of the reduction block from `base` into the thread's registers, zeros
-  // outside the domain: values in the compute type, or as stored for the tensor cores.
+  // outside the domain: values in the compute type, or as stored for the tensor cores. A chunk
+  // wholly inside the domain at a 16-byte aligned address is one 16-byte load.
   auto fetch = [&](const std::string& base, const std::string& pad2) {
     std::string t;
-    const std::string p3 = pad2 + "    ", p4 = p3 + "  ";
+    const std::string p3 = pad2 + "    ", p4 = p3 + "  ", p5 = p4 + "  ";
     for (size_t q = 0; q < loads.size(); ++q) {
-      std::string body = p3 + "const int64_t " + ri + " = " + N + "_r0" +
-                         (by_lane[q] ? "" : " + " + x) + ", " + li + " = " + N + "_l0" +
-                         (by_lane[q] ? " + " + x : "") + ", " + N + "_f = " + base + " + " + kk +
-                         ";\n";
-      std::string type = mma ? storage_type(dtype_of(q)) : compute_type(dtype_of(q));
-      std::string reg = N + "_p" + str(q) + "[" + N + "_p]";
-      body += p3 + reg + " = (" + type + ")0;\n";
-      body += p3 + "if (" + N + "_f < " + N + "_K && " + (by_lane[q] ? lane_ok : row_ok) + ") {\n";
-      body += split_k(N + "_f", p4) + bind_iterators(p.update->args, p4);
-      c.bound.clear();
-      c.index_bound.clear();
-      std::string value =
-          mma ? render_index(c, loads[q]->buffer, loads[q]->index) : render_value(c, *loads[q]);
-      body += p4 + reg + " = " + value + ";\n" + p3 + "}\n";
+      const int64_t V = chunk[q];
+      const DType dt = dtype_of(q);
+      const std::string reg = N + "_p" + str(q), at = reg + "[" + N + "_p * " + str(V);
+      auto value = [&] {
+        c.bound.clear();
+        c.index_bound.clear();
+        return mma ? render_index(c, loads[q]->buffer, loads[q]->index)
+                   : render_value(c, *loads[q]);
+      };
+      std::string body;
+      if (V > 1) {
+        // The first and the last element in the domain (its bounds are rectangular), then the
+        // address of the first.
+        std::string last_ok =
+            k_first[q] ? N + "_f + " + str(V - 1) + " < " + N + "_K"
+                       : ast_expr_to_c(*substitute(
+                             by_lane[q] ? n.tile_lane_cond : n.tile_row_cond, by_lane[q] ? li : ri,
+                             ast_op("add", {ast_iter(by_lane[q] ? li : ri), ast_int(V - 1)})));
+        body += p3 + "bool " + N + "_done = false;\n" + p3 + "{\n";
+        body += p4 + coords(q, base, "0");
+        body += p4 + "if (" + in_domain(q) + " && " + last_ok + ") {\n";
+        body += split_k(N + "_f", p5) + bind_iterators(p.update->args, p5);
+        body += p5 + "const " + storage_type(dt) + "* " + N + "_a = &" +
+                render_index(c, loads[q]->buffer, loads[q]->index) + ";\n";
+        body += p5 + "if (((uint64_t)" + N + "_a & 15) == 0) {\n";
+        if (mma) {
+          body += p5 + "  kiln_ld16(&" + at + "], " + N + "_a);\n";
+        } else {
+          body += p5 + "  " + storage_type(dt) + " " + N + "_w[" + str(V) + "];\n";
+          body += p5 + "  kiln_ld16(" + N + "_w, " + N + "_a);\n";
+          for (int64_t i = 0; i < V; ++i)
+            body += p5 + "  " + at + " + " + str(i) +
+                    "] = " + from_storage(dt, N + "_w[" + str(i) + "]") + ";\n";
+        }
+        body += p5 + "  " + N + "_done = true;\n" + p5 + "}\n" + p4 + "}\n" + p3 + "}\n";
+        body += p3 + "if (!" + N + "_done)\n";
+      }
+      // Element by element.
+      const std::string ie = N + "_i";
+      body += p3 + "#pragma unroll\n" + p3 + "for (int " + ie + " = 0; " + ie + " < " + str(V) +
+              "; ++" + ie + ") {\n";
+      body += p4 + coords(q, base, ie);
+      body +=
+          p4 + at + " + " + ie + "] = (" + (mma ? storage_type(dt) : compute_type(dt)) + ")0;\n";
+      body += p4 + "if (" + in_domain(q) + ") {\n";
+      body += split_k(N + "_f", p5) + bind_iterators(p.update->args, p5);
+      body += p5 + at + " + " + ie + "] = " + value() + ";\n" + p4 + "}\n" + p3 + "}\n";
       t += share(q, pad2, body);
     }
     return t;
   };
   for (size_t q = 0; q < loads.size(); ++q) {
-    const int64_t per = ((by_lane[q] ? L : R) * D + kCudaBlockThreads - 1) / kCudaBlockThreads;
+    const int64_t per =
+        ((by_lane[q] ? L : R) * D / chunk[q] + kCudaBlockThreads - 1) / kCudaBlockThreads;
     s += in + (mma ? storage_type(dtype_of(q)) : compute_type(dtype_of(q))) + " " + N + "_p" +
-         str(q) + "[" + str(per) + "];\n";
+         str(q) + "[" + str(per * chunk[q]) + "];\n";
   }
   // The first block's operands, then per block: registers to shared memory, the next block's
   // loads issued (they complete while this block computes), this block's updates.
@@ -252,9 +330,16 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 + " += " + str(D) +
        ") {\n";
   for (size_t q = 0; q < loads.size(); ++q) {
-    std::string at = mma ? "[" + x + "][" + kk + "]" : "[" + kk + "][" + x + "]";
-    s += share(q, in2,
-               in4 + N + "_s" + str(q) + at + " = " + N + "_p" + str(q) + "[" + N + "_p];\n");
+    const int64_t V = chunk[q];
+    std::string dx = k_first[q] ? x : x + " + " + str(0), store;
+    for (int64_t i = 0; i < V; ++i) {
+      std::string xi = k_first[q] ? x : x + " + " + str(i),
+                  ki = k_first[q] ? kk + " + " + str(i) : kk;
+      std::string at = k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]";
+      store += in4 + N + "_s" + str(q) + at + " = " + N + "_p" + str(q) + "[" + N + "_p * " +
+               str(V) + " + " + str(i) + "];\n";
+    }
+    s += share(q, in2, store);
   }
   s += in2 + "__syncthreads();\n";
   s += in2 + "if (" + k0 + " + " + str(D) + " < " + N + "_K) {\n" + in3 + "const int64_t " + N +
@@ -284,8 +369,19 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     s += in4 + N + "_fa[" + N + "_t][1] = " + word(sa, ar + " + 8", kq) + ";\n";
     s += in4 + N + "_fa[" + N + "_t][2] = " + word(sa, ar, kq + " + 8") + ";\n";
     s += in4 + N + "_fa[" + N + "_t][3] = " + word(sa, ar + " + 8", kq + " + 8") + ";\n";
-    s += in4 + N + "_fb[" + N + "_t][0] = " + word(sb, bc, kq) + ";\n";
-    s += in4 + N + "_fb[" + N + "_t][1] = " + word(sb, bc, kq + " + 8") + ";\n";
+    if (k_major[b]) {
+      // b as [k][lanes]: lanes 0-7 address rows k..k+7, lanes 8-15 rows k+8..k+15 of the 8
+      // lanes of the n8 tile; transposed, they are the fragment.
+      s +=
+          in4 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\"\n";
+      s += in4 + "             : \"=r\"(" + N + "_fb[" + N + "_t][0]), \"=r\"(" + N + "_fb[" + N +
+           "_t][1])\n";
+      s += in4 + "             : \"r\"(kiln_smem_addr(&" + sb + "[" + kk + " + " + N + "_q % 16][" +
+           N + "_wn * 32 + " + N + "_t * 8])));\n";
+    } else {
+      s += in4 + N + "_fb[" + N + "_t][0] = " + word(sb, bc, kq) + ";\n";
+      s += in4 + N + "_fb[" + N + "_t][1] = " + word(sb, bc, kq + " + 8") + ";\n";
+    }
     s += in3 + "}\n";
     s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < 4; ++" + m + ")\n";
     s += in3 + "#pragma unroll\n" + in3 + "for (int " + j + " = 0; " + j + " < 4; ++" + j + ") {\n";

@@ -49,6 +49,7 @@ const std::vector<GoldenCase>& golden_cases() {
       {"softmax_cuda", "ops/nn.toml:softmax", {{"T", DType::f32}}, 1, "cuda"},
       {"matmul_cuda", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0, "cuda"},
       {"dense_gelu", "ops/nn.toml:dense_gelu", {{"T", DType::f32}}, 0},
+      {"matmul_cuda_f16", "ops/nn.toml:matmul", {{"T", DType::f16}}, 0, "cuda"},
   };
   return cases;
 }
@@ -218,13 +219,28 @@ TEST_CASE("codegen: matmul on cuda: block tiles across blocks, operands staged i
   CHECK(src.find("const int64_t tile0_next = tile0_k + 8;") != std::string::npos);
   CHECK(src.find("kiln_lds4(tile0_o1 + 4, &tile0_s1[tile0_kk][64 + tile0_tc * 4]);") !=
         std::string::npos);
-  // a (M x K) is filled along k, b (K x N) along its columns: both coalesced.
-  CHECK(src.find("const int tile0_kk = tile0_e % 8, tile0_x = tile0_e / 8;") != std::string::npos);
-  CHECK(src.find("const int tile0_x = tile0_e % 128, tile0_kk = tile0_e / 128;") !=
+  // a (M x K) is filled along k, b (K x N) along its columns: both coalesced, in chunks of 4
+  // floats, each one 16-byte load where it lies inside the matrix at an aligned address.
+  CHECK(src.find("const int tile0_kk = tile0_e % 2 * 4, tile0_x = tile0_e / 2;") !=
         std::string::npos);
+  CHECK(src.find("const int tile0_x = tile0_e % 32 * 4, tile0_kk = tile0_e / 32;") !=
+        std::string::npos);
+  CHECK(src.find("if (((uint64_t)tile0_a & 15) == 0) {") != std::string::npos);
   CHECK(src.find("tile0_acc[tile0_m][tile0_n] = tile0_acc[tile0_m][tile0_n] + "
                  "(float)((tile0_o0[tile0_m] * tile0_o1[tile0_n]));") != std::string::npos);
   CHECK(src.find("= kiln_block_reduce(") == std::string::npos);
+}
+
+TEST_CASE("codegen: f16 matmul on cuda: tensor cores, fragments from shared memory") {
+  check_golden(golden_cases()[8]);
+  std::string src = render_source(golden_cases()[8]);
+  // a as [rows][k] (its fragments read as 32-bit words), b as [k][lanes] (through
+  // ldmatrix.trans), both as stored; 16 products of m16n8k16 per warp and k16 step.
+  CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s0[128][24];") != std::string::npos);
+  CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s1[16][136];") != std::string::npos);
+  CHECK(src.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16") != std::string::npos);
+  CHECK(src.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
+  CHECK(src.find("kiln_ld16(&tile0_p0[tile0_p * 8], tile0_a);") != std::string::npos);
 }
 
 TEST_CASE("codegen: dense_gelu f32: bias and GELU run on each register tile after its last k block") {
