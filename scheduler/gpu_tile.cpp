@@ -131,6 +131,9 @@ std::optional<ElementBody> element_body(const Kernel& k, const std::vector<LoopN
   return e;
 }
 
+/** Row tiles per group of the walk over a matrix's tiles. */
+constexpr int64_t kGroupRows = 8;
+
 class Tiler {
  public:
   Tiler(const Kernel& k, const GpuTileShape& shape) : kernel_(k), shape_(shape) {}
@@ -185,12 +188,20 @@ class Tiler {
     AstExprPtr rows_of = ceil_div(extent(row), shape_.rows);
     AstExprPtr lanes_of = ceil_div(extent(lane), shape_.lanes);
     // t = ((outer loops...) · rows_of + row tile) · lanes_of + lane tile
+    // t = (outer loops...) · tiles + u, the tiles of one matrix in groups of kGroupRows row
+    // tiles walked column by column: consecutive blocks share the lanes' operands of a column
+    // and the rows' operands of the group, which stay in L2 (the last group may be shorter).
+    AstExprPtr tiles = ast_op("mul", {rows_of, lanes_of});
     AstExprPtr q = ast_iter(t);
-    AstExprPtr lane_tile = ast_op("pdiv_r", {q, lanes_of});
-    q = ast_op("pdiv_q", {q, lanes_of});
-    AstExprPtr row_tile = ast_op("pdiv_r", {q, rows_of});
-    q = ast_op("pdiv_q", {q, rows_of});
-    AstExprPtr total = ast_op("mul", {rows_of, lanes_of});
+    AstExprPtr u = ast_op("pdiv_r", {q, tiles});
+    AstExprPtr group_size = ast_op("mul", {ast_int(kGroupRows), lanes_of});
+    AstExprPtr first = ast_op("mul", {ast_op("pdiv_q", {u, group_size}), ast_int(kGroupRows)});
+    AstExprPtr in_group = ast_op("min", {ast_op("sub", {rows_of, first}), ast_int(kGroupRows)});
+    AstExprPtr v = ast_op("pdiv_r", {u, group_size});
+    AstExprPtr row_tile = add(first, ast_op("pdiv_r", {v, in_group}));
+    AstExprPtr lane_tile = ast_op("pdiv_q", {v, in_group});
+    q = ast_op("pdiv_q", {q, tiles});
+    AstExprPtr total = tiles;
     std::vector<LoopNodePtr> nodes = e.nodes;
     std::vector<const LoopNode*> outer;
     for (const LoopNode* l : chain)

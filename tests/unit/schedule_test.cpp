@@ -637,8 +637,10 @@ TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elemen
   opt.backend_gpu = true;
   opt.tile = true;                   // a kernel the block tile applies to is not tiled by isl
   opt.gpu_tile = {64, 64, 4, 4, 8};  // 16 × 16 threads
-  // Full and partial tiles of rows and lanes; one tile; an empty reduction; an empty matrix.
+  // Full and partial tiles of rows and lanes; 11 row tiles (a group of 8, then one of 3); one
+  // tile; an empty reduction; an empty matrix.
   std::vector<Env> sizes = {{{"M", 130}, {"N", 70}, {"K", 9}},
+                            {{"M", 645}, {"N", 130}, {"K", 2}},
                             {{"M", 3}, {"N", 5}, {"K", 2}},
                             {{"M", 2}, {"N", 65}, {"K", 0}},
                             {{"M", 0}, {"N", 4}, {"K", 3}}};
