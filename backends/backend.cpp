@@ -53,6 +53,7 @@ class CudaBackend : public Backend {
   /** A block sees its own row after a barrier; other rows only after the kernel ends. */
   void configure_cuts(CutOptions& cut) const override {
     cut.cut_before_grid_barriers = true;
+    cut.cut_around_contractions = true;
     cut.store_shared = false;
   }
   const CStyleRenderer& renderer() const override { return renderer_; }

@@ -3,6 +3,7 @@
 // registers; on tensor cores (mma.sync) where the update is a product of two f16 or bf16
 // operands.
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include "backends/cuda_renderer.h"
@@ -66,30 +67,49 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   const std::string row_ok = ast_expr_to_c(*n.tile_row_cond),
                     lane_ok = ast_expr_to_c(*n.tile_lane_cond);
 
-  // The update's loads: those that do not move along the lanes are staged per row, the others
-  // per lane. A load is read along its last dimension in memory: the fill walks the reduction
-  // first where that dimension moves with the innermost reduction loop.
-  std::vector<const ScalarExpr*> all, loads;
-  collect_loads(*st.value, all);
-  for (const ScalarExpr* l : all)
-    if (std::find(loads.begin(), loads.end(), l) == loads.end()) loads.push_back(l);
-  const std::set<std::string> lanes = driven_iterators(*p.update, li);
+  // The update's operands: its largest subexpressions that read memory and move along the rows
+  // only (or along neither), staged per row, or along the lanes only, staged per lane (a load;
+  // or a computed value, such as a softmax's probability, computed once per row and k). An
+  // operand is read along its (first) load's last dimension in memory: the fill walks the
+  // reduction first where that dimension moves with the innermost reduction loop.
+  const std::set<std::string> lanes = driven_iterators(*p.update, li),
+                              rows = driven_iterators(*p.update, ri);
   const std::set<std::string> inner_k = driven_iterators(*p.update, p.loops.back()->iter);
+  std::vector<const ScalarExpr*> loads;  // the operands
+  std::function<void(const ScalarExpr&)> split = [&](const ScalarExpr& e) {
+    std::vector<const ScalarExpr*> in_e;
+    collect_loads(e, in_e);
+    if (in_e.empty()) return;  // constants stay in the update
+    if (!uses_vars(e, lanes) || !uses_vars(e, rows)) {
+      if (std::find(loads.begin(), loads.end(), &e) == loads.end()) loads.push_back(&e);
+      return;
+    }
+    for (const ScalarExprPtr& a : e.args)
+      split(*a);
+  };
+  split(*st.value);
   std::vector<bool> by_lane(loads.size()), k_first(loads.size());
   for (size_t q = 0; q < loads.size(); ++q) {
     by_lane[q] = uses_vars(*loads[q], lanes);
+    std::vector<const ScalarExpr*> in_q;
+    collect_loads(*loads[q], in_q);
     std::set<std::string> used;
-    if (!loads[q]->index.empty()) loads[q]->index.back().collect_vars(used);
+    if (!in_q[0]->index.empty()) in_q[0]->index.back().collect_vars(used);
     for (const std::string& it : inner_k)
       k_first[q] = k_first[q] || used.count(it) > 0;
   }
-  auto dtype_of = [&](size_t q) { return c.plan.buffers[loads[q]->buffer].dtype; };
+  auto dtype_of = [&](size_t q) {
+    return loads[q]->kind == ScalarExpr::Kind::load ? c.plan.buffers[loads[q]->buffer].dtype
+                                                    : loads[q]->dtype;
+  };
   // Whether memory holds the elements of load q contiguously along the walk of the fill (the
   // reduction for k_first, else its rows or lanes): the loop's iterator drives one statement
   // iterator by +1, which only the load's last index dimension uses, with coefficient 1.
   auto contiguous = [&](size_t q) {
     const ScalarExpr& ld = *loads[q];
-    if (!ld.mask.empty() || ld.index.empty() || (k_first[q] && p.loops.size() != 1)) return false;
+    if (ld.kind != ScalarExpr::Kind::load || !ld.mask.empty() || ld.index.empty() ||
+        (k_first[q] && p.loops.size() != 1))
+      return false;
     const std::string it = k_first[q] ? p.loops.back()->iter : by_lane[q] ? li : ri;
     std::set<std::string> driven = driven_iterators(*p.update, it);
     if (driven.size() != 1) return false;
@@ -104,12 +124,13 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   // Tensor cores: the update is a × b, one operand per side, both f16 or both bf16 and unmasked
   // (they are copied as stored), on a 128 × 128 tile.
   const ScalarExpr& v = *st.value;
-  const bool mma = R == kMmaTile && L == kMmaTile && loads.size() == 2 &&
-                   by_lane[0] != by_lane[1] && v.kind == ScalarExpr::Kind::op && v.op == Op::mul &&
-                   v.mask.empty() && v.args.size() == 2 && v.args[0].get() == loads[0] &&
-                   v.args[1].get() == loads[1] && dtype_of(0) == dtype_of(1) &&
-                   (dtype_of(0) == DType::f16 || dtype_of(0) == DType::bf16) &&
-                   loads[0]->mask.empty() && loads[1]->mask.empty();
+  const bool mma =
+      R == kMmaTile && L == kMmaTile && loads.size() == 2 && by_lane[0] != by_lane[1] &&
+      v.kind == ScalarExpr::Kind::op && v.op == Op::mul && v.mask.empty() && v.args.size() == 2 &&
+      v.args[0].get() == loads[0] && v.args[1].get() == loads[1] && dtype_of(0) == dtype_of(1) &&
+      (dtype_of(0) == DType::f16 || dtype_of(0) == DType::bf16) &&
+      loads[0]->kind == ScalarExpr::Kind::load && loads[1]->kind == ScalarExpr::Kind::load &&
+      loads[0]->mask.empty() && loads[1]->mask.empty();
   const int64_t r = mma ? 8 : n.thread_rows, l = mma ? 8 : n.thread_lanes,
                 D = mma ? kMmaDepth : n.pack_depth;
   const int64_t thread_rows = R / r, thread_cols = L / l;
@@ -324,26 +345,29 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     s += in + (mma ? storage_type(dtype_of(q)) : compute_type(dtype_of(q))) + " " + N + "_p" +
          str(q) + "[" + str(per * chunk[q]) + "];\n";
   }
-  // The first block's operands, then per block: registers to shared memory, the next block's
-  // loads issued (they complete while this block computes), this block's updates.
-  s += in + "{\n" + in2 + "const int64_t " + k0 + " = 0;\n" + fetch(k0, in2) + in + "}\n";
-  s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 + " += " + str(D) +
-       ") {\n";
+  // Per block f0 of the reduction (one more than there are): the operands of block k = f0 - D,
+  // in registers since the last step, to shared memory; the loads of block f0 issued (they
+  // complete while block k computes); block k's updates. Each piece is rendered once.
+  const std::string f0 = N + "_f0";
+  s += in + "for (int64_t " + f0 + " = 0; " + f0 + " < " + N + "_K + " + str(D) + "; " + f0 +
+       " += " + str(D) + ") {\n";
+  s += in2 + "const int64_t " + k0 + " = " + f0 + " - " + str(D) + ";\n";
+  s += in2 + "if (" + k0 + " >= 0) {\n";
   for (size_t q = 0; q < loads.size(); ++q) {
     const int64_t V = chunk[q];
-    std::string dx = k_first[q] ? x : x + " + " + str(0), store;
+    std::string store;
     for (int64_t i = 0; i < V; ++i) {
       std::string xi = k_first[q] ? x : x + " + " + str(i),
                   ki = k_first[q] ? kk + " + " + str(i) : kk;
       std::string at = k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]";
-      store += in4 + N + "_s" + str(q) + at + " = " + N + "_p" + str(q) + "[" + N + "_p * " +
+      store += in4 + "  " + N + "_s" + str(q) + at + " = " + N + "_p" + str(q) + "[" + N + "_p * " +
                str(V) + " + " + str(i) + "];\n";
     }
-    s += share(q, in2, store);
+    s += share(q, in3, store);
   }
-  s += in2 + "__syncthreads();\n";
-  s += in2 + "if (" + k0 + " + " + str(D) + " < " + N + "_K) {\n" + in3 + "const int64_t " + N +
-       "_next = " + k0 + " + " + str(D) + ";\n" + fetch(N + "_next", in3) + in2 + "}\n";
+  s += in2 + "}\n" + in2 + "__syncthreads();\n";
+  s += in2 + "if (" + f0 + " < " + N + "_K) {\n" + fetch(f0, in3) + in2 + "}\n";
+  s += in2 + "if (" + k0 + " >= 0) {\n";
   c.bound.clear();
   c.index_bound.clear();
   if (mma) {
@@ -424,7 +448,7 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     }
     s += in3 + "}\n" + in2 + "}\n";
   }
-  s += in2 + "__syncthreads();\n" + in + "}\n";
+  s += in2 + "}\n" + in2 + "__syncthreads();\n" + in + "}\n";
   c.bound.clear();
 
   // Store each element, then the statements after the reduction.

@@ -6,6 +6,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "scheduler/gpu_tile.h"
+
 namespace kiln {
 
 namespace {
@@ -22,6 +24,31 @@ std::string extents_key(const std::vector<IntExpr>& extents) {
   for (const IntExpr& e : extents)
     key += e.key() + ";";
   return key;
+}
+
+/** Whether `e` reads every iterator of a domain of `extents` of more than one point: stored over
+ *  the domain, a value that does not would be stored again and again along the others (a
+ *  weighted sum's probabilities along the output's columns), so it stays inline. */
+bool uses_every_iterator(const ScalarExpr& e, const std::vector<IntExpr>& extents) {
+  for (size_t d = 0; d < extents.size(); ++d)
+    if (extents[d] != IntExpr(1) && !uses_vars(e, {iterator_name(static_cast<int>(d))}))
+      return false;
+  return true;
+}
+
+/** Whether no load of `e` reads every iterator of a domain of `extents` (of more than one
+ *  point): stored over the domain, `e` would take more memory than anything it reads (the
+ *  outer product of a weighted sum's probabilities and values). */
+bool expands(const ScalarExpr& e, const std::vector<IntExpr>& extents) {
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(e, loads);
+  for (const ScalarExpr* l : loads) {
+    bool every = true;
+    for (size_t d = 0; d < extents.size() && every; ++d)
+      every = extents[d] == IntExpr(1) || uses_vars(*l, {iterator_name(static_cast<int>(d))});
+    if (every) return false;
+  }
+  return true;
 }
 
 /** Whether `e` is the statement iterator i0 alone. */
@@ -46,6 +73,26 @@ bool reads_across_rows(const Statement& writer, const Statement& reader) {
   return false;
 }
 
+/** Whether `s` is a contraction gpu_tile may block-tile: a sum over a domain of rank 3 or more
+ *  whose value is loads and constants. */
+bool contraction(const Statement& s) {
+  return s.extents.size() >= 3 && gpu_contraction_statement(s);
+}
+
+/** Whether statement `reader` reads what contraction `writer` writes other than as an
+ *  epilogue: an assignment over the writer's element domain reading the element it is at. */
+bool reads_beyond_element(const Statement& writer, const Statement& reader) {
+  if (!reader.value) return false;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*reader.value, loads);
+  bool epilogue = reader.kind == Statement::Kind::assign &&
+                  reader.extents.size() < writer.extents.size() &&
+                  std::equal(reader.extents.begin(), reader.extents.end(), writer.extents.begin());
+  for (const ScalarExpr* l : loads)
+    if (l->buffer == writer.buffer && (!epilogue || l->index != writer.index)) return true;
+  return false;
+}
+
 /** The first statement of every group: 0, then each cut, in order. */
 std::vector<int> group_starts(const Kernel& k, const std::vector<int>& last_write,
                               const CutOptions& opt) {
@@ -63,6 +110,20 @@ std::vector<int> group_starts(const Kernel& k, const std::vector<int>& last_writ
     if (opt.cut_after_reductions && before.kind == Statement::Kind::reduce_update && clean[p]) {
       starts.push_back(p);
       continue;
+    }
+    if (opt.cut_around_contractions && clean[p]) {
+      bool cut = false;
+      const Statement& next = k.statements[p];
+      for (int q = p + 1; q < n && !cut && next.kind == Statement::Kind::reduce_init; ++q)
+        cut = k.statements[q].buffer == next.buffer && contraction(k.statements[q]);
+      for (int w = starts.back(); w < p && !cut; ++w)
+        if (contraction(k.statements[w]))
+          for (int r = p; r < n && !cut; ++r)
+            cut = reads_beyond_element(k.statements[w], k.statements[r]);
+      if (cut) {
+        starts.push_back(p);
+        continue;
+      }
     }
     if (opt.cut_before_grid_barriers && clean[p]) {
       bool across = false;
@@ -167,7 +228,7 @@ class Cutter {
     ScalarExprPtr out = e;
     const Info& f = info(e);
     if (e->kind == ScalarExpr::Kind::op && f.loads >= 2 && f.last_write >= 0 &&
-        f.last_write < starts_[g]) {
+        f.last_write < starts_[g] && uses_every_iterator(*e, extents) && !expands(*e, extents)) {
       out = store(e, extents);
     } else if (e->kind == ScalarExpr::Kind::op && e->mask.empty() && e->op != Op::where) {
       auto copy = std::make_shared<ScalarExpr>(*e);

@@ -20,7 +20,10 @@
  *   only buffers complete before a cut, at least one of them written by a statement, is stored once
  *   into a new temp by a statement appended to the group before the earliest such cut, and
  *   loaded from there. Subexpressions under a mask or a `where` stay inline (evaluating them
- *   everywhere could read out of bounds or divide by zero).
+ *   everywhere could read out of bounds or divide by zero), and so do those that do not read
+ *   every iterator of the statement (stored over its domain, they would be stored once per
+ *   point of the iterators they do not read) or of which no one load reads every iterator
+ *   (stored, they would take more memory than anything they read: an outer product).
  *
  * Temps that cross kernels stay in memory; plan_buffers.h then shares slots between temps whose
  * kernels do not overlap.
@@ -41,6 +44,12 @@ struct CutOptions {
    *  iterator there too over the same extent. Row-by-row readers (softmax's normalisation of
    *  its row sums) stay in the kernel: one block per row sees its row with a block barrier. */
   bool cut_before_grid_barriers = false;
+  /** Give each contraction a kernel of its own (GPU backends): cut before the init of a sum
+   *  that gpu_tile may block-tile (scheduler/gpu_tile.h), and after it where a later statement
+   *  reads its result other than element by element over the same domain (an epilogue stays
+   *  in the tile). Inside a larger kernel (attention's scores, softmax and weighted sum) the
+   *  contraction would run one element per thread. */
+  bool cut_around_contractions = false;
   /** Store a costly value that a reduction and an output statement share once, in the output
    *  (scheduler/store_shared.h); CPU backends only, where one thread runs the whole row. */
   bool store_shared = true;
