@@ -345,29 +345,26 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     s += in + (mma ? storage_type(dtype_of(q)) : compute_type(dtype_of(q))) + " " + N + "_p" +
          str(q) + "[" + str(per * chunk[q]) + "];\n";
   }
-  // Per block f0 of the reduction (one more than there are): the operands of block k = f0 - D,
-  // in registers since the last step, to shared memory; the loads of block f0 issued (they
-  // complete while block k computes); block k's updates. Each piece is rendered once.
-  const std::string f0 = N + "_f0";
-  s += in + "for (int64_t " + f0 + " = 0; " + f0 + " < " + N + "_K + " + str(D) + "; " + f0 +
-       " += " + str(D) + ") {\n";
-  s += in2 + "const int64_t " + k0 + " = " + f0 + " - " + str(D) + ";\n";
-  s += in2 + "if (" + k0 + " >= 0) {\n";
+  // The first block's operands, then per block: registers to shared memory, the next block's
+  // loads issued (they complete while this block computes), this block's updates.
+  s += in + "{\n" + in2 + "const int64_t " + k0 + " = 0;\n" + fetch(k0, in2) + in + "}\n";
+  s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 + " += " + str(D) +
+       ") {\n";
   for (size_t q = 0; q < loads.size(); ++q) {
     const int64_t V = chunk[q];
-    std::string store;
+    std::string dx = k_first[q] ? x : x + " + " + str(0), store;
     for (int64_t i = 0; i < V; ++i) {
       std::string xi = k_first[q] ? x : x + " + " + str(i),
                   ki = k_first[q] ? kk + " + " + str(i) : kk;
       std::string at = k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]";
-      store += in4 + "  " + N + "_s" + str(q) + at + " = " + N + "_p" + str(q) + "[" + N + "_p * " +
+      store += in4 + N + "_s" + str(q) + at + " = " + N + "_p" + str(q) + "[" + N + "_p * " +
                str(V) + " + " + str(i) + "];\n";
     }
-    s += share(q, in3, store);
+    s += share(q, in2, store);
   }
-  s += in2 + "}\n" + in2 + "__syncthreads();\n";
-  s += in2 + "if (" + f0 + " < " + N + "_K) {\n" + fetch(f0, in3) + in2 + "}\n";
-  s += in2 + "if (" + k0 + " >= 0) {\n";
+  s += in2 + "__syncthreads();\n";
+  s += in2 + "if (" + k0 + " + " + str(D) + " < " + N + "_K) {\n" + in3 + "const int64_t " + N +
+       "_next = " + k0 + " + " + str(D) + ";\n" + fetch(N + "_next", in3) + in2 + "}\n";
   c.bound.clear();
   c.index_bound.clear();
   if (mma) {
@@ -448,7 +445,7 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     }
     s += in3 + "}\n" + in2 + "}\n";
   }
-  s += in2 + "}\n" + in2 + "__syncthreads();\n" + in + "}\n";
+  s += in2 + "__syncthreads();\n" + in + "}\n";
   c.bound.clear();
 
   // Store each element, then the statements after the reduction.

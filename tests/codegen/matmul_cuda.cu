@@ -213,34 +213,115 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
       const int64_t tile0_K = ((s_K - 0));
       float tile0_p0[4];
       float tile0_p1[4];
-      for (int64_t tile0_f0 = 0; tile0_f0 < tile0_K + 8; tile0_f0 += 8) {
-        const int64_t tile0_k = tile0_f0 - 8;
-        if (tile0_k >= 0) {
-          #pragma unroll
-          for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
-            const int tile0_e = threadIdx.x + 256 * tile0_p;
-            const int tile0_kk = tile0_e % 2 * 4, tile0_x = tile0_e / 2;
+      {
+        const int64_t tile0_k = 0;
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_kk = tile0_e % 2 * 4, tile0_x = tile0_e / 2;
+          {
+            bool tile0_done = false;
             {
-              tile0_s0[tile0_kk + 0][tile0_x] = tile0_p0[tile0_p * 4 + 0];
-              tile0_s0[tile0_kk + 1][tile0_x] = tile0_p0[tile0_p * 4 + 1];
-              tile0_s0[tile0_kk + 2][tile0_x] = tile0_p0[tile0_p * 4 + 2];
-              tile0_s0[tile0_kk + 3][tile0_x] = tile0_p0[tile0_p * 4 + 3];
+              const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + 0;
+              if (tile0_f < tile0_K && (c0 < s_M) && tile0_f + 3 < tile0_K) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                const float* tile0_a = &b0[(s_K * i0 + i2)];
+                if (((uint64_t)tile0_a & 15) == 0) {
+                  float tile0_w[4];
+                  kiln_ld16(tile0_w, tile0_a);
+                  tile0_p0[tile0_p * 4 + 0] = tile0_w[0];
+                  tile0_p0[tile0_p * 4 + 1] = tile0_w[1];
+                  tile0_p0[tile0_p * 4 + 2] = tile0_w[2];
+                  tile0_p0[tile0_p * 4 + 3] = tile0_w[3];
+                  tile0_done = true;
+                }
+              }
             }
-          }
-          #pragma unroll
-          for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
-            const int tile0_e = threadIdx.x + 256 * tile0_p;
-            const int tile0_x = tile0_e % 32 * 4, tile0_kk = tile0_e / 32;
-            {
-              tile0_s1[tile0_kk][tile0_x + 0] = tile0_p1[tile0_p * 4 + 0];
-              tile0_s1[tile0_kk][tile0_x + 1] = tile0_p1[tile0_p * 4 + 1];
-              tile0_s1[tile0_kk][tile0_x + 2] = tile0_p1[tile0_p * 4 + 2];
-              tile0_s1[tile0_kk][tile0_x + 3] = tile0_p1[tile0_p * 4 + 3];
+            if (!tile0_done)
+            #pragma unroll
+            for (int tile0_i = 0; tile0_i < 4; ++tile0_i) {
+              const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + tile0_i;
+              tile0_p0[tile0_p * 4 + tile0_i] = (float)0;
+              if (tile0_f < tile0_K && (c0 < s_M)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                tile0_p0[tile0_p * 4 + tile0_i] = b0[(s_K * i0 + i2)];
+              }
             }
           }
         }
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_x = tile0_e % 32 * 4, tile0_kk = tile0_e / 32;
+          {
+            bool tile0_done = false;
+            {
+              const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_k + tile0_kk;
+              if (tile0_f < tile0_K && (c1 < s_N) && ((c1 + 3) < s_N)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                const float* tile0_a = &b1[(s_N * i2 + i1)];
+                if (((uint64_t)tile0_a & 15) == 0) {
+                  float tile0_w[4];
+                  kiln_ld16(tile0_w, tile0_a);
+                  tile0_p1[tile0_p * 4 + 0] = tile0_w[0];
+                  tile0_p1[tile0_p * 4 + 1] = tile0_w[1];
+                  tile0_p1[tile0_p * 4 + 2] = tile0_w[2];
+                  tile0_p1[tile0_p * 4 + 3] = tile0_w[3];
+                  tile0_done = true;
+                }
+              }
+            }
+            if (!tile0_done)
+            #pragma unroll
+            for (int tile0_i = 0; tile0_i < 4; ++tile0_i) {
+              const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_k + tile0_kk;
+              tile0_p1[tile0_p * 4 + tile0_i] = (float)0;
+              if (tile0_f < tile0_K && (c1 < s_N)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                tile0_p1[tile0_p * 4 + tile0_i] = b1[(s_N * i2 + i1)];
+              }
+            }
+          }
+        }
+      }
+      for (int64_t tile0_k = 0; tile0_k < tile0_K; tile0_k += 8) {
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_kk = tile0_e % 2 * 4, tile0_x = tile0_e / 2;
+          {
+            tile0_s0[tile0_kk + 0][tile0_x] = tile0_p0[tile0_p * 4 + 0];
+            tile0_s0[tile0_kk + 1][tile0_x] = tile0_p0[tile0_p * 4 + 1];
+            tile0_s0[tile0_kk + 2][tile0_x] = tile0_p0[tile0_p * 4 + 2];
+            tile0_s0[tile0_kk + 3][tile0_x] = tile0_p0[tile0_p * 4 + 3];
+          }
+        }
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_x = tile0_e % 32 * 4, tile0_kk = tile0_e / 32;
+          {
+            tile0_s1[tile0_kk][tile0_x + 0] = tile0_p1[tile0_p * 4 + 0];
+            tile0_s1[tile0_kk][tile0_x + 1] = tile0_p1[tile0_p * 4 + 1];
+            tile0_s1[tile0_kk][tile0_x + 2] = tile0_p1[tile0_p * 4 + 2];
+            tile0_s1[tile0_kk][tile0_x + 3] = tile0_p1[tile0_p * 4 + 3];
+          }
+        }
         __syncthreads();
-        if (tile0_f0 < tile0_K) {
+        if (tile0_k + 8 < tile0_K) {
+          const int64_t tile0_next = tile0_k + 8;
           #pragma unroll
           for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
             const int tile0_e = threadIdx.x + 256 * tile0_p;
@@ -248,7 +329,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             {
               bool tile0_done = false;
               {
-                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_f0 + tile0_kk + 0;
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk + 0;
                 if (tile0_f < tile0_K && (c0 < s_M) && tile0_f + 3 < tile0_K) {
                   const int64_t c2 = 0 + tile0_f;
                   const int64_t i0 = c0;
@@ -269,7 +350,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
               if (!tile0_done)
               #pragma unroll
               for (int tile0_i = 0; tile0_i < 4; ++tile0_i) {
-                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_f0 + tile0_kk + tile0_i;
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk + tile0_i;
                 tile0_p0[tile0_p * 4 + tile0_i] = (float)0;
                 if (tile0_f < tile0_K && (c0 < s_M)) {
                   const int64_t c2 = 0 + tile0_f;
@@ -288,7 +369,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             {
               bool tile0_done = false;
               {
-                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_f0 + tile0_kk;
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_next + tile0_kk;
                 if (tile0_f < tile0_K && (c1 < s_N) && ((c1 + 3) < s_N)) {
                   const int64_t c2 = 0 + tile0_f;
                   const int64_t i0 = c0;
@@ -309,7 +390,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
               if (!tile0_done)
               #pragma unroll
               for (int tile0_i = 0; tile0_i < 4; ++tile0_i) {
-                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_f0 + tile0_kk;
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_next + tile0_kk;
                 tile0_p1[tile0_p * 4 + tile0_i] = (float)0;
                 if (tile0_f < tile0_K && (c1 < s_N)) {
                   const int64_t c2 = 0 + tile0_f;
@@ -322,7 +403,6 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             }
           }
         }
-        if (tile0_k >= 0) {
         const int64_t tile0_kd = tile0_K - tile0_k;
         #pragma unroll
         for (int tile0_kk = 0; tile0_kk < 8; ++tile0_kk) {
@@ -339,7 +419,6 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
             tile0_acc[tile0_m][tile0_n] = tile0_acc[tile0_m][tile0_n] + (float)((tile0_o0[tile0_m] * tile0_o1[tile0_n]));
           }
-        }
         }
         __syncthreads();
       }

@@ -213,42 +213,113 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
       const int64_t tile0_K = ((s_K - 0));
       uint16_t tile0_p0[8];
       uint16_t tile0_p1[8];
-      for (int64_t tile0_f0 = 0; tile0_f0 < tile0_K + 16; tile0_f0 += 16) {
-        const int64_t tile0_k = tile0_f0 - 16;
-        if (tile0_k >= 0) {
-          #pragma unroll
-          for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
-            const int tile0_e = threadIdx.x + 256 * tile0_p;
-            const int tile0_kk = tile0_e % 2 * 8, tile0_x = tile0_e / 2;
+      {
+        const int64_t tile0_k = 0;
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_kk = tile0_e % 2 * 8, tile0_x = tile0_e / 2;
+          {
+            bool tile0_done = false;
             {
-              tile0_s0[tile0_x][tile0_kk + 0] = tile0_p0[tile0_p * 8 + 0];
-              tile0_s0[tile0_x][tile0_kk + 1] = tile0_p0[tile0_p * 8 + 1];
-              tile0_s0[tile0_x][tile0_kk + 2] = tile0_p0[tile0_p * 8 + 2];
-              tile0_s0[tile0_x][tile0_kk + 3] = tile0_p0[tile0_p * 8 + 3];
-              tile0_s0[tile0_x][tile0_kk + 4] = tile0_p0[tile0_p * 8 + 4];
-              tile0_s0[tile0_x][tile0_kk + 5] = tile0_p0[tile0_p * 8 + 5];
-              tile0_s0[tile0_x][tile0_kk + 6] = tile0_p0[tile0_p * 8 + 6];
-              tile0_s0[tile0_x][tile0_kk + 7] = tile0_p0[tile0_p * 8 + 7];
+              const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + 0;
+              if (tile0_f < tile0_K && (c0 < s_M) && tile0_f + 7 < tile0_K) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                const uint16_t* tile0_a = &b0[(s_K * i0 + i2)];
+                if (((uint64_t)tile0_a & 15) == 0) {
+                  kiln_ld16(&tile0_p0[tile0_p * 8], tile0_a);
+                  tile0_done = true;
+                }
+              }
             }
-          }
-          #pragma unroll
-          for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
-            const int tile0_e = threadIdx.x + 256 * tile0_p;
-            const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
-            {
-              tile0_s1[tile0_kk][tile0_x + 0] = tile0_p1[tile0_p * 8 + 0];
-              tile0_s1[tile0_kk][tile0_x + 1] = tile0_p1[tile0_p * 8 + 1];
-              tile0_s1[tile0_kk][tile0_x + 2] = tile0_p1[tile0_p * 8 + 2];
-              tile0_s1[tile0_kk][tile0_x + 3] = tile0_p1[tile0_p * 8 + 3];
-              tile0_s1[tile0_kk][tile0_x + 4] = tile0_p1[tile0_p * 8 + 4];
-              tile0_s1[tile0_kk][tile0_x + 5] = tile0_p1[tile0_p * 8 + 5];
-              tile0_s1[tile0_kk][tile0_x + 6] = tile0_p1[tile0_p * 8 + 6];
-              tile0_s1[tile0_kk][tile0_x + 7] = tile0_p1[tile0_p * 8 + 7];
+            if (!tile0_done)
+            #pragma unroll
+            for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
+              const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + tile0_i;
+              tile0_p0[tile0_p * 8 + tile0_i] = (uint16_t)0;
+              if (tile0_f < tile0_K && (c0 < s_M)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                tile0_p0[tile0_p * 8 + tile0_i] = b0[(s_K * i0 + i2)];
+              }
             }
           }
         }
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
+          {
+            bool tile0_done = false;
+            {
+              const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_k + tile0_kk;
+              if (tile0_f < tile0_K && (c1 < s_N) && ((c1 + 7) < s_N)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                const uint16_t* tile0_a = &b1[(s_N * i2 + i1)];
+                if (((uint64_t)tile0_a & 15) == 0) {
+                  kiln_ld16(&tile0_p1[tile0_p * 8], tile0_a);
+                  tile0_done = true;
+                }
+              }
+            }
+            if (!tile0_done)
+            #pragma unroll
+            for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
+              const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_k + tile0_kk;
+              tile0_p1[tile0_p * 8 + tile0_i] = (uint16_t)0;
+              if (tile0_f < tile0_K && (c1 < s_N)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                tile0_p1[tile0_p * 8 + tile0_i] = b1[(s_N * i2 + i1)];
+              }
+            }
+          }
+        }
+      }
+      for (int64_t tile0_k = 0; tile0_k < tile0_K; tile0_k += 16) {
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_kk = tile0_e % 2 * 8, tile0_x = tile0_e / 2;
+          {
+            tile0_s0[tile0_x][tile0_kk + 0] = tile0_p0[tile0_p * 8 + 0];
+            tile0_s0[tile0_x][tile0_kk + 1] = tile0_p0[tile0_p * 8 + 1];
+            tile0_s0[tile0_x][tile0_kk + 2] = tile0_p0[tile0_p * 8 + 2];
+            tile0_s0[tile0_x][tile0_kk + 3] = tile0_p0[tile0_p * 8 + 3];
+            tile0_s0[tile0_x][tile0_kk + 4] = tile0_p0[tile0_p * 8 + 4];
+            tile0_s0[tile0_x][tile0_kk + 5] = tile0_p0[tile0_p * 8 + 5];
+            tile0_s0[tile0_x][tile0_kk + 6] = tile0_p0[tile0_p * 8 + 6];
+            tile0_s0[tile0_x][tile0_kk + 7] = tile0_p0[tile0_p * 8 + 7];
+          }
+        }
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = threadIdx.x + 256 * tile0_p;
+          const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
+          {
+            tile0_s1[tile0_kk][tile0_x + 0] = tile0_p1[tile0_p * 8 + 0];
+            tile0_s1[tile0_kk][tile0_x + 1] = tile0_p1[tile0_p * 8 + 1];
+            tile0_s1[tile0_kk][tile0_x + 2] = tile0_p1[tile0_p * 8 + 2];
+            tile0_s1[tile0_kk][tile0_x + 3] = tile0_p1[tile0_p * 8 + 3];
+            tile0_s1[tile0_kk][tile0_x + 4] = tile0_p1[tile0_p * 8 + 4];
+            tile0_s1[tile0_kk][tile0_x + 5] = tile0_p1[tile0_p * 8 + 5];
+            tile0_s1[tile0_kk][tile0_x + 6] = tile0_p1[tile0_p * 8 + 6];
+            tile0_s1[tile0_kk][tile0_x + 7] = tile0_p1[tile0_p * 8 + 7];
+          }
+        }
         __syncthreads();
-        if (tile0_f0 < tile0_K) {
+        if (tile0_k + 16 < tile0_K) {
+          const int64_t tile0_next = tile0_k + 16;
           #pragma unroll
           for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
             const int tile0_e = threadIdx.x + 256 * tile0_p;
@@ -256,7 +327,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             {
               bool tile0_done = false;
               {
-                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_f0 + tile0_kk + 0;
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk + 0;
                 if (tile0_f < tile0_K && (c0 < s_M) && tile0_f + 7 < tile0_K) {
                   const int64_t c2 = 0 + tile0_f;
                   const int64_t i0 = c0;
@@ -272,7 +343,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
               if (!tile0_done)
               #pragma unroll
               for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
-                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_f0 + tile0_kk + tile0_i;
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk + tile0_i;
                 tile0_p0[tile0_p * 8 + tile0_i] = (uint16_t)0;
                 if (tile0_f < tile0_K && (c0 < s_M)) {
                   const int64_t c2 = 0 + tile0_f;
@@ -291,7 +362,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             {
               bool tile0_done = false;
               {
-                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_f0 + tile0_kk;
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_next + tile0_kk;
                 if (tile0_f < tile0_K && (c1 < s_N) && ((c1 + 7) < s_N)) {
                   const int64_t c2 = 0 + tile0_f;
                   const int64_t i0 = c0;
@@ -307,7 +378,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
               if (!tile0_done)
               #pragma unroll
               for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
-                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_f0 + tile0_kk;
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_next + tile0_kk;
                 tile0_p1[tile0_p * 8 + tile0_i] = (uint16_t)0;
                 if (tile0_f < tile0_K && (c1 < s_N)) {
                   const int64_t c2 = 0 + tile0_f;
@@ -320,7 +391,6 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             }
           }
         }
-        if (tile0_k >= 0) {
         #pragma unroll
         for (int tile0_kk = 0; tile0_kk < 16; tile0_kk += 16) {
           const int tile0_kq = tile0_kk + (tile0_q % 4) * 2;
@@ -344,7 +414,6 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                          : "+f"(tile0_acc[2 * tile0_m + 0][2 * tile0_n + 0]), "+f"(tile0_acc[2 * tile0_m + 0][2 * tile0_n + 1]), "+f"(tile0_acc[2 * tile0_m + 1][2 * tile0_n + 0]), "+f"(tile0_acc[2 * tile0_m + 1][2 * tile0_n + 1])
                          : "r"(tile0_fa[tile0_m][0]), "r"(tile0_fa[tile0_m][1]), "r"(tile0_fa[tile0_m][2]), "r"(tile0_fa[tile0_m][3]), "r"(tile0_fb[tile0_n][0]), "r"(tile0_fb[tile0_n][1]));
           }
-        }
         }
         __syncthreads();
       }
