@@ -57,15 +57,21 @@ Knob count_knob(const char* name, KnobStage stage, const char* help, const char*
           [field](const CompileOptions& o) { return std::to_string(field(o)); }};
 }
 
-void parse_tile(const std::string& value, CompileOptions& o) {
-  std::vector<int64_t> sizes;
+/** The counts of "AxBxC", up to the first part that is not one. */
+std::vector<int64_t> counts_of(const std::string& value) {
+  std::vector<int64_t> n;
   std::stringstream in(value);
   std::string part;
   while (std::getline(in, part, 'x')) {
-    int64_t n = 0;
-    if (!parse_count(part, n)) break;
-    sizes.push_back(n);
+    int64_t v = 0;
+    if (!parse_count(part, v)) break;
+    n.push_back(v);
   }
+  return n;
+}
+
+void parse_tile(const std::string& value, CompileOptions& o) {
+  std::vector<int64_t> sizes = counts_of(value);
   if (sizes.empty() || value.back() == 'x' ||
       std::count(value.begin(), value.end(), 'x') + 1 != static_cast<long>(sizes.size()))
     bad_value("TILE", "sizes such as 32 or 64x64x8 (0: no tiling)", value);
@@ -83,14 +89,7 @@ std::string show_tile(const CompileOptions& o) {
 }
 
 void parse_micro(const std::string& value, CompileOptions& o) {
-  std::vector<int64_t> n;
-  std::stringstream in(value);
-  std::string part;
-  while (std::getline(in, part, 'x')) {
-    int64_t v = 0;
-    if (!parse_count(part, v)) break;
-    n.push_back(v);
-  }
+  std::vector<int64_t> n = counts_of(value);
   o.schedule.micro_auto = value == "auto";
   if (o.schedule.micro_auto) {
     o.schedule.micro = RegisterTileShape();
@@ -122,14 +121,7 @@ std::string show_micro(const CompileOptions& o) {
 }
 
 void parse_gpu_tile(const std::string& value, CompileOptions& o) {
-  std::vector<int64_t> n;
-  std::stringstream in(value);
-  std::string part;
-  while (std::getline(in, part, 'x')) {
-    int64_t v = 0;
-    if (!parse_count(part, v)) break;
-    n.push_back(v);
-  }
+  std::vector<int64_t> n = counts_of(value);
   bool off = value == "0";
   bool ok = off || (n.size() == 5 && value.back() != 'x' &&
                     std::count(value.begin(), value.end(), 'x') == 4);
