@@ -67,19 +67,23 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   const std::string row_ok = ast_expr_to_c(*n.tile_row_cond),
                     lane_ok = ast_expr_to_c(*n.tile_lane_cond);
 
-  // The update's operands: its largest subexpressions that read memory and move along the rows
-  // only (or along neither), staged per row, or along the lanes only, staged per lane (a load;
-  // or a computed value, such as a softmax's probability, computed once per row and k). An
+  // The update's operands: its largest subexpressions that read memory or positions and move along
+  // the rows only (or along neither), staged per row, or along the lanes only, staged per lane (a
+  // load; or a computed value, such as a softmax's probability, computed once per row and k). An
   // operand is read along its (first) load's last dimension in memory: the fill walks the
   // reduction first where that dimension moves with the innermost reduction loop.
   const std::set<std::string> lanes = driven_iterators(*p.update, li),
                               rows = driven_iterators(*p.update, ri);
   const std::set<std::string> inner_k = driven_iterators(*p.update, p.loops.back()->iter);
   std::vector<const ScalarExpr*> loads;  // the operands
+  std::function<bool(const ScalarExpr&)> varies = [&](const ScalarExpr& e) {
+    if (e.kind == ScalarExpr::Kind::load || e.kind == ScalarExpr::Kind::iterator) return true;
+    for (const ScalarExprPtr& a : e.args)
+      if (varies(*a)) return true;
+    return false;
+  };
   std::function<void(const ScalarExpr&)> split = [&](const ScalarExpr& e) {
-    std::vector<const ScalarExpr*> in_e;
-    collect_loads(e, in_e);
-    if (in_e.empty()) return;  // constants stay in the update
+    if (!varies(e)) return;  // constants stay in the update
     if (!uses_vars(e, lanes) || !uses_vars(e, rows)) {
       if (std::find(loads.begin(), loads.end(), &e) == loads.end()) loads.push_back(&e);
       return;
@@ -94,7 +98,7 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     std::vector<const ScalarExpr*> in_q;
     collect_loads(*loads[q], in_q);
     std::set<std::string> used;
-    if (!in_q[0]->index.empty()) in_q[0]->index.back().collect_vars(used);
+    if (!in_q.empty() && !in_q[0]->index.empty()) in_q[0]->index.back().collect_vars(used);
     for (const std::string& it : inner_k)
       k_first[q] = k_first[q] || used.count(it) > 0;
   }

@@ -65,8 +65,7 @@ bool loads_and_constants(const ScalarExpr& e) {
   switch (e.kind) {
     case ScalarExpr::Kind::load:
       return true;
-    case ScalarExpr::Kind::iterator:
-      return false;
+    case ScalarExpr::Kind::iterator:  // a causal mask's comparison of positions
     case ScalarExpr::Kind::constant:
       return e.mask.empty();
     case ScalarExpr::Kind::op:
@@ -93,13 +92,14 @@ bool gpu_contraction_statement(const Statement& s) {
 
 namespace {
 
-/** Whether every load of `s` reads along at most one of `rows` and `lanes`. */
-bool loads_split(const Statement& s, const std::set<std::string>& rows,
-                 const std::set<std::string>& lanes) {
-  std::vector<const ScalarExpr*> loads;
-  collect_loads(*s.value, loads);
-  for (const ScalarExpr* l : loads)
-    if (uses_vars(*l, rows) && uses_vars(*l, lanes)) return false;
+/** Whether every load and iterator value under `e` reads along at most one of `rows` and
+ *  `lanes`. */
+bool leaves_split(const ScalarExpr& e, const std::set<std::string>& rows,
+                  const std::set<std::string>& lanes) {
+  if (e.kind == ScalarExpr::Kind::load || e.kind == ScalarExpr::Kind::iterator)
+    return !(uses_vars(e, rows) && uses_vars(e, lanes));
+  for (const ScalarExprPtr& a : e.args)
+    if (!leaves_split(*a, rows, lanes)) return false;
   return true;
 }
 
@@ -176,7 +176,7 @@ class Tiler {
     const LoopNode* row = nullptr;
     for (size_t r = chain.size() - 1; r-- > 0 && !row;) {
       std::set<std::string> rows = driven_iterators(*e->update, chain[r]->iter);
-      if (!rows.empty() && !lanes.empty() && loads_split(s, rows, lanes)) row = chain[r];
+      if (!rows.empty() && !lanes.empty() && leaves_split(*s.value, rows, lanes)) row = chain[r];
     }
     if (!row) return nullptr;
     return build(chain, *row, *lane, *e);

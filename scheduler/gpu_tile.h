@@ -18,8 +18,9 @@
  *         S0; alloc acc { for k S1 }; S2                   // b replaced by t / (⌈M/R⌉·⌈N/L⌉)
  *
  * The renderer (backends/cuda_renderer.h) runs the body's statements per element of the thread
- * and the reduction as above. It applies where S1 is a sum whose every load moves along i or
- * along j but not both and whose other leaves are constants; i and j are chosen among the
+ * and the reduction as above. It applies where S1 is a sum whose every load and iterator value
+ * (a causal mask's comparison) moves along i or along j but not both and whose other leaves
+ * are constants; i and j are chosen among the
  * coincident loops: j the innermost, i the innermost other for which the loads split so. The
  * loops absorbed must be rectangular (bounds of size variables only), of step 1, and the body
  * of the innermost one statements and the one reduction (a perfect nest of rectangular loops).

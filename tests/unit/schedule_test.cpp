@@ -687,6 +687,29 @@ TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elemen
          op(Op::mul, {op(Op::mul, {load(x, {it(0), it(2)}), load(y, {it(2), it(1)})}),
                       load(m, {it(0), it(1)})}));
   ScheduledKernel re = check_legal(e, opt, {{{"M", 3}, {"N", 5}, {"K", 2}}});
+  // A comparison of positions that moves along the rows and k only (a causal mask) belongs to
+  // the rows' operand: still a block tile.
+  KernelBuilder causal;
+  int cx = causal.buffer("x", {M, K}), cy = causal.buffer("y", {K, N}),
+      cz = causal.buffer("z", {M, N});
+  auto position = [](int k) {
+    auto v = std::make_shared<ScalarExpr>();
+    v->kind = ScalarExpr::Kind::iterator;
+    v->dtype = DType::i64;
+    v->index = {it(k)};
+    return v;
+  };
+  auto zero = std::make_shared<ScalarExpr>();
+  causal.stmt(Statement::Kind::reduce_init, {M, N}, cz, {it(0), it(1)});
+  causal.stmt(Statement::Kind::reduce_update, {M, N, K}, cz, {it(0), it(1)},
+              op(Op::mul, {op(Op::where, {op(Op::cmplt, {position(2), position(0)}),
+                                          load(cx, {it(0), it(2)}), zero}),
+                           load(cy, {it(2), it(1)})}));
+  ScheduledKernel rc = check_legal(causal, opt, {{{"M", 70}, {"N", 5}, {"K", 66}}});
+  found.clear();
+  allocs(*rc.nest.root, found);
+  REQUIRE_FALSE(found.empty());
+  CHECK(found[0]->space == MemorySpace::shared);
   found.clear();
   allocs(*re.nest.root, found);
   for (const LoopNode* f : found)
