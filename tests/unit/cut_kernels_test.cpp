@@ -103,6 +103,35 @@ TEST_CASE("cut: a GPU-style cut after every completed reduction") {
   check_order(plan);
 }
 
+TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue stays with it") {
+  CutOptions opt;  // CUDA's (backends/backend.cpp)
+  opt.cut_before_grid_barriers = true;
+  opt.cut_around_contractions = true;
+  opt.store_shared = false;
+  // Attention: scores | row max | row sum | weighted sum and output.
+  KernelPlan att =
+      plan_of("ops/nn.toml:attention", {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}});
+  CutCount a = cut_kernels(att, opt);
+  check_order(att);
+  REQUIRE(att.kernels.size() == 4);
+  CHECK(att.kernels[0].statements.size() == 2);             // the scores' init and sum
+  CHECK(att.kernels[0].statements[1].extents.size() == 5);  // b, h, i, j and d
+  // The probabilities stay inline in the weighted sum: stored over its domain (with the output's
+  // columns) they would take D times the scores' memory.
+  CHECK(a.materialized <= 1);  // the exponentials the row max's kernel passes to the row sum's
+  for (const Buffer& b : att.buffers)
+    if (b.name.rfind("cut", 0) == 0) CHECK(b.shape.size() == 4);  // [b, h, i, j], not with d
+  const Kernel& last = att.kernels.back();
+  REQUIRE(last.statements.size() == 3);
+  CHECK(last.statements[1].kind == Statement::Kind::reduce_update);
+  CHECK(last.statements[2].kind == Statement::Kind::assign);  // y = the sum, element by element
+  // A contraction with its bias and activation stays one kernel.
+  KernelPlan dense = plan_of("ops/nn.toml:dense_gelu", {{"M", 2}, {"K", 3}, {"N", 4}});
+  CutCount n = cut_kernels(dense, opt);
+  CHECK(n.kernels == 1);
+  CHECK(n.materialized == 0);
+}
+
 TEST_CASE("cut: a budget of one statement still never splits a reduction's init from its update") {
   KernelPlan plan = plan_of("ops/nn.toml:softmax");
   CutOptions opt;
