@@ -60,6 +60,10 @@ class CudaRenderer : public CStyleRenderer {
    *  block, the block's threads copy the operands into shared memory, then each accumulates its
    *  elements in registers from there. */
   std::string render_block_tile(const Context& c, const LoopNode& n, int depth) const override;
+  /** A softmax-weighted contraction's tile (scheduler/online_softmax.h;
+   *  backends/cuda_attention.cpp): attention in one kernel, keys streamed through shared memory
+   *  with an online softmax, both products on tensor cores. */
+  std::string render_softmax_tile(const Context& c, const LoopNode& n, int depth) const;
 
  private:
   /** Whether a `thread.x` loop at this point strides over one block's threads. */

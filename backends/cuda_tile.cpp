@@ -56,6 +56,7 @@ constexpr int64_t kMmaTile = 128, kMmaDepth = 16;
 }  // namespace
 
 std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n, int depth) const {
+  if (n.key_block > 0) return render_softmax_tile(c, n, depth);
   const TileParts p = parts_of(n);
   const Statement& st = c.kernel.statements.at(n.statement);
   const int64_t R = n.tile_rows, L = n.tile_lanes;

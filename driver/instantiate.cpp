@@ -117,6 +117,7 @@ CompileOptions compile_options(const SpecFile& file,
   CompileOptions opt = config_options(config, &rt.descriptor());
   opt.rule_files = file.rules;
   backend_for(rt.backend()).configure_cuts(opt.cut);
+  opt.cut.fuse_softmax_contractions &= opt.schedule.gpu_tile.rows > 0;
   return opt;
 }
 

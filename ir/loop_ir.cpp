@@ -97,6 +97,20 @@ void node_text(const LoopNode& n, int depth, std::string& out) {
       return;
     }
     case LoopNode::Kind::alloc: {
+      if (n.space == MemorySpace::shared && n.key_block > 0) {
+        out += pad + "alloc shared " + n.name + " = a " + std::to_string(n.tile_rows) + "x" +
+               std::to_string(n.tile_lanes) + " online-softmax tile of S" +
+               std::to_string(n.statement) + ": " + n.tile_row + " = " +
+               unwrap(expr_text(*n.tile_row_origin)) + " + 0.." + std::to_string(n.tile_rows - 1) +
+               " where " + unwrap(expr_text(*n.tile_row_cond)) + ", " + n.tile_lane + " = " +
+               unwrap(expr_text(*n.tile_lane_origin)) + " + 0.." +
+               std::to_string(n.tile_lanes - 1) + " where " + unwrap(expr_text(*n.tile_lane_cond)) +
+               "; keys in blocks of " + std::to_string(n.key_block) +
+               ", scores' reduction in blocks of " + std::to_string(n.pack_depth) + "\n";
+        for (const auto& c : n.body)
+          node_text(*c, depth + 1, out);
+        return;
+      }
       if (n.space == MemorySpace::shared) {
         out += pad + "alloc shared " + n.name + " = a " + std::to_string(n.tile_rows) + "x" +
                std::to_string(n.tile_lanes) + " block tile of S" + std::to_string(n.statement) +

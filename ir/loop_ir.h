@@ -132,6 +132,10 @@ struct LoopNode {
    *  reduction, whose loops (a perfect, rectangular nest) run as one flattened loop. */
   int64_t thread_rows = 0, thread_lanes = 0;
   AstExprPtr tile_row_cond, tile_lane_cond;
+  /** alloc in `shared` space, when > 0: the block tile of a softmax-weighted contraction
+   *  instead (scheduler/online_softmax.h), its keys in blocks of key_block and its scores'
+   *  reduction in blocks of pack_depth; body holds a stmt node per statement of the kernel. */
+  int64_t key_block = 0;
 };
 
 /** Loops of `root` in pre-order (outer before inner). */

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "scheduler/gpu_tile.h"
+#include "scheduler/online_softmax.h"
 
 namespace kiln {
 
@@ -94,8 +95,8 @@ bool reads_beyond_element(const Statement& writer, const Statement& reader) {
 }
 
 /** The first statement of every group: 0, then each cut, in order. */
-std::vector<int> group_starts(const Kernel& k, const std::vector<int>& last_write,
-                              const CutOptions& opt) {
+std::vector<int> group_starts(const KernelPlan& plan, const Kernel& k,
+                              const std::vector<int>& last_write, const CutOptions& opt) {
   int n = static_cast<int>(k.statements.size());
   // clean[p]: every buffer written by statements before p is complete at p.
   std::vector<bool> clean(n + 1, false);
@@ -104,9 +105,26 @@ std::vector<int> group_starts(const Kernel& k, const std::vector<int>& last_writ
     written_until = std::max(written_until, last_write[k.statements[p - 1].buffer]);
     clean[p] = written_until < p;
   }
+  // Softmax-weighted contractions: a kernel each, [first, end).
+  std::vector<int> fused_end(n + 1, -1);  // at a fused group's first statement: its end
+  std::vector<bool> inside(n + 1, false);
+  if (opt.fuse_softmax_contractions)
+    for (int p = 0; p < n; ++p)
+      if (std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, p);
+          f && (p == 0 || clean[p]) && clean[f->end]) {
+        fused_end[p] = f->end;
+        for (int q = p + 1; q < f->end; ++q)
+          inside[q] = true;
+        p = f->end - 1;
+      }
   std::vector<int> starts = {0};
   for (int p = 1; p < n; ++p) {
     const Statement& before = k.statements[p - 1];
+    if (inside[p]) continue;
+    if (fused_end[p] >= 0 || inside[p - 1]) {
+      starts.push_back(p);
+      continue;
+    }
     if (opt.cut_after_reductions && before.kind == Statement::Kind::reduce_update && clean[p]) {
       starts.push_back(p);
       continue;
@@ -154,7 +172,7 @@ class Cutter {
     last_write_.assign(plan.buffers.size(), -1);
     for (int s = 0; s < static_cast<int>(in.statements.size()); ++s)
       last_write_[in.statements[s].buffer] = s;
-    starts_ = group_starts(in, last_write_, opt);
+    starts_ = group_starts(plan, in, last_write_, opt);
   }
 
   /** The kernels, in order, and how many temps were added. */

@@ -50,6 +50,9 @@ struct CutOptions {
    *  in the tile). Inside a larger kernel (attention's scores, softmax and weighted sum) the
    *  contraction would run one element per thread. */
   bool cut_around_contractions = false;
+  /** A softmax-weighted contraction (attention, scheduler/online_softmax.h) and its epilogue
+   *  form a kernel of their own, uncut (GPU backends, unless GPU_TILE=0). */
+  bool fuse_softmax_contractions = false;
   /** Store a costly value that a reduction and an output statement share once, in the output
    *  (scheduler/store_shared.h); CPU backends only, where one thread runs the whole row. */
   bool store_shared = true;

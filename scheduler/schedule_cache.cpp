@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "scheduler/gpu_tile.h"
+#include "scheduler/online_softmax.h"
 #include "scheduler/register_tile.h"
 #include "scheduler/stream_stores.h"
 
@@ -66,6 +67,7 @@ std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
       key += " " + names.buffer(load->buffer) + index_text(load->index);
     key += "\n";
   }
+  if (is_softmax_contraction_kernel(plan, k)) key += "online softmax\n";  // online_softmax.h
   return key;
 }
 

@@ -274,6 +274,8 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::stream_stores:
         stream_stores(plan, k, nest, t.stream_bytes);
         break;
+      case Transform::Kind::online_softmax:
+        break;  // the nest itself (schedule_kernel)
     }
   }
 }
@@ -283,6 +285,10 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
 std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPlan& plan,
                                       const Kernel& k) {
   std::vector<Transform> list;
+  if (opt.backend_gpu && opt.gpu_tile.rows > 0 && is_softmax_contraction_kernel(plan, k)) {
+    list.push_back({Transform::Kind::online_softmax});
+    return list;
+  }
   bool cpu_sink = opt.sink && !opt.backend_gpu;
   bool micro = cpu_sink && opt.micro.rows > 0 && has_register_tile_candidate(plan, k);
   bool block_tile = opt.backend_gpu && opt.gpu_tile.rows > 0 && has_gpu_tile_candidate(plan, k);
@@ -328,6 +334,12 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
   result.transforms = transform_list(opt, plan, k);
   if (k.statements.empty()) {
     result.nest.root = std::make_shared<LoopNode>();
+    return result;
+  }
+  if (!result.transforms.empty() && result.transforms[0].kind == Transform::Kind::online_softmax) {
+    result.nest = softmax_contraction_nest(plan, k, result.transforms[0].softmax);
+    std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+    result.milliseconds = ms.count();
     return result;
   }
   IslTextRenderer renderer(plan.size_vars);

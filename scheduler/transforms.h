@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "scheduler/gpu_tile.h"
+#include "scheduler/online_softmax.h"
 #include "scheduler/register_tile.h"
 
 namespace kiln {
@@ -35,12 +36,16 @@ struct Transform {
     map_simd,              ///< loop IR: innermost unit-stride loops across vector lanes
     map_gpu,               ///< loop IR: loops across GPU blocks and threads (map_gpu.h)
     stream_stores,         ///< loop IR: outputs written once with non-temporal stores
+    /** instead of isl: a softmax-weighted contraction (attention) as one GPU kernel with an
+     *  online softmax (online_softmax.h) */
+    online_softmax,
   } kind;
   TileOptions tile;          ///< tile
   int max_collapse = 2;      ///< map_parallel: loops mapped together, the outermost included
   bool half = false;         ///< promote_accumulators: f16 and bf16 accumulate in registers too
   RegisterTileShape micro;   ///< register_tile
   GpuTileShape gpu;          ///< gpu_tile
+  SoftmaxTileShape softmax;  ///< online_softmax
   int64_t stream_bytes = 0;  ///< stream_stores: the smallest buffer streamed
 };
 

@@ -243,6 +243,29 @@ TEST_CASE("codegen: f16 matmul on cuda: tensor cores, fragments from shared memo
   CHECK(src.find("kiln_ld16(&tile0_p0[tile0_p * 8], tile0_a);") != std::string::npos);
 }
 
+TEST_CASE("codegen: f16 attention on cuda: one kernel, the scores in registers only") {
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(dtype_name(t));
+    std::string src = render_source({"attention", "ops/nn.toml:attention", {{"T", t}}, 0, "cuda"});
+    size_t kernels = 0;
+    for (size_t at = src.find("__global__"); at != std::string::npos;
+         at = src.find("__global__", at + 1))
+      ++kernels;
+    CHECK(kernels == 1);
+    // q, k, v, y, then the scores, the row max, the row sum and the weighted sum: the first
+    // three temporaries live in registers, never in memory.
+    for (const char* temp : {"b4[", "b5[", "b6["})
+      CHECK(src.find(temp) == std::string::npos);
+    const std::string kind = t == DType::bf16 ? "bf16" : "f16";
+    const std::string mma = "mma.sync.aligned.m16n8k16.row.col.f32." + kind + "." + kind + ".f32";
+    size_t first = src.find(mma);
+    REQUIRE(first != std::string::npos);
+    CHECK(src.find(mma, first + 1) != std::string::npos);  // the scores, then the weights × v
+    CHECK(src.find("kiln_pack_" + kind + "x2(") != std::string::npos);
+    CHECK(src.find("__shfl_xor_sync") != std::string::npos);  // row maxima and sums
+  }
+}
+
 TEST_CASE("codegen: dense_gelu f32: bias and GELU run on each register tile after its last k block") {
   check_golden(golden_cases()[7]);
   std::string src = render_source(golden_cases()[7]);

@@ -170,6 +170,18 @@ KILN_FN void kiln_ld16(T* dst, const T* src) {
   const uint4 v = *(const uint4*)src;
   memcpy(dst, &v, 16);
 }
+/* Two floats as two f16 (bf16) in one register, `lo` in the low half, rounded to nearest even:
+   an mma.sync operand fragment (backends/cuda_attention.cpp). */
+KILN_FN uint32_t kiln_pack_f16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+KILN_FN uint32_t kiln_pack_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 /* The shared-memory address of a generic pointer into shared memory (for ldmatrix). */
 KILN_FN uint32_t kiln_smem_addr(const void* p) {
   uint32_t a;

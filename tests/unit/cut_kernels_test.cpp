@@ -6,6 +6,7 @@
 
 #include "scheduler/build_statements.h"
 #include "scheduler/cut_kernels.h"
+#include "scheduler/online_softmax.h"
 #include "scheduler/plan_buffers.h"
 #include "scheduler/schedule_cache.h"
 #include "scheduler/store_shared.h"
@@ -16,11 +17,14 @@ using namespace kiln;
 namespace {
 
 /** The kernel plan of FILE:COMPOSITE at small sizes, before any cut. */
-KernelPlan plan_of(const std::string& target, SizeBindings sizes = {{"N", 5}}) {
+KernelPlan plan_of(const std::string& target, SizeBindings sizes = {{"N", 5}}, DType t = DType::f32,
+                   std::map<std::string, AttrValue> attrs = {}) {
   test::RunSpec spec;
   spec.target = target;
   spec.sizes = std::move(sizes);
-  spec.dtypes = {{"T", DType::f32}};
+  spec.dtypes = {{"T", t}};
+  spec.attrs = std::move(attrs);
+  spec.interpret = false;
   return build_statements(test::run(spec).graph);
 }
 
@@ -130,6 +134,59 @@ TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue 
   CutCount n = cut_kernels(dense, opt);
   CHECK(n.kernels == 1);
   CHECK(n.materialized == 0);
+}
+
+TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an online softmax") {
+  CutOptions opt;  // CUDA's (backends/backend.cpp)
+  opt.cut_before_grid_barriers = true;
+  opt.cut_around_contractions = true;
+  opt.fuse_softmax_contractions = true;
+  opt.store_shared = false;
+  const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}};
+  for (DType t : {DType::f16, DType::bf16})
+    for (bool causal : {false, true}) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(causal);
+      KernelPlan att =
+          plan_of("ops/nn.toml:attention", sizes, t, {{"causal", test::attr_bool(causal)}});
+      CutCount n = cut_kernels(att, opt);
+      check_order(att);
+      REQUIRE(n.kernels == 1);
+      CHECK(n.materialized == 0);
+      const Kernel& k = att.kernels[0];
+      REQUIRE(is_softmax_contraction_kernel(att, k));
+      std::optional<SoftmaxContraction> f = find_softmax_contraction(att, k, 0);
+      REQUIRE(f);
+      CHECK(f->row_factors.size() == 1);  // 1 / the row sum
+      CHECK(f->a != f->b);
+      // One block loop around the tile, whose body names every statement once, in order.
+      LoopNest nest = softmax_contraction_nest(att, k, SoftmaxTileShape{});
+      REQUIRE(nest.root->kind == LoopNode::Kind::loop);
+      CHECK(nest.root->mapping == Mapping::block_x);
+      const LoopNode& tile = *nest.root->body.at(0);
+      CHECK(tile.key_block == 64);
+      REQUIRE(tile.body.size() == k.statements.size());
+      for (size_t s = 0; s < tile.body.size(); ++s)
+        CHECK(tile.body[s]->statement == static_cast<int>(s));
+    }
+  // In f32 the products do not run on tensor cores: the scores stay a kernel of their own.
+  KernelPlan f32 = plan_of("ops/nn.toml:attention", sizes);
+  CHECK(cut_kernels(f32, opt).kernels == 4);
+  // A statement reading the scores, or a weight that is not an exponential of X - max, is not
+  // an online softmax.
+  KernelPlan att = plan_of("ops/nn.toml:attention", sizes, DType::f16);
+  REQUIRE(find_softmax_contraction(att, att.kernels[0], 0));
+  Kernel reads = att.kernels[0];
+  Statement extra = reads.statements[3];  // the row max, again, into the output
+  extra.kind = Statement::Kind::assign;
+  extra.buffer = reads.statements.back().buffer;
+  extra.index = reads.statements.back().index;
+  extra.extents = reads.statements.back().extents;
+  reads.statements.push_back(extra);
+  CHECK_FALSE(find_softmax_contraction(att, reads, 0));
+  Kernel linear = att.kernels[0];
+  linear.statements[5].value = linear.statements[3].value;  // l += X
+  CHECK_FALSE(find_softmax_contraction(att, linear, 0));
 }
 
 TEST_CASE("cut: a budget of one statement still never splits a reduction's init from its update") {

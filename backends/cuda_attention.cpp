@@ -1,0 +1,304 @@
+// The CUDA rendering of a softmax-weighted contraction's tile (scheduler/online_softmax.h):
+// attention in one kernel. Each block computes 128 rows × 64 lanes of the output; each of its 8
+// warps 16 rows. Per block of 64 keys the warp computes its 16 × 64 scores on tensor cores
+// (mma.sync m16n8k16, f32 accumulators) from the rows' and keys' operands staged in shared
+// memory, applies the score expression (scale, mask) in registers, updates each row's running
+// maximum, rescales its running sum and output, and adds the block's weights times the values
+// (the weights go from the scores' accumulator fragments into the next product's operand
+// fragments without leaving registers). The scores never reach memory.
+#include <functional>
+#include <stdexcept>
+
+#include "backends/cuda_renderer.h"
+#include "scheduler/online_softmax.h"
+
+namespace kiln {
+
+namespace {
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+/** Whether load `l` reads memory contiguously along statement iterator `it`: only its last index
+ *  dimension uses it, with coefficient 1. */
+bool contiguous_along(const ScalarExpr& l, const std::string& it) {
+  if (l.index.empty() || !l.mask.empty()) return false;
+  for (size_t d = 0; d + 1 < l.index.size(); ++d)
+    if (affine_coefficient(l.index[d], it) != std::optional<int64_t>(0)) return false;
+  return affine_coefficient(l.index.back(), it) == std::optional<int64_t>(1);
+}
+
+constexpr int64_t kRows = 128, kLanes = 64, kKeys = 64, kDepth = 64, kPad = 8;
+
+}  // namespace
+
+std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& n,
+                                              int depth) const {
+  std::optional<SoftmaxContraction> f = find_softmax_contraction(c.plan, c.kernel, 0);
+  if (!f || n.body.size() < 8 || n.tile_rows != kRows || n.tile_lanes != kLanes ||
+      n.key_block != kKeys || n.pack_depth != kDepth)
+    throw std::logic_error("an online-softmax tile that is not 128x64 over a matched kernel");
+  const int rank = f->n;
+  const Statement& score = c.kernel.statements[f->score(1)];
+  const Statement& mx = c.kernel.statements[f->score(3)];
+  const Statement& sum = c.kernel.statements[f->score(5)];
+  const Statement& out = c.kernel.statements[f->score(7)];
+  const LoopNode &score_node = *n.body[1], &max_node = *n.body[3], &out_node = *n.body[7];
+  const DType half = c.plan.buffers[f->a->buffer].dtype;
+  const std::string T = storage_type(half), kind = half == DType::bf16 ? "bf16" : "f16";
+  const std::string pad(2 * depth, ' '), in = pad + "  ", in2 = in + "  ", in3 = in2 + "  ",
+                                         in4 = in3 + "  ", N = n.name;
+  auto v = [&](const std::string& s) { return N + "_" + s; };
+  const std::string row_ok = ast_expr_to_c(*n.tile_row_cond),
+                    lane_ok = ast_expr_to_c(*n.tile_lane_cond);
+  const std::string keys = int_expr_to_c(mx.extents[rank - 1], c.sizes),
+                    head = int_expr_to_c(score.extents[rank], c.sizes),
+                    lanes = int_expr_to_c(out.extents[rank - 1], c.sizes);
+
+  std::string s = pad + "{\n" + in + "/* " + N + ": 128 rows x 64 lanes of " + out.name +
+                  ", keys in blocks of 64 with an online softmax, both products on tensor cores "
+                  "(scheduler/online_softmax.h) */\n";
+  s += in + "__shared__ __align__(16) " + T + " " + v("sq") + "[" + str(kRows) + "][" +
+       str(kDepth + kPad) + "];\n";
+  s += in + "__shared__ __align__(16) " + T + " " + v("sk") + "[" + str(kKeys) + "][" +
+       str(kDepth + kPad) + "];\n";
+  s += in + "__shared__ __align__(16) " + T + " " + v("sv") + "[" + str(kKeys) + "][" +
+       str(kLanes + kPad) + "];\n";
+  s += in + "const int " + v("q") + " = threadIdx.x % 32, " + v("w") + " = threadIdx.x / 32;\n";
+  s += in + "const int64_t " + v("r0") + " = " + ast_expr_to_c(*n.tile_row_origin) + ", " +
+       v("l0") + " = " + ast_expr_to_c(*n.tile_lane_origin) + ";\n";
+  s += in + "const int64_t " + v("J") + " = " + keys + ", " + v("D") + " = " + head + ", " +
+       v("C") + " = " + lanes + ";\n";
+  s += in + "float " + v("o") + "[8][4], " + v("m") + "[2], " + v("ms") + "[2], " + v("l") +
+       "[2];\n";
+  s += in + "#pragma unroll\n" + in + "for (int " + v("t") + " = 0; " + v("t") + " < 8; ++" +
+       v("t") + ")\n" + in + "  " + v("o") + "[" + v("t") + "][0] = " + v("o") + "[" + v("t") +
+       "][1] = " + v("o") + "[" + v("t") + "][2] = " + v("o") + "[" + v("t") + "][3] = 0.f;\n";
+  s += in + v("m") + "[0] = " + v("m") + "[1] = -KILN_INF;\n" + in + v("ms") + "[0] = " + v("ms") +
+       "[1] = 0.f;\n" + in + v("l") + "[0] = " + v("l") + "[1] = 0.f;\n";
+
+  // Fills a 128- or 64-row tile of shared memory, 64 halves per row, from operand `load` (of
+  // statement node `node`): rows along iterator `x_it` from `x0` while `x_ok`, columns along
+  // `y_it` from `y0` below `y_end`; `others` declares the node's remaining iterators. Chunks of
+  // 8 halves, 16 bytes where memory holds them contiguously at an aligned address.
+  auto fill = [&](const std::string& dest, int64_t rows, const ScalarExpr& load,
+                  const LoopNode& node, const std::string& x_it, const std::string& x0,
+                  const std::string& x_ok, const std::string& y_it, const std::string& y0,
+                  const std::string& y_end, const std::string& others, const std::string& pad2) {
+    std::set<std::string> driven = driven_iterators(node, y_it);
+    const bool vector = driven.size() == 1 && contiguous_along(load, *driven.begin());
+    const std::string p3 = pad2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ";
+    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + v("p") + " = 0; " + v("p") +
+                    " < " + str(rows * 8 / kCudaBlockThreads) + "; ++" + v("p") + ") {\n";
+    t += p3 + "const int " + v("e") + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " +
+         v("p") + ", " + v("x") + " = " + v("e") + " / 8, " + v("y") + " = " + v("e") +
+         " % 8 * 8;\n";
+    t += p3 + "uint4 " + v("u") + " = make_uint4(0, 0, 0, 0);\n";
+    t += p3 + "{\n" + p4 + "const int64_t " + x_it + " = " + x0 + " + " + v("x") + ";\n";
+    t += p4 + "if (" + x_ok + ") {\n";
+    c.bound.clear();
+    c.index_bound.clear();
+    const std::string at = render_index(c, load.buffer, load.index);
+    if (vector) {
+      t += p5 + "bool " + v("done") + " = false;\n";
+      t += p5 + "if (" + y0 + " + " + v("y") + " + 7 < " + y_end + ") {\n";
+      t += p5 + "  const int64_t " + y_it + " = " + y0 + " + " + v("y") + ";\n" + p5 + "  " +
+           others + "\n" + bind_iterators(node.args, p5 + "  ");
+      t += p5 + "  const " + T + "* " + v("a") + " = &" + at + ";\n";
+      t += p5 + "  if (((uint64_t)" + v("a") + " & 15) == 0) {\n" + p5 + "    " + v("u") +
+           " = *(const uint4*)" + v("a") + ";\n" + p5 + "    " + v("done") + " = true;\n" + p5 +
+           "  }\n" + p5 + "}\n";
+      t += p5 + "if (!" + v("done") + ")\n";
+    }
+    t += p5 + "#pragma unroll\n" + p5 + "for (int " + v("i") + " = 0; " + v("i") + " < 8; ++" +
+         v("i") + ") {\n";
+    t += p5 + "  const int64_t " + y_it + " = " + y0 + " + " + v("y") + " + " + v("i") + ";\n";
+    t += p5 + "  if (" + y_it + " < " + y_end + ") {\n" + p5 + "    " + others + "\n" +
+         bind_iterators(node.args, p5 + "    ");
+    t += p5 + "    ((" + T + "*)&" + v("u") + ")[" + v("i") + "] = " + at + ";\n" + p5 + "  }\n" +
+         p5 + "}\n";
+    t += p4 + "}\n" + p3 + "}\n";
+    t += p3 + "*(uint4*)&" + dest + "[" + v("x") + "][" + v("y") + "] = " + v("u") + ";\n";
+    return t + pad2 + "}\n";
+  };
+  auto fill_q = [&](const std::string& d0, const std::string& pad2) {
+    return fill(v("sq"), kRows, *f->a, score_node, "c1", v("r0"), row_ok, "c4", d0, v("D"),
+                "const int64_t c3 = 0; (void)c3;", pad2);
+  };
+  s += in + "if (" + v("D") + " <= " + str(kDepth) + ")\n" + in + "{\n" + fill_q("0", in2) + in +
+       "}\n";
+
+  // Per block of keys: the scores on tensor cores, over the head in blocks of 64.
+  s += in + "for (int64_t " + v("j0") + " = 0; " + v("j0") + " < " + v("J") + "; " + v("j0") +
+       " += " + str(kKeys) + ") {\n";
+  s += in2 + "float " + v("s") + "[8][4];\n";
+  s += in2 + "#pragma unroll\n" + in2 + "for (int " + v("t") + " = 0; " + v("t") + " < 8; ++" +
+       v("t") + ")\n" + in2 + "  " + v("s") + "[" + v("t") + "][0] = " + v("s") + "[" + v("t") +
+       "][1] = " + v("s") + "[" + v("t") + "][2] = " + v("s") + "[" + v("t") + "][3] = 0.f;\n";
+  s += in2 + "for (int64_t " + v("d0") + " = 0; " + v("d0") + " < " + v("D") + "; " + v("d0") +
+       " += " + str(kDepth) + ") {\n";
+  s += in3 + "__syncthreads();\n";
+  s += in3 + "if (" + v("D") + " > " + str(kDepth) + ") {\n" + fill_q(v("d0"), in4) + in3 + "}\n";
+  s += fill(v("sk"), kKeys, *f->b, score_node, "c3", v("j0"), "c3 < " + v("J"), "c4", v("d0"),
+            v("D"), "const int64_t c1 = 0; (void)c1;", in3);
+  s += in3 + "if (" + v("d0") + " == 0) {\n" +
+       fill(v("sv"), kKeys, *f->v, out_node, "c3", v("j0"), "c3 < " + v("J"), "c2", v("l0"), v("C"),
+            "const int64_t c1 = 0; (void)c1;", in4) +
+       in3 + "}\n";
+  s += in3 + "__syncthreads();\n";
+  auto word = [&](const std::string& arr, const std::string& row, const std::string& col) {
+    return "*(const uint32_t*)&" + arr + "[" + row + "][" + col + "]";
+  };
+  auto mma = [&](const std::string& acc, const std::string& a, const std::string& b0,
+                 const std::string& b1, const std::string& pad2) {
+    std::string t = pad2 + "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." + kind + "." +
+                    kind +
+                    ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n";
+    t += pad2 + "             : \"+f\"(" + acc + "[0]), \"+f\"(" + acc + "[1]), \"+f\"(" + acc +
+         "[2]), \"+f\"(" + acc + "[3])\n";
+    t += pad2 + "             : \"r\"(" + a + "[0]), \"r\"(" + a + "[1]), \"r\"(" + a +
+         "[2]), \"r\"(" + a + "[3]), \"r\"(" + b0 + "), \"r\"(" + b1 + "));\n";
+    return t;
+  };
+  const std::string q = v("q"), w = v("w"), kk = v("kk"), t_ = v("t");
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + kk + " = 0; " + kk + " < " + str(kDepth) +
+       "; " + kk + " += 16) {\n";
+  s += in4 + "const int " + v("ar") + " = " + w + " * 16 + " + q + " / 4, " + v("kq") + " = " + kk +
+       " + (" + q + " % 4) * 2;\n";
+  s += in4 + "uint32_t " + v("fa") + "[4];\n";
+  s += in4 + v("fa") + "[0] = " + word(v("sq"), v("ar"), v("kq")) + ";\n";
+  s += in4 + v("fa") + "[1] = " + word(v("sq"), v("ar") + " + 8", v("kq")) + ";\n";
+  s += in4 + v("fa") + "[2] = " + word(v("sq"), v("ar"), v("kq") + " + 8") + ";\n";
+  s += in4 + v("fa") + "[3] = " + word(v("sq"), v("ar") + " + 8", v("kq") + " + 8") + ";\n";
+  s +=
+      in4 + "#pragma unroll\n" + in4 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ + ") {\n";
+  const std::string bn = t_ + " * 8 + " + q + " / 4";
+  s += in4 + "  const uint32_t " + v("b0") + " = " + word(v("sk"), bn, v("kq")) + ", " + v("b1") +
+       " = " + word(v("sk"), bn, v("kq") + " + 8") + ";\n";
+  s += mma(v("s") + "[" + t_ + "]", v("fa"), v("b0"), v("b1"), in4 + "  ");
+  s += in4 + "}\n" + in3 + "}\n" + in2 + "}\n";
+
+  // The score expression per element (outside the domain: -inf), and the block's row maxima
+  // over the 4 threads holding a row.
+  const std::string e = v("e");
+  auto element = [&](const std::string& body, const std::string& pad2) {
+    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + t_ + " = 0; " + t_ +
+                    " < 8; ++" + t_ + ")\n" + pad2 + "#pragma unroll\n" + pad2 + "for (int " + e +
+                    " = 0; " + e + " < 4; ++" + e + ") {\n";
+    return t + body + pad2 + "}\n";
+  };
+  const std::string row_of = v("r0") + " + " + w + " * 16 + " + q + " / 4 + (" + e + " / 2) * 8",
+                    col_of = t_ + " * 8 + (" + q + " % 4) * 2 + " + e + " % 2";
+  const std::string se = v("s") + "[" + t_ + "][" + e + "]";
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*mx.value, loads);
+  c.bound.clear();
+  c.index_bound.clear();
+  for (const ScalarExpr* l : loads)
+    if (l->buffer == score.buffer) c.bound[l] = se;
+  std::string x =
+      in3 + "  const int64_t c1 = " + row_of + ", c3 = " + v("j0") + " + " + col_of + ";\n";
+  x += in3 + "  float " + v("x") + " = -KILN_INF;\n";
+  x += in3 + "  if (" + row_ok + " && c3 < " + v("J") + ") {\n" +
+       bind_iterators(max_node.args, in3 + "    ");
+  std::string shared = bind_shared(c, *mx.value);
+  for (size_t from = 0, to; from < shared.size(); from = to + 1) {
+    to = std::min(shared.find('\n', from), shared.size());
+    if (to > from) x += in3 + "    " + shared.substr(from, to - from) + "\n";
+  }
+  x += in3 + "    " + v("x") + " = (float)(" + render_value(c, *mx.value) + ");\n" + in3 + "  }\n";
+  x += in3 + "  " + se + " = " + v("x") + ";\n";
+  s += in2 + "{\n" + element(x, in3) + in2 + "}\n";
+  s += in2 + "float " + v("mx") + "[2] = {" + v("m") + "[0], " + v("m") + "[1]};\n";
+  s += element(in2 + "  " + v("mx") + "[" + e + " / 2] = fmaxf(" + v("mx") + "[" + e + " / 2], " +
+                   se + ");\n",
+               in2);
+  // The rescale of the running sum and output by W(m, m'), then the block's weights W(x, m').
+  c.bound.clear();
+  c.index_bound.clear();
+  auto weight = [&](const std::string& score_value, const std::string& max_value) {
+    c.bound[f->weight_score] = score_value;
+    c.bound[f->weight_max] = max_value;
+    std::string r = render_value(c, *sum.value);
+    c.bound.clear();
+    return r;
+  };
+  const std::string h = v("h");
+  s += in2 + "#pragma unroll\n" + in2 + "for (int " + h + " = 0; " + h + " < 2; ++" + h + ") {\n";
+  s += in3 + v("mx") + "[" + h + "] = fmaxf(" + v("mx") + "[" + h +
+       "], __shfl_xor_sync(0xffffffffu, " + v("mx") + "[" + h + "], 1));\n";
+  s += in3 + v("mx") + "[" + h + "] = fmaxf(" + v("mx") + "[" + h +
+       "], __shfl_xor_sync(0xffffffffu, " + v("mx") + "[" + h + "], 2));\n";
+  s += in3 + "const float " + v("safe") + " = " + v("mx") + "[" + h +
+       "] == -KILN_INF ? 0.f : " + v("mx") + "[" + h + "];\n";
+  s += in3 + "const float " + v("sc") + " = (float)(" + weight(v("m") + "[" + h + "]", v("safe")) +
+       ");\n";
+  s += in3 + v("l") + "[" + h + "] *= " + v("sc") + ";\n";
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ +
+       ") {\n" + in4 + v("o") + "[" + t_ + "][2 * " + h + "] *= " + v("sc") + ";\n" + in4 + v("o") +
+       "[" + t_ + "][2 * " + h + " + 1] *= " + v("sc") + ";\n" + in3 + "}\n";
+  s += in3 + v("m") + "[" + h + "] = " + v("mx") + "[" + h + "];\n" + in3 + v("ms") + "[" + h +
+       "] = " + v("safe") + ";\n";
+  s += in2 + "}\n";
+  std::string p = in2 + "  const float " + v("pe") + " = " + se + " == -KILN_INF ? 0.f : (float)(" +
+                  weight(se, v("ms") + "[" + e + " / 2]") + ");\n";
+  p += in2 + "  " + v("l") + "[" + e + " / 2] += " + v("pe") + ";\n" + in2 + "  " + se + " = " +
+       v("pe") + ";\n";
+  s += element(p, in2);
+  // The weights as the next product's a fragments (the accumulator layout of two n8 tiles is
+  // the a layout of one k16 step), the values' b fragments through ldmatrix.trans.
+  const std::string pack = half == DType::bf16 ? "kiln_pack_bf16x2" : "kiln_pack_f16x2";
+  s +=
+      in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < 4; ++" + kk + ") {\n";
+  auto sv_ = [&](const std::string& tile, int i) {
+    return v("s") + "[" + tile + "][" + str(i) + "]";
+  };
+  const std::string lo = "2 * " + kk, hi = "2 * " + kk + " + 1";
+  s += in3 + "const uint32_t " + v("pa") + "[4] = {" + pack + "(" + sv_(lo, 0) + ", " + sv_(lo, 1) +
+       "), " + pack + "(" + sv_(lo, 2) + ", " + sv_(lo, 3) + "), " + pack + "(" + sv_(hi, 0) +
+       ", " + sv_(hi, 1) + "), " + pack + "(" + sv_(hi, 2) + ", " + sv_(hi, 3) + ")};\n";
+  s +=
+      in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ + ") {\n";
+  s += in4 + "uint32_t " + v("b0") + ", " + v("b1") + ";\n";
+  s += in4 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\"\n";
+  s += in4 + "             : \"=r\"(" + v("b0") + "), \"=r\"(" + v("b1") + ")\n";
+  s += in4 + "             : \"r\"(kiln_smem_addr(&" + v("sv") + "[" + kk + " * 16 + " + q +
+       " % 16][" + t_ + " * 8])));\n";
+  s += mma(v("o") + "[" + t_ + "]", v("pa"), v("b0"), v("b1"), in4);
+  s += in3 + "}\n" + in2 + "}\n" + in + "}\n";
+
+  // The sums over the 4 threads of a row, then each element: o · F, stored, and the epilogue.
+  s += in + "#pragma unroll\n" + in + "for (int " + h + " = 0; " + h + " < 2; ++" + h + ") {\n";
+  s +=
+      in2 + v("l") + "[" + h + "] += __shfl_xor_sync(0xffffffffu, " + v("l") + "[" + h + "], 1);\n";
+  s += in2 + v("l") + "[" + h + "] += __shfl_xor_sync(0xffffffffu, " + v("l") + "[" + h +
+       "], 2);\n" + in + "}\n";
+  c.bound.clear();
+  c.index_bound.clear();
+  std::string factors = v("o") + "[" + t_ + "][" + e + "]";
+  for (const ScalarExpr* rf : f->row_factors) {
+    loads.clear();
+    collect_loads(*rf, loads);
+    for (const ScalarExpr* l : loads) {
+      if (l->buffer == sum.buffer) c.bound[l] = v("l") + "[" + e + " / 2]";
+      if (l->buffer == mx.buffer) c.bound[l] = v("m") + "[" + e + " / 2]";
+    }
+    factors += " * (float)(" + render_value(c, *rf) + ")";
+  }
+  const DType out_type = c.plan.buffers[out.buffer].dtype;
+  std::string body =
+      in + "  const int64_t c1 = " + row_of + ", c2 = " + v("l0") + " + " + col_of + ", c3 = 0;\n";
+  body += in + "  (void)c3;\n" + in + "  if (" + row_ok + " && " + lane_ok + ") {\n";
+  body += in + "    {\n" + bind_iterators(out_node.args, in + "      ");
+  body += in + "      " + render_index(c, out.buffer, out.index) + " = " +
+          to_storage(out_type, "(" + compute_type(out_type) + ")(" + factors + ")") + ";\n" + in +
+          "    }\n";
+  c.bound.clear();
+  for (size_t k = 8; k < n.body.size(); ++k)
+    body += render_node(c, *n.body[k], depth + 3);
+  s += element(body + in + "  }\n", in);
+  return s + pad + "}\n";
+}
+
+}  // namespace kiln

@@ -1,0 +1,315 @@
+#include "scheduler/online_softmax.h"
+
+#include <map>
+
+#include "scheduler/isl_text.h"
+
+namespace kiln {
+
+namespace {
+
+IntExpr iter(int k) {
+  return IntExpr::var(iterator_name(k));
+}
+
+bool is_load_of(const ScalarExpr& e, int buffer, const std::vector<IntExpr>& index) {
+  return e.kind == ScalarExpr::Kind::load && e.buffer == buffer && e.index == index &&
+         e.mask.empty();
+}
+
+/** Whether `a` and `b` compute the same, with b's iterators renamed by `sub`. */
+bool same_value(const ScalarExpr& a, const ScalarExpr& b,
+                const std::map<std::string, IntExpr>& sub) {
+  if (a.kind != b.kind || a.dtype != b.dtype || a.args.size() != b.args.size() ||
+      a.index.size() != b.index.size() || a.mask.size() != b.mask.size())
+    return false;
+  for (size_t i = 0; i < a.index.size(); ++i)
+    if (a.index[i] != b.index[i].substitute(sub)) return false;
+  for (size_t i = 0; i < a.mask.size(); ++i)
+    if (a.mask[i].expr != b.mask[i].expr.substitute(sub) ||
+        a.mask[i].bound != b.mask[i].bound.substitute(sub))
+      return false;
+  switch (a.kind) {
+    case ScalarExpr::Kind::load:
+      if (a.buffer != b.buffer) return false;
+      break;
+    case ScalarExpr::Kind::constant:
+      if (a.value != b.value || a.int_value != b.int_value || a.symbolic != b.symbolic ||
+          (a.symbolic && a.size_value != b.size_value))
+        return false;
+      break;
+    case ScalarExpr::Kind::op:
+      if (a.op != b.op) return false;
+      break;
+    case ScalarExpr::Kind::iterator:
+      break;
+  }
+  for (size_t i = 0; i < a.args.size(); ++i)
+    if (!same_value(*a.args[i], *b.args[i], sub)) return false;
+  return true;
+}
+
+bool reads_buffer(const ScalarExpr& e, int buffer) {
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(e, loads);
+  for (const ScalarExpr* l : loads)
+    if (l->buffer == buffer) return true;
+  return false;
+}
+
+/** Whether `e` reads memory or an iterator: a constant (of numbers and sizes) it is not. */
+bool varies(const ScalarExpr& e) {
+  if (e.kind != ScalarExpr::Kind::op) return e.kind != ScalarExpr::Kind::constant;
+  for (const ScalarExprPtr& a : e.args)
+    if (varies(*a)) return true;
+  return false;
+}
+
+/** The factors of a product tree. */
+void factors_of(const ScalarExpr* e, std::vector<const ScalarExpr*>& out) {
+  if (e->kind == ScalarExpr::Kind::op && e->op == Op::mul && e->mask.empty()) {
+    factors_of(e->args[0].get(), out);
+    factors_of(e->args[1].get(), out);
+    return;
+  }
+  out.push_back(e);
+}
+
+/** In W = exp2(C · (X - M)), exp2((X - M) · C) or exp2(X - M) with C constant: X and M. */
+bool exponential_of_difference(const ScalarExpr& w, const ScalarExpr*& x, const ScalarExpr*& m) {
+  if (w.kind != ScalarExpr::Kind::op || w.op != Op::exp2 || !w.mask.empty()) return false;
+  const ScalarExpr* d = w.args[0].get();
+  if (d->kind == ScalarExpr::Kind::op && d->op == Op::mul && d->mask.empty()) {
+    const ScalarExpr *p = d->args[0].get(), *q = d->args[1].get();
+    if (varies(*p)) std::swap(p, q);
+    if (varies(*p)) return false;
+    d = q;
+  }
+  if (d->kind != ScalarExpr::Kind::op || d->op != Op::add || !d->mask.empty()) return false;
+  for (int side = 0; side < 2; ++side) {
+    const ScalarExpr& neg = *d->args[1 - side];
+    if (neg.kind == ScalarExpr::Kind::op && neg.op == Op::neg && neg.mask.empty()) {
+      x = d->args[side].get();
+      m = neg.args[0].get();
+      return true;
+    }
+  }
+  return false;
+}
+
+bool half(DType t) {
+  return t == DType::f16 || t == DType::bf16;
+}
+
+bool prefix(const std::vector<IntExpr>& a, const std::vector<IntExpr>& of, size_t n) {
+  return a.size() == n && of.size() >= n && std::equal(a.begin(), a.end(), of.begin());
+}
+
+}  // namespace
+
+std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& plan, const Kernel& k,
+                                                           int from) {
+  const int total = static_cast<int>(k.statements.size());
+  if (from < 0 || from + 8 > total) return std::nullopt;
+  auto st = [&](int i) -> const Statement& { return k.statements[from + i]; };
+  using K = Statement::Kind;
+  auto init_of = [&](int i, ReduceKind r) {
+    const Statement &init = st(i), &upd = st(i + 1);
+    return init.kind == K::reduce_init && upd.kind == K::reduce_update && init.reduce == r &&
+           upd.reduce == r && init.buffer == upd.buffer && init.index == upd.index && upd.value &&
+           plan.buffers[upd.buffer].kind == BufferKind::temp;
+  };
+  if (!init_of(0, ReduceKind::sum) || !init_of(2, ReduceKind::max) ||
+      !init_of(4, ReduceKind::sum) || !init_of(6, ReduceKind::sum))
+    return std::nullopt;
+  SoftmaxContraction f;
+  f.first = from;
+  const std::vector<IntExpr>& E = st(0).extents;
+  const int n = f.n = static_cast<int>(E.size());
+  if (n < 2) return std::nullopt;
+  const std::string r = iterator_name(n - 2), j = iterator_name(n - 1), d = iterator_name(n);
+  const Statement &score = st(1), &mx = st(3), &sum = st(5), &out = st(7);
+  // The scores: s[..., r, j] += a(r, d) · b(j, d).
+  if (!prefix(E, score.extents, n) || score.extents.size() != static_cast<size_t>(n + 1))
+    return std::nullopt;
+  const ScalarExpr& sv = *score.value;
+  if (sv.kind != ScalarExpr::Kind::op || sv.op != Op::mul || !sv.mask.empty()) return std::nullopt;
+  f.a = sv.args[0].get();
+  f.b = sv.args[1].get();
+  if (uses_vars(*f.a, {j})) std::swap(f.a, f.b);
+  for (const ScalarExpr* o : {f.a, f.b})
+    if (o->kind != ScalarExpr::Kind::load || !o->mask.empty() ||
+        !half(plan.buffers[o->buffer].dtype) || !uses_vars(*o, {d}))
+      return std::nullopt;
+  if (plan.buffers[f.a->buffer].dtype != plan.buffers[f.b->buffer].dtype || uses_vars(*f.a, {j}) ||
+      !uses_vars(*f.a, {r}) || uses_vars(*f.b, {r}) || !uses_vars(*f.b, {j}))
+    return std::nullopt;
+  for (const IntExpr& i : score.index) {
+    std::set<std::string> used;
+    i.collect_vars(used);
+    if (used.count(d)) return std::nullopt;
+  }
+  // m[..., r] max= X, reading the scores at their own element only.
+  const std::vector<IntExpr> rows(E.begin(), E.end() - 1);
+  if (mx.extents != E || !prefix(st(2).extents, E, n - 1)) return std::nullopt;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*mx.value, loads);
+  for (const ScalarExpr* l : loads)
+    if (l->buffer == score.buffer && !is_load_of(*l, score.buffer, score.index))
+      return std::nullopt;
+  for (const Statement* s : {&mx, &sum, &out})
+    for (const IntExpr& i : s->index) {
+      std::set<std::string> used;
+      i.collect_vars(used);
+      if (used.count(s == &out ? d : j)) return std::nullopt;
+    }
+  // l[..., r] += W(X, m).
+  if (sum.extents != E || !prefix(st(4).extents, E, n - 1)) return std::nullopt;
+  const ScalarExpr *x = nullptr, *m = nullptr;
+  if (!exponential_of_difference(*sum.value, x, m) || !same_value(*mx.value, *x, {}) ||
+      !is_load_of(*m, mx.buffer, mx.index))
+    return std::nullopt;
+  f.weight_score = x;
+  f.weight_max = m;
+  // o[..., r, c] += W · F(r) · v(j, c) over (..., r, c, j).
+  const std::string c = iterator_name(n - 1), jo = iterator_name(n);
+  if (out.extents.size() != static_cast<size_t>(n + 1) || !prefix(rows, out.extents, n - 1) ||
+      out.extents[n] != E[n - 1] || !prefix(st(6).extents, out.extents, n))
+    return std::nullopt;
+  std::vector<const ScalarExpr*> factors;
+  factors_of(out.value.get(), factors);
+  const std::map<std::string, IntExpr> rename = {{c, IntExpr::var("@c")}, {jo, iter(n - 1)}};
+  bool weight = false;
+  for (const ScalarExpr* q : factors) {
+    if (!weight && same_value(*sum.value, *q, rename)) {
+      weight = true;
+    } else if (!uses_vars(*q, {c, jo})) {
+      f.row_factors.push_back(q);
+    } else if (!f.v && q->kind == ScalarExpr::Kind::load && q->mask.empty() &&
+               plan.buffers[q->buffer].dtype == plan.buffers[f.a->buffer].dtype &&
+               !uses_vars(*q, {r})) {
+      f.v = q;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!weight || !f.v) return std::nullopt;
+  // The temporaries: s, m and l read by these statements only, o by the epilogue at its element.
+  const std::vector<IntExpr> element(out.extents.begin(), out.extents.end() - 1);
+  f.end = from + 8;
+  while (f.end < total && k.statements[f.end].kind == K::assign &&
+         k.statements[f.end].extents == element &&
+         reads_buffer(*k.statements[f.end].value, out.buffer))
+    ++f.end;
+  for (int i = 0; i < total; ++i) {
+    const Statement& s = k.statements[i];
+    if (i >= from && i < from + 8) continue;
+    for (int t : {score.buffer, mx.buffer, sum.buffer, out.buffer})
+      if (s.buffer == t) return std::nullopt;
+    if (!s.value) continue;
+    collect_loads(*s.value, loads = {});
+    for (const ScalarExpr* l : loads) {
+      if (l->buffer == score.buffer || l->buffer == mx.buffer || l->buffer == sum.buffer)
+        return std::nullopt;
+      if (l->buffer == out.buffer && (i >= f.end || !is_load_of(*l, out.buffer, out.index)))
+        return std::nullopt;
+    }
+  }
+  for (const ScalarExpr* q : f.row_factors) {
+    collect_loads(*q, loads = {});
+    for (const ScalarExpr* l : loads)
+      if (l->buffer == score.buffer || l->buffer == out.buffer ||
+          ((l->buffer == mx.buffer || l->buffer == sum.buffer) && l->index != mx.index &&
+           l->index != sum.index))
+        return std::nullopt;
+  }
+  return f;
+}
+
+bool is_softmax_contraction_kernel(const KernelPlan& plan, const Kernel& k) {
+  std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
+  return f && f->end == static_cast<int>(k.statements.size());
+}
+
+namespace {
+
+AstExprPtr ceil_div(const AstExprPtr& e, int64_t d) {
+  return ast_op("pdiv_q", {ast_op("add", {e, ast_int(d - 1)}), ast_int(d)});
+}
+
+LoopNodePtr stmt_node(int statement, std::vector<AstExprPtr> args) {
+  auto s = std::make_shared<LoopNode>();
+  s->kind = LoopNode::Kind::stmt;
+  s->statement = statement;
+  s->args = std::move(args);
+  return s;
+}
+
+}  // namespace
+
+LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
+                                  const SoftmaxTileShape& shape) {
+  std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
+  if (!f) throw std::logic_error("softmax_contraction_nest: not a softmax-weighted contraction");
+  const int n = f->n;
+  const Statement& out = k.statements[f->score(7)];
+  const std::vector<IntExpr>& E = k.statements[f->score(0)].extents;
+  auto ext = [](const IntExpr& e) { return ast_op("max", {int_expr_to_ast(e), ast_int(0)}); };
+  const std::string t = "c0";
+  AstExprPtr lane_tiles = ceil_div(ext(out.extents[n - 1]), shape.lanes);
+  AstExprPtr row_tiles = ceil_div(ext(E[n - 2]), shape.rows);
+  AstExprPtr q = ast_iter(t), lane_tile = ast_op("pdiv_r", {q, lane_tiles});
+  q = ast_op("pdiv_q", {q, lane_tiles});
+  AstExprPtr row_tile = ast_op("pdiv_r", {q, row_tiles});
+  q = ast_op("pdiv_q", {q, row_tiles});
+  AstExprPtr total = ast_op("mul", {lane_tiles, row_tiles});
+  // The batch iterators, the last varying fastest.
+  std::vector<AstExprPtr> batch(n - 2);
+  for (int b = n - 2; b-- > 0;) {
+    AstExprPtr e = ext(E[b]);
+    batch[b] = b == 0 ? q : ast_op("pdiv_r", {q, e});
+    if (b > 0) q = ast_op("pdiv_q", {q, e});
+    total = ast_op("mul", {total, e});
+  }
+  const AstExprPtr r = ast_iter("c1"), c = ast_iter("c2"), j = ast_iter("c3"), d = ast_iter("c4");
+  auto args = [&](std::vector<AstExprPtr> tail) {
+    std::vector<AstExprPtr> a = batch;
+    a.insert(a.end(), tail.begin(), tail.end());
+    return a;
+  };
+  auto tile = std::make_shared<LoopNode>();
+  tile->kind = LoopNode::Kind::alloc;
+  tile->space = MemorySpace::shared;
+  tile->statement = f->score(7);
+  tile->name = "fa0";
+  tile->tile_rows = shape.rows;
+  tile->tile_lanes = shape.lanes;
+  tile->key_block = shape.keys;
+  tile->pack_depth = shape.depth;
+  tile->tile_row = "c1";
+  tile->tile_lane = "c2";
+  tile->tile_row_origin = ast_op("mul", {ast_int(shape.rows), row_tile});
+  tile->tile_lane_origin = ast_op("mul", {ast_int(shape.lanes), lane_tile});
+  tile->tile_row_cond = ast_op("lt", {r, int_expr_to_ast(E[n - 2])});
+  tile->tile_lane_cond = ast_op("lt", {c, int_expr_to_ast(out.extents[n - 1])});
+  tile->body = {stmt_node(f->score(0), args({r, j})), stmt_node(f->score(1), args({r, j, d})),
+                stmt_node(f->score(2), args({r})),    stmt_node(f->score(3), args({r, j})),
+                stmt_node(f->score(4), args({r})),    stmt_node(f->score(5), args({r, j})),
+                stmt_node(f->score(6), args({r, c})), stmt_node(f->score(7), args({r, c, j}))};
+  for (int s = f->score(8); s < f->end; ++s)
+    tile->body.push_back(stmt_node(s, args({r, c})));
+  auto loop = std::make_shared<LoopNode>();
+  loop->kind = LoopNode::Kind::loop;
+  loop->iter = t;
+  loop->init = ast_int(0);
+  loop->cond = ast_op("lt", {ast_iter(t), total});
+  loop->coincident = true;
+  loop->tile = true;
+  loop->mapping = Mapping::block_x;
+  loop->body = {tile};
+  LoopNest nest;
+  nest.root = loop;
+  return nest;
+}
+
+}  // namespace kiln

@@ -1,0 +1,68 @@
+/** \file
+ * Attention as one GPU kernel: a contraction weighted by the softmax of another contraction,
+ * computed with an online softmax (the scores never reach memory).
+ *
+ * The kernel IR of attention is eight statements (rows r, keys j, head d, output lanes c; batch
+ * iterators in front of r):
+ *
+ *     s[r, j]  = 0;    s[r, j] += a[r, d] · b[j, d]           // the scores, a contraction
+ *     m[r]     = -inf; m[r] max= X(s[r, j], r, j)            // X: scale, causal mask, ...
+ *     l[r]     = 0;    l[r] += W(X, m[r])                     // W = exp2(C · (X - m))
+ *     o[r, c]  = 0;    o[r, c] += W(X, m[r]) · F(r) · v[j, c] // F: 1 / l[r], ...
+ *     y[r, c]  = E(o[r, c])                                   // epilogue statements
+ *
+ * Since W(X, m') = W(X, m) · W(m, m') (W is an exponential of X - m), the three reductions over
+ * j run in one pass over blocks of keys: per block the scores of the block, their maximum m',
+ * then l and o rescaled by W(m, m') before the block's terms are added, and at the end o · F.
+ * The match is structural (any scale, mask, batch rank or epilogue); the scores' operands and v
+ * must be unmasked f16 or bf16 loads (the kernel runs both products on tensor cores), and s, m,
+ * l and o temporaries that nothing else reads. The renderer is backends/cuda_attention.cpp.
+ */
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
+
+namespace kiln {
+
+/** A softmax-weighted contraction found in a kernel's statements; pointers into them. */
+struct SoftmaxContraction {
+  int first = 0;                  ///< the scores' init; the updates are first + 1, 3, 5 and 7
+  int end = 0;                    ///< one past the last epilogue statement
+  int n = 0;                      ///< rank of the scores' domain (batch..., r, j)
+  const ScalarExpr* a = nullptr;  ///< the scores' operand along the rows
+  const ScalarExpr* b = nullptr;  ///< the scores' operand along the keys
+  const ScalarExpr* v = nullptr;  ///< the output's operand along the keys and lanes
+  const ScalarExpr* weight_score = nullptr;    ///< X inside W (the sum's value)
+  const ScalarExpr* weight_max = nullptr;      ///< the load of m inside W
+  std::vector<const ScalarExpr*> row_factors;  ///< F: the output's factors along the rows only
+  int score(int k) const { return first + k; }
+};
+
+/** The softmax-weighted contraction whose scores' init is statement `from` of `k`, or none. */
+std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& plan, const Kernel& k,
+                                                           int from);
+
+/** The block tile of the fused kernel: rows × lanes outputs per block, keys per block of the
+ *  online softmax, and the head dimension in blocks of `depth`. */
+struct SoftmaxTileShape {
+  int rows = 128;
+  int lanes = 64;
+  int keys = 64;
+  int depth = 64;
+};
+
+/** Whether the whole of kernel `k` is one softmax-weighted contraction and its epilogue. */
+bool is_softmax_contraction_kernel(const KernelPlan& plan, const Kernel& k);
+
+/** The loop nest of such a kernel: one `block.x` loop over the (batch, row tile, lane tile)
+ *  triples around an alloc in shared space with key_block > 0 (ir/loop_ir.h), whose body holds
+ *  a stmt node per statement with its iterators bound to the row, lane, key and head iterators
+ *  c1, c2, c3, c4 and the batch iterators to the block's. */
+LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
+                                  const SoftmaxTileShape& shape);
+
+}  // namespace kiln
