@@ -78,22 +78,34 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in + v("m") + "[0] = " + v("m") + "[1] = -KILN_INF;\n" + in + v("ms") + "[0] = " + v("ms") +
        "[1] = 0.f;\n" + in + v("l") + "[0] = " + v("l") + "[1] = 0.f;\n";
 
-  // Fills a 128- or 64-row tile of shared memory, 64 halves per row, from operand `load` (of
-  // statement node `node`): rows along iterator `x_it` from `x0` while `x_ok`, columns along
-  // `y_it` from `y0` below `y_end`; `others` declares the node's remaining iterators. Chunks of
-  // 8 halves, 16 bytes where memory holds them contiguously at an aligned address.
-  auto fill = [&](const std::string& dest, int64_t rows, const ScalarExpr& load,
+  // Loads a 128- or 64-row tile, 64 halves per row, from operand `load` (of statement node
+  // `node`) into shared array `dest`, or into the thread's registers `dest` (its chunks, for
+  // store() to copy into shared memory later): rows along iterator `x_it` from `x0` while `x_ok`,
+  // columns along `y_it` from `y0` below `y_end`; `others` declares the node's remaining
+  // iterators. Chunks of 8 halves, 16 bytes where memory holds them contiguously at an aligned
+  // address; zeros outside the domain.
+  auto chunk = [&](const std::string& pad2) {
+    return pad2 + "const int " + v("e") + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " +
+           v("p") + ", " + v("x") + " = " + v("e") + " / 8, " + v("y") + " = " + v("e") +
+           " % 8 * 8;\n";
+  };
+  auto each_chunk = [&](int64_t rows, const std::string& pad2) {
+    return pad2 + "#pragma unroll\n" + pad2 + "for (int " + v("p") + " = 0; " + v("p") + " < " +
+           str(rows * 8 / kCudaBlockThreads) + "; ++" + v("p") + ") {\n" + chunk(pad2 + "  ");
+  };
+  auto store = [&](const std::string& dest, int64_t rows, const std::string& regs,
+                   const std::string& pad2) {
+    return each_chunk(rows, pad2) + pad2 + "  *(uint4*)&" + dest + "[" + v("x") + "][" + v("y") +
+           "] = " + regs + "[" + v("p") + "];\n" + pad2 + "}\n";
+  };
+  auto fill = [&](const std::string& dest, bool to_registers, int64_t rows, const ScalarExpr& load,
                   const LoopNode& node, const std::string& x_it, const std::string& x0,
                   const std::string& x_ok, const std::string& y_it, const std::string& y0,
                   const std::string& y_end, const std::string& others, const std::string& pad2) {
     std::set<std::string> driven = driven_iterators(node, y_it);
     const bool vector = driven.size() == 1 && contiguous_along(load, *driven.begin());
     const std::string p3 = pad2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ";
-    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + v("p") + " = 0; " + v("p") +
-                    " < " + str(rows * 8 / kCudaBlockThreads) + "; ++" + v("p") + ") {\n";
-    t += p3 + "const int " + v("e") + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " +
-         v("p") + ", " + v("x") + " = " + v("e") + " / 8, " + v("y") + " = " + v("e") +
-         " % 8 * 8;\n";
+    std::string t = each_chunk(rows, pad2);
     t += p3 + "uint4 " + v("u") + " = make_uint4(0, 0, 0, 0);\n";
     t += p3 + "{\n" + p4 + "const int64_t " + x_it + " = " + x0 + " + " + v("x") + ";\n";
     t += p4 + "if (" + x_ok + ") {\n";
@@ -119,15 +131,34 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     t += p5 + "    ((" + T + "*)&" + v("u") + ")[" + v("i") + "] = " + at + ";\n" + p5 + "  }\n" +
          p5 + "}\n";
     t += p4 + "}\n" + p3 + "}\n";
-    t += p3 + "*(uint4*)&" + dest + "[" + v("x") + "][" + v("y") + "] = " + v("u") + ";\n";
+    if (to_registers)
+      t += p3 + dest + "[" + v("p") + "] = " + v("u") + ";\n";
+    else
+      t += p3 + "*(uint4*)&" + dest + "[" + v("x") + "][" + v("y") + "] = " + v("u") + ";\n";
     return t + pad2 + "}\n";
   };
   auto fill_q = [&](const std::string& d0, const std::string& pad2) {
-    return fill(v("sq"), kRows, *f->a, score_node, "c1", v("r0"), row_ok, "c4", d0, v("D"),
+    return fill(v("sq"), false, kRows, *f->a, score_node, "c1", v("r0"), row_ok, "c4", d0, v("D"),
                 "const int64_t c3 = 0; (void)c3;", pad2);
   };
   s += in + "if (" + v("D") + " <= " + str(kDepth) + ")\n" + in + "{\n" + fill_q("0", in2) + in +
        "}\n";
+
+  // The keys' and values' chunks of the next step (keys jn, head dn) are loaded into registers
+  // while the block computes the current one.
+  auto prefetch = [&](const std::string& pad2) {
+    std::string t = fill(v("pk"), true, kKeys, *f->b, score_node, "c3", v("jn"), "c3 < " + v("J"),
+                         "c4", v("dn"), v("D"), "const int64_t c1 = 0; (void)c1;", pad2);
+    return t + pad2 + "if (" + v("dn") + " == 0) {\n" +
+           fill(v("pv"), true, kKeys, *f->v, out_node, "c3", v("jn"), "c3 < " + v("J"), "c2",
+                v("l0"), v("C"), "const int64_t c1 = 0; (void)c1;", pad2 + "  ") +
+           pad2 + "}\n";
+  };
+  const int64_t per = kKeys * 8 / kCudaBlockThreads;
+  s += in + "uint4 " + v("pk") + "[" + str(per) + "], " + v("pv") + "[" + str(per) + "];\n";
+  s += in + "const int64_t " + v("Dm") + " = " + v("D") + " > 0 ? " + v("D") + " : 1;\n";
+  s += in + "{\n" + in2 + "const int64_t " + v("jn") + " = 0, " + v("dn") + " = 0;\n" +
+       prefetch(in2) + in + "}\n";
 
   // Per block of keys: the scores on tensor cores, over the head in blocks of 64.
   s += in + "for (int64_t " + v("j0") + " = 0; " + v("j0") + " < " + v("J") + "; " + v("j0") +
@@ -136,15 +167,19 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in2 + "#pragma unroll\n" + in2 + "for (int " + v("t") + " = 0; " + v("t") + " < 8; ++" +
        v("t") + ")\n" + in2 + "  " + v("s") + "[" + v("t") + "][0] = " + v("s") + "[" + v("t") +
        "][1] = " + v("s") + "[" + v("t") + "][2] = " + v("s") + "[" + v("t") + "][3] = 0.f;\n";
-  s += in2 + "for (int64_t " + v("d0") + " = 0; " + v("d0") + " < " + v("D") + "; " + v("d0") +
+  s += in2 + "for (int64_t " + v("d0") + " = 0; " + v("d0") + " < " + v("Dm") + "; " + v("d0") +
        " += " + str(kDepth) + ") {\n";
   s += in3 + "__syncthreads();\n";
   s += in3 + "if (" + v("D") + " > " + str(kDepth) + ") {\n" + fill_q(v("d0"), in4) + in3 + "}\n";
-  s += fill(v("sk"), kKeys, *f->b, score_node, "c3", v("j0"), "c3 < " + v("J"), "c4", v("d0"),
-            v("D"), "const int64_t c1 = 0; (void)c1;", in3);
-  s += in3 + "if (" + v("d0") + " == 0) {\n" +
-       fill(v("sv"), kKeys, *f->v, out_node, "c3", v("j0"), "c3 < " + v("J"), "c2", v("l0"), v("C"),
-            "const int64_t c1 = 0; (void)c1;", in4) +
+  s += store(v("sk"), kKeys, v("pk"), in3);
+  s += in3 + "if (" + v("d0") + " == 0) {\n" + store(v("sv"), kKeys, v("pv"), in4) + in3 + "}\n";
+  s += in3 + "__syncthreads();\n";
+  s += in3 + "{\n" + in4 + "const bool " + v("more") + " = " + v("d0") + " + " + str(kDepth) +
+       " < " + v("Dm") + ";\n";
+  s += in4 + "const int64_t " + v("jn") + " = " + v("more") + " ? " + v("j0") + " : " + v("j0") +
+       " + " + str(kKeys) + ", " + v("dn") + " = " + v("more") + " ? " + v("d0") + " + " +
+       str(kDepth) + " : 0;\n";
+  s += in4 + "if (" + v("jn") + " < " + v("J") + ") {\n" + prefetch(in4 + "  ") + in4 + "}\n" +
        in3 + "}\n";
   s += in3 + "__syncthreads();\n";
   auto word = [&](const std::string& arr, const std::string& row, const std::string& col) {

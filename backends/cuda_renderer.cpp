@@ -65,14 +65,17 @@ std::string CudaRenderer::loops_qualifier() const {
 std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
                                 const std::string& symbol, const std::string& call) const {
   std::string s = signature(symbol);
-  bool block_tile = false;
+  bool block_tile = false, softmax_tile = false;
   if (nest.root)
-    for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc))
+    for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc)) {
       block_tile |= a->space == MemorySpace::shared;
-  if (block_tile) {  // backends/cuda_tile.cpp
+      softmax_tile |= a->space == MemorySpace::shared && a->key_block > 0;
+    }
+  if (block_tile) {  // backends/cuda_tile.cpp, backends/cuda_attention.cpp
     std::string bounds = "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ")";
     s.replace(s.find(bounds), bounds.size(),
-              "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ", KILN_TILE_MIN_BLOCKS)");
+              "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ", " +
+                  (softmax_tile ? "KILN_ATTENTION_MIN_BLOCKS" : "KILN_TILE_MIN_BLOCKS") + ")");
   }
   s += " {\n  void* const* buffers = p.b;\n";
   s += plan.size_vars.empty() ? "" : "  const int64_t* sizes = p.s;\n";
