@@ -44,6 +44,9 @@ class CudaRenderer : public CStyleRenderer {
                     const std::string& call) const override;
   std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,
                           const std::string& cond) const override;
+  /** A thread loop is unrolled by KILN_THREAD_UNROLL (4): each thread has that many loads of
+   *  its strided elements in flight, where a memory-bound row waits on one at a time. */
+  std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const override;
   std::string barrier() const override;
   std::string single_condition() const override;
   bool max_keys() const override;

@@ -357,7 +357,24 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
        ") {\n";
   for (size_t q = 0; q < loads.size(); ++q) {
     const int64_t V = chunk[q];
-    std::string dx = k_first[q] ? x : x + " + " + str(0), store;
+    std::string store;
+    // Where the chunk lies contiguously in shared memory too, 16-byte stores.
+    const DType dt = dtype_of(q);
+    const int64_t reg_bytes = mma ? std::max(dtype_bits(dt), 8) / 8
+                              : dt == DType::f16 || dt == DType::bf16 ? 4
+                                                                      : std::max(dtype_bits(dt), 8) / 8;
+    const int64_t per16 = 16 / reg_bytes;
+    if (V > 1 && k_major[q] != k_first[q] && (V * reg_bytes) % 16 == 0) {
+      for (int64_t g = 0; g < V / per16; ++g) {
+        std::string xi = k_first[q] ? x : x + " + " + str(g * per16),
+                    ki = k_first[q] ? kk + " + " + str(g * per16) : kk;
+        std::string at = k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]";
+        store += in4 + "kiln_st16(&" + N + "_s" + str(q) + at + ", &" + N + "_p" + str(q) + "[" +
+                 N + "_p * " + str(V) + " + " + str(g * per16) + "]);\n";
+      }
+      s += share(q, in2, store);
+      continue;
+    }
     for (int64_t i = 0; i < V; ++i) {
       std::string xi = k_first[q] ? x : x + " + " + str(i),
                   ki = k_first[q] ? kk + " + " + str(i) : kk;
