@@ -6,7 +6,9 @@
 // maximum, rescales its running sum and output, and adds the block's weights times the values
 // (the weights go from the scores' accumulator fragments into the next product's operand
 // fragments without leaving registers). The scores never reach memory.
+#include <cmath>
 #include <functional>
+#include <map>
 #include <stdexcept>
 
 #include "backends/cuda_renderer.h"
@@ -27,6 +29,102 @@ bool contiguous_along(const ScalarExpr& l, const std::string& it) {
   for (size_t d = 0; d + 1 < l.index.size(); ++d)
     if (affine_coefficient(l.index[d], it) != std::optional<int64_t>(0)) return false;
   return affine_coefficient(l.index.back(), it) == std::optional<int64_t>(1);
+}
+
+/** Whether `e` reads memory or an iterator. */
+bool reads_anything(const ScalarExpr& e) {
+  if (e.kind == ScalarExpr::Kind::load || e.kind == ScalarExpr::Kind::iterator) return true;
+  for (const ScalarExprPtr& a : e.args)
+    if (reads_anything(*a)) return true;
+  return false;
+}
+
+/** C for whether boolean `e` may be true (`want`) or false (!want) somewhere in the block:
+ *  comparisons of affine iterator expressions from their bounds over the block (statement
+ *  iterator k lies in [lo[k], hi[k]]), the logical operations by three-valued logic, anything
+ *  else "1" (it may). */
+std::string may_be(const ScalarExpr& e, bool want, const std::vector<std::string>& lo,
+                   const std::vector<std::string>& hi, const std::set<std::string>& sizes) {
+  auto both = [&](const std::string& a, const std::string& op, const std::string& b) {
+    if (a == "1" && op == "||") return std::string("1");
+    if (b == "1" && op == "||") return std::string("1");
+    return "(" + a + " " + op + " " + b + ")";
+  };
+  if (!e.mask.empty()) return "1";
+  if (e.kind == ScalarExpr::Kind::constant && !e.symbolic && e.dtype == DType::boolean)
+    return (e.int_value != 0) == want ? "1" : "0";
+  if (e.kind != ScalarExpr::Kind::op) return "1";
+  switch (e.op) {
+    case Op::logical_not:
+      return may_be(*e.args[0], !want, lo, hi, sizes);
+    case Op::bit_or:
+    case Op::bit_and: {
+      if (e.dtype != DType::boolean) return "1";
+      std::string a = may_be(*e.args[0], want, lo, hi, sizes),
+                  b = may_be(*e.args[1], want, lo, hi, sizes);
+      // or: true where either may be, false where both may be; and the reverse.
+      return both(a, (e.op == Op::bit_or) == want ? "||" : "&&", b);
+    }
+    case Op::cmplt:
+    case Op::cmpeq: {
+      // The bounds of a - b over the block, from each iterator's coefficient.
+      IntExpr d;
+      for (int side = 0; side < 2; ++side) {
+        const ScalarExpr& x = *e.args[side];
+        IntExpr v;
+        if (x.kind == ScalarExpr::Kind::iterator && x.index.size() == 1)
+          v = x.index[0];
+        else if (x.kind == ScalarExpr::Kind::constant && !x.symbolic && x.dtype != DType::f32 &&
+                 x.dtype != DType::f64 && x.dtype != DType::f16 && x.dtype != DType::bf16)
+          v = IntExpr(x.int_value);
+        else
+          return "1";
+        d = side == 0 ? v : d - v;
+      }
+      std::map<std::string, IntExpr> zero;
+      std::string low, high;
+      for (size_t k = 0; k < lo.size(); ++k) {
+        std::string it = iterator_name(static_cast<int>(k));
+        std::optional<int64_t> a = affine_coefficient(d, it);
+        if (!a) return "1";
+        zero[it] = IntExpr(0);
+        if (*a == 0) continue;
+        std::string coef = std::to_string(*a) + " * ";
+        low += " + " + coef + (*a > 0 ? lo[k] : hi[k]);
+        high += " + " + coef + (*a > 0 ? hi[k] : lo[k]);
+      }
+      const std::string base = "(" + int_expr_to_c(d.substitute(zero), sizes);
+      low = base + low + ")";
+      high = base + high + ")";
+      if (e.op == Op::cmplt) return want ? low + " < 0" : high + " >= 0";
+      return want ? "(" + low + " <= 0 && " + high + " >= 0)"
+                  : "(" + low + " != 0 || " + high + " != 0)";
+    }
+    default:
+      return "1";
+  }
+}
+
+/** C for whether the score expression of `f` (its max's value, statement node `max_node`) may
+ *  be finite somewhere in the tile's rows [N_rlo, N_rhi] and the key block [N_klo, N_khi]: the
+ *  condition of a `where(condition, value, -inf)`, by may_be; "1" for any other expression. */
+std::string may_be_finite(const std::set<std::string>& sizes, const Statement& mx,
+                          const LoopNode& tile, const LoopNode& max_node, int rank) {
+  const ScalarExpr& x = *mx.value;
+  if (x.kind != ScalarExpr::Kind::op || x.op != Op::where || !x.mask.empty()) return "1";
+  const ScalarExpr& masked = *x.args[2];
+  if (masked.kind != ScalarExpr::Kind::constant || masked.symbolic ||
+      !(std::isinf(masked.value) && masked.value < 0))
+    return "1";
+  std::vector<std::string> lo, hi;
+  for (int k = 0; k < rank - 2; ++k) {
+    lo.push_back("(" + ast_expr_to_c(*max_node.args.at(k)) + ")");
+    hi.push_back(lo.back());
+  }
+  const std::string N = tile.name;
+  lo.insert(lo.end(), {N + "_rlo", N + "_klo"});
+  hi.insert(hi.end(), {N + "_rhi", N + "_khi"});
+  return may_be(*x.args[0], true, lo, hi, sizes);
 }
 
 constexpr int64_t kRows = 128, kLanes = 64, kKeys = 64, kDepth = 64, kPad = 8;
@@ -78,6 +176,31 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in + v("m") + "[0] = " + v("m") + "[1] = -KILN_INF;\n" + in + v("ms") + "[0] = " + v("ms") +
        "[1] = 0.f;\n" + in + v("l") + "[0] = " + v("l") + "[1] = 0.f;\n";
 
+  // The parts of the score expression, the weight and the row factors that read neither memory
+  // nor iterators (a scale 1 / sqrt(D)), computed once.
+  std::map<const ScalarExpr*, std::string> invariants;
+  std::function<void(const ScalarExpr&)> hoist = [&](const ScalarExpr& e) {
+    if (e.kind != ScalarExpr::Kind::op) return;
+    if (!reads_anything(e)) {
+      if (invariants.count(&e)) return;
+      std::string name = v("k" + str(static_cast<int64_t>(invariants.size())));
+      c.bound = invariants;
+      s += in + "const " + compute_type(e.dtype) + " " + name + " = " + render_value(c, e) + ";\n";
+      invariants[&e] = name;
+      return;
+    }
+    for (const ScalarExprPtr& a : e.args)
+      hoist(*a);
+  };
+  hoist(*mx.value);
+  hoist(*sum.value);
+  for (const ScalarExpr* rf : f->row_factors)
+    hoist(*rf);
+  auto reset = [&] {
+    c.bound = invariants;
+    c.index_bound.clear();
+  };
+
   // Loads a 128- or 64-row tile, 64 halves per row, from operand `load` (of statement node
   // `node`) into shared array `dest`, or into the thread's registers `dest` (its chunks, for
   // store() to copy into shared memory later): rows along iterator `x_it` from `x0` while `x_ok`,
@@ -109,8 +232,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     t += p3 + "uint4 " + v("u") + " = make_uint4(0, 0, 0, 0);\n";
     t += p3 + "{\n" + p4 + "const int64_t " + x_it + " = " + x0 + " + " + v("x") + ";\n";
     t += p4 + "if (" + x_ok + ") {\n";
-    c.bound.clear();
-    c.index_bound.clear();
+    reset();
     const std::string at = render_index(c, load.buffer, load.index);
     if (vector) {
       t += p5 + "bool " + v("done") + " = false;\n";
@@ -157,12 +279,32 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   const int64_t per = kKeys * 8 / kCudaBlockThreads;
   s += in + "uint4 " + v("pk") + "[" + str(per) + "], " + v("pv") + "[" + str(per) + "];\n";
   s += in + "const int64_t " + v("Dm") + " = " + v("D") + " > 0 ? " + v("D") + " : 1;\n";
-  s += in + "{\n" + in2 + "const int64_t " + v("jn") + " = 0, " + v("dn") + " = 0;\n" +
-       prefetch(in2) + in + "}\n";
+  // Key blocks where the score expression is -inf for every row of the tile and key of the
+  // block (a causal mask's upper triangle) add nothing and are skipped: `advance` moves a block
+  // start on to the next block that may hold a finite score.
+  const std::string may = may_be_finite(c.sizes, mx, n, max_node, rank);
+  auto advance = [&](const std::string& j, const std::string& pad2) {
+    if (may == "1") return std::string();
+    return pad2 + "for (; " + j + " < " + v("J") + "; " + j + " += " + str(kKeys) + ") {\n" + pad2 +
+           "  const int64_t " + v("klo") + " = " + j + ", " + v("khi") + " = " + j + " + " +
+           str(kKeys - 1) + " < " + v("J") + " ? " + j + " + " + str(kKeys - 1) + " : " + v("J") +
+           " - 1;\n" + pad2 + "  if (" + may + ") break;\n" + pad2 + "}\n";
+  };
+  if (may != "1") {
+    const std::string rows = int_expr_to_c(mx.extents[rank - 2], c.sizes);
+    s += in + "const int64_t " + v("rlo") + " = " + v("r0") + ", " + v("rhi") + " = " + v("r0") +
+         " + " + str(kRows - 1) + " < " + rows + " ? " + v("r0") + " + " + str(kRows - 1) +
+         " : " + rows + " - 1;\n";
+  }
+  s += in + "int64_t " + v("j1") + " = 0;\n" + advance(v("j1"), in);
+  s += in + "{\n" + in2 + "const int64_t " + v("jn") + " = " + v("j1") + ", " + v("dn") +
+       " = 0;\n" + in2 + "if (" + v("jn") + " < " + v("J") + ") {\n" + prefetch(in2 + "  ") +
+       in2 + "}\n" + in + "}\n";
 
   // Per block of keys: the scores on tensor cores, over the head in blocks of 64.
-  s += in + "for (int64_t " + v("j0") + " = 0; " + v("j0") + " < " + v("J") + "; " + v("j0") +
-       " += " + str(kKeys) + ") {\n";
+  s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") + " < " +
+       v("J") + "; " + v("j0") + " = " + v("jx") + ") {\n";
+  s += in2 + v("jx") + " = " + v("j0") + " + " + str(kKeys) + ";\n" + advance(v("jx"), in2);
   s += in2 + "float " + v("s") + "[8][4];\n";
   s += in2 + "#pragma unroll\n" + in2 + "for (int " + v("t") + " = 0; " + v("t") + " < 8; ++" +
        v("t") + ")\n" + in2 + "  " + v("s") + "[" + v("t") + "][0] = " + v("s") + "[" + v("t") +
@@ -176,8 +318,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + "__syncthreads();\n";
   s += in3 + "{\n" + in4 + "const bool " + v("more") + " = " + v("d0") + " + " + str(kDepth) +
        " < " + v("Dm") + ";\n";
-  s += in4 + "const int64_t " + v("jn") + " = " + v("more") + " ? " + v("j0") + " : " + v("j0") +
-       " + " + str(kKeys) + ", " + v("dn") + " = " + v("more") + " ? " + v("d0") + " + " +
+  s += in4 + "const int64_t " + v("jn") + " = " + v("more") + " ? " + v("j0") + " : " + v("jx") +
+       ", " + v("dn") + " = " + v("more") + " ? " + v("d0") + " + " +
        str(kDepth) + " : 0;\n";
   s += in4 + "if (" + v("jn") + " < " + v("J") + ") {\n" + prefetch(in4 + "  ") + in4 + "}\n" +
        in3 + "}\n";
@@ -228,8 +370,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   const std::string se = v("s") + "[" + t_ + "][" + e + "]";
   std::vector<const ScalarExpr*> loads;
   collect_loads(*mx.value, loads);
-  c.bound.clear();
-  c.index_bound.clear();
+  reset();
   for (const ScalarExpr* l : loads)
     if (l->buffer == score.buffer) c.bound[l] = se;
   std::string x =
@@ -250,13 +391,12 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
                    se + ");\n",
                in2);
   // The rescale of the running sum and output by W(m, m'), then the block's weights W(x, m').
-  c.bound.clear();
-  c.index_bound.clear();
+  reset();
   auto weight = [&](const std::string& score_value, const std::string& max_value) {
     c.bound[f->weight_score] = score_value;
     c.bound[f->weight_max] = max_value;
     std::string r = render_value(c, *sum.value);
-    c.bound.clear();
+    reset();
     return r;
   };
   const std::string h = v("h");
@@ -309,8 +449,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
       in2 + v("l") + "[" + h + "] += __shfl_xor_sync(0xffffffffu, " + v("l") + "[" + h + "], 1);\n";
   s += in2 + v("l") + "[" + h + "] += __shfl_xor_sync(0xffffffffu, " + v("l") + "[" + h +
        "], 2);\n" + in + "}\n";
-  c.bound.clear();
-  c.index_bound.clear();
+  reset();
   std::string factors = v("o") + "[" + t_ + "][" + e + "]";
   for (const ScalarExpr* rf : f->row_factors) {
     loads.clear();
@@ -330,6 +469,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
           to_storage(out_type, "(" + compute_type(out_type) + ")(" + factors + ")") + ";\n" + in +
           "    }\n";
   c.bound.clear();
+  c.index_bound.clear();
   for (size_t k = 8; k < n.body.size(); ++k)
     body += render_node(c, *n.body[k], depth + 3);
   s += element(body + in + "  }\n", in);

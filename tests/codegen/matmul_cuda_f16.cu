@@ -20,6 +20,11 @@ typedef unsigned long long uint64_t;
 #ifndef KILN_TILE_MIN_BLOCKS
 #define KILN_TILE_MIN_BLOCKS 1
 #endif
+/* Thread loops are unrolled by 4 (backends/cuda_renderer.h); NVRTC flags may define
+   KILN_THREAD_UNROLL empty to leave them to the compiler. */
+#ifndef KILN_THREAD_UNROLL
+#define KILN_THREAD_UNROLL _Pragma("unroll 4")
+#endif
 /* The same for attention's kernel (backends/cuda_attention.cpp): two blocks per SM at 128
    registers, a few spilled, ran 3.2 -> 2.45 ms on an H100 against one block at 223. */
 #ifndef KILN_ATTENTION_MIN_BLOCKS
@@ -187,6 +192,24 @@ KILN_FN uint32_t kiln_pack_bf16x2(float lo, float hi) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+/* 16 bytes of registers to a 16-byte aligned address: one store (backends/cuda_tile.cpp). */
+template <class T>
+KILN_FN void kiln_st16(T* dst, const T* src) {
+  for (int i = 0; i < (int)(16 / sizeof(T)); ++i) dst[i] = src[i];
+}
+template <>
+KILN_FN void kiln_st16<float>(float* dst, const float* src) {
+  *(float4*)dst = make_float4(src[0], src[1], src[2], src[3]);
+}
+template <>
+KILN_FN void kiln_st16<double>(double* dst, const double* src) {
+  *(double2*)dst = make_double2(src[0], src[1]);
+}
+template <>
+KILN_FN void kiln_st16<uint16_t>(uint16_t* dst, const uint16_t* src) {
+  *(uint4*)dst = make_uint4(src[0] | (uint32_t)src[1] << 16, src[2] | (uint32_t)src[3] << 16,
+                            src[4] | (uint32_t)src[5] << 16, src[6] | (uint32_t)src[7] << 16);
+}
 /* The shared-memory address of a generic pointer into shared memory (for ldmatrix). */
 KILN_FN uint32_t kiln_smem_addr(const void* p) {
   uint32_t a;
@@ -309,14 +332,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_kk = tile0_e % 2 * 8, tile0_x = tile0_e / 2;
           {
-            tile0_s0[tile0_x][tile0_kk + 0] = tile0_p0[tile0_p * 8 + 0];
-            tile0_s0[tile0_x][tile0_kk + 1] = tile0_p0[tile0_p * 8 + 1];
-            tile0_s0[tile0_x][tile0_kk + 2] = tile0_p0[tile0_p * 8 + 2];
-            tile0_s0[tile0_x][tile0_kk + 3] = tile0_p0[tile0_p * 8 + 3];
-            tile0_s0[tile0_x][tile0_kk + 4] = tile0_p0[tile0_p * 8 + 4];
-            tile0_s0[tile0_x][tile0_kk + 5] = tile0_p0[tile0_p * 8 + 5];
-            tile0_s0[tile0_x][tile0_kk + 6] = tile0_p0[tile0_p * 8 + 6];
-            tile0_s0[tile0_x][tile0_kk + 7] = tile0_p0[tile0_p * 8 + 7];
+            kiln_st16(&tile0_s0[tile0_x][tile0_kk + 0], &tile0_p0[tile0_p * 8 + 0]);
           }
         }
         #pragma unroll
@@ -324,14 +340,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
           {
-            tile0_s1[tile0_kk][tile0_x + 0] = tile0_p1[tile0_p * 8 + 0];
-            tile0_s1[tile0_kk][tile0_x + 1] = tile0_p1[tile0_p * 8 + 1];
-            tile0_s1[tile0_kk][tile0_x + 2] = tile0_p1[tile0_p * 8 + 2];
-            tile0_s1[tile0_kk][tile0_x + 3] = tile0_p1[tile0_p * 8 + 3];
-            tile0_s1[tile0_kk][tile0_x + 4] = tile0_p1[tile0_p * 8 + 4];
-            tile0_s1[tile0_kk][tile0_x + 5] = tile0_p1[tile0_p * 8 + 5];
-            tile0_s1[tile0_kk][tile0_x + 6] = tile0_p1[tile0_p * 8 + 6];
-            tile0_s1[tile0_kk][tile0_x + 7] = tile0_p1[tile0_p * 8 + 7];
+            kiln_st16(&tile0_s1[tile0_kk][tile0_x + 0], &tile0_p1[tile0_p * 8 + 0]);
           }
         }
         __syncthreads();

@@ -20,6 +20,11 @@ typedef unsigned long long uint64_t;
 #ifndef KILN_TILE_MIN_BLOCKS
 #define KILN_TILE_MIN_BLOCKS 1
 #endif
+/* Thread loops are unrolled by 4 (backends/cuda_renderer.h); NVRTC flags may define
+   KILN_THREAD_UNROLL empty to leave them to the compiler. */
+#ifndef KILN_THREAD_UNROLL
+#define KILN_THREAD_UNROLL _Pragma("unroll 4")
+#endif
 /* The same for attention's kernel (backends/cuda_attention.cpp): two blocks per SM at 128
    registers, a few spilled, ran 3.2 -> 2.45 ms on an H100 against one block at 223. */
 #ifndef KILN_ATTENTION_MIN_BLOCKS
@@ -187,6 +192,24 @@ KILN_FN uint32_t kiln_pack_bf16x2(float lo, float hi) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+/* 16 bytes of registers to a 16-byte aligned address: one store (backends/cuda_tile.cpp). */
+template <class T>
+KILN_FN void kiln_st16(T* dst, const T* src) {
+  for (int i = 0; i < (int)(16 / sizeof(T)); ++i) dst[i] = src[i];
+}
+template <>
+KILN_FN void kiln_st16<float>(float* dst, const float* src) {
+  *(float4*)dst = make_float4(src[0], src[1], src[2], src[3]);
+}
+template <>
+KILN_FN void kiln_st16<double>(double* dst, const double* src) {
+  *(double2*)dst = make_double2(src[0], src[1]);
+}
+template <>
+KILN_FN void kiln_st16<uint16_t>(uint16_t* dst, const uint16_t* src) {
+  *(uint4*)dst = make_uint4(src[0] | (uint32_t)src[1] << 16, src[2] | (uint32_t)src[3] << 16,
+                            src[4] | (uint32_t)src[5] << 16, src[6] | (uint32_t)src[7] << 16);
+}
 /* The shared-memory address of a generic pointer into shared memory (for ldmatrix). */
 KILN_FN uint32_t kiln_smem_addr(const void* p) {
   uint32_t a;
@@ -220,6 +243,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       const int64_t i0 = c0;
       if ((0 < s_N)) {
         float acc0 = threadIdx.x == 0 ? b2[(i0)] : (float)-KILN_INF;
+        KILN_THREAD_UNROLL
         for (int64_t c1 = 0 + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
           {
             const int64_t i0 = c0;
@@ -243,6 +267,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       const int64_t i0 = c0;
       if ((0 < s_N)) {
         float acc1 = threadIdx.x == 0 ? b3[(i0)] : (float)0;
+        KILN_THREAD_UNROLL
         for (int64_t c1 = 0 + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
           {
             const int64_t i0 = c0;
@@ -256,6 +281,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       }
     }
     __syncthreads();
+    KILN_THREAD_UNROLL
     for (int64_t c1 = 0 + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
       {
         const int64_t i0 = c0;
