@@ -173,6 +173,10 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in + "#pragma unroll\n" + in + "for (int " + v("t") + " = 0; " + v("t") + " < 8; ++" +
        v("t") + ")\n" + in + "  " + v("o") + "[" + v("t") + "][0] = " + v("o") + "[" + v("t") +
        "][1] = " + v("o") + "[" + v("t") + "][2] = " + v("o") + "[" + v("t") + "][3] = 0.f;\n";
+  s += in + "bool " + v("rok") + "[2];\n" + in + "for (int " + v("h") + " = 0; " + v("h") +
+       " < 2; ++" + v("h") + ") {\n" + in + "  const int64_t c1 = " + v("r0") + " + " + v("w") +
+       " * 16 + " + v("q") + " / 4 + " + v("h") + " * 8;\n" + in + "  " + v("rok") + "[" + v("h") +
+       "] = " + row_ok + ";\n" + in + "}\n";
   s += in + v("m") + "[0] = " + v("m") + "[1] = -KILN_INF;\n" + in + v("ms") + "[0] = " + v("ms") +
        "[1] = 0.f;\n" + in + v("l") + "[0] = " + v("l") + "[1] = 0.f;\n";
 
@@ -373,10 +377,12 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   reset();
   for (const ScalarExpr* l : loads)
     if (l->buffer == score.buffer) c.bound[l] = se;
-  std::string x =
-      in3 + "  const int64_t c1 = " + row_of + ", c3 = " + v("j0") + " + " + col_of + ";\n";
-  x += in3 + "  float " + v("x") + " = -KILN_INF;\n";
-  x += in3 + "  if (" + row_ok + " && c3 < " + v("J") + ") {\n" +
+  // Which of its two rows a thread holds exist is known once per tile; every key of a block
+  // but the last exists.
+  std::string x = in3 + "  float " + v("x") + " = -KILN_INF;\n";
+  x += in3 + "  if (" + v("rok") + "[" + e + " / 2] && (" + v("kfull") + " || " + v("j0") + " + " +
+       col_of + " < " + v("J") + ")) {\n";
+  x += in3 + "    const int64_t c1 = " + row_of + ", c3 = " + v("j0") + " + " + col_of + ";\n" +
        bind_iterators(max_node.args, in3 + "    ");
   std::string shared = bind_shared(c, *mx.value);
   for (size_t from = 0, to; from < shared.size(); from = to + 1) {
@@ -385,7 +391,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   }
   x += in3 + "    " + v("x") + " = (float)(" + render_value(c, *mx.value) + ");\n" + in3 + "  }\n";
   x += in3 + "  " + se + " = " + v("x") + ";\n";
-  s += in2 + "{\n" + element(x, in3) + in2 + "}\n";
+  s += in2 + "{\n" + in3 + "const bool " + v("kfull") + " = " + v("j0") + " + " + str(kKeys) +
+       " <= " + v("J") + ";\n" + element(x, in3) + in2 + "}\n";
   s += in2 + "float " + v("mx") + "[2] = {" + v("m") + "[0], " + v("m") + "[1]};\n";
   s += element(in2 + "  " + v("mx") + "[" + e + " / 2] = fmaxf(" + v("mx") + "[" + e + " / 2], " +
                    se + ");\n",
