@@ -297,13 +297,13 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   if (may != "1") {
     const std::string rows = int_expr_to_c(mx.extents[rank - 2], c.sizes);
     s += in + "const int64_t " + v("rlo") + " = " + v("r0") + ", " + v("rhi") + " = " + v("r0") +
-         " + " + str(kRows - 1) + " < " + rows + " ? " + v("r0") + " + " + str(kRows - 1) +
-         " : " + rows + " - 1;\n";
+         " + " + str(kRows - 1) + " < " + rows + " ? " + v("r0") + " + " + str(kRows - 1) + " : " +
+         rows + " - 1;\n";
   }
   s += in + "int64_t " + v("j1") + " = 0;\n" + advance(v("j1"), in);
   s += in + "{\n" + in2 + "const int64_t " + v("jn") + " = " + v("j1") + ", " + v("dn") +
-       " = 0;\n" + in2 + "if (" + v("jn") + " < " + v("J") + ") {\n" + prefetch(in2 + "  ") +
-       in2 + "}\n" + in + "}\n";
+       " = 0;\n" + in2 + "if (" + v("jn") + " < " + v("J") + ") {\n" + prefetch(in2 + "  ") + in2 +
+       "}\n" + in + "}\n";
 
   // Per block of keys: the scores on tensor cores, over the head in blocks of 64.
   s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") + " < " +
@@ -323,8 +323,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + "{\n" + in4 + "const bool " + v("more") + " = " + v("d0") + " + " + str(kDepth) +
        " < " + v("Dm") + ";\n";
   s += in4 + "const int64_t " + v("jn") + " = " + v("more") + " ? " + v("j0") + " : " + v("jx") +
-       ", " + v("dn") + " = " + v("more") + " ? " + v("d0") + " + " +
-       str(kDepth) + " : 0;\n";
+       ", " + v("dn") + " = " + v("more") + " ? " + v("d0") + " + " + str(kDepth) + " : 0;\n";
   s += in4 + "if (" + v("jn") + " < " + v("J") + ") {\n" + prefetch(in4 + "  ") + in4 + "}\n" +
        in3 + "}\n";
   s += in3 + "__syncthreads();\n";

@@ -10,10 +10,14 @@ const char* const kCudaPreludeHead = R"KILN(#define KILN_INF __int_as_float(0x7f
 #define KILN_FN __device__ __forceinline__
 #define KILN_REASSOC
 #define restrict __restrict__
-/* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread);
-   NVRTC flags may set it (-DKILN_TILE_MIN_BLOCKS=2). */
+/* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread):
+   two (at most 128 registers), one for f64 tiles, which would spill; NVRTC flags may set them
+   (-DKILN_TILE_MIN_BLOCKS=1). */
 #ifndef KILN_TILE_MIN_BLOCKS
-#define KILN_TILE_MIN_BLOCKS 1
+#define KILN_TILE_MIN_BLOCKS 2
+#endif
+#ifndef KILN_TILE_MIN_BLOCKS_F64
+#define KILN_TILE_MIN_BLOCKS_F64 1
 #endif
 /* Thread loops are unrolled by 4 (backends/cuda_renderer.h); NVRTC flags may define
    KILN_THREAD_UNROLL empty to leave them to the compiler. */

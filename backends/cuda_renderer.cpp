@@ -73,9 +73,16 @@ std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
     }
   if (block_tile) {  // backends/cuda_tile.cpp, backends/cuda_attention.cpp
     std::string bounds = "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ")";
+    // f64 tiles hold twice the registers: fitting two blocks spills them.
+    bool f64 = false;
+    for (const Buffer& b : plan.buffers)
+      f64 |= b.dtype == DType::f64;
     s.replace(s.find(bounds), bounds.size(),
               "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ", " +
-                  (softmax_tile ? "KILN_ATTENTION_MIN_BLOCKS" : "KILN_TILE_MIN_BLOCKS") + ")");
+                  (softmax_tile ? "KILN_ATTENTION_MIN_BLOCKS"
+                   : f64        ? "KILN_TILE_MIN_BLOCKS_F64"
+                                : "KILN_TILE_MIN_BLOCKS") +
+                  ")");
   }
   s += " {\n  void* const* buffers = p.b;\n";
   s += plan.size_vars.empty() ? "" : "  const int64_t* sizes = p.s;\n";

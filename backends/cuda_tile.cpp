@@ -361,8 +361,9 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     // Where the chunk lies contiguously in shared memory too, 16-byte stores.
     const DType dt = dtype_of(q);
     const int64_t reg_bytes = mma ? std::max(dtype_bits(dt), 8) / 8
-                              : dt == DType::f16 || dt == DType::bf16 ? 4
-                                                                      : std::max(dtype_bits(dt), 8) / 8;
+                              : dt == DType::f16 || dt == DType::bf16
+                                  ? 4
+                                  : std::max(dtype_bits(dt), 8) / 8;
     const int64_t per16 = 16 / reg_bytes;
     if (V > 1 && k_major[q] != k_first[q] && (V * reg_bytes) % 16 == 0) {
       for (int64_t g = 0; g < V / per16; ++g) {
@@ -400,31 +401,35 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
          kk + " += 16) {\n";
     s += in3 + "const int " + N + "_kq = " + kk + " + (" + N + "_q % 4) * 2;\n";
     s += in3 + "uint32_t " + N + "_fa[4][4], " + N + "_fb[4][2];\n";
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + N + "_t = 0; " + N + "_t < 4; ++" + N +
-         "_t) {\n";
-    s += in4 + "const int " + N + "_ar = " + N + "_wm * 64 + " + N + "_t * 16 + " + N + "_q / 4, " +
-         N + "_bc = " + N + "_wn * 32 + " + N + "_t * 8 + " + N + "_q / 4;\n";
-    auto word = [&](const std::string& arr, const std::string& at, const std::string& k) {
-      return "*(const uint32_t*)&" + arr + "[" + at + "][" + k + "]";
+    // ldmatrix: x4 gives an m16 tile of a (lanes 0-15 address its rows at k, 16-31 at k + 8),
+    // or two n8 tiles of b (lanes 16-31 address the second); .trans for b as [k][lanes].
+    auto ldmatrix = [&](const std::string& trans, const std::string& out, const std::string& at) {
+      return in4 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + trans +
+             ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n" + in4 + "             : " + out + "\n" +
+             in4 + "             : \"r\"(kiln_smem_addr(&" + at + ")));\n";
     };
-    const std::string ar = N + "_ar", bc = N + "_bc", kq = N + "_kq";
-    s += in4 + N + "_fa[" + N + "_t][0] = " + word(sa, ar, kq) + ";\n";
-    s += in4 + N + "_fa[" + N + "_t][1] = " + word(sa, ar + " + 8", kq) + ";\n";
-    s += in4 + N + "_fa[" + N + "_t][2] = " + word(sa, ar, kq + " + 8") + ";\n";
-    s += in4 + N + "_fa[" + N + "_t][3] = " + word(sa, ar + " + 8", kq + " + 8") + ";\n";
-    if (k_major[b]) {
-      // b as [k][lanes]: lanes 0-7 address rows k..k+7, lanes 8-15 rows k+8..k+15 of the 8
-      // lanes of the n8 tile; transposed, they are the fragment.
-      s +=
-          in4 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\"\n";
-      s += in4 + "             : \"=r\"(" + N + "_fb[" + N + "_t][0]), \"=r\"(" + N + "_fb[" + N +
-           "_t][1])\n";
-      s += in4 + "             : \"r\"(kiln_smem_addr(&" + sb + "[" + kk + " + " + N + "_q % 16][" +
-           N + "_wn * 32 + " + N + "_t * 8])));\n";
-    } else {
-      s += in4 + N + "_fb[" + N + "_t][0] = " + word(sb, bc, kq) + ";\n";
-      s += in4 + N + "_fb[" + N + "_t][1] = " + word(sb, bc, kq + " + 8") + ";\n";
-    }
+    const std::string t = N + "_t", q = N + "_q";
+    s += in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < 4; ++" + t + ") {\n";
+    s +=
+        ldmatrix("",
+                 "\"=r\"(" + N + "_fa[" + t + "][0]), \"=r\"(" + N + "_fa[" + t + "][1]), \"=r\"(" +
+                     N + "_fa[" + t + "][2]), \"=r\"(" + N + "_fa[" + t + "][3])",
+                 sa + "[" + N + "_wm * 64 + " + t + " * 16 + " + q + " % 16][" + kk + " + (" + q +
+                     " / 16) * 8]");
+    s += in3 + "}\n";
+    s += in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < 4; " + t +
+         " += 2) {\n";
+    const std::string outs = "\"=r\"(" + N + "_fb[" + t + "][0]), \"=r\"(" + N + "_fb[" + t +
+                             "][1]), \"=r\"(" + N + "_fb[" + t + " + 1][0]), \"=r\"(" + N + "_fb[" +
+                             t + " + 1][1])";
+    if (k_major[b])
+      s += ldmatrix(".trans", outs,
+                    sb + "[" + kk + " + " + q + " % 16][" + N + "_wn * 32 + (" + t + " + " + q +
+                        " / 16) * 8]");
+    else
+      s += ldmatrix("", outs,
+                    sb + "[" + N + "_wn * 32 + (" + t + " + " + q + " / 16) * 8 + " + q + " % 8][" +
+                        kk + " + (" + q + " / 8) % 2 * 8]");
     s += in3 + "}\n";
     s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < 4; ++" + m + ")\n";
     s += in3 + "#pragma unroll\n" + in3 + "for (int " + j + " = 0; " + j + " < 4; ++" + j + ") {\n";

@@ -234,11 +234,12 @@ TEST_CASE("codegen: matmul on cuda: block tiles across blocks, operands staged i
 TEST_CASE("codegen: f16 matmul on cuda: tensor cores, fragments from shared memory") {
   check_golden(golden_cases()[8]);
   std::string src = render_source(golden_cases()[8]);
-  // a as [rows][k] (its fragments read as 32-bit words), b as [k][lanes] (through
-  // ldmatrix.trans), both as stored; 16 products of m16n8k16 per warp and k16 step.
+  // a as [rows][k] (an m16 tile's fragments by one ldmatrix.x4), b as [k][lanes] (two n8 tiles'
+  // by one ldmatrix.x4.trans), both as stored; 16 products of m16n8k16 per warp and k16 step.
   CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s0[128][24];") != std::string::npos);
   CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s1[16][136];") != std::string::npos);
-  CHECK(src.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16") != std::string::npos);
+  CHECK(src.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
+  CHECK(src.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
   CHECK(src.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
   CHECK(src.find("kiln_ld16(&tile0_p0[tile0_p * 8], tile0_a);") != std::string::npos);
 }

@@ -15,10 +15,14 @@ typedef unsigned long long uint64_t;
 #define KILN_FN __device__ __forceinline__
 #define KILN_REASSOC
 #define restrict __restrict__
-/* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread);
-   NVRTC flags may set it (-DKILN_TILE_MIN_BLOCKS=2). */
+/* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread):
+   two (at most 128 registers), one for f64 tiles, which would spill; NVRTC flags may set them
+   (-DKILN_TILE_MIN_BLOCKS=1). */
 #ifndef KILN_TILE_MIN_BLOCKS
-#define KILN_TILE_MIN_BLOCKS 1
+#define KILN_TILE_MIN_BLOCKS 2
+#endif
+#ifndef KILN_TILE_MIN_BLOCKS_F64
+#define KILN_TILE_MIN_BLOCKS_F64 1
 #endif
 /* Thread loops are unrolled by 4 (backends/cuda_renderer.h); NVRTC flags may define
    KILN_THREAD_UNROLL empty to leave them to the compiler. */
@@ -423,14 +427,15 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           uint32_t tile0_fa[4][4], tile0_fb[4][2];
           #pragma unroll
           for (int tile0_t = 0; tile0_t < 4; ++tile0_t) {
-            const int tile0_ar = tile0_wm * 64 + tile0_t * 16 + tile0_q / 4, tile0_bc = tile0_wn * 32 + tile0_t * 8 + tile0_q / 4;
-            tile0_fa[tile0_t][0] = *(const uint32_t*)&tile0_s0[tile0_ar][tile0_kq];
-            tile0_fa[tile0_t][1] = *(const uint32_t*)&tile0_s0[tile0_ar + 8][tile0_kq];
-            tile0_fa[tile0_t][2] = *(const uint32_t*)&tile0_s0[tile0_ar][tile0_kq + 8];
-            tile0_fa[tile0_t][3] = *(const uint32_t*)&tile0_s0[tile0_ar + 8][tile0_kq + 8];
-            asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
-                         : "=r"(tile0_fb[tile0_t][0]), "=r"(tile0_fb[tile0_t][1])
-                         : "r"(kiln_smem_addr(&tile0_s1[tile0_kk + tile0_q % 16][tile0_wn * 32 + tile0_t * 8])));
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(tile0_fa[tile0_t][0]), "=r"(tile0_fa[tile0_t][1]), "=r"(tile0_fa[tile0_t][2]), "=r"(tile0_fa[tile0_t][3])
+                         : "r"(kiln_smem_addr(&tile0_s0[tile0_wm * 64 + tile0_t * 16 + tile0_q % 16][tile0_kk + (tile0_q / 16) * 8])));
+          }
+          #pragma unroll
+          for (int tile0_t = 0; tile0_t < 4; tile0_t += 2) {
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(tile0_fb[tile0_t][0]), "=r"(tile0_fb[tile0_t][1]), "=r"(tile0_fb[tile0_t + 1][0]), "=r"(tile0_fb[tile0_t + 1][1])
+                         : "r"(kiln_smem_addr(&tile0_s1[tile0_kk + tile0_q % 16][tile0_wn * 32 + (tile0_t + tile0_q / 16) * 8])));
           }
           #pragma unroll
           for (int tile0_m = 0; tile0_m < 4; ++tile0_m)
