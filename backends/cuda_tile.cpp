@@ -51,7 +51,7 @@ std::string str(int64_t v) {
 
 /** The tensor-core layout: 8 warps as 2 × 4, each 64 rows × 32 lanes of a 128 × 128 tile, in
  *  m16n8k16 tiles (4 × 4 of them), over reduction blocks of 32. */
-constexpr int64_t kMmaTile = 128, kMmaDepth = 16;
+constexpr int64_t kMmaTile = 128, kMmaDepth = 32;
 
 }  // namespace
 

@@ -236,8 +236,8 @@ TEST_CASE("codegen: f16 matmul on cuda: tensor cores, fragments from shared memo
   std::string src = render_source(golden_cases()[8]);
   // a as [rows][k] (an m16 tile's fragments by one ldmatrix.x4), b as [k][lanes] (two n8 tiles'
   // by one ldmatrix.x4.trans), both as stored; 16 products of m16n8k16 per warp and k16 step.
-  CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s0[128][24];") != std::string::npos);
-  CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s1[16][136];") != std::string::npos);
+  CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s0[128][40];") != std::string::npos);
+  CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s1[32][136];") != std::string::npos);
   CHECK(src.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
   CHECK(src.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
   CHECK(src.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);

@@ -238,8 +238,8 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
   for (int64_t t_c0_c1 = 0 + (int64_t)blockIdx.x; t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128)); t_c0_c1 += (int64_t)gridDim.x) {
     {
       /* tile0: a 128x128 block tile of S1, on tensor cores (mma.sync m16n8k16), 8x8 per thread (scheduler/gpu_tile.h) */
-      __shared__ __align__(16) uint16_t tile0_s0[128][24];
-      __shared__ __align__(16) uint16_t tile0_s1[16][136];
+      __shared__ __align__(16) uint16_t tile0_s0[128][40];
+      __shared__ __align__(16) uint16_t tile0_s1[32][136];
       const int tile0_q = threadIdx.x % 32, tile0_wm = threadIdx.x / 128, tile0_wn = (threadIdx.x / 32) % 4;
       const int64_t tile0_r0 = (128 * ((((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8) + (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) % (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) % (((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) < 8 ? ((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) : 8)))), tile0_l0 = (128 * (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) % (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) < 8 ? ((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) : 8)));
       float tile0_acc[8][8];
@@ -255,14 +255,14 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
       }
       }
       const int64_t tile0_K = ((s_K - 0));
-      uint16_t tile0_p0[8];
-      uint16_t tile0_p1[8];
+      uint16_t tile0_p0[16];
+      uint16_t tile0_p1[16];
       {
         const int64_t tile0_k = 0;
         #pragma unroll
-        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+        for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
           const int tile0_e = threadIdx.x + 256 * tile0_p;
-          const int tile0_kk = tile0_e % 2 * 8, tile0_x = tile0_e / 2;
+          const int tile0_kk = tile0_e % 4 * 8, tile0_x = tile0_e / 4;
           {
             bool tile0_done = false;
             {
@@ -295,7 +295,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           }
         }
         #pragma unroll
-        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+        for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
           const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
           {
@@ -330,17 +330,17 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           }
         }
       }
-      for (int64_t tile0_k = 0; tile0_k < tile0_K; tile0_k += 16) {
+      for (int64_t tile0_k = 0; tile0_k < tile0_K; tile0_k += 32) {
         #pragma unroll
-        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+        for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
           const int tile0_e = threadIdx.x + 256 * tile0_p;
-          const int tile0_kk = tile0_e % 2 * 8, tile0_x = tile0_e / 2;
+          const int tile0_kk = tile0_e % 4 * 8, tile0_x = tile0_e / 4;
           {
             kiln_st16(&tile0_s0[tile0_x][tile0_kk + 0], &tile0_p0[tile0_p * 8 + 0]);
           }
         }
         #pragma unroll
-        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+        for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
           const int tile0_e = threadIdx.x + 256 * tile0_p;
           const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
           {
@@ -348,12 +348,12 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           }
         }
         __syncthreads();
-        if (tile0_k + 16 < tile0_K) {
-          const int64_t tile0_next = tile0_k + 16;
+        if (tile0_k + 32 < tile0_K) {
+          const int64_t tile0_next = tile0_k + 32;
           #pragma unroll
-          for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
             const int tile0_e = threadIdx.x + 256 * tile0_p;
-            const int tile0_kk = tile0_e % 2 * 8, tile0_x = tile0_e / 2;
+            const int tile0_kk = tile0_e % 4 * 8, tile0_x = tile0_e / 4;
             {
               bool tile0_done = false;
               {
@@ -386,7 +386,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             }
           }
           #pragma unroll
-          for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
             const int tile0_e = threadIdx.x + 256 * tile0_p;
             const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
             {
@@ -422,7 +422,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           }
         }
         #pragma unroll
-        for (int tile0_kk = 0; tile0_kk < 16; tile0_kk += 16) {
+        for (int tile0_kk = 0; tile0_kk < 32; tile0_kk += 16) {
           const int tile0_kq = tile0_kk + (tile0_q % 4) * 2;
           uint32_t tile0_fa[4][4], tile0_fb[4][2];
           #pragma unroll
