@@ -205,48 +205,39 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     c.index_bound.clear();
   };
 
-  // Loads a 128- or 64-row tile, 64 halves per row, from operand `load` (of statement node
-  // `node`) into shared array `dest`, or into the thread's registers `dest` (its chunks, for
-  // store() to copy into shared memory later): rows along iterator `x_it` from `x0` while `x_ok`,
-  // columns along `y_it` from `y0` below `y_end`; `others` declares the node's remaining
-  // iterators. Chunks of 8 halves, 16 bytes where memory holds them contiguously at an aligned
-  // address; zeros outside the domain.
-  auto chunk = [&](const std::string& pad2) {
-    return pad2 + "const int " + v("e") + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " +
-           v("p") + ", " + v("x") + " = " + v("e") + " / 8, " + v("y") + " = " + v("e") +
-           " % 8 * 8;\n";
-  };
-  auto each_chunk = [&](int64_t rows, const std::string& pad2) {
-    return pad2 + "#pragma unroll\n" + pad2 + "for (int " + v("p") + " = 0; " + v("p") + " < " +
-           str(rows * 8 / kCudaBlockThreads) + "; ++" + v("p") + ") {\n" + chunk(pad2 + "  ");
-  };
-  auto store = [&](const std::string& dest, int64_t rows, const std::string& regs,
-                   const std::string& pad2) {
-    return each_chunk(rows, pad2) + pad2 + "  *(uint4*)&" + dest + "[" + v("x") + "][" + v("y") +
-           "] = " + regs + "[" + v("p") + "];\n" + pad2 + "}\n";
-  };
-  auto fill = [&](const std::string& dest, bool to_registers, int64_t rows, const ScalarExpr& load,
+  // Fills shared array `dest` (128 or 64 rows of 64 halves) from operand `load` (of statement
+  // node `node`): rows along iterator `x_it` from `x0` while `x_ok`, columns along `y_it` from
+  // `y0` below `y_end`; `others` declares the node's remaining iterators. Chunks of 8 halves: an
+  // asynchronous 16-byte copy (cp.async) where memory holds them contiguously at an aligned
+  // address, else loaded element by element and stored; zeros outside the domain. The copies
+  // land by the next kiln_cp_async_wait.
+  auto fill = [&](const std::string& dest, int64_t rows, const ScalarExpr& load,
                   const LoopNode& node, const std::string& x_it, const std::string& x0,
                   const std::string& x_ok, const std::string& y_it, const std::string& y0,
                   const std::string& y_end, const std::string& others, const std::string& pad2) {
     std::set<std::string> driven = driven_iterators(node, y_it);
     const bool vector = driven.size() == 1 && contiguous_along(load, *driven.begin());
     const std::string p3 = pad2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ";
-    std::string t = each_chunk(rows, pad2);
-    t += p3 + "uint4 " + v("u") + " = make_uint4(0, 0, 0, 0);\n";
+    const std::string to = "&" + dest + "[" + v("x") + "][" + v("y") + "]";
+    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + v("p") + " = 0; " + v("p") +
+                    " < " + str(rows * 8 / kCudaBlockThreads) + "; ++" + v("p") + ") {\n";
+    t += p3 + "const int " + v("e") + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " +
+         v("p") + ", " + v("x") + " = " + v("e") + " / 8, " + v("y") + " = " + v("e") +
+         " % 8 * 8;\n";
+    t += p3 + "uint4 " + v("u") + " = make_uint4(0, 0, 0, 0);\n" + p3 + "bool " + v("done") +
+         " = false;\n";
     t += p3 + "{\n" + p4 + "const int64_t " + x_it + " = " + x0 + " + " + v("x") + ";\n";
     t += p4 + "if (" + x_ok + ") {\n";
     reset();
     const std::string at = render_index(c, load.buffer, load.index);
     if (vector) {
-      t += p5 + "bool " + v("done") + " = false;\n";
       t += p5 + "if (" + y0 + " + " + v("y") + " + 7 < " + y_end + ") {\n";
       t += p5 + "  const int64_t " + y_it + " = " + y0 + " + " + v("y") + ";\n" + p5 + "  " +
            others + "\n" + bind_iterators(node.args, p5 + "  ");
       t += p5 + "  const " + T + "* " + v("a") + " = &" + at + ";\n";
-      t += p5 + "  if (((uint64_t)" + v("a") + " & 15) == 0) {\n" + p5 + "    " + v("u") +
-           " = *(const uint4*)" + v("a") + ";\n" + p5 + "    " + v("done") + " = true;\n" + p5 +
-           "  }\n" + p5 + "}\n";
+      t += p5 + "  if (((uint64_t)" + v("a") + " & 15) == 0) {\n" + p5 + "    kiln_cp_async16(" +
+           to + ", " + v("a") + ");\n" + p5 + "    " + v("done") + " = true;\n" + p5 + "  }\n" +
+           p5 + "}\n";
       t += p5 + "if (!" + v("done") + ")\n";
     }
     t += p5 + "#pragma unroll\n" + p5 + "for (int " + v("i") + " = 0; " + v("i") + " < 8; ++" +
@@ -257,31 +248,21 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     t += p5 + "    ((" + T + "*)&" + v("u") + ")[" + v("i") + "] = " + at + ";\n" + p5 + "  }\n" +
          p5 + "}\n";
     t += p4 + "}\n" + p3 + "}\n";
-    if (to_registers)
-      t += p3 + dest + "[" + v("p") + "] = " + v("u") + ";\n";
-    else
-      t += p3 + "*(uint4*)&" + dest + "[" + v("x") + "][" + v("y") + "] = " + v("u") + ";\n";
+    t += p3 + "if (!" + v("done") + ") *(uint4*)" + to + " = " + v("u") + ";\n";
     return t + pad2 + "}\n";
   };
   auto fill_q = [&](const std::string& d0, const std::string& pad2) {
-    return fill(v("sq"), false, kRows, *f->a, score_node, "c1", v("r0"), row_ok, "c4", d0, v("D"),
+    return fill(v("sq"), kRows, *f->a, score_node, "c1", v("r0"), row_ok, "c4", d0, v("D"),
                 "const int64_t c3 = 0; (void)c3;", pad2);
   };
-  s += in + "if (" + v("D") + " <= " + str(kDepth) + ")\n" + in + "{\n" + fill_q("0", in2) + in +
-       "}\n";
-
-  // The keys' and values' chunks of the next step (keys jn, head dn) are loaded into registers
-  // while the block computes the current one.
-  auto prefetch = [&](const std::string& pad2) {
-    std::string t = fill(v("pk"), true, kKeys, *f->b, score_node, "c3", v("jn"), "c3 < " + v("J"),
-                         "c4", v("dn"), v("D"), "const int64_t c1 = 0; (void)c1;", pad2);
-    return t + pad2 + "if (" + v("dn") + " == 0) {\n" +
-           fill(v("pv"), true, kKeys, *f->v, out_node, "c3", v("jn"), "c3 < " + v("J"), "c2",
-                v("l0"), v("C"), "const int64_t c1 = 0; (void)c1;", pad2 + "  ") +
-           pad2 + "}\n";
+  auto fill_k = [&](const std::string& j, const std::string& d, const std::string& pad2) {
+    return fill(v("sk"), kKeys, *f->b, score_node, "c3", j, "c3 < " + v("J"), "c4", d, v("D"),
+                "const int64_t c1 = 0; (void)c1;", pad2);
   };
-  const int64_t per = kKeys * 8 / kCudaBlockThreads;
-  s += in + "uint4 " + v("pk") + "[" + str(per) + "], " + v("pv") + "[" + str(per) + "];\n";
+  auto fill_v = [&](const std::string& j, const std::string& pad2) {
+    return fill(v("sv"), kKeys, *f->v, out_node, "c3", j, "c3 < " + v("J"), "c2", v("l0"), v("C"),
+                "const int64_t c1 = 0; (void)c1;", pad2);
+  };
   s += in + "const int64_t " + v("Dm") + " = " + v("D") + " > 0 ? " + v("D") + " : 1;\n";
   // Key blocks where the score expression is -inf for every row of the tile and key of the
   // block (a causal mask's upper triangle) add nothing and are skipped: `advance` moves a block
@@ -301,9 +282,12 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
          rows + " - 1;\n";
   }
   s += in + "int64_t " + v("j1") + " = 0;\n" + advance(v("j1"), in);
-  s += in + "{\n" + in2 + "const int64_t " + v("jn") + " = " + v("j1") + ", " + v("dn") +
-       " = 0;\n" + in2 + "if (" + v("jn") + " < " + v("J") + ") {\n" + prefetch(in2 + "  ") + in2 +
-       "}\n" + in + "}\n";
+  // The copies in flight: the rows' operand (head up to 64) and the first keys, then per step
+  // the values of its key block (during the scores) and the keys of the next step (during the
+  // softmax and the weighted sum); groups of copies land in order (cp.async.wait_group).
+  s += in + "if (" + v("D") + " <= " + str(kDepth) + ") {\n" + fill_q("0", in2) + in + "}\n";
+  s += in + "if (" + v("j1") + " < " + v("J") + ") {\n" + fill_k(v("j1"), "0", in2) + in + "}\n";
+  s += in + "kiln_cp_async_commit();\n";
 
   // Per block of keys: the scores on tensor cores, over the head in blocks of 64.
   s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") + " < " +
@@ -315,18 +299,11 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
        "][1] = " + v("s") + "[" + v("t") + "][2] = " + v("s") + "[" + v("t") + "][3] = 0.f;\n";
   s += in2 + "for (int64_t " + v("d0") + " = 0; " + v("d0") + " < " + v("Dm") + "; " + v("d0") +
        " += " + str(kDepth) + ") {\n";
-  s += in3 + "__syncthreads();\n";
-  s += in3 + "if (" + v("D") + " > " + str(kDepth) + ") {\n" + fill_q(v("d0"), in4) + in3 + "}\n";
-  s += store(v("sk"), kKeys, v("pk"), in3);
-  s += in3 + "if (" + v("d0") + " == 0) {\n" + store(v("sv"), kKeys, v("pv"), in4) + in3 + "}\n";
-  s += in3 + "__syncthreads();\n";
-  s += in3 + "{\n" + in4 + "const bool " + v("more") + " = " + v("d0") + " + " + str(kDepth) +
-       " < " + v("Dm") + ";\n";
-  s += in4 + "const int64_t " + v("jn") + " = " + v("more") + " ? " + v("j0") + " : " + v("jx") +
-       ", " + v("dn") + " = " + v("more") + " ? " + v("d0") + " + " + str(kDepth) + " : 0;\n";
-  s += in4 + "if (" + v("jn") + " < " + v("J") + ") {\n" + prefetch(in4 + "  ") + in4 + "}\n" +
-       in3 + "}\n";
-  s += in3 + "__syncthreads();\n";
+  s += in3 + "if (" + v("D") + " > " + str(kDepth) + ") {\n" + fill_q(v("d0"), in4) + in4 +
+       "kiln_cp_async_commit();\n" + in3 + "}\n";
+  s += in3 + "kiln_cp_async_wait_all();\n" + in3 + "__syncthreads();\n";
+  s += in3 + "if (" + v("d0") + " == 0) {\n" + fill_v(v("j0"), in4) + in3 + "}\n";
+  s += in3 + "kiln_cp_async_commit();\n";
   auto word = [&](const std::string& arr, const std::string& row, const std::string& col) {
     return "*(const uint32_t*)&" + arr + "[" + row + "][" + col + "]";
   };
@@ -357,7 +334,14 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in4 + "  const uint32_t " + v("b0") + " = " + word(v("sk"), bn, v("kq")) + ", " + v("b1") +
        " = " + word(v("sk"), bn, v("kq") + " + 8") + ";\n";
   s += mma(v("s") + "[" + t_ + "]", v("fa"), v("b0"), v("b1"), in4 + "  ");
-  s += in4 + "}\n" + in3 + "}\n" + in2 + "}\n";
+  s += in4 + "}\n" + in3 + "}\n";
+  // Every warp is done with this step's keys: the next step's copy may start.
+  s += in3 + "__syncthreads();\n" + in3 + "{\n" + in4 + "const bool " + v("more") + " = " +
+       v("d0") + " + " + str(kDepth) + " < " + v("Dm") + ";\n";
+  s += in4 + "const int64_t " + v("jn") + " = " + v("more") + " ? " + v("j0") + " : " + v("jx") +
+       ", " + v("dn") + " = " + v("more") + " ? " + v("d0") + " + " + str(kDepth) + " : 0;\n";
+  s += in4 + "if (" + v("jn") + " < " + v("J") + ") {\n" + fill_k(v("jn"), v("dn"), in4 + "  ") +
+       in4 + "}\n" + in4 + "kiln_cp_async_commit();\n" + in3 + "}\n" + in2 + "}\n";
 
   // The score expression per element (outside the domain: -inf), and the block's row maxima
   // over the 4 threads holding a row.
@@ -427,6 +411,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   p += in2 + "  " + v("l") + "[" + e + " / 2] += " + v("pe") + ";\n" + in2 + "  " + se + " = " +
        v("pe") + ";\n";
   s += element(p, in2);
+  // This block's values have landed (the next keys may still be in flight).
+  s += in2 + "kiln_cp_async_wait_one();\n" + in2 + "__syncthreads();\n";
   // The weights as the next product's a fragments (the accumulator layout of two n8 tiles is
   // the a layout of one k16 step), the values' b fragments through ldmatrix.trans.
   const std::string pack = half == DType::bf16 ? "kiln_pack_bf16x2" : "kiln_pack_f16x2";

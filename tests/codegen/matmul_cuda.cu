@@ -214,6 +214,18 @@ KILN_FN void kiln_st16<uint16_t>(uint16_t* dst, const uint16_t* src) {
   *(uint4*)dst = make_uint4(src[0] | (uint32_t)src[1] << 16, src[2] | (uint32_t)src[3] << 16,
                             src[4] | (uint32_t)src[5] << 16, src[6] | (uint32_t)src[7] << 16);
 }
+/* Asynchronous 16-byte copies from global to shared memory (backends/cuda_attention.cpp): the
+   copies issued since the last commit form a group; wait_all waits for every group, wait_one
+   for all but the newest. */
+KILN_FN uint32_t kiln_smem_addr(const void* p);
+KILN_FN void kiln_cp_async16(void* smem, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(kiln_smem_addr(smem)),
+               "l"(global)
+               : "memory");
+}
+KILN_FN void kiln_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+KILN_FN void kiln_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+KILN_FN void kiln_cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 /* The shared-memory address of a generic pointer into shared memory (for ldmatrix). */
 KILN_FN uint32_t kiln_smem_addr(const void* p) {
   uint32_t a;
