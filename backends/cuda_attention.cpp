@@ -142,7 +142,15 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   const Statement& mx = c.kernel.statements[f->score(3)];
   const Statement& sum = c.kernel.statements[f->score(5)];
   const Statement& out = c.kernel.statements[f->score(7)];
-  const LoopNode &score_node = *n.body[1], &max_node = *n.body[3], &out_node = *n.body[7];
+  // The statement nodes with their batch iterators bound to locals computed once per tile (the
+  // block loop's divisions would otherwise run in every copy and element).
+  std::vector<LoopNode> nodes;
+  for (const LoopNodePtr& b : n.body) {
+    nodes.push_back(*b);
+    for (int k = 0; k < rank - 2; ++k)
+      nodes.back().args.at(k) = ast_iter(n.name + "_b" + std::to_string(k));
+  }
+  const LoopNode &score_node = nodes[1], &max_node = nodes[3], &out_node = nodes[7];
   const DType half = c.plan.buffers[f->a->buffer].dtype;
   const std::string T = storage_type(half), kind = half == DType::bf16 ? "bf16" : "f16";
   const std::string pad(2 * depth, ' '), in = pad + "  ", in2 = in + "  ", in3 = in2 + "  ",
@@ -163,6 +171,9 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
        str(kDepth + kPad) + "];\n";
   s += in + "__shared__ __align__(16) " + T + " " + v("sv") + "[" + str(kKeys) + "][" +
        str(kLanes + kPad) + "];\n";
+  for (int k = 0; k < rank - 2; ++k)
+    s += in + "const int64_t " + v("b" + str(k)) + " = " + ast_expr_to_c(*n.body[0]->args.at(k)) +
+         ";\n";
   s += in + "const int " + v("q") + " = threadIdx.x % 32, " + v("w") + " = threadIdx.x / 32;\n";
   s += in + "const int64_t " + v("r0") + " = " + ast_expr_to_c(*n.tile_row_origin) + ", " +
        v("l0") + " = " + ast_expr_to_c(*n.tile_lane_origin) + ";\n";
@@ -304,8 +315,13 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + "kiln_cp_async_wait_all();\n" + in3 + "__syncthreads();\n";
   s += in3 + "if (" + v("d0") + " == 0) {\n" + fill_v(v("j0"), in4) + in3 + "}\n";
   s += in3 + "kiln_cp_async_commit();\n";
-  auto word = [&](const std::string& arr, const std::string& row, const std::string& col) {
-    return "*(const uint32_t*)&" + arr + "[" + row + "][" + col + "]";
+  auto ldmatrix = [&](const std::string& trans, const std::string& r0, const std::string& r1,
+                      const std::string& r2, const std::string& r3, const std::string& at,
+                      const std::string& pad2) {
+    return pad2 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + trans +
+           ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n" + pad2 + "             : \"=r\"(" + r0 +
+           "), \"=r\"(" + r1 + "), \"=r\"(" + r2 + "), \"=r\"(" + r3 + ")\n" + pad2 +
+           "             : \"r\"(kiln_smem_addr(&" + at + ")));\n";
   };
   auto mma = [&](const std::string& acc, const std::string& a, const std::string& b0,
                  const std::string& b1, const std::string& pad2) {
@@ -321,19 +337,21 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   const std::string q = v("q"), w = v("w"), kk = v("kk"), t_ = v("t");
   s += in3 + "#pragma unroll\n" + in3 + "for (int " + kk + " = 0; " + kk + " < " + str(kDepth) +
        "; " + kk + " += 16) {\n";
-  s += in4 + "const int " + v("ar") + " = " + w + " * 16 + " + q + " / 4, " + v("kq") + " = " + kk +
-       " + (" + q + " % 4) * 2;\n";
+  // Fragments through ldmatrix.x4: the warp's 16 rows of a (lanes 0-15 address them at k,
+  // 16-31 at k + 8), and two n8 tiles of keys at once (lanes 16-31 address the second).
   s += in4 + "uint32_t " + v("fa") + "[4];\n";
-  s += in4 + v("fa") + "[0] = " + word(v("sq"), v("ar"), v("kq")) + ";\n";
-  s += in4 + v("fa") + "[1] = " + word(v("sq"), v("ar") + " + 8", v("kq")) + ";\n";
-  s += in4 + v("fa") + "[2] = " + word(v("sq"), v("ar"), v("kq") + " + 8") + ";\n";
-  s += in4 + v("fa") + "[3] = " + word(v("sq"), v("ar") + " + 8", v("kq") + " + 8") + ";\n";
+  s += ldmatrix("", v("fa") + "[0]", v("fa") + "[1]", v("fa") + "[2]", v("fa") + "[3]",
+                v("sq") + "[" + w + " * 16 + " + q + " % 16][" + kk + " + (" + q + " / 16) * 8]",
+                in4);
   s +=
-      in4 + "#pragma unroll\n" + in4 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ + ") {\n";
-  const std::string bn = t_ + " * 8 + " + q + " / 4";
-  s += in4 + "  const uint32_t " + v("b0") + " = " + word(v("sk"), bn, v("kq")) + ", " + v("b1") +
-       " = " + word(v("sk"), bn, v("kq") + " + 8") + ";\n";
-  s += mma(v("s") + "[" + t_ + "]", v("fa"), v("b0"), v("b1"), in4 + "  ");
+      in4 + "#pragma unroll\n" + in4 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ + " += 2) {\n";
+  s += in4 + "  uint32_t " + v("fb") + "[4];\n";
+  s += ldmatrix("", v("fb") + "[0]", v("fb") + "[1]", v("fb") + "[2]", v("fb") + "[3]",
+                v("sk") + "[(" + t_ + " + " + q + " / 16) * 8 + " + q + " % 8][" + kk + " + (" + q +
+                    " / 8) % 2 * 8]",
+                in4 + "  ");
+  s += mma(v("s") + "[" + t_ + "]", v("fa"), v("fb") + "[0]", v("fb") + "[1]", in4 + "  ");
+  s += mma(v("s") + "[" + t_ + " + 1]", v("fa"), v("fb") + "[2]", v("fb") + "[3]", in4 + "  ");
   s += in4 + "}\n" + in3 + "}\n";
   // Every warp is done with this step's keys: the next step's copy may start.
   s += in3 + "__syncthreads();\n" + in3 + "{\n" + in4 + "const bool " + v("more") + " = " +
@@ -425,14 +443,14 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + "const uint32_t " + v("pa") + "[4] = {" + pack + "(" + sv_(lo, 0) + ", " + sv_(lo, 1) +
        "), " + pack + "(" + sv_(lo, 2) + ", " + sv_(lo, 3) + "), " + pack + "(" + sv_(hi, 0) +
        ", " + sv_(hi, 1) + "), " + pack + "(" + sv_(hi, 2) + ", " + sv_(hi, 3) + ")};\n";
-  s +=
-      in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ + ") {\n";
-  s += in4 + "uint32_t " + v("b0") + ", " + v("b1") + ";\n";
-  s += in4 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\"\n";
-  s += in4 + "             : \"=r\"(" + v("b0") + "), \"=r\"(" + v("b1") + ")\n";
-  s += in4 + "             : \"r\"(kiln_smem_addr(&" + v("sv") + "[" + kk + " * 16 + " + q +
-       " % 16][" + t_ + " * 8])));\n";
-  s += mma(v("o") + "[" + t_ + "]", v("pa"), v("b0"), v("b1"), in4);
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ +
+       " += 2) {\n";
+  s += in4 + "uint32_t " + v("fb") + "[4];\n";
+  s += ldmatrix(".trans", v("fb") + "[0]", v("fb") + "[1]", v("fb") + "[2]", v("fb") + "[3]",
+                v("sv") + "[" + kk + " * 16 + " + q + " % 16][(" + t_ + " + " + q + " / 16) * 8]",
+                in4);
+  s += mma(v("o") + "[" + t_ + "]", v("pa"), v("fb") + "[0]", v("fb") + "[1]", in4);
+  s += mma(v("o") + "[" + t_ + " + 1]", v("pa"), v("fb") + "[2]", v("fb") + "[3]", in4);
   s += in3 + "}\n" + in2 + "}\n" + in + "}\n";
 
   // The sums over the 4 threads of a row, then each element: o · F, stored, and the epilogue.
@@ -463,7 +481,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   c.bound.clear();
   c.index_bound.clear();
   for (size_t k = 8; k < n.body.size(); ++k)
-    body += render_node(c, *n.body[k], depth + 3);
+    body += render_node(c, nodes[k], depth + 3);
   s += element(body + in + "  }\n", in);
   return s + pad + "}\n";
 }
