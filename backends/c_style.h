@@ -247,6 +247,9 @@ std::string to_storage(DType t, const std::string& x);
 /** Whether `e` divides by (or takes the modulus of) a value known only at run time. */
 bool has_runtime_divisor(const IntExpr& e);
 
+/** `const int64_t i0 = ..., i1 = ...; ` for the non-null `args` of a stmt or alloc node, on one
+ *  line. */
+std::string bind_line(const std::vector<AstExprPtr>& args);
 /** An integer expression of statement iterators and size variables as C: the variables in
  *  `size_vars` print with the prefix `s_` (as the renderers declare them), the others are
  *  statement iterators and print as they are. */

@@ -1,0 +1,303 @@
+// The C-style rendering of the CPU's register tiles (scheduler/register_tile.h) and packed
+// panels: vector types and their masked loads and stores, each tile's vectors loaded before its
+// body and stored after, the vector updates of its rows, and the fill of a packed panel.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+#include "backends/c_style.h"
+
+namespace kiln {
+
+namespace {
+
+/** A stmt's or alloc's args at row `r` and lane offset `lane` of register tile `t`. */
+std::vector<AstExprPtr> tile_args(const LoopNode& t, const std::vector<AstExprPtr>& args, int64_t r,
+                                  int64_t lane) {
+  AstExprPtr row = ast_op("add", {t.tile_row_origin, ast_int(r)});
+  AstExprPtr col = ast_op("add", {t.tile_lane_origin, ast_int(lane)});
+  std::vector<AstExprPtr> out;
+  for (const AstExprPtr& a : args)
+    out.push_back(a ? substitute(substitute(a, t.tile_row, row), t.tile_lane, col) : nullptr);
+  return out;
+}
+
+/** The vector helpers of one element type; $-names are filled in by vector_helpers. */
+const char* const kVectorHelpers = R"(typedef $T $V __attribute__((vector_size($B), aligned($A)));
+typedef $I $VI __attribute__((vector_size($B)));
+KILN_FN $V kiln_vld_$S(const $T* p) { $V v; memcpy(&v, p, sizeof v); return v; }
+KILN_FN void kiln_vst_$S($T* p, $V v) { memcpy(p, &v, sizeof v); }
+typedef $T $VA __attribute__((vector_size($B)));
+#if defined(__clang__)
+KILN_FN void kiln_vstnt_$S($T* p, $V v) { __builtin_nontemporal_store(($VA)v, ($VA*)p); }
+#else
+KILN_FN void kiln_vstnt_$S($T* p, $V v) { *($VA*)p = ($VA)v; }
+#endif
+)";
+
+/** Lanes [lo, hi) of p + off, zeros elsewhere (a masked load): the whole vector read and the
+ *  other lanes cleared where it lies inside the buffer's `count` elements, else lane by lane.
+ *  The store writes lanes [lo, hi) of v. */
+const char* const kMaskedHelpers =
+    R"(KILN_FN $V kiln_vldm_$S(const $T* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
+  if (lo <= 0 && hi >= $N) return kiln_vld_$S(p + off);
+  int64_t a = lo > 0 ? lo : 0, e = hi < $N ? hi : $N;
+  if (off >= 0 && off + $N <= count) {
+    const $VI iota = $IOTA;
+    $VI keep = (iota >= ($I)a) & (iota < ($I)e);
+    return ($V)(($VI)kiln_vld_$S(p + off) & keep);
+  }
+  $T t[$N] = {0};
+  for (int64_t l = a; l < e; ++l) t[l] = p[off + l];
+  return kiln_vld_$S(t);
+}
+KILN_FN void kiln_vstm_$S($T* p, int64_t off, int64_t lo, int64_t hi, $V v) {
+  $T t[$N];
+  memcpy(t, &v, sizeof v);
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < $N; ++l) p[off + l] = t[l];
+}
+)";
+
+/** The checked forms (--config CHECK=1): each element read or written is checked. */
+const char* const kCheckedMaskedHelpers =
+    R"(KILN_FN $V kiln_vldmc_$S(const $T* p, int64_t off, int64_t lo, int64_t hi, int64_t count, int64_t buffer) {
+  $T t[$N] = {0};
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < $N; ++l) t[l] = p[kiln_check(off + l, count, buffer)];
+  return kiln_vld_$S(t);
+}
+KILN_FN void kiln_vstmc_$S($T* p, int64_t off, int64_t lo, int64_t hi, $V v, int64_t count, int64_t buffer) {
+  $T t[$N];
+  memcpy(t, &v, sizeof v);
+  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < $N; ++l) p[kiln_check(off + l, count, buffer)] = t[l];
+}
+)";
+
+}  // namespace
+
+std::string CStyleRenderer::vector_helpers(const RenderOptions& options) const {
+  std::string s;
+  bool checked = options.bounds_checks;
+  for (DType t : {DType::f32, DType::f64}) {
+    int bytes = dtype_bits(t) / 8, n = options.vector_bytes / bytes;
+    std::string iota = "{";
+    for (int l = 0; l < n; ++l)
+      iota += (l ? ", " : "") + std::to_string(l);
+    std::string name(dtype_name(t));
+    // Longer names before their prefixes: $IOTA before $I, $VI before $V.
+    const std::pair<std::string, std::string> subst[] = {
+        {"$IOTA", iota + "}"},
+        {"$VI", "kiln_vi" + name.substr(1)},
+        {"$VA", "kiln_va" + name},
+        {"$V", "kiln_v" + name},
+        {"$T", t == DType::f64 ? "double" : "float"},
+        {"$I", t == DType::f64 ? "int64_t" : "int32_t"},
+        {"$S", name},
+        {"$B", std::to_string(options.vector_bytes)},
+        {"$A", std::to_string(bytes)},
+        {"$N", std::to_string(n)}};
+    std::string text =
+        std::string(kVectorHelpers) + (checked ? kCheckedMaskedHelpers : kMaskedHelpers);
+    for (const auto& [from, to] : subst)
+      for (size_t at = text.find(from); at != std::string::npos;
+           at = text.find(from, at + to.size()))
+        text.replace(at, from.size(), to);
+    s += text;
+  }
+  s += "KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }\n";
+  // Orders a thread's non-temporal stores before whatever follows (another thread's reads).
+  s += "KILN_FN void kiln_sfence(void) {\n#if defined(__x86_64__) || defined(__i386__)\n"
+       "  __builtin_ia32_sfence();\n#endif\n}\n";
+  return s;
+}
+
+std::string CStyleRenderer::lane_count(const LoopNode& tile, int64_t from) const {
+  std::string count = ast_expr_to_c(*tile.tile_lane_count);
+  return from == 0 ? count : "(" + count + " - " + std::to_string(from) + ")";
+}
+
+std::string CStyleRenderer::masked_vector(const Context& c, int buffer, const std::string& offset,
+                                          const std::string& lo, const std::string& hi,
+                                          const std::string& store) const {
+  DType dtype = c.plan.buffers[buffer].dtype;
+  std::string t = dtype == DType::f64 ? "f64" : "f32", b = "b" + std::to_string(buffer);
+  std::string fn = (store.empty() ? "kiln_vldm" : "kiln_vstm") +
+                   std::string(c.options.bounds_checks ? "c_" : "_") + t;
+  std::string args =
+      b + ", " + offset + ", " + lo + ", " + hi + (store.empty() ? "" : ", " + store);
+  if (c.options.bounds_checks)
+    args += ", " + buffer_elements(c, buffer) + ", " + std::to_string(buffer);
+  else if (store.empty())
+    args += ", " + buffer_elements(c, buffer);
+  return fn + "(" + args + ")";
+}
+
+std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' '), in = pad + "  ";
+  const Statement& st = c.kernel.statements.at(n.statement);
+  DType dtype = c.plan.buffers[st.buffer].dtype;
+  std::string t = dtype == DType::f64 ? "f64" : "f32";
+  int lanes = c.options.vector_bytes / (dtype_bits(dtype) / 8);
+  if ((dtype != DType::f32 && dtype != DType::f64) || n.tile_lanes % lanes != 0)
+    throw std::runtime_error("a register tile of " + std::to_string(n.tile_lanes) + " " +
+                             std::string(dtype_name(dtype)) + " lanes does not fit vectors of " +
+                             std::to_string(c.options.vector_bytes) + " bytes");
+  // The tile's element offsets, from the iterators outside the nest, row by row; a partial
+  // tile (tile_lane_count) reads and writes only the lanes that exist.
+  auto each = [&](bool store) {
+    std::string out;
+    for (int64_t r = 0; r < n.tile_rows; ++r)
+      for (int64_t v = 0; v < n.tile_lanes / lanes; ++v) {
+        std::string name = n.name + "_" + std::to_string(r) + "_" + std::to_string(v);
+        std::string offset = int_expr_to_c(linear_index(c, st.buffer, st.index), c.sizes);
+        std::string io;
+        if (!n.tile_lane_count)
+          io = store ? "kiln_vst_" + t + "(" + render_vector_address(c, st.buffer, offset, lanes) +
+                           ", " + name + ")"
+                     : name + " = kiln_vld_" + t + "(" +
+                           render_vector_address(c, st.buffer, offset, lanes) + ")";
+        else
+          io =
+              (store ? "" : name + " = ") +
+              masked_vector(c, st.buffer, offset, "0", lane_count(n, v * lanes), store ? name : "");
+        out += in + "{ " + bind_line(tile_args(n, n.args, r, v * lanes)) + io + "; }\n";
+      }
+    return out;
+  };
+  std::string s = pad + "{\n";
+  for (int64_t r = 0; r < n.tile_rows; ++r) {
+    s += in + "kiln_v" + t;
+    for (int64_t v = 0; v < n.tile_lanes / lanes; ++v)
+      s += std::string(v ? "," : "") + " " + n.name + "_" + std::to_string(r) + "_" +
+           std::to_string(v);
+    s += ";\n";
+  }
+  s += each(false);
+  const LoopNode* outer = c.tile;
+  c.tile = &n;
+  for (const LoopNodePtr& child : n.body)
+    s += render_node(c, *child, depth + 1);
+  c.tile = outer;
+  s += each(true);
+  return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::pack_element(const LoopNode& pack, size_t k, int64_t lane) const {
+  return pack.name + "_" + std::to_string(k) + "[(" + pack.pack_iter + " - " +
+         ast_expr_to_c(*pack.pack_origin) + ") * " + std::to_string(pack.tile_lanes) + " + " +
+         std::to_string(lane) + "]";
+}
+
+std::string CStyleRenderer::render_pack(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  std::vector<const LoopNode*> fill = nodes_of(*n.body.at(0), LoopNode::Kind::stmt);
+  if (fill.empty()) throw std::logic_error("a packed panel without its fill statement");
+  std::vector<const ScalarExpr*> loads = row_shared_loads(
+      st, driven_iterators(*fill[0], n.tile_lane), driven_iterators(*fill[0], n.tile_row));
+  std::string type = st.value->dtype == DType::f64 ? "double" : "float";
+  std::string s = pad + "{\n";
+  auto kept = c.kept.find(&n);
+  for (size_t k = 0; k < loads.size(); ++k) {
+    std::string array = n.name + "_" + std::to_string(k);
+    if (kept != c.kept.end())  // this tile's panel in the workspace (packed_weights.h)
+      s += pad + "  " + type + "* restrict " + array + " = kiln_pw" +
+           std::to_string(kept->second.region + k) + " + " + kept->second.offset + ";\n";
+    else
+      s += pad + "  " + type + " " + array + "[" + std::to_string(n.pack_depth * n.tile_lanes) +
+           "] __attribute__((aligned(64)));\n";
+  }
+  const LoopNode* filling = c.filling;
+  c.filling = &n;
+  if (kept != c.kept.end()) {
+    s += pad + "  if (!kiln_packed) {\n" + render_node(c, *n.body[0], depth + 2) + pad + "  }\n";
+  } else {
+    s += render_node(c, *n.body[0], depth + 1);
+  }
+  c.filling = filling;
+  const LoopNode* pack = c.pack;
+  c.pack = &n;
+  for (size_t i = 1; i < n.body.size(); ++i)
+    s += render_node(c, *n.body[i], depth + 1);
+  c.pack = pack;
+  return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_pack_fill(const Context& c, const LoopNode& n, int depth) const {
+  const LoopNode& p = *c.filling;
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  std::set<std::string> along = driven_iterators(n, p.tile_lane);
+  std::vector<const ScalarExpr*> loads =
+      row_shared_loads(st, along, driven_iterators(n, p.tile_row));
+  std::string t = st.value->dtype == DType::f64 ? "f64" : "f32";
+  int lanes = c.options.vector_bytes / (dtype_bits(st.value->dtype) / 8);
+  std::string s;
+  for (int64_t v = 0; v < p.tile_lanes / lanes; ++v) {
+    // The row iterator is not bound here; the loads packed do not read it.
+    AstExprPtr col = ast_op("add", {p.tile_lane_origin, ast_int(v * lanes)});
+    std::vector<AstExprPtr> args;
+    for (const AstExprPtr& a : n.args)
+      args.push_back(a ? substitute(substitute(a, p.tile_row, ast_int(0)), p.tile_lane, col)
+                       : nullptr);
+    c.bound.clear();
+    c.index_bound.clear();
+    c.lane_limit = p.tile_lane_count ? lane_count(p, v * lanes) : "";
+    s += pad + "{ " + bind_line(args);
+    for (size_t k = 0; k < loads.size(); ++k)
+      s += std::string(k ? " " : "") + "kiln_vst_" + t + "(&" + pack_element(p, k, v * lanes) +
+           ", " + render_lanes(c, *loads[k], along) + ");";
+    s += " }\n";
+  }
+  c.lane_limit.clear();
+  return s;
+}
+
+std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode& n,
+                                               int depth) const {
+  const LoopNode& t = *c.tile;
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  int lanes = c.options.vector_bytes / (dtype_bits(c.plan.buffers[st.buffer].dtype) / 8);
+  std::set<std::string> along = driven_iterators(n, t.tile_lane),
+                        across = driven_iterators(n, t.tile_row);
+  // Per vector of lanes: the vector loads that every row shares (b's row in a matmul, the
+  // input's in a convolution) once into locals, from the packed panel where there is one;
+  // then each row's update.
+  std::vector<const ScalarExpr*> loads = row_shared_loads(st, along, across);
+  std::string t_name = st.value->dtype == DType::f64 ? "f64" : "f32";
+  std::string type = "kiln_v" + t_name + " ";
+  const LoopNode* pack = c.pack && c.pack->statement == n.statement ? c.pack : nullptr;
+  std::string s;
+  for (int64_t v = 0; v < t.tile_lanes / lanes; ++v) {
+    c.lane_limit = t.tile_lane_count ? lane_count(t, v * lanes) : "";
+    c.lane_bound.clear();
+    std::string shared;
+    for (size_t k = 0; k < loads.size(); ++k) {
+      std::string name = "kiln_lane" + std::to_string(k);
+      std::string value =
+          pack ? "kiln_vld_" + t_name + "(&" + pack_element(*pack, k, v * lanes) + ")"
+               : render_lanes(c, *loads[k], along);
+      shared += (shared.empty() ? "" : " ") + type + name + " = " + value + ";";
+      c.lane_bound[loads[k]] = name;
+    }
+    std::string in = pad;
+    if (!shared.empty()) {
+      s += pad + "{ " + bind_line(tile_args(t, n.args, 0, v * lanes)) + shared + "\n";
+      in += "  ";
+    }
+    for (int64_t r = 0; r < t.tile_rows; ++r) {
+      c.bound.clear();
+      c.index_bound.clear();
+      s += in + "{ " + bind_line(tile_args(t, n.args, r, v * lanes)) + t.name + "_" +
+           std::to_string(r) + "_" + std::to_string(v) +
+           " += " + render_lanes(c, *st.value, along) + "; }\n";
+    }
+    if (!shared.empty()) s += pad + "}\n";
+  }
+  c.lane_limit.clear();
+  c.lane_bound.clear();
+  return s;
+}
+
+}  // namespace kiln
