@@ -75,14 +75,17 @@ void factors_of(const ScalarExpr* e, std::vector<const ScalarExpr*>& out) {
   out.push_back(e);
 }
 
-/** In W = exp2(C · (X - M)), exp2((X - M) · C) or exp2(X - M) with C constant: X and M. */
+/** In W = exp2(C · (X - M)), exp2((X - M) · C) or exp2(X - M) with C a positive number: X and
+ *  M. C > 0 keeps M the stabiliser it is (the weights at most 1) and a masked score (-inf) a
+ *  weight of 0, which the fused kernel relies on. */
 bool exponential_of_difference(const ScalarExpr& w, const ScalarExpr*& x, const ScalarExpr*& m) {
   if (w.kind != ScalarExpr::Kind::op || w.op != Op::exp2 || !w.mask.empty()) return false;
   const ScalarExpr* d = w.args[0].get();
   if (d->kind == ScalarExpr::Kind::op && d->op == Op::mul && d->mask.empty()) {
     const ScalarExpr *p = d->args[0].get(), *q = d->args[1].get();
     if (varies(*p)) std::swap(p, q);
-    if (varies(*p)) return false;
+    if (p->kind != ScalarExpr::Kind::constant || p->symbolic || !p->mask.empty() || !(p->value > 0))
+      return false;
     d = q;
   }
   if (d->kind != ScalarExpr::Kind::op || d->op != Op::add || !d->mask.empty()) return false;

@@ -187,6 +187,23 @@ TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an onlin
   Kernel linear = att.kernels[0];
   linear.statements[5].value = linear.statements[3].value;  // l += X
   CHECK_FALSE(find_softmax_contraction(att, linear, 0));
+  // exp2(C · (X - m)) with C < 0: m no longer bounds the weights, and a masked score's weight is
+  // infinite, not 0.
+  Kernel negative = att.kernels[0];
+  const ScalarExpr& w = *negative.statements[5].value;  // exp2(mul(add(X, neg(m)), C))
+  REQUIRE(w.op == Op::exp2);
+  auto product = std::make_shared<ScalarExpr>(*w.args[0]);
+  REQUIRE(product->op == Op::mul);
+  for (ScalarExprPtr& a : product->args)
+    if (a->kind == ScalarExpr::Kind::constant) {
+      auto flipped = std::make_shared<ScalarExpr>(*a);
+      flipped->value = -flipped->value;
+      a = flipped;
+    }
+  auto flipped_w = std::make_shared<ScalarExpr>(w);
+  flipped_w->args[0] = product;
+  negative.statements[5].value = flipped_w;
+  CHECK_FALSE(find_softmax_contraction(att, negative, 0));
 }
 
 TEST_CASE("cut: a budget of one statement still never splits a reduction's init from its update") {
