@@ -424,7 +424,10 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + v("m") + "[" + h + "] = " + v("mx") + "[" + h + "];\n" + in3 + v("ms") + "[" + h +
        "] = " + v("safe") + ";\n";
   s += in2 + "}\n";
-  std::string p = in2 + "  const float " + v("pe") + " = " + se + " == -KILN_INF ? 0.f : (float)(" +
+  // A score of -inf (masked, or outside the domain) weighs exp2(C · -inf) = 0: C > 0
+  // (scheduler/online_softmax.h) and the max it is taken against is finite (0 where a row has
+  // no finite score yet).
+  std::string p = in2 + "  const float " + v("pe") + " = (float)(" +
                   weight(se, v("ms") + "[" + e + " / 2]") + ");\n";
   p += in2 + "  " + v("l") + "[" + e + " / 2] += " + v("pe") + ";\n" + in2 + "  " + se + " = " +
        v("pe") + ";\n";
