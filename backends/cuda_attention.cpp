@@ -343,8 +343,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += ldmatrix("", v("fa") + "[0]", v("fa") + "[1]", v("fa") + "[2]", v("fa") + "[3]",
                 v("sq") + "[" + w + " * 16 + " + q + " % 16][" + kk + " + (" + q + " / 16) * 8]",
                 in4);
-  s +=
-      in4 + "#pragma unroll\n" + in4 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ + " += 2) {\n";
+  s += in4 + "#pragma unroll\n" + in4 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ +
+       " += 2) {\n";
   s += in4 + "  uint32_t " + v("fb") + "[4];\n";
   s += ldmatrix("", v("fb") + "[0]", v("fb") + "[1]", v("fb") + "[2]", v("fb") + "[3]",
                 v("sk") + "[(" + t_ + " + " + q + " / 16) * 8 + " + q + " % 8][" + kk + " + (" + q +

@@ -231,17 +231,8 @@ class Tiler {
     tile->tile_row_cond = row.cond;
     tile->tile_lane_cond = lane.cond;
     tile->body = std::move(nodes);
-    auto loop = std::make_shared<LoopNode>();
-    loop->kind = LoopNode::Kind::loop;
-    loop->iter = t;
-    loop->init = ast_int(0);
-    loop->cond = ast_op("lt", {ast_iter(t), total});
-    loop->coincident = true;
-    loop->tile = true;
-    loop->mapping = Mapping::block_x;
-    loop->body = {tile};
     ++count;
-    return loop;
+    return block_tile_loop(t, total, tile);
   }
 
   const Kernel& kernel_;
@@ -249,6 +240,20 @@ class Tiler {
 };
 
 }  // namespace
+
+LoopNodePtr block_tile_loop(const std::string& iter, const AstExprPtr& count,
+                            const LoopNodePtr& tile) {
+  auto loop = std::make_shared<LoopNode>();
+  loop->kind = LoopNode::Kind::loop;
+  loop->iter = iter;
+  loop->init = ast_int(0);
+  loop->cond = ast_op("lt", {ast_iter(iter), count});
+  loop->coincident = true;
+  loop->tile = true;
+  loop->mapping = Mapping::block_x;
+  loop->body = {tile};
+  return loop;
+}
 
 int gpu_tile(const KernelPlan&, const Kernel& k, LoopNest& nest, const GpuTileShape& shape) {
   if (!nest.root || shape.rows <= 0) return 0;

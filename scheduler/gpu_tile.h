@@ -47,6 +47,11 @@ struct GpuTileShape {
  *  operations and constants, the statement gpu_tile may block-tile. */
 bool gpu_contraction_statement(const Statement& s);
 
+/** `for (iter = 0; iter < count; iter++) tile`, mapped to blocks: the loop over a kernel's block
+ *  tiles (this one's and scheduler/online_softmax.h's). */
+LoopNodePtr block_tile_loop(const std::string& iter, const AstExprPtr& count,
+                            const LoopNodePtr& tile);
+
 /** Block-tiles the contractions of `nest` (the loop IR of kernel `k` of `plan`) and maps each
  *  tile loop to blocks; returns how many it tiled. */
 int gpu_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest, const GpuTileShape& shape);

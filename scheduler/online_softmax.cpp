@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "scheduler/gpu_tile.h"
 #include "scheduler/isl_text.h"
 
 namespace kiln {
@@ -301,17 +302,8 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
                 stmt_node(f->score(6), args({r, c})), stmt_node(f->score(7), args({r, c, j}))};
   for (int s = f->score(8); s < f->end; ++s)
     tile->body.push_back(stmt_node(s, args({r, c})));
-  auto loop = std::make_shared<LoopNode>();
-  loop->kind = LoopNode::Kind::loop;
-  loop->iter = t;
-  loop->init = ast_int(0);
-  loop->cond = ast_op("lt", {ast_iter(t), total});
-  loop->coincident = true;
-  loop->tile = true;
-  loop->mapping = Mapping::block_x;
-  loop->body = {tile};
   LoopNest nest;
-  nest.root = loop;
+  nest.root = block_tile_loop(t, total, tile);
   return nest;
 }
 
