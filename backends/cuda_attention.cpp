@@ -5,7 +5,10 @@
 // memory, applies the score expression (scale, mask) in registers, updates each row's running
 // maximum, rescales its running sum and output, and adds the block's weights times the values
 // (the weights go from the scores' accumulator fragments into the next product's operand
-// fragments without leaving registers). The scores never reach memory.
+// fragments without leaving registers). The scores never reach memory. Keys and values reach
+// shared memory through cp.async, the values during the scores' products and the next keys
+// during the softmax and the weighted sum; key blocks the score's mask removes for the whole
+// tile are skipped.
 #include <cmath>
 #include <functional>
 #include <map>
