@@ -1,5 +1,6 @@
 #include "scheduler/online_softmax.h"
 
+#include <algorithm>
 #include <map>
 
 #include "scheduler/gpu_tile.h"
@@ -159,7 +160,8 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
   std::vector<const ScalarExpr*> loads;
   collect_loads(*mx.value, loads);
   for (const ScalarExpr* l : loads)
-    if (l->buffer == score.buffer && !is_load_of(*l, score.buffer, score.index))
+    if ((l->buffer == score.buffer && !is_load_of(*l, score.buffer, score.index)) ||
+        l->buffer == mx.buffer || l->buffer == sum.buffer || l->buffer == out.buffer)
       return std::nullopt;
   for (const Statement* s : {&mx, &sum, &out})
     for (const IntExpr& i : s->index) {
@@ -209,7 +211,8 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     const Statement& s = k.statements[i];
     if (i >= from && i < from + 8) continue;
     for (int t : {score.buffer, mx.buffer, sum.buffer, out.buffer})
-      if (s.buffer == t) return std::nullopt;
+      if (s.buffer == t || std::count(s.args.begin(), s.args.end(), t))  // an extern call's too
+        return std::nullopt;
     if (!s.value) continue;
     collect_loads(*s.value, loads = {});
     for (const ScalarExpr* l : loads) {
