@@ -34,14 +34,6 @@ bool contiguous_along(const ScalarExpr& l, const std::string& it) {
   return affine_coefficient(l.index.back(), it) == std::optional<int64_t>(1);
 }
 
-/** Whether `e` reads memory or an iterator. */
-bool reads_anything(const ScalarExpr& e) {
-  if (e.kind == ScalarExpr::Kind::load || e.kind == ScalarExpr::Kind::iterator) return true;
-  for (const ScalarExprPtr& a : e.args)
-    if (reads_anything(*a)) return true;
-  return false;
-}
-
 /** C for whether boolean `e` may be true (`want`) or false (!want) somewhere in the block:
  *  comparisons of affine iterator expressions from their bounds over the block (statement
  *  iterator k lies in [lo[k], hi[k]]), the logical operations by three-valued logic, anything
@@ -141,10 +133,10 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
       n.key_block != kKeys || n.pack_depth != kDepth)
     throw std::logic_error("an online-softmax tile that is not 128x64 over a matched kernel");
   const int rank = f->n;
-  const Statement& score = c.kernel.statements[f->score(1)];
-  const Statement& mx = c.kernel.statements[f->score(3)];
-  const Statement& sum = c.kernel.statements[f->score(5)];
-  const Statement& out = c.kernel.statements[f->score(7)];
+  const Statement& score = c.kernel.statements[f->statement(1)];
+  const Statement& mx = c.kernel.statements[f->statement(3)];
+  const Statement& sum = c.kernel.statements[f->statement(5)];
+  const Statement& out = c.kernel.statements[f->statement(7)];
   // The statement nodes with their batch iterators bound to locals computed once per tile (the
   // block loop's divisions would otherwise run in every copy and element).
   std::vector<LoopNode> nodes;
@@ -199,7 +191,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   std::map<const ScalarExpr*, std::string> invariants;
   std::function<void(const ScalarExpr&)> hoist = [&](const ScalarExpr& e) {
     if (e.kind != ScalarExpr::Kind::op) return;
-    if (!reads_anything(e)) {
+    if (!varies(e)) {
       if (invariants.count(&e)) return;
       std::string name = v("k" + str(static_cast<int64_t>(invariants.size())));
       c.bound = invariants;

@@ -77,12 +77,6 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
                               rows = driven_iterators(*p.update, ri);
   const std::set<std::string> inner_k = driven_iterators(*p.update, p.loops.back()->iter);
   std::vector<const ScalarExpr*> loads;  // the operands
-  std::function<bool(const ScalarExpr&)> varies = [&](const ScalarExpr& e) {
-    if (e.kind == ScalarExpr::Kind::load || e.kind == ScalarExpr::Kind::iterator) return true;
-    for (const ScalarExprPtr& a : e.args)
-      if (varies(*a)) return true;
-    return false;
-  };
   std::function<void(const ScalarExpr&)> split = [&](const ScalarExpr& e) {
     if (!varies(e)) return;  // constants stay in the update
     if (!uses_vars(e, lanes) || !uses_vars(e, rows)) {

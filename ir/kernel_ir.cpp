@@ -25,6 +25,13 @@ void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out) {
   collect_loads(e, out, seen);
 }
 
+bool varies(const ScalarExpr& e) {
+  if (e.kind == ScalarExpr::Kind::load || e.kind == ScalarExpr::Kind::iterator) return true;
+  for (const ScalarExprPtr& a : e.args)
+    if (varies(*a)) return true;
+  return false;
+}
+
 bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars) {
   auto uses = [&](const IntExpr& x) {
     std::set<std::string> found;

@@ -93,6 +93,9 @@ void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out);
 /** Whether `e` reads any of the iterators `vars` (in an index, a mask or an iterator value). */
 bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars);
 
+/** Whether `e` reads memory or an iterator anywhere: not a constant of numbers and sizes. */
+bool varies(const ScalarExpr& e);
+
 /** Whether `e` can be computed across vector lanes along the iterators `vars`, in dtype `t`:
  *  every subexpression that uses them is a load of a `t` buffer (whose mask bounds, if any,
  *  move by -1, 0 or +1 along each of `vars`), or `+`, `×`,

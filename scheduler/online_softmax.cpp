@@ -59,14 +59,6 @@ bool reads_buffer(const ScalarExpr& e, int buffer) {
   return false;
 }
 
-/** Whether `e` reads memory or an iterator: a constant (of numbers and sizes) it is not. */
-bool varies(const ScalarExpr& e) {
-  if (e.kind != ScalarExpr::Kind::op) return e.kind != ScalarExpr::Kind::constant;
-  for (const ScalarExprPtr& a : e.args)
-    if (varies(*a)) return true;
-  return false;
-}
-
 /** The factors of a product tree. */
 void factors_of(const ScalarExpr* e, std::vector<const ScalarExpr*>& out) {
   if (e->kind == ScalarExpr::Kind::op && e->op == Op::mul && e->mask.empty()) {
@@ -259,8 +251,8 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
   std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
   if (!f) throw std::logic_error("softmax_contraction_nest: not a softmax-weighted contraction");
   const int n = f->n;
-  const Statement& out = k.statements[f->score(7)];
-  const std::vector<IntExpr>& E = k.statements[f->score(0)].extents;
+  const Statement& out = k.statements[f->statement(7)];
+  const std::vector<IntExpr>& E = k.statements[f->statement(0)].extents;
   auto ext = [](const IntExpr& e) { return ast_op("max", {int_expr_to_ast(e), ast_int(0)}); };
   const std::string t = "c0";
   AstExprPtr lane_tiles = ceil_div(ext(out.extents[n - 1]), shape.lanes);
@@ -287,7 +279,7 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
   auto tile = std::make_shared<LoopNode>();
   tile->kind = LoopNode::Kind::alloc;
   tile->space = MemorySpace::shared;
-  tile->statement = f->score(7);
+  tile->statement = f->statement(7);
   tile->name = "fa0";
   tile->tile_rows = shape.rows;
   tile->tile_lanes = shape.lanes;
@@ -299,11 +291,12 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
   tile->tile_lane_origin = ast_op("mul", {ast_int(shape.lanes), lane_tile});
   tile->tile_row_cond = ast_op("lt", {r, int_expr_to_ast(E[n - 2])});
   tile->tile_lane_cond = ast_op("lt", {c, int_expr_to_ast(out.extents[n - 1])});
-  tile->body = {stmt_node(f->score(0), args({r, j})), stmt_node(f->score(1), args({r, j, d})),
-                stmt_node(f->score(2), args({r})),    stmt_node(f->score(3), args({r, j})),
-                stmt_node(f->score(4), args({r})),    stmt_node(f->score(5), args({r, j})),
-                stmt_node(f->score(6), args({r, c})), stmt_node(f->score(7), args({r, c, j}))};
-  for (int s = f->score(8); s < f->end; ++s)
+  tile->body = {
+      stmt_node(f->statement(0), args({r, j})), stmt_node(f->statement(1), args({r, j, d})),
+      stmt_node(f->statement(2), args({r})),    stmt_node(f->statement(3), args({r, j})),
+      stmt_node(f->statement(4), args({r})),    stmt_node(f->statement(5), args({r, j})),
+      stmt_node(f->statement(6), args({r, c})), stmt_node(f->statement(7), args({r, c, j}))};
+  for (int s = f->statement(8); s < f->end; ++s)
     tile->body.push_back(stmt_node(s, args({r, c})));
   LoopNest nest;
   nest.root = block_tile_loop(t, total, tile);

@@ -39,7 +39,8 @@ struct SoftmaxContraction {
   const ScalarExpr* weight_score = nullptr;    ///< X inside W (the sum's value)
   const ScalarExpr* weight_max = nullptr;      ///< the load of m inside W
   std::vector<const ScalarExpr*> row_factors;  ///< F: the output's factors along the rows only
-  int score(int k) const { return first + k; }
+  /** Statement k of the eight, k = 0..7 (8: the first of the epilogue). */
+  int statement(int k) const { return first + k; }
 };
 
 /** The softmax-weighted contraction whose scores' init is statement `from` of `k`, or none. */
