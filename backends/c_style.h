@@ -58,6 +58,8 @@ class CStyleRenderer {
     int collapse = 1;
     /** Collapsed into an enclosing parallel loop, whose annotation covers it. */
     bool collapsed = false;
+    /** The plain loop that runs what a vector loop leaves (render_vector_loop). */
+    bool rest = false;
   };
   /** Lines placed before a loop (pragmas) from its mapping; empty by default. */
   virtual std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const;
@@ -97,9 +99,14 @@ class CStyleRenderer {
     /** The register tile (an alloc node with tile_rows > 0) being rendered, or null. */
     mutable const LoopNode* tile = nullptr;
     /** In a partial register tile: how many lanes of the vector being rendered exist. */
-    mutable std::string lane_limit;
+    mutable std::string lane_limit = {};
     /** Vector loads of a register tile's update that its rows share, bound to locals. */
-    mutable std::map<const ScalarExpr*, std::string> lane_bound;
+    mutable std::map<const ScalarExpr*, std::string> lane_bound = {};
+    /** Loads a vector loop read before the statement (render_vector_loop), by the expression of
+     *  their value in one lane. */
+    mutable std::map<const ScalarExpr*, std::string> preloaded = {};
+    /** A loop to render as it is, never in vectors (a vector loop's scalar rest). */
+    mutable const LoopNode* plain = nullptr;
     /** The packed panel (an alloc with pack_depth) being filled, or whose tiles are rendered. */
     mutable const LoopNode* filling = nullptr;
     mutable const LoopNode* pack = nullptr;
@@ -148,6 +155,9 @@ class CStyleRenderer {
   /** `for (...)` of loop `n` with first value `init` and condition `cond` (C text). */
   virtual std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,
                                   const std::string& cond) const;
+  /** Loop `n` with its iterations grouped into vectors by the backend, or empty: as it is
+   *  (the default). */
+  virtual std::string render_vector_loop(const Context& c, const LoopNode& n, int depth) const;
   /** The text of a barrier node; the C renderers have none (kernels run on one CPU thread). */
   virtual std::string barrier() const;
   /** The condition under which a `single` node's body runs, or empty: always (the CPU). */
@@ -192,6 +202,8 @@ class CStyleRenderer {
   std::string bind_shared(const Context& c, const ScalarExpr& e) const;
   /** `e` as an expression of its compute type; loads in c.bound are the names bound. */
   std::string render_value(const Context& c, const ScalarExpr& e) const;
+  /** The row-major element offset of `index` in `buffer`. */
+  IntExpr linear_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
   /** A GPU block tile of a contraction (an alloc in shared space, scheduler/gpu_tile.h); the
    *  GPU renderers override it, the others never meet one. */
   virtual std::string render_block_tile(const Context& c, const LoopNode& n, int depth) const;
@@ -235,8 +247,6 @@ class CStyleRenderer {
   std::string buffer_elements(const Context& c, int buffer) const;
   /** `b<buffer>[offset]`, with a bounds check under RenderOptions::bounds_checks. */
   std::string render_access(const Context& c, int buffer, const std::string& offset) const;
-  /** The row-major element offset of `index` in `buffer`. */
-  IntExpr linear_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
 };
 
 /** A stored element `x` of dtype `t` as its compute value (f16 and bf16 widen to float). */

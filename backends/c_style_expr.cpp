@@ -180,6 +180,7 @@ std::string CStyleRenderer::bind_shared(const Context& c, const ScalarExpr& root
 
 std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) const {
   if (auto it = c.bound.find(&e); it != c.bound.end()) return it->second;
+  if (auto it = c.preloaded.find(&e); it != c.preloaded.end()) return it->second;
   std::string v;
   switch (e.kind) {
     case ScalarExpr::Kind::load:

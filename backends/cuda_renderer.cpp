@@ -90,30 +90,29 @@ std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
   return s + "  " + call + ";\n}\n";
 }
 
+std::pair<std::string, std::string> CudaRenderer::thread_span(const Context& c, const LoopNode& n) {
+  if (n.mapping == Mapping::block_x && !c.nest.one_block)
+    return {"(int64_t)blockIdx.x", "(int64_t)gridDim.x"};
+  if (n.mapping == Mapping::thread_x && in_block(c))
+    return {"(int64_t)threadIdx.x", "(int64_t)blockDim.x"};
+  if (n.mapping == Mapping::thread_x)
+    return {"((int64_t)blockIdx.x * blockDim.x + threadIdx.x)",
+            "((int64_t)gridDim.x * blockDim.x)"};
+  return {};  // serial, or block 0 runs every iteration
+}
+
 std::string CudaRenderer::loop_header(const Context& c, const LoopNode& n, const std::string& init,
                                       const std::string& cond) const {
-  std::string step = std::to_string(n.step), index, stride;
-  if (n.mapping == Mapping::block_x && c.nest.one_block) {
-    return CStyleRenderer::loop_header(c, n, init, cond);  // block 0 runs every iteration
-  } else if (n.mapping == Mapping::block_x) {
-    index = "(int64_t)blockIdx.x";
-    stride = "(int64_t)gridDim.x";
-  } else if (n.mapping == Mapping::thread_x && in_block(c)) {
-    index = "(int64_t)threadIdx.x";
-    stride = "(int64_t)blockDim.x";
-  } else if (n.mapping == Mapping::thread_x) {
-    index = "((int64_t)blockIdx.x * blockDim.x + threadIdx.x)";
-    stride = "((int64_t)gridDim.x * blockDim.x)";
-  } else {
-    return CStyleRenderer::loop_header(c, n, init, cond);
-  }
+  auto [index, stride] = thread_span(c, n);
+  if (index.empty()) return CStyleRenderer::loop_header(c, n, init, cond);
+  std::string step = std::to_string(n.step);
   if (n.step != 1) index += " * " + step, stride += " * " + step;
   return "for (int64_t " + n.iter + " = " + init + " + " + index + "; " + cond + "; " + n.iter +
          " += " + stride + ")";
 }
 
-std::string CudaRenderer::loop_annotation(const LoopNode& loop, const LoopSite&) const {
-  return loop.mapping == Mapping::thread_x ? "KILN_THREAD_UNROLL" : "";
+std::string CudaRenderer::loop_annotation(const LoopNode& loop, const LoopSite& site) const {
+  return loop.mapping == Mapping::thread_x && !site.rest ? "KILN_THREAD_UNROLL" : "";
 }
 
 std::string CudaRenderer::barrier() const {

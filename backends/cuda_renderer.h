@@ -45,7 +45,8 @@ class CudaRenderer : public CStyleRenderer {
   std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,
                           const std::string& cond) const override;
   /** A thread loop is unrolled by KILN_THREAD_UNROLL (4): each thread has that many loads of
-   *  its strided elements in flight, where a memory-bound row waits on one at a time. */
+   *  its strided elements in flight, where a memory-bound row waits on one at a time. Not the
+   *  rest of a vector loop: compile time for nothing in the common, aligned case. */
   std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const override;
   std::string barrier() const override;
   std::string single_condition() const override;
@@ -67,10 +68,18 @@ class CudaRenderer : public CStyleRenderer {
    *  backends/cuda_attention.cpp): attention in one kernel, keys streamed through shared memory
    *  with an online softmax, both products on tensor cores. */
   std::string render_softmax_tile(const Context& c, const LoopNode& n, int depth) const;
+  /** A thread loop over contiguous elements (backends/cuda_vector.cpp): each thread takes
+   *  16-byte vectors of consecutive iterations, its contiguous loads and stores one
+   *  instruction per vector where every address is aligned at run time; the rest, and every
+   *  iteration otherwise, as the plain loop. */
+  std::string render_vector_loop(const Context& c, const LoopNode& n, int depth) const override;
 
  private:
   /** Whether a `thread.x` loop at this point strides over one block's threads. */
   static bool in_block(const Context& c);
+  /** The first index and the stride of mapped loop `n`'s iterations on this thread (block or
+   *  thread index, and the count); empty for a loop every thread runs whole. */
+  static std::pair<std::string, std::string> thread_span(const Context& c, const LoopNode& n);
   /** Whether alloc node `n` is a block reduction: its outermost loop strides over the threads
    *  of a block. */
   static bool block_reduction(const Context& c, const LoopNode& n);

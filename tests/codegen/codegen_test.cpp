@@ -204,6 +204,46 @@ TEST_CASE("codegen: softmax on cuda: one block per row, block reductions, barrie
                  "kiln_params p)") != std::string::npos);
 }
 
+TEST_CASE("codegen: memory-bound thread loops on cuda move 16-byte vectors") {
+  auto count = [](const std::string& src, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  // softmax: each of the row's three passes loads x in vectors of 16 bytes (4 f32, 8 f16), one
+  // block per row; an unaligned row takes the plain loop, which also runs the rest.
+  for (auto [t, lanes] : {std::pair{DType::f32, 4}, std::pair{DType::f16, 8}}) {
+    CAPTURE(dtype_name(t));
+    std::string src = render_source({"softmax", "ops/nn.toml:softmax", {{"T", t}}, 1, "cuda"});
+    CHECK(count(src, "= *(const uint4*)kiln_at;") == 3);
+    CHECK(count(src, "*(uint4*)kiln_at = *(const uint4*)kiln_v;") == 1);  // y
+    CHECK(count(src, "kiln_c += " + std::to_string(lanes) + " * (int64_t)blockDim.x") == 3);
+    CHECK(count(src, "if (kiln_aligned) {") == 3);
+    CHECK(count(src, "for (int64_t c1 = kiln_from + (int64_t)threadIdx.x; c1 < s_N;") == 3);
+  }
+  // w*x + y*z: a grid-stride loop over every thread of the grid, four loads and the store.
+  std::string mam = render_source({"mul_add_mul", "ops/math.toml:mul_add_mul", {}, 0, "cuda"});
+  CHECK(count(mam, "= *(const uint4*)kiln_at;") == 4);
+  CHECK(count(mam, "*(uint4*)kiln_at = *(const uint4*)kiln_v;") == 1);
+  CHECK(mam.find("kiln_c += 4 * ((int64_t)gridDim.x * blockDim.x)") != std::string::npos);
+  // A transpose reads x along a column: its loads stay scalar, its contiguous stores do not.
+  std::string tr = render_source({"transpose", "ops/tensor.toml:transpose", {}, 0, "cuda"});
+  CHECK(count(tr, "= *(const uint4*)kiln_at;") == 0);
+  // Under CHECK=1 every access is checked: no vectors.
+  Library lib;
+  const Composite* sm = lib.load("ops/nn.toml").find("softmax");
+  REQUIRE(sm != nullptr);
+  LowerOptions opt;
+  opt.dtypes = {{"T", DType::f32}};
+  Graph g = lower_composite(lib, *sm, opt);
+  CompileOptions options;
+  backend_for("cuda").configure_cuts(options.cut);
+  options.checked = true;
+  CHECK(lower_program(g, backend_for("cuda"), options).source.find("kiln_aligned") ==
+        std::string::npos);
+}
+
 TEST_CASE("codegen: matmul on cuda: block tiles across blocks, operands staged in shared memory") {
   check_golden(golden_cases()[6]);
   std::string src = render_source(golden_cases()[6]);

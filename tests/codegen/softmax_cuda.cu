@@ -260,12 +260,58 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       const int64_t i0 = c0;
       if ((0 < s_N)) {
         float acc0 = threadIdx.x == 0 ? b2[(i0)] : (float)-KILN_INF;
-        KILN_THREAD_UNROLL
-        for (int64_t c1 = 0 + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            acc0 = (float)(kiln_max_f32(acc0, (float)b0[(s_N * i0 + i1)]));
+        {
+          const int64_t kiln_end = s_N;
+          int64_t kiln_from = 0;
+          bool kiln_aligned = true;
+          { const void* kiln_at; { const int64_t c1 = kiln_from; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
+          if (kiln_aligned) {
+            const int64_t kiln_vend = kiln_end - kiln_from > 0 ? kiln_from + (kiln_end - kiln_from) / 4 * 4 : kiln_from;
+            KILN_THREAD_UNROLL
+            for (int64_t kiln_c = kiln_from + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
+              alignas(16) float kiln_l0[4];
+              { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l0 = *(const uint4*)kiln_at; }
+              {
+                const int64_t c1 = kiln_c + 0;
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  acc0 = (float)(kiln_max_f32(acc0, (float)kiln_l0[0]));
+                }
+              }
+              {
+                const int64_t c1 = kiln_c + 1;
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  acc0 = (float)(kiln_max_f32(acc0, (float)kiln_l0[1]));
+                }
+              }
+              {
+                const int64_t c1 = kiln_c + 2;
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  acc0 = (float)(kiln_max_f32(acc0, (float)kiln_l0[2]));
+                }
+              }
+              {
+                const int64_t c1 = kiln_c + 3;
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  acc0 = (float)(kiln_max_f32(acc0, (float)kiln_l0[3]));
+                }
+              }
+            }
+            kiln_from = kiln_vend;
+          }
+          for (int64_t c1 = kiln_from + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              acc0 = (float)(kiln_max_f32(acc0, (float)b0[(s_N * i0 + i1)]));
+            }
           }
         }
         acc0 = kiln_block_reduce(acc0, (float)-KILN_INF, kiln_max());
@@ -284,13 +330,63 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       const int64_t i0 = c0;
       if ((0 < s_N)) {
         float acc1 = threadIdx.x == 0 ? b3[(i0)] : (float)0;
-        KILN_THREAD_UNROLL
-        for (int64_t c1 = 0 + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const float kiln_v = (float)exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
-            { KILN_REASSOC acc1 = acc1 + kiln_v; }
+        {
+          const int64_t kiln_end = s_N;
+          int64_t kiln_from = 0;
+          bool kiln_aligned = true;
+          { const void* kiln_at; { const int64_t c1 = kiln_from; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
+          if (kiln_aligned) {
+            const int64_t kiln_vend = kiln_end - kiln_from > 0 ? kiln_from + (kiln_end - kiln_from) / 4 * 4 : kiln_from;
+            KILN_THREAD_UNROLL
+            for (int64_t kiln_c = kiln_from + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
+              alignas(16) float kiln_l0[4];
+              { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l0 = *(const uint4*)kiln_at; }
+              {
+                const int64_t c1 = kiln_c + 0;
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const float kiln_v = (float)exp2f(((kiln_l0[0] + (-b2[(i0)])) * 1.44269504f));
+                  { KILN_REASSOC acc1 = acc1 + kiln_v; }
+                }
+              }
+              {
+                const int64_t c1 = kiln_c + 1;
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const float kiln_v = (float)exp2f(((kiln_l0[1] + (-b2[(i0)])) * 1.44269504f));
+                  { KILN_REASSOC acc1 = acc1 + kiln_v; }
+                }
+              }
+              {
+                const int64_t c1 = kiln_c + 2;
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const float kiln_v = (float)exp2f(((kiln_l0[2] + (-b2[(i0)])) * 1.44269504f));
+                  { KILN_REASSOC acc1 = acc1 + kiln_v; }
+                }
+              }
+              {
+                const int64_t c1 = kiln_c + 3;
+                {
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const float kiln_v = (float)exp2f(((kiln_l0[3] + (-b2[(i0)])) * 1.44269504f));
+                  { KILN_REASSOC acc1 = acc1 + kiln_v; }
+                }
+              }
+            }
+            kiln_from = kiln_vend;
+          }
+          for (int64_t c1 = kiln_from + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              const float kiln_v = (float)exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+              { KILN_REASSOC acc1 = acc1 + kiln_v; }
+            }
           }
         }
         acc1 = kiln_block_reduce(acc1, (float)0, kiln_sum());
@@ -298,12 +394,69 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       }
     }
     __syncthreads();
-    KILN_THREAD_UNROLL
-    for (int64_t c1 = 0 + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        b1[(s_N * i0 + i1)] = (float)(exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
+    {
+      const int64_t kiln_end = s_N;
+      int64_t kiln_from = 0;
+      bool kiln_aligned = true;
+      { const void* kiln_at; { const int64_t c1 = kiln_from; const int64_t i0 = c0, i1 = c1; kiln_at = &b1[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
+      { const void* kiln_at; { const int64_t c1 = kiln_from; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
+      if (kiln_aligned) {
+        const int64_t kiln_vend = kiln_end - kiln_from > 0 ? kiln_from + (kiln_end - kiln_from) / 4 * 4 : kiln_from;
+        KILN_THREAD_UNROLL
+        for (int64_t kiln_c = kiln_from + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
+          float kiln_l0[4];
+          alignas(16) float kiln_l1[4];
+          { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l1 = *(const uint4*)kiln_at; }
+          {
+            const int64_t c1 = kiln_c + 0;
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              kiln_l0[0] = (float)(exp2f(((kiln_l1[0] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
+            }
+          }
+          {
+            const int64_t c1 = kiln_c + 1;
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              kiln_l0[1] = (float)(exp2f(((kiln_l1[1] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
+            }
+          }
+          {
+            const int64_t c1 = kiln_c + 2;
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              kiln_l0[2] = (float)(exp2f(((kiln_l1[2] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
+            }
+          }
+          {
+            const int64_t c1 = kiln_c + 3;
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              kiln_l0[3] = (float)(exp2f(((kiln_l1[3] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
+            }
+          }
+          {
+            alignas(16) float kiln_v[4];
+            kiln_v[0] = kiln_l0[0];
+            kiln_v[1] = kiln_l0[1];
+            kiln_v[2] = kiln_l0[2];
+            kiln_v[3] = kiln_l0[3];
+            float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b1[(s_N * i0 + i1)]; }
+            *(uint4*)kiln_at = *(const uint4*)kiln_v;
+          }
+        }
+        kiln_from = kiln_vend;
+      }
+      for (int64_t c1 = kiln_from + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
+        {
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          b1[(s_N * i0 + i1)] = (float)(exp2f(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
+        }
       }
     }
     __syncthreads();
