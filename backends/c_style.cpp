@@ -346,12 +346,10 @@ std::string CStyleRenderer::render_stream(const Context& c, const LoopNode& n, i
 std::string CStyleRenderer::render_loop(const Context& c, const LoopNode& n, int depth,
                                         int collapsed) const {
   if (n.stream_bytes > 0 && !c.options.bounds_checks) return render_stream(c, n, depth);
-  if (c.plain != &n)
-    if (std::string v = render_vector_loop(c, n, depth); !v.empty()) return v;
+  if (std::string v = render_vector_loop(c, n, depth); !v.empty()) return v;
   std::string pad(2 * depth, ' ');
   LoopSite site{c.kernel, n.reduction ? c.accumulator : nullptr};
   site.collapsed = collapsed > 0;
-  site.rest = c.plain == &n;
   if (n.mapping == Mapping::parallel && !site.collapsed) site.collapse = parallel_depth(n);
   std::string note = loop_annotation(n, site);
   std::string s;

@@ -58,8 +58,6 @@ class CStyleRenderer {
     int collapse = 1;
     /** Collapsed into an enclosing parallel loop, whose annotation covers it. */
     bool collapsed = false;
-    /** The plain loop that runs what a vector loop leaves (render_vector_loop). */
-    bool rest = false;
   };
   /** Lines placed before a loop (pragmas) from its mapping; empty by default. */
   virtual std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const;
@@ -105,8 +103,6 @@ class CStyleRenderer {
     /** Loads a vector loop read before the statement (render_vector_loop), by the expression of
      *  their value in one lane. */
     mutable std::map<const ScalarExpr*, std::string> preloaded = {};
-    /** A loop to render as it is, never in vectors (a vector loop's scalar rest). */
-    mutable const LoopNode* plain = nullptr;
     /** The packed panel (an alloc with pack_depth) being filled, or whose tiles are rendered. */
     mutable const LoopNode* filling = nullptr;
     mutable const LoopNode* pack = nullptr;

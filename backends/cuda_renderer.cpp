@@ -111,8 +111,8 @@ std::string CudaRenderer::loop_header(const Context& c, const LoopNode& n, const
          " += " + stride + ")";
 }
 
-std::string CudaRenderer::loop_annotation(const LoopNode& loop, const LoopSite& site) const {
-  return loop.mapping == Mapping::thread_x && !site.rest ? "KILN_THREAD_UNROLL" : "";
+std::string CudaRenderer::loop_annotation(const LoopNode& loop, const LoopSite&) const {
+  return loop.mapping == Mapping::thread_x ? "KILN_THREAD_UNROLL" : "";
 }
 
 std::string CudaRenderer::barrier() const {

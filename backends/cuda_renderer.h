@@ -45,8 +45,8 @@ class CudaRenderer : public CStyleRenderer {
   std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,
                           const std::string& cond) const override;
   /** A thread loop is unrolled by KILN_THREAD_UNROLL (4): each thread has that many loads of
-   *  its strided elements in flight, where a memory-bound row waits on one at a time. Not the
-   *  rest of a vector loop: compile time for nothing in the common, aligned case. */
+   *  its strided elements in flight, where a memory-bound row waits on one at a time.
+   *  (A vector loop's own iterations are unrolled alike: render_vector_loop.) */
   std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const override;
   std::string barrier() const override;
   std::string single_condition() const override;
@@ -70,8 +70,8 @@ class CudaRenderer : public CStyleRenderer {
   std::string render_softmax_tile(const Context& c, const LoopNode& n, int depth) const;
   /** A thread loop over contiguous elements (backends/cuda_vector.cpp): each thread takes
    *  16-byte vectors of consecutive iterations, its contiguous loads and stores one
-   *  instruction per vector where every address is aligned at run time; the rest, and every
-   *  iteration otherwise, as the plain loop. */
+   *  instruction per vector; the iterations before the first aligned vector and after the
+   *  last, and all of them where the accesses are not aligned alike, one by one. */
   std::string render_vector_loop(const Context& c, const LoopNode& n, int depth) const override;
 
  private:

@@ -4,8 +4,9 @@
  * loads would need four instructions and four slots in flight. Each thread takes W consecutive
  * iterations at a time (W × the widest element = 16 bytes): the loads and stores that step one
  * element per iteration become one vector access each, the rest of the body runs per lane as
- * it is. The addresses are tested at run time; where one is not aligned, and for the last
- * iterations that fill no vector, the plain loop runs.
+ * it is. The addresses are tested at run time: the iterations before the first access's first
+ * aligned vector and those after the last vector run one by one, and all of them where the
+ * accesses are not aligned alike.
  */
 #include <algorithm>
 #include <map>
@@ -118,19 +119,28 @@ std::string CudaRenderer::render_vector_loop(const Context& c, const LoopNode& n
            "]; }";
   };
   std::string s = pad + "{\n";
-  s += in + "const int64_t kiln_end = " + ast_expr_to_c(*end) + ";\n";
-  s += in + "int64_t kiln_from = " + ast_expr_to_c(*n.init) + ";\n";
+  // The first access's address decides how many iterations run before the first vector (the
+  // rows of an odd-sized matrix start anywhere); every access must then be aligned.
+  const VectorAccess& first = accesses[0];
+  std::string first_bytes = std::to_string(first.element_bytes * lanes);
+  s += in + "const int64_t kiln_init = " + ast_expr_to_c(*n.init) + ";\n";
+  s += in + "const int64_t kiln_count = " + ast_expr_to_c(*end) + " - kiln_init;\n";
+  s += in + "int64_t kiln_head, kiln_vend = kiln_init;\n";
+  s += in + "{ const void* kiln_at; " + address(first, "kiln_init") +
+       " kiln_head = (int64_t)((0ull - (unsigned long long)kiln_at) & (" + first_bytes +
+       "ull - 1)) / " + std::to_string(first.element_bytes) + "; }\n";
+  s += in + "kiln_head = kiln_count < kiln_head ? (kiln_count > 0 ? kiln_count : 0) : kiln_head;\n";
   s += in + "bool kiln_aligned = true;\n";
   for (const VectorAccess& a : accesses) {
     std::string bytes = std::to_string(a.element_bytes * lanes);
-    s += in + "{ const void* kiln_at; " + address(a, "kiln_from") +
+    s += in + "{ const void* kiln_at; " + address(a, "kiln_init + kiln_head") +
          " kiln_aligned &= ((unsigned long long)kiln_at & (" + bytes + "ull - 1)) == 0; }\n";
   }
-  s += in + "if (kiln_aligned) {\n";
-  s += in2 + "const int64_t kiln_vend = kiln_end - kiln_from > 0 ? kiln_from + (kiln_end - " +
-       "kiln_from) / " + W + " * " + W + " : kiln_from;\n";
+  s += in + "if (!kiln_aligned) {\n" + in2 + "kiln_head = 0;\n" + in + "} else {\n";
+  s += in2 + "kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / " + W + " * " + W +
+       ";\n";
   s += in2 + "KILN_THREAD_UNROLL\n";
-  s += in2 + "for (int64_t kiln_c = kiln_from + " + W + " * " + index +
+  s += in2 + "for (int64_t kiln_c = kiln_init + kiln_head + " + W + " * " + index +
        "; kiln_c < kiln_vend; kiln_c += " + W + " * " + stride + ") {\n";
   // The vectors loaded, each an array of its lanes; the stores' lanes in compute registers.
   std::map<const Statement*, std::string> stores;
@@ -178,14 +188,19 @@ std::string CudaRenderer::render_vector_loop(const Context& c, const LoopNode& n
     s += in3 + "  " + storage_type(dtype) + "* kiln_at; " + address(a, "kiln_c") + "\n";
     s += in3 + "  *(" + type + "*)kiln_at = *(const " + type + "*)kiln_v;\n" + in3 + "}\n";
   }
-  s += in2 + "}\n" + in2 + "kiln_from = kiln_vend;\n" + in + "}\n";
-  // The rest, or the whole loop where an address is not aligned.
-  auto rest = std::make_shared<LoopNode>(n);
-  rest->init = ast_iter("kiln_from");
-  const LoopNode* outer = c.plain;
-  c.plain = rest.get();
-  s += render_node(c, *rest, depth + 1);
-  c.plain = outer;
+  s += in2 + "}\n" + in + "}\n";
+  // One plain loop over the iterations no vector took: those before the first, those after
+  // the last; or all of them where the accesses are not aligned alike.
+  s += in + "const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);\n";
+  s +=
+      in + "for (int64_t kiln_r = " + index + "; kiln_r < kiln_rest; kiln_r += " + stride + ") {\n";
+  s += in2 + "const int64_t " + it +
+       " = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);\n";
+  c.loops.push_back(&n);
+  for (const LoopNodePtr& stmt : body)
+    s += render_node(c, *stmt, depth + 2);
+  c.loops.pop_back();
+  s += in + "}\n";
   return s + pad + "}\n";
 }
 

@@ -261,14 +261,19 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       if ((0 < s_N)) {
         float acc0 = threadIdx.x == 0 ? b2[(i0)] : (float)-KILN_INF;
         {
-          const int64_t kiln_end = s_N;
-          int64_t kiln_from = 0;
+          const int64_t kiln_init = 0;
+          const int64_t kiln_count = s_N - kiln_init;
+          int64_t kiln_head, kiln_vend = kiln_init;
+          { const void* kiln_at; { const int64_t c1 = kiln_init; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_head = (int64_t)((0ull - (unsigned long long)kiln_at) & (16ull - 1)) / 4; }
+          kiln_head = kiln_count < kiln_head ? (kiln_count > 0 ? kiln_count : 0) : kiln_head;
           bool kiln_aligned = true;
-          { const void* kiln_at; { const int64_t c1 = kiln_from; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
-          if (kiln_aligned) {
-            const int64_t kiln_vend = kiln_end - kiln_from > 0 ? kiln_from + (kiln_end - kiln_from) / 4 * 4 : kiln_from;
+          { const void* kiln_at; { const int64_t c1 = kiln_init + kiln_head; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
+          if (!kiln_aligned) {
+            kiln_head = 0;
+          } else {
+            kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / 4 * 4;
             KILN_THREAD_UNROLL
-            for (int64_t kiln_c = kiln_from + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
+            for (int64_t kiln_c = kiln_init + kiln_head + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
               alignas(16) float kiln_l0[4];
               { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l0 = *(const uint4*)kiln_at; }
               {
@@ -304,9 +309,10 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
                 }
               }
             }
-            kiln_from = kiln_vend;
           }
-          for (int64_t c1 = kiln_from + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
+          const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);
+          for (int64_t kiln_r = (int64_t)threadIdx.x; kiln_r < kiln_rest; kiln_r += (int64_t)blockDim.x) {
+            const int64_t c1 = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);
             {
               const int64_t i0 = c0;
               const int64_t i1 = c1;
@@ -331,14 +337,19 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       if ((0 < s_N)) {
         float acc1 = threadIdx.x == 0 ? b3[(i0)] : (float)0;
         {
-          const int64_t kiln_end = s_N;
-          int64_t kiln_from = 0;
+          const int64_t kiln_init = 0;
+          const int64_t kiln_count = s_N - kiln_init;
+          int64_t kiln_head, kiln_vend = kiln_init;
+          { const void* kiln_at; { const int64_t c1 = kiln_init; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_head = (int64_t)((0ull - (unsigned long long)kiln_at) & (16ull - 1)) / 4; }
+          kiln_head = kiln_count < kiln_head ? (kiln_count > 0 ? kiln_count : 0) : kiln_head;
           bool kiln_aligned = true;
-          { const void* kiln_at; { const int64_t c1 = kiln_from; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
-          if (kiln_aligned) {
-            const int64_t kiln_vend = kiln_end - kiln_from > 0 ? kiln_from + (kiln_end - kiln_from) / 4 * 4 : kiln_from;
+          { const void* kiln_at; { const int64_t c1 = kiln_init + kiln_head; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
+          if (!kiln_aligned) {
+            kiln_head = 0;
+          } else {
+            kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / 4 * 4;
             KILN_THREAD_UNROLL
-            for (int64_t kiln_c = kiln_from + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
+            for (int64_t kiln_c = kiln_init + kiln_head + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
               alignas(16) float kiln_l0[4];
               { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l0 = *(const uint4*)kiln_at; }
               {
@@ -378,9 +389,10 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
                 }
               }
             }
-            kiln_from = kiln_vend;
           }
-          for (int64_t c1 = kiln_from + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
+          const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);
+          for (int64_t kiln_r = (int64_t)threadIdx.x; kiln_r < kiln_rest; kiln_r += (int64_t)blockDim.x) {
+            const int64_t c1 = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);
             {
               const int64_t i0 = c0;
               const int64_t i1 = c1;
@@ -395,15 +407,20 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
     }
     __syncthreads();
     {
-      const int64_t kiln_end = s_N;
-      int64_t kiln_from = 0;
+      const int64_t kiln_init = 0;
+      const int64_t kiln_count = s_N - kiln_init;
+      int64_t kiln_head, kiln_vend = kiln_init;
+      { const void* kiln_at; { const int64_t c1 = kiln_init; const int64_t i0 = c0, i1 = c1; kiln_at = &b1[(s_N * i0 + i1)]; } kiln_head = (int64_t)((0ull - (unsigned long long)kiln_at) & (16ull - 1)) / 4; }
+      kiln_head = kiln_count < kiln_head ? (kiln_count > 0 ? kiln_count : 0) : kiln_head;
       bool kiln_aligned = true;
-      { const void* kiln_at; { const int64_t c1 = kiln_from; const int64_t i0 = c0, i1 = c1; kiln_at = &b1[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
-      { const void* kiln_at; { const int64_t c1 = kiln_from; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
-      if (kiln_aligned) {
-        const int64_t kiln_vend = kiln_end - kiln_from > 0 ? kiln_from + (kiln_end - kiln_from) / 4 * 4 : kiln_from;
+      { const void* kiln_at; { const int64_t c1 = kiln_init + kiln_head; const int64_t i0 = c0, i1 = c1; kiln_at = &b1[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
+      { const void* kiln_at; { const int64_t c1 = kiln_init + kiln_head; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } kiln_aligned &= ((unsigned long long)kiln_at & (16ull - 1)) == 0; }
+      if (!kiln_aligned) {
+        kiln_head = 0;
+      } else {
+        kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / 4 * 4;
         KILN_THREAD_UNROLL
-        for (int64_t kiln_c = kiln_from + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
+        for (int64_t kiln_c = kiln_init + kiln_head + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
           float kiln_l0[4];
           alignas(16) float kiln_l1[4];
           { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l1 = *(const uint4*)kiln_at; }
@@ -449,9 +466,10 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
             *(uint4*)kiln_at = *(const uint4*)kiln_v;
           }
         }
-        kiln_from = kiln_vend;
       }
-      for (int64_t c1 = kiln_from + (int64_t)threadIdx.x; c1 < s_N; c1 += (int64_t)blockDim.x) {
+      const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);
+      for (int64_t kiln_r = (int64_t)threadIdx.x; kiln_r < kiln_rest; kiln_r += (int64_t)blockDim.x) {
+        const int64_t c1 = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);
         {
           const int64_t i0 = c0;
           const int64_t i1 = c1;
