@@ -143,9 +143,7 @@ bool Spec::has(const std::string& name) const {
 }
 
 std::string Spec::doc(const std::string& name) const {
-  const Composite* c = impl_->lib.resolve(*impl_->file, name);
-  if (!c) throw std::invalid_argument("no composite '" + name + "' in " + impl_->file->path);
-  return c->doc;
+  return find_composite(impl_->lib, *impl_->file, name).doc;
 }
 
 Compiled::Compiled(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

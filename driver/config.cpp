@@ -7,6 +7,7 @@
 #include <charconv>
 #include <sstream>
 
+#include "ir/suggest.h"
 #include "runtimes/runtime.h"
 
 namespace kiln {
@@ -232,23 +233,6 @@ std::string upper(std::string s) {
   return s;
 }
 
-/** Levenshtein distance: insertions, deletions and substitutions. */
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 const char* knob_stage_name(KnobStage s) {
@@ -278,18 +262,14 @@ const Knob* find_knob(const std::string& name) {
 }
 
 std::string unknown_knob_message(const std::string& key, const std::string& where) {
-  std::string known, closest;
-  size_t best = 3;  // suggest only a key within two edits
+  std::string known;
+  std::vector<std::string> names;
   for (const Knob& k : knobs()) {
     known += (known.empty() ? "" : ", ") + std::string(k.name);
-    size_t d = edit_distance(upper(key), k.name);
-    if (d < best) {
-      best = d;
-      closest = k.name;
-    }
+    names.emplace_back(k.name);
   }
-  std::string hint = closest.empty() ? "" : " (did you mean " + closest + "?)";
-  return "unknown " + where + " key '" + key + "'" + hint + "; known keys: " + known;
+  return "unknown " + where + " key '" + key + "'" + did_you_mean(upper(key), names) +
+         "; known keys: " + known;
 }
 
 void apply_config(CompileOptions& opt) {

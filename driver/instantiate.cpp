@@ -7,6 +7,7 @@
 #include "backends/backend.h"
 #include "dsl/choices.h"
 #include "ir/sizes.h"
+#include "ir/suggest.h"
 #include "ir/verifier.h"
 #include "simplifier/rule.h"
 
@@ -15,10 +16,13 @@ namespace kiln {
 const Composite& find_composite(const Library& lib, const SpecFile& file, const std::string& name) {
   if (const Composite* c = lib.resolve(file, name)) return *c;
   std::string names;
-  for (const auto& c : file.composites)
+  std::vector<std::string> known;
+  for (const auto& c : file.composites) {
     names += " " + c->name;
-  throw std::invalid_argument("no composite '" + name + "' in " + file.path + " (it has:" + names +
-                              ")");
+    known.push_back(c->name);
+  }
+  throw std::invalid_argument("no composite '" + name + "' in " + file.path +
+                              did_you_mean(name, known) + " (it has:" + names + ")");
 }
 
 LowerOptions lower_options(const Composite& c, const CompileSettings& s) {
@@ -27,8 +31,13 @@ LowerOptions lower_options(const Composite& c, const CompileSettings& s) {
     opt.dtypes[name] = parse_dtype_choice(c, name, spelling);
   for (const auto& [name, text] : s.attrs) {
     const AttrDecl* decl = c.attr(name);
-    if (!decl)
-      throw std::invalid_argument("composite '" + c.name + "' has no attribute '" + name + "'");
+    if (!decl) {
+      std::vector<std::string> known;
+      for (const AttrDecl& a : c.attrs)
+        known.push_back(a.name);
+      throw std::invalid_argument("composite '" + c.name + "' has no attribute '" + name + "'" +
+                                  did_you_mean(name, known));
+    }
     opt.attrs[name] = parse_attr_choice(text, *decl);
   }
   if (s.batch_rank < 0) throw std::invalid_argument("batch_rank must not be negative");

@@ -8,6 +8,7 @@
 #include "dsl/builtins.h"
 #include "dsl/lowering.h"
 #include "ir/limits.h"
+#include "ir/suggest.h"
 
 namespace kiln {
 
@@ -339,10 +340,14 @@ std::vector<NodeId> Lowerer::call(const Composite& c, const std::vector<Value>& 
       s.types[kw.name] = v.dtype;
     } else {
       std::string names;
-      for (const AttrDecl& a : c.attrs)
+      std::vector<std::string> known;
+      for (const AttrDecl& a : c.attrs) {
         names += (names.empty() ? "" : ", ") + a.name;
-      throw SpecError(kw.loc, "unknown attribute '" + kw.name + "' of composite '" + c.name +
-                                  "'; expected " + (names.empty() ? "none" : "one of " + names));
+        known.push_back(a.name);
+      }
+      throw SpecError(kw.loc, "unknown attribute '" + kw.name + "' of composite '" + c.name + "'" +
+                                  did_you_mean(kw.name, known) + "; expected " +
+                                  (names.empty() ? "none" : "one of " + names));
     }
   }
   try {
@@ -572,10 +577,18 @@ Value Lowerer::eval_name(const Expr& e, Scope& s) {
 Value Lowerer::eval_call(const Expr& e, Scope& s) {
   if (is_builtin(e.text)) return call_builtin(e, s);
   const Composite* c = lib_.resolve(*s.comp->file, e.text);
-  if (!c)
-    throw SpecError(e.loc, "unknown op or composite '" + e.text +
-                               "'; expected a builtin (see docs/spec-language.md) or a composite "
+  if (!c) {
+    std::vector<std::string> known = builtin_names();
+    std::vector<const SpecFile*> files = s.comp->file->used;
+    files.push_back(s.comp->file);
+    for (const SpecFile* f : files)
+      for (const auto& other : f->composites)
+        known.push_back(other->name);
+    throw SpecError(e.loc, "unknown op or composite '" + e.text + "'" +
+                               did_you_mean(e.text, known) +
+                               "; expected a builtin (see docs/spec-language.md) or a composite "
                                "of this file or of a file in [meta] use");
+  }
   if (space_)
     throw SpecError(e.loc, "composite calls are not allowed inside index notation; assign '" +
                                e.text + "(...)' to a name first");

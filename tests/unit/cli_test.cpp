@@ -341,6 +341,26 @@ TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2")
   }
 }
 
+TEST_CASE("cli: a misspelt composite or attribute gets the closest name; exit 2") {
+  if (!std::getenv("KILN_BIN")) return;
+  struct Case {
+    std::string args, expect;
+  };
+  const Case cases[] = {
+      {"run ops/nn.toml:sofmax", "no composite 'sofmax' in ops/nn.toml (did you mean softmax?)"},
+      {"run ops/nn.toml:attention --attr causl=true",
+       "composite 'attention' has no attribute 'causl' (did you mean causal?)"},
+      {"run ops/nn.toml:attention --attr zzzzzz=1", "has no attribute 'zzzzzz'\n"},
+  };
+  for (const Case& c : cases) {
+    Result r = kiln(c.args);
+    CAPTURE(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(has(r, c.expect));
+  }
+}
+
 TEST_CASE("cli: a descriptor's [config] key that is no knob is an error naming the file") {
   if (!std::getenv("KILN_BIN")) return;
   TempDir tmp;

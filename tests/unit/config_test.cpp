@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "driver/config.h"
+#include "ir/suggest.h"
 #include "runtimes/runtime.h"
 
 using namespace kiln;
@@ -181,4 +182,18 @@ TEST_CASE("config: README lists every knob as the registry has it") {
   REQUIRE_FALSE(text.str().empty());
   INFO("README.md must contain this table verbatim:\n" << knobs_table());
   CHECK(text.str().find(knobs_table()) != std::string::npos);
+}
+
+TEST_CASE("did_you_mean: the closest name within two edits, never a wild guess") {
+  const std::vector<std::string> names = {"softmax", "log_softmax", "sqrt", "exp2", "TILE"};
+  CHECK(did_you_mean("sofmax", names) == " (did you mean softmax?)");
+  CHECK(did_you_mean("sqr", names) == " (did you mean sqrt?)");
+  CHECK(did_you_mean("TIEL", names) == " (did you mean TILE?)");  // a swap is two edits
+  CHECK(did_you_mean("exp", names) == " (did you mean exp2?)");
+  CHECK(did_you_mean("softmax", names).empty());  // the name itself is no suggestion
+  CHECK(did_you_mean("matmul", names).empty());
+  CHECK(did_you_mean("x", {"y", "xy"}) == " (did you mean xy?)");
+  CHECK(did_you_mean("x", {"y"}).empty());  // one edit, but the whole name
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("", "abc") == 3);
 }
