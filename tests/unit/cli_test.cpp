@@ -2,10 +2,12 @@
 // comes from KILN_BIN, which CTest sets. The cache cases run against a temporary KILN_CACHE.
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -339,6 +341,33 @@ TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2")
     CHECK(r.code == c.code);
     CHECK(has(r, c.expect));
   }
+}
+
+TEST_CASE("cli: --debug 1 prints times with three significant digits") {
+  if (!std::getenv("KILN_BIN")) return;
+  Result r =
+      kiln("run tests/data/cli.toml:scale --runtime cc --test N=9 --debug 1",
+           "KILN_CACHE=" + (std::filesystem::temp_directory_path() / "kiln_cli_ms").string());
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  int times = 0;
+  std::istringstream words(r.out);
+  std::string prev, w;
+  while (words >> w) {
+    if (w == "ms" || w == "ms,") {
+      ++times;
+      CAPTURE(prev);
+      // Digits after the leading zeros: at most three where there is a decimal point.
+      std::string digits;
+      for (char ch : prev)
+        if (std::isdigit(static_cast<unsigned char>(ch)) && (ch != '0' || !digits.empty()))
+          digits += ch;
+      if (prev.find('.') != std::string::npos) CHECK(digits.size() <= 3);
+      CHECK(prev.find('e') == std::string::npos);
+    }
+    prev = w;
+  }
+  CHECK(times >= 10);  // the stages, compile, load, total, the kernel's and the reference's
 }
 
 TEST_CASE("cli: a misspelt composite or attribute gets the closest name; exit 2") {

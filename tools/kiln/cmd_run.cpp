@@ -24,12 +24,6 @@ double elapsed_ms(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string format_ms(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", ms);
-  return buf;
-}
-
 std::string format_err(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);

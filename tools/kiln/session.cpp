@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -176,11 +177,25 @@ Graph lower_loaded(Loaded& l, const std::string& test, bool specialize) {
   return lower_checked(l, &l.options.fixed_sizes, false);
 }
 
+std::string format_ms(double ms) {
+  char buf[48];
+  const double a = std::fabs(ms);
+  if (a >= 100)
+    std::snprintf(buf, sizeof buf, "%.0f ms", ms);
+  else if (a >= 10)
+    std::snprintf(buf, sizeof buf, "%.1f ms", ms);
+  else if (a >= 1)
+    std::snprintf(buf, sizeof buf, "%.2f ms", ms);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g ms", ms);
+  return buf;
+}
+
 std::string format_stage_times(const std::vector<StageTime>& times) {
-  std::ostringstream out;
+  std::string out;
   for (const StageTime& t : times)
-    out << " " << t.name << " " << t.milliseconds << " ms";
-  return out.str();
+    out += " " + t.name + " " + format_ms(t.milliseconds);
+  return out;
 }
 
 std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,
@@ -243,9 +258,9 @@ void print_build(std::ostream& out, const Executable& exe, double build_ms) {
   for (size_t k = 0; k < p.plan.kernels.size(); ++k)
     out << "  kernel " << p.symbols[k] << ": " << p.plan.kernels[k].statements.size()
         << " statements\n";
-  out << "  stages:" << format_stage_times(p.times) << "\n  compile " << c.compile_ms
-      << " ms (cache " << (c.cache_hit ? "hit" : "miss") << "), load " << c.load_ms << " ms, total "
-      << build_ms << " ms\n";
+  out << "  stages:" << format_stage_times(p.times) << "\n  compile " << format_ms(c.compile_ms)
+      << " (cache " << (c.cache_hit ? "hit" : "miss") << "), load " << format_ms(c.load_ms)
+      << ", total " << format_ms(build_ms) << "\n";
 }
 
 }  // namespace kiln::cli

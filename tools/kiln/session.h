@@ -81,6 +81,9 @@ Graph lower_loaded(Loaded& l, const std::string& test, bool specialize);
 
 /** " kernels 0.1 ms, buffers 0.0 ms, ...": the time of each pipeline stage. */
 std::string format_stage_times(const std::vector<StageTime>& times);
+/** A duration in milliseconds to three significant digits, no exponent above 1 µs:
+ *  "0.0107 ms", "4.25 ms", "197 ms", "1504 ms". */
+std::string format_ms(double ms);
 
 /** Seeded random inputs for every graph input; ranges from the composite's test table. */
 std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,
