@@ -158,7 +158,9 @@ std::string sha256_hex(const void* data, size_t size) {
 }
 
 Cache::Cache(std::string dir) : dir_(dir.empty() ? default_dir() : std::move(dir)) {
-  if (dir_.empty())
+  if (dir_.empty() && off())
+    enabled_ = false;
+  else if (dir_.empty())
     disable("no cache folder: set KILN_CACHE, XDG_CACHE_HOME or HOME");
   else if (!make_dirs(dir_))
     disable("cannot create cache folder " + dir_ + ": " + std::strerror(errno));
@@ -166,7 +168,13 @@ Cache::Cache(std::string dir) : dir_(dir.empty() ? default_dir() : std::move(dir
     disable("cache folder " + dir_ + " is not writable");
 }
 
+bool Cache::off() {
+  const char* d = std::getenv("KILN_CACHE");
+  return d && std::string_view(d) == "off";
+}
+
 std::string Cache::default_dir() {
+  if (off()) return "";
   if (const char* d = std::getenv("KILN_CACHE"); d && *d) return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/kiln";
   if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/kiln";

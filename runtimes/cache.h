@@ -7,6 +7,7 @@
  * key are safe. A corrupt or truncated entry, or one of another format version, is deleted with
  * a warning and reported as a miss; so is an entry the runtime cannot load (Cache::drop). A
  * folder that cannot be created or written disables the cache, with one warning per process.
+ * `KILN_CACHE=off` turns the cache off: every compile is a miss and nothing is stored.
  */
 #pragma once
 
@@ -53,8 +54,10 @@ class Cache {
    *  folder is stored once per process and handed out by the next get/put. */
   explicit Cache(std::string dir = "");
 
-  /** The folder chosen from $KILN_CACHE, $XDG_CACHE_HOME or $HOME. */
+  /** The folder chosen from $KILN_CACHE, $XDG_CACHE_HOME or $HOME; empty when off(). */
   static std::string default_dir();
+  /** Whether $KILN_CACHE is `off`: no cache, and no warning about it. */
+  static bool off();
 
   /** False when the folder is unusable and caching is off. */
   bool enabled() const { return enabled_; }

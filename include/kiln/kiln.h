@@ -79,7 +79,8 @@ struct CompileSettings {
   std::map<std::string, std::string> config;
   /** Size variables to compile as constants (`--specialize`); they need no binding at run. */
   std::map<std::string, int64_t> fixed_sizes;
-  /** The compile cache folder; empty means the default ($KILN_CACHE or the user cache). */
+  /** The compile cache folder; empty means the default ($KILN_CACHE or the user cache;
+   *  KILN_CACHE=off: no cache). */
   std::string cache_dir;
 };
 

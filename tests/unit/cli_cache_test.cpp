@@ -98,3 +98,22 @@ TEST_CASE("cli: a cache entry that does not load is dropped with one warning, th
     }
   }
 }
+
+TEST_CASE("cli: KILN_CACHE=off compiles every time and stores nothing") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  // HOME and XDG_CACHE_HOME point at an empty folder: nothing may appear there either.
+  const std::string env =
+      "KILN_CACHE=off HOME=" + tmp.path.string() + " XDG_CACHE_HOME=" + tmp.path.string();
+  for (int k = 0; k < 2; ++k) {
+    Result r = run_kiln("run tests/data/cli.toml:scale --runtime cc --debug 1", env);
+    CAPTURE(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "(cache miss)"));
+    CHECK(!has(r, "warning"));
+  }
+  CHECK(std::filesystem::is_empty(tmp.path));
+  Result ls = run_kiln("cache ls", env);
+  CHECK(ls.code == 2);
+  CHECK(has(ls, "the cache is off (KILN_CACHE=off)"));
+}

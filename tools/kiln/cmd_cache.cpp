@@ -46,6 +46,7 @@ void add_cache_command(CLI::App& app, int& exit_code) {
   cmd->require_subcommand(1);
   auto with_cache = [&exit_code](void (*action)(Cache&)) {
     return [action, &exit_code] {
+      if (Cache::off()) throw UsageError("the cache is off (KILN_CACHE=off)");
       Cache cache(Cache::default_dir());
       if (!cache.enabled()) throw UsageError("the cache folder " + cache.dir() + " is unusable");
       action(cache);
