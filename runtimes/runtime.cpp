@@ -112,7 +112,13 @@ std::vector<std::string> plugin_dirs(const std::string& descriptor_dir) {
   }
   if (*KILN_PLUGIN_BUILD_DIR && running_in_build_tree()) dirs.push_back(KILN_PLUGIN_BUILD_DIR);
   dirs.push_back(descriptor_dir);
-  return dirs;
+  // Each folder once, in the first place it comes (the build folder can be two of them).
+  std::vector<std::string> unique;
+  for (const std::string& d : dirs) {
+    std::string normal = fs::path(d).lexically_normal().string();
+    if (std::find(unique.begin(), unique.end(), normal) == unique.end()) unique.push_back(normal);
+  }
+  return unique;
 }
 
 std::shared_ptr<LoadedPlugin> load_plugin(const RuntimeDescriptor& desc) {
@@ -274,6 +280,12 @@ std::vector<std::string> Runtime::known(const std::string& search_dir) {
 
 const kiln_plugin& Runtime::table() const {
   return *plugin_->table;
+}
+std::string Runtime::descriptor_folder(const std::string& search_dir) {
+  return descriptor_dir(search_dir);
+}
+const std::string& Runtime::plugin_path() const {
+  return plugin_->path;
 }
 std::string Runtime::plugin_version() const {
   return table().version;

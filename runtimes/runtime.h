@@ -106,11 +106,15 @@ class Runtime {
                                        const std::string& search_dir = "");
   /** The names of the descriptors in `SEARCH_DIR/runtimes`, sorted. */
   static std::vector<std::string> known(const std::string& search_dir = "");
+  /** The folder the descriptors come from: `SEARCH_DIR/runtimes`, or ir/data_dirs.h's. */
+  static std::string descriptor_folder(const std::string& search_dir = "");
 
   const std::string& name() const { return desc_.name; }
   const std::string& backend() const { return desc_.backend; }
   const RuntimeDescriptor& descriptor() const { return desc_; }
   std::string plugin_version() const;
+  /** The plugin library's file, as loaded. */
+  const std::string& plugin_path() const;
   std::string compiler_version() const;
   std::string target() const;
   std::string describe_device() const;

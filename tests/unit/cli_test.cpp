@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -368,6 +369,34 @@ TEST_CASE("cli: --debug 1 prints times with three significant digits") {
     prev = w;
   }
   CHECK(times >= 10);  // the stages, compile, load, total, the kernel's and the reference's
+}
+
+TEST_CASE("cli: kiln runtimes lists each descriptor, its plugin and device, and if it runs here") {
+  if (!std::getenv("KILN_BIN")) return;
+  Result r = kiln("runtimes");
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "\ncc\n  descriptor "));
+  CHECK(has(r, "/cc.toml\n  backend    c\n  plugin     "));
+  CHECK(has(r, "libkiln_runtime_cc.so (version "));
+  CHECK(has(r, "  device     host CPU"));
+  CHECK(has(r, "  usable     yes\n"));
+  CHECK(has(r, "\ncuda\n"));
+  // A descriptor whose plugin is nowhere: why, and each folder searched once.
+  TempDir home;
+  std::filesystem::create_directories(home.path / "runtimes");
+  std::ofstream(home.path / "runtimes" / "broken.toml")
+      << "name = \"broken\"\nbackend = \"c\"\nplugin = \"kiln_runtime_nope\"\n";
+  Result b = kiln("runtimes", "KILN_HOME=" + home.path.string());
+  CAPTURE(b.out);
+  CHECK(b.code == 0);
+  CHECK(has(b, "broken\n  descriptor "));
+  CHECK(has(b, "  usable     no: runtime 'broken': plugin libkiln_runtime_nope.so not found"));
+  std::istringstream lines(b.out);
+  std::set<std::string> seen;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("             /", 0) == 0) CHECK_MESSAGE(seen.insert(line).second, line);
+  CHECK(seen.size() >= 2);
 }
 
 TEST_CASE("cli: a misspelt composite or attribute gets the closest name; exit 2") {

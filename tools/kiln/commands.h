@@ -15,5 +15,6 @@ void add_compile_command(CLI::App& app, int& exit_code);
 void add_cache_command(CLI::App& app, int& exit_code);
 void add_rules_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
+void add_runtimes_command(CLI::App& app, int& exit_code);
 
 }  // namespace kiln::cli
