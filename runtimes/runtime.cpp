@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -363,8 +364,20 @@ std::vector<uint8_t> Runtime::artifact(const std::string& identity,
     std::string packed = pack_flags(flags);
     kiln_blob blob{nullptr, 0};
     char* error = nullptr;
-    if (table().compile(source.c_str(), packed.c_str(), &blob, &error) != 0)
-      fail(table(), "compile failed", error);
+    if (table().compile(source.c_str(), packed.c_str(), &blob, &error) != 0) {
+      // The source stays where the user can read the compiler's message against it.
+      std::string why = error ? error : "";
+      if (error) table().free_string(error);
+      while (!why.empty() && why.back() == '\n')
+        why.pop_back();
+      fs::path kept = fs::temp_directory_path() / ("kiln-failed-" + out.key.substr(0, 16) +
+                                                   (desc_.backend == "cuda" ? ".cu" : ".c"));
+      std::ofstream file(kept, std::ios::binary);
+      file << source;
+      if (file.flush())
+        why += (why.empty() ? "" : "\n") + ("the source is kept in " + kept.string());
+      throw std::runtime_error(std::string(table().name) + " runtime: compile failed: " + why);
+    }
     const auto* bytes = static_cast<const uint8_t*>(blob.data);
     artifact.emplace(bytes, bytes + blob.size);
     table().free_blob(&blob);

@@ -399,6 +399,28 @@ TEST_CASE("cli: kiln runtimes lists each descriptor, its plugin and device, and 
   CHECK(seen.size() >= 2);
 }
 
+TEST_CASE("cli: a failed compile keeps its source and says where") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string bad = (tmp.path / "bad.toml").string();
+  std::ofstream(bad) << "name = \"bad\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+                     << "flags = [\"-include/nonexistent/kiln_nope.h\"]\n";
+  Result r = kiln("run tests/data/cli.toml:scale --runtime " + bad, "KILN_CACHE=off");
+  CAPTURE(r.out);
+  CHECK(r.code == 4);
+  CHECK(has(r, "cc runtime: compile failed: "));
+  const std::string mark = "the source is kept in ";
+  size_t at = r.out.find(mark);
+  REQUIRE(at != std::string::npos);
+  std::string path = r.out.substr(at + mark.size());
+  path = path.substr(0, path.find('\n'));
+  std::ifstream kept(path);
+  std::stringstream text;
+  text << kept.rdbuf();
+  CHECK(text.str().find("void kiln_scale_0(") != std::string::npos);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("cli: a misspelt composite or attribute gets the closest name; exit 2") {
   if (!std::getenv("KILN_BIN")) return;
   struct Case {
