@@ -62,7 +62,11 @@ AttrValue parse_attr_choice(const std::string& text, const AttrDecl& decl) {
       break;
     case AttrValue::Kind::list: {
       a.list.clear();
-      std::istringstream in(text);
+      // `-1,-3,-2` or `[-1, -3, -2]`
+      std::string items = text;
+      if (items.size() >= 2 && items.front() == '[' && items.back() == ']')
+        items = items.substr(1, items.size() - 2);
+      std::istringstream in(items);
       for (std::string item; std::getline(in, item, ',');) {
         std::optional<int64_t> v = parse_int(item);
         if (!v) throw bad;

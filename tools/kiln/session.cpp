@@ -38,6 +38,36 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+/** `s` split at the commas outside brackets and quotes: `a=1,perm=[-1,-3,-2]` is two items. */
+std::vector<std::string> split_top_level(const std::string& s) {
+  std::vector<std::string> out;
+  std::string item;
+  int depth = 0;
+  char quote = 0;
+  auto flush = [&] {
+    auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+    item.clear();
+  };
+  for (char c : s) {
+    if (quote) {
+      quote = c == quote ? 0 : quote;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '(' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == ')' || c == '}') && depth > 0) {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      flush();
+      continue;
+    }
+    item += c;
+  }
+  flush();
+  return out;
+}
+
 /** Runs `f`, reporting a caller mistake of the shared driver code (std::invalid_argument,
  *  driver/instantiate.h) as a command-line error. */
 template <class F>
@@ -86,9 +116,19 @@ void load_selection(const Selection& sel, Loaded& out) {
     auto [k, v] = split_assignment(d, "a dtype choice");
     out.settings.dtypes[k] = v;
   }
-  for (const std::string& a : sel.attrs) {
-    auto [k, v] = split_assignment(a, "an attribute");
-    out.settings.attrs[k] = v;
+  for (const std::string& list : sel.attrs) {
+    // `a=1,b=2` is two attributes; `perm=-1,-3,-2` one list: an item without '=' continues the
+    // one before.
+    std::vector<std::string> items;
+    for (const std::string& item : split_top_level(list))
+      if (item.find('=') == std::string::npos && !items.empty())
+        items.back() += "," + item;
+      else
+        items.push_back(item);
+    for (const std::string& a : items) {
+      auto [k, v] = split_assignment(a, "an attribute");
+      out.settings.attrs[k] = v;
+    }
   }
   if (!sel.batch.empty()) {
     for (const std::string& b : split(sel.batch, ',')) {
@@ -108,7 +148,10 @@ void load_selection(const Selection& sel, Loaded& out) {
 }
 
 SizeBindings bind_sizes(const Loaded& l, const std::string& test) {
-  SizeBindings sizes = test.empty() ? l.comp->test.case_sizes(0) : parse_sizes(test);
+  // The composite's first test case, with what --test names in its place.
+  SizeBindings sizes = l.comp->test.case_sizes(0);
+  for (const auto& [k, v] : parse_sizes(test))
+    sizes[k] = v;
   for (size_t k = 0; k < l.batch.size(); ++k)
     sizes["batch" + std::to_string(k)] = l.batch[k];
   return sizes;
@@ -129,7 +172,7 @@ void add_code_options(CLI::App& cmd, CodeRequest& r) {
   cmd.add_flag("--specialize", r.specialize,
                "Compile for the bound sizes only (they become constants in the graph)");
   cmd.add_option("--dtype", r.sel.dtypes, "Type variable choice, e.g. T=f16");
-  cmd.add_option("--attr", r.sel.attrs, "Attribute value, e.g. alpha=0.2");
+  cmd.add_option("--attr", r.sel.attrs, "Attribute values, e.g. alpha=0.2 or a=1,perm=[-1,-2]");
   cmd.add_option("--batch", r.sel.batch, "Batch dimensions for '...', e.g. 3,5");
   add_rules_option(cmd, r.sel);
 }
@@ -151,7 +194,7 @@ void add_run_request_options(CLI::App& cmd, RunRequest& r, const std::string& ru
                  "Size bindings, e.g. M=100,N=7 (default: the composite's first test case)");
   cmd.add_option("--seed", r.seed, "Seed of the random inputs")->capture_default_str();
   cmd.add_option("--dtype", r.sel.dtypes, "Type variable choice, e.g. T=f16");
-  cmd.add_option("--attr", r.sel.attrs, "Attribute value, e.g. alpha=0.2");
+  cmd.add_option("--attr", r.sel.attrs, "Attribute values, e.g. alpha=0.2 or a=1,perm=[-1,-2]");
   cmd.add_option("--batch", r.sel.batch, "Batch dimensions for '...', e.g. 3,5");
   add_rules_option(cmd, r.sel);
   cmd.add_flag("--specialize", r.specialize,
