@@ -452,6 +452,36 @@ TEST_CASE("cli: run binds what --test names and the rest from the test table; --
   CHECK(has(d, "has no attribute 'caual' (did you mean causal?)"));
 }
 
+TEST_CASE("cli: kiln test runs every case of the test tables; exit 3 on a failure") {
+  if (!std::getenv("KILN_BIN")) return;
+  Result r = kiln("test ops/nn.toml:softmax --runtime cc");
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  // 4 dtypes x 2 batch shapes x 3 sizes.
+  CHECK(has(r, "ok   softmax T=f32: 3 cases\n"));
+  CHECK(has(r, "ok   softmax T=bf16 batch [3,5]: 3 cases\n"));
+  CHECK(has(r, "\n24 passed, 0 failed (cc)\n"));
+  // A whole file; a composite without a test table is skipped, not failed.
+  Result f = kiln("test tests/data/cli.toml --runtime cc");
+  CAPTURE(f.out);
+  CHECK(f.code == 0);
+  CHECK(has(f, "skip outer: no test table"));
+  CHECK(has(f, "1 passed, 0 failed, 2 skipped (cc)\n"));
+  // A planted wrong rule: the compiled code disagrees with the interpreter.
+  TempDir tmp;
+  const std::string rules = (tmp.path / "wrong.toml").string();
+  std::ofstream(rules) << "times-two = { pattern = \"x * 2.0\", replacement = \"x\", "
+                          "comment = \"planted: wrong\" }\n";
+  Result w = kiln("test tests/data/cli.toml:scale --runtime cc --rules " + rules);
+  CAPTURE(w.out);
+  CHECK(w.code == 3);
+  CHECK(has(w, "FAIL scale: [N=3] output y element 0: got "));
+  CHECK(has(w, "0 passed, 1 failed (cc)\n"));
+  Result m = kiln("test ops/nn.toml:sofmax --runtime cc");
+  CHECK(m.code == 2);
+  CHECK(has(m, "(did you mean softmax?)"));
+}
+
 TEST_CASE("cli: a misspelt composite or attribute gets the closest name; exit 2") {
   if (!std::getenv("KILN_BIN")) return;
   struct Case {
