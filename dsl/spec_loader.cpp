@@ -1,11 +1,13 @@
 #include <toml++/toml.h>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "dsl/parser.h"
 #include "dsl/source_text.h"
 #include "dsl/spec.h"
+#include "ir/data_dirs.h"
 
 namespace kiln {
 
@@ -98,6 +100,27 @@ class Loader {
     return slash == std::string::npos ? p : path_.substr(0, slash + 1) + p;
   }
 
+  /** A `use` entry: `std:NAME` is NAME in the standard library of composites (ops/, or an
+   *  install's share/kiln/ops); any other path is relative to this file, and where no such file
+   *  exists, a relative path is looked up in the standard library too. */
+  std::string used_path(const std::string& given, const SourceLoc& at) const {
+    auto library = [&]() -> std::string {
+      try {
+        return data_dir(DataDir::ops);
+      } catch (const DataDirError& e) {
+        if (given.starts_with("std:")) throw SpecError(at, e.what());
+        return "";
+      }
+    };
+    if (given.starts_with("std:")) return library() + "/" + given.substr(4);
+    std::string here = relative_path(given);
+    if (given.empty() || given[0] == '/' || std::filesystem::exists(here)) return here;
+    std::string std_dir = library();
+    if (!std_dir.empty() && std::filesystem::exists(std_dir + "/" + given))
+      return std_dir + "/" + given;
+    return here;
+  }
+
   void meta(SpecFile& file, const toml::node* node) {
     const toml::table* t = node->as_table();
     if (!t) throw SpecError(loc(*node), "[meta] must be a table");
@@ -109,7 +132,8 @@ class Loader {
       const toml::array* a = v->as_array();
       if (!a) throw SpecError(loc(*v), "[meta] " + key + " must be an array of file paths");
       for (const auto& item : *a) {
-        std::string p = relative_path(string_value(item, "a path in [meta] " + key));
+        std::string given = string_value(item, "a path in [meta] " + key);
+        std::string p = list ? used_path(given, loc(item)) : relative_path(given);
         if (list)
           list->push_back({p, loc(item)});
         else

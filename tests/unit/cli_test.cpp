@@ -482,6 +482,20 @@ TEST_CASE("cli: kiln test runs every case of the test tables; exit 3 on a failur
   CHECK(has(m, "(did you mean softmax?)"));
 }
 
+TEST_CASE("cli: a spec outside the source tree uses the standard library by name or std:") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string spec = (tmp.path / "mine.toml").string();
+  std::ofstream(spec) << "[meta]\nuse = [\"nn.toml\", \"std:math.toml\"]\n\n"
+                      << "[soft_gelu]\ndoc = \"gelu of softmax\"\nin = { x = \"f32[N]\" }\n"
+                      << "out = { y = \"f32[N]\" }\nbody = \"y = gelu(softmax(x))\"\n"
+                      << "test = { sizes = { N = [5, 100] } }\n";
+  Result r = kiln("test " + spec + " --runtime cc");
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "2 passed, 0 failed (cc)"));
+}
+
 TEST_CASE("cli: a misspelt composite or attribute gets the closest name; exit 2") {
   if (!std::getenv("KILN_BIN")) return;
   struct Case {
