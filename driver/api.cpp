@@ -169,8 +169,19 @@ Compiled compile(const Spec& spec, const std::string& composite, const std::stri
     impl->runtime = open_runtime(runtime, /*interp_too=*/true, "the runtime argument");
     if (!settings.cache_dir.empty()) impl->runtime->use_cache_dir(settings.cache_dir);
     impl->host_memory = backend_for(impl->runtime->backend()).memory() == MemoryKind::host;
-    impl->exe.emplace(impl->graph, *impl->runtime,
-                      compile_options(*s.file, settings.config, *impl->runtime));
+    CompileOptions opt = compile_options(*s.file, settings.config, *impl->runtime);
+    impl->exe.emplace(impl->graph, *impl->runtime, opt);
+    if (opt.debug >= 1 && opt.log) {  // KILN_DEBUG: what `kiln run --debug 1` prints
+      const BuildInfo& b = impl->exe->build_info();
+      std::ostream& log = *opt.log;
+      log << "kiln: " << impl->composite << " on " << impl->runtime->name() << ": "
+          << impl->exe->program().plan.kernels.size() << " kernel(s), compile "
+          << format_ms(b.compile.compile_ms) << " (cache " << (b.compile.cache_hit ? "hit" : "miss")
+          << "), load " << format_ms(b.compile.load_ms) << "; stages:";
+      for (const StageTime& t : b.stages)
+        log << " " << t.name << " " << format_ms(t.milliseconds);
+      log << "\n";
+    }
   }
   return Compiled(std::move(impl));
 }

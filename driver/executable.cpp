@@ -1,6 +1,9 @@
 #include "driver/executable.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <utility>
 
@@ -78,6 +81,32 @@ std::vector<int64_t> size_values(const KernelPlan& plan, const SizeBindings& siz
 
 }  // namespace
 
+namespace {
+
+/** KILN_DUMP=DIR: the program's source, each kernel's transforms and loop nest, and the kernel
+ *  plan, as DIR/COMPOSITE-KEY.{c,cu}, .schedule.txt and .plan.txt (KEY: the cache key's first
+ *  12 digits). A folder that cannot be written is a warning of the build. */
+void dump_program(const std::string& dir, const std::string& name, const LoweredProgram& p,
+                  const Runtime& runtime, CompileInfo& info) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::string base = (fs::path(dir) / (name + "-" + info.key.substr(0, 12))).string();
+  std::ofstream source(base + (runtime.backend() == "cuda" ? ".cu" : ".c"));
+  source << p.source;
+  std::ofstream schedule(base + ".schedule.txt");
+  for (size_t k = 0; k < p.nests.size(); ++k)
+    schedule << "// kernel " << k << " (" << p.plan.kernels[k].name << ")"
+             << (k < p.transforms.size() ? ": " + p.transforms[k] : "") << "\n"
+             << loop_nest_to_text(p.nests[k]) << "\n";
+  std::ofstream plan(base + ".plan.txt");
+  plan << plan_to_text(p.plan);
+  if (!source || !schedule || !plan)
+    info.warnings.push_back("KILN_DUMP: cannot write " + base + ".*");
+}
+
+}  // namespace
+
 Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt)
     : runtime_(runtime), backend_(backend_for(runtime.backend())) {
   const Backend& backend = backend_;
@@ -95,7 +124,10 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   // A cached module that does not load or lacks a kernel is dropped and rebuilt by the runtime.
   module_ = std::make_unique<CompiledModule>(
       runtime.compile_identified(identity, make_source, {}, &info_.compile, symbols));
-  if (opt.debug >= 3 && program_.source.empty()) make_source();  // show what the cache holds
+  const char* dump = std::getenv("KILN_DUMP");
+  // Show what the cache holds too.
+  if ((opt.debug >= 3 || (dump && *dump)) && program_.source.empty()) make_source();
+  if (dump && *dump) dump_program(dump, g.name, program_, runtime, info_.compile);
   info_.stages = program_.times;
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k) {
     const std::string& s = kernel_symbol(program_.plan.kernels[k].name, k);

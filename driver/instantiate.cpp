@@ -2,7 +2,9 @@
 // command line share (driver/instantiate.h).
 #include "driver/instantiate.h"
 
+#include <cstdlib>
 #include <future>
+#include <iostream>
 
 #include "backends/backend.h"
 #include "dsl/choices.h"
@@ -120,10 +122,22 @@ std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too,
   }
 }
 
+int debug_level_from_env() {
+  const char* v = std::getenv("KILN_DEBUG");
+  if (!v || !*v) return 0;
+  std::string text = v;
+  if (text.size() != 1 || text[0] < '0' || text[0] > '5')
+    throw std::invalid_argument("KILN_DEBUG expects a debug level 0..5, got '" + text + "'");
+  return text[0] - '0';
+}
+
 CompileOptions compile_options(const SpecFile& file,
                                const std::map<std::string, std::string>& config,
                                const Runtime& rt) {
   CompileOptions opt = config_options(config, &rt.descriptor());
+  opt.debug = debug_level_from_env();
+  opt.schedule.debug_isl = opt.debug >= 5;
+  opt.log = &std::cerr;
   opt.rule_files = file.rules;
   backend_for(rt.backend()).configure_cuts(opt.cut);
   opt.cut.fuse_softmax_contractions &= opt.schedule.gpu_tile.rows > 0;

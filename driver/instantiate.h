@@ -53,8 +53,12 @@ void check_bound_sizes(const Graph& g, const std::map<std::string, int64_t>& siz
 std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too,
                                       const std::string& argument);
 
+/** $KILN_DEBUG as a debug level 0..5 (0 when unset); std::invalid_argument for another value. */
+int debug_level_from_env();
+
 /** The options to compile a composite of `file` for `rt`: the descriptor's [config] defaults
- *  overridden by `config` (config_options), and the file's [meta] rules. Throws ConfigError. */
+ *  overridden by `config` (config_options), and the file's [meta] rules; $KILN_DEBUG's level,
+ *  printed to stderr. Throws ConfigError. */
 CompileOptions compile_options(const SpecFile& file,
                                const std::map<std::string, std::string>& config, const Runtime& rt);
 

@@ -1,6 +1,8 @@
 #include "driver/pipeline.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <functional>
 #include <ostream>
 #include <sstream>
@@ -136,6 +138,20 @@ LoweredProgram plan_program(const Graph& g, const CompileOptions& opt) {
   s.out.graph = g;
   run_stages(s, 0);
   return s.out;
+}
+
+std::string format_ms(double ms) {
+  char buf[48];
+  const double a = std::fabs(ms);
+  if (a >= 100)
+    std::snprintf(buf, sizeof buf, "%.0f ms", ms);
+  else if (a >= 10)
+    std::snprintf(buf, sizeof buf, "%.1f ms", ms);
+  else if (a >= 1)
+    std::snprintf(buf, sizeof buf, "%.2f ms", ms);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g ms", ms);
+  return buf;
 }
 
 void generate_code(LoweredProgram& p, const Backend& backend, const CompileOptions& opt) {

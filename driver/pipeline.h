@@ -34,6 +34,10 @@ struct CompileOptions {
   int threads = 0;
 };
 
+/** A duration in milliseconds to three significant digits, no exponent above 1 µs:
+ *  "0.0107 ms", "4.25 ms", "197 ms", "1504 ms". */
+std::string format_ms(double ms);
+
 /** How long one stage took. */
 struct StageTime {
   std::string name;

@@ -3,8 +3,14 @@
 // exception types; docs/api.md quotes docs/examples/api_example.cpp verbatim.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -223,4 +229,44 @@ TEST_CASE("api: docs/api.md quotes the example program verbatim") {
   std::string example = read_text("docs/examples/api_example.cpp");
   REQUIRE_FALSE(example.empty());
   CHECK(read_text("docs/api.md").find(example) != std::string::npos);
+}
+
+TEST_CASE("api: KILN_DEBUG prints each build to stderr; KILN_DUMP writes source, schedule, plan") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kiln-api-dump-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  kiln::Spec spec = kiln::Spec::load("ops/nn.toml");
+  kiln::CompileSettings settings;
+  settings.cache_dir = (dir / "cache").string();
+  std::stringstream err;
+  std::streambuf* old = std::cerr.rdbuf(err.rdbuf());
+  ::setenv("KILN_DEBUG", "1", 1);
+  ::setenv("KILN_DUMP", (dir / "dump").c_str(), 1);
+  try {
+    kiln::compile(spec, "softmax", "cc", settings);
+  } catch (...) {
+    std::cerr.rdbuf(old);
+    throw;
+  }
+  ::unsetenv("KILN_DEBUG");
+  ::unsetenv("KILN_DUMP");
+  std::cerr.rdbuf(old);
+  CAPTURE(err.str());
+  CHECK(err.str().find("kiln: softmax on cc: 1 kernel(s), compile ") == 0);
+  CHECK(err.str().find("(cache miss)") != std::string::npos);
+  CHECK(err.str().find("; stages: simplified ") != std::string::npos);
+  std::set<std::string> kinds;
+  for (const auto& e : fs::directory_iterator(dir / "dump")) {
+    std::string n = e.path().filename().string();
+    CHECK(n.rfind("softmax-", 0) == 0);
+    kinds.insert(n.substr(n.find('.')));
+    CHECK(fs::file_size(e.path()) > 0);
+  }
+  CHECK(kinds == std::set<std::string>{".c", ".plan.txt", ".schedule.txt"});
+  ::setenv("KILN_DEBUG", "9", 1);
+  CHECK_THROWS_WITH_AS(kiln::compile(spec, "softmax", "cc", settings),
+                       doctest::Contains("KILN_DEBUG expects a debug level 0..5, got '9'"),
+                       std::invalid_argument);
+  ::unsetenv("KILN_DEBUG");
+  fs::remove_all(dir);
 }

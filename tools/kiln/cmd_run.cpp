@@ -78,10 +78,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
   add_run_request_options(*cmd, *o,
                           "interp (the reference interpreter), a runtime name (clang, openmp, "
                           "cc) or a descriptor path");
-  cmd->add_option("--debug", o->debug, "Debug level 0..5")->check(CLI::Range(0, 5));
+  cmd->add_option("--debug", o->debug,
+                  "Debug level 0..5 (default: $KILN_DEBUG, else 0): 1 kernels, stage times, cache; "
+                  "2 graph, rules, stages; 3 schedules; 4 source; 5 isl")
+      ->check(CLI::Range(0, 5));
   cmd->add_flag("--no-check", o->no_check,
                 "Run the compiled code only: no reference interpreter, each output summarised");
   cmd->callback([o, &exit_code] {
+    if (o->debug == 0) o->debug = usage_error_of([] { return debug_level_from_env(); });
     config_items(o->config);  // checked under interp too, which compiles nothing
     // The runtime first: one with no device says so before the interpreter's work.
     std::unique_ptr<Runtime> rt;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -68,17 +67,6 @@ std::vector<std::string> split_top_level(const std::string& s) {
   return out;
 }
 
-/** Runs `f`, reporting a caller mistake of the shared driver code (std::invalid_argument,
- *  driver/instantiate.h) as a command-line error. */
-template <class F>
-auto usage(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
-}
-
 }  // namespace
 
 SizeBindings parse_sizes(const std::string& text) {
@@ -110,7 +98,7 @@ void load_selection(const Selection& sel, Loaded& out) {
     }
     out.comp = out.file->composites[0].get();
   } else {
-    out.comp = usage([&] { return &find_composite(out.lib, *out.file, name); });
+    out.comp = usage_error_of([&] { return &find_composite(out.lib, *out.file, name); });
   }
   for (const std::string& d : sel.dtypes) {
     auto [k, v] = split_assignment(d, "a dtype choice");
@@ -144,7 +132,7 @@ void load_selection(const Selection& sel, Loaded& out) {
     out.batch = out.comp->test.batches[0];
   }
   out.settings.batch_rank = static_cast<int>(out.batch.size());
-  out.options = usage([&] { return lower_options(*out.comp, out.settings); });
+  out.options = usage_error_of([&] { return lower_options(*out.comp, out.settings); });
 }
 
 SizeBindings bind_sizes(const Loaded& l, const std::string& test) {
@@ -202,7 +190,7 @@ void add_run_request_options(CLI::App& cmd, RunRequest& r, const std::string& ru
 }
 
 Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted) {
-  Graph g = usage([&] { return lower_verified(l.lib, *l.comp, l.options, interpreted); });
+  Graph g = usage_error_of([&] { return lower_verified(l.lib, *l.comp, l.options, interpreted); });
   if (!sizes) return g;
   try {
     check_bound_sizes(g, *sizes, interpreted);
@@ -218,20 +206,6 @@ Graph lower_loaded(Loaded& l, const std::string& test, bool specialize) {
   if (!specialize) return lower_checked(l, nullptr, false);
   l.options.fixed_sizes = bind_sizes(l, test);
   return lower_checked(l, &l.options.fixed_sizes, false);
-}
-
-std::string format_ms(double ms) {
-  char buf[48];
-  const double a = std::fabs(ms);
-  if (a >= 100)
-    std::snprintf(buf, sizeof buf, "%.0f ms", ms);
-  else if (a >= 10)
-    std::snprintf(buf, sizeof buf, "%.1f ms", ms);
-  else if (a >= 1)
-    std::snprintf(buf, sizeof buf, "%.2f ms", ms);
-  else
-    std::snprintf(buf, sizeof buf, "%.3g ms", ms);
-  return buf;
 }
 
 std::string format_stage_times(const std::vector<StageTime>& times) {
@@ -271,7 +245,7 @@ std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const Size
 }
 
 std::unique_ptr<Runtime> open_runtime(const std::string& name, bool interp_too) {
-  return usage([&] { return kiln::open_runtime(name, interp_too, "--runtime"); });
+  return usage_error_of([&] { return kiln::open_runtime(name, interp_too, "--runtime"); });
 }
 
 std::map<std::string, std::string> config_items(const std::vector<std::string>& config) {
@@ -280,14 +254,15 @@ std::map<std::string, std::string> config_items(const std::vector<std::string>& 
     auto [k, v] = split_assignment(item, "a --config item");
     items[k] = v;
   }
-  usage([&] { return config_options(items, nullptr); });  // every key a knob, every value valid
+  usage_error_of(
+      [&] { return config_options(items, nullptr); });  // every key a knob, every value valid
   return items;
 }
 
 CompileOptions compile_options(const std::vector<std::string>& config, int debug, const Runtime& rt,
                                const Loaded& l) {
   std::map<std::string, std::string> items = config_items(config);
-  CompileOptions opt = usage([&] { return kiln::compile_options(*l.file, items, rt); });
+  CompileOptions opt = usage_error_of([&] { return kiln::compile_options(*l.file, items, rt); });
   opt.rule_files.insert(opt.rule_files.end(), l.rules.begin(), l.rules.end());
   opt.debug = debug;
   opt.schedule.debug_isl = debug >= 5;

@@ -46,6 +46,16 @@ struct Loaded {
   std::vector<std::string> rules;  ///< the selection's --rules files
 };
 
+/** `f()`, with a std::invalid_argument it throws reported as a UsageError. */
+template <class F>
+auto usage_error_of(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
 /** Loads the target and applies dtype, attribute and batch choices. Throws SpecError or
  *  UsageError. */
 void load_selection(const Selection& sel, Loaded& out);
@@ -81,9 +91,6 @@ Graph lower_loaded(Loaded& l, const std::string& test, bool specialize);
 
 /** " kernels 0.1 ms, buffers 0.0 ms, ...": the time of each pipeline stage. */
 std::string format_stage_times(const std::vector<StageTime>& times);
-/** A duration in milliseconds to three significant digits, no exponent above 1 µs:
- *  "0.0107 ms", "4.25 ms", "197 ms", "1504 ms". */
-std::string format_ms(double ms);
 
 /** Seeded random inputs for every graph input; ranges from the composite's test table. */
 std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const SizeBindings& sizes,
