@@ -122,8 +122,13 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     symbols.push_back(kernel_symbol(program_.plan.kernels[k].name, k));
   // A cached module that does not load or lacks a kernel is dropped and rebuilt by the runtime.
+  // What `kiln cache ls` shows of a new entry: composite, runtime, input types, sizes.
+  std::string label = g.name + " on " + runtime.name() + ":";
+  for (NodeId in : g.inputs)
+    label += " " + g[in].name + " " + std::string(dtype_name(g[in].dtype)) + shape_str(g[in].shape);
+  label += g.size_vars.empty() ? ", sizes fixed" : ", sizes symbolic";
   module_ = std::make_unique<CompiledModule>(
-      runtime.compile_identified(identity, make_source, {}, &info_.compile, symbols));
+      runtime.compile_identified(identity, make_source, {}, &info_.compile, symbols, label));
   const char* dump = std::getenv("KILN_DUMP");
   // Show what the cache holds too.
   if ((opt.debug >= 3 || (dump && *dump)) && program_.source.empty()) make_source();

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -201,10 +202,34 @@ std::optional<std::vector<uint8_t>> Cache::get(const std::string& key, std::stri
     return std::nullopt;
   }
   file->erase(file->begin(), file->begin() + sizeof(EntryHeader));
+  utimensat(AT_FDCWD, entry_path(key).c_str(), nullptr, 0);  // used now: last to be evicted
   return file;
 }
 
-bool Cache::put(const std::string& key, const void* data, size_t size, std::string* warning) {
+uint64_t Cache::max_bytes() {
+  constexpr uint64_t kDefault = uint64_t{2} << 30;
+  const char* v = std::getenv("KILN_CACHE_MAX");
+  if (!v || !*v) return kDefault;
+  char* end = nullptr;
+  uint64_t n = std::strtoull(v, &end, 10);
+  if (end == v) return kDefault;
+  switch (*end) {
+    case 'K':
+    case 'k':
+      return n << 10;
+    case 'M':
+    case 'm':
+      return n << 20;
+    case 'G':
+    case 'g':
+      return n << 30;
+    default:
+      return n;
+  }
+}
+
+bool Cache::put(const std::string& key, const void* data, size_t size, std::string* warning,
+                const std::string& label) {
   if (warning) *warning = take_warning();
   if (!enabled_ || !valid_key(key)) return false;
   EntryHeader h{};
@@ -231,6 +256,23 @@ bool Cache::put(const std::string& key, const void* data, size_t size, std::stri
     if (warning && warning->empty()) *warning = "could not write cache entry " + key;
     return false;
   }
+  if (!label.empty()) {
+    std::string label_path = dir_ + "/" + key + ".label";
+    if (FILE* f = std::fopen(label_path.c_str(), "w")) {
+      std::fputs(label.c_str(), f);
+      std::fclose(f);
+    }
+  }
+  // Least recently used first out, never the entry just stored.
+  std::vector<CacheEntryInfo> entries = ls();
+  uint64_t total = 0, cap = max_bytes();
+  for (const CacheEntryInfo& e : entries)
+    total += e.bytes;
+  for (auto e = entries.rbegin(); e != entries.rend() && total > cap; ++e) {
+    if (e->key == key) continue;
+    if (unlink(entry_path(e->key).c_str()) == 0) total -= e->bytes;
+    unlink((dir_ + "/" + e->key + ".label").c_str());
+  }
   return true;
 }
 
@@ -241,6 +283,7 @@ std::string Cache::entry_path(const std::string& key) const {
 std::string Cache::drop(const std::string& key, const std::string& why) {
   std::string path = entry_path(key);
   if (!enabled_ || !valid_key(key)) return "";
+  unlink((dir_ + "/" + key + ".label").c_str());
   if (unlink(path.c_str()) != 0 && errno != ENOENT)
     return "cannot remove bad cache entry " + path + " (" + why + "): " + std::strerror(errno);
   return "dropped cache entry " + path + ": " + why + "; recompiling";
@@ -258,12 +301,23 @@ std::vector<CacheEntryInfo> Cache::ls() const {
       continue;
     struct stat st;
     if (stat((dir_ + "/" + name).c_str(), &st) != 0) continue;
-    out.push_back({name.substr(0, name.size() - suffix_len), static_cast<uint64_t>(st.st_size),
-                   static_cast<int64_t>(st.st_mtime)});
+    CacheEntryInfo info;
+    info.key = name.substr(0, name.size() - suffix_len);
+    info.bytes = static_cast<uint64_t>(st.st_size);
+    info.mtime = static_cast<int64_t>(st.st_mtime);
+    info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    if (FILE* f = std::fopen((dir_ + "/" + info.key + ".label").c_str(), "r")) {
+      char buf[512];
+      size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+      info.label.assign(buf, n);
+      std::fclose(f);
+    }
+    out.push_back(std::move(info));
   }
   closedir(d);
-  std::sort(out.begin(), out.end(),
-            [](const CacheEntryInfo& a, const CacheEntryInfo& b) { return a.key < b.key; });
+  std::sort(out.begin(), out.end(), [](const CacheEntryInfo& a, const CacheEntryInfo& b) {
+    return a.mtime_ns != b.mtime_ns ? a.mtime_ns > b.mtime_ns : a.key < b.key;
+  });
   return out;
 }
 
@@ -278,8 +332,10 @@ CacheStats Cache::stats() const {
 
 size_t Cache::clear() {
   size_t n = 0;
-  for (const CacheEntryInfo& e : ls())
+  for (const CacheEntryInfo& e : ls()) {
     if (unlink((dir_ + "/" + e.key + kSuffix).c_str()) == 0) ++n;
+    unlink((dir_ + "/" + e.key + ".label").c_str());
+  }
   remove_stale_temporaries(dir_);
   return n;
 }

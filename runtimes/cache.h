@@ -8,6 +8,9 @@
  * a warning and reported as a miss; so is an entry the runtime cannot load (Cache::drop). A
  * folder that cannot be created or written disables the cache, with one warning per process.
  * `KILN_CACHE=off` turns the cache off: every compile is a miss and nothing is stored.
+ * Each entry may carry a label beside it (`KEY.label`: what was compiled, for `kiln cache ls`).
+ * The folder holds at most `$KILN_CACHE_MAX` bytes (default 2 GiB, suffixes K, M, G): a put
+ * that goes past it deletes the least recently used entries (a hit counts as a use).
  */
 #pragma once
 
@@ -37,8 +40,10 @@ std::string sha256_hex(const void* data, size_t size);
 /** One entry of `kiln cache ls`. */
 struct CacheEntryInfo {
   std::string key;
-  uint64_t bytes = 0; /**< size of the entry file */
-  int64_t mtime = 0;  /**< seconds since the epoch */
+  std::string label;    /**< what was compiled, when the entry was stored with a label */
+  uint64_t bytes = 0;   /**< size of the entry file */
+  int64_t mtime = 0;    /**< seconds since the epoch */
+  int64_t mtime_ns = 0; /**< the same in nanoseconds: the order of use */
 };
 
 /** Totals for `kiln cache stats`. */
@@ -70,10 +75,15 @@ class Cache {
   std::string drop(const std::string& key, const std::string& why);
   /** The file that holds the entry of `key`. */
   std::string entry_path(const std::string& key) const;
-  /** Stores a payload atomically. Returns false (and maybe sets `*warning`) on failure. */
-  bool put(const std::string& key, const void* data, size_t size, std::string* warning);
+  /** Stores a payload atomically, with `label` beside it when not empty, then evicts the least
+   *  recently used entries past max_bytes(). Returns false (and maybe sets `*warning`) on
+   *  failure. */
+  bool put(const std::string& key, const void* data, size_t size, std::string* warning,
+           const std::string& label = "");
+  /** $KILN_CACHE_MAX in bytes (a number with an optional K, M or G), else 2 GiB. */
+  static uint64_t max_bytes();
 
-  /** All entries, sorted by key. */
+  /** All entries, the most recently used first. */
   std::vector<CacheEntryInfo> ls() const;
   CacheStats stats() const;
   /** Deletes all entries (and leftover temporary files); returns how many entries. */

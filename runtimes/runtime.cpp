@@ -341,7 +341,7 @@ std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
 std::vector<uint8_t> Runtime::artifact(const std::string& identity,
                                        const std::function<std::string()>& make_source,
                                        const std::vector<std::string>& extra_flags, bool read_cache,
-                                       CompileInfo& out) {
+                                       CompileInfo& out, const std::string& label) {
   std::vector<std::string> flags = desc_.flags;
   flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
   out.key = cache_key(identity, flags);
@@ -381,7 +381,7 @@ std::vector<uint8_t> Runtime::artifact(const std::string& identity,
     const auto* bytes = static_cast<const uint8_t*>(blob.data);
     artifact.emplace(bytes, bytes + blob.size);
     table().free_blob(&blob);
-    cache().put(out.key, artifact->data(), artifact->size(), &warning);
+    cache().put(out.key, artifact->data(), artifact->size(), &warning, label);
     note(warning);
   }
   out.compile_ms = ms_since(start);
@@ -404,11 +404,12 @@ CompiledModule Runtime::compile_identified(const std::string& identity,
                                            const std::function<std::string()>& make_source,
                                            const std::vector<std::string>& extra_flags,
                                            CompileInfo* info,
-                                           const std::vector<std::string>& symbols) {
+                                           const std::vector<std::string>& symbols,
+                                           const std::string& label) {
   CompileInfo local;
   CompileInfo& out = info ? *info : local;
   out = CompileInfo();
-  std::vector<uint8_t> bytes = artifact(identity, make_source, extra_flags, true, out);
+  std::vector<uint8_t> bytes = artifact(identity, make_source, extra_flags, true, out, label);
   auto start = std::chrono::steady_clock::now();
   std::string why;
   std::optional<CompiledModule> module = load_checked(bytes, symbols, &why);
@@ -417,7 +418,7 @@ CompiledModule Runtime::compile_identified(const std::string& identity,
     // it, say so once, and compile afresh, so one bad entry cannot fail every later run.
     if (std::string w = cache().drop(out.key, why); !w.empty()) out.warnings.push_back(w);
     double failed_ms = out.compile_ms + ms_since(start);
-    bytes = artifact(identity, make_source, extra_flags, false, out);
+    bytes = artifact(identity, make_source, extra_flags, false, out, label);
     out.compile_ms += failed_ms;
     start = std::chrono::steady_clock::now();
     module = load_checked(bytes, symbols, &why);

@@ -137,12 +137,14 @@ class Runtime {
    *  cache key covers `identity` instead of the source, so a hit never makes the source.
    *  `identity` must determine the source completely. The module must define every name in
    *  `symbols`: a cached entry that fails to load or lacks one is dropped (one warning in
-   *  `info`) and compiled afresh; a fresh module that fails throws std::runtime_error. */
+   *  `info`) and compiled afresh; a fresh module that fails throws std::runtime_error. A new
+   *  entry is stored with `label`, what `kiln cache ls` shows of it (Cache::put). */
   CompiledModule compile_identified(const std::string& identity,
                                     const std::function<std::string()>& make_source,
                                     const std::vector<std::string>& extra_flags,
                                     CompileInfo* info = nullptr,
-                                    const std::vector<std::string>& symbols = {});
+                                    const std::vector<std::string>& symbols = {},
+                                    const std::string& label = "");
 
   /** The compiled artifact (the cache entry's payload) of the source `make_source` returns:
    *  read from the cache, else compiled by the plugin and stored. Keyed as compile_identified
@@ -191,7 +193,7 @@ class Runtime {
   std::vector<uint8_t> artifact(const std::string& identity,
                                 const std::function<std::string()>& make_source,
                                 const std::vector<std::string>& extra_flags, bool read_cache,
-                                CompileInfo& out);
+                                CompileInfo& out, const std::string& label = "");
   /** Loads `bytes` and checks `symbols`; nothing, with the reason in `*why`, on failure. */
   std::optional<CompiledModule> load_checked(const std::vector<uint8_t>& bytes,
                                              const std::vector<std::string>& symbols,

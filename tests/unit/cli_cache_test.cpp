@@ -43,7 +43,7 @@ TEST_CASE("cli: a cache entry that does not load is dropped with one warning, th
       REQUIRE(r.code == 0);
       fs::path added;
       for (const auto& e : fs::directory_iterator(dir))
-        if (!before.count(e.path())) added = e.path();
+        if (!before.count(e.path()) && e.path().extension() == ".kc") added = e.path();
       REQUIRE(!added.empty());
       return added;
     };

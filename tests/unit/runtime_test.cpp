@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -490,4 +491,36 @@ TEST_CASE("a cache entry that passes its checks but does not load is dropped and
     CHECK_THROWS_WITH_AS(rt->compile(tagged("A"), {}, nullptr, {"k", "nope"}),
                          doctest::Contains("has no kernel 'nope'"), std::runtime_error);
   }
+}
+
+TEST_CASE("the cache keeps at most KILN_CACHE_MAX bytes, the least recently used out first") {
+  TempDir dir;
+  ::setenv("KILN_CACHE_MAX", "300", 1);  // three entries of 100 bytes (56 of header)
+  Cache cache(dir.path.string());
+  const std::vector<uint8_t> payload(44, 7);
+  auto key = [](char c) { return std::string(64, c); };
+  std::string warning;
+  for (char c : {'a', 'b', 'c'})
+    REQUIRE(cache.put(key(c), payload.data(), payload.size(), &warning, std::string("entry ") + c));
+  // a oldest, then b, then c; then a read: a is the most recently used.
+  auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(cache.entry_path(key('a')), now - std::chrono::seconds(300));
+  fs::last_write_time(cache.entry_path(key('b')), now - std::chrono::seconds(200));
+  fs::last_write_time(cache.entry_path(key('c')), now - std::chrono::seconds(100));
+  REQUIRE(cache.get(key('a'), &warning).has_value());
+  REQUIRE(cache.put(key('d'), payload.data(), payload.size(), &warning, "entry d"));
+  ::unsetenv("KILN_CACHE_MAX");
+  CHECK_FALSE(fs::exists(cache.entry_path(key('b'))));
+  CHECK_FALSE(fs::exists(dir.path / (key('b') + ".label")));
+  std::vector<CacheEntryInfo> entries = cache.ls();
+  REQUIRE(entries.size() == 3);
+  CHECK(entries.back().key == key('c'));  // the least recently used last
+  for (const CacheEntryInfo& e : entries)
+    CHECK(e.label == "entry " + std::string(1, e.key[0]));
+  CHECK(Cache::max_bytes() == uint64_t{2} << 30);
+  ::setenv("KILN_CACHE_MAX", "64M", 1);
+  CHECK(Cache::max_bytes() == uint64_t{64} << 20);
+  ::unsetenv("KILN_CACHE_MAX");
+  CHECK(cache.clear() == 3);
+  CHECK(fs::is_empty(dir.path));
 }

@@ -21,9 +21,12 @@ std::string format_age(int64_t mtime) {
   return std::to_string(s / 86400) + "d";
 }
 
+/** The most recently used first: label (or the key where an entry has none), bytes, age, and
+ *  the key's first 12 digits. */
 void list_entries(const Cache& cache) {
   for (const CacheEntryInfo& e : cache.ls())
-    std::cout << e.key << "  " << e.bytes << " bytes  " << format_age(e.mtime) << " ago\n";
+    std::cout << (e.label.empty() ? e.key : e.label) << "  " << e.bytes << " bytes, used "
+              << format_age(e.mtime) << " ago  [" << e.key.substr(0, 12) << "]\n";
 }
 
 void print_stats(const Cache& cache) {
@@ -53,9 +56,10 @@ void add_cache_command(CLI::App& app, int& exit_code) {
       exit_code = Exit::ok;
     };
   };
-  cmd->add_subcommand("ls", "List the entries: key, size, age")->callback(with_cache([](Cache& c) {
-    list_entries(c);
-  }));
+  cmd->add_subcommand("ls",
+                      "List the entries, most recently used first: what was compiled "
+                      "(composite, runtime, input types, sizes), size, age, key")
+      ->callback(with_cache([](Cache& c) { list_entries(c); }));
   cmd->add_subcommand("stats", "Print the folder, the number of entries and their total size")
       ->callback(with_cache([](Cache& c) { print_stats(c); }));
   cmd->add_subcommand("clear", "Delete every entry")->callback(with_cache(clear_entries));
