@@ -1,0 +1,196 @@
+// The `kiln` binary end to end, the workflow around a composite: `kiln test`, `kiln runtimes`,
+// `run`'s size, attribute and check options, times, a failed compile's source, the standard
+// library from another folder, and suggestions for misspelt names. KILN_BIN names the binary.
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "tests/support/cli.h"
+
+using namespace clitest;
+
+namespace {
+
+Result kiln(const std::string& args, const std::string& env = "") {
+  return run_kiln(args, env);
+}
+
+}  // namespace
+
+TEST_CASE("cli: --debug 1 prints times with three significant digits") {
+  if (!std::getenv("KILN_BIN")) return;
+  Result r =
+      kiln("run tests/data/cli.toml:scale --runtime cc --test N=9 --debug 1",
+           "KILN_CACHE=" + (std::filesystem::temp_directory_path() / "kiln_cli_ms").string());
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  int times = 0;
+  std::istringstream words(r.out);
+  std::string prev, w;
+  while (words >> w) {
+    if (w == "ms" || w == "ms,") {
+      ++times;
+      CAPTURE(prev);
+      // Digits after the leading zeros: at most three where there is a decimal point.
+      std::string digits;
+      for (char ch : prev)
+        if (std::isdigit(static_cast<unsigned char>(ch)) && (ch != '0' || !digits.empty()))
+          digits += ch;
+      if (prev.find('.') != std::string::npos) CHECK(digits.size() <= 3);
+      CHECK(prev.find('e') == std::string::npos);
+    }
+    prev = w;
+  }
+  CHECK(times >= 10);  // the stages, compile, load, total, the kernel's and the reference's
+}
+
+TEST_CASE("cli: kiln runtimes lists each descriptor, its plugin and device, and if it runs here") {
+  if (!std::getenv("KILN_BIN")) return;
+  Result r = kiln("runtimes");
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "\ncc\n  descriptor "));
+  CHECK(has(r, "/cc.toml\n  backend    c\n  plugin     "));
+  CHECK(has(r, "libkiln_runtime_cc.so (version "));
+  CHECK(has(r, "  device     host CPU"));
+  CHECK(has(r, "  usable     yes\n"));
+  CHECK(has(r, "\ncuda\n"));
+  // A descriptor whose plugin is nowhere: why, and each folder searched once.
+  TempDir home;
+  std::filesystem::create_directories(home.path / "runtimes");
+  std::ofstream(home.path / "runtimes" / "broken.toml")
+      << "name = \"broken\"\nbackend = \"c\"\nplugin = \"kiln_runtime_nope\"\n";
+  Result b = kiln("runtimes", "KILN_HOME=" + home.path.string());
+  CAPTURE(b.out);
+  CHECK(b.code == 0);
+  CHECK(has(b, "broken\n  descriptor "));
+  CHECK(has(b, "  usable     no: runtime 'broken': plugin libkiln_runtime_nope.so not found"));
+  std::istringstream lines(b.out);
+  std::set<std::string> seen;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("             /", 0) == 0) CHECK_MESSAGE(seen.insert(line).second, line);
+  CHECK(seen.size() >= 2);
+}
+
+TEST_CASE("cli: a failed compile keeps its source and says where") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string bad = (tmp.path / "bad.toml").string();
+  std::ofstream(bad) << "name = \"bad\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+                     << "flags = [\"-include/nonexistent/kiln_nope.h\"]\n";
+  Result r = kiln("run tests/data/cli.toml:scale --runtime " + bad, "KILN_CACHE=off");
+  CAPTURE(r.out);
+  CHECK(r.code == 4);
+  CHECK(has(r, "cc runtime: compile failed: "));
+  const std::string mark = "the source is kept in ";
+  size_t at = r.out.find(mark);
+  REQUIRE(at != std::string::npos);
+  std::string path = r.out.substr(at + mark.size());
+  path = path.substr(0, path.find('\n'));
+  std::ifstream kept(path);
+  std::stringstream text;
+  text << kept.rdbuf();
+  CHECK(text.str().find("void kiln_scale_0(") != std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("cli: run binds what --test names and the rest from the test table; --no-check") {
+  if (!std::getenv("KILN_BIN")) return;
+  Result r = kiln("run ops/nn.toml:matmul --runtime cc --test M=20");
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "matmul [K=1,M=20,N=1] on cc\n"));  // K and N from the first test case
+  CHECK(has(r, "PASS"));
+  CHECK(has(r, " (cc, including copies); reference interpreter "));
+  // A descriptor path prints as the runtime's name.
+  Result p = kiln("run tests/data/cli.toml:scale --runtime runtimes/cc.toml");
+  CHECK(has(p, "scale [N=3] on cc\n"));
+  // --no-check: no interpreter, each output summarised, exit 0.
+  Result n = kiln("run tests/data/cli.toml:scale --runtime cc --test N=5 --no-check");
+  CAPTURE(n.out);
+  CHECK(n.code == 0);
+  CHECK(has(n, "scale [N=5] on cc (not checked)\n"));
+  CHECK(has(n, "  out y : f32[5]  min "));
+  CHECK(!has(n, "PASS"));
+  CHECK(!has(n, "reference interpreter"));
+  // --attr takes a list: items without '=' continue a list value.
+  Result a = kiln("run ops/tensor.toml:permute_axes --runtime cc --attr perm=[-2,-3,-1]");
+  CHECK(has(a, "PASS"));
+  Result b = kiln("run ops/tensor.toml:permute_axes --runtime cc --attr perm=-2,-3,-1");
+  CHECK(has(b, "PASS"));
+  Result c = kiln("run ops/math.toml:clamp --runtime cc --attr lo=-1,hi=0.5 --test N=7");
+  CHECK(has(c, "PASS"));
+  Result d = kiln("run ops/nn.toml:attention --attr causal=true,caual=1");
+  CHECK(d.code == 2);
+  CHECK(has(d, "has no attribute 'caual' (did you mean causal?)"));
+}
+
+TEST_CASE("cli: kiln test runs every case of the test tables; exit 3 on a failure") {
+  if (!std::getenv("KILN_BIN")) return;
+  Result r = kiln("test ops/nn.toml:softmax --runtime cc");
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  // 4 dtypes x 2 batch shapes x 3 sizes.
+  CHECK(has(r, "ok   softmax T=f32: 3 cases\n"));
+  CHECK(has(r, "ok   softmax T=bf16 batch [3,5]: 3 cases\n"));
+  CHECK(has(r, "\n24 passed, 0 failed (cc)\n"));
+  // A whole file; a composite without a test table is skipped, not failed.
+  Result f = kiln("test tests/data/cli.toml --runtime cc");
+  CAPTURE(f.out);
+  CHECK(f.code == 0);
+  CHECK(has(f, "skip outer: no test table"));
+  CHECK(has(f, "1 passed, 0 failed, 2 skipped (cc)\n"));
+  // A planted wrong rule: the compiled code disagrees with the interpreter.
+  TempDir tmp;
+  const std::string rules = (tmp.path / "wrong.toml").string();
+  std::ofstream(rules) << "times-two = { pattern = \"x * 2.0\", replacement = \"x\", "
+                          "comment = \"planted: wrong\" }\n";
+  Result w = kiln("test tests/data/cli.toml:scale --runtime cc --rules " + rules);
+  CAPTURE(w.out);
+  CHECK(w.code == 3);
+  CHECK(has(w, "FAIL scale: [N=3] output y element 0: got "));
+  CHECK(has(w, "0 passed, 1 failed (cc)\n"));
+  Result m = kiln("test ops/nn.toml:sofmax --runtime cc");
+  CHECK(m.code == 2);
+  CHECK(has(m, "(did you mean softmax?)"));
+}
+
+TEST_CASE("cli: a spec outside the source tree uses the standard library by name or std:") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string spec = (tmp.path / "mine.toml").string();
+  std::ofstream(spec) << "[meta]\nuse = [\"nn.toml\", \"std:math.toml\"]\n\n"
+                      << "[soft_gelu]\ndoc = \"gelu of softmax\"\nin = { x = \"f32[N]\" }\n"
+                      << "out = { y = \"f32[N]\" }\nbody = \"y = gelu(softmax(x))\"\n"
+                      << "test = { sizes = { N = [5, 100] } }\n";
+  Result r = kiln("test " + spec + " --runtime cc");
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "2 passed, 0 failed (cc)"));
+}
+
+TEST_CASE("cli: a misspelt composite or attribute gets the closest name; exit 2") {
+  if (!std::getenv("KILN_BIN")) return;
+  struct Case {
+    std::string args, expect;
+  };
+  const Case cases[] = {
+      {"run ops/nn.toml:sofmax", "no composite 'sofmax' in ops/nn.toml (did you mean softmax?)"},
+      {"run ops/nn.toml:attention --attr causl=true",
+       "composite 'attention' has no attribute 'causl' (did you mean causal?)"},
+      {"run ops/nn.toml:attention --attr zzzzzz=1", "has no attribute 'zzzzzz'\n"},
+  };
+  for (const Case& c : cases) {
+    Result r = kiln(c.args);
+    CAPTURE(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(has(r, c.expect));
+  }
+}
