@@ -93,7 +93,9 @@ TEST_CASE("npy: a malformed file is one error naming the file and the fault") {
   CHECK(error_of(npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (6,), }", four))
             .find("Fortran") != std::string::npos);
   CHECK(error_of(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (7,), }", four))
-            .find("bytes of elements") != std::string::npos);
+            .find("more elements than the file holds") != std::string::npos);
+  CHECK(error_of(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", four))
+            .find("24 bytes of elements, where f32 of that shape takes 20") != std::string::npos);
   CHECK(error_of(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': "
                           "(99999999999, 99999999999), }",
                           four))
