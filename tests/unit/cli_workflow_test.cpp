@@ -194,3 +194,36 @@ TEST_CASE("cli: a misspelt composite or attribute gets the closest name; exit 2"
     CHECK(has(r, c.expect));
   }
 }
+
+TEST_CASE("cli: run --save writes each output as .npy; --input reads one, binding its sizes") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string dir = (tmp.path / "out").string(), file = dir + "/y.npy";
+  Result a = kiln("run ops/nn.toml:softmax --runtime cc --test N=10 --batch 3 --save " + dir);
+  CAPTURE(a.out);
+  CHECK(a.code == 0);
+  CHECK(has(a, "  saved y to " + file + "\n"));
+  // The file's shape [3, 10] binds the batch dimension and N.
+  Result b = kiln("run ops/nn.toml:softmax --runtime cc --input x=" + file);
+  CAPTURE(b.out);
+  CHECK(b.code == 0);
+  CHECK(has(b, "softmax [N=10,batch0=3] on cc\n"));
+  CHECK(has(b, "PASS"));
+  struct Case {
+    std::string args, expect;
+  };
+  const Case bad[] = {
+      {"--input x=" + file + " --test N=11", "--test N=11, but x's file has 10 there"},
+      {"--input x=" + file + " --dtype T=f16", "the input is f16, the file holds f32"},
+      {"--input y=" + file, "'softmax' has no input 'y'"},
+      {"--input x=" + dir + "/none.npy", "cannot open it"},
+      {"--input x", "--input expects NAME=FILE.npy"},
+  };
+  for (const Case& c : bad) {
+    Result r = kiln("run ops/nn.toml:softmax --runtime cc " + c.args);
+    CAPTURE(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(has(r, c.expect));
+  }
+}

@@ -10,6 +10,7 @@
 #include "driver/executable.h"
 #include "ir/verifier.h"
 #include "tools/kiln/commands.h"
+#include "tools/kiln/run_files.h"
 #include "tools/kiln/session.h"
 
 namespace kiln::cli {
@@ -20,6 +21,8 @@ struct RunOptions : RunRequest {
   RunOptions() { runtime = "interp"; }
   int debug = 0;
   bool no_check = false;  ///< no interpreter: the compiled code's outputs are not compared
+  std::vector<std::string> inputs;  ///< --input NAME=FILE.npy
+  std::string save;                 ///< --save DIR
 };
 
 double elapsed_ms(std::chrono::steady_clock::time_point t0) {
@@ -37,6 +40,7 @@ std::string format_err(double v) {
 bool run_compiled(const RunOptions& o, Runtime* rt, const Loaded& l, const Graph& g,
                   const std::vector<Tensor>& inputs, const std::vector<Tensor>& want,
                   const SizeBindings& sizes, double interp_ms) {
+  std::vector<Tensor> got;
   CompileOptions copt = compile_options(o.config, o.debug, *rt, l);
   auto t0 = std::chrono::steady_clock::now();
   Executable exe(g, *rt, copt);
@@ -47,7 +51,7 @@ bool run_compiled(const RunOptions& o, Runtime* rt, const Loaded& l, const Graph
   std::cout.flush();       // a fault inside a kernel ends the process (driver/fault_guard.h)
   exe.run(inputs, sizes);  // warm-up
   t0 = std::chrono::steady_clock::now();
-  std::vector<Tensor> got = exe.run(inputs, sizes);
+  got = exe.run(inputs, sizes);
   double run_ms = elapsed_ms(t0);
   bool all_ok = true;
   for (size_t k = 0; k < got.size() && want.empty(); ++k)
@@ -67,6 +71,7 @@ bool run_compiled(const RunOptions& o, Runtime* rt, const Loaded& l, const Graph
   std::cout << "  time " << format_ms(run_ms) << " (" << rt->name() << ", including copies)";
   if (!want.empty()) std::cout << "; reference interpreter " << format_ms(interp_ms);
   std::cout << "\n";
+  if (!o.save.empty()) save_outputs(o.save, g, got);
   return all_ok;
 }
 
@@ -84,6 +89,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 5));
   cmd->add_flag("--no-check", o->no_check,
                 "Run the compiled code only: no reference interpreter, each output summarised");
+  cmd->add_option("--input", o->inputs,
+                  "An input from a NumPy file, NAME=FILE.npy (repeatable); its shape binds the "
+                  "sizes it spells and the batch dimensions")
+      ->delimiter(',');
+  cmd->add_option("--save", o->save, "Write each output to DIR/NAME.npy");
   cmd->callback([o, &exit_code] {
     if (o->debug == 0) o->debug = usage_error_of([] { return debug_level_from_env(); });
     config_items(o->config);  // checked under interp too, which compiles nothing
@@ -95,11 +105,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
     }
     Loaded l;
     load_selection(o->sel, l);
-    SizeBindings sizes = bind_sizes(l, o->test);
+    std::map<std::string, Tensor> given = read_inputs(o->inputs);
+    SizeBindings sizes = given.empty() ? bind_sizes(l, o->test)
+                                       : bind_from_inputs(l, given, o->test, o->sel.batch.empty());
     if (o->specialize) l.options.fixed_sizes = sizes;
     Graph g = lower_checked(l, &sizes, true);  // the interpreter holds every node
     if (o->debug >= 2) std::cout << graph_to_text(g);
     std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o->seed);
+    use_given_inputs(g, given, inputs);
     auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> want;
     if (!o->no_check || !rt) want = interpret(g, sizes, inputs);
@@ -116,6 +129,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
         std::cout << "  out " << g.outputs[k].name << " : " << tensor_type_str(want[k]) << "  "
                   << tensor_summary(want[k]) << "\n";
       std::cout << "  time " << format_ms(interp_ms) << " (reference interpreter)\n";
+      if (!o->save.empty()) save_outputs(o->save, g, want);
       exit_code = Exit::ok;
       return;
     }
