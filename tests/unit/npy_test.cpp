@@ -16,18 +16,12 @@ std::vector<uint8_t> npy_file(std::string header, const std::vector<uint8_t>& el
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::vector<uint8_t> out = {0x93,
-                              'N',
-                              'U',
-                              'M',
-                              'P',
-                              'Y',
-                              1,
-                              0,
-                              static_cast<uint8_t>(header.size() & 0xff),
-                              static_cast<uint8_t>(header.size() >> 8)};
-  out.insert(out.end(), header.begin(), header.end());
-  out.insert(out.end(), elements.begin(), elements.end());
+  std::string file = std::string("\x93NUMPY\x01\x00", 8);
+  file += static_cast<char>(header.size() & 0xff);
+  file += static_cast<char>(header.size() >> 8);
+  file += header;
+  file.append(elements.begin(), elements.end());
+  std::vector<uint8_t> out(file.begin(), file.end());
   return out;
 }
 
