@@ -101,11 +101,8 @@ void add_test_command(CLI::App& app, int& exit_code) {
     file.file = &file.lib.load(path);
     if (file.file->composites.empty()) throw UsageError(path + " holds no composite");
     const bool one = !only.empty();
-    if (one) try {
-        file.comp = &find_composite(file.lib, *file.file, only);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-      }
+    if (one)
+      file.comp = usage_error_of([&] { return &find_composite(file.lib, *file.file, only); });
     Selection sel;
     sel.attrs = o->attrs;
     sel.rules = o->rules;
@@ -120,7 +117,6 @@ void add_test_command(CLI::App& app, int& exit_code) {
       std::string what = s.comp->name + (s.dtype_choice.empty() ? "" : " " + s.dtype_choice) +
                          (s.batch.empty() ? "" : " batch " + batch_str(s.batch));
       int cases = static_cast<int>(s.comp->test.case_count()), ok = 0;
-      std::string problem;
       auto fail = [&](const std::string& why) {
         if (tty) std::cout << "\r\x1b[K";
         std::cout << "FAIL " << what << ": " << why << "\n";
