@@ -34,7 +34,8 @@ class CStyleRenderer {
   virtual ~CStyleRenderer() = default;
 
   /** One translation unit holding every kernel of `plan`, kernel k as the function
-   *  `symbols[k]` with loop nest `nests[k]`, in the calling convention of runtimes/plugin_api.h. */
+   *  `symbols[k]` with loop nest `nests[k]`, in the calling convention of
+   * include/kiln/plugin_api.h. */
   std::string render(const KernelPlan& plan, const std::vector<LoopNest>& nests,
                      const std::vector<std::string>& symbols,
                      const RenderOptions& options = {}) const;

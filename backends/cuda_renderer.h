@@ -1,7 +1,7 @@
 /** \file
  * CUDA C for NVRTC: the C-style renderer with the GPU's mappings (scheduler/map_gpu.h).
  * - Each kernel is `extern "C" __global__ void K(const kiln_params p)`, one by-value struct of
- *   every buffer pointer then every size (runtimes/plugin_api.h), calling a `__device__` loop
+ *   every buffer pointer then every size (include/kiln/plugin_api.h), calling a `__device__` loop
  *   function with typed `__restrict__` pointers, as the C backend's entry calls its loops.
  * - A `block.x` loop strides over the blocks of the grid, a `thread.x` loop over the threads of
  *   the block (inside a `block.x` loop or in a kernel that runs on block 0 alone) or of the

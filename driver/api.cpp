@@ -176,7 +176,10 @@ Compiled compile(const Spec& spec, const std::string& composite, const std::stri
       std::ostream& log = *opt.log;
       log << "kiln: " << impl->composite << " on " << impl->runtime->name() << ": "
           << impl->exe->program().plan.kernels.size() << " kernel(s), compile "
-          << format_ms(b.compile.compile_ms) << " (cache " << (b.compile.cache_hit ? "hit" : "miss")
+          << format_ms(b.compile.compile_ms) << " (cache "
+          << (Cache::off()          ? "off"
+              : b.compile.cache_hit ? "hit"
+                                    : "miss")
           << "), load " << format_ms(b.compile.load_ms) << "; stages:";
       for (const StageTime& t : b.stages)
         log << " " << t.name << " " << format_ms(t.milliseconds);

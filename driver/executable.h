@@ -38,7 +38,7 @@ class Executable {
   /** Runs on caller-owned device buffers: inputs then outputs in graph order (temps are
    *  allocated here), with the sizes in size-variable order. On a device backend the kernels
    *  launch one after another and the run waits once, at the end (a plugin may replay them as
-   *  one sequence: runtimes/plugin_api.h), and the temporaries stay allocated for the next run;
+   *  one sequence: include/kiln/plugin_api.h), and the temporaries stay allocated for the next run;
    *  runs of one Executable then take turns.
    *  Packed panels of `const` inputs (backends/packed_weights.h) are filled at the first run
    *  and kept while every const input is the same buffer and the sizes are the same: a const

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dsl/builtins.h"
+#include "ir/data_dirs.h"
 
 namespace kiln {
 
@@ -22,7 +23,13 @@ void collect_calls(const Expr& e, std::vector<std::pair<std::string, SourceLoc>>
 }  // namespace
 
 const SpecFile& Library::load(const std::string& path) {
-  const SpecFile& f = load_file(path, SourceLoc{});
+  std::string file = path;
+  if (path.starts_with("std:")) try {
+      file = data_dir(DataDir::ops) + "/" + path.substr(4);
+    } catch (const DataDirError& e) {
+      throw SpecError(SourceLoc{path, 0, 0}, e.what());
+    }
+  const SpecFile& f = load_file(file, SourceLoc{});
   check_call_cycles(f);
   return f;
 }

@@ -15,7 +15,8 @@ namespace kiln {
 /** Loaded spec files, each loaded once. */
 class Library {
  public:
-  /** Loads `path` and every file it uses, then checks for call cycles. Throws SpecError. */
+  /** Loads `path` and every file it uses, then checks for call cycles; `std:NAME` is NAME in the
+   *  standard library of composites (ir/data_dirs.h), as in a `use` entry. Throws SpecError. */
   const SpecFile& load(const std::string& path);
 
   /** The composite `name` as seen from `from`: its own file first, then the files it uses, in

@@ -1,5 +1,7 @@
 #include "ir/data_dirs.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +11,20 @@
 #endif
 #ifndef KILN_BUILD_DIR
 #error "KILN_BUILD_DIR must name the build folder"
+#endif
+// The install layout (GNUInstallDirs), as paths relative to the folders of the installed binary
+// and library; the defaults are the layout of `cmake --install` with a prefix other than /usr.
+#ifndef KILN_BIN_TO_DATA
+#define KILN_BIN_TO_DATA "../share/kiln"
+#endif
+#ifndef KILN_LIB_TO_DATA
+#define KILN_LIB_TO_DATA "../share/kiln"
+#endif
+#ifndef KILN_BIN_TO_PLUGINS
+#define KILN_BIN_TO_PLUGINS "../lib/kiln"
+#endif
+#ifndef KILN_LIB_TO_PLUGINS
+#define KILN_LIB_TO_PLUGINS "kiln"
 #endif
 
 namespace kiln {
@@ -74,9 +90,32 @@ std::string executable_dir() {
   return ec ? "" : exe.parent_path().string();
 }
 
+std::string library_dir() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&library_dir), &info) == 0 || !info.dli_fname ||
+      !*info.dli_fname)
+    return "";
+  // The executable's own code reports the name it was started by, not a library.
+  std::error_code ec;
+  if (fs::equivalent(info.dli_fname, "/proc/self/exe", ec) || ec) return "";
+  fs::path lib = fs::weakly_canonical(info.dli_fname, ec);
+  return ec ? "" : lib.parent_path().string();
+}
+
+std::string plugins_from_library() {
+  return KILN_LIB_TO_PLUGINS;
+}
+
+std::string plugins_from_executable() {
+  return KILN_BIN_TO_PLUGINS;
+}
+
 bool running_in_build_tree() {
-  std::string exe = executable_dir();
-  return exe.empty() || inside(exe, KILN_SOURCE_DIR) || inside(exe, KILN_BUILD_DIR);
+  auto in_build = [](const std::string& dir) {
+    return inside(dir, KILN_SOURCE_DIR) || inside(dir, KILN_BUILD_DIR);
+  };
+  std::string exe = executable_dir(), lib = library_dir();
+  return exe.empty() || in_build(exe) || (!lib.empty() && in_build(lib));
 }
 
 std::vector<std::string> data_roots() {
@@ -86,12 +125,19 @@ std::vector<std::string> data_roots() {
     add(home);
     add(fs::path(home) / "share" / "kiln");
   }
+  // Code in a shared libkiln looks beside that library first: the program is someone else's.
+  if (std::string lib = library_dir(); !lib.empty()) add(fs::path(lib) / KILN_LIB_TO_DATA);
   if (std::string exe = executable_dir(); !exe.empty()) {
     add(exe);
-    add(fs::path(exe) / ".." / "share" / "kiln");
+    add(fs::path(exe) / KILN_BIN_TO_DATA);
+    add(fs::path(exe) / ".." / "share" / "kiln");  // tools/gpu/bundle.sh's layout
   }
   if (running_in_build_tree()) add(KILN_SOURCE_DIR);
-  return roots;
+  // Each root once, in the first place it comes.
+  std::vector<std::string> unique;
+  for (const std::string& r : roots)
+    if (std::find(unique.begin(), unique.end(), r) == unique.end()) unique.push_back(r);
+  return unique;
 }
 
 std::string find_data_dir(DataDir which, const std::vector<std::string>& roots) {

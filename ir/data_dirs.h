@@ -5,11 +5,13 @@
  *
  *  1. `$KILN_HOME`, laid out like the source tree (`simplifier/rules`, `runtimes`, `ops`) or like
  *     an install's `share/kiln` (`rules`, `runtimes`, `ops`); also `$KILN_HOME/share/kiln`;
- *  2. the running executable's folder (a binary in a source tree's root) and its
+ *  2. when this code runs from a shared `libkiln` (a program of the C++ API linked against an
+ *     install), that library's `../share/kiln` (`PREFIX/lib/../share/kiln`);
+ *  3. the running executable's folder (a binary in a source tree's root) and its
  *     `../share/kiln` (a binary in `PREFIX/bin`);
- *  3. the source tree Kiln was built from, only while the executable runs inside that source tree
- *     or build folder (or cannot be found): a moved binary never reads the build machine's
- *     checkout (docs/decisions.md, "Relocatable data folders").
+ *  4. the source tree Kiln was built from, only while the executable or the library lies inside
+ *     that source tree or build folder (or cannot be found): a moved binary never reads the
+ *     build machine's checkout (docs/decisions.md, "Relocatable data folders").
  *
  * A root holds a data folder when that folder exists and has at least one `.toml` file (a build
  * folder's `runtimes/` of plugin libraries does not count); for `baselines`, a `.py` file. A folder
@@ -49,8 +51,18 @@ std::string data_dir(DataDir which);
 /** The folder of the running executable (/proc/self/exe), or "" when it cannot be read. */
 std::string executable_dir();
 
-/** True when the running executable lies inside the source tree or build folder Kiln was built
- *  from, or cannot be found: then paths compiled into the build may be used. */
+/** The folder of the shared library this code was linked into (an installed `libkiln.so`), or ""
+ *  when it is part of the executable itself. */
+std::string library_dir();
+
+/** Where the install puts the runtime plugins, relative to library_dir() (`kiln`: PREFIX/lib/kiln)
+ *  and to executable_dir() (`../lib/kiln`). */
+std::string plugins_from_library();
+std::string plugins_from_executable();
+
+/** True when the running executable (or the shared library holding this code) lies inside the
+ *  source tree or build folder Kiln was built from, or cannot be found: then paths compiled into
+ *  the build may be used. */
 bool running_in_build_tree();
 
 }  // namespace kiln

@@ -1,7 +1,7 @@
 /** \file
  * How one kernel is launched: a grid of blocks of threads and the dynamic shared memory of a
  * GPU kernel. Backends compute it (backends/backend.h), runtimes pass it to their plugin's
- * `launch` (runtimes/plugin_api.h `kiln_launch`). CPU kernels are one call: 1x1x1, none.
+ * `launch` (include/kiln/plugin_api.h `kiln_launch`). CPU kernels are one call: 1x1x1, none.
  */
 #pragma once
 

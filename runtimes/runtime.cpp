@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "ir/data_dirs.h"
-#include "runtimes/plugin_api.h"
+#include "kiln/plugin_api.h"
 
 #ifndef KILN_PLUGIN_BUILD_DIR
 #define KILN_PLUGIN_BUILD_DIR ""
@@ -55,16 +55,40 @@ std::string text_of(const toml::node& node) {
   return out.str();
 }
 
-/** The folder of the shipped descriptors: SEARCH_DIR/runtimes, without doubled slashes, or
- *  where ir/data_dirs.h finds it. */
-std::string descriptor_dir(const std::string& search_dir) {
-  if (search_dir.empty()) return data_dir(DataDir::runtimes);
-  return (fs::path(search_dir) / "runtimes").lexically_normal().string();
+/** Splits a colon-separated search path, dropping empty entries. */
+std::vector<std::string> split_path(const char* value) {
+  std::vector<std::string> dirs;
+  std::stringstream ss(value ? value : "");
+  for (std::string d; std::getline(ss, d, ':');)
+    if (!d.empty()) dirs.push_back(d);
+  return dirs;
+}
+
+/** The folders searched for descriptors, first match wins: `SEARCH_DIR/runtimes` alone when
+ *  given; else each folder of `$KILN_RUNTIME_PATH`, then the shipped descriptors where
+ *  ir/data_dirs.h finds them (which may be missing when KILN_RUNTIME_PATH names a folder). */
+std::vector<std::string> descriptor_dirs(const std::string& search_dir) {
+  if (!search_dir.empty()) return {(fs::path(search_dir) / "runtimes").lexically_normal().string()};
+  std::vector<std::string> dirs;
+  for (const std::string& d : split_path(std::getenv("KILN_RUNTIME_PATH")))
+    dirs.push_back(fs::path(d).lexically_normal().string());
+  try {
+    dirs.push_back(data_dir(DataDir::runtimes));
+  } catch (const DataDirError&) {
+    if (dirs.empty()) throw;
+  }
+  return dirs;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const std::string& item : items)
+    out += (out.empty() ? "" : sep) + item;
+  return out;
 }
 
 std::string descriptor_path(const std::string& name_or_path, const std::string& search_dir) {
   const std::string& arg = name_or_path;
-  std::string dir = descriptor_dir(search_dir);
   if (arg.ends_with(".toml")) {
     if (!fs::is_regular_file(arg))
       throw UnknownRuntime("no runtime descriptor " + arg + ": no such file",
@@ -72,14 +96,17 @@ std::string descriptor_path(const std::string& name_or_path, const std::string& 
     return arg;
   }
   bool is_name = !arg.empty() && arg.find('/') == std::string::npos;
-  std::string path = dir + "/" + arg + ".toml";
-  if (is_name && fs::is_regular_file(path)) return path;
+  std::vector<std::string> dirs = descriptor_dirs(search_dir);
+  if (is_name)
+    for (const std::string& dir : dirs)
+      if (std::string path = dir + "/" + arg + ".toml"; fs::is_regular_file(path)) return path;
   std::error_code ec;
   if (!is_name || fs::exists(arg, ec))
     throw UnknownRuntime("'" + arg + "' is not a runtime descriptor", Runtime::known(search_dir),
                          true);
-  throw UnknownRuntime("no runtime '" + arg + "': no descriptor " + arg + ".toml in " + dir,
-                       Runtime::known(search_dir), false);
+  throw UnknownRuntime(
+      "no runtime '" + arg + "': no descriptor " + arg + ".toml in " + join(dirs, ", "),
+      Runtime::known(search_dir), false);
 }
 
 /** "an integer", "a string": a TOML value's type for a message. */
@@ -99,18 +126,18 @@ std::string located(const std::string& path, const toml::source_region& where) {
 /** Folders searched for plugin libraries, first match wins. */
 std::vector<std::string> plugin_dirs(const std::string& descriptor_dir) {
   std::vector<std::string> dirs;
-  if (const char* env = std::getenv("KILN_PLUGIN_PATH")) {
-    std::stringstream ss(env);
-    for (std::string d; std::getline(ss, d, ':');)
-      if (!d.empty()) dirs.push_back(d);
-  }
+  for (const std::string& d : split_path(std::getenv("KILN_PLUGIN_PATH")))
+    dirs.push_back(d);
   if (std::string exe = executable_dir(); !exe.empty()) {
     fs::path bin = exe;
     dirs.push_back(bin.string());
     dirs.push_back((bin / "runtimes").string());
     dirs.push_back((bin.parent_path() / "runtimes").string());
-    dirs.push_back((bin.parent_path() / "lib" / "kiln").string());
+    dirs.push_back((bin / plugins_from_executable()).string());
+    dirs.push_back((bin.parent_path() / "lib" / "kiln").string());  // tools/gpu/bundle.sh's
   }
+  if (std::string lib = library_dir(); !lib.empty())
+    dirs.push_back((fs::path(lib) / plugins_from_library()).string());
   if (*KILN_PLUGIN_BUILD_DIR && running_in_build_tree()) dirs.push_back(KILN_PLUGIN_BUILD_DIR);
   dirs.push_back(descriptor_dir);
   // Each folder once, in the first place it comes (the build folder can be two of them).
@@ -272,18 +299,27 @@ std::unique_ptr<Runtime> Runtime::open(const std::string& name_or_path,
 
 std::vector<std::string> Runtime::known(const std::string& search_dir) {
   std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(descriptor_dir(search_dir), ec))
-    if (e.path().extension() == ".toml") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
+  for (const auto& [name, path] : descriptors(search_dir))
+    names.push_back(name);
   return names;
+}
+
+std::map<std::string, std::string> Runtime::descriptors(const std::string& search_dir) {
+  std::map<std::string, std::string> found;
+  for (const std::string& dir : descriptor_dirs(search_dir)) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".toml")
+        found.emplace(e.path().stem().string(), e.path().string());  // the first folder wins
+  }
+  return found;
 }
 
 const kiln_plugin& Runtime::table() const {
   return *plugin_->table;
 }
-std::string Runtime::descriptor_folder(const std::string& search_dir) {
-  return descriptor_dir(search_dir);
+std::vector<std::string> Runtime::descriptor_folders(const std::string& search_dir) {
+  return descriptor_dirs(search_dir);
 }
 const std::string& Runtime::plugin_path() const {
   return plugin_->path;

@@ -98,16 +98,20 @@ class CompiledModule {
 /** One runtime: a descriptor, its plugin and a cache. */
 class Runtime {
  public:
-  /** Opens a runtime by descriptor name (`SEARCH_DIR/runtimes/NAME.toml`; empty search_dir
-   *  means the descriptor folder ir/data_dirs.h finds) or by a path ending in `.toml`. Throws
+  /** Opens a runtime by descriptor name (`NAME.toml` in the first of descriptor_folders() that
+   *  has it) or by a path ending in `.toml`. Throws
    *  UnknownRuntime when there is no such descriptor, std::runtime_error for a bad one (with
    *  `file:line:col`) or a plugin that does not load. */
   static std::unique_ptr<Runtime> open(const std::string& name_or_path,
                                        const std::string& search_dir = "");
-  /** The names of the descriptors in `SEARCH_DIR/runtimes`, sorted. */
+  /** The names of the descriptors in descriptor_folders(), sorted. */
   static std::vector<std::string> known(const std::string& search_dir = "");
-  /** The folder the descriptors come from: `SEARCH_DIR/runtimes`, or ir/data_dirs.h's. */
-  static std::string descriptor_folder(const std::string& search_dir = "");
+  /** Each descriptor name and the file it comes from (the first folder that has it). */
+  static std::map<std::string, std::string> descriptors(const std::string& search_dir = "");
+  /** The folders descriptors come from, first match wins: `SEARCH_DIR/runtimes` alone when
+   *  search_dir is given; else each folder of `$KILN_RUNTIME_PATH` (colon-separated: runtimes
+   *  kept outside Kiln, registered by name), then the shipped ones (ir/data_dirs.h). */
+  static std::vector<std::string> descriptor_folders(const std::string& search_dir = "");
 
   const std::string& name() const { return desc_.name; }
   const std::string& backend() const { return desc_.backend; }

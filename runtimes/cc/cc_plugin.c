@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtimes/plugin_api.h"
+#include "kiln/plugin_api.h"
 
 extern char** environ;
 

@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/plugin_api.h"
 #include "runtimes/clang/libmvec_variants.h"
-#include "runtimes/plugin_api.h"
 
 #ifndef KILN_CLANG_RESOURCE_DIR
 #error "KILN_CLANG_RESOURCE_DIR must name clang's resource folder (builtin headers)"

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "runtimes/plugin_api.h"
+#include "kiln/plugin_api.h"
 
 typedef int CUresult;
 typedef int CUdevice;

@@ -28,7 +28,14 @@ TEST_CASE("cli: a cache entry that does not load is dropped with one warning, th
     CAPTURE(runtime);
     TempDir tmp;
     const fs::path dir = tmp.path / "cache";
-    const std::string env = "KILN_CACHE=" + dir.string();
+    std::string env = "KILN_CACHE=" + dir.string();
+#if defined(__SANITIZE_ADDRESS__)
+    // LeakSanitizer's exit-time scan crashed ("Tracer caught signal 11") in the child that
+    // dropped a planted entry and recompiled, after it printed PASS, twice in a row on the CI
+    // machine (never here); the scan is off for these children, ASan and UBSan stay on (as for
+    // libomp: docs/decisions.md, "libomp under the sanitizers").
+    env += " ASAN_OPTIONS=detect_leaks=0";
+#endif
     const std::string run_a = "run tests/data/cli.toml:scale --runtime " + runtime;
     const std::string run_b = "run ops/math.toml:tanh --runtime " + runtime;
     const std::string run_c = "run tests/data/cli.toml:scale --dtype T=f64 --runtime " + runtime;
@@ -109,7 +116,7 @@ TEST_CASE("cli: KILN_CACHE=off compiles every time and stores nothing") {
     Result r = run_kiln("run tests/data/cli.toml:scale --runtime cc --debug 1", env);
     CAPTURE(r.out);
     CHECK(r.code == 0);
-    CHECK(has(r, "(cache miss)"));
+    CHECK(has(r, "(cache off)"));
     CHECK(!has(r, "warning"));
   }
   CHECK(std::filesystem::is_empty(tmp.path));

@@ -175,6 +175,59 @@ TEST_CASE("cli: a spec outside the source tree uses the standard library by name
   CHECK(has(r, "2 passed, 0 failed (cc)"));
 }
 
+TEST_CASE("cli: std:FILE names a file of the standard library on the command line") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  Result r = kiln("run std:nn.toml:softmax --runtime cc --test N=7", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "softmax [N=7] on cc"));
+  CHECK(has(r, "PASS"));
+  Result t = kiln("test std:math.toml:tanh --runtime cc", env);
+  CAPTURE(t.out);
+  CHECK(t.code == 0);
+  CHECK(has(t, "passed, 0 failed (cc)"));
+  Result missing = kiln("run std:no_such.toml:f", env);
+  CAPTURE(missing.out);
+  CHECK(missing.code != 0);
+  CHECK(has(missing, "no_such.toml' does not exist"));
+}
+
+TEST_CASE("cli: KILN_RUNTIME_PATH registers runtimes kept outside Kiln by name") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::filesystem::path mine = tmp.path / "mine", other = tmp.path / "other";
+  std::filesystem::create_directories(mine);
+  std::filesystem::create_directories(other);
+  // The shipped cc plugin with other flags, under a new name; `cc` itself is shadowed by the
+  // first folder that has it.
+  std::ofstream(mine / "cc_o1.toml")
+      << "name = \"cc_o1\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+      << "flags = [\"-O1\", \"-std=c11\"]\n";
+  std::ofstream(other / "cc.toml")
+      << "name = \"cc\"\nbackend = \"c\"\nplugin = \"kiln_runtime_nope\"\n";
+  const std::string env = "KILN_CACHE=" + (tmp.path / "cache").string() +
+                          " KILN_RUNTIME_PATH=" + mine.string() + ":" + other.string();
+  Result r = kiln("run tests/data/cli.toml:scale --runtime cc_o1", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "on cc_o1"));
+  CHECK(has(r, "PASS"));
+  Result list = kiln("runtimes", env);
+  CAPTURE(list.out);
+  CHECK(list.code == 0);
+  CHECK(has(list, "runtimes in " + mine.string() + ", " + other.string() + ", "));
+  CHECK(has(list, "cc_o1\n  descriptor " + (mine / "cc_o1.toml").string()));
+  CHECK(has(list, "\ncc\n  descriptor " + (other / "cc.toml").string()));
+  CHECK(has(list, "plugin libkiln_runtime_nope.so not found"));
+  Result unknown = kiln("run tests/data/cli.toml:scale --runtime cc_o2", env);
+  CAPTURE(unknown.out);
+  CHECK(unknown.code == 2);
+  CHECK(has(unknown, "no descriptor cc_o2.toml in " + mine.string() + ", " + other.string()));
+  CHECK(has(unknown, "cc_o1"));
+}
+
 TEST_CASE("cli: a misspelt composite or attribute gets the closest name; exit 2") {
   if (!std::getenv("KILN_BIN")) return;
   struct Case {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "driver/executable.h"
-#include "runtimes/plugin_api.h"
+#include "kiln/plugin_api.h"
 #include "runtimes/runtime.h"
 #include "tests/support/cli.h"
 #include "tests/support/harness.h"
@@ -37,7 +37,7 @@ struct Recorded {
 fs::path build_recording_plugin(const fs::path& dir, fs::path* library) {
   fs::path source = fs::absolute("tests/unit/data/recording_plugin.c");
   *library = dir / "librecording.so";
-  std::string cmd = "cc -shared -fPIC -I" + fs::current_path().string() + " -o " +
+  std::string cmd = "cc -shared -fPIC -I" + (fs::current_path() / "include").string() + " -o " +
                     library->string() + " " + source.string();
   REQUIRE(std::system(cmd.c_str()) == 0);
   fs::path descriptor = dir / "recording.toml";

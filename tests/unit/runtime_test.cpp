@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bad_entries.h"
-#include "runtimes/plugin_api.h"
+#include "kiln/plugin_api.h"
 #include "runtimes/runtime.h"
 
 using namespace kiln;
@@ -219,7 +219,7 @@ TEST_CASE("a plugin built for another ABI version is refused, naming both versio
     std::string stem = "bad_abi_" + std::to_string(abi);
     fs::path library = dir.path / ("lib" + stem + ".so");
     std::string cmd = "cc -shared -fPIC -DFAKE_ABI=" + std::to_string(abi) + " -I" +
-                      fs::current_path().string() + " -o " + library.string() + " " +
+                      (fs::current_path() / "include").string() + " -o " + library.string() + " " +
                       source.string();
     REQUIRE(std::system(cmd.c_str()) == 0);
     fs::path descriptor = dir.path / (stem + ".toml");

@@ -1,6 +1,7 @@
 // `kiln runtimes`: every runtime descriptor found, where it and its plugin come from, its
 // backend, compiler and device, and whether it can run kernels here.
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "runtimes/runtime.h"
@@ -11,16 +12,16 @@ namespace kiln::cli {
 
 namespace {
 
-void describe(const std::string& name, const std::string& folder) {
+void describe(const std::string& name, const std::string& path) {
   std::cout << name << "\n";
   std::unique_ptr<Runtime> rt;
   try {
-    rt = Runtime::open(name);
+    rt = Runtime::open(path);
   } catch (const std::exception& e) {
     std::string why = e.what();
     for (size_t at = why.find('\n'); at != std::string::npos; at = why.find('\n', at + 1))
       why.insert(at + 1, "           ");  // under the text after "usable"
-    std::cout << "  descriptor " << folder << "/" << name << ".toml\n"
+    std::cout << "  descriptor " << path << "\n"
               << "  usable     no: " << why << "\n";
     return;
   }
@@ -45,11 +46,13 @@ void add_runtimes_command(CLI::App& app, int& exit_code) {
       "List every runtime found: its descriptor, backend, plugin, device and whether "
       "it runs kernels here");
   cmd->callback([&exit_code] {
-    const std::string folder = Runtime::descriptor_folder();
-    std::vector<std::string> names = Runtime::known();
-    std::cout << "runtimes in " << folder << ":" << (names.empty() ? " none" : "") << "\n";
-    for (const std::string& name : names)
-      describe(name, folder);
+    std::string folders;
+    for (const std::string& folder : Runtime::descriptor_folders())
+      folders += (folders.empty() ? "" : ", ") + folder;
+    std::map<std::string, std::string> found = Runtime::descriptors();
+    std::cout << "runtimes in " << folders << ":" << (found.empty() ? " none" : "") << "\n";
+    for (const auto& [name, path] : found)
+      describe(name, path);
     exit_code = Exit::ok;
   });
 }

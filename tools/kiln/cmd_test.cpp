@@ -92,11 +92,7 @@ void add_test_command(CLI::App& app, int& exit_code) {
     std::unique_ptr<Runtime> rt = open_runtime(o->runtime);
     rt->probe();
     // FILE tests every composite of the file, FILE:COMPOSITE that one.
-    std::string path = o->target, only;
-    if (auto colon = o->target.rfind(':'); colon != std::string::npos) {
-      path = o->target.substr(0, colon);
-      only = o->target.substr(colon + 1);
-    }
+    auto [path, only] = split_target(o->target);
     Loaded file;
     file.file = &file.lib.load(path);
     if (file.file->composites.empty()) throw UsageError(path + " holds no composite");

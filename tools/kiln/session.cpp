@@ -79,13 +79,15 @@ SizeBindings parse_sizes(const std::string& text) {
   return out;
 }
 
+std::pair<std::string, std::string> split_target(const std::string& target) {
+  const size_t from = target.starts_with("std:") ? 4 : 0;
+  auto colon = target.rfind(':');
+  if (colon == std::string::npos || colon < from) return {target, ""};
+  return {target.substr(0, colon), target.substr(colon + 1)};
+}
+
 void load_selection(const Selection& sel, Loaded& out) {
-  std::string path = sel.target, name;
-  auto colon = sel.target.rfind(':');
-  if (colon != std::string::npos) {
-    path = sel.target.substr(0, colon);
-    name = sel.target.substr(colon + 1);
-  }
+  auto [path, name] = split_target(sel.target);
   out.file = &out.lib.load(path);
   out.rules = sel.rules;
   if (name.empty()) {
@@ -277,8 +279,11 @@ void print_build(std::ostream& out, const Executable& exe, double build_ms) {
     out << "  kernel " << p.symbols[k] << ": " << p.plan.kernels[k].statements.size()
         << " statements\n";
   out << "  stages:" << format_stage_times(p.times) << "\n  compile " << format_ms(c.compile_ms)
-      << " (cache " << (c.cache_hit ? "hit" : "miss") << "), load " << format_ms(c.load_ms)
-      << ", total " << format_ms(build_ms) << "\n";
+      << " (cache "
+      << (Cache::off()  ? "off"
+          : c.cache_hit ? "hit"
+                        : "miss")
+      << "), load " << format_ms(c.load_ms) << ", total " << format_ms(build_ms) << "\n";
 }
 
 }  // namespace kiln::cli

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -55,6 +56,10 @@ auto usage_error_of(F&& f) -> decltype(f()) {
     throw UsageError(e.what());
   }
 }
+
+/** FILE[:COMPOSITE] split into the file and the composite ("" when not named); FILE may be
+ *  `std:NAME`, a file of the standard library (dsl/library.h). */
+std::pair<std::string, std::string> split_target(const std::string& target);
 
 /** Loads the target and applies dtype, attribute and batch choices. Throws SpecError or
  *  UsageError. */

@@ -2,7 +2,7 @@
  * to load it. Kiln reads only `abi_version`, the first field of every ABI's table. */
 #include <stddef.h>
 
-#include "runtimes/plugin_api.h"
+#include "kiln/plugin_api.h"
 
 #ifndef FAKE_ABI
 #define FAKE_ABI 999

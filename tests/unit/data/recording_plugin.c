@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtimes/plugin_api.h"
+#include "kiln/plugin_api.h"
 
 typedef struct recorded {
   int configures;   /* calls of configure */
