@@ -220,7 +220,8 @@ void Executable::add_workspaces(std::vector<void*>& args, void* const* buffers,
   packs_filled_ = true;  // once the kernels ran; a failed run throws past every later use
 }
 
-void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
+void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
+                             std::vector<LaunchSpan>* spans) const {
   const KernelPlan& plan = program_.plan;
   SizeBindings bound;
   for (size_t k = 0; k < plan.size_vars.size(); ++k)
@@ -277,20 +278,29 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes) const {
   std::vector<LaunchGeometry> geometry = launch_geometry(sizes);
   auto num_args = static_cast<uint32_t>(args.size());
   auto num_sizes = static_cast<uint32_t>(plan.size_vars.size());
+  auto since = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto started = std::chrono::steady_clock::now();
   for (size_t k = 0; k < kernels_.size(); ++k) {
     if (device) {  // one sequence, one wait: faults are the plugin's to report
       runtime_.launch(kernels_[k], args.data(), sizes, geometry[k], nullptr, num_args, num_sizes);
       continue;
     }
     KernelFaultScope scope(contexts_[k]);
+    auto t0 = std::chrono::steady_clock::now();
     runtime_.launch(kernels_[k], args.data(), sizes, geometry[k], nullptr, num_args, num_sizes);
     runtime_.synchronize();
+    if (spans) spans->push_back({static_cast<int>(k), t0, since(t0)});
   }
-  if (device) runtime_.synchronize();
+  if (device) {
+    runtime_.synchronize();
+    if (spans) spans->push_back({-1, started, since(started)});
+  }
 }
 
-std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
-                                    const SizeBindings& sizes) const {
+std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const SizeBindings& sizes,
+                                    std::vector<LaunchSpan>* spans) const {
   const KernelPlan& plan = program_.plan;
   std::vector<int64_t> size_args = size_values(plan, sizes);
   DeviceBuffers mem(runtime_);
@@ -310,7 +320,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs,
     args.push_back(p);
   }
   forget_packs();  // these buffers are new, though one may reuse an address
-  run_buffers(args.data(), size_args.data());
+  run_buffers(args.data(), size_args.data(), spans);
   std::vector<Tensor> out;
   for (const Buffer& b : plan.buffers) {
     if (b.kind != BufferKind::output) continue;

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -23,6 +24,15 @@ struct BuildInfo {
   CompileInfo compile;
 };
 
+/** The launch of one kernel as the host saw it: from the launch to the end of its wait (on a
+ *  host backend each kernel is waited for). On a device backend the kernels launch as one
+ *  sequence that is waited for once: one span covers them all, with `kernel` -1. */
+struct LaunchSpan {
+  int kernel = -1;  ///< index into the plan's kernels; -1: every kernel, one device sequence
+  std::chrono::steady_clock::time_point start{};
+  double milliseconds = 0;
+};
+
 /** A graph compiled for one runtime. */
 class Executable {
  public:
@@ -32,8 +42,10 @@ class Executable {
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
 
-  /** Runs on host tensors (in graph input order) for the bound sizes; returns the outputs. */
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const SizeBindings& sizes) const;
+  /** Runs on host tensors (in graph input order) for the bound sizes; returns the outputs.
+   *  With `spans`, the launches are appended to it (run_buffers). */
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const SizeBindings& sizes,
+                          std::vector<LaunchSpan>* spans = nullptr) const;
 
   /** Runs on caller-owned device buffers: inputs then outputs in graph order (temps are
    *  allocated here), with the sizes in size-variable order. On a device backend the kernels
@@ -43,8 +55,10 @@ class Executable {
    *  Packed panels of `const` inputs (backends/packed_weights.h) are filled at the first run
    *  and kept while every const input is the same buffer and the sizes are the same: a const
    *  input's contents must not change between runs without forget_packs(). Runs that keep
-   *  panels take turns. CHECK=1 fills them at every run. */
-  void run_buffers(void* const* buffers, const int64_t* sizes) const;
+   *  panels take turns. CHECK=1 fills them at every run. With `spans`, the launches are
+   *  appended to it (LaunchSpan). */
+  void run_buffers(void* const* buffers, const int64_t* sizes,
+                   std::vector<LaunchSpan>* spans = nullptr) const;
   /** The next run fills the packed panels of the const inputs afresh (their buffers' contents
    *  changed in place). */
   void forget_packs() const;

@@ -178,7 +178,7 @@ void run_stages(State& s, int phase) {
     std::string text = stage.run(s);
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    s.out.times.push_back({stage.name, ms});
+    s.out.times.push_back({stage.name, ms, t0});
     if (opt.log && opt.debug >= 2) *opt.log << "-- " << stage.name << " (" << ms << " ms)\n";
     if (opt.log && opt.debug >= stage.print_level) *opt.log << text << "\n";
   }

@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <chrono>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -38,10 +39,11 @@ struct CompileOptions {
  *  "0.0107 ms", "4.25 ms", "197 ms", "1504 ms". */
 std::string format_ms(double ms);
 
-/** How long one stage took. */
+/** How long one stage took, and when it began (for `kiln run --trace`). */
 struct StageTime {
   std::string name;
   double milliseconds = 0;
+  std::chrono::steady_clock::time_point start{};
 };
 
 /** A graph lowered to source for one backend. */

@@ -171,9 +171,7 @@ std::string constant_str(const Node& n) {
   return buf;
 }
 
-namespace {
-
-std::string node_attrs(const Node& n) {
+std::string node_attributes(const Node& n) {
   switch (n.op) {
     case Op::input:
       return (n.constant_input ? "const " : "") + n.name;
@@ -196,11 +194,9 @@ std::string node_attrs(const Node& n) {
   }
 }
 
-std::string type_str(const Node& n) {
+std::string node_type(const Node& n) {
   return std::string(dtype_name(n.dtype)) + shape_str(n.shape);
 }
-
-}  // namespace
 
 std::string graph_to_text(const Graph& g) {
   std::string s = "graph " + g.name + "(";
@@ -210,44 +206,15 @@ std::string graph_to_text(const Graph& g) {
   for (size_t id = 0; id < g.nodes.size(); ++id) {
     const Node& n = g.nodes[id];
     std::string line = "  %" + std::to_string(id) + " = " + std::string(op_name(n.op));
-    std::string attrs = node_attrs(n);
+    std::string attrs = node_attributes(n);
     if (!attrs.empty()) line += " " + attrs;
     for (size_t k = 0; k < n.operands.size(); ++k)
       line += (k ? ", %" : " %") + std::to_string(n.operands[k]);
-    s += line + " : " + type_str(n) + "\n";
+    s += line + " : " + node_type(n) + "\n";
   }
   for (const GraphOutput& o : g.outputs)
     s += "  return " + o.name + " = %" + std::to_string(o.node) + "\n";
   return s;
-}
-
-std::string graph_to_dot(const Graph& g) {
-  auto escape = [](std::string t) {
-    std::string out;
-    for (char c : t) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    return out;
-  };
-  std::string s = "digraph \"" + escape(g.name) + "\" {\n  node [shape=box, fontname=monospace];\n";
-  for (size_t id = 0; id < g.nodes.size(); ++id) {
-    const Node& n = g.nodes[id];
-    std::string label = "%" + std::to_string(id) + " " + std::string(op_name(n.op));
-    std::string attrs = node_attrs(n);
-    if (!attrs.empty()) label += " " + attrs;
-    s += "  n" + std::to_string(id) + " [label=\"" + escape(label) + "\\n" + escape(type_str(n)) +
-         "\"";
-    if (n.op == Op::input) s += ", style=filled, fillcolor=lightblue";
-    s += "];\n";
-    for (NodeId o : n.operands)
-      s += "  n" + std::to_string(o) + " -> n" + std::to_string(id) + ";\n";
-  }
-  for (const GraphOutput& o : g.outputs) {
-    s += "  out_" + o.name + " [label=\"" + escape(o.name) + "\", shape=oval];\n";
-    s += "  n" + std::to_string(o.node) + " -> out_" + o.name + ";\n";
-  }
-  return s + "}\n";
 }
 
 }  // namespace kiln

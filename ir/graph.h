@@ -82,8 +82,13 @@ class Graph {
 /** Text form, one node per line: `%3 = add %1, %2 : f32[M, N]`. */
 std::string graph_to_text(const Graph& g);
 
-/** Graphviz dot form. */
-std::string graph_to_dot(const Graph& g);
+/** The attributes graph_to_text prints after a node's op name: an input's name, a constant's
+ *  value, a view's index map, a reduction's kind and axes, an extern's routine; empty for
+ *  others. */
+std::string node_attributes(const Node& n);
+
+/** "f32[M, N]": a node's dtype and shape. */
+std::string node_type(const Node& n);
 
 /** The scalar of a constant node as text: exact for integers, shortest round trip for floats. */
 std::string constant_str(const Node& n);

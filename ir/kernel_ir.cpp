@@ -130,40 +130,43 @@ std::string call_str(const KernelPlan& plan, const Statement& st) {
   return s + ")";
 }
 
-const char* kind_name(BufferKind k) {
-  return k == BufferKind::input ? "input" : k == BufferKind::output ? "output" : "temp";
+}  // namespace
+
+std::string statement_to_text(const KernelPlan& plan, const Statement& st) {
+  std::string dom;
+  for (size_t d = 0; d < st.extents.size(); ++d)
+    dom += (d ? ", " : "") + iterator_name(static_cast<int>(d)) + " < " + st.extents[d].str();
+  std::string target = plan.buffers[st.buffer].name;
+  if (st.kind != Statement::Kind::call) target += index_str(st.index);
+  std::string s = st.name + " {" + dom + "}: " + target;
+  if (st.kind == Statement::Kind::call)
+    s += " = extern " + call_str(plan, st);
+  else if (st.kind == Statement::Kind::assign)
+    s += " = " + expr_str(plan, *st.value);
+  else if (st.kind == Statement::Kind::reduce_init)
+    s += " = init " + std::string(reduce_kind_name(st.reduce));
+  else
+    s += " " + std::string(reduce_kind_name(st.reduce)) + "= " + expr_str(plan, *st.value);
+  return s;
 }
 
-}  // namespace
+const char* buffer_kind_name(BufferKind k) {
+  return k == BufferKind::input ? "input" : k == BufferKind::output ? "output" : "temp";
+}
 
 std::string plan_to_text(const KernelPlan& plan) {
   std::string s = "buffers:\n";
   for (const Buffer& b : plan.buffers) {
     s += "  " + b.name + " : " + std::string(dtype_name(b.dtype)) + shape_str(b.shape) + "  " +
-         kind_name(b.kind);
+         buffer_kind_name(b.kind);
     s += b.kind == BufferKind::temp ? " slot " + std::to_string(b.slot)
                                     : " arg " + std::to_string(b.arg);
     s += "\n";
   }
   for (const Kernel& k : plan.kernels) {
     s += "kernel " + k.name + ":\n";
-    for (const Statement& st : k.statements) {
-      std::string dom;
-      for (size_t d = 0; d < st.extents.size(); ++d)
-        dom += (d ? ", " : "") + iterator_name(static_cast<int>(d)) + " < " + st.extents[d].str();
-      std::string target = plan.buffers[st.buffer].name;
-      if (st.kind != Statement::Kind::call) target += index_str(st.index);
-      s += "  " + st.name + " {" + dom + "}: " + target;
-      if (st.kind == Statement::Kind::call)
-        s += " = extern " + call_str(plan, st);
-      else if (st.kind == Statement::Kind::assign)
-        s += " = " + expr_str(plan, *st.value);
-      else if (st.kind == Statement::Kind::reduce_init)
-        s += " = init " + std::string(reduce_kind_name(st.reduce));
-      else
-        s += " " + std::string(reduce_kind_name(st.reduce)) + "= " + expr_str(plan, *st.value);
-      s += "\n";
-    }
+    for (const Statement& st : k.statements)
+      s += "  " + statement_to_text(plan, st) + "\n";
   }
   return s;
 }

@@ -104,6 +104,12 @@ bool varies(const ScalarExpr& e);
 bool lane_value(const KernelPlan& plan, const ScalarExpr& e, const std::set<std::string>& vars,
                 DType t);
 
+/** "input", "output", "temp". */
+const char* buffer_kind_name(BufferKind k);
+
+/** One statement as plan_to_text prints it: "S1 {i0 < N}: y[i0] = mul(x[i0], 2)". */
+std::string statement_to_text(const KernelPlan& plan, const Statement& st);
+
 /** Text of a plan for `kiln show --stage kernels`. */
 std::string plan_to_text(const KernelPlan& plan);
 

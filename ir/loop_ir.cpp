@@ -59,109 +59,100 @@ std::string expr_text(const AstExpr& e) {
   return call(e);
 }
 
-void node_text(const LoopNode& n, int depth, std::string& out) {
-  std::string pad(2 * depth, ' ');
+/** A loop's band, tile, coincidence, reduction and streaming notes: "band 0.1 tile, reduction". */
+std::string loop_notes(const LoopNode& n) {
+  std::string notes;
+  if (n.band >= 0)
+    notes +=
+        "band " + std::to_string(n.band) + "." + std::to_string(n.member) + (n.tile ? " tile" : "");
+  if (n.coincident) notes += std::string(notes.empty() ? "" : ", ") + "coincident";
+  if (n.reduction) notes += std::string(notes.empty() ? "" : ", ") + "reduction";
+  if (n.stream_bytes > 0)
+    notes += std::string(notes.empty() ? "" : ", ") + "streaming stores from " +
+             std::to_string(n.stream_bytes) + " bytes";
+  return notes;
+}
+
+/** "r = o + 0..n-1". */
+std::string range(const std::string& iter, const AstExprPtr& origin, int64_t count) {
+  return iter + " = " + unwrap(expr_text(*origin)) + " + 0.." + std::to_string(count - 1);
+}
+
+std::string alloc_line(const LoopNode& n) {
+  std::string tile = std::to_string(n.tile_rows) + "x" + std::to_string(n.tile_lanes);
+  std::string lanes_below =
+      n.tile_lane_count ? ", lanes below " + unwrap(expr_text(*n.tile_lane_count)) : "";
+  if (n.space == MemorySpace::shared && n.key_block > 0)
+    return "alloc shared " + n.name + " = a " + tile + " online-softmax tile of S" +
+           std::to_string(n.statement) + ": " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +
+           " where " + unwrap(expr_text(*n.tile_row_cond)) + ", " +
+           range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + " where " +
+           unwrap(expr_text(*n.tile_lane_cond)) + "; keys in blocks of " +
+           std::to_string(n.key_block) + ", scores' reduction in blocks of " +
+           std::to_string(n.pack_depth);
+  if (n.space == MemorySpace::shared)
+    return "alloc shared " + n.name + " = a " + tile + " block tile of S" +
+           std::to_string(n.statement) + ": " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +
+           " where " + unwrap(expr_text(*n.tile_row_cond)) + ", " +
+           range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + " where " +
+           unwrap(expr_text(*n.tile_lane_cond)) + "; " + std::to_string(n.thread_rows) + "x" +
+           std::to_string(n.thread_lanes) + " per thread, reduction blocks of " +
+           std::to_string(n.pack_depth);
+  if (n.pack_depth > 0)
+    return "pack " + n.name + " = the row-shared lane operands of S" + std::to_string(n.statement) +
+           " for " + range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
+           range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below;
+  std::string out = "alloc " + std::string(memory_space_name(n.space)) + " " + n.name +
+                    " = element of S" + std::to_string(n.statement) + "(";
+  for (size_t k = 0; k < n.args.size(); ++k)
+    out += (k ? ", " : "") + (n.args[k] ? unwrap(expr_text(*n.args[k])) : std::string("_"));
+  out += ")";
+  if (n.tile_rows > 0)
+    out += ", a " + tile + " register tile: " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +
+           ", " + range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below;
+  return out;
+}
+
+/** The line of `n` itself, without its body. */
+std::string node_line(const LoopNode& n) {
   switch (n.kind) {
     case LoopNode::Kind::block:
-      for (const auto& c : n.body)
-        node_text(*c, depth, out);
-      return;
+      return "";
     case LoopNode::Kind::loop: {
-      out += pad + "for (" + n.iter + " = " + unwrap(expr_text(*n.init)) + "; " +
-             unwrap(expr_text(*n.cond)) + "; " + n.iter + " += " + std::to_string(n.step) + ")";
+      std::string out = "for (" + n.iter + " = " + unwrap(expr_text(*n.init)) + "; " +
+                        unwrap(expr_text(*n.cond)) + "; " + n.iter +
+                        " += " + std::to_string(n.step) + ")";
       out += std::string("  // ") + mapping_name(n.mapping);
-      std::string notes;
-      if (n.band >= 0)
-        notes += "band " + std::to_string(n.band) + "." + std::to_string(n.member) +
-                 (n.tile ? " tile" : "");
-      if (n.coincident) notes += std::string(notes.empty() ? "" : ", ") + "coincident";
-      if (n.reduction) notes += std::string(notes.empty() ? "" : ", ") + "reduction";
-      if (n.stream_bytes > 0)
-        notes += std::string(notes.empty() ? "" : ", ") + "streaming stores from " +
-                 std::to_string(n.stream_bytes) + " bytes";
-      out += (notes.empty() ? "" : " (" + notes + ")") + "\n";
-      for (const auto& c : n.body)
-        node_text(*c, depth + 1, out);
-      return;
+      std::string notes = loop_notes(n);
+      return out + (notes.empty() ? "" : " (" + notes + ")");
     }
     case LoopNode::Kind::guard:
-      out += pad + "if (" + unwrap(expr_text(*n.cond)) + ")\n";
-      for (const auto& c : n.body)
-        node_text(*c, depth + 1, out);
-      return;
+      return "if (" + unwrap(expr_text(*n.cond)) + ")";
     case LoopNode::Kind::stmt: {
-      out += pad + "S" + std::to_string(n.statement) + "(";
+      std::string out = "S" + std::to_string(n.statement) + "(";
       for (size_t k = 0; k < n.args.size(); ++k)
         out += (k ? ", " : "") + unwrap(expr_text(*n.args[k]));
-      out += ");\n";
-      return;
+      return out + ");";
     }
-    case LoopNode::Kind::alloc: {
-      if (n.space == MemorySpace::shared && n.key_block > 0) {
-        out += pad + "alloc shared " + n.name + " = a " + std::to_string(n.tile_rows) + "x" +
-               std::to_string(n.tile_lanes) + " online-softmax tile of S" +
-               std::to_string(n.statement) + ": " + n.tile_row + " = " +
-               unwrap(expr_text(*n.tile_row_origin)) + " + 0.." + std::to_string(n.tile_rows - 1) +
-               " where " + unwrap(expr_text(*n.tile_row_cond)) + ", " + n.tile_lane + " = " +
-               unwrap(expr_text(*n.tile_lane_origin)) + " + 0.." +
-               std::to_string(n.tile_lanes - 1) + " where " + unwrap(expr_text(*n.tile_lane_cond)) +
-               "; keys in blocks of " + std::to_string(n.key_block) +
-               ", scores' reduction in blocks of " + std::to_string(n.pack_depth) + "\n";
-        for (const auto& c : n.body)
-          node_text(*c, depth + 1, out);
-        return;
-      }
-      if (n.space == MemorySpace::shared) {
-        out += pad + "alloc shared " + n.name + " = a " + std::to_string(n.tile_rows) + "x" +
-               std::to_string(n.tile_lanes) + " block tile of S" + std::to_string(n.statement) +
-               ": " + n.tile_row + " = " + unwrap(expr_text(*n.tile_row_origin)) + " + 0.." +
-               std::to_string(n.tile_rows - 1) + " where " + unwrap(expr_text(*n.tile_row_cond)) +
-               ", " + n.tile_lane + " = " + unwrap(expr_text(*n.tile_lane_origin)) + " + 0.." +
-               std::to_string(n.tile_lanes - 1) + " where " + unwrap(expr_text(*n.tile_lane_cond)) +
-               "; " + std::to_string(n.thread_rows) + "x" + std::to_string(n.thread_lanes) +
-               " per thread, reduction blocks of " + std::to_string(n.pack_depth) + "\n";
-        for (const auto& c : n.body)
-          node_text(*c, depth + 1, out);
-        return;
-      }
-      if (n.pack_depth > 0) {
-        out += pad + "pack " + n.name + " = the row-shared lane operands of S" +
-               std::to_string(n.statement) + " for " + n.pack_iter + " = " +
-               unwrap(expr_text(*n.pack_origin)) + " + 0.." + std::to_string(n.pack_depth - 1) +
-               ", " + n.tile_lane + " = " + unwrap(expr_text(*n.tile_lane_origin)) + " + 0.." +
-               std::to_string(n.tile_lanes - 1) +
-               (n.tile_lane_count ? ", lanes below " + unwrap(expr_text(*n.tile_lane_count)) : "") +
-               "\n";
-        for (const auto& c : n.body)
-          node_text(*c, depth + 1, out);
-        return;
-      }
-      out += pad + "alloc " + memory_space_name(n.space) + " " + n.name + " = element of S" +
-             std::to_string(n.statement) + "(";
-      for (size_t k = 0; k < n.args.size(); ++k)
-        out += (k ? ", " : "") + (n.args[k] ? unwrap(expr_text(*n.args[k])) : std::string("_"));
-      out += ")";
-      if (n.tile_rows > 0)
-        out += ", a " + std::to_string(n.tile_rows) + "x" + std::to_string(n.tile_lanes) +
-               " register tile: " + n.tile_row + " = " + unwrap(expr_text(*n.tile_row_origin)) +
-               " + 0.." + std::to_string(n.tile_rows - 1) + ", " + n.tile_lane + " = " +
-               unwrap(expr_text(*n.tile_lane_origin)) + " + 0.." +
-               std::to_string(n.tile_lanes - 1) +
-               (n.tile_lane_count ? ", lanes below " + unwrap(expr_text(*n.tile_lane_count)) : "");
-      out += "\n";
-      for (const auto& c : n.body)
-        node_text(*c, depth + 1, out);
-      return;
-    }
+    case LoopNode::Kind::alloc:
+      return alloc_line(n);
     case LoopNode::Kind::barrier:
-      out += pad + "barrier\n";
-      return;
+      return "barrier";
     case LoopNode::Kind::single:
-      out += pad + "single  // one thread of the block\n";
-      for (const auto& c : n.body)
-        node_text(*c, depth + 1, out);
-      return;
+      return "single  // one thread of the block";
   }
+  return "";
+}
+
+void node_text(const LoopNode& n, int depth, std::string& out) {
+  if (n.kind == LoopNode::Kind::block) {
+    for (const auto& c : n.body)
+      node_text(*c, depth, out);
+    return;
+  }
+  out += std::string(2 * depth, ' ') + node_line(n) + "\n";
+  for (const auto& c : n.body)
+    node_text(*c, depth + 1, out);
 }
 
 }  // namespace
@@ -305,6 +296,18 @@ AstExprPtr substitute(const AstExprPtr& e, const std::string& iter, const AstExp
   for (AstExprPtr& a : copy->args)
     a = substitute(a, iter, value);
   return copy;
+}
+
+std::string loop_expr_to_text(const AstExpr& e) {
+  return unwrap(expr_text(e));
+}
+
+std::string loop_node_to_text(const LoopNode& n) {
+  return node_line(n);
+}
+
+std::string loop_annotations(const LoopNode& n) {
+  return loop_notes(n);
 }
 
 std::string loop_nest_to_text(const LoopNest& nest) {

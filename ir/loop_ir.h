@@ -182,6 +182,17 @@ struct LoopNest {
   bool one_block = false;
 };
 
+/** An expression as loop_nest_to_text prints it: "c0 + 32", "floord(N - 1, 32)". */
+std::string loop_expr_to_text(const AstExpr& e);
+
+/** The line loop_nest_to_text prints for `n` itself, without its body or indentation (empty for
+ *  a block). */
+std::string loop_node_to_text(const LoopNode& n);
+
+/** A loop's notes as loop_nest_to_text prints them in parentheses: its band and member, "tile",
+ *  "coincident", "reduction", streaming stores; empty when it has none. */
+std::string loop_annotations(const LoopNode& n);
+
 /** Indented pseudo-C text, for `kiln show --stage schedule` and tests. */
 std::string loop_nest_to_text(const LoopNest& nest);
 

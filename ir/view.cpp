@@ -1,5 +1,10 @@
 #include "ir/view.h"
 
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
 namespace kiln {
 
 namespace {
@@ -149,5 +154,141 @@ View pad(const Shape& src, int axis, const IntExpr& before, const IntExpr& after
 }
 
 }  // namespace views
+
+namespace {
+
+/** What one source dimension of a view reads: `start + step * %var`, or `start` alone when
+ *  `var` is -1. */
+struct DimRead {
+  int var = -1;
+  IntExpr start;
+  int64_t step = 0;
+};
+
+/** The read of `e`, when it is affine in at most one index variable. */
+std::optional<DimRead> dim_read(const IntExpr& e) {
+  std::set<std::string> vars;
+  e.collect_vars(vars);
+  DimRead r;
+  for (const std::string& v : vars) {
+    if (v.empty() || v[0] != '%') continue;
+    if (r.var >= 0) return std::nullopt;
+    r.var = std::stoi(v.substr(1));
+  }
+  if (r.var < 0) {
+    r.start = e;
+    return r;
+  }
+  std::optional<int64_t> step = affine_coefficient(e, "%" + std::to_string(r.var));
+  if (!step || *step == 0) return std::nullopt;
+  r.step = *step;
+  r.start = e - IntExpr::index(r.var) * *step;
+  std::set<std::string> left;
+  r.start.collect_vars(left);
+  for (const std::string& v : left)
+    if (!v.empty() && v[0] == '%') return std::nullopt;
+  return r;
+}
+
+/** `e` with the index variables %k spelled i0, i1, ... */
+std::string readable(const IntExpr& e) {
+  std::set<std::string> vars;
+  e.collect_vars(vars);
+  std::map<std::string, IntExpr> sub;
+  for (const std::string& v : vars)
+    if (!v.empty() && v[0] == '%') sub[v] = IntExpr::var("i" + v.substr(1));
+  return sub.empty() ? e.str() : e.substitute(sub).str();
+}
+
+std::string index_map(const Shape& source, const View& v) {
+  std::string s = shape_str(source) + " -> " + shape_str(v.shape) + " reads [";
+  for (size_t k = 0; k < v.index.size(); ++k)
+    s += (k ? ", " : "") + readable(v.index[k]);
+  s += "]";
+  for (const MaskBound& m : v.mask)
+    s += " if 0 <= " + readable(m.expr) + " < " + readable(m.bound);
+  return s;
+}
+
+std::string list_str(const std::vector<int>& xs) {
+  std::string s;
+  for (size_t k = 0; k < xs.size(); ++k)
+    s += (k ? ", " : "") + std::to_string(xs[k]);
+  return s;
+}
+
+}  // namespace
+
+std::string describe_view(const Shape& source, const View& v) {
+  std::string shapes = shape_str(source) + " -> " + shape_str(v.shape);
+  if (v.index.size() != source.size()) return index_map(source, v);
+  // A reshape keeps the element count (a broadcast of size-1 dimensions reads like one).
+  if (v.mask.empty() && product(source, 0, source.size()) == product(v.shape, 0, v.shape.size())) {
+    View r = views::reshape(source, v.shape);
+    bool same = true;
+    for (size_t k = 0; k < source.size() && same; ++k)
+      same = r.index[k] == v.index[k];
+    if (same) return "reshape " + shapes;
+  }
+  std::vector<DimRead> reads;
+  std::vector<int> reader(v.shape.size(), -1);  // the source dimension each view dim drives
+  for (size_t k = 0; k < source.size(); ++k) {
+    std::optional<DimRead> r = dim_read(v.index[k]);
+    if (!r || (r->var >= 0 && (r->var >= static_cast<int>(v.shape.size()) || reader[r->var] >= 0)))
+      return index_map(source, v);
+    if (r->var >= 0) reader[r->var] = static_cast<int>(k);
+    reads.push_back(*r);
+  }
+  // A mask must be a pad: the source index of one dimension kept within its size.
+  std::vector<bool> padded(source.size(), false);
+  for (const MaskBound& m : v.mask) {
+    bool found = false;
+    for (size_t k = 0; k < source.size() && !found; ++k)
+      if (!padded[k] && reads[k].var >= 0 && m.expr == v.index[k] && m.bound == source[k])
+        found = padded[k] = true;
+    if (!found) return index_map(source, v);
+  }
+  std::vector<std::string> parts;
+  std::vector<int> order, broadcast;  // source dims in view-dim order; view dims read by none
+  for (size_t j = 0; j < v.shape.size(); ++j)
+    if (reader[j] >= 0)
+      order.push_back(reader[j]);
+    else if (v.shape[j] != IntExpr(1))
+      broadcast.push_back(static_cast<int>(j));
+  if (!std::is_sorted(order.begin(), order.end())) {
+    bool swap2 = order.size() == 2 && source.size() == 2 && v.shape.size() == 2;
+    parts.push_back(swap2 ? "transpose" : "permute (" + list_str(order) + ")");
+  }
+  if (!broadcast.empty())
+    parts.push_back(std::string(broadcast.size() > 1 ? "broadcast dims " : "broadcast dim ") +
+                    list_str(broadcast));
+  for (size_t k = 0; k < source.size(); ++k) {
+    const DimRead& r = reads[k];
+    std::string dim = " dim " + std::to_string(k);
+    if (r.var < 0) {
+      if (r.start != IntExpr(0) || source[k] != IntExpr(1))
+        parts.push_back("take" + dim + " at " + r.start.str());
+      continue;
+    }
+    const IntExpr& count = v.shape[r.var];
+    if (padded[k] && r.step == 1) {
+      IntExpr before = -r.start, after = count - source[k] - before;
+      parts.push_back("pad" + dim + " by (" + before.str() + ", " + after.str() + ")");
+      continue;
+    }
+    if (padded[k]) parts.push_back("pad" + dim);  // a strided window past the edges
+    if (r.start != IntExpr(0) || r.step != 1 || count != source[k])
+      parts.push_back("slice" + dim + " from " + r.start.str() +
+                      (r.step != 1 ? " step " + std::to_string(r.step) : "") +
+                      (count != source[k] ? " count " + count.str() : ""));
+  }
+  // Only size-1 dimensions added or dropped: a reshape that the grouping above spelled
+  // differently.
+  if (parts.empty()) parts.push_back("reshape");
+  std::string s;
+  for (const std::string& p : parts)
+    s += (s.empty() ? "" : ", ") + p;
+  return s + " " + shapes;
+}
 
 }  // namespace kiln

@@ -38,6 +38,14 @@ struct View {
   std::string str() const;
 };
 
+/** A short human description of `v` read from a tensor of shape `source`, for pictures of the
+ *  graph: the primitives it amounts to, then the shapes, e.g. "transpose [M, N] -> [N, M]",
+ *  "broadcast dim 0 [1, N] -> [M, N]", "slice dim 1 from 2 step 2, pad dim 0 by (1, 1) [...] ->
+ *  [...]", "reshape [M, N] -> [M*N]". A view that is none of these (a reshape after a transpose,
+ *  a diagonal) is spelled as its index map over i0, i1, ...: "[M*N] -> [N, M] reads [i1*M +
+ *  i0]". */
+std::string describe_view(const Shape& source, const View& v);
+
 /** The view primitives. Each takes the source shape and returns a view of it. Callers check
  *  arguments first (the spec front end reports bad ones with a location); these assume them. */
 namespace views {

@@ -386,6 +386,7 @@ std::vector<uint8_t> Runtime::artifact(const std::string& identity,
   };
 
   auto start = std::chrono::steady_clock::now();
+  out.compile_start = start;
   std::string warning;
   std::optional<std::vector<uint8_t>> artifact;
   if (read_cache) {
@@ -454,12 +455,15 @@ CompiledModule Runtime::compile_identified(const std::string& identity,
     // it, say so once, and compile afresh, so one bad entry cannot fail every later run.
     if (std::string w = cache().drop(out.key, why); !w.empty()) out.warnings.push_back(w);
     double failed_ms = out.compile_ms + ms_since(start);
+    auto first_start = out.compile_start;
     bytes = artifact(identity, make_source, extra_flags, false, out, label);
     out.compile_ms += failed_ms;
+    out.compile_start = first_start;
     start = std::chrono::steady_clock::now();
     module = load_checked(bytes, symbols, &why);
   }
   if (!module) throw std::runtime_error(std::string(table().name) + " runtime: " + why);
+  out.load_start = start;
   out.load_ms = ms_since(start);
   return std::move(*module);
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -73,6 +74,8 @@ struct CompileInfo {
   bool cache_hit = false;
   double compile_ms = 0; /**< plugin compile, or cache read on a hit */
   double load_ms = 0;
+  /** When the compile (or cache read) and the load began (for `kiln run --trace`). */
+  std::chrono::steady_clock::time_point compile_start{}, load_start{};
   std::string key;                   /**< cache key, hex */
   std::vector<std::string> warnings; /**< cache trouble worth telling the user */
 };

@@ -30,10 +30,11 @@ CompiledSubject::CompiledSubject(const Graph& g, std::unique_ptr<Runtime> runtim
                                  const CompileOptions& opt, const std::vector<Tensor>& inputs,
                                  const SizeBindings& sizes)
     : runtime_(std::move(runtime)), sizes_(sizes) {
-  auto t0 = std::chrono::steady_clock::now();
+  build_start_ = std::chrono::steady_clock::now();
   exe_ = std::make_unique<Executable>(g, *runtime_, opt);
   build_ms_ =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - build_start_)
+          .count();
   const KernelPlan& plan = exe_->program().plan;
   for (const std::string& v : plan.size_vars)
     size_args_.push_back(sizes.at(v));
@@ -67,7 +68,7 @@ CompiledSubject::~CompiledSubject() {
 }
 
 void CompiledSubject::run() {
-  exe_->run_buffers(args_.data(), size_args_.data());
+  exe_->run_buffers(args_.data(), size_args_.data(), launches_);
 }
 
 std::optional<std::vector<Tensor>> CompiledSubject::outputs() const {
@@ -238,23 +239,6 @@ class DeviceCopyBaseline : public Subject {
 };
 
 }  // namespace
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (static_cast<unsigned char>(ch) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
 
 std::unique_ptr<Subject> make_gemm_baseline(const GemmShape& shape,
                                             const std::vector<Tensor>& inputs, int threads) {

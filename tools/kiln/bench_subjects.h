@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "driver/executable.h"
 #include "ir/tensor.h"
+#include "tools/kiln/json.h"
 
 namespace kiln::cli {
 
@@ -32,9 +34,6 @@ class Subject {
   virtual std::optional<double> device_ms() const { return std::nullopt; }
 };
 
-/** `s` as a JSON string literal, quotes and escapes included. */
-std::string json_string(const std::string& s);
-
 /** A graph compiled for `runtime` through the cache, with `inputs` copied to device buffers
  *  once; run() launches its kernels on them (temporaries are allocated per run, as any launch
  *  does), outputs() copies the outputs back. */
@@ -52,6 +51,9 @@ class CompiledSubject : public Subject {
   std::optional<std::vector<Tensor>> outputs() const override;
   const Executable& executable() const { return *exe_; }
   double build_ms() const { return build_ms_; }
+  std::chrono::steady_clock::time_point build_start() const { return build_start_; }
+  /** Every later run() appends its kernels' launches to `spans` (nullptr: nowhere). */
+  void record_launches(std::vector<LaunchSpan>* spans) { launches_ = spans; }
 
  private:
   std::unique_ptr<Runtime> runtime_;
@@ -60,6 +62,8 @@ class CompiledSubject : public Subject {
   std::vector<int64_t> size_args_;  ///< in the plan's size-variable order
   std::vector<void*> args_;         ///< inputs then outputs, by Buffer::arg
   double build_ms_ = 0;
+  std::chrono::steady_clock::time_point build_start_{};
+  std::vector<LaunchSpan>* launches_ = nullptr;
 };
 
 /** A single matrix product as cblas ?gemm sees it. */

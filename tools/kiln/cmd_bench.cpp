@@ -22,6 +22,7 @@
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
 #include "tools/kiln/torch_baseline.h"
+#include "tools/kiln/trace.h"
 
 namespace kiln::cli {
 
@@ -33,6 +34,7 @@ struct BenchOptions : RunRequest {
   int repeat = 0;  ///< 0: at least kMinRepeats, until the loop took kTargetMs
   int warmup = 3;
   bool json = false;
+  std::string trace;  ///< --trace FILE.json
 };
 
 constexpr int kMinRepeats = 10;
@@ -50,8 +52,10 @@ Stats stats_of(std::vector<double> ms) {
   return {n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2, ms.front(), ms.back()};
 }
 
-double time_ms(Subject& s) {
+/** The time of one run of `s`; with `start`, when it began. */
+double time_ms(Subject& s, std::chrono::steady_clock::time_point* start = nullptr) {
   auto t0 = std::chrono::steady_clock::now();
+  if (start) *start = t0;
   s.run();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -298,6 +302,8 @@ int bench(const BenchOptions& o) {
   if (o.runtime == "interp")
     throw UsageError("kiln bench times compiled code; --runtime interp is the interpreter");
   check_baseline_name(o.vs);
+  std::optional<Trace> trace;
+  if (!o.trace.empty()) trace.emplace("kiln bench " + o.sel.target);
   Loaded l;
   load_selection(o.sel, l);
   SizeBindings sizes = bind_sizes(l, o.test);
@@ -309,6 +315,17 @@ int bench(const BenchOptions& o) {
   rt->probe();
   CompileOptions opt = compile_options(o.config, 0, *rt, l);
   CompiledSubject kiln(g, std::move(rt), opt, inputs, sizes);
+  std::vector<LaunchSpan> launches;
+  if (trace) {
+    trace->build(kiln.executable(), kiln.build_start(), kiln.build_ms());
+    kiln.record_launches(&launches);
+  }
+  // Each run of Kiln's in the trace, with its launches; the baseline's runs beside them.
+  auto traced = [&](const std::string& name, std::chrono::steady_clock::time_point t0, double ms) {
+    if (!trace) return;
+    trace->run(kiln.executable(), name, t0, ms, launches);
+    launches.clear();
+  };
   for (const std::string& w : kiln.executable().build_info().compile.warnings)
     std::cerr << "kiln: warning: " << w << "\n";
   Report r;
@@ -325,7 +342,9 @@ int bench(const BenchOptions& o) {
 
   std::cout.flush();  // a fault inside a kernel ends the process (driver/fault_guard.h)
   for (int k = 0; k < o.warmup; ++k) {  // the first also gives the outputs compared below
-    kiln.run();
+    std::chrono::steady_clock::time_point t0;
+    double ms = time_ms(kiln, &t0);
+    traced("warm-up " + std::to_string(k), t0, ms);
     if (base) base->run();
   }
   if (base) {
@@ -344,10 +363,13 @@ int bench(const BenchOptions& o) {
     return n < kMinRepeats || (spent.count() < kTargetMs && n < kMaxRepeats);
   };
   while (more()) {  // Kiln, baseline, Kiln, ...: drift hits both alike
-    kiln_ms.push_back(time_ms(kiln));
+    std::chrono::steady_clock::time_point t0;
+    kiln_ms.push_back(time_ms(kiln, &t0));
+    traced("run " + std::to_string(kiln_ms.size() - 1), t0, kiln_ms.back());
     if (std::optional<double> d = kiln.device_ms()) device_ms.push_back(*d);
     if (base) {
-      double ms = time_ms(*base);
+      double ms = time_ms(*base, &t0);
+      if (trace) trace->span(o.vs, "baseline", t0, ms);
       base_ms.push_back(base->own_ms().value_or(ms));
       if (std::optional<double> d = base->device_ms()) base_device_ms.push_back(*d);
     }
@@ -362,6 +384,7 @@ int bench(const BenchOptions& o) {
     print_json(std::cout, r);
   else
     print_text(std::cout, r);
+  if (trace) trace->write(o.trace);
   return Exit::ok;
 }
 
@@ -387,6 +410,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", o->json, "Print one JSON object on one line");
+  cmd->add_option("--trace", o->trace,
+                  "Write a Chrome/Perfetto trace (JSON) of the pipeline stages, compile, load, "
+                  "every run and each kernel launch in it to this file");
   cmd->callback([o, &exit_code] { exit_code = bench(*o); });
 }
 

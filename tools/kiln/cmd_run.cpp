@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "driver/compare.h"
 #include "driver/executable.h"
@@ -12,6 +13,7 @@
 #include "tools/kiln/commands.h"
 #include "tools/kiln/run_files.h"
 #include "tools/kiln/session.h"
+#include "tools/kiln/trace.h"
 
 namespace kiln::cli {
 
@@ -23,6 +25,7 @@ struct RunOptions : RunRequest {
   bool no_check = false;  ///< no interpreter: the compiled code's outputs are not compared
   std::vector<std::string> inputs;  ///< --input NAME=FILE.npy
   std::string save;                 ///< --save DIR
+  std::string trace;                ///< --trace FILE.json
 };
 
 double elapsed_ms(std::chrono::steady_clock::time_point t0) {
@@ -39,20 +42,26 @@ std::string format_err(double v) {
  *  which is empty under --no-check: the outputs are summarised instead). */
 bool run_compiled(const RunOptions& o, Runtime* rt, const Loaded& l, const Graph& g,
                   const std::vector<Tensor>& inputs, const std::vector<Tensor>& want,
-                  const SizeBindings& sizes, double interp_ms) {
+                  const SizeBindings& sizes, double interp_ms, Trace* trace) {
   std::vector<Tensor> got;
   CompileOptions copt = compile_options(o.config, o.debug, *rt, l);
   auto t0 = std::chrono::steady_clock::now();
   Executable exe(g, *rt, copt);
   double build_ms = elapsed_ms(t0);
+  if (trace) trace->build(exe, t0, build_ms);
   for (const std::string& w : exe.build_info().compile.warnings)
     std::cerr << "kiln: warning: " << w << "\n";
   if (o.debug >= 1) print_build(std::cout, exe, build_ms);
-  std::cout.flush();       // a fault inside a kernel ends the process (driver/fault_guard.h)
-  exe.run(inputs, sizes);  // warm-up
+  std::cout.flush();  // a fault inside a kernel ends the process (driver/fault_guard.h)
+  std::vector<LaunchSpan> launches;
   t0 = std::chrono::steady_clock::now();
-  got = exe.run(inputs, sizes);
+  exe.run(inputs, sizes, trace ? &launches : nullptr);  // warm-up
+  if (trace) trace->run(exe, "run (warm-up)", t0, elapsed_ms(t0), launches);
+  launches.clear();
+  t0 = std::chrono::steady_clock::now();
+  got = exe.run(inputs, sizes, trace ? &launches : nullptr);
   double run_ms = elapsed_ms(t0);
+  if (trace) trace->run(exe, "run", t0, run_ms, launches);
   bool all_ok = true;
   for (size_t k = 0; k < got.size() && want.empty(); ++k)
     std::cout << "  out " << g.outputs[k].name << " : " << tensor_type_str(got[k]) << "  "
@@ -94,29 +103,42 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "sizes it spells and the batch dimensions")
       ->delimiter(',');
   cmd->add_option("--save", o->save, "Write each output to DIR/NAME.npy");
+  cmd->add_option("--trace", o->trace,
+                  "Write a Chrome/Perfetto trace (JSON) of lowering, the pipeline stages, "
+                  "compile, load and each kernel launch to this file");
   cmd->callback([o, &exit_code] {
     if (o->debug == 0) o->debug = usage_error_of([] { return debug_level_from_env(); });
     config_items(o->config);  // checked under interp too, which compiles nothing
+    std::optional<Trace> trace;
+    if (!o->trace.empty()) trace.emplace("kiln run " + o->sel.target);
+    auto t0 = std::chrono::steady_clock::now();
     // The runtime first: one with no device says so before the interpreter's work.
     std::unique_ptr<Runtime> rt;
     if (o->runtime != "interp") {
       rt = open_runtime(o->runtime, /*interp_too=*/true);
       rt->probe();
+      if (trace) trace->span_since("open runtime", "runtime", t0, {{"runtime", rt->name()}});
     }
+    t0 = std::chrono::steady_clock::now();
     Loaded l;
     load_selection(o->sel, l);
+    if (trace) trace->span_since("load spec", "front end", t0);
     std::map<std::string, Tensor> given = read_inputs(o->inputs);
     SizeBindings sizes = given.empty() ? bind_sizes(l, o->test)
                                        : bind_from_inputs(l, given, o->test, o->sel.batch.empty());
     if (o->specialize) l.options.fixed_sizes = sizes;
+    t0 = std::chrono::steady_clock::now();
     Graph g = lower_checked(l, &sizes, true);  // the interpreter holds every node
+    if (trace) trace->span_since("lower", "front end", t0);
     if (o->debug >= 2) std::cout << graph_to_text(g);
     std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o->seed);
     use_given_inputs(g, given, inputs);
-    auto t0 = std::chrono::steady_clock::now();
+    t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> want;
-    if (!o->no_check || !rt) want = interpret(g, sizes, inputs);
+    bool interpreted = !o->no_check || !rt;
+    if (interpreted) want = interpret(g, sizes, inputs);
     double interp_ms = elapsed_ms(t0);
+    if (trace && interpreted) trace->span("interpret", "reference", t0, interp_ms);
     std::string bound;
     for (const auto& [k, v] : sizes)
       bound += (bound.empty() ? "" : ",") + k + "=" + std::to_string(v);
@@ -130,12 +152,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   << tensor_summary(want[k]) << "\n";
       std::cout << "  time " << format_ms(interp_ms) << " (reference interpreter)\n";
       if (!o->save.empty()) save_outputs(o->save, g, want);
+      if (trace) trace->write(o->trace);
       exit_code = Exit::ok;
       return;
     }
-    exit_code = run_compiled(*o, rt.get(), l, g, inputs, want, sizes, interp_ms)
-                    ? Exit::ok
-                    : Exit::test_failed;
+    bool ok =
+        run_compiled(*o, rt.get(), l, g, inputs, want, sizes, interp_ms, trace ? &*trace : nullptr);
+    if (trace) trace->write(o->trace);
+    exit_code = ok ? Exit::ok : Exit::test_failed;
   });
 }
 
