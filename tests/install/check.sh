@@ -9,8 +9,8 @@
 #     spec of its own that uses the installed standard library, on the shipped clang runtime and
 #     on a runtime registered by name through KILN_RUNTIME_PATH;
 #  4. runs the installed `kiln` from a folder of its own: run with --input/--save/--no-check,
-#     test, runtimes, rules check, cache ls, KILN_DEBUG, KILN_DUMP, KILN_CACHE=off and an error
-#     with a suggestion; then the same prefix moved elsewhere;
+#     test, runtimes, rules check, cache ls, KILN_DEBUG, KILN_DUMP, KILN_CACHE=off, show
+#     --format dot, run --trace and an error with a suggestion; then the same prefix moved;
 #  5. configures a build with KILN_BUILD_TESTS=OFF and doctest hidden.
 # Prints one line per check; exits 1 on the first failure.
 set -euo pipefail
@@ -93,13 +93,18 @@ out=$(KILN_DUMP=$work/dump KILN_CACHE=off "$kiln" run std:nn.toml:softmax --runt
   fail "kiln run std:nn.toml:softmax: $out"
 expect "$out" "cache off" "KILN_CACHE=off"
 ls "$work"/dump/* >/dev/null 2>&1 || fail "KILN_DUMP wrote nothing into $work/dump"
+out=$("$kiln" show user/rows.toml:hot_softmax --stage kernels --format dot)
+expect "$out" "cluster_" "kiln show --format dot"
+"$kiln" run user/rows.toml:hot_softmax --runtime clang --trace trace.json >/dev/null
+expect "$(cat trace.json)" '"traceEvents"' "kiln run --trace"
 set +e
 out=$("$kiln" run user/rows.toml:hot_sofmax 2>&1)
 code=$?
 set -e
 [ "$code" -ne 0 ] || fail "an unknown composite exited 0"
 expect "$out" "did you mean hot_softmax?" "a suggestion for an unknown composite"
-step "kiln from $prefix/bin: run --save/--input/--no-check, test, runtimes, rules check, cache ls, KILN_DUMP, KILN_CACHE=off, did-you-mean"
+step "kiln from $prefix/bin: run --save/--input/--no-check, test, runtimes, rules check, cache ls,"
+step "  KILN_DUMP, KILN_CACHE=off, show --format dot, run --trace, did-you-mean"
 
 moved=$work/elsewhere
 mv "$prefix" "$moved"
