@@ -40,7 +40,8 @@ class OpenMPBackend : public Backend {
 };
 
 /** CUDA C for NVRTC: loops across blocks and threads (scheduler/map_gpu.h), buffers in device
- *  memory. Untiled for now: tiles pay on the GPU once they live in shared memory. */
+ *  memory. The CPU tiling pass is off: contractions get block tiles in shared memory from
+ *  scheduler/gpu_tile.h instead. */
 class CudaBackend : public Backend {
  public:
   std::string name() const override { return "cuda"; }

@@ -85,6 +85,10 @@ class Lowerer {
   NodeId broadcast_to(NodeId x, const Shape& shape, const SourceLoc& at);
   /** Applies a binary operator with weak scalar typing and broadcasting. */
   Value binary(const std::string& op, const Value& a, const Value& b, const SourceLoc& at);
+  /** `a ** b` for a tensor exponent: integers by square and multiply over every bit of b (exact,
+   *  wrapping like mul; b < 0 gives 1 / a^-b truncated: 0 unless |a| is 1); floats as
+   *  exp2(b * log2(a)). */
+  Value power(const Value& a, const Value& b, const SourceLoc& at);
   /** Converts scalars next to tensor operands; checks that the dtypes agree. */
   std::vector<NodeId> unify(const std::vector<Value>& vs, const SourceLoc& at,
                             const std::string& what);

@@ -195,8 +195,9 @@ Value Lowerer::binary(const std::string& op, const Value& a, const Value& b, con
   if (op == "**") {
     auto e = b.kind == Value::Kind::integer ? b.integer.as_constant() : std::nullopt;
     double y = e ? static_cast<double>(*e) : b.number;
+    if (b.is_tensor()) return power(a, b, at);
     if (b.kind != Value::Kind::number && !e)
-      throw SpecError(at, "'**' needs a constant exponent; use pow(x, y) for a tensor exponent");
+      throw SpecError(at, "'**' needs a constant or a tensor exponent, found " + b.describe(g_));
     if (y == 0.5) return unary("sqrt", a, at);
     if (y == -1) return unary("recip", a, at);
     if (y != std::floor(y) || y < 1 || y > 16)
@@ -252,6 +253,37 @@ Value Lowerer::binary(const std::string& op, const Value& a, const Value& b, con
     throw SpecError(at, "unknown operator '" + op + "'");
   }
   return Value::tensor(r);
+}
+
+Value Lowerer::power(const Value& a, const Value& b, const SourceLoc& at) {
+  std::vector<NodeId> x = unify({a, b}, at, "'**'");
+  const DType t = g_[x[0]].dtype;
+  if (is_float(t))
+    return Value::tensor(g_.unary(Op::exp2, g_.binary(Op::mul, x[1], g_.unary(Op::log2, x[0]))));
+  if (!is_int(t))
+    throw SpecError(at, "operator '**' needs numeric operands, found " + tensor_text(g_, x[0]));
+  const Shape shape = g_[x[0]].shape;
+  auto k = [&](int64_t v) { return g_.constant_int(t, shape, v); };
+  auto is = [&](NodeId l, int64_t v) { return g_.binary(Op::cmpeq, l, k(v)); };
+  auto pick = [&](NodeId cond, NodeId then, NodeId other) {
+    return g_.ternary(Op::where, cond, then, other);
+  };
+  // result *= base where bit i of the exponent is set; base squares: a^(2^i). Every bit of a
+  // non-negative exponent counts, because the products wrap.
+  const NodeId e = x[1];
+  NodeId base = x[0], result = k(1);
+  const int bits = dtype_bits(t) - (is_signed_int(t) ? 1 : 0);
+  for (int i = 0; i < bits; ++i) {
+    NodeId bit = g_.binary(Op::bit_and, g_.binary(Op::shr, e, k(i)), k(1));
+    result = pick(is(bit, 1), g_.binary(Op::mul, result, base), result);
+    if (i + 1 < bits) base = g_.binary(Op::mul, base, base);
+  }
+  if (!is_signed_int(t)) return Value::tensor(result);
+  // A negative exponent: 1 / a^-b in integers, 0 unless a is 1, or -1 (then the sign of b's
+  // parity).
+  NodeId odd = is(g_.binary(Op::bit_and, e, k(1)), 1);
+  NodeId inverse = pick(is(x[0], 1), k(1), pick(is(x[0], -1), pick(odd, k(-1), k(1)), k(0)));
+  return Value::tensor(pick(g_.binary(Op::cmplt, e, k(0)), inverse, result));
 }
 
 Value Lowerer::unary(const std::string& op, const Value& a, const SourceLoc& at) {

@@ -3,7 +3,7 @@
  * annotations isl's schedule left (LoopNode::coincident, reduction) in the manner of PPCG: the
  * outer coincident loop strides over blocks, inner ones over the threads of a block. Every
  * mapped loop strides (ir/loop_ir.h), so the result is correct for any grid size and the launch
- * geometry is free to follow the sizes alone (backends/cuda_backend.h).
+ * geometry is free to follow the sizes alone (backends/cuda_renderer.h, cuda_launch_geometry).
  *
  * The outermost loop L (below single-child blocks and guards) decides the shape:
  * - L coincident with no loop inside: a `thread.x` loop over the whole grid (elementwise work).

@@ -91,6 +91,10 @@ const std::vector<UnaryCase> kUnary = {
     {"softplus", softplus_ref},
     {"mish", [](double x) { return x * std::tanh(softplus_ref(x)); }},
     {"clamp", [](double x) { return std::min(std::max(x, 0.0), 1.0); }},
+    {"trunc", [](double x) { return std::trunc(x); }},
+    {"floor", [](double x) { return std::floor(x); }},
+    {"ceil", [](double x) { return std::ceil(x); }},
+    {"round", [](double x) { return std::nearbyint(x); }},  // halves to even
 };
 
 /** A binary composite with a float result. */
@@ -176,6 +180,38 @@ TEST_CASE("math: binary composites match <cmath> in every float dtype") {
         kiln::test::expect_close(r.out("y"), map_binary(r.in("a"), r.in("b"), c.ref), tol.rtol,
                                  tol.atol);
       }
+}
+
+/** a^b in the integers of `bits` bits (signed or not), wrapping: the reference of integer pow. */
+double int_pow_ref(int64_t a, int64_t b, int bits, bool is_signed) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
+  uint64_t r = 1, base = static_cast<uint64_t>(a);
+  for (; b > 0; b >>= 1, base *= base)
+    if (b & 1) r *= base;
+  const uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+  r &= mask;
+  if (is_signed && bits < 64 && (r >> (bits - 1)) & 1) r |= ~mask;  // sign-extend
+  return is_signed ? static_cast<double>(static_cast<int64_t>(r)) : static_cast<double>(r);
+}
+
+TEST_CASE("math: pow on integers is exact, wrapping like *, for every exponent bit") {
+  // Bases around zero, exponents from -3 to past every bit that matters (products wrap).
+  for (DType t : {DType::i64, DType::i32, DType::i16, DType::i8, DType::u8}) {
+    const bool is_signed = kiln::is_signed_int(t);
+    std::vector<double> a, b;
+    for (int base = is_signed ? -5 : 0; base <= 7; ++base)
+      for (int e : {-3, -1, 0, 1, 2, 3, 5, 7, 8, 13, 31, 32, 33, 62, 63, 64, 100, 127})
+        if (is_signed || e >= 0) a.push_back(base), b.push_back(e);
+    CAPTURE(kiln::dtype_name(t));
+    RunSpec spec = spec_for("pow", t, {static_cast<int64_t>(a.size()), {}});
+    spec.given = {{"a", vector_tensor(t, a)}, {"b", vector_tensor(t, b)}};
+    auto r = kiln::test::run(spec);
+    std::vector<double> want;
+    for (size_t k = 0; k < a.size(); ++k)
+      want.push_back(int_pow_ref(static_cast<int64_t>(a[k]), static_cast<int64_t>(b[k]),
+                                 kiln::dtype_bits(t), is_signed));
+    kiln::test::expect_close(r.out("y"), want, 0, 0);
+  }
 }
 
 TEST_CASE("math: comparisons give bool and match C++ operators") {

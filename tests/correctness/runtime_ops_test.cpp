@@ -128,3 +128,104 @@ TEST_CASE(
       }
   }
 }
+
+TEST_CASE("runtime ops: trunc, floor, ceil and round are exact on halves, zeros and non-finites") {
+  // Halves both ways (round takes them to even), zeros of both signs and what rounds to them,
+  // values past 2^23 and 2^52 (integers already), the largest floats, infinities and NaN;
+  // each result must be <cmath>'s, bit for bit up to NaN's payload, on every CPU runtime.
+  const std::vector<double> values = {-3.5,
+                                      -2.5,
+                                      -1.5,
+                                      -0.5,
+                                      -0.4999999,
+                                      -0.25,
+                                      -0.0,
+                                      0.0,
+                                      1e-30,
+                                      -1e-30,
+                                      0.25,
+                                      0.4999999,
+                                      0.5,
+                                      1.5,
+                                      2.5,
+                                      3.5,
+                                      7.75,
+                                      -7.75,
+                                      8388607.5,
+                                      8388609.0,
+                                      4503599627370495.5,
+                                      4503599627370497.0,
+                                      1e20,
+                                      -1e20,
+                                      3e38,
+                                      -3e38,
+                                      INFINITY,
+                                      -INFINITY,
+                                      NAN};
+  struct Case {
+    const char* name;
+    double (*ref)(double);
+  };
+  const Case cases[] = {{"trunc", [](double v) { return std::trunc(v); }},
+                        {"floor", [](double v) { return std::floor(v); }},
+                        {"ceil", [](double v) { return std::ceil(v); }},
+                        {"round", [](double v) { return std::nearbyint(v); }}};
+  for (DType t : {DType::f32, DType::f64}) {
+    Tensor x(t, {static_cast<int64_t>(values.size())});
+    for (size_t k = 0; k < values.size(); ++k)
+      x.set(k, values[k]);
+    for (const Case& c : cases) {
+      test::RunSpec spec{std::string("ops/math.toml:") + c.name,
+                         {{"N", static_cast<int64_t>(values.size())}},
+                         {{"T", t}}};
+      spec.given = {{"x", x}};
+      test::Run want = test::run(spec);
+      std::vector<std::pair<std::string, Tensor>> results = {{"interp", want.outputs[0]}};
+      for (const char* runtime : {"clang", "cc", "openmp"}) {
+        std::unique_ptr<Runtime> rt = Runtime::open(runtime);
+        Executable exe(want.graph, *rt, CompileOptions{});
+        results.push_back({runtime, exe.run(want.inputs, want.sizes)[0]});
+      }
+      for (const auto& [who, got] : results)
+        for (size_t k = 0; k < values.size(); ++k) {
+          double in = x.at(k), expect = c.ref(in), y = got.at(k);
+          CAPTURE(c.name);
+          CAPTURE(dtype_name(t));
+          CAPTURE(who);
+          CAPTURE(in);
+          CHECK_MESSAGE(
+              (std::isnan(expect) ? std::isnan(y)
+                                  : y == expect && std::signbit(y) == std::signbit(expect)),
+              "got " << y << ", want " << expect);
+        }
+    }
+  }
+}
+
+TEST_CASE("runtime ops: integer pow matches the interpreter on every exponent bit") {
+  // Square and multiply over every bit of the exponent (dsl: Lowerer::power): wrapping
+  // products, large and negative exponents, on every CPU runtime.
+  for (DType t : {DType::i64, DType::i32, DType::i8, DType::u8}) {
+    std::vector<int64_t> a, b;
+    for (int base = is_signed_int(t) ? -4 : 0; base <= 5; ++base)
+      for (int e : {-2, -1, 0, 1, 2, 7, 8, 31, 32, 63, 64, 127})
+        if (is_signed_int(t) || e >= 0) a.push_back(base), b.push_back(e);
+    const auto n = static_cast<int64_t>(a.size());
+    Tensor ta(t, {n}), tb(t, {n});
+    for (int64_t k = 0; k < n; ++k)
+      ta.set(k, static_cast<double>(a[k])), tb.set(k, static_cast<double>(b[k]));
+    test::RunSpec spec{"ops/math.toml:pow", {{"N", n}}, {{"T", t}}};
+    spec.given = {{"a", ta}, {"b", tb}};
+    test::Run want = test::run(spec);
+    for (const char* runtime : {"clang", "cc", "openmp"}) {
+      CAPTURE(runtime);
+      CAPTURE(dtype_name(t));
+      std::unique_ptr<Runtime> rt = Runtime::open(runtime);
+      Executable exe(want.graph, *rt, CompileOptions{});
+      Comparison cmp = compare(exe.run(want.inputs, want.sizes)[0], want.outputs[0],
+                               tolerance_for(t, std::nullopt, std::nullopt, want.outputs[0]));
+      CHECK_MESSAGE(cmp.ok,
+                    "element " << cmp.first_bad << ": got " << cmp.got << ", want " << cmp.want);
+    }
+  }
+}
