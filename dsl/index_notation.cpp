@@ -45,6 +45,11 @@ class Restore {
   T old_;
 };
 
+/** The name of the free index for batch dimension `b` under `...`. */
+std::string ellipsis_name(size_t b) {
+  return "..." + std::to_string(b);
+}
+
 }  // namespace
 
 void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
@@ -52,6 +57,19 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
   IndexSpace space;
   std::vector<SourceLoc> locs;
   for (const auto& [name, loc] : t.indices) {
+    if (name == "...") {
+      if (!s.has_batch)
+        throw SpecError(loc, "'...' on the left stands for the batch dimensions, but '" +
+                                 s.comp->name + "' has none: no input or output is typed " +
+                                 "T[..., N]");
+      space.ellipsis = true;
+      space.batch = s.batch.size();
+      for (size_t b = 0; b < space.batch; ++b) {
+        space.names.push_back(ellipsis_name(b));
+        locs.push_back(loc);
+      }
+      continue;
+    }
     if (space.axis_of(name) >= 0)
       throw SpecError(loc, "index '" + name + "' appears twice on the left");
     space.names.push_back(name);
@@ -73,18 +91,27 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
   }
   std::vector<std::optional<IntExpr>> ranges(space.names.size());
   std::vector<std::string> bound_by(space.names.size());
+  for (size_t b = 0; b < space.batch; ++b) {
+    ranges[b] = s.batch[b];
+    bound_by[b] = "the batch dimensions '...'";
+  }
   for (const Param& p : s.comp->outputs) {
     if (p.name != t.name || !p.type.has_shape) continue;
-    if (p.type.batch)
-      throw SpecError(t.loc, "index notation cannot assign output '" + p.name +
-                                 "', whose type starts with '...'; name every dimension");
-    if (p.type.dims.size() != n_free)
-      throw SpecError(t.loc, "output '" + p.name + "' is declared " + p.type.text + " (rank " +
-                                 std::to_string(p.type.dims.size()) + ") but the left side has " +
-                                 std::to_string(n_free) + " indices");
-    for (size_t k = 0; k < n_free; ++k) {
-      ranges[k] = eval_int(*p.type.dims[k], s, "a dimension");
-      bound_by[k] = "the declared output " + p.type.text;
+    if (p.type.batch != space.ellipsis)
+      throw SpecError(t.loc, "output '" + p.name + "' is declared " + p.type.text + ": " +
+                                 (p.type.batch ? "start the left side with '...', as in "
+                                               : "the left side must not start with '...', as "
+                                                 "in ") +
+                                 p.name + "[" + (p.type.batch ? "..., " : "") + "i, j]");
+    const size_t named = n_free - space.batch;
+    if (p.type.dims.size() != named)
+      throw SpecError(t.loc, "output '" + p.name + "' is declared " + p.type.text + " (" +
+                                 std::to_string(p.type.dims.size()) +
+                                 " named dimensions) but the left side has " +
+                                 std::to_string(named) + " indices");
+    for (size_t k = 0; k < named; ++k) {
+      ranges[space.batch + k] = eval_int(*p.type.dims[k], s, "a dimension");
+      bound_by[space.batch + k] = "the declared output " + p.type.text;
     }
   }
   std::vector<const Expr*> subs;
@@ -94,17 +121,12 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
     if (!base.is_tensor())
       throw SpecError(sub->loc, "only tensors can be subscripted, found " + base.describe(g_));
     const Shape& shape = g_[base.node].shape;
-    if (sub->items.size() - 1 != shape.size())
-      throw SpecError(sub->loc, "subscript rank mismatch: '" + expr_str(*sub->items[0]) + "' is " +
-                                    std::string(dtype_name(g_[base.node].dtype)) +
-                                    shape_str(shape) + " (rank " + std::to_string(shape.size()) +
-                                    ") but is given " + std::to_string(sub->items.size() - 1) +
-                                    " subscripts; expected one per dimension");
-    for (size_t p = 1; p < sub->items.size(); ++p) {
-      const Expr& ix = *sub->items[p];
+    std::vector<ExprPtr> items = subscript_items(*sub, base.node, space);
+    for (size_t p = 0; p < items.size(); ++p) {
+      const Expr& ix = *items[p];
       int ax = ix.kind == Expr::Kind::name ? space.axis_of(ix.text) : -1;
       if (ax < 0) continue;
-      const IntExpr& r = shape[p - 1];
+      const IntExpr& r = shape[p];
       std::string here = expr_str(*sub);
       if (ranges[ax] && *ranges[ax] != r)
         throw SpecError(ix.loc, "shape mismatch: index '" + ix.text + "' ranges over " +
@@ -151,11 +173,10 @@ Value Lowerer::index_access(const Expr& sub, Scope& s) {
     Restore<const IndexSpace*> tensor_level(space_, nullptr);
     base = eval(*sub.items[0], s);
   }
-  const Shape& src = g_[base.node].shape;
   View v;
   v.shape.assign(space_->names.size(), IntExpr(1));
-  for (size_t p = 1; p < sub.items.size(); ++p) {
-    IntExpr e = eval_int(*sub.items[p], s, "a subscript");
+  for (const ExprPtr& item : subscript_items(sub, base.node, *space_)) {
+    IntExpr e = eval_int(*item, s, "a subscript");
     std::set<std::string> vars;
     e.collect_vars(vars);
     for (const std::string& n : vars)
@@ -165,8 +186,52 @@ Value Lowerer::index_access(const Expr& sub, Scope& s) {
       }
     v.index.push_back(e);
   }
-  (void)src;
   return Value::tensor(g_.view(base.node, v));
+}
+
+std::vector<ExprPtr> Lowerer::subscript_items(const Expr& sub, NodeId base,
+                                              const IndexSpace& space) {
+  const Shape& shape = g_[base].shape;
+  const size_t rank = shape.size();
+  std::vector<ExprPtr> items(sub.items.begin() + 1, sub.items.end());
+  auto dots = std::find_if(items.begin(), items.end(),
+                           [](const ExprPtr& e) { return e->kind == Expr::Kind::ellipsis; });
+  const bool has_dots = dots != items.end();
+  if (has_dots) {
+    if (auto again = std::find_if(dots + 1, items.end(),
+                                  [](const ExprPtr& e) { return e->kind == Expr::Kind::ellipsis; });
+        again != items.end())
+      throw SpecError((*again)->loc, "a subscript may hold one '...'");
+    const size_t named = items.size() - 1;
+    if (rank >= named) {
+      const size_t covered = rank - named;
+      if (covered > space.batch)
+        throw SpecError((*dots)->loc,
+                        "'...' in '" + expr_str(sub) + "' stands for " + std::to_string(covered) +
+                            " dimensions, but '...' on the left for " +
+                            std::to_string(space.batch) +
+                            (space.ellipsis ? "" : " (start the left side with '...')"));
+      const SourceLoc at = (*dots)->loc;
+      std::vector<ExprPtr> dims;
+      for (size_t j = 0; j < covered; ++j) {
+        auto name = std::make_shared<Expr>();
+        name->kind = Expr::Kind::name;
+        name->loc = at;
+        name->text = ellipsis_name(space.batch - covered + j);
+        dims.push_back(name);
+      }
+      dots = items.erase(dots);
+      items.insert(dots, dims.begin(), dims.end());
+    }
+  }
+  if (items.size() != rank)
+    throw SpecError(sub.loc, "subscript rank mismatch: '" + expr_str(*sub.items[0]) + "' is " +
+                                 std::string(dtype_name(g_[base].dtype)) + shape_str(shape) +
+                                 " (rank " + std::to_string(rank) + ") but is given " +
+                                 std::to_string(sub.items.size() - 1) +
+                                 " subscripts; expected one per dimension" +
+                                 (has_dots ? "" : " (or '...' for the leading ones)"));
+  return items;
 }
 
 }  // namespace kiln

@@ -44,6 +44,10 @@ struct Value {
 struct IndexSpace {
   std::vector<std::string> names;
   Shape ranges;
+  /** How many free indices a leading `...` on the left stands for (named `...0`, `...1`, ...,
+   *  first among the names): the batch dimensions. */
+  size_t batch = 0;
+  bool ellipsis = false;  ///< the left side starts with `...`
   int axis_of(const std::string& name) const;
 };
 
@@ -95,6 +99,9 @@ class Lowerer {
   Value call_builtin(const Expr& call, Scope& s);
   void index_statement(const BodyStatement& st, Scope& s);
   Value index_access(const Expr& sub, Scope& s);
+  /** A subscript's items, one per dimension of `base`: its `...` becomes the dimensions the
+   *  other items leave, named after the left side's `...` (right-aligned). */
+  std::vector<ExprPtr> subscript_items(const Expr& sub, NodeId base, const IndexSpace& space);
   /** Resolves a dtype argument (a dtype name, a type variable or a string). */
   DType eval_dtype(const Expr& e, Scope& s);
 

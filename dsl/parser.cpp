@@ -227,13 +227,20 @@ class Parser {
       t.name = next().text;
       if (accept("[")) {
         t.indexed = true;
-        do {
-          if (peek().kind != Tok::name)
-            fail(peek(), "expected an index name on the left of '=' (index notation)");
-          t.indices.push_back({peek().text, loc(peek())});
-          next();
-        } while (accept(","));
-        expect("]", "to close the indices");
+        if (!accept("]")) {  // `t[] = ...`: a rank-0 result, every index reduced
+          do {
+            if (check("...") && t.indices.empty()) {  // the batch dimensions, first
+              t.indices.push_back({"...", loc(peek())});
+              next();
+              continue;
+            }
+            if (peek().kind != Tok::name)
+              fail(peek(), "expected an index name on the left of '=' (index notation)");
+            t.indices.push_back({peek().text, loc(peek())});
+            next();
+          } while (accept(","));
+          expect("]", "to close the indices");
+        }
       }
       st.targets.push_back(std::move(t));
     } while (accept(","));
