@@ -52,6 +52,8 @@ struct Target {
   SourceLoc loc;
   bool indexed = false;
   std::vector<std::pair<std::string, SourceLoc>> indices;
+  /** Per index, the bound of `i < N` (its range [0, N)), or null. */
+  std::vector<ExprPtr> bounds;
 };
 
 /** `targets = value`; several targets take the outputs of a multi-output composite. */

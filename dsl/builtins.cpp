@@ -166,7 +166,8 @@ Value reduce_builtin(Lowerer& l, const Expr& call, Scope& s, ReduceKind kind,
     std::vector<int> axes;
     for (size_t i = 1; i < call.args.size(); ++i) {
       const Expr& idx = *call.args[i].value;
-      int ax = idx.kind == Expr::Kind::name ? space->axis_of(idx.text) : -1;
+      const Expr* name = reduced_index(idx);
+      int ax = name ? space->axis_of(name->text) : -1;
       if (ax < 0)
         throw SpecError(idx.loc,
                         "expected the name of a reduced index, found '" + expr_str(idx) + "'");

@@ -32,8 +32,8 @@ class SpecError : public std::runtime_error {
   SourceLoc loc_;
 };
 
-/** Formats `file:line:col: error: message`, the source line and a caret, plus the call trace.
- *  Reads the line from disk when it is not given. */
+/** Formats `file:line:col: error: message`, the source line and a caret, plus the call trace:
+ *  a note with its own line and caret for each call site. Reads the lines from disk. */
 std::string format_error(const SpecError& e);
 
 /** The text of line `line` (1-based) of `file`, or "" when unreadable. */

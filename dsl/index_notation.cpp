@@ -11,14 +11,21 @@ namespace kiln {
 
 namespace {
 
-using Named = std::pair<std::string, SourceLoc>;
+/** A reduced index: its name, where it is named, and its bound (`k < K`) or null. */
+struct Reduced {
+  std::string name;
+  SourceLoc loc;
+  const Expr* bound = nullptr;
+};
 
-void collect_reduced(const Expr& e, std::vector<Named>& out) {
+void collect_reduced(const Expr& e, std::vector<Reduced>& out) {
   if (e.kind == Expr::Kind::call &&
       (e.text == "sum" || e.text == "max" || e.text == "min" || e.text == "prod"))
-    for (size_t i = 1; i < e.args.size(); ++i)
-      if (e.args[i].name.empty() && e.args[i].value->kind == Expr::Kind::name)
-        out.push_back({e.args[i].value->text, e.args[i].value->loc});
+    for (size_t i = 1; i < e.args.size(); ++i) {
+      const Expr* bound = nullptr;
+      const Expr* name = e.args[i].name.empty() ? reduced_index(*e.args[i].value, &bound) : nullptr;
+      if (name) out.push_back({name->text, name->loc, bound});
+    }
   for (const ExprPtr& x : e.items)
     collect_reduced(*x, out);
   for (const Arg& a : e.args)
@@ -45,12 +52,45 @@ class Restore {
   T old_;
 };
 
+/** Whether `e` mentions a name of `space`; its first such name in `found`. */
+bool mentions_index(const Expr& e, const IndexSpace& space, std::string& found) {
+  if (e.kind == Expr::Kind::name && space.axis_of(e.text) >= 0) {
+    found = e.text;
+    return true;
+  }
+  for (const ExprPtr& x : e.items)
+    if (mentions_index(*x, space, found)) return true;
+  for (const Arg& a : e.args)
+    if (mentions_index(*a.value, space, found)) return true;
+  return false;
+}
+
 /** The name of the free index for batch dimension `b` under `...`. */
 std::string ellipsis_name(size_t b) {
   return "..." + std::to_string(b);
 }
 
 }  // namespace
+
+const Expr* reduced_index(const Expr& e, const Expr** bound) {
+  if (bound) *bound = nullptr;
+  if (e.kind == Expr::Kind::name) return &e;
+  if (e.kind == Expr::Kind::binary && e.text == "<" && e.items[0]->kind == Expr::Kind::name) {
+    if (bound) *bound = e.items[1].get();
+    return e.items[0].get();
+  }
+  return nullptr;
+}
+
+IntExpr Lowerer::index_bound(const std::string& index, const Expr& bound, const IndexSpace& space,
+                             Scope& s) {
+  std::string other;
+  if (mentions_index(bound, space, other))
+    throw SpecError(bound.loc, "the bound of index '" + index + "' uses index '" + other +
+                                   "': a range bounded by another index (a triangular domain) is not supported yet; a "
+                                   "bound may use sizes and attributes");
+  return eval_int(bound, s, "the bound of index '" + index + "'");
+}
 
 void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
   const Target& t = st.targets[0];
@@ -76,9 +116,9 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
     locs.push_back(loc);
   }
   size_t n_free = space.names.size();
-  std::vector<Named> reduced;
+  std::vector<Reduced> reduced;
   collect_reduced(*st.value, reduced);
-  for (const auto& [name, loc] : reduced) {
+  for (const auto& [name, loc, bound] : reduced) {
     int ax = space.axis_of(name);
     if (ax >= 0 && ax < static_cast<int>(n_free))
       throw SpecError(loc, "index '" + name +
@@ -95,6 +135,20 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
     ranges[b] = s.batch[b];
     bound_by[b] = "the batch dimensions '...'";
   }
+  // `i < N` on the left or in a reduction: [0, N), before any other source of the range.
+  auto bind = [&](const std::string& name, const Expr& bound) {
+    const int ax = space.axis_of(name);
+    IntExpr r = index_bound(name, bound, space, s);
+    if (ranges[ax] && *ranges[ax] != r)
+      throw SpecError(bound.loc, "index '" + name + "' is bounded by " + r.str() + " here but by " +
+                                     ranges[ax]->str() + " in " + bound_by[ax]);
+    ranges[ax] = r;
+    bound_by[ax] = "'" + name + " < " + expr_str(bound) + "'";
+  };
+  for (size_t k = 0; k < t.bounds.size(); ++k)
+    if (t.bounds[k]) bind(t.indices[k].first, *t.bounds[k]);
+  for (const Reduced& r : reduced)
+    if (r.bound) bind(r.name, *r.bound);
   for (const Param& p : s.comp->outputs) {
     if (p.name != t.name || !p.type.has_shape) continue;
     if (p.type.batch != space.ellipsis)
@@ -110,8 +164,14 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
                                  " named dimensions) but the left side has " +
                                  std::to_string(named) + " indices");
     for (size_t k = 0; k < named; ++k) {
-      ranges[space.batch + k] = eval_int(*p.type.dims[k], s, "a dimension");
-      bound_by[space.batch + k] = "the declared output " + p.type.text;
+      const size_t ax = space.batch + k;
+      IntExpr dim = eval_int(*p.type.dims[k], s, "a dimension");
+      if (ranges[ax] && *ranges[ax] != dim)
+        throw SpecError(locs[ax], "shape mismatch: index '" + space.names[ax] + "' ranges over " +
+                                      ranges[ax]->str() + " in " + bound_by[ax] + " but over " +
+                                      dim.str() + " in the declared output " + p.type.text);
+      ranges[ax] = dim;
+      bound_by[ax] = "the declared output " + p.type.text;
     }
   }
   std::vector<const Expr*> subs;

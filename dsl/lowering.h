@@ -51,6 +51,10 @@ struct IndexSpace {
   int axis_of(const std::string& name) const;
 };
 
+/** The index a reduction names: `k`, or `k < K` (k ranges over [0, K)); null when `e` is
+ *  neither. `bound`, when given, gets K or null. */
+const Expr* reduced_index(const Expr& e, const Expr** bound = nullptr);
+
 /** One composite instantiation's names. */
 struct Scope {
   const Composite* comp = nullptr;
@@ -102,6 +106,10 @@ class Lowerer {
   /** A subscript's items, one per dimension of `base`: its `...` becomes the dimensions the
    *  other items leave, named after the left side's `...` (right-aligned). */
   std::vector<ExprPtr> subscript_items(const Expr& sub, NodeId base, const IndexSpace& space);
+  /** The range [0, K) of an index bounded as `i < K`: K, which may use sizes and attributes but
+   *  no index of `space`. */
+  IntExpr index_bound(const std::string& index, const Expr& bound, const IndexSpace& space,
+                      Scope& s);
   /** Resolves a dtype argument (a dtype name, a type variable or a string). */
   DType eval_dtype(const Expr& e, Scope& s);
 

@@ -231,6 +231,7 @@ class Parser {
           do {
             if (check("...") && t.indices.empty()) {  // the batch dimensions, first
               t.indices.push_back({"...", loc(peek())});
+              t.bounds.push_back(nullptr);
               next();
               continue;
             }
@@ -238,6 +239,8 @@ class Parser {
               fail(peek(), "expected an index name on the left of '=' (index notation)");
             t.indices.push_back({peek().text, loc(peek())});
             next();
+            // `p < P`: the index ranges over [0, P), for a result no output declares
+            t.bounds.push_back(accept("<") ? binary_level(4) : nullptr);
           } while (accept(","));
           expect("]", "to close the indices");
         }

@@ -149,6 +149,16 @@ TEST_CASE("error: every spec in tests/error raises its expected error") {
     CHECK(text.find(at.file + ":" + std::to_string(c.line) + ":" + std::to_string(c.col) +
                     ": error: ") == 0);
     CHECK(text.find(caret_line(c.col)) != std::string::npos);
+    // Each call site of the trace is a note with its own source line and caret.
+    for (const SourceLoc& call : error->trace) {
+      std::string note = call.file + ":" + std::to_string(call.line) + ":" +
+                         std::to_string(call.col) + ": note: in the composite called here\n";
+      size_t at_note = text.find(note);
+      CHECK_MESSAGE(at_note != std::string::npos, text);
+      if (at_note == std::string::npos) continue;
+      CHECK(text.find(caret_line(call.col), at_note) ==
+            at_note + note.size() + 3 + source_line(call.file, call.line).size());
+    }
   }
 }
 
