@@ -86,9 +86,11 @@ IntExpr Lowerer::index_bound(const std::string& index, const Expr& bound, const 
                              Scope& s) {
   std::string other;
   if (mentions_index(bound, space, other))
-    throw SpecError(bound.loc, "the bound of index '" + index + "' uses index '" + other +
-                                   "': a range bounded by another index (a triangular domain) is not supported yet; a "
-                                   "bound may use sizes and attributes");
+    throw SpecError(
+        bound.loc,
+        "the bound of index '" + index + "' uses index '" + other +
+            "': a range bounded by another index (a triangular domain) is not supported yet; a "
+            "bound may use sizes and attributes");
   return eval_int(bound, s, "the bound of index '" + index + "'");
 }
 
