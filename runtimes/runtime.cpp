@@ -80,13 +80,6 @@ std::vector<std::string> descriptor_dirs(const std::string& search_dir) {
   return dirs;
 }
 
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (const std::string& item : items)
-    out += (out.empty() ? "" : sep) + item;
-  return out;
-}
-
 std::string descriptor_path(const std::string& name_or_path, const std::string& search_dir) {
   const std::string& arg = name_or_path;
   if (arg.ends_with(".toml")) {
@@ -105,7 +98,7 @@ std::string descriptor_path(const std::string& name_or_path, const std::string& 
     throw UnknownRuntime("'" + arg + "' is not a runtime descriptor", Runtime::known(search_dir),
                          true);
   throw UnknownRuntime(
-      "no runtime '" + arg + "': no descriptor " + arg + ".toml in " + join(dirs, ", "),
+      "no runtime '" + arg + "': no descriptor " + arg + ".toml in " + join_names(dirs),
       Runtime::known(search_dir), false);
 }
 

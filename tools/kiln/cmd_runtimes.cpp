@@ -46,11 +46,9 @@ void add_runtimes_command(CLI::App& app, int& exit_code) {
       "List every runtime found: its descriptor, backend, plugin, device and whether "
       "it runs kernels here");
   cmd->callback([&exit_code] {
-    std::string folders;
-    for (const std::string& folder : Runtime::descriptor_folders())
-      folders += (folders.empty() ? "" : ", ") + folder;
     std::map<std::string, std::string> found = Runtime::descriptors();
-    std::cout << "runtimes in " << folders << ":" << (found.empty() ? " none" : "") << "\n";
+    std::cout << "runtimes in " << join_names(Runtime::descriptor_folders()) << ":"
+              << (found.empty() ? " none" : "") << "\n";
     for (const auto& [name, path] : found)
       describe(name, path);
     exit_code = Exit::ok;
