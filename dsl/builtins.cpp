@@ -1,7 +1,9 @@
 #include "dsl/builtins.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <map>
 
 #include "dsl/lowering.h"
 
@@ -164,22 +166,38 @@ Value reduce_builtin(Lowerer& l, const Expr& call, Scope& s, ReduceKind kind,
                                     "indices, such as " +
                                     call.text + "(A[i, k] * B[k, j], k)");
     std::vector<int> axes;
+    std::vector<const Expr*> bounds;
     for (size_t i = 1; i < call.args.size(); ++i) {
-      const Expr& idx = *call.args[i].value;
-      const Expr* name = reduced_index(idx);
-      int ax = name ? space->axis_of(name->text) : -1;
+      const Expr& arg = *call.args[i].value;
+      const ReductionArg ra = reduction_arg(arg, *space);
+      if (ra.bound) bounds.push_back(ra.bound);
+      if (!ra.index && ra.bound) continue;
+      int ax = ra.index ? space->axis_of(ra.index->text) : -1;
       if (ax < 0)
-        throw SpecError(idx.loc,
-                        "expected the name of a reduced index, found '" + expr_str(idx) + "'");
-      axes.push_back(ax);
+        throw SpecError(arg.loc,
+                        "expected the name of a reduced index or a bound such as "
+                        "'j <= i', found '" +
+                            expr_str(arg) + "'");
+      if (std::find(axes.begin(), axes.end(), ax) == axes.end()) axes.push_back(ax);
     }
     std::sort(axes.begin(), axes.end());
-    NodeId x = l.unify({l.eval(*call.args[0].value, s)}, call.loc, "'" + call.text + "'")[0];
+    std::vector<IntExpr> domain;
+    for (const Expr* b : bounds)
+      domain.push_back(l.domain_bound(*b, s));
+    const Expr& operand = *call.args[0].value;
+    NodeId x = l.unify({domain.empty() ? l.eval(operand, s) : l.eval_bounded(operand, s)}, call.loc,
+                       "'" + call.text + "'")[0];
     Shape full = l.graph()[x].shape;
     for (int ax : axes)
       full[ax] = space->ranges[ax];
+    for (const IntExpr& e : domain) {  // a bound's other indices join the operand's shape
+      std::set<std::string> vars;
+      e.collect_vars(vars);
+      for (const std::string& v : vars)
+        if (v[0] == '%') full[std::stoul(v.substr(1))] = space->ranges[std::stoul(v.substr(1))];
+    }
     x = l.broadcast_to(x, full, call.loc);
-    return Value::tensor(m(l.graph().reduce(kind, m(x), axes)));
+    return Value::tensor(m(l.graph().reduce(kind, m(x), axes, domain)));
   }
   if (kind == ReduceKind::max && call.args.size() == 2 && call.args[1].name.empty()) {
     auto x = l.unify({l.eval(*call.args[0].value, s), l.eval(*call.args[1].value, s)}, call.loc,
@@ -199,6 +217,68 @@ Value reduce_builtin(Lowerer& l, const Expr& call, Scope& s, ReduceKind kind,
     if (std::find(axes.begin(), axes.end(), static_cast<int>(k)) == axes.end())
       kept.push_back(rs[k]);
   return Value::tensor(l.graph().view(r, views::reshape(rs, kept)));
+}
+
+/** The identity of scan combiner `op` in dtype `t`, as a constant of `shape`. */
+NodeId scan_identity(Graph& g, Op op, DType t, const Shape& shape) {
+  if (op == Op::mul) return g.constant(t, shape, 1);
+  if (op == Op::bit_and) return g.constant_int(t, shape, t == DType::boolean ? 1 : wrap_int(t, -1));
+  if (op != Op::max) return g.constant_int(t, shape, 0);
+  if (is_float(t)) return g.constant(t, shape, -INFINITY);
+  const int bits = dtype_bits(t);
+  return g.constant_int(t, shape, is_signed_int(t) ? -(int64_t{1} << (bits - 1)) : 0);
+}
+
+/** scan(x, op, axis=-1, exclusive=false): the running `op` ("add", "mul", "max", "min",
+ *  "and", "or", "xor") along `axis`. Exclusive: shifted one place, the identity first. */
+Value scan_builtin(Lowerer& l, const Expr& call, Scope& s) {
+  Args a(call, {"x", "op", "axis", "exclusive"}, 2);
+  Graph& g = l.graph();
+  NodeId x = tensor_arg(l, a, 0, s, call.text);
+  Value name = l.eval(*a.get(1), s);
+  static const std::map<std::string, Op> kOps = {
+      {"add", Op::add},     {"mul", Op::mul},   {"max", Op::max},     {"min", Op::max},
+      {"and", Op::bit_and}, {"or", Op::bit_or}, {"xor", Op::bit_xor},
+  };
+  auto it = name.kind == Value::Kind::string ? kOps.find(name.string) : kOps.end();
+  if (it == kOps.end())
+    throw SpecError(a.loc(1),
+                    "the combiner of 'scan' must be one of \"add\", \"mul\", \"max\", "
+                    "\"min\", \"and\", \"or\", \"xor\"; found " +
+                        name.describe(g));
+  const Op op = it->second;
+  const bool mirrored = name.string == "min";
+  const DType t = g[x].dtype;
+  const bool bitwise = op == Op::bit_and || op == Op::bit_or || op == Op::bit_xor;
+  if (bitwise && is_float(t))
+    throw SpecError(call.loc, "scan with \"" + name.string +
+                                  "\" needs an integer or bool tensor, "
+                                  "found " +
+                                  describe(l, x));
+  if (t == DType::boolean && (op == Op::add || op == Op::mul))
+    throw SpecError(
+        call.loc, "scan with \"" + name.string + "\" of a bool tensor: cast it to a number first");
+  const Shape shape = g[x].shape;
+  if (shape.empty())
+    throw SpecError(call.loc, "'scan' needs a tensor of rank 1 or more, found " + describe(l, x));
+  int axis = static_cast<int>(shape.size()) - 1;
+  if (a.get(2)) {
+    std::vector<int> axes = axes_arg(l, a.get(2), s, x);
+    if (axes.size() != 1) throw SpecError(a.loc(2), "'scan' runs along one axis");
+    axis = axes[0];
+  }
+  auto m = [&](NodeId v) { return mirrored ? mirror(l, v) : v; };
+  NodeId y = g.scan(op, m(x), axis);
+  if (bool_arg(l, a.get(3), s, false)) {
+    View shift = View::identity(shape);
+    IntExpr before = IntExpr::var("%" + std::to_string(axis)) - 1;
+    shift.index[axis] = before;
+    shift.mask.push_back({before, shape[axis]});
+    NodeId first =
+        g.binary(Op::cmpeq, g.index(DType::i64, shape, axis), g.constant_int(DType::i64, shape, 0));
+    y = g.ternary(Op::where, first, scan_identity(g, op, t, shape), g.view(y, shift));
+  }
+  return Value::tensor(m(y));
 }
 
 Value cast_builtin(Lowerer& l, const Expr& call, Scope& s, bool bitwise) {
@@ -399,6 +479,7 @@ const std::map<std::string, Handler>& table() {
     m["prod"] = [](Lowerer& l, const Expr& c, Scope& s) {
       return reduce_builtin(l, c, s, ReduceKind::prod);
     };
+    m["scan"] = scan_builtin;
     m["cast"] = [](Lowerer& l, const Expr& c, Scope& s) { return cast_builtin(l, c, s, false); };
     m["bitcast"] = [](Lowerer& l, const Expr& c, Scope& s) { return cast_builtin(l, c, s, true); };
     for (const char* fn :

@@ -11,25 +11,26 @@ namespace kiln {
 
 namespace {
 
-/** A reduced index: its name, where it is named, and its bound (`k < K`) or null. */
+/** A reduced index: its name, where it is named, and the argument that names it. */
 struct Reduced {
   std::string name;
   SourceLoc loc;
-  const Expr* bound = nullptr;
+  const Expr* arg = nullptr;
 };
 
-void collect_reduced(const Expr& e, std::vector<Reduced>& out) {
+/** Every index that a reduction names, with only the free indices in `space` yet. */
+void collect_reduced(const Expr& e, const IndexSpace& space, std::vector<Reduced>& out) {
   if (e.kind == Expr::Kind::call &&
       (e.text == "sum" || e.text == "max" || e.text == "min" || e.text == "prod"))
     for (size_t i = 1; i < e.args.size(); ++i) {
-      const Expr* bound = nullptr;
-      const Expr* name = e.args[i].name.empty() ? reduced_index(*e.args[i].value, &bound) : nullptr;
-      if (name) out.push_back({name->text, name->loc, bound});
+      const Expr* name =
+          e.args[i].name.empty() ? reduction_arg(*e.args[i].value, space).index : nullptr;
+      if (name) out.push_back({name->text, name->loc, e.args[i].value.get()});
     }
   for (const ExprPtr& x : e.items)
-    collect_reduced(*x, out);
+    collect_reduced(*x, space, out);
   for (const Arg& a : e.args)
-    collect_reduced(*a.value, out);
+    collect_reduced(*a.value, space, out);
 }
 
 void collect_subscripts(const Expr& e, std::vector<const Expr*>& out) {
@@ -72,26 +73,91 @@ std::string ellipsis_name(size_t b) {
 
 }  // namespace
 
-const Expr* reduced_index(const Expr& e, const Expr** bound) {
-  if (bound) *bound = nullptr;
-  if (e.kind == Expr::Kind::name) return &e;
-  if (e.kind == Expr::Kind::binary && e.text == "<" && e.items[0]->kind == Expr::Kind::name) {
-    if (bound) *bound = e.items[1].get();
-    return e.items[0].get();
+ReductionArg reduction_arg(const Expr& e, const IndexSpace& space) {
+  ReductionArg out;
+  if (e.kind == Expr::Kind::name) {
+    out.index = &e;
+    return out;
   }
-  return nullptr;
+  if (e.kind != Expr::Kind::binary ||
+      (e.text != "<" && e.text != "<=" && e.text != ">" && e.text != ">="))
+    return out;
+  auto names_reduced = [&](const Expr& side) {
+    if (side.kind != Expr::Kind::name) return false;
+    const int ax = space.axis_of(side.text);
+    return ax < 0 || ax >= static_cast<int>(space.free);
+  };
+  if (names_reduced(*e.items[0]))
+    out.index = e.items[0].get();
+  else if (names_reduced(*e.items[1]))
+    out.index = e.items[1].get();
+  std::string other;
+  if (out.index == e.items[0].get() && e.text == "<" && !mentions_index(*e.items[1], space, other))
+    out.range = e.items[1].get();
+  else
+    out.bound = &e;
+  return out;
+}
+
+IntExpr Lowerer::domain_bound(const Expr& cmp, Scope& s) {
+  IntExpr a = eval_int(*cmp.items[0], s, "a bound"), b = eval_int(*cmp.items[1], s, "a bound");
+  IntExpr e = cmp.text == "<"    ? b - a - 1
+              : cmp.text == "<=" ? b - a
+              : cmp.text == ">"  ? a - b - 1
+                                 : a - b;
+  if (!e.is_affine())
+    throw SpecError(cmp.loc, "the bound '" + expr_str(cmp) +
+                                 "' must be affine in the indices: sums of indices times "
+                                 "constants, plus sizes and attributes");
+  std::set<std::string> vars;
+  e.collect_vars(vars);
+  if (std::none_of(vars.begin(), vars.end(), [](const std::string& v) { return v[0] == '%'; }))
+    throw SpecError(cmp.loc, "the bound '" + expr_str(cmp) +
+                                 "' uses no index; a bound restricts the indices a reduction "
+                                 "runs over, such as sum(x[j], j <= i)");
+  return e;
 }
 
 IntExpr Lowerer::index_bound(const std::string& index, const Expr& bound, const IndexSpace& space,
                              Scope& s) {
   std::string other;
   if (mentions_index(bound, space, other))
-    throw SpecError(
-        bound.loc,
-        "the bound of index '" + index + "' uses index '" + other +
-            "': a range bounded by another index (a triangular domain) is not supported yet; a "
-            "bound may use sizes and attributes");
+    throw SpecError(bound.loc, "the bound of index '" + index + "' on the left uses index '" +
+                                   other +
+                                   "': an intermediate's shape is rectangular; bound a reduced "
+                                   "index instead, such as sum(x[j], j <= i)");
   return eval_int(bound, s, "the bound of index '" + index + "'");
+}
+
+namespace {
+
+/** The largest (`upper`) or smallest value of `e`, affine in the indices, with index k over
+ *  [0, ranges[k]); nullopt when it uses an index without a range or not linearly. */
+std::optional<IntExpr> extreme_over(const IntExpr& e,
+                                    const std::vector<std::optional<IntExpr>>& ranges, bool upper) {
+  std::map<std::string, IntExpr> at;
+  for (const auto& t : e.terms()) {
+    for (const auto& f : t.factors) {
+      if (f->kind != IntAtom::Kind::var || f->name[0] != '%') continue;
+      const size_t ax = std::stoul(f->name.substr(1));
+      if (t.factors.size() != 1 || ax >= ranges.size() || !ranges[ax]) return std::nullopt;
+      at[f->name] = (t.coeff > 0) == upper ? *ranges[ax] - 1 : IntExpr(0);
+    }
+  }
+  return e.substitute(at);
+}
+
+/** Whether `e` is a constant >= 0. */
+bool provably_nonnegative(const IntExpr& e) {
+  std::optional<int64_t> c = e.as_constant();
+  return c && *c >= 0;
+}
+
+}  // namespace
+
+Value Lowerer::eval_bounded(const Expr& e, Scope& s) {
+  Restore<int> depth(bounded_, bounded_ + 1);
+  return eval(e, s);
 }
 
 void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
@@ -117,10 +183,10 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
     space.names.push_back(name);
     locs.push_back(loc);
   }
-  size_t n_free = space.names.size();
+  size_t n_free = space.free = space.names.size();
   std::vector<Reduced> reduced;
-  collect_reduced(*st.value, reduced);
-  for (const auto& [name, loc, bound] : reduced) {
+  collect_reduced(*st.value, space, reduced);
+  for (const auto& [name, loc, arg] : reduced) {
     int ax = space.axis_of(name);
     if (ax >= 0 && ax < static_cast<int>(n_free))
       throw SpecError(loc, "index '" + name +
@@ -150,7 +216,7 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
   for (size_t k = 0; k < t.bounds.size(); ++k)
     if (t.bounds[k]) bind(t.indices[k].first, *t.bounds[k]);
   for (const Reduced& r : reduced)
-    if (r.bound) bind(r.name, *r.bound);
+    if (const Expr* range = reduction_arg(*r.arg, space).range) bind(r.name, *range);
   for (const Param& p : s.comp->outputs) {
     if (p.name != t.name || !p.type.has_shape) continue;
     if (p.type.batch != space.ellipsis)
@@ -200,6 +266,22 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
       }
     }
   }
+  // A reduced index with no range yet takes it from an upper bound: `j <= i` over i < N
+  // gives j < N.
+  for (const Reduced& r : reduced) {
+    const int ax = space.axis_of(r.name);
+    const ReductionArg ra = reduction_arg(*r.arg, space);
+    if (ranges[ax] || !ra.bound || ra.index != r.arg->items[0].get() ||
+        (r.arg->text != "<" && r.arg->text != "<="))
+      continue;
+    Restore<const IndexSpace*> in_space(space_, &space);
+    IntExpr limit = eval_int(*r.arg->items[1], s, "a bound");
+    if (r.arg->text == "<=") limit = limit + 1;
+    if (std::optional<IntExpr> hi = extreme_over(limit, ranges, true)) {
+      ranges[ax] = *hi;
+      bound_by[ax] = "'" + expr_str(*r.arg) + "'";
+    }
+  }
   for (size_t k = 0; k < space.names.size(); ++k) {
     if (ranges[k]) {
       space.ranges.push_back(*ranges[k]);
@@ -210,7 +292,9 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
                                    "' on the left is never bound on the right: use it as a "
                                    "plain subscript of a tensor, or assign a declared output");
     throw SpecError(locs[k], "reduced index '" + space.names[k] +
-                                 "' is never bound: use it as a plain subscript of a tensor");
+                                 "' is never bound: use it as a plain subscript of a tensor, or "
+                                 "bound it: " +
+                                 space.names[k] + " < N");
   }
   NodeId x;
   {
@@ -247,6 +331,16 @@ Value Lowerer::index_access(const Expr& sub, Scope& s) {
         v.shape[ax] = space_->ranges[ax];
       }
     v.index.push_back(e);
+  }
+  if (bounded_ > 0) {  // a subscript that may leave its tensor outside the domain reads 0 there
+    std::vector<std::optional<IntExpr>> ranges(space_->ranges.begin(), space_->ranges.end());
+    const Shape& shape = g_[base.node].shape;
+    for (size_t p = 0; p < v.index.size(); ++p) {
+      std::optional<IntExpr> lo = extreme_over(v.index[p], ranges, false),
+                             hi = extreme_over(v.index[p], ranges, true);
+      if (!lo || !hi || !provably_nonnegative(*lo) || !provably_nonnegative(shape[p] - 1 - *hi))
+        v.mask.push_back({v.index[p], shape[p]});
+    }
   }
   return Value::tensor(g_.view(base.node, v));
 }

@@ -48,12 +48,21 @@ struct IndexSpace {
    *  first among the names): the batch dimensions. */
   size_t batch = 0;
   bool ellipsis = false;  ///< the left side starts with `...`
+  size_t free = 0;        ///< the first `free` names are the left side's (the free indices)
   int axis_of(const std::string& name) const;
 };
 
-/** The index a reduction names: `k`, or `k < K` (k ranges over [0, K)); null when `e` is
- *  neither. `bound`, when given, gets K or null. */
-const Expr* reduced_index(const Expr& e, const Expr** bound = nullptr);
+/** What one argument of a reduction in index notation says, after the reduced expression:
+ *  `k` names a reduced index; `k < K` names it with the range [0, K) when K uses no index of
+ *  `space`; any other comparison (<, <=, >, >=) bounds the domain (`j <= i`), and names the
+ *  index on its left — else on its right — when that side is a plain name that is not a free
+ *  index. */
+struct ReductionArg {
+  const Expr* index = nullptr;  ///< the name of the index it names, or null
+  const Expr* range = nullptr;  ///< K of `k < K`, or null
+  const Expr* bound = nullptr;  ///< the comparison that bounds the domain, or null
+};
+ReductionArg reduction_arg(const Expr& e, const IndexSpace& space);
 
 /** One composite instantiation's names. */
 struct Scope {
@@ -108,6 +117,9 @@ class Lowerer {
   std::vector<ExprPtr> subscript_items(const Expr& sub, NodeId base, const IndexSpace& space);
   /** The range [0, K) of an index bounded as `i < K`: K, which may use sizes and attributes but
    *  no index of `space`. */
+  /** A domain bound `a < b` (<=, >, >=) of index notation as `e >= 0`, affine in the
+   *  indices, using at least one. */
+  IntExpr domain_bound(const Expr& cmp, Scope& s);
   IntExpr index_bound(const std::string& index, const Expr& bound, const IndexSpace& space,
                       Scope& s);
   /** Resolves a dtype argument (a dtype name, a type variable or a string). */
@@ -119,6 +131,9 @@ class Lowerer {
   Graph& graph() { return g_; }
   /** The iteration space while an index-notation right side is evaluated, else nullptr. */
   const IndexSpace* space() const { return space_; }
+  /** The operand of a bounded reduction: its subscripts may leave their tensor outside the
+   *  domain, so each one that is not in range over the whole box gets a mask (zero there). */
+  Value eval_bounded(const Expr& e, Scope& s);
   const Library& library() const { return lib_; }
 
  private:
@@ -136,6 +151,7 @@ class Lowerer {
   Graph& g_;
   std::vector<const Composite*> active_;
   const IndexSpace* space_ = nullptr;
+  int bounded_ = 0;  ///< how many bounded reductions enclose the expression evaluated
 };
 
 /** Reports a value where a tensor or number was needed. */

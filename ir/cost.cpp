@@ -38,6 +38,7 @@ int64_t node_flops(const Graph& g, NodeId id, const std::map<std::string, int64_
     case OpClass::ternary:
       return mul(numel(g, id, sizes), n.op == Op::mulacc ? 2 : 1, g);
     case OpClass::reduce:
+    case OpClass::scan:
       return numel(g, n.operands[0], sizes);
     case OpClass::extern_call:
       if (n.name == "gemm") {  // a[M, K] @ b[K, N]

@@ -126,7 +126,8 @@ NodeId Graph::cast(NodeId a, DType t, bool bitwise) {
   return add(std::move(n));
 }
 
-NodeId Graph::reduce(ReduceKind kind, NodeId a, const std::vector<int>& axes) {
+NodeId Graph::reduce(ReduceKind kind, NodeId a, const std::vector<int>& axes,
+                     const std::vector<IntExpr>& domain) {
   if (axes.empty()) return a;
   Node n;
   n.op = Op::reduce;
@@ -137,6 +138,18 @@ NodeId Graph::reduce(ReduceKind kind, NodeId a, const std::vector<int>& axes) {
   n.operands = {a};
   n.reduce_kind = kind;
   n.axes = axes;
+  n.domain = domain;
+  return add(std::move(n));
+}
+
+NodeId Graph::scan(Op combine, NodeId a, int axis) {
+  Node n;
+  n.op = Op::scan;
+  n.dtype = nodes[a].dtype;
+  n.shape = nodes[a].shape;
+  n.operands = {a};
+  n.combine = combine;
+  n.axes = {axis};
   return add(std::move(n));
 }
 
@@ -185,8 +198,13 @@ std::string node_attributes(const Node& n) {
       std::string s = std::string(reduce_kind_name(n.reduce_kind)) + " axes=[";
       for (size_t i = 0; i < n.axes.size(); ++i)
         s += (i ? "," : "") + std::to_string(n.axes[i]);
-      return s + "]";
+      s += "]";
+      for (size_t i = 0; i < n.domain.size(); ++i)
+        s += (i ? ", " : " where ") + n.domain[i].str() + " >= 0";
+      return s;
     }
+    case Op::scan:
+      return std::string(op_name(n.combine)) + " axis=" + std::to_string(n.axes.at(0));
     case Op::extern_call:
       return n.name;
     default:

@@ -32,9 +32,13 @@ struct Node {
   int axis = 0;           ///< index: the axis whose position is the value
   View view;              ///< view
   ReduceKind reduce_kind = ReduceKind::sum;  ///< reduce
-  std::vector<int> axes;                     ///< reduce: the reduced axes, ascending
-  std::string name;                          ///< input: its name; extern: the routine
-  bool constant_input = false;               ///< input: marked `const` (weights) in the spec
+  std::vector<int> axes;  ///< reduce: the reduced axes, ascending; scan: its axis
+  /** reduce: the operand's points that take part, where every expression (affine in the axis
+   *  variables %0, %1, ...) is >= 0; empty: all of them (a rectangular domain). */
+  std::vector<IntExpr> domain;
+  Op combine = Op::add;         ///< scan: the associative op (is_scan_combiner)
+  std::string name;             ///< input: its name; extern: the routine
+  bool constant_input = false;  ///< input: marked `const` (weights) in the spec
 };
 
 /** A named result of the graph. */
@@ -70,8 +74,13 @@ class Graph {
   /** where: dtype of `b`; mulacc: dtype of `a`. */
   NodeId ternary(Op op, NodeId a, NodeId b, NodeId c);
   NodeId cast(NodeId a, DType t, bool bitwise = false);
-  /** Reduces `axes` (ascending), which keep size 1. */
-  NodeId reduce(ReduceKind kind, NodeId a, const std::vector<int>& axes);
+  /** Reduces `axes` (ascending), which keep size 1; over the points of `a` where every
+   *  expression of `domain` (in %0, %1, ...) is >= 0, or all of them. */
+  NodeId reduce(ReduceKind kind, NodeId a, const std::vector<int>& axes,
+                const std::vector<IntExpr>& domain = {});
+  /** The inclusive scan of `a` along `axis` with `combine` (is_scan_combiner): element k is
+   *  a[0] combine ... combine a[k]. */
+  NodeId scan(Op combine, NodeId a, int axis);
   /** A call of the extern routine `routine` (ir/externs.h) on `operands`; the routine's rule
    *  gives the result's dtype and shape. Unlike the other builders this one checks: it throws
    *  std::invalid_argument with the rule's message for an unknown routine or bad operands (a

@@ -29,6 +29,7 @@ std::string node_style(const Node& n) {
     case Op::view:
       return ", style=\"rounded,dashed\"";
     case Op::reduce:
+    case Op::scan:
       return ", style=filled, fillcolor=lightyellow";
     case Op::extern_call:
       return ", style=filled, fillcolor=lightsalmon";

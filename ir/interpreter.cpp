@@ -23,7 +23,10 @@
  *   bitwise ops are errors. cmplt, cmpeq give bool for any operand dtype; NaN compares false.
  * - where(cond, a, b) = cond != 0 ? a : b. mulacc(a, b, c) = a*b + c, fused (std::fma) for floats.
  * - reduce: sum (from 0), prod (from 1) and max (from -inf, NaN propagates; integers from the
- *   dtype's minimum) over the listed axes in row-major order; reduced axes keep size 1.
+ *   dtype's minimum) over the listed axes in row-major order; reduced axes keep size 1. A
+ *   reduce with a domain combines only the operand's points where every bound is >= 0.
+ * - scan: element k along the axis is the operand's element 0 combined with elements 1 .. k in
+ *   order by add, mul, max (as the binary ops) or and, or, xor.
  * - extern: the routine's reference evaluation from ir/externs.h, in double (gemm: the naive
  *   triple loop summing over k in order, as a reduce sum of products does); an unknown routine or
  *   operands its rule rejects are errors.
@@ -250,7 +253,8 @@ Tensor eval_view(NodeId id, const Node& n, const Tensor& src, const std::vector<
   return out;
 }
 
-Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<int64_t>& dims) {
+Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<int64_t>& dims,
+                   const SizeBindings& sizes) {
   std::vector<size_t> out_stride(a.dims.size(), 0);  // 0 along reduced axes
   bool ok = a.dims.size() == dims.size();
   size_t stride = 1;
@@ -267,8 +271,27 @@ Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<
   Tensor out(n.dtype, dims);
   std::fill(out.f.begin(), out.f.end(), op == Op::add ? 0 : op == Op::mul ? 1 : -INFINITY);
   std::fill(out.i.begin(), out.i.end(), op == Op::add ? 0 : op == Op::mul ? 1 : int_min(n.dtype));
+  // A bounded domain: the operand's points where every bound is >= 0 take part.
+  std::map<std::string, IntExpr> size_sub;
+  for (const auto& [name, value] : sizes)
+    size_sub[name] = value;
+  Env env;
+  std::vector<int64_t*> slots;
+  for (size_t d = 0; d < a.dims.size(); ++d)
+    slots.push_back(&env["%" + std::to_string(d)]);
+  std::vector<IndexFn> domain;
+  for (const IntExpr& e : n.domain)
+    domain.push_back(compile_index(e, size_sub, env, slots));
   std::vector<int64_t> idx(a.dims.size(), 0);
   for (size_t k = 0; k < a.numel(); ++k, next_index(idx, a.dims)) {
+    if (!domain.empty()) {
+      for (size_t d = 0; d < slots.size(); ++d)
+        *slots[d] = idx[d];
+      bool inside = true;
+      for (size_t c = 0; c < domain.size() && inside; ++c)
+        inside = domain[c](idx, env) >= 0;
+      if (!inside) continue;
+    }
     size_t o = 0;
     for (size_t d = 0; d < idx.size(); ++d)
       o += out_stride[d] * static_cast<size_t>(idx[d]);
@@ -276,6 +299,30 @@ Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<
       out.f[o] = float_binary(op, out.f[o], a.at(k));
     else
       put_int(out, o, int_binary(id, op, n.dtype, out.i[o], int_at(a, k)));
+  }
+  return out;
+}
+
+/** The inclusive scan along n.axes[0]: each element combines the one before it with its own
+ *  operand element, in order (in double for floats, as the other ops). */
+Tensor eval_scan(NodeId id, const Node& n, const Tensor& a, const std::vector<int64_t>& dims) {
+  if (a.dims != dims)
+    fail(id, n, "operand dims " + dims_str(a.dims) + " differ from " + dims_str(dims));
+  const size_t axis = static_cast<size_t>(n.axes.at(0));
+  size_t inner = 1;
+  for (size_t d = axis + 1; d < dims.size(); ++d)
+    inner *= static_cast<size_t>(dims[d]);
+  const size_t len = static_cast<size_t>(dims[axis]);
+  Tensor out(n.dtype, dims);
+  for (size_t k = 0; k < a.numel(); ++k) {
+    const bool first = (k / inner) % len == 0;
+    if (is_float(n.dtype)) {
+      double v = a.at(k);
+      put_float(out, k, first ? v : float_binary(n.combine, out.f[k - inner], v));
+    } else {
+      int64_t v = int_at(a, k);
+      put_int(out, k, first ? v : int_binary(id, n.combine, n.dtype, out.i[k - inner], v));
+    }
   }
   return out;
 }
@@ -415,7 +462,9 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
       else if (n.op == Op::view)
         values[id] = eval_view(id, n, *args[0], dims, sizes);
       else if (n.op == Op::reduce)
-        values[id] = eval_reduce(id, n, *args[0], dims);
+        values[id] = eval_reduce(id, n, *args[0], dims, sizes);
+      else if (n.op == Op::scan)
+        values[id] = eval_scan(id, n, *args[0], dims);
       else if (n.op == Op::extern_call)
         values[id] = eval_extern(id, n, args, dims);
       else

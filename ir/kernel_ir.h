@@ -61,12 +61,15 @@ struct Statement {
   Kind kind = Kind::assign;
   ReduceKind reduce = ReduceKind::sum;  ///< reduce_init / reduce_update
   std::vector<IntExpr> extents;         ///< the domain: 0 <= i_k < extents[k]
-  int buffer = -1;                      ///< the buffer written
-  std::vector<IntExpr> index;           ///< where it writes, affine in the iterators
-  ScalarExprPtr value;                  ///< assign and reduce_update: the value (for update: the
-                                        ///< operand folded into the buffer element)
-  std::string routine;                  ///< call: the extern routine, e.g. "gemm"
-  std::vector<int> args;                ///< call: the buffers it reads, contiguous row-major
+  /** More bounds of the domain (a bounded reduction's triangle or band): the points where
+   *  every expression, affine in the iterators and sizes, is >= 0. */
+  std::vector<IntExpr> domain;
+  int buffer = -1;             ///< the buffer written
+  std::vector<IntExpr> index;  ///< where it writes, affine in the iterators
+  ScalarExprPtr value;         ///< assign and reduce_update: the value (for update: the
+                               ///< operand folded into the buffer element)
+  std::string routine;         ///< call: the extern routine, e.g. "gemm"
+  std::vector<int> args;       ///< call: the buffers it reads, contiguous row-major
 };
 
 /** One kernel: statements in a legal sequential order, and the buffers they use. */

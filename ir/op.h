@@ -46,12 +46,14 @@ enum class Op : uint8_t {
   mulacc,  ///< a * b + c
   // reduce
   reduce,  ///< sum, max or prod over a set of axes; reduced axes keep size 1
+  // scan
+  scan,  ///< inclusive running combination along one axis (cumulative sum, max, ...)
   // escape hatch
   extern_call,  ///< a call into a library routine, produced only by rewrite rules
 };
 
 /** How an op relates its operands to its result. */
-enum class OpClass : uint8_t { data, unary, binary, ternary, reduce, extern_call };
+enum class OpClass : uint8_t { data, unary, binary, ternary, reduce, scan, extern_call };
 
 /** The kind of a `reduce`. */
 enum class ReduceKind : uint8_t { sum, max, prod };
@@ -74,5 +76,8 @@ std::string_view reduce_kind_name(ReduceKind k);
 
 /** True for ops applied element by element with operands of the result's shape. */
 bool is_elementwise(Op op);
+
+/** Whether `op` may combine the elements of a scan: add, mul, max, and, or, xor. */
+bool is_scan_combiner(Op op);
 
 }  // namespace kiln

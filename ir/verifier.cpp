@@ -30,6 +30,7 @@ class NodeChecker {
     check_dtypes();
     if (n_.op == Op::view) check_view();
     if (n_.op == Op::reduce) check_reduce();
+    if (n_.op == Op::scan) check_scan();
     if (n_.op == Op::extern_call) check_extern();
     if (n_.op == Op::index && (n_.axis < 0 || n_.axis >= static_cast<int>(n_.shape.size())))
       report("axis " + std::to_string(n_.axis) + " is out of range for rank " +
@@ -104,7 +105,7 @@ class NodeChecker {
       require(
           dtype_bits(operand(0).dtype) == dtype_bits(t),
           "bitcast between types of different widths: " + dt(operand(0).dtype) + " -> " + dt(t));
-    } else if (n_.op == Op::view || n_.op == Op::copy || n_.op == Op::reduce) {
+    } else if (n_.op == Op::view || n_.op == Op::copy || n_.op == Op::reduce || n_.op == Op::scan) {
       require(operand(0).dtype == t,
               "operand dtype " + dt(operand(0).dtype) + " differs from the result's " + dt(t));
     }
@@ -166,6 +167,42 @@ class NodeChecker {
     }
     require(same_shape(expected, n_.shape),
             "shape " + shape_str(n_.shape) + " should be " + shape_str(expected));
+    for (const IntExpr& d : n_.domain) {
+      std::set<std::string> vars;
+      d.collect_vars(vars);
+      for (const std::string& name : vars)
+        require(name[0] != '%' || axis_variable(name, src.size()),
+                "domain bound " + d.str() + " >= 0 uses " + name + ", outside the operand's rank " +
+                    std::to_string(src.size()));
+    }
+  }
+
+  void check_scan() {
+    const Shape& src = operand(0).shape;
+    if (n_.axes.size() != 1 || n_.axes[0] < 0 || n_.axes[0] >= static_cast<int>(src.size())) {
+      report("a scan needs one axis within the operand's rank " + std::to_string(src.size()));
+      return;
+    }
+    require(same_shape(src, n_.shape),
+            "shape " + shape_str(n_.shape) + " should be " + shape_str(src));
+    if (!is_scan_combiner(n_.combine)) {
+      report("scan combiner '" + std::string(op_name(n_.combine)) +
+             "' is not one of add, mul, max, and, or, xor");
+      return;
+    }
+    DType t = operand(0).dtype;
+    bool bitwise = n_.combine != Op::add && n_.combine != Op::mul && n_.combine != Op::max;
+    require(!(bitwise && is_float(t)), "scan combiner '" + std::string(op_name(n_.combine)) +
+                                           "' needs an integer or bool dtype, got " + dt(t));
+    require(!(t == DType::boolean && !bitwise && n_.combine != Op::max),
+            "scan combiner '" + std::string(op_name(n_.combine)) + "' of a bool tensor");
+  }
+
+  /** "%k" with k < rank. */
+  static bool axis_variable(const std::string& name, size_t rank) {
+    return name.size() > 1 && name.size() < 10 &&
+           name.find_first_not_of("0123456789", 1) == std::string::npos &&
+           std::stoul(name.substr(1)) < rank;
   }
 
   /** The routine's operand rule, and the node's type against the type the rule gives. */

@@ -50,12 +50,14 @@ class Builder {
     std::map<NodeId, int> direct_target;
     for (size_t o = 0; o < g_.outputs.size(); ++o)
       if (const Node& n = g_[g_.outputs[o].node];
-          (n.op == Op::reduce || n.op == Op::extern_call) && !narrow_float(n.dtype))
+          (n.op == Op::reduce || n.op == Op::scan || n.op == Op::extern_call) &&
+          !narrow_float(n.dtype))
         direct_target.emplace(g_.outputs[o].node, out_buffers[o]);
     for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id) {
       auto t = direct_target.find(id);
       int target = t == direct_target.end() ? -1 : t->second;
       if (g_[id].op == Op::reduce) materialize_reduce(id, target);
+      if (g_[id].op == Op::scan) materialize_scan(id, target);
       if (g_[id].op == Op::extern_call) materialize_extern(id, target);
     }
     for (size_t o = 0; o < g_.outputs.size(); ++o) {
@@ -131,6 +133,55 @@ class Builder {
     add_statement(Statement::Kind::reduce_init, kept, b, init_index, nullptr, n.reduce_kind);
     add_statement(Statement::Kind::reduce_update, src, b, target, expr(n.operands[0], update_index),
                   n.reduce_kind);
+    auto sub = view_substitution(update_index);
+    for (const IntExpr& e : n.domain)
+      kernel_->statements.back().domain.push_back(e.substitute(sub));
+  }
+
+  /** One statement that reads the element it wrote one step before along the axis:
+   *  y[.., k, ..] = k > 0 ? y[.., k - 1, ..] combine x[.., k, ..] : x[.., k, ..]. isl sees the
+   *  dependence and keeps the axis a serial loop; the other axes stay parallel. f16 and bf16
+   *  accumulate in f32, as reductions do. */
+  void materialize_scan(NodeId id, int target_buffer) {
+    const Node& n = g_[id];
+    int b = target_buffer;
+    if (b < 0) {
+      b = add_buffer("t" + std::to_string(id), n, BufferKind::temp);
+      if (narrow_float(n.dtype)) plan_.buffers[b].dtype = DType::f32;
+    }
+    const DType acc = plan_.buffers[b].dtype;
+    const int axis = n.axes.at(0);
+    Index idx = iterators(n.shape.size());
+    ScalarExprPtr x = expr(n.operands[0], idx);
+    if (x->dtype != acc) x = scalar_op(Op::cast, acc, {x});
+    Index before = idx;
+    before[axis] = idx[axis] - 1;
+    auto prev = std::make_shared<ScalarExpr>();
+    prev->kind = ScalarExpr::Kind::load;
+    prev->dtype = acc;
+    prev->buffer = b;
+    prev->index = before;
+    prev->mask.push_back({before[axis], n.shape[axis]});
+    auto zero = std::make_shared<ScalarExpr>();
+    zero->dtype = DType::i64;
+    auto k = std::make_shared<ScalarExpr>();
+    k->kind = ScalarExpr::Kind::iterator;
+    k->dtype = DType::i64;
+    k->index = {idx[axis]};
+    ScalarExprPtr later = scalar_op(Op::cmplt, DType::boolean, {zero, k});
+    ScalarExprPtr value =
+        scalar_op(Op::where, acc, {later, scalar_op(n.combine, acc, {prev, x}), x});
+    add_statement(Statement::Kind::assign, n.shape, b, idx, value);
+    buffer_of_[id] = b;
+  }
+
+  static ScalarExprPtr scalar_op(Op op, DType t, std::vector<ScalarExprPtr> args) {
+    auto e = std::make_shared<ScalarExpr>();
+    e->kind = ScalarExpr::Kind::op;
+    e->op = op;
+    e->dtype = t;
+    e->args = std::move(args);
+    return e;
   }
 
   /** One call statement with a 0-dimensional domain, on whole row-major operand buffers. */
@@ -210,6 +261,7 @@ class Builder {
       }
       case Op::input:
       case Op::reduce:
+      case Op::scan:
       case Op::extern_call:
         throw std::runtime_error("the CPU code path does not support '" +
                                  std::string(op_name(n.op)) + "' here yet");

@@ -71,6 +71,8 @@ void apply(Statement& s, const Rewrite& r, Shape extents) {
   std::map<const ScalarExpr*, ScalarExprPtr> memo;
   if (s.value) s.value = rewrite_value(s.value, r, memo);
   s.index = rewrite_index(s.index, r);
+  for (IntExpr& e : s.domain)
+    e = e.substitute(r.single);
   s.extents = std::move(extents);
 }
 
@@ -118,6 +120,8 @@ void collect_nodes(const ScalarExpr& e, std::set<const ScalarExpr*>& seen,
 void raw_accesses(const Statement& s, std::vector<std::pair<int, const Index*>>& out,
                   std::set<std::string>& pinned) {
   out.push_back({s.buffer, &s.index});
+  for (const IntExpr& e : s.domain)
+    e.collect_vars(pinned);
   if (!s.value) return;
   std::set<const ScalarExpr*> seen;
   std::vector<const ScalarExpr*> nodes;

@@ -80,7 +80,8 @@ bool loads_and_constants(const ScalarExpr& e) {
 }  // namespace
 
 bool gpu_contraction_statement(const Statement& s) {
-  if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value)
+  if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value ||
+      !s.domain.empty())
     return false;
   if (!loads_and_constants(*s.value)) return false;
   std::vector<const ScalarExpr*> loads;

@@ -114,7 +114,7 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     const Statement &init = st(i), &upd = st(i + 1);
     return init.kind == K::reduce_init && upd.kind == K::reduce_update && init.reduce == r &&
            upd.reduce == r && init.buffer == upd.buffer && init.index == upd.index && upd.value &&
-           plan.buffers[upd.buffer].kind == BufferKind::temp;
+           upd.domain.empty() && plan.buffers[upd.buffer].kind == BufferKind::temp;
   };
   if (!init_of(0, ReduceKind::sum) || !init_of(2, ReduceKind::max) ||
       !init_of(4, ReduceKind::sum) || !init_of(6, ReduceKind::sum))

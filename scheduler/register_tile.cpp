@@ -10,7 +10,8 @@ namespace kiln {
 
 bool tileable_statement(const KernelPlan& plan, const Statement& s,
                         const std::set<std::string>& lanes) {
-  if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value)
+  if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value ||
+      !s.domain.empty())
     return false;
   DType t = plan.buffers.at(s.buffer).dtype;
   if (t != DType::f32 && t != DType::f64) return false;

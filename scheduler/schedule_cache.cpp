@@ -47,7 +47,7 @@ std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
   std::string key;
   for (const Statement& s : k.statements) {
     key += std::to_string(static_cast<int>(s.kind)) + " " + index_text(s.extents) + " ";
-    key += names.buffer(s.buffer) + index_text(s.index);
+    key += names.buffer(s.buffer) + index_text(s.index) + index_text(s.domain);
     // Register tiling depends on the reduction and on what the value computes along each
     // iterator (scheduler/register_tile.h).
     if (s.kind == Statement::Kind::reduce_update) {

@@ -40,6 +40,13 @@ std::string domain_text(IslTextRenderer& r, const Statement& s, int k) {
     std::string it = iterator_name(static_cast<int>(d));
     cond += (cond.empty() ? "" : " and ") + ("0 <= " + it + " < " + *extent);
   }
+  for (const IntExpr& e : s.domain) {
+    std::optional<std::string> bound = r.render(e, true);
+    if (!bound)
+      throw std::runtime_error("schedule: the domain bound " + e.str() + " >= 0 of " + s.name +
+                               " cannot be expressed in isl");
+    cond += (cond.empty() ? "" : " and ") + (*bound + " >= 0");
+  }
   return "{ " + instance_tuple(k, s.extents.size()) + (cond.empty() ? "" : " : " + cond) + " }";
 }
 

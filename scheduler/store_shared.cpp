@@ -101,7 +101,8 @@ bool one_element_per_point(const std::vector<IntExpr>& index, size_t rank) {
 ScalarExprPtr shared_value(const KernelPlan& plan, const Kernel& k, size_t u, size_t o) {
   const Statement &su = k.statements[u], &so = k.statements[o];
   if (su.kind != Statement::Kind::reduce_update || so.kind != Statement::Kind::assign ||
-      !su.value || !so.value || su.extents != so.extents)
+      !su.value || !so.value || su.extents != so.extents || !su.domain.empty() ||
+      !so.domain.empty())
     return nullptr;
   const Buffer& y = plan.buffers.at(so.buffer);
   if (y.kind != BufferKind::output || (y.dtype != DType::f32 && y.dtype != DType::f64) ||

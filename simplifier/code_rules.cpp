@@ -126,7 +126,7 @@ NodeId gemm_operand(NodeId x, int keep, Rewriter& rw) {
 /** reduce_sum(A[m, k] * B[k, n], k) -> gemm(A, B), under --config BLAS=... */
 std::optional<Rewrite> gemm_to_blas(const Node& root, Rewriter& rw) {
   if (rw.options().blas.empty() || root.reduce_kind != ReduceKind::sum ||
-      root.axes != std::vector<int>{2})
+      root.axes != std::vector<int>{2} || !root.domain.empty())
     return std::nullopt;
   const Node& prod = rw[root.operands[0]];
   if (prod.op != Op::mul || prod.shape.size() != 3 ||
@@ -157,8 +157,9 @@ std::optional<Rewrite> gemm_to_blas(const Node& root, Rewriter& rw) {
   return std::nullopt;
 }
 
-/** reduce(x, axes of size 1) -> x */
+/** reduce(x, axes of size 1) -> x, for a rectangular domain */
 std::optional<Rewrite> reduce_unit_axes(const Node& root, Rewriter& rw) {
+  if (!root.domain.empty()) return std::nullopt;
   const Node& x = rw[root.operands[0]];
   for (int a : root.axes)
     if (!(x.shape[a] == IntExpr(1))) return std::nullopt;

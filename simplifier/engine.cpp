@@ -31,7 +31,10 @@ std::string node_key(const Node& n) {
     k << " r" << static_cast<int>(n.reduce_kind);
     for (int a : n.axes)
       k << ',' << a;
+    for (const IntExpr& d : n.domain)
+      k << ';' << d.key();
   }
+  if (n.op == Op::scan) k << " c" << static_cast<int>(n.combine) << ',' << n.axes.at(0);
   if (!n.name.empty()) k << " n" << n.name << (n.constant_input ? "c" : "");
   return k.str();
 }

@@ -117,7 +117,8 @@ class PatternParser {
     }
     std::optional<Op> o = parse_op(e.text);
     if (!o || *o == Op::input || op_info(*o).cls == OpClass::data ||
-        op_info(*o).cls == OpClass::reduce || op_info(*o).cls == OpClass::extern_call)
+        op_info(*o).cls == OpClass::reduce || op_info(*o).cls == OpClass::scan ||
+        op_info(*o).cls == OpClass::extern_call)
       throw SpecError(e.loc, "'" + e.text +
                                  "' is not an elementwise primitive; rules in files "
                                  "match unary, binary and ternary ops (docs/primitives.md), and "

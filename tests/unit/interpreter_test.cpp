@@ -203,6 +203,59 @@ TEST_CASE("interpreter: cast and bitcast") {
   CHECK_THROWS_AS(run_cast(f32, i16, {1}, true), std::runtime_error);
 }
 
+TEST_CASE("interpreter: scan") {
+  struct Case {
+    Op op;
+    DType t;
+    std::vector<int64_t> dims;
+    int axis;
+    Values a, expected;
+  };
+  using enum DType;
+  const Case cases[] = {
+      {Op::add, f32, {5}, 0, {1, 2, 3, 4, 5}, {1, 3, 6, 10, 15}},
+      {Op::add, f32, {2, 3}, 0, {1, 2, 3, 4, 5, 6}, {1, 2, 3, 5, 7, 9}},
+      {Op::add, f32, {2, 3}, 1, {1, 2, 3, 4, 5, 6}, {1, 3, 6, 4, 9, 15}},
+      {Op::add, i8, {3}, 0, {100, 100, 100}, {100, -56, 44}},
+      {Op::mul, i32, {2, 2}, 1, {2, 3, -4, 5}, {2, 6, -4, -20}},
+      {Op::max, f32, {4}, 0, {1, kNaN, 3, 7}, {1, kNaN, kNaN, kNaN}},
+      {Op::max, i32, {4}, 0, {-5, -9, -3, -4}, {-5, -5, -3, -3}},
+      {Op::bit_and, i32, {3}, 0, {7, 6, 12}, {7, 6, 4}},
+      {Op::bit_or, u8, {3}, 0, {1, 4, 2}, {1, 5, 7}},
+      {Op::bit_xor, i64, {3}, 0, {5, 3, 5}, {5, 6, 3}},
+      {Op::add, f32, {2, 0}, 1, {}, {}},
+  };
+  for (const Case& c : cases) {
+    Graph h;
+    Shape s(c.dims.begin(), c.dims.end());
+    h.outputs = {{"out", h.scan(c.op, h.input("a", c.t, s, false), c.axis)}};
+    Tensor result = run(h, {make(c.t, c.a, c.dims)});
+    CAPTURE(op_name(c.op));
+    CAPTURE(show(values_of(result)));
+    CHECK(result.dims == c.dims);
+    CHECK(same_values(values_of(result), c.expected));
+  }
+}
+
+TEST_CASE("interpreter: a reduce over a bounded domain") {
+  const IntExpr i = IntExpr::var("%0"), j = IntExpr::var("%1"), n = IntExpr::var("N");
+  Graph g;
+  g.size_vars = {"N"};
+  NodeId x = g.input("x", DType::f32, {n, n}, false);
+  // j <= i: the lower triangle; j < i and j > i - 3: a band, empty in row 0.
+  g.outputs = {{"tri", g.reduce(ReduceKind::sum, x, {1}, {i - j})},
+               {"band", g.reduce(ReduceKind::max, x, {1}, {i - j - 1, j - i + 2})},
+               {"upper", g.reduce(ReduceKind::prod, x, {0}, {i - j + n - 4})}};
+  Tensor in(DType::f32, {4, 4});
+  for (size_t k = 0; k < in.numel(); ++k)
+    in.set(k, static_cast<double>(k + 1));
+  auto out = interpret(g, {{"N", 4}}, {in});
+  CHECK(values_of(out[0]) == Values{1, 5 + 6, 9 + 10 + 11, 13 + 14 + 15 + 16});
+  CHECK(values_of(out[1]) == Values{-kInf, 5, 10, 15});
+  // i - j >= 0 with N = 4: rows i >= j, so column j multiplies rows j .. 3.
+  CHECK(values_of(out[2]) == Values{1 * 5 * 9 * 13, 6 * 10 * 14, 11 * 15, 16});
+}
+
 TEST_CASE("interpreter: reduce") {
   Graph g;
   NodeId x = g.input("x", DType::f32, {2, 3, 4}, false);

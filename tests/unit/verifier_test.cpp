@@ -78,6 +78,17 @@ TEST_CASE("verifier: broken graphs are reported") {
       {"idiv on float", [](Graph& g) { g.binary(Op::idiv, 0, 1); }, "needs an integer dtype"},
       {"xor on float", [](Graph& g) { g.binary(Op::bit_xor, 0, 1); }, "integer or bool"},
       {"not on float", [](Graph& g) { g.unary(Op::logical_not, 0); }, "integer or bool"},
+      {"scan axis out of range", [](Graph& g) { g.scan(Op::add, 0, 2); },
+       "(scan): a scan needs one axis within the operand's rank 2"},
+      {"scan by a non-combiner", [](Graph& g) { g.scan(Op::idiv, 7, 0); },
+       "scan combiner 'idiv' is not one of add, mul, max, and, or, xor"},
+      {"bitwise scan of floats", [](Graph& g) { g.scan(Op::bit_or, 0, 1); },
+       "scan combiner 'or' needs an integer or bool dtype, got f32"},
+      {"domain outside the rank",
+       [](Graph& g) {
+         g.reduce(ReduceKind::sum, 0, {1}, {IntExpr::var("%0") - IntExpr::var("%2")});
+       },
+       "domain bound %0 - %2 >= 0 uses %2, outside the operand's rank 2"},
       {"comparison not bool", [](Graph& g) { g.nodes[3].dtype = DType::f32; },
        "result dtype f32 should be bool"},
       {"add result dtype", [](Graph& g) { g.nodes[2].dtype = DType::f64; },

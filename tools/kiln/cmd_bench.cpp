@@ -63,11 +63,13 @@ double time_ms(Subject& s, std::chrono::steady_clock::time_point* start = nullpt
 /** An unknown --vs is a UsageError that lists the known baselines (checked before compiling). */
 void check_baseline_name(const std::string& vs) {
   if (vs.empty() || vs == "copy" || vs == "openblas" || vs == "torch" || vs == "torch.compile" ||
-      (vs.rfind("runtime:", 0) == 0 && vs.size() > 8))
+      (vs.rfind("runtime:", 0) == 0 && vs.size() > 8) ||
+      (vs.rfind("composite:", 0) == 0 && vs.size() > 10))
     return;
   throw UsageError("unknown baseline '" + vs +
                    "' for --vs; known baselines: openblas, torch, torch.compile, copy, "
-                   "runtime:NAME (NAME a runtime name or descriptor path, e.g. runtime:cc)");
+                   "runtime:NAME (NAME a runtime name or descriptor path, e.g. runtime:cc), "
+                   "composite:[FILE:]NAME (another composite with the same inputs)");
 }
 
 /** The thread count of the runtime `opt` compiles for: one, unless its backend has threads
@@ -145,6 +147,44 @@ std::unique_ptr<Subject> make_torch(const BenchOptions& o, const Loaded& l, cons
   return make_torch_baseline(r, inputs);
 }
 
+/** --vs composite:[FILE:]NAME: another composite (of the same file when FILE is left out) with
+ *  the same dtype, attribute and batch choices, which must take the same inputs and give
+ *  outputs of the same types, compiled for the same runtime. */
+std::unique_ptr<Subject> make_composite_baseline(const BenchOptions& o, const Loaded& l,
+                                                 const Graph& g, const std::vector<Tensor>& inputs,
+                                                 const SizeBindings& sizes) {
+  const std::string name = o.vs.substr(10);
+  Selection sel = o.sel;
+  sel.target =
+      name.find(':') == std::string::npos ? split_target(o.sel.target).first + ":" + name : name;
+  Loaded other;
+  load_selection(sel, other);
+  Graph h = lower_checked(other, &sizes, false);
+  auto types = [&](const Graph& x, const std::vector<NodeId>& ids) {
+    std::string out;
+    for (NodeId id : ids) {
+      out += (out.empty() ? "" : ", ") + std::string(dtype_name(x[id].dtype)) + "[";
+      std::vector<int64_t> dims = eval_shape(x[id].shape, sizes);
+      for (size_t d = 0; d < dims.size(); ++d)
+        out += (d ? ", " : "") + std::to_string(dims[d]);
+      out += "]";
+    }
+    return out;
+  };
+  std::vector<NodeId> g_out, h_out;
+  for (const GraphOutput& out : g.outputs)
+    g_out.push_back(out.node);
+  for (const GraphOutput& out : h.outputs)
+    h_out.push_back(out.node);
+  if (types(g, g.inputs) != types(h, h.inputs) || types(g, g_out) != types(h, h_out))
+    throw UsageError("--vs " + o.vs + ": '" + other.comp->name + "' takes (" + types(h, h.inputs) +
+                     ") and gives (" + types(h, h_out) + "), but '" + l.comp->name + "' takes (" +
+                     types(g, g.inputs) + ") and gives (" + types(g, g_out) + ")");
+  std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+  CompileOptions opt = compile_options(o.config, 0, *rt, other);
+  return std::make_unique<CompiledSubject>(h, std::move(rt), opt, inputs, sizes);
+}
+
 /** The baseline --vs names (check_baseline_name passed), or nullptr for none. */
 std::unique_ptr<Subject> make_baseline(const BenchOptions& o, const Loaded& l, const Graph& g,
                                        const std::vector<Tensor>& inputs, const SizeBindings& sizes,
@@ -184,6 +224,7 @@ std::unique_ptr<Subject> make_baseline(const BenchOptions& o, const Loaded& l, c
     CompileOptions opt = compile_options(o.config, 0, *rt, l);
     return std::make_unique<CompiledSubject>(g, std::move(rt), opt, inputs, sizes);
   }
+  if (o.vs.rfind("composite:", 0) == 0) return make_composite_baseline(o, l, g, inputs, sizes);
   throw std::logic_error("check_baseline_name let '" + o.vs + "' through");
 }
 
@@ -403,7 +444,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "baseline.torch in PyTorch eager or compiled, run by KILN_PYTHON or python3, on "
       "the runtime's thread count), copy (a memcpy of the same bytes on as many threads), "
       "runtime:NAME (the "
-      "composite on another runtime)");
+      "composite on another runtime), composite:[FILE:]NAME (another composite with the same "
+      "inputs and output types, on the same runtime)");
   cmd->add_option("--repeat", o->repeat, "Timed runs (default: at least 10, until 1 s has passed)")
       ->check(CLI::Range(1, kMaxRepeats));
   cmd->add_option("--warmup", o->warmup, "Untimed runs first (at least 1)")
