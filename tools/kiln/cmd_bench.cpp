@@ -148,8 +148,8 @@ std::unique_ptr<Subject> make_torch(const BenchOptions& o, const Loaded& l, cons
 }
 
 /** --vs composite:[FILE:]NAME: another composite (of the same file when FILE is left out) with
- *  the same dtype, attribute and batch choices, which must take the same inputs and give
- *  outputs of the same types, compiled for the same runtime. */
+ *  the same dtype and batch choices and the --attr choices it declares, which must take the
+ *  same inputs and give outputs of the same types, compiled for the same runtime. */
 std::unique_ptr<Subject> make_composite_baseline(const BenchOptions& o, const Loaded& l,
                                                  const Graph& g, const std::vector<Tensor>& inputs,
                                                  const SizeBindings& sizes) {
@@ -157,8 +157,16 @@ std::unique_ptr<Subject> make_composite_baseline(const BenchOptions& o, const Lo
   Selection sel = o.sel;
   sel.target =
       name.find(':') == std::string::npos ? split_target(o.sel.target).first + ":" + name : name;
+  // --attr choices that it does not declare are the composite's own (attention's causal=true
+  // against a causal_attention that has no such attribute).
+  std::vector<std::string> attrs = sel.attrs;
+  sel.attrs.clear();
   Loaded other;
   load_selection(sel, other);
+  for (const std::string& a : attrs)
+    for (const AttrDecl& d : other.comp->attrs)
+      if (a.substr(0, a.find('=')) == d.name) sel.attrs.push_back(a);
+  if (!sel.attrs.empty()) load_selection(sel, other = Loaded{});
   Graph h = lower_checked(other, &sizes, false);
   auto types = [&](const Graph& x, const std::vector<NodeId>& ids) {
     std::string out;
