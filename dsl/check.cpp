@@ -50,7 +50,7 @@ void check_composite(const Library& lib, const Composite& c, std::vector<SizeChe
     for (const SizeCheck& check : g.checks) {
       bool seen = false;
       for (const SizeCheck& d : *deferred)
-        seen |= d.site == check.site && d.claim == check.claim;
+        seen |= d.site == check.site && d.claim == check.claim && d.trace == check.trace;
       if (!seen) deferred->push_back(check);
     }
   }

@@ -15,7 +15,7 @@ CheckSite site_of(const SourceLoc& at) {
 /** Checks that `e`, a side of fact `f` of `c`, uses only integers, sizes and attributes of `s`
  *  and arithmetic; a size `c` names in a type but no input binds is left to eval's message. */
 void check_fact_side(const Expr& e, const Fact& f, const Composite& c, const Scope& s) {
-  static const std::set<std::string> arithmetic = {"+", "-", "*", "/", "//", "%", "neg"};
+  static const std::set<std::string> arithmetic = {"+", "-", "*", "/", "//", "%"};
   switch (e.kind) {
     case Expr::Kind::number:
       if (!e.is_integer) break;

@@ -11,6 +11,7 @@
 #include "dsl/lower.h"
 #include "ir/interpreter.h"
 #include "ir/size_facts.h"
+#include "kiln/kiln.h"
 
 using namespace kiln;
 
@@ -208,4 +209,22 @@ body = "y = a + b"
   Graph g = lower_text(same, "g");
   REQUIRE(g.checks.size() == 1);  // the fact itself; a + b is proved by it
   CHECK(g.checks[0].stated);
+}
+
+TEST_CASE("size_facts: the C++ API checks the facts of every run, compiled or interpreted") {
+  kiln::Spec spec = kiln::Spec::load("tests/regressions/shape_facts.toml");
+  for (const char* runtime : {"interp", "cc"}) {
+    CAPTURE(runtime);
+    kiln::Compiled mul = kiln::compile(spec, "same_length_unstated", runtime);
+    std::vector<float> a = {1, 2, 3, 4}, b = {5, 6, 7, 8}, y(4);
+    mul.run({a.data(), b.data(), y.data()}, {{"J", 4}, {"K", 4}});
+    CHECK(y == std::vector<float>{5, 12, 21, 32});
+    try {
+      mul.run({a.data(), b.data(), y.data()}, {{"J", 4}, {"K", 3}});
+      FAIL("no error for J = 4, K = 3");
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()).rfind(
+                "tests/regressions/shape_facts.toml:50:15: shape equality 'J == K'", 0) == 0);
+    }
+  }
 }
