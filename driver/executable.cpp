@@ -147,6 +147,7 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
     for (const std::string& symbol : program_.symbols)
       workspace_bytes_.push_back(reinterpret_cast<int64_t (*)(const int64_t*)>(
           runtime.lookup(*module_, workspace_symbol(symbol))));
+  checks_ = g.checks;
   poison_temps_ = opt.checked;
   config_.threads = opt.threads;
   // What a fault inside kernel k reports (driver/fault_guard.h).
@@ -226,6 +227,7 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
   SizeBindings bound;
   for (size_t k = 0; k < plan.size_vars.size(); ++k)
     bound[plan.size_vars[k]] = sizes[k];
+  check_size_facts(checks_, bound);  // shape facts and assumed equalities, before any buffer
   std::vector<void*> args;
   std::vector<size_t> slot_bytes(plan.num_slots, 0);
   std::vector<std::string> slot_names(plan.num_slots);

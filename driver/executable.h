@@ -90,6 +90,7 @@ class Executable {
   std::vector<LaunchGeometry> geometry_;  ///< one per kernel when set; empty: the backend's
   RuntimeConfig config_;
   std::vector<KernelContext> contexts_;  ///< what a fault in kernel k reports
+  std::vector<SizeCheck> checks_;        ///< the graph's checks of the bound sizes
   bool poison_temps_ = false;            ///< CHECK=1: temporaries and outputs start as 0xff bytes
   /** A device backend's temporaries, slot by slot, kept between runs and grown as needed. */
   struct Slot {

@@ -86,6 +86,7 @@ void check_bound_sizes(const Graph& g, const std::map<std::string, int64_t>& siz
     if (it == sizes.end()) throw UnboundSize(v, g.name);
     if (it->second < 0) throw std::invalid_argument("size variable " + v + " is negative");
   }
+  check_size_facts(g.checks, sizes);
   try {
     check_graph_sizes(g, sizes, interpreted);
   } catch (const SizeError& e) {

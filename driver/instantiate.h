@@ -41,9 +41,11 @@ struct UnboundSize : std::invalid_argument {
   std::string var;
 };
 
-/** Checks that `sizes` binds every size variable of `g` to a non-negative value and that every
- *  tensor fits the limits of ir/sizes.h (every node held in memory when `interpreted`). Throws
- *  UnboundSize, or std::invalid_argument naming the tensor and the sizes. */
+/** Checks that `sizes` binds every size variable of `g` to a non-negative value, satisfies the
+ *  graph's shape facts and assumed equalities (Graph::checks) and that every tensor fits the
+ *  limits of ir/sizes.h (every node held in memory when `interpreted`). Throws UnboundSize,
+ *  SizeCheckError (a std::invalid_argument located at the fact), or std::invalid_argument naming
+ *  the tensor and the sizes. */
 void check_bound_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes,
                        bool interpreted);
 

@@ -311,7 +311,9 @@ Value view_builtin(Lowerer& l, const Expr& call, Scope& s) {
       Shape padded(dst.size() - src.size(), IntExpr(1));
       padded.insert(padded.end(), src.begin(), src.end());
       for (size_t k = 0; k < dst.size(); ++k)
-        if (padded[k] != dst[k] && padded[k] != IntExpr(1))
+        if (padded[k] != IntExpr(1) &&
+            !l.same_size(padded[k], dst[k], call.loc,
+                         "dimension " + std::to_string(k) + " of the expand of " + describe(l, x)))
           throw SpecError(call.loc, "shape mismatch: cannot expand " + describe(l, x) + " to " +
                                         shape_str(dst));
       return Value::tensor(l.broadcast_to(x, dst, call.loc));
@@ -333,7 +335,9 @@ Value view_builtin(Lowerer& l, const Expr& call, Scope& s) {
       dst[inferred] = floordiv(a_count, b_count);
       b_count = b_count * dst[inferred];
     }
-    if (a_count != b_count)
+    if (!l.same_size(
+            a_count, b_count, call.loc,
+            "the element counts of the reshape of " + describe(l, x) + " to " + shape_str(dst)))
       throw SpecError(call.loc, "shape mismatch: reshape of " + describe(l, x) + " (" +
                                     a_count.str() + " elements) to " + shape_str(dst) + " (" +
                                     b_count.str() + " elements)");

@@ -30,15 +30,37 @@ std::vector<LowerOptions> check_instances(const Composite& c, size_t cap) {
   return out;
 }
 
-void check_composite(const Library& lib, const Composite& c) {
-  for (const LowerOptions& opt : check_instances(c))
-    verify_or_throw(lower_composite(lib, c, opt));
+SpecError size_check_error(const SizeCheck& check, const std::string& problem) {
+  SpecError e({check.site.file, check.site.line, check.site.col}, problem);
+  for (const CheckSite& call : check.trace)
+    e.trace.push_back({call.file, call.line, call.col});
+  return e;
 }
 
-const SpecFile& check_file(Library& lib, const std::string& path) {
+void check_composite(const Library& lib, const Composite& c, std::vector<SizeCheck>* deferred) {
+  for (const LowerOptions& opt : check_instances(c)) {
+    Graph g = lower_composite(lib, c, opt);
+    verify_or_throw(g);
+    for (size_t k = 0; !c.test.sizes.empty() && k < c.test.case_count(); ++k)
+      for (const SizeCheck& check : g.checks)
+        if (auto problem = size_check_failure(check, c.test.case_sizes(k)))
+          throw size_check_error(
+              check, *problem + " (test case " + std::to_string(k + 1) + " of '" + c.name + "')");
+    if (!deferred) continue;
+    for (const SizeCheck& check : g.checks) {
+      bool seen = false;
+      for (const SizeCheck& d : *deferred)
+        seen |= d.site == check.site && d.claim == check.claim && d.trace == check.trace;
+      if (!seen) deferred->push_back(check);
+    }
+  }
+}
+
+const SpecFile& check_file(Library& lib, const std::string& path,
+                           std::vector<SizeCheck>* deferred) {
   const SpecFile& f = lib.load(path);
   for (const auto& c : f.composites)
-    check_composite(lib, *c);
+    check_composite(lib, *c, deferred);
   return f;
 }
 

@@ -16,11 +16,18 @@ namespace kiln {
  *  ranks 0 and 2 when an input uses `...`. */
 std::vector<LowerOptions> check_instances(const Composite& c, size_t cap = 64);
 
-/** Lowers and verifies every instance of `c`. Throws SpecError (or std::logic_error for a
- *  malformed graph, a compiler bug). */
-void check_composite(const Library& lib, const Composite& c);
+/** The SpecError of a size check that failed: at the check's site, with its call trace. */
+SpecError size_check_error(const SizeCheck& check, const std::string& problem);
+
+/** Lowers and verifies every instance of `c`, and checks every case of its test table against
+ *  the shape facts and assumed equalities of each graph (a case that breaks one is a SpecError
+ *  at it). Adds the checks that lowering could not prove to `deferred`, once each. Throws
+ *  SpecError (or std::logic_error for a malformed graph, a compiler bug). */
+void check_composite(const Library& lib, const Composite& c,
+                     std::vector<SizeCheck>* deferred = nullptr);
 
 /** Loads `path` into `lib` and checks every composite; returns the file. */
-const SpecFile& check_file(Library& lib, const std::string& path);
+const SpecFile& check_file(Library& lib, const std::string& path,
+                           std::vector<SizeCheck>* deferred = nullptr);
 
 }  // namespace kiln

@@ -30,18 +30,22 @@ std::string position(const SourceLoc& at) {
 
 }  // namespace
 
-std::string format_error(const SpecError& e) {
-  const SourceLoc& l = e.loc();
+std::string format_diagnostic(const SourceLoc& l, const std::string& severity,
+                              const std::string& message, const std::vector<SourceLoc>& trace) {
   std::string out;
   if (l.valid())
     out = position(l) + ": ";
   else if (!l.file.empty())
     out = l.file + ": ";
-  out += "error: " + std::string(e.what()) + "\n";
+  out += severity + ": " + message + "\n";
   if (l.valid()) out += quoted_line(l);
-  for (const SourceLoc& c : e.trace)
+  for (const SourceLoc& c : trace)
     out += position(c) + ": note: in the composite called here\n" + quoted_line(c);
   return out;
+}
+
+std::string format_error(const SpecError& e) {
+  return format_diagnostic(e.loc(), "error", e.what(), e.trace);
 }
 
 }  // namespace kiln

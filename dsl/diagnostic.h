@@ -36,6 +36,11 @@ class SpecError : public std::runtime_error {
  *  a note with its own line and caret for each call site. Reads the lines from disk. */
 std::string format_error(const SpecError& e);
 
+/** Formats `file:line:col: SEVERITY: message` ("warning", "note"), the source line and a caret,
+ *  plus a note for each call site of `trace`, as format_error does. */
+std::string format_diagnostic(const SourceLoc& at, const std::string& severity,
+                              const std::string& message, const std::vector<SourceLoc>& trace);
+
 /** The text of line `line` (1-based) of `file`, or "" when unreadable. */
 std::string source_line(const std::string& file, int line);
 

@@ -207,11 +207,14 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
   auto bind = [&](const std::string& name, const Expr& bound) {
     const int ax = space.axis_of(name);
     IntExpr r = index_bound(name, bound, space, s);
-    if (ranges[ax] && *ranges[ax] != r)
+    const std::string here = "'" + name + " < " + expr_str(bound) + "'";
+    if (ranges[ax] &&
+        !same_size(*ranges[ax], r, bound.loc,
+                   "the range of index '" + name + "' in " + bound_by[ax] + " and in " + here))
       throw SpecError(bound.loc, "index '" + name + "' is bounded by " + r.str() + " here but by " +
                                      ranges[ax]->str() + " in " + bound_by[ax]);
     ranges[ax] = r;
-    bound_by[ax] = "'" + name + " < " + expr_str(bound) + "'";
+    bound_by[ax] = here;
   };
   for (size_t k = 0; k < t.bounds.size(); ++k)
     if (t.bounds[k]) bind(t.indices[k].first, *t.bounds[k]);
@@ -234,7 +237,9 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
     for (size_t k = 0; k < named; ++k) {
       const size_t ax = space.batch + k;
       IntExpr dim = eval_int(*p.type.dims[k], s, "a dimension");
-      if (ranges[ax] && *ranges[ax] != dim)
+      if (ranges[ax] && !same_size(*ranges[ax], dim, locs[ax],
+                                   "the range of index '" + space.names[ax] + "' in " +
+                                       bound_by[ax] + " and in the declared output " + p.type.text))
         throw SpecError(locs[ax], "shape mismatch: index '" + space.names[ax] + "' ranges over " +
                                       ranges[ax]->str() + " in " + bound_by[ax] + " but over " +
                                       dim.str() + " in the declared output " + p.type.text);
@@ -256,7 +261,9 @@ void Lowerer::index_statement(const BodyStatement& st, Scope& s) {
       if (ax < 0) continue;
       const IntExpr& r = shape[p];
       std::string here = expr_str(*sub);
-      if (ranges[ax] && *ranges[ax] != r)
+      if (ranges[ax] &&
+          !same_size(*ranges[ax], r, ix.loc,
+                     "the range of index '" + ix.text + "' in " + bound_by[ax] + " and in " + here))
         throw SpecError(ix.loc, "shape mismatch: index '" + ix.text + "' ranges over " +
                                     ranges[ax]->str() + " in " + bound_by[ax] + " but over " +
                                     r.str() + " in " + here);

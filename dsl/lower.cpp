@@ -121,6 +121,21 @@ std::map<std::string, DType> resolve_type_vars(const Composite& c, const LowerOp
 
 namespace {
 Graph remove_dead_nodes(const Graph& g);
+
+bool expr_names(const Expr& e, const std::string& name) {
+  if (e.kind == Expr::Kind::name && e.text == name) return true;
+  for (const ExprPtr& x : e.items)
+    if (expr_names(*x, name)) return true;
+  return false;
+}
+}  // namespace
+
+bool names_size_variable(const Composite& c, const std::string& name) {
+  for (const auto* list : {&c.inputs, &c.outputs})
+    for (const Param& p : *list)
+      for (const ExprPtr& d : p.type.dims)
+        if (expr_names(*d, name)) return true;
+  return false;
 }
 
 Graph lower_composite(const Library& lib, const Composite& c, const LowerOptions& opt) {
@@ -150,6 +165,7 @@ Graph remove_dead_nodes(const Graph& g) {
   Graph out;
   out.name = g.name;
   out.size_vars = g.size_vars;
+  out.checks = g.checks;
   std::vector<NodeId> remap(g.size(), -1);
   for (size_t i = 0; i < g.size(); ++i) {
     if (!live[i]) continue;
@@ -167,22 +183,6 @@ Graph remove_dead_nodes(const Graph& g) {
 
 std::string type_text(const Param& p) {
   return p.type.text;
-}
-
-bool expr_names(const Expr& e, const std::string& name) {
-  if (e.kind == Expr::Kind::name && e.text == name) return true;
-  for (const ExprPtr& x : e.items)
-    if (expr_names(*x, name)) return true;
-  return false;
-}
-
-/** True when `name` appears in a dimension of an input or output type of `c`. */
-bool names_size_variable(const Composite& c, const std::string& name) {
-  for (const auto* list : {&c.inputs, &c.outputs})
-    for (const Param& p : *list)
-      for (const ExprPtr& d : p.type.dims)
-        if (expr_names(*d, name)) return true;
-  return false;
 }
 
 bool is_plain_size_name(const Expr& e, const Composite& c) {
@@ -351,6 +351,7 @@ std::vector<NodeId> Lowerer::call(const Composite& c, const std::vector<Value>& 
     }
   }
   try {
+    sites_.push_back(at);
     bind_inputs(c, args, s, at);
     for (const TypeVar& t : c.types)
       if (!s.types.count(t.name)) s.types[t.name] = t.allowed.front();
@@ -358,6 +359,7 @@ std::vector<NodeId> Lowerer::call(const Composite& c, const std::vector<Value>& 
     run_body(c, s);
     check_outputs(c, s);
     active_.pop_back();
+    sites_.pop_back();
   } catch (SpecError& e) {
     const SourceLoc& l = e.loc();
     if (l.file != at.file || l.line != at.line || l.col != at.col) e.trace.push_back(at);
@@ -414,7 +416,7 @@ void Lowerer::bind_inputs(const Composite& c, const std::vector<Value>& args, Sc
     size_t nb = n.shape.size() - fixed;
     if (p.type.batch) {
       Shape b(n.shape.begin(), n.shape.begin() + nb);
-      if (batch_from && !same_shape(b, s.batch))
+      if (batch_from && !same_dims(b, s.batch, at, "the batch dimensions of '" + p.name + "'"))
         throw SpecError(at, "shape mismatch: the batch dimensions of '" + p.name + "' " +
                                 shape_str(b) + " differ from those of '" + *batch_from + "' " +
                                 shape_str(s.batch));
@@ -427,11 +429,12 @@ void Lowerer::bind_inputs(const Composite& c, const std::vector<Value>& args, Sc
       if (is_plain_size_name(d, c) && !s.sizes.count(d.text)) s.sizes[d.text] = n.shape[nb + k];
     }
   }
+  assume_facts(c, s);
   for (size_t i = 0; i < args.size(); ++i) {
     const Param& p = c.inputs[i];
     const Node& n = g_[args[i].node];
     Shape want = declared_shape(p, s);
-    if (!same_shape(want, n.shape))
+    if (!same_dims(want, n.shape, at, "input '" + p.name + "' of '" + c.name + "'"))
       throw SpecError(at, "shape mismatch: input '" + p.name + "' of '" + c.name + "' expects " +
                               type_text(p) + " = " + shape_str(want) + " but the argument is " +
                               std::string(dtype_name(n.dtype)) + shape_str(n.shape));
@@ -494,7 +497,8 @@ void Lowerer::check_outputs(const Composite& c, Scope& s) {
       throw SpecError(p.loc, "dtype mismatch: output '" + p.name + "' is declared " + type_text(p) +
                                  " (" + std::string(dtype_name(want)) + ") but the body computes " +
                                  std::string(dtype_name(g_[n].dtype)) + shape_str(g_[n].shape));
-    if (p.type.has_shape && !same_shape(shape, g_[n].shape))
+    if (p.type.has_shape &&
+        !same_dims(shape, g_[n].shape, p.loc, "output '" + p.name + "' of '" + c.name + "'"))
       throw SpecError(p.loc, "shape mismatch: output '" + p.name + "' is declared " + type_text(p) +
                                  " = " + shape_str(shape) + " but the body computes " +
                                  std::string(dtype_name(g_[n].dtype)) + shape_str(g_[n].shape));

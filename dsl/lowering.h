@@ -125,6 +125,14 @@ class Lowerer {
   /** Resolves a dtype argument (a dtype name, a type variable or a string). */
   DType eval_dtype(const Expr& e, Scope& s);
 
+  /** Whether sizes `a` and `b` can be equal: true when the shape facts prove it, or when they
+   *  neither prove nor refute it: then the equality becomes a check of the graph at `at`, named
+   *  "shape equality 'a == b' (WHAT)", and is assumed from here on. False when refuted. */
+  bool same_size(const IntExpr& a, const IntExpr& b, const SourceLoc& at, const std::string& what);
+  /** same_size for every dimension ("dimension k of WHAT"); false for another rank or a refuted
+   *  dimension, and then nothing is deferred. */
+  bool same_dims(const Shape& a, const Shape& b, const SourceLoc& at, const std::string& what);
+
   /** Unary operators and the float primitives by name: "-", "!", "sqrt", "exp2", ... */
   Value unary(const std::string& op, const Value& a, const SourceLoc& at);
 
@@ -145,6 +153,12 @@ class Lowerer {
   void bind_inputs(const Composite& c, const std::vector<Value>& args, Scope& s,
                    const SourceLoc& at);
   void check_outputs(const Composite& c, Scope& s);
+  /** Evaluates the shape facts of `c` in `s` (its sizes bound): a proved fact is dropped, a
+   *  refuted one is an error at the fact, any other becomes a check of the graph. */
+  void assume_facts(const Composite& c, Scope& s);
+  /** Makes `r` a check of the graph at `at` with the call sites as its trace, and assumes it;
+   *  `stated` for a fact of `where`. */
+  void defer(const SizeRelation& r, const std::string& claim, const SourceLoc& at, bool stated);
   Shape declared_shape(const Param& p, Scope& s);
 
   const Library& lib_;
@@ -152,7 +166,16 @@ class Lowerer {
   std::vector<const Composite*> active_;
   const IndexSpace* space_ = nullptr;
   int bounded_ = 0;  ///< how many bounded reductions enclose the expression evaluated
+  SizeFacts facts_;  ///< every fact stated, proved or deferred so far
+  std::vector<SourceLoc>
+      sites_;  ///< the call sites of the composites being lowered, outermost first
 };
+
+/** True when `name` appears in a dimension of an input or output type of `c`. */
+bool names_size_variable(const Composite& c, const std::string& name);
+
+/** True when `e` uses an index variable `%k` (it is an index, not a size). */
+bool has_index_vars(const IntExpr& e);
 
 /** Reports a value where a tensor or number was needed. */
 [[noreturn]] void type_error(const SourceLoc& at, const std::string& message);

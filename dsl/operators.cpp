@@ -6,8 +6,6 @@
 
 namespace kiln {
 
-namespace {
-
 bool has_index_vars(const IntExpr& e) {
   std::set<std::string> vars;
   e.collect_vars(vars);
@@ -15,6 +13,8 @@ bool has_index_vars(const IntExpr& e) {
     if (v[0] == '%') return true;
   return false;
 }
+
+namespace {
 
 bool is_arith(const std::string& op) {
   return op == "+" || op == "-" || op == "*" || op == "/" || op == "//" || op == "%";
@@ -144,6 +144,10 @@ std::vector<NodeId> Lowerer::broadcast(const std::vector<NodeId>& xs, const Sour
         o = s[k];
         continue;
       }
+      if (same_size(o, s[k], at,
+                    "dimension " + std::to_string(k) + " of " + tensor_text(g_, x) +
+                        " broadcast in " + what))
+        continue;
       std::string shapes;
       for (NodeId y : xs)
         shapes += (shapes.empty() ? "" : " with ") + tensor_text(g_, y);

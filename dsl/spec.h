@@ -67,6 +67,14 @@ struct TestSpec {
   std::map<std::string, int64_t> case_sizes(size_t k) const;
 };
 
+/** A shape fact, one string of `where`: a comparison of size expressions such as `C == F` or
+ *  `C % groups == 0` (ir/size_facts.h). */
+struct Fact {
+  std::string text;  ///< as written
+  ExprPtr expr;      ///< a binary comparison
+  SourceLoc loc;     ///< the first character of the string
+};
+
 struct SpecFile;
 
 /** One composite. */
@@ -77,6 +85,7 @@ struct Composite {
   std::vector<Param> inputs, outputs;  ///< in the order written
   std::vector<AttrDecl> attrs;
   std::vector<TypeVar> types;
+  std::vector<Fact> facts;  ///< `where = ["C == F", ...]`, in the order written
   std::vector<BodyStatement> body;
   SourceLoc body_loc;
   TestSpec test;

@@ -8,6 +8,7 @@
 #include "dsl/source_text.h"
 #include "dsl/spec.h"
 #include "ir/data_dirs.h"
+#include "ir/size_facts.h"
 
 namespace kiln {
 
@@ -166,10 +167,13 @@ class Loader {
         test(*c, *v);
       } else if (key == "baseline") {
         baselines(*c, *v);
+      } else if (key == "where") {
+        facts(*c, *v);
       } else {
         throw SpecError(key_loc(t, key, *v),
                         "unknown key '" + key + "' in composite '" + name +
-                            "'; expected doc, in, out, attrs, types, body, test or baseline");
+                            "'; expected doc, in, out, attrs, types, where, body, test or "
+                            "baseline");
       }
     }
     if (!has_out) throw SpecError(at, "composite '" + name + "' has no 'out' table");
@@ -283,6 +287,24 @@ class Loader {
             key_loc(*t, key, *v),
             "unknown key '" + key + "' in test; expected sizes, batch, rtol, atol or range");
       }
+    }
+  }
+
+  /** `where = ["C == F", "C % groups == 0"]`: each string one comparison of size expressions. */
+  void facts(Composite& c, const toml::node& n) {
+    const toml::array* a = n.as_array();
+    if (!a) throw SpecError(loc(n), "'where' must be an array of facts such as [\"C == F\"]");
+    for (const auto& item : *a) {
+      std::string text = string_value(item, "a fact in 'where'");
+      SourceText src = text_of(item, text);
+      ExprPtr e = parse_expression(src);
+      if (e->kind != Expr::Kind::binary || !parse_relation(e->text))
+        throw SpecError(src.loc(0),
+                        "a fact must compare two size expressions with ==, !=, <, "
+                        "<=, > or >=, such as \"C == F\" or \"C % groups == 0\"; "
+                        "found '" +
+                            text + "'");
+      c.facts.push_back({text, e, src.loc(0)});
     }
   }
 

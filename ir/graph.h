@@ -13,6 +13,7 @@
 #include "ir/dtype.h"
 #include "ir/int_expr.h"
 #include "ir/op.h"
+#include "ir/size_facts.h"
 #include "ir/view.h"
 
 namespace kiln {
@@ -55,6 +56,9 @@ class Graph {
   std::vector<NodeId> inputs;          ///< in declaration order
   std::vector<GraphOutput> outputs;    ///< in declaration order
   std::vector<std::string> size_vars;  ///< size variables the caller binds, in declaration order
+  /** Relations of the size variables that must hold when they are bound: shape facts and shape
+   *  equalities lowering could not prove (ir/size_facts.h). */
+  std::vector<SizeCheck> checks;
 
   const Node& operator[](NodeId id) const { return nodes[id]; }
   size_t size() const { return nodes.size(); }

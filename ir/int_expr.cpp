@@ -196,6 +196,7 @@ IntExpr mod(const IntExpr& a, const IntExpr& b) {
     auto [q, r] = split_divisible(a, b.terms()[0]);
     if (r.empty()) return 0;
     rest = IntExpr::from_terms(r);
+    if (!q.empty()) return mod(rest, b);  // (q * b + rest) % b: a constant rest folds
   }
   IntExpr e;
   e.terms_.push_back({1, {make_atom(IntAtom::Kind::mod, "", rest, b)}});

@@ -436,6 +436,7 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
                               const std::vector<Tensor>& inputs) {
   for (const std::string& v : g.size_vars)
     if (!sizes.count(v)) throw std::runtime_error("size variable '" + v + "' is not bound");
+  check_size_facts(g.checks, sizes);
   if (inputs.size() != g.inputs.size())
     throw std::runtime_error("expected " + std::to_string(g.inputs.size()) + " inputs, got " +
                              std::to_string(inputs.size()));

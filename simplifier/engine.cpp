@@ -64,6 +64,7 @@ class Engine : public Rewriter {
     out_ = Graph();
     out_.name = in.name;
     out_.size_vars = in.size_vars;
+    out_.checks = in.checks;
     keys_.clear();
     applied_.clear();
     std::vector<NodeId> map(in.size(), -1);
@@ -186,6 +187,7 @@ class Engine : public Rewriter {
     Graph out;
     out.name = g.name;
     out.size_vars = g.size_vars;
+    out.checks = g.checks;
     std::vector<NodeId> map(g.size(), -1);
     for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
       if (!live[id]) {

@@ -10,11 +10,37 @@ namespace kiln::cli {
 
 namespace {
 
+/** What lowering could not prove: a stated fact is a note, an assumed shape equality a
+ *  warning; both are checked when the sizes are bound. */
+void report_deferred(const std::vector<SizeCheck>& deferred) {
+  for (const SizeCheck& c : deferred) {
+    SpecError e = size_check_error(c, c.claim);
+    std::cerr << format_diagnostic(
+        e.loc(), c.stated ? "note" : "warning",
+        c.stated ? c.claim + " is checked when the sizes are bound"
+                 : c.claim +
+                       " is not proved: it is checked when the sizes are bound (state it "
+                       "with where = [\"" +
+                       c.relation.str() + "\"] if it is meant)",
+        e.trace);
+  }
+}
+
 int check_one(const std::string& path) {
   Library lib;
-  const SpecFile& f = check_file(lib, path);
+  std::vector<SizeCheck> deferred;
+  const SpecFile& f = check_file(lib, path, &deferred);
+  report_deferred(deferred);
   std::cout << path << ": ok, " << f.composites.size() << " composite"
-            << (f.composites.size() == 1 ? "" : "s") << "\n";
+            << (f.composites.size() == 1 ? "" : "s");
+  size_t facts = 0;
+  for (const SizeCheck& c : deferred)
+    facts += c.stated ? 1 : 0;
+  if (!deferred.empty())
+    std::cout << "; " << facts << " fact" << (facts == 1 ? "" : "s") << " and "
+              << deferred.size() - facts << " shape equalit"
+              << (deferred.size() - facts == 1 ? "y" : "ies") << " checked when sizes are bound";
+  std::cout << "\n";
   return Exit::ok;
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "dsl/check.h"
 #include "ir/sizes.h"
 
 namespace kiln::cli {
@@ -198,6 +199,8 @@ Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted) {
     check_bound_sizes(g, *sizes, interpreted);
   } catch (const UnboundSize& e) {
     throw UsageError(std::string(e.what()) + "; pass --test " + e.var + "=...");
+  } catch (const SizeCheckError& e) {  // a shape fact the sizes break: an error at the fact
+    throw size_check_error(e.check, e.problem);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
