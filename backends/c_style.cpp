@@ -46,6 +46,12 @@ std::string int_type(DType t) {
     case DType::u8:
     case DType::boolean:
       return "uint8_t";
+    case DType::u16:
+      return "uint16_t";
+    case DType::u32:
+      return "uint32_t";
+    case DType::u64:
+      return "uint64_t";
     default:
       return "?";
   }

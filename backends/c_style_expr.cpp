@@ -2,6 +2,7 @@
 // conversion, the op -> text table, masks, casts and the reduction updates.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -51,9 +52,34 @@ double int_max(DType t) {
       return 127.0;
     case DType::u8:
       return 255.0;
+    case DType::u16:
+      return 65535.0;
+    case DType::u32:
+      return 4294967295.0;
+    case DType::u64:
+      return 18446744073709551616.0;  // 2^64: kiln_f2u saturates from there
     default:
       return 1.0;
   }
+}
+
+/** The integer max function of the prelude for dtype `t`: u64 compares unsigned. */
+std::string int_max_fn(DType t) {
+  return t == DType::u64 ? "kiln_max_u64" : "kiln_max_int";
+}
+
+/** A cast that keeps a product of `t` out of C's promotion to int: u16 * u16 promotes to a
+ *  signed int that 65535 * 65535 overflows (undefined), so u16 multiplies as unsigned. */
+std::string widened(DType t) {
+  return t == DType::u16 ? "(uint32_t)" : "";
+}
+
+/** An integer constant of dtype `t` and C type `type` (`v` as held: u64's bits): unsigned ones
+ *  with the ULL suffix, so that 18446744073709551615 and 4294967295 are plain literals. */
+std::string int_literal(const std::string& type, DType t, int64_t v) {
+  if (is_signed_int(t) && v == std::numeric_limits<int64_t>::min())  // no literal spells it
+    return "((" + type + ")KILN_INT64_MIN)";
+  return "((" + type + ")" + int_to_string(t, v) + (is_unsigned_int(t) ? "ULL" : "LL") + ")";
 }
 
 }  // namespace
@@ -127,11 +153,11 @@ std::string CStyleRenderer::render_statement(const Context& c, const Statement& 
   }
   std::string r;
   if (st.reduce == ReduceKind::sum) r = acc + " + " + v;
-  if (st.reduce == ReduceKind::prod) r = acc + " * " + v;
+  if (st.reduce == ReduceKind::prod) r = widened(b.dtype) + acc + " * " + v;
   if (st.reduce == ReduceKind::max)
     r = b.dtype == DType::f64 ? "kiln_max_f64(" + acc + ", " + v + ")"
         : is_float(b.dtype)   ? "kiln_max_f32(" + acc + ", " + v + ")"
-                              : "kiln_max_int(" + acc + ", " + v + ")";
+                              : int_max_fn(b.dtype) + "(" + acc + ", " + v + ")";
   return target + " = " + stored("(" + t + ")(" + r + ")") + ";";
 }
 
@@ -195,7 +221,7 @@ std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) 
       else if (is_float(e.dtype))
         v = float_literal(e.value, e.dtype);
       else
-        v = "((" + compute_type(e.dtype) + ")" + std::to_string(e.int_value) + "LL)";
+        v = int_literal(compute_type(e.dtype), e.dtype, e.int_value);
       break;
     case ScalarExpr::Kind::iterator:
       v = "((" + compute_type(e.dtype) + ")" + int_expr_to_c(e.index[0], c.sizes) + ")";
@@ -322,11 +348,11 @@ std::string CStyleRenderer::render_op(const Context& c, const ScalarExpr& e) con
     case Op::add:
       return wrap(arg(0) + " + " + arg(1));
     case Op::mul:
-      return wrap(arg(0) + " * " + arg(1));
+      return wrap(widened(t) + arg(0) + " * " + arg(1));
     case Op::max:
       return t == DType::f64 ? "kiln_max_f64(" + arg(0) + ", " + arg(1) + ")"
              : is_float(t)   ? "kiln_max_f32(" + arg(0) + ", " + arg(1) + ")"
-                             : wrap("kiln_max_int(" + arg(0) + ", " + arg(1) + ")");
+                             : wrap(int_max_fn(t) + "(" + arg(0) + ", " + arg(1) + ")");
     case Op::idiv:
       return wrap(arg(0) + " / " + arg(1));
     case Op::mod:
@@ -352,9 +378,10 @@ std::string CStyleRenderer::render_op(const Context& c, const ScalarExpr& e) con
     case Op::where:
       return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
     case Op::mulacc:
-      return wrap(arg(0) + " * " + arg(1) + " + " + arg(2));
+      return wrap(widened(t) + arg(0) + " * " + arg(1) + " + " + arg(2));
     case Op::cast:
       if (t == DType::boolean) return "((uint8_t)(" + arg(0) + " != 0))";
+      if (is_float(in) && t == DType::u64) return "kiln_f2u64(" + arg(0) + ")";
       if (is_float(in) && !is_float(t))
         return "((" + ct + ")kiln_f2i(" + arg(0) + ", " + std::to_string(int_min(t)) + ", " +
                std::to_string(int_max(t)) + "))";

@@ -69,8 +69,8 @@ std::string may_be(const ScalarExpr& e, bool want, const std::vector<std::string
         IntExpr v;
         if (x.kind == ScalarExpr::Kind::iterator && x.index.size() == 1)
           v = x.index[0];
-        else if (x.kind == ScalarExpr::Kind::constant && !x.symbolic && x.dtype != DType::f32 &&
-                 x.dtype != DType::f64 && x.dtype != DType::f16 && x.dtype != DType::bf16)
+        else if (x.kind == ScalarExpr::Kind::constant && !x.symbolic && !is_float(x.dtype) &&
+                 int_to_double(x.dtype, x.int_value) < 0x1.0p63)  // u64's top half: no int64
           v = IntExpr(x.int_value);
         else
           return "1";

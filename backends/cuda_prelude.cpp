@@ -47,7 +47,11 @@ KILN_FN uint8_t kiln_shfl_down(uint8_t v, int d) { return (uint8_t)__shfl_down_s
 
 /* The combines of the reductions, as the statements accumulate (NaN-propagating max). */
 struct kiln_sum { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
-struct kiln_prod { template <class T> __device__ T operator()(T a, T b) const { return a * b; } };
+struct kiln_prod {
+  template <class T> __device__ T operator()(T a, T b) const { return a * b; }
+  /* u16 * u16 would promote to a signed int that can overflow */
+  __device__ uint16_t operator()(uint16_t a, uint16_t b) const { return (uint16_t)((uint32_t)a * b); }
+};
 struct kiln_max {
   __device__ float operator()(float a, float b) const { return kiln_max_f32(a, b); }
   __device__ double operator()(double a, double b) const { return kiln_max_f64(a, b); }

@@ -28,13 +28,15 @@ Comparison compare(const Tensor& got, const Tensor& want, const Tolerance& tol) 
     // the reference is exact math; the best a kernel can give is its rounding to the dtype
     double g = got.at(k),
            w = is_float(want.dtype) ? round_to_float(want.dtype, want.at(k)) : want.at(k);
-    bool same = (std::isnan(g) && std::isnan(w)) || g == w;
+    // integers compare exactly: as doubles, i64 and u64 values past 2^53 could round together
+    bool exact = !is_float(got.dtype) && got.dtype == want.dtype;
+    bool same = exact ? got.i[k] == want.i[k] : (std::isnan(g) && std::isnan(w)) || g == w;
     double err = same ? 0 : std::fabs(g - w);
     if (!std::isnan(err)) {
       c.max_abs = std::max(c.max_abs, err);
       if (w != 0) c.max_rel = std::max(c.max_rel, err / std::fabs(w));
     }
-    bool ok = same || err <= tol.atol + tol.rtol * std::fabs(w);
+    bool ok = same || (!exact && err <= tol.atol + tol.rtol * std::fabs(w));
     if (!ok && c.ok) {
       c.ok = false;
       c.first_bad = k;

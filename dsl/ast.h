@@ -41,7 +41,8 @@ struct Expr {
   std::string text;            ///< name, string, operator ("+", "<=", "neg"...) or callee
   double number = 0;           ///< number, boolean (0/1)
   bool is_integer = false;     ///< number: written without '.', 'e' or "inf"
-  int64_t integer = 0;         ///< number: its value when is_integer
+  int64_t integer = 0;         ///< number: its value when is_integer (wide: its bits)
+  bool wide = false;           ///< number: an integer literal in [2^63, 2^64) (a u64 value)
   std::vector<ExprPtr> items;  ///< unary/binary operands; subscript: base then indices; list
   std::vector<Arg> args;       ///< call arguments
 };

@@ -85,6 +85,8 @@ std::string Value::describe(const Graph& g) const {
       return "a list";
     case Kind::dtype:
       return "the dtype " + std::string(dtype_name(dtype));
+    case Kind::wide:
+      return "the integer " + int_to_string(DType::u64, *integer.as_constant());
   }
   return "?";
 }
@@ -511,6 +513,12 @@ void Lowerer::check_outputs(const Composite& c, Scope& s) {
 Value Lowerer::eval(const Expr& e, Scope& s) {
   switch (e.kind) {
     case Expr::Kind::number:
+      if (e.wide) {
+        Value v = Value::of_number(e.number);
+        v.kind = Value::Kind::wide;
+        v.integer = IntExpr(e.integer);
+        return v;
+      }
       return e.is_integer ? Value::of_int(e.integer) : Value::of_number(e.number);
     case Expr::Kind::boolean:
       return Value::of_bool(e.number != 0);

@@ -17,7 +17,9 @@ namespace kiln {
 /** What a body expression evaluates to: a tensor in the graph or a compile-time value.
  *  Integers may be symbolic (sizes such as `N`, or index variables in index notation). */
 struct Value {
-  enum class Kind { tensor, integer, number, boolean, string, list, dtype };
+  /** `wide`: an integer literal in [2^63, 2^64), a u64 value: `integer` holds its bits and
+   *  `number` its value; it only becomes a tensor (no compile-time arithmetic). */
+  enum class Kind { tensor, integer, number, boolean, string, list, dtype, wide };
   Kind kind = Kind::integer;
   NodeId node = -1;
   IntExpr integer;
@@ -34,7 +36,8 @@ struct Value {
   static Value of_attr(const AttrValue& a);
   bool is_tensor() const { return kind == Kind::tensor; }
   bool is_scalar() const {
-    return kind == Kind::integer || kind == Kind::number || kind == Kind::boolean;
+    return kind == Kind::integer || kind == Kind::number || kind == Kind::boolean ||
+           kind == Kind::wide;
   }
   /** Short description for messages: "f32[M, N]", "the integer 3", ... */
   std::string describe(const Graph& g) const;

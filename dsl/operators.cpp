@@ -24,10 +24,21 @@ std::string tensor_text(const Graph& g, NodeId n) {
   return std::string(dtype_name(g[n].dtype)) + shape_str(g[n].shape);
 }
 
+/** The error for compile-time arithmetic on an integer literal past int64. */
+SpecError wide_literal_error(const Value& v, const SourceLoc& at) {
+  return SpecError(at, "the integer literal " +
+                           int_to_string(DType::u64, *v.integer.as_constant()) +
+                           " (past 2^63 - 1) can only be used with a tensor, as a u64 value or "
+                           "wrapped to another integer type; compile-time arithmetic on it is "
+                           "not supported");
+}
+
 /** Compile-time arithmetic on two scalars; nullopt when it must be done on tensors. */
 std::optional<Value> fold_scalars(const std::string& op, const Value& a, const Value& b,
                                   const SourceLoc& at) {
   using K = Value::Kind;
+  for (const Value* v : {&a, &b})
+    if (v->kind == K::wide) throw wide_literal_error(*v, at);
   if (a.kind == K::integer && b.kind == K::integer && is_arith(op)) {
     if ((op == "/" || op == "//" || op == "%") && b.integer == IntExpr(0))
       throw SpecError(at, "division by zero in a compile-time expression");
@@ -80,6 +91,11 @@ NodeId Lowerer::as_tensor(const Value& v, DType t, const Shape& shape, const Sou
                                 " cannot become " + std::string(dtype_name(t)) +
                                 "; expected an integer literal, or cast the tensor to a float");
       return g_.constant(t, shape, v.number);
+    case Value::Kind::wide:
+      if (t == DType::boolean)
+        throw SpecError(at, "dtype mismatch: an integer cannot become bool; compare it instead");
+      return is_float(t) ? g_.constant(t, shape, v.number)
+                         : g_.constant_int(t, shape, *v.integer.as_constant());
     case Value::Kind::boolean:
       if (t != DType::boolean)
         throw SpecError(at, "dtype mismatch: a bool cannot become " + std::string(dtype_name(t)));
@@ -292,6 +308,7 @@ Value Lowerer::power(const Value& a, const Value& b, const SourceLoc& at) {
 
 Value Lowerer::unary(const std::string& op, const Value& a, const SourceLoc& at) {
   using K = Value::Kind;
+  if (a.kind == K::wide) throw wide_literal_error(a, at);
   if (op == "-" && a.kind == K::integer) return Value::of_int(-a.integer);
   if (op == "-" && a.kind == K::number) return Value::of_number(-a.number);
   if ((op == "!" || op == "~") && a.kind == K::boolean) return Value::of_bool(a.number == 0);

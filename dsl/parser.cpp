@@ -345,8 +345,17 @@ class Parser {
     if (integral) {
       errno = 0;
       e->integer = std::strtoll(digits.c_str(), &end, hex ? 16 : 10);
-      if (errno) throw SpecError(loc(t), "integer literal '" + t.text + "' is out of range");
       e->number = static_cast<double>(e->integer);
+      if (errno == ERANGE) {  // past int64: a u64 value, or out of range
+        errno = 0;
+        uint64_t u = std::strtoull(digits.c_str(), &end, hex ? 16 : 10);
+        if (errno)
+          throw SpecError(loc(t),
+                          "integer literal '" + t.text + "' is out of range (past 2^64 - 1)");
+        e->integer = static_cast<int64_t>(u);
+        e->number = static_cast<double>(u);
+        e->wide = true;
+      }
       e->is_integer = true;
     } else {
       e->number = std::strtod(digits.c_str(), &end);

@@ -241,9 +241,11 @@ class Loader {
         std::string s = string_value(item, "a dtype");
         auto d = parse_dtype(s);
         if (!d)
-          throw SpecError(loc(item), "unknown dtype '" + s +
-                                         "'; expected f64, f32, f16, bf16, i64, i32, i16, i8, u8 "
-                                         "or bool");
+          throw SpecError(loc(item),
+                          "unknown dtype '" + s +
+                              "'; expected f64, f32, f16, bf16, i64, i32, i16, i8, u8, u16, "
+                              "u32, u64 "
+                              "or bool");
         tv.allowed.push_back(*d);
       }
       c.types.push_back(std::move(tv));
@@ -345,10 +347,12 @@ class Loader {
         const std::string& d = p.type.dtype;
         if (parse_dtype(d) || c.type_var(d)) continue;
         if (!std::isupper(static_cast<unsigned char>(d[0])))
-          throw SpecError(p.type.dtype_loc,
-                          "unknown dtype '" + d +
-                              "'; expected f64, f32, f16, bf16, i64, i32, i16, i8, u8, bool or a "
-                              "type variable (a capitalised name such as T)");
+          throw SpecError(
+              p.type.dtype_loc,
+              "unknown dtype '" + d +
+                  "'; expected f64, f32, f16, bf16, i64, i32, i16, i8, u8, u16, u32, u64, "
+                  "bool or a "
+                  "type variable (a capitalised name such as T)");
       }
   }
 

@@ -9,8 +9,8 @@ namespace kiln {
 
 namespace {
 
-constexpr std::array<std::string_view, 10> kNames = {"f64", "f32", "f16", "bf16", "i64",
-                                                     "i32", "i16", "i8",  "u8",   "bool"};
+constexpr std::array<std::string_view, 13> kNames = {
+    "f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "u16", "u32", "u64", "bool"};
 
 /** Rounds a finite double to a binary float with `mantissa` stored bits and exponent range
  *  [min_exp, max_exp] (IEEE semantics: subnormals, overflow to infinity). */
@@ -38,9 +38,9 @@ std::optional<DType> parse_dtype(std::string_view s) {
 }
 
 const std::vector<DType>& all_dtypes() {
-  static const std::vector<DType> all = {DType::f64, DType::f32,    DType::f16, DType::bf16,
-                                         DType::i64, DType::i32,    DType::i16, DType::i8,
-                                         DType::u8,  DType::boolean};
+  static const std::vector<DType> all = {
+      DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32,    DType::i16,
+      DType::i8,  DType::u8,  DType::u16, DType::u32,  DType::u64, DType::boolean};
   return all;
 }
 
@@ -49,24 +49,31 @@ bool is_float(DType t) {
 }
 
 bool is_int(DType t) {
-  return t >= DType::i64 && t <= DType::u8;
+  return t >= DType::i64 && t <= DType::u64;
 }
 
 bool is_signed_int(DType t) {
   return t >= DType::i64 && t <= DType::i8;
 }
 
+bool is_unsigned_int(DType t) {
+  return t >= DType::u8 && t <= DType::u64;
+}
+
 int dtype_bits(DType t) {
   switch (t) {
     case DType::f64:
     case DType::i64:
+    case DType::u64:
       return 64;
     case DType::f32:
     case DType::i32:
+    case DType::u32:
       return 32;
     case DType::f16:
     case DType::bf16:
     case DType::i16:
+    case DType::u16:
       return 16;
     default:
       return 8;
@@ -81,6 +88,36 @@ int64_t wrap_int(DType t, int64_t v) {
   uint64_t u = static_cast<uint64_t>(v) & mask;
   if (is_signed_int(t) && (u >> (bits - 1))) u |= ~mask;
   return static_cast<int64_t>(u);
+}
+
+double int_to_double(DType t, int64_t v) {
+  return t == DType::u64 ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
+}
+
+std::string int_to_string(DType t, int64_t v) {
+  return t == DType::u64 ? std::to_string(static_cast<uint64_t>(v)) : std::to_string(v);
+}
+
+bool int_less(DType t, int64_t a, int64_t b) {
+  return t == DType::u64 ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b) : a < b;
+}
+
+int64_t int_min_of(DType t) {
+  return is_signed_int(t) ? static_cast<int64_t>(~uint64_t{0} << (dtype_bits(t) - 1)) : 0;
+}
+
+int64_t int_max_of(DType t) {
+  if (t == DType::boolean) return 1;
+  return wrap_int(t, static_cast<int64_t>(static_cast<uint64_t>(int_min_of(t)) - 1));
+}
+
+int64_t float_to_int(DType t, double v) {
+  if (t == DType::boolean) return v != 0;
+  if (std::isnan(v)) return 0;
+  if (v >= int_to_double(t, int_max_of(t))) return int_max_of(t);  // 2^63, 2^64: saturate
+  if (v <= int_to_double(t, int_min_of(t))) return int_min_of(t);
+  if (t == DType::u64) return static_cast<int64_t>(static_cast<uint64_t>(v));
+  return static_cast<int64_t>(v);
 }
 
 double round_to_float(DType t, double v) {

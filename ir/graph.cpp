@@ -36,11 +36,13 @@ NodeId Graph::constant(DType t, const Shape& shape, double value) {
   if (is_float(t)) {
     n.value = value;
   } else {
-    // integers beyond int64 or NaN have no integer value: saturate (NaN -> 0)
+    // integers beyond int64 (u64: beyond its range) or NaN have no integer value: saturate (NaN
+    // -> 0)
     double v =
         std::isnan(value) ? 0 : std::clamp(value, -9.2233720368547758e18, 9.2233720368547748e18);
-    n.int_value = wrap_int(t, static_cast<int64_t>(v));
-    n.value = static_cast<double>(n.int_value);
+    n.int_value = t == DType::u64 && value >= 0 ? float_to_int(t, value)
+                                                : wrap_int(t, static_cast<int64_t>(v));
+    n.value = int_to_double(t, n.int_value);
   }
   return add(std::move(n));
 }
@@ -52,7 +54,7 @@ NodeId Graph::constant_int(DType t, const Shape& shape, int64_t value) {
   n.dtype = t;
   n.shape = shape;
   n.int_value = wrap_int(t, value);
-  n.value = static_cast<double>(n.int_value);
+  n.value = int_to_double(t, n.int_value);
   return add(std::move(n));
 }
 
@@ -171,7 +173,7 @@ NodeId Graph::extern_call(const std::string& routine, const std::vector<NodeId>&
 std::string constant_str(const Node& n) {
   if (n.symbolic) return n.size_value.str();
   if (n.dtype == DType::boolean) return n.int_value ? "true" : "false";
-  if (!is_float(n.dtype)) return std::to_string(n.int_value);
+  if (!is_float(n.dtype)) return int_to_string(n.dtype, n.int_value);
   if (std::isnan(n.value)) return "nan";
   if (std::isinf(n.value)) return n.value > 0 ? "inf" : "-inf";
   char buf[32];

@@ -27,7 +27,7 @@ struct Node {
   Shape shape;
   std::vector<NodeId> operands;
   double value = 0;       ///< constant: the scalar, exact for integers up to 2^53
-  int64_t int_value = 0;  ///< constant: the scalar of an integer or bool constant
+  int64_t int_value = 0;  ///< constant: the scalar of an integer or bool constant (u64: its bits)
   bool symbolic = false;  ///< constant: the value is `size_value`, known at run time
   IntExpr size_value;     ///< constant: a size expression such as `N` (when symbolic)
   int axis = 0;           ///< index: the axis whose position is the value

@@ -11,14 +11,17 @@
  *   `0 <= expr < bound` reads 0) and the source index; a source index out of range is an error.
  * - copy: identity. cast: float->float rounds to nearest even; float->int truncates toward zero,
  *   NaN gives 0 and values outside the target's range saturate to its min or max; int->float is
- *   exact then rounded; ->bool is (v != 0); int->int wraps.
+ *   exact then rounded (to f32 in one step, as C converts); ->bool is (v != 0); int->int
+ *   wraps.
  * - bitcast: reinterprets the bits between types of equal width (f32 values are first rounded to
  *   f32, f16/bf16 to their format); different widths are an error.
  * - unary: neg, recip (1/x), sqrt, exp2, log2, sin (floats only but neg), not (bool: logical,
  *   integers: bitwise ~).
  * - binary on integers: add, mul wrap; max; idiv truncates toward zero and mod has the sign of the
  *   dividend (C semantics), both raise on a zero divisor; and, or, xor bitwise; shl, shr take the
- *   shift amount modulo the bit width, shr is arithmetic for signed types and logical for u8.
+ *   shift amount modulo the bit width, shr is arithmetic for signed types and logical for unsigned
+ * ones. Unsigned types compute modulo 2^bits: u64 values above 2^63 - 1 are held as their bits and
+ *   compared, divided, shifted and converted to float as unsigned (ir/dtype.h).
  * - binary on floats: add, mul, max (NaN if either operand is NaN), mod (std::fmod); idiv and the
  *   bitwise ops are errors. cmplt, cmpeq give bool for any operand dtype; NaN compares false.
  * - where(cond, a, b) = cond != 0 ? a : b. mulacc(a, b, c) = a*b + c, fused (std::fma) for floats.
@@ -71,23 +74,6 @@ int64_t wrapping_mul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-int64_t int_min(DType t) {
-  return is_signed_int(t) ? static_cast<int64_t>(~uint64_t{0} << (dtype_bits(t) - 1)) : 0;
-}
-
-int64_t int_max(DType t) {
-  return t == DType::boolean ? 1 : wrap_int(t, wrapping_add(int_min(t), -1));
-}
-
-/** The `cast` of a double to integer dtype `t`: truncate, NaN -> 0, saturate; bool is v != 0. */
-int64_t float_to_int(DType t, double v) {
-  if (t == DType::boolean) return v != 0;
-  if (std::isnan(v)) return 0;
-  if (v >= static_cast<double>(int_max(t))) return int_max(t);  // 2^63 for i64: saturates
-  if (v <= static_cast<double>(int_min(t))) return int_min(t);
-  return static_cast<int64_t>(v);
-}
-
 int64_t int_at(const Tensor& t, size_t k) {
   return is_float(t.dtype) ? float_to_int(DType::i64, t.f[k]) : t.i[k];
 }
@@ -100,10 +86,10 @@ void put_float(Tensor& out, size_t k, double v) {
     out.i[k] = float_to_int(out.dtype, v);
 }
 
-/** Stores an exact integer result into `out`, wrapping it to out's dtype. */
-void put_int(Tensor& out, size_t k, int64_t v) {
+/** Stores an exact integer result of dtype `from` into `out`, wrapping it to out's dtype. */
+void put_int(Tensor& out, size_t k, int64_t v, DType from) {
   if (is_float(out.dtype))
-    out.f[k] = static_cast<double>(v);
+    out.f[k] = int_to_double(from, v);
   else
     out.i[k] = wrap_int(out.dtype, v);
 }
@@ -113,7 +99,7 @@ void put_element(Tensor& out, size_t k, const Tensor& src, size_t j) {
   if (is_float(src.dtype))
     put_float(out, k, src.f[j]);
   else
-    put_int(out, k, src.i[j]);
+    put_int(out, k, src.i[j], src.dtype);
 }
 
 double float_unary(Op op, double v) {
@@ -144,12 +130,24 @@ double float_binary(Op op, double a, double b) {
   return a == b;  // cmpeq
 }
 
+/** idiv, mod, max, shr and cmplt on two u64 values held as their bits. */
+int64_t u64_binary(Op op, uint64_t a, uint64_t b, int shift) {
+  if (op == Op::idiv) return static_cast<int64_t>(a / b);
+  if (op == Op::mod) return static_cast<int64_t>(a % b);
+  if (op == Op::max) return static_cast<int64_t>(std::max(a, b));
+  if (op == Op::shr) return static_cast<int64_t>(a >> shift);
+  return a < b;  // cmplt
+}
+
 /** `op` on two integers of dtype `t`; the caller wraps the result to the node's dtype. */
 int64_t int_binary(NodeId id, Op op, DType t, int64_t a, int64_t b) {
   int bits = dtype_bits(t);
   int shift = static_cast<int>(((b % bits) + bits) % bits);
   if ((op == Op::idiv || op == Op::mod) && b == 0)
     throw std::runtime_error("integer division by zero in node %" + std::to_string(id));
+  if (t == DType::u64 &&
+      (op == Op::idiv || op == Op::mod || op == Op::max || op == Op::shr || op == Op::cmplt))
+    return u64_binary(op, static_cast<uint64_t>(a), static_cast<uint64_t>(b), shift);
   if (op == Op::add) return wrapping_add(a, b);
   if (op == Op::mul) return wrapping_mul(a, b);
   if (op == Op::max) return std::max(a, b);
@@ -159,7 +157,7 @@ int64_t int_binary(NodeId id, Op op, DType t, int64_t a, int64_t b) {
   if (op == Op::bit_or) return a | b;
   if (op == Op::bit_xor) return a ^ b;
   if (op == Op::shl) return static_cast<int64_t>(static_cast<uint64_t>(a) << shift);
-  if (op == Op::shr) return a >> shift;  // sign-extended for signed types, non-negative for u8
+  if (op == Op::shr) return a >> shift;  // sign-extended for signed types, logical for unsigned
   if (op == Op::cmplt) return a < b;
   return a == b;  // cmpeq
 }
@@ -270,7 +268,10 @@ Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<
                                               : Op::max;
   Tensor out(n.dtype, dims);
   std::fill(out.f.begin(), out.f.end(), op == Op::add ? 0 : op == Op::mul ? 1 : -INFINITY);
-  std::fill(out.i.begin(), out.i.end(), op == Op::add ? 0 : op == Op::mul ? 1 : int_min(n.dtype));
+  std::fill(out.i.begin(), out.i.end(),
+            op == Op::add   ? 0
+            : op == Op::mul ? 1
+                            : int_min_of(n.dtype));
   // A bounded domain: the operand's points where every bound is >= 0 take part.
   std::map<std::string, IntExpr> size_sub;
   for (const auto& [name, value] : sizes)
@@ -298,7 +299,7 @@ Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<
     if (is_float(n.dtype))
       out.f[o] = float_binary(op, out.f[o], a.at(k));
     else
-      put_int(out, o, int_binary(id, op, n.dtype, out.i[o], int_at(a, k)));
+      put_int(out, o, int_binary(id, op, n.dtype, out.i[o], int_at(a, k)), n.dtype);
   }
   return out;
 }
@@ -321,7 +322,7 @@ Tensor eval_scan(NodeId id, const Node& n, const Tensor& a, const std::vector<in
       put_float(out, k, first ? v : float_binary(n.combine, out.f[k - inner], v));
     } else {
       int64_t v = int_at(a, k);
-      put_int(out, k, first ? v : int_binary(id, n.combine, n.dtype, out.i[k - inner], v));
+      put_int(out, k, first ? v : int_binary(id, n.combine, n.dtype, out.i[k - inner], v), n.dtype);
     }
   }
   return out;
@@ -352,7 +353,10 @@ Tensor eval_elementwise(NodeId id, const Node& n, const std::vector<const Tensor
   OpClass cls = op_info(n.op).cls;
   Tensor out(n.dtype, dims);
   for (size_t k = 0; k < out.numel(); ++k) {
-    if (n.op == Op::copy || n.op == Op::cast)
+    if (n.op == Op::cast && n.dtype == DType::f32 && !fl)  // one rounding, as C converts
+      out.f[k] = a.dtype == DType::u64 ? static_cast<float>(static_cast<uint64_t>(a.i[k]))
+                                       : static_cast<float>(a.i[k]);
+    else if (n.op == Op::copy || n.op == Op::cast)
       put_element(out, k, a, k);
     else if (n.op == Op::bitcast)
       set_element_bits(out, k, element_bits(a, k));
@@ -361,15 +365,16 @@ Tensor eval_elementwise(NodeId id, const Node& n, const std::vector<const Tensor
     else if (n.op == Op::mulacc && fl)
       put_float(out, k, std::fma(a.f[k], args[1]->at(k), args[2]->at(k)));
     else if (n.op == Op::mulacc)
-      put_int(out, k, wrapping_add(wrapping_mul(a.i[k], int_at(*args[1], k)), int_at(*args[2], k)));
+      put_int(out, k, wrapping_add(wrapping_mul(a.i[k], int_at(*args[1], k)), int_at(*args[2], k)),
+              a.dtype);
     else if (cls == OpClass::unary && fl)
       put_float(out, k, float_unary(n.op, a.f[k]));
     else if (cls == OpClass::unary)
-      put_int(out, k, int_unary(n.op, a.dtype, a.i[k]));
+      put_int(out, k, int_unary(n.op, a.dtype, a.i[k]), a.dtype);
     else if (fl)
       put_float(out, k, float_binary(n.op, a.f[k], args[1]->f[k]));
     else
-      put_int(out, k, int_binary(id, n.op, a.dtype, a.i[k], args[1]->i[k]));
+      put_int(out, k, int_binary(id, n.op, a.dtype, a.i[k], args[1]->i[k]), a.dtype);
   }
   if (n.op == Op::cast && is_float(n.dtype))  // the one place where float values are rounded
     for (double& v : out.f)

@@ -48,7 +48,7 @@ struct ScalarExpr {
   std::vector<IntExpr> index;       ///< load: one index per buffer dimension; iterator: [expr]
   std::vector<MaskBound> mask;      ///< any kind: the value is 0 unless every bound holds
   double value = 0;                 ///< constant (floats)
-  int64_t int_value = 0;            ///< constant (integers, bool)
+  int64_t int_value = 0;            ///< constant (integers, bool; u64: its bits)
   bool symbolic = false;            ///< constant: the value is `size_value`
   IntExpr size_value;               ///< constant: a size expression
 };

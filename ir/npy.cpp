@@ -98,15 +98,15 @@ DType dtype_of(const std::string& descr, const std::string& name) {
   static const struct {
     const char* code;
     DType dtype;
-  } kCodes[] = {{"f8", DType::f64}, {"f4", DType::f32}, {"f2", DType::f16},
-                {"i8", DType::i64}, {"i4", DType::i32}, {"i2", DType::i16},
-                {"i1", DType::i8},  {"u1", DType::u8},  {"b1", DType::boolean}};
+  } kCodes[] = {{"f8", DType::f64}, {"f4", DType::f32}, {"f2", DType::f16}, {"i8", DType::i64},
+                {"i4", DType::i32}, {"i2", DType::i16}, {"i1", DType::i8},  {"u1", DType::u8},
+                {"u2", DType::u16}, {"u4", DType::u32}, {"u8", DType::u64}, {"b1", DType::boolean}};
   if (descr.size() == 3 &&
       (descr[0] == '<' || descr[0] == '|' || descr[0] == '=' || descr[0] == '>'))
     for (const auto& c : kCodes)
       if (descr.compare(1, 2, c.code) == 0) return c.dtype;
   throw NpyError(name + ": elements of type '" + descr +
-                 "'; Kiln reads f8, f4, f2, i8, i4, i2, i1, u1 and b1");
+                 "'; Kiln reads f8, f4, f2, i8, i4, i2, i1, u1, u2, u4, u8 and b1");
 }
 
 const char* descr_of(DType t) {
@@ -129,6 +129,12 @@ const char* descr_of(DType t) {
       return "|i1";
     case DType::u8:
       return "|u1";
+    case DType::u16:
+      return "<u2";
+    case DType::u32:
+      return "<u4";
+    case DType::u64:
+      return "<u8";
     case DType::boolean:
       return "|b1";
   }

@@ -51,7 +51,7 @@ std::string format_double(double v) {
 
 std::string format_element(const Tensor& t, size_t k) {
   if (is_float(t.dtype)) return format_double(t.f[k]);
-  return std::to_string(t.i[k]);
+  return int_to_string(t.dtype, t.i[k]);
 }
 
 }  // namespace
@@ -80,7 +80,7 @@ size_t Tensor::numel() const {
 }
 
 double Tensor::at(size_t k) const {
-  return is_float(dtype) ? f[k] : static_cast<double>(i[k]);
+  return is_float(dtype) ? f[k] : int_to_double(dtype, i[k]);
 }
 
 void Tensor::set(size_t k, double v) {
@@ -88,6 +88,8 @@ void Tensor::set(size_t k, double v) {
     f[k] = round_to_float(dtype, v);
   else if (dtype == DType::boolean)
     i[k] = v != 0;
+  else if (dtype == DType::u64 && v >= 0)
+    i[k] = float_to_int(dtype, v);  // exact up to 2^64
   else
     i[k] = wrap_int(dtype, double_to_int64(v));
 }
@@ -111,10 +113,7 @@ Tensor random_tensor(DType t, const std::vector<int64_t>& dims, uint64_t seed, d
     // std::fma rounds once on every platform; `lo + (hi - lo) * u` could be contracted or not.
     double v = std::fma(hi - lo, rng.next_unit(), lo);
     if (v >= hi && hi > lo) v = std::nextafter(hi, lo);
-    if (is_float(t))
-      out.f[k] = round_to_float(t, v);
-    else
-      out.i[k] = wrap_int(t, double_to_int64(std::floor(v)));
+    out.set(k, is_float(t) ? v : std::floor(v));
   }
   return out;
 }
@@ -131,7 +130,12 @@ std::string tensor_summary(const Tensor& t) {
   size_t n = t.numel();
   if (n == 0) return "empty";
   double lo = INFINITY, hi = -INFINITY, sum = 0;
-  size_t nans = 0;
+  size_t nans = 0, lo_at = 0,
+         hi_at = 0;  // integers: the positions of the extremes, printed exactly
+  for (size_t k = 0; k < n && !is_float(t.dtype); ++k) {
+    if (int_less(t.dtype, t.i[k], t.i[lo_at])) lo_at = k;
+    if (int_less(t.dtype, t.i[hi_at], t.i[k])) hi_at = k;
+  }
   for (size_t k = 0; k < n; ++k) {
     double v = t.at(k);
     if (std::isnan(v)) {
@@ -145,8 +149,8 @@ std::string tensor_summary(const Tensor& t) {
   std::string s;
   if (nans < n) {
     bool exact = !is_float(t.dtype);
-    s = "min " + (exact ? std::to_string(static_cast<int64_t>(lo)) : format_double(lo)) + " max " +
-        (exact ? std::to_string(static_cast<int64_t>(hi)) : format_double(hi)) + " mean " +
+    s = "min " + (exact ? format_element(t, lo_at) : format_double(lo)) + " max " +
+        (exact ? format_element(t, hi_at) : format_double(hi)) + " mean " +
         format_double(sum / static_cast<double>(n - nans)) + " ";
   }
   if (nans) s += "nan " + std::to_string(nans) + " ";

@@ -1,6 +1,7 @@
 /** \file
  * Concrete tensors: the values the interpreter computes and the CLI fills with random data.
- * Floating-point elements are held as double, integer and bool elements as exact int64.
+ * Floating-point elements are held as double, integer and bool elements as exact int64 (u64
+ * values past 2^63 - 1 as their bits: ir/dtype.h reads them back).
  */
 #pragma once
 
@@ -33,7 +34,8 @@ struct Tensor {
   size_t numel() const;
   /** Element `k` as a double (exact for integers up to 2^53). */
   double at(size_t k) const;
-  /** Sets element `k`, rounding to the dtype (floats) or wrapping (integers). */
+  /** Sets element `k`, rounding to the dtype (floats) or wrapping (integers; u64 takes values up
+   *  to 2^64 exactly). */
   void set(size_t k, double v);
   void set_int(size_t k, int64_t v);
 };

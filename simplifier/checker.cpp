@@ -26,7 +26,12 @@ std::vector<double> special_values(DType t) {
   bool is_signed = is_signed_int(t);
   double max = is_signed ? std::ldexp(1, bits - 1) - 1 : std::ldexp(1, bits) - 1;
   double min = is_signed ? -std::ldexp(1, bits - 1) : 0;
-  return {0, 1, -1, 2, -2, 3, 7, 8, -8, 16, max, min, max - 1, min + 1};
+  std::vector<double> out = {0, 1, -1, 2, -2, 3, 7, 8, -8, 16, max, min, max - 1, min + 1};
+  if (!is_signed) {  // the top bit set: where unsigned compare, divide and shift differ
+    double top = std::ldexp(1, bits - 1);
+    out.insert(out.end(), {top, top + 1, 1.5 * top});
+  }
+  return out;
 }
 
 /** Names of variables that must be bool: conditions of `where`, operands of `logical_not`. */
@@ -59,10 +64,7 @@ Tensor mixed_input(DType t, std::mt19937_64& rng, bool finite_only) {
                       (!std::isfinite(v) || std::fabs(v) > 1e6 || (v != 0 && std::fabs(v) < 1e-6))))
       v = is_float(t) ? u(rng) : std::floor(u(rng) * 4);
     if (t == DType::boolean) v = rng() % 2;
-    if (is_float(t))
-      x.set(k, v);
-    else
-      x.set_int(k, static_cast<int64_t>(v));
+    x.set(k, v);  // integers: wrapped, u64 exact up to 2^64
   }
   return x;
 }
@@ -89,7 +91,7 @@ std::string element_text(const Tensor& t, size_t k) {
     else
       s << v;
   } else {
-    s << t.i[k];
+    s << int_to_string(t.dtype, t.i[k]);
   }
   return s.str();
 }
@@ -111,7 +113,7 @@ class RuleChecker {
   RuleCheck run(int trials) {
     RuleCheck out;
     for (DType t : {DType::f32, DType::f64, DType::f16, DType::i32, DType::i64, DType::i8,
-                    DType::u8, DType::boolean}) {
+                    DType::u8, DType::u16, DType::u32, DType::u64, DType::boolean}) {
       bool typed = false;
       for (int k = 0; k < trials && out.ok; ++k)
         trial(t, out, typed);

@@ -12,7 +12,7 @@ namespace {
 
 bool same_number(const Node& n, const Pattern& p) {
   if (!is_float(n.dtype))
-    return !std::isnan(p.value) && static_cast<double>(n.int_value) == p.value;
+    return !std::isnan(p.value) && int_to_double(n.dtype, n.int_value) == p.value;
   return n.value == p.value && std::signbit(n.value) == std::signbit(p.value);
 }
 
@@ -80,8 +80,7 @@ const std::map<std::string, GuardFn>& predicates() {
       {"is_float", {1, [](Args a) { return is_float(a[0]->dtype); }}},
       {"is_int", {1, [](Args a) { return is_int(a[0]->dtype); }}},
       {"is_signed", {1, [](Args a) { return is_signed_int(a[0]->dtype); }}},
-      {"is_unsigned",
-       {1, [](Args a) { return is_int(a[0]->dtype) && !is_signed_int(a[0]->dtype); }}},
+      {"is_unsigned", {1, [](Args a) { return is_unsigned_int(a[0]->dtype); }}},
       {"is_bool", {1, [](Args a) { return a[0]->dtype == DType::boolean; }}},
       {"is_f32", {1, [](Args a) { return a[0]->dtype == DType::f32; }}},
       {"is_f64", {1, [](Args a) { return a[0]->dtype == DType::f64; }}},
@@ -120,10 +119,14 @@ class GuardEval {
     }
   }
 
+  /** A guard read an integer constant past 2^53, which its double arithmetic would round. */
+  bool inexact() const { return inexact_; }
+
  private:
   const Bindings& b_;
   const Graph& g_;
   const SimplifyOptions& opt_;
+  bool inexact_ = false;
 
   const Node& bound(const Expr& e) {
     auto it = b_.find(e.text);
@@ -137,7 +140,9 @@ class GuardEval {
       throw SpecError(e.loc, "'" + e.text +
                                  "' is used as a number but matches any node; "
                                  "use a constant matcher (c0, c1...)");
-    return {n.dtype == DType::boolean, is_float(n.dtype) ? n.value : double(n.int_value)};
+    double v = is_float(n.dtype) ? n.value : int_to_double(n.dtype, n.int_value);
+    if (!is_float(n.dtype) && std::fabs(v) > 0x1.0p53) inexact_ = true;
+    return {n.dtype == DType::boolean, v};
   }
 
   GuardValue unary(const Expr& e) {
@@ -351,7 +356,9 @@ bool match_root(const Pattern& p, const Node& root, const Graph& g, Bindings& b)
 }
 
 bool guard_holds(const Expr& guard, const Bindings& b, const Graph& g, const SimplifyOptions& opt) {
-  return GuardEval(b, g, opt).eval(guard).number != 0;
+  GuardEval e(b, g, opt);
+  bool holds = e.eval(guard).number != 0;
+  return holds && !e.inexact();  // an integer past 2^53 in a guard: the rule declines
 }
 
 void check_guard(const Expr& guard, const Pattern& pattern) {

@@ -41,6 +41,7 @@ KILN_FN int64_t kiln_fmod_v(int64_t a, int64_t b) { return kiln_fmod(a, b != 0 ?
 KILN_FN float kiln_max_f32(float a, float b) { return (a != a || a > b) ? a : b; }
 KILN_FN double kiln_max_f64(double a, double b) { return (a != a || a > b) ? a : b; }
 KILN_FN int64_t kiln_max_int(int64_t a, int64_t b) { return a > b ? a : b; }
+KILN_FN uint64_t kiln_max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 /* Ordered keys: the bits of a float mapped to an integer that orders as the float does (-0
    below +0; NaN is flagged apart), so that a max reduction is an integer max, which compilers
    vectorise without fast-math. The mapping is its own inverse. */
@@ -71,6 +72,12 @@ KILN_FN int64_t kiln_f2i(double v, double lo, double hi) {
   if (v <= lo) return (int64_t)lo;
   if (v >= hi) return hi >= 9.2233720368547758e18 ? KILN_INT64_MAX : (int64_t)hi;
   return (int64_t)v;
+}
+/* float -> u64 as the interpreter casts: truncate, NaN -> 0, saturate to 0 and 2^64 - 1. */
+KILN_FN uint64_t kiln_f2u64(double v) {
+  if (v != v || v <= 0) return 0;
+  if (v >= 18446744073709551616.0) return ~0ULL;
+  return (uint64_t)v;
 }
 KILN_FN float kiln_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;

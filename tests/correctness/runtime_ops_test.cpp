@@ -205,7 +205,8 @@ TEST_CASE("runtime ops: trunc, floor, ceil and round are exact on halves, zeros 
 TEST_CASE("runtime ops: integer pow matches the interpreter on every exponent bit") {
   // Square and multiply over every bit of the exponent (dsl: Lowerer::power): wrapping
   // products, large and negative exponents, on every CPU runtime.
-  for (DType t : {DType::i64, DType::i32, DType::i8, DType::u8}) {
+  for (DType t :
+       {DType::i64, DType::i32, DType::i8, DType::u8, DType::u16, DType::u32, DType::u64}) {
     std::vector<int64_t> a, b;
     for (int base = is_signed_int(t) ? -4 : 0; base <= 5; ++base)
       for (int e : {-2, -1, 0, 1, 2, 7, 8, 31, 32, 63, 64, 127})
@@ -226,6 +227,44 @@ TEST_CASE("runtime ops: integer pow matches the interpreter on every exponent bi
                                tolerance_for(t, std::nullopt, std::nullopt, want.outputs[0]));
       CHECK_MESSAGE(cmp.ok,
                     "element " << cmp.first_bad << ": got " << cmp.got << ", want " << cmp.want);
+    }
+  }
+}
+
+TEST_CASE("runtime ops: u16, u32 and u64 at 0, 1, the top bit and the maximum") {
+  // Unsigned division, modulus, max, compare, logical shifts and float conversions, where a
+  // signed reading would differ; u64 values past 2^63 must come back exact on every runtime.
+  for (DType t : {DType::u16, DType::u32, DType::u64}) {
+    const int bits = dtype_bits(t);
+    const uint64_t top = uint64_t{1} << (bits - 1), max = top - 1 + top;
+    const std::vector<uint64_t> specials = {0, 1, 2, top - 1, top, top + 1, max - 1, max};
+    std::vector<uint64_t> a, b;
+    for (uint64_t x : specials)
+      for (uint64_t y : specials)
+        a.push_back(x), b.push_back(y);
+    const auto n = static_cast<int64_t>(a.size());
+    Tensor ta(t, {n}), tb(t, {n});
+    for (int64_t k = 0; k < n; ++k)
+      ta.set_int(k, static_cast<int64_t>(a[k])), tb.set_int(k, static_cast<int64_t>(b[k]));
+    test::RunSpec spec{"tests/regressions/unsigned.toml:unsigned_edges", {{"N", n}}, {{"U", t}}};
+    spec.given = {{"a", ta}, {"b", tb}};
+    test::Run want = test::run(spec);
+    const Tensor& m = want.outputs[2];
+    CHECK(static_cast<uint64_t>(m.i[n - 1]) == max);  // maximum(max, max), as held
+    CHECK(want.outputs[3].i[1] == 1);                 // 0 < 1
+    CHECK(want.outputs[3].i[4 * 8] == 0);             // top < 0 is false
+    for (const char* runtime : {"clang", "cc", "openmp"}) {
+      CAPTURE(runtime);
+      CAPTURE(dtype_name(t));
+      std::unique_ptr<Runtime> rt = Runtime::open(runtime);
+      Executable exe(want.graph, *rt, CompileOptions{});
+      std::vector<Tensor> got = exe.run(want.inputs, want.sizes);
+      for (size_t o = 0; o < got.size(); ++o) {
+        CAPTURE(o);
+        Comparison cmp = compare(got[o], want.outputs[o], Tolerance{0, 0});
+        CHECK_MESSAGE(cmp.ok,
+                      "element " << cmp.first_bad << ": got " << cmp.got << ", want " << cmp.want);
+      }
     }
   }
 }

@@ -108,6 +108,17 @@ TEST_CASE("interpreter: binary ops") {
       {Op::cmpeq, f32, {1, kNaN, 0}, {1, kNaN, -0.0}, {1, 0, 1}},
       {Op::cmplt, i32, {-1, 5}, {0, 5}, {1, 0}},
       {Op::cmpeq, u8, {3, 4}, {3, 5}, {1, 0}},
+      {Op::add, u16, {65535, 40000}, {1, 30000}, {0, 4464}},
+      {Op::mul, u16, {65535, 256}, {65535, 256}, {1, 0}},
+      {Op::mul, u32, {4294967295, 65536}, {4294967295, 65536}, {1, 0}},
+      {Op::idiv, u32, {4294967295, 7}, {2, 4294967295}, {2147483647, 0}},
+      {Op::mod, u32, {4294967295, 7}, {10, 4294967295}, {5, 7}},
+      {Op::max, u32, {4294967295, 1}, {0, 2147483648}, {4294967295, 2147483648}},
+      {Op::shr, u32, {4294967295, 2147483648}, {31, 4}, {1, 134217728}},
+      {Op::shr, u16, {65535}, {17}, {32767}},
+      {Op::shl, u32, {3}, {31}, {2147483648}},
+      {Op::cmplt, u32, {2147483648, 1}, {1, 4294967295}, {0, 1}},
+      {Op::cmplt, u16, {32768}, {1}, {0}},
   };
   for (const Case& c : cases) {
     CAPTURE(op_name(c.op));
@@ -138,6 +149,8 @@ TEST_CASE("interpreter: unary ops") {
       {Op::logical_not, boolean, {0, 1}, {1, 0}},
       {Op::logical_not, i32, {0, 5}, {-1, -6}},
       {Op::logical_not, u8, {0, 15}, {255, 240}},
+      {Op::logical_not, u32, {0}, {4294967295}},
+      {Op::neg, u16, {1, 0}, {65535, 0}},
   };
   for (const Case& c : cases) {
     CAPTURE(op_name(c.op));
@@ -188,6 +201,13 @@ TEST_CASE("interpreter: cast and bitcast") {
       {i16, bf16, true, {16256, 16448}, {1.0, 3.0}},
       {f64, i64, true, {1.0}, {4607182418800017408.0}},
       {i8, u8, true, {-1, 5}, {255, 5}},
+      {f64, u32, false, {-1, 4294967296, 4294967295.5, kNaN}, {0, 4294967295, 4294967295, 0}},
+      {f32, u16, false, {70000, 3.9}, {65535, 3}},
+      {i32, u32, true, {-1}, {4294967295}},
+      {u32, i32, false, {4294967295}, {-1}},
+      {u32, f64, false, {4294967295}, {4294967295}},
+      {i64, u16, false, {-1, 65537}, {65535, 1}},
+      {f64, u64, false, {-1, 1e30, 0x1.8p63, kNaN}, {0, 0x1.0p64, 0x1.8p63, 0}},
   };
   for (const Case& c : cases) {
     CAPTURE(dtype_name(c.from));
@@ -410,4 +430,64 @@ TEST_CASE("tensor: type string and summary") {
         "min 1 max 7 mean 4 [1, 2, 3, 4, 5, 6, ...]");
   CHECK(tensor_summary(make(DType::f64, {kNaN, 1})) == "min 1 max 1 mean 1 nan 1 [nan, 1]");
   CHECK(tensor_summary(Tensor(DType::f32, {0})) == "empty");
+}
+
+namespace {
+
+/** A 1-d u64 tensor holding `bits` (u64 values held as int64 bits). */
+Tensor u64s(const std::vector<uint64_t>& bits) {
+  Tensor t(DType::u64, {static_cast<int64_t>(bits.size())});
+  for (size_t k = 0; k < bits.size(); ++k)
+    t.set_int(k, static_cast<int64_t>(bits[k]));
+  return t;
+}
+
+std::vector<uint64_t> u64_values(const Tensor& t) {
+  std::vector<uint64_t> out;
+  for (size_t k = 0; k < t.numel(); ++k)
+    out.push_back(static_cast<uint64_t>(t.i[k]));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("interpreter: u64 values past 2^63 are exact") {
+  const uint64_t max = ~uint64_t{0}, top = uint64_t{1} << 63;
+  struct Case {
+    Op op;
+    std::vector<uint64_t> a, b, expected;
+  };
+  const Case cases[] = {
+      {Op::add, {max, top}, {1, top}, {0, 0}},
+      {Op::mul, {max, 0x9e3779b97f4a7c15}, {max, 3}, {1, 0xdaa66d2c7ddf743f}},
+      {Op::idiv, {max, top + 5, 7}, {2, top, max}, {top - 1, 1, 0}},
+      {Op::mod, {max, top + 5}, {10, top}, {5, 5}},
+      {Op::max, {max, 1}, {0, top}, {max, top}},
+      {Op::shr, {max, top}, {63, 4}, {1, top >> 4}},
+      {Op::shl, {3}, {63}, {top}},
+      {Op::bit_xor, {max}, {top}, {top - 1}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(op_name(c.op));
+    Graph g;
+    Shape s = {static_cast<int64_t>(c.a.size())};
+    NodeId x = g.input("a", DType::u64, s, false), y = g.input("b", DType::u64, s, false);
+    g.outputs = {{"out", g.binary(c.op, x, y)}};
+    CHECK(u64_values(run(g, {u64s(c.a), u64s(c.b)})) == c.expected);
+  }
+  Graph g;
+  NodeId x = g.input("a", DType::u64, {2}, false), y = g.input("b", DType::u64, {2}, false);
+  g.outputs = {{"lt", g.binary(Op::cmplt, x, y)},
+               {"f", g.cast(x, DType::f64, false)},
+               {"k", g.binary(Op::add, x, g.constant_int(DType::u64, {2}, -1))}};
+  std::vector<Tensor> out = interpret(g, {}, {u64s({max, 1}), u64s({1, top})});
+  CHECK(values_of(out[0]) == Values{0, 1});
+  CHECK(values_of(out[1]) == Values{0x1.0p64, 1});
+  CHECK(u64_values(out[2]) == std::vector<uint64_t>{max - 1, 0});
+  CHECK(int_to_string(DType::u64, out[2].i[0]) == "18446744073709551614");
+  CHECK(tensor_summary(out[2]).find("max 18446744073709551614") != std::string::npos);
+  Graph c;
+  NodeId big = c.constant(DType::u64, {}, 0x1.8p63);
+  CHECK(static_cast<uint64_t>(c[big].int_value) == 0xc000000000000000);
+  CHECK(constant_str(c[big]) == "13835058055282163712");
 }

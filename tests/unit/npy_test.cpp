@@ -73,6 +73,29 @@ TEST_CASE("npy: every dtype round-trips; bf16 is written as f32") {
   CHECK(std::string(bytes.begin() + 10, bytes.end()).find("'shape': (4,)") != std::string::npos);
 }
 
+TEST_CASE("npy: u16, u32 and u64 as NumPy writes them, u64 past 2^63 exact") {
+  std::vector<uint8_t> elements(16, 0xff);  // np.array([2**64 - 1, 2**63], dtype='<u8')
+  elements[15] = 0x80;
+  for (int k = 8; k < 15; ++k)
+    elements[k] = 0;
+  std::vector<uint8_t> file =
+      npy_file("{'descr': '<u8', 'fortran_order': False, 'shape': (2,), }", elements);
+  Tensor t = parse_npy(file.data(), file.size(), "x.npy");
+  CHECK(t.dtype == DType::u64);
+  CHECK(static_cast<uint64_t>(t.i[0]) == ~uint64_t{0});
+  CHECK(static_cast<uint64_t>(t.i[1]) == uint64_t{1} << 63);
+  CHECK(npy_bytes(t) == file);
+  file = npy_file("{'descr': '<u4', 'fortran_order': False, 'shape': (4,), }", elements);
+  t = parse_npy(file.data(), file.size(), "x.npy");
+  CHECK(t.dtype == DType::u32);
+  CHECK(t.i == std::vector<int64_t>{4294967295, 4294967295, 0, 2147483648});
+  file = npy_file("{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }",
+                  std::vector<uint8_t>{0xff, 0xff, 0x01, 0x80});
+  t = parse_npy(file.data(), file.size(), "x.npy");
+  CHECK(t.dtype == DType::u16);
+  CHECK(t.i == std::vector<int64_t>{65535, 32769});
+}
+
 TEST_CASE("npy: a malformed file is one error naming the file and the fault") {
   const std::vector<uint8_t> four(4 * 6, 0);
   CHECK(error_of({'a', 'b'}).find("x.npy: not a .npy file") == 0);

@@ -25,7 +25,8 @@ import time
 
 DTYPES = {
     "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
-    "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "bool": "bool",
+    "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "u16": "uint16", "u32": "uint32",
+    "u64": "uint64", "bool": "bool",
 }
 
 

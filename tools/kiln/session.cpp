@@ -229,7 +229,7 @@ std::vector<Tensor> random_inputs(const Graph& g, const Composite& c, const Size
     if (n.dtype == DType::boolean) {
       lo = 0;
       hi = 2;
-    } else if (n.dtype == DType::u8) {
+    } else if (is_unsigned_int(n.dtype)) {
       lo = 0;
       hi = 16;
     } else if (is_int(n.dtype)) {
