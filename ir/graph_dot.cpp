@@ -30,6 +30,8 @@ std::string node_style(const Node& n) {
       return ", style=\"rounded,dashed\"";
     case Op::reduce:
       return ", style=filled, fillcolor=lightyellow";
+    case Op::gather:
+      return ", style=filled, fillcolor=palegreen";
     case Op::extern_call:
       return ", style=filled, fillcolor=lightsalmon";
     default:

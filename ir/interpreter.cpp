@@ -24,6 +24,8 @@
  * - where(cond, a, b) = cond != 0 ? a : b. mulacc(a, b, c) = a*b + c, fused (std::fma) for floats.
  * - reduce: sum (from 0), prod (from 1) and max (from -inf, NaN propagates; integers from the
  *   dtype's minimum) over the listed axes in row-major order; reduced axes keep size 1.
+ * - gather(src, index) along `axis`: out[p] = src[p with p[axis] := index[p]] for an index in
+ *   [0, src dims[axis]); an index outside that range (negative ones included: no wrapping) reads 0.
  * - extern: the routine's reference evaluation from ir/externs.h, in double (gemm: the naive
  *   triple loop summing over k in order, as a reduce sum of products does); an unknown routine or
  *   operands its rule rejects are errors.
@@ -368,6 +370,32 @@ Tensor eval_extern(NodeId id, const Node& n, const std::vector<const Tensor*>& a
   return out;
 }
 
+Tensor eval_gather(NodeId id, const Node& n, const Tensor& src, const Tensor& index,
+                   const std::vector<int64_t>& dims) {
+  if (is_float(index.dtype)) fail(id, n, "needs an integer index, got " + dtype_str(index.dtype));
+  size_t axis = static_cast<size_t>(n.axis);
+  if (axis >= src.dims.size() || index.dims != dims || dims.size() != src.dims.size())
+    fail(id, n,
+         "index dims " + dims_str(index.dims) + " do not fit source " + dims_str(src.dims) +
+             " along axis " + std::to_string(n.axis));
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (d != axis && dims[d] != src.dims[d])
+      fail(id, n, "index dims " + dims_str(dims) + " differ from source " + dims_str(src.dims));
+  // Row-major strides: k = (outer * dims[axis] + i) * inner + rest.
+  size_t inner = 1;
+  for (size_t d = axis + 1; d < dims.size(); ++d)
+    inner *= static_cast<size_t>(dims[d]);
+  size_t n_out = static_cast<size_t>(dims[axis]), n_src = static_cast<size_t>(src.dims[axis]);
+  Tensor out(n.dtype, dims);
+  for (size_t k = 0; k < out.numel(); ++k) {
+    int64_t at = index.i[k];
+    if (at < 0 || static_cast<size_t>(at) >= n_src) continue;  // zero-filled
+    size_t outer = k / inner / n_out, rest = k % inner;
+    put_element(out, k, src, (outer * n_src + static_cast<size_t>(at)) * inner + rest);
+  }
+  return out;
+}
+
 /** The caller's tensor for input node `id`, checked against the node. */
 const Tensor& input_value(const Graph& g, NodeId id, const std::vector<int64_t>& dims,
                           const std::vector<Tensor>& inputs) {
@@ -418,6 +446,8 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
         values[id] = eval_reduce(id, n, *args[0], dims);
       else if (n.op == Op::extern_call)
         values[id] = eval_extern(id, n, args, dims);
+      else if (n.op == Op::gather)
+        values[id] = eval_gather(id, n, *args[0], *args[1], dims);
       else
         values[id] = eval_elementwise(id, n, args, dims);
     } catch (const TensorAllocError& e) {

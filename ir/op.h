@@ -46,6 +46,8 @@ enum class Op : uint8_t {
   mulacc,  ///< a * b + c
   // reduce
   reduce,  ///< sum, max or prod over a set of axes; reduced axes keep size 1
+  // data-dependent index
+  gather,  ///< out[p] = src[p with p[axis] := index[p]]; 0 where index[p] is outside the axis
   // escape hatch
   extern_call,  ///< a call into a library routine, produced only by rewrite rules
 };

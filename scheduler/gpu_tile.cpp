@@ -82,7 +82,7 @@ bool loads_and_constants(const ScalarExpr& e) {
 bool gpu_contraction_statement(const Statement& s) {
   if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value)
     return false;
-  if (!loads_and_constants(*s.value)) return false;
+  if (!loads_and_constants(*s.value) || has_gather(*s.value)) return false;
   std::vector<const ScalarExpr*> loads;
   collect_loads(*s.value, loads);
   for (const ScalarExpr* l : loads)
