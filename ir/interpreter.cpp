@@ -25,7 +25,8 @@
  * - reduce: sum (from 0), prod (from 1) and max (from -inf, NaN propagates; integers from the
  *   dtype's minimum) over the listed axes in row-major order; reduced axes keep size 1.
  * - gather(src, index) along `axis`: out[p] = src[p with p[axis] := index[p]] for an index in
- *   [0, src dims[axis]); an index outside that range (negative ones included: no wrapping) reads 0.
+ *   [0, src dims[axis]); an index outside that range (negative ones included: no wrapping) reads 0,
+ *   or is an error when checked (--config CHECK=1).
  * - extern: the routine's reference evaluation from ir/externs.h, in double (gemm: the naive
  *   triple loop summing over k in order, as a reduce sum of products does); an unknown routine or
  *   operands its rule rejects are errors.
@@ -371,7 +372,7 @@ Tensor eval_extern(NodeId id, const Node& n, const std::vector<const Tensor*>& a
 }
 
 Tensor eval_gather(NodeId id, const Node& n, const Tensor& src, const Tensor& index,
-                   const std::vector<int64_t>& dims) {
+                   const std::vector<int64_t>& dims, bool checked) {
   if (is_float(index.dtype)) fail(id, n, "needs an integer index, got " + dtype_str(index.dtype));
   size_t axis = static_cast<size_t>(n.axis);
   if (axis >= src.dims.size() || index.dims != dims || dims.size() != src.dims.size())
@@ -389,7 +390,12 @@ Tensor eval_gather(NodeId id, const Node& n, const Tensor& src, const Tensor& in
   Tensor out(n.dtype, dims);
   for (size_t k = 0; k < out.numel(); ++k) {
     int64_t at = index.i[k];
-    if (at < 0 || static_cast<size_t>(at) >= n_src) continue;  // zero-filled
+    bool outside = at < 0 || static_cast<size_t>(at) >= n_src;
+    if (outside && checked)
+      fail(id, n,
+           "gathered index " + std::to_string(at) + " is outside the " + std::to_string(n_src) +
+               " elements of axis " + std::to_string(n.axis) + " of its source (--config CHECK=1)");
+    if (outside) continue;  // zero-filled
     size_t outer = k / inner / n_out, rest = k % inner;
     put_element(out, k, src, (outer * n_src + static_cast<size_t>(at)) * inner + rest);
   }
@@ -414,7 +420,7 @@ const Tensor& input_value(const Graph& g, NodeId id, const std::vector<int64_t>&
 }  // namespace
 
 std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
-                              const std::vector<Tensor>& inputs) {
+                              const std::vector<Tensor>& inputs, bool checked) {
   for (const std::string& v : g.size_vars)
     if (!sizes.count(v)) throw std::runtime_error("size variable '" + v + "' is not bound");
   if (inputs.size() != g.inputs.size())
@@ -447,7 +453,7 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
       else if (n.op == Op::extern_call)
         values[id] = eval_extern(id, n, args, dims);
       else if (n.op == Op::gather)
-        values[id] = eval_gather(id, n, *args[0], *args[1], dims);
+        values[id] = eval_gather(id, n, *args[0], *args[1], dims, checked);
       else
         values[id] = eval_elementwise(id, n, args, dims);
     } catch (const TensorAllocError& e) {

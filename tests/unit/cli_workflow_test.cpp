@@ -303,4 +303,9 @@ TEST_CASE("cli: a gathered position outside its axis reads 0, and is an error un
     CHECK(has(r, "is outside buffer 'table' along a dimension of 4 elements (--config CHECK=1)"));
     CHECK(has(r, ": gathered index "));
   }
+  // The interpreter follows the same rule: 0 by default, an error under CHECK=1.
+  Result r = kiln("run " + spec + " --runtime interp --config CHECK=1", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 4);
+  CHECK(has(r, "(gather): gathered index "));
 }
