@@ -199,6 +199,9 @@ class CStyleRenderer {
   std::string bind_shared(const Context& c, const ScalarExpr& e) const;
   /** `e` as an expression of its compute type; loads in c.bound are the names bound. */
   std::string render_value(const Context& c, const ScalarExpr& e) const;
+  /** A gather load (ir/kernel_ir.h, kGatherVar) with its masks, the position checked first
+   *  under bounds checks: `(other masks && 0 <= p && p < n) ? b[..p..] : 0`. */
+  std::string render_gather(const Context& c, const ScalarExpr& e) const;
   /** The row-major element offset of `index` in `buffer`. */
   IntExpr linear_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
   /** A GPU block tile of a contraction (an alloc in shared space, scheduler/gpu_tile.h); the

@@ -181,7 +181,7 @@ std::string CStyleRenderer::bind_shared(const Context& c, const ScalarExpr& root
     if (!visited.insert(&e).second) return;
     for (const ScalarExprPtr& a : e.args)
       visit(*a);
-    if (e.kind == ScalarExpr::Kind::load) {
+    if (e.kind == ScalarExpr::Kind::load && !is_gather(e)) {
       // An index that divides by a run-time value is computed here, unconditionally, not under
       // the mask or select that guards its load: LLVM 19's loop vectoriser miscompiles a
       // division predicated inside a vectorised loop when it feeds a masked load's address
@@ -207,6 +207,7 @@ std::string CStyleRenderer::bind_shared(const Context& c, const ScalarExpr& root
 std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) const {
   if (auto it = c.bound.find(&e); it != c.bound.end()) return it->second;
   if (auto it = c.preloaded.find(&e); it != c.preloaded.end()) return it->second;
+  if (is_gather(e)) return render_gather(c, e);
   std::string v;
   switch (e.kind) {
     case ScalarExpr::Kind::load:
@@ -238,6 +239,37 @@ std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) 
             ("0 <= " + x + " && " + x + " < " + int_expr_to_c(m.bound, c.sizes));
   }
   return "((" + cond + ") ? " + v + " : (" + compute_type(e.dtype) + ")0)";
+}
+
+namespace {
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+}  // namespace
+
+std::string CStyleRenderer::render_gather(const Context& c, const ScalarExpr& e) const {
+  const IntExpr g = IntExpr::var(kGatherVar);
+  std::string at = "((int64_t)" + render_value(c, *e.args[0]) + ")";
+  std::string cond, range;
+  for (const MaskBound& m : e.mask) {
+    std::string x = int_expr_to_c(m.expr, c.sizes), b = int_expr_to_c(m.bound, c.sizes);
+    if (m.expr == g && c.options.bounds_checks)  // an error, not a 0 (driver/fault_guard.cpp)
+      at = "kiln_check_index(" + at + ", " + b + ", " + std::to_string(e.buffer) + ")";
+    if (m.expr == g)
+      range = "0 <= " + x + " && " + x + " < " + b;
+    else
+      cond += (cond.empty() ? "" : " && ") + ("0 <= " + x + " && " + x + " < " + b);
+  }
+  // The other masks first: where they fail, the position may not be there to read.
+  cond += (cond.empty() || range.empty() ? "" : " && ") + range;
+  std::string load =
+      from_storage(c.plan.buffers[e.buffer].dtype, render_index(c, e.buffer, e.index));
+  std::string v = "((" + cond + ") ? " + load + " : (" + compute_type(e.dtype) + ")0)";
+  return replace_all(v, kGatherVar, at);
 }
 
 std::string CStyleRenderer::render_vector_address(const Context& c, int buffer,

@@ -429,6 +429,34 @@ Value source_builtin(Lowerer& l, const Expr& call, Scope& s) {
   return Value::tensor(g.index(l.eval_dtype(*a.get(2), s), shape, ax));
 }
 
+/** take_along(x, idx, axis): x read along `axis` at the positions idx holds (the gather
+ *  primitive); x and idx have one rank and broadcast in the other dimensions. */
+Value take_along_builtin(Lowerer& l, const Expr& call, Scope& s) {
+  Args a(call, {"x", "idx", "axis"}, 3);
+  NodeId x = tensor_arg(l, a, 0, s, "take_along"), idx = tensor_arg(l, a, 1, s, "take_along");
+  const Shape &xs = l.graph()[x].shape, &is = l.graph()[idx].shape;
+  if (!is_int(l.graph()[idx].dtype))
+    throw SpecError(a.loc(1), "the positions of 'take_along' must have an integer dtype, found " +
+                                  describe(l, idx));
+  if (xs.size() != is.size())
+    throw SpecError(call.loc, "'take_along' needs x and idx of one rank, found " + describe(l, x) +
+                                  " and " + describe(l, idx));
+  int axis = normalize_axis(const_int(l, *a.get(2), s, "the axis of 'take_along'"), xs.size(),
+                            a.loc(2), "'take_along'");
+  Shape x_to = xs, idx_to = is;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (static_cast<int>(d) == axis || xs[d] == is[d]) continue;
+    if (xs[d] != IntExpr(1) && is[d] != IntExpr(1))
+      throw SpecError(call.loc, "'take_along': dimension " + std::to_string(d) + " of x " +
+                                    describe(l, x) + " and of idx " + describe(l, idx) +
+                                    " neither match nor broadcast");
+    x_to[d] = idx_to[d] = xs[d] == IntExpr(1) ? is[d] : xs[d];
+  }
+  Graph& g = l.graph();
+  return Value::tensor(
+      g.gather(l.broadcast_to(x, x_to, a.loc(0)), l.broadcast_to(idx, idx_to, a.loc(1)), axis));
+}
+
 const std::map<std::string, Handler>& table() {
   static const std::map<std::string, Handler> t = [] {
     std::map<std::string, Handler> m;
@@ -491,6 +519,7 @@ const std::map<std::string, Handler>& table() {
       m[fn] = view_builtin;
     for (const char* fn : {"size", "full", "iota"})
       m[fn] = source_builtin;
+    m["take_along"] = take_along_builtin;
     return m;
   }();
   return t;

@@ -4,6 +4,8 @@
 // it does not use; operators broadcast as usual; `sum(e, k)` reduces axis k; the result is the
 // free axes. Ranges come from the declared output shape and from plain subscripts `A[.., k, ..]`.
 #include <algorithm>
+#include <optional>
+#include <set>
 
 #include "dsl/lowering.h"
 
@@ -326,30 +328,65 @@ Value Lowerer::index_access(const Expr& sub, Scope& s) {
     Restore<const IndexSpace*> tensor_level(space_, nullptr);
     base = eval(*sub.items[0], s);
   }
+  const size_t q = space_->names.size();
   View v;
-  v.shape.assign(space_->names.size(), IntExpr(1));
-  for (const ExprPtr& item : subscript_items(sub, base.node, *space_)) {
-    IntExpr e = eval_int(*item, s, "a subscript");
+  v.shape.assign(q, IntExpr(1));
+  std::optional<size_t> gathered;  // the dimension a tensor subscript picks
+  NodeId at = -1;
+  std::vector<ExprPtr> items = subscript_items(sub, base.node, *space_);
+  for (size_t p = 0; p < items.size(); ++p) {
+    Value x = eval(*items[p], s);
+    if (x.is_tensor()) {
+      if (gathered)
+        throw SpecError(items[p]->loc, "only one subscript of '" + expr_str(*sub.items[0]) +
+                                           "' may be a tensor: a gather reads along one axis");
+      if (!is_int(g_[x.node].dtype))
+        throw SpecError(items[p]->loc,
+                        "a tensor subscript must have an integer dtype, found " + x.describe(g_));
+      gathered = p;
+      at = x.node;
+      v.index.push_back(IntExpr::index(static_cast<int>(q)));
+      continue;
+    }
+    if (x.kind != Value::Kind::integer)
+      throw SpecError(items[p]->loc,
+                      "a subscript must be an integer expression of sizes and attributes, or a "
+                      "tensor of an integer dtype, found " +
+                          x.describe(g_));
     std::set<std::string> vars;
-    e.collect_vars(vars);
+    x.integer.collect_vars(vars);
     for (const std::string& n : vars)
       if (n[0] == '%') {
         int ax = std::stoi(n.substr(1));
         v.shape[ax] = space_->ranges[ax];
       }
-    v.index.push_back(e);
+    v.index.push_back(x.integer);
   }
   if (bounded_ > 0) {  // a subscript that may leave its tensor outside the domain reads 0 there
     std::vector<std::optional<IntExpr>> ranges(space_->ranges.begin(), space_->ranges.end());
     const Shape& shape = g_[base.node].shape;
     for (size_t p = 0; p < v.index.size(); ++p) {
+      if (p == gathered) continue;  // the gathered axis: a position or zero (docs/primitives.md)
       std::optional<IntExpr> lo = extreme_over(v.index[p], ranges, false),
                              hi = extreme_over(v.index[p], ranges, true);
       if (!lo || !hi || !provably_nonnegative(*lo) || !provably_nonnegative(shape[p] - 1 - *hi))
         v.mask.push_back({v.index[p], shape[p]});
     }
   }
-  return Value::tensor(g_.view(base.node, v));
+  if (!gathered) return Value::tensor(g_.view(base.node, v));
+  // A gather along an extra last axis of the space: the source viewed over the space and that
+  // axis, the positions over the space (both over the axes either uses) with a size-1 last axis.
+  const Shape& at_shape = g_[at].shape;
+  for (size_t k = 0; k < q && at_shape.size() == q; ++k)
+    if (at_shape[k] != IntExpr(1)) v.shape[k] = at_shape[k];
+  const Shape space_shape = v.shape;
+  Shape extended = space_shape;
+  extended.push_back(IntExpr(1));
+  v.shape.push_back(g_[base.node].shape[*gathered]);
+  NodeId positions = g_.view(broadcast_to(at, space_shape, items[*gathered]->loc),
+                             views::reshape(space_shape, extended));
+  NodeId picked = g_.gather(g_.view(base.node, v), positions, static_cast<int>(q));
+  return Value::tensor(g_.view(picked, views::reshape(extended, space_shape)));
 }
 
 std::vector<ExprPtr> Lowerer::subscript_items(const Expr& sub, NodeId base,

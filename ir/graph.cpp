@@ -155,6 +155,16 @@ NodeId Graph::scan(Op combine, NodeId a, int axis) {
   return add(std::move(n));
 }
 
+NodeId Graph::gather(NodeId src, NodeId index, int axis) {
+  Node n;
+  n.op = Op::gather;
+  n.dtype = nodes[src].dtype;
+  n.shape = nodes[index].shape;
+  n.operands = {src, index};
+  n.axis = axis;
+  return add(std::move(n));
+}
+
 NodeId Graph::extern_call(const std::string& routine, const std::vector<NodeId>& operands) {
   std::vector<ValueType> types;
   for (NodeId o : operands)
@@ -193,6 +203,7 @@ std::string node_attributes(const Node& n) {
     case Op::constant:
       return constant_str(n);
     case Op::index:
+    case Op::gather:
       return "axis=" + std::to_string(n.axis);
     case Op::view:
       return n.view.str();

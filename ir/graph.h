@@ -30,7 +30,7 @@ struct Node {
   int64_t int_value = 0;  ///< constant: the scalar of an integer or bool constant (u64: its bits)
   bool symbolic = false;  ///< constant: the value is `size_value`, known at run time
   IntExpr size_value;     ///< constant: a size expression such as `N` (when symbolic)
-  int axis = 0;           ///< index: the axis whose position is the value
+  int axis = 0;           ///< index: the axis whose position is the value; gather: the indexed one
   View view;              ///< view
   ReduceKind reduce_kind = ReduceKind::sum;  ///< reduce
   std::vector<int> axes;  ///< reduce: the reduced axes, ascending; scan: its axis
@@ -85,6 +85,10 @@ class Graph {
   /** The inclusive scan of `a` along `axis` with `combine` (is_scan_combiner): element k is
    *  a[0] combine ... combine a[k]. */
   NodeId scan(Op combine, NodeId a, int axis);
+  /** `src` read along `axis` at the positions `index` holds (any integer dtype; same rank as
+   *  `src`, equal to it in every other dimension): the result has index's shape and src's dtype,
+   *  and is 0 where an index lies outside `[0, src.shape[axis])`. */
+  NodeId gather(NodeId src, NodeId index, int axis);
   /** A call of the extern routine `routine` (ir/externs.h) on `operands`; the routine's rule
    *  gives the result's dtype and shape. Unlike the other builders this one checks: it throws
    *  std::invalid_argument with the rule's message for an unknown routine or bad operands (a

@@ -31,6 +31,8 @@ std::string node_style(const Node& n) {
     case Op::reduce:
     case Op::scan:
       return ", style=filled, fillcolor=lightyellow";
+    case Op::gather:
+      return ", style=filled, fillcolor=palegreen";
     case Op::extern_call:
       return ", style=filled, fillcolor=lightsalmon";
     default:

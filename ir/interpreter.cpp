@@ -30,6 +30,9 @@
  *   reduce with a domain combines only the operand's points where every bound is >= 0.
  * - scan: element k along the axis is the operand's element 0 combined with elements 1 .. k in
  *   order by add, mul, max (as the binary ops) or and, or, xor.
+ * - gather(src, index) along `axis`: out[p] = src[p with p[axis] := index[p]] for an index in
+ *   [0, src dims[axis]); an index outside that range (negative ones included: no wrapping) reads 0,
+ *   or is an error when checked (--config CHECK=1).
  * - extern: the routine's reference evaluation from ir/externs.h, in double (gemm: the naive
  *   triple loop summing over k in order, as a reduce sum of products does); an unknown routine or
  *   operands its rule rejects are errors.
@@ -420,6 +423,37 @@ Tensor eval_extern(NodeId id, const Node& n, const std::vector<const Tensor*>& a
   return out;
 }
 
+Tensor eval_gather(NodeId id, const Node& n, const Tensor& src, const Tensor& index,
+                   const std::vector<int64_t>& dims, bool checked) {
+  if (is_float(index.dtype)) fail(id, n, "needs an integer index, got " + dtype_str(index.dtype));
+  size_t axis = static_cast<size_t>(n.axis);
+  if (axis >= src.dims.size() || index.dims != dims || dims.size() != src.dims.size())
+    fail(id, n,
+         "index dims " + dims_str(index.dims) + " do not fit source " + dims_str(src.dims) +
+             " along axis " + std::to_string(n.axis));
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (d != axis && dims[d] != src.dims[d])
+      fail(id, n, "index dims " + dims_str(dims) + " differ from source " + dims_str(src.dims));
+  // Row-major strides: k = (outer * dims[axis] + i) * inner + rest.
+  size_t inner = 1;
+  for (size_t d = axis + 1; d < dims.size(); ++d)
+    inner *= static_cast<size_t>(dims[d]);
+  size_t n_out = static_cast<size_t>(dims[axis]), n_src = static_cast<size_t>(src.dims[axis]);
+  Tensor out(n.dtype, dims);
+  for (size_t k = 0; k < out.numel(); ++k) {
+    int64_t at = index.i[k];
+    bool outside = at < 0 || static_cast<size_t>(at) >= n_src;
+    if (outside && checked)
+      fail(id, n,
+           "gathered index " + std::to_string(at) + " is outside the " + std::to_string(n_src) +
+               " elements of axis " + std::to_string(n.axis) + " of its source (--config CHECK=1)");
+    if (outside) continue;  // zero-filled
+    size_t outer = k / inner / n_out, rest = k % inner;
+    put_element(out, k, src, (outer * n_src + static_cast<size_t>(at)) * inner + rest);
+  }
+  return out;
+}
+
 /** The caller's tensor for input node `id`, checked against the node. */
 const Tensor& input_value(const Graph& g, NodeId id, const std::vector<int64_t>& dims,
                           const std::vector<Tensor>& inputs) {
@@ -438,7 +472,7 @@ const Tensor& input_value(const Graph& g, NodeId id, const std::vector<int64_t>&
 }  // namespace
 
 std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
-                              const std::vector<Tensor>& inputs) {
+                              const std::vector<Tensor>& inputs, bool checked) {
   for (const std::string& v : g.size_vars)
     if (!sizes.count(v)) throw std::runtime_error("size variable '" + v + "' is not bound");
   check_size_facts(g.checks, sizes);
@@ -473,6 +507,8 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
         values[id] = eval_scan(id, n, *args[0], dims);
       else if (n.op == Op::extern_call)
         values[id] = eval_extern(id, n, args, dims);
+      else if (n.op == Op::gather)
+        values[id] = eval_gather(id, n, *args[0], *args[1], dims, checked);
       else
         values[id] = eval_elementwise(id, n, args, dims);
     } catch (const TensorAllocError& e) {

@@ -22,8 +22,9 @@ using SizeBindings = std::map<std::string, int64_t>;
  *  Throws std::runtime_error with a clear message on an unbound size, a wrong input shape or
  *  dtype, an integer division by zero, or a view that reads outside its source; SizeError
  *  (ir/sizes.h) for a node whose shape is negative, overflows or exceeds the limits, and
- *  TensorAllocError naming the node when its memory cannot be allocated. */
+ *  TensorAllocError naming the node when its memory cannot be allocated. `checked`
+ *  (--config CHECK=1): a gathered position outside its axis is an error, not a 0. */
 std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
-                              const std::vector<Tensor>& inputs);
+                              const std::vector<Tensor>& inputs, bool checked = false);
 
 }  // namespace kiln

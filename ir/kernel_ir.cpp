@@ -25,6 +25,14 @@ void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out) {
   collect_loads(e, out, seen);
 }
 
+bool has_gather(const ScalarExpr& e) {
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(e, loads);
+  for (const ScalarExpr* l : loads)
+    if (is_gather(*l)) return true;
+  return false;
+}
+
 bool varies(const ScalarExpr& e) {
   if (e.kind == ScalarExpr::Kind::load || e.kind == ScalarExpr::Kind::iterator) return true;
   for (const ScalarExprPtr& a : e.args)
@@ -53,6 +61,7 @@ bool lane_value(const KernelPlan& plan, const ScalarExpr& e, const std::set<std:
                 DType t) {
   if (!uses_vars(e, vars)) return true;
   if (e.dtype != t) return false;
+  if (is_gather(e)) return false;
   if (e.kind == ScalarExpr::Kind::load) {
     // A mask moves by -1, 0 or +1 per lane: the lanes it keeps are one range (rendered as a
     // load of those lanes, zeros elsewhere).
@@ -89,6 +98,8 @@ std::string expr_str(const KernelPlan& plan, const ScalarExpr& e, int& budget) {
   switch (e.kind) {
     case ScalarExpr::Kind::load:
       s = plan.buffers[e.buffer].name + index_str(e.index);
+      if (is_gather(e))
+        s += " with " + std::string(kGatherVar) + " = " + expr_str(plan, *e.args[0], budget);
       break;
     case ScalarExpr::Kind::constant: {
       Node n;

@@ -43,7 +43,7 @@ struct ScalarExpr {
   enum class Kind { load, constant, iterator, op } kind = Kind::constant;
   DType dtype = DType::f32;
   Op op = Op::add;                  ///< op: a unary, binary, ternary op, cast or bitcast
-  std::vector<ScalarExprPtr> args;  ///< op: operands
+  std::vector<ScalarExprPtr> args;  ///< op: operands; gather load: [its position] (kGatherVar)
   int buffer = -1;                  ///< load: the buffer read
   std::vector<IntExpr> index;       ///< load: one index per buffer dimension; iterator: [expr]
   std::vector<MaskBound> mask;      ///< any kind: the value is 0 unless every bound holds
@@ -52,6 +52,20 @@ struct ScalarExpr {
   bool symbolic = false;            ///< constant: the value is `size_value`
   IntExpr size_value;               ///< constant: a size expression
 };
+
+/** The variable that a gather load's index and mask may use: a load with one argument reads
+ *  where `$g` is that argument's value (an integer), and its mask holds `0 <= $g < n`, so an
+ *  index outside the gathered dimension reads 0. Nothing but a gather load binds it; isl sees
+ *  an index that uses it as the whole dimension (scheduler/schedule_kernel.cpp). */
+inline constexpr const char* kGatherVar = "$g";
+
+/** Whether `e` is a gather load: a load whose position along one dimension is a value. */
+inline bool is_gather(const ScalarExpr& e) {
+  return e.kind == ScalarExpr::Kind::load && !e.args.empty();
+}
+
+/** Whether any load of `e` is a gather load. */
+bool has_gather(const ScalarExpr& e);
 
 /** One statement: `buffer[index] = value`, or an accumulation into it; or, for `call`, the
  *  whole of `buffer` = routine(whole argument buffers), with a 0-dimensional domain. */

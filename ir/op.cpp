@@ -19,6 +19,7 @@ constexpr std::array<OpInfo, kNumOps> kOps = {{
     {"xor", binary, 2},          {"shl", binary, 2},    {"shr", binary, 2},
     {"cmplt", binary, 2},        {"cmpeq", binary, 2},  {"where", ternary, 3},
     {"mulacc", ternary, 3},      {"reduce", reduce, 1}, {"scan", scan, 1},
+    {"gather", data, 2},
     {"extern", extern_call, -1},
 }};
 

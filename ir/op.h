@@ -48,6 +48,8 @@ enum class Op : uint8_t {
   reduce,  ///< sum, max or prod over a set of axes; reduced axes keep size 1
   // scan
   scan,  ///< inclusive running combination along one axis (cumulative sum, max, ...)
+  // data-dependent index
+  gather,  ///< out[p] = src[p with p[axis] := index[p]]; 0 where index[p] is outside the axis
   // escape hatch
   extern_call,  ///< a call into a library routine, produced only by rewrite rules
 };

@@ -32,6 +32,7 @@ class NodeChecker {
     if (n_.op == Op::reduce) check_reduce();
     if (n_.op == Op::scan) check_scan();
     if (n_.op == Op::extern_call) check_extern();
+    if (n_.op == Op::gather) check_gather();
     if (n_.op == Op::index && (n_.axis < 0 || n_.axis >= static_cast<int>(n_.shape.size())))
       report("axis " + std::to_string(n_.axis) + " is out of range for rank " +
              std::to_string(n_.shape.size()));
@@ -105,7 +106,8 @@ class NodeChecker {
       require(
           dtype_bits(operand(0).dtype) == dtype_bits(t),
           "bitcast between types of different widths: " + dt(operand(0).dtype) + " -> " + dt(t));
-    } else if (n_.op == Op::view || n_.op == Op::copy || n_.op == Op::reduce || n_.op == Op::scan) {
+    } else if (n_.op == Op::view || n_.op == Op::copy || n_.op == Op::reduce ||
+               n_.op == Op::scan || n_.op == Op::gather) {
       require(operand(0).dtype == t,
               "operand dtype " + dt(operand(0).dtype) + " differs from the result's " + dt(t));
     }
@@ -125,6 +127,26 @@ class NodeChecker {
     if (int_only) require(is_int(a), "needs an integer dtype, got " + dt(a));
     if (int_or_bool)
       require(is_int(a) || a == DType::boolean, "needs an integer or bool dtype, got " + dt(a));
+  }
+
+  /** index: an integer tensor of src's rank, equal to it but along `axis`, and the result's
+   *  shape. */
+  void check_gather() {
+    const Node& src = operand(0);
+    const Node& index = operand(1);
+    require(is_int(index.dtype), "index has dtype " + dt(index.dtype) + ", not an integer");
+    require(same_shape(index.shape, n_.shape), "index has shape " + shape_str(index.shape) +
+                                                   " but the node has " + shape_str(n_.shape));
+    if (n_.axis < 0 || n_.axis >= static_cast<int>(src.shape.size())) {
+      report("axis " + std::to_string(n_.axis) + " is out of range for rank " +
+             std::to_string(src.shape.size()));
+      return;
+    }
+    bool fits = index.shape.size() == src.shape.size();
+    for (size_t d = 0; fits && d < src.shape.size(); ++d)
+      fits = static_cast<int>(d) == n_.axis || index.shape[d] == src.shape[d];
+    require(fits, "index of shape " + shape_str(index.shape) + " does not fit source " +
+                      shape_str(src.shape) + " along axis " + std::to_string(n_.axis));
   }
 
   void check_view() {

@@ -259,6 +259,8 @@ class Builder {
           masked->mask.push_back({m.expr.substitute(sub), m.bound});
         return masked;
       }
+      case Op::gather:
+        return gather_expr(n, index);
       case Op::input:
       case Op::reduce:
       case Op::scan:
@@ -272,6 +274,27 @@ class Builder {
           e->args.push_back(expr(o, index));
         return e;
     }
+  }
+
+  /** A gather: one load of the source's buffer (a view of a stored value; the source is stored
+   *  first unless it has a buffer), at `index` but along the axis, where it reads at kGatherVar,
+   *  bound to the index tensor's value at `index`. The other dimensions stay affine, so a row
+   *  of an embedding table is read contiguously. */
+  ScalarExprPtr gather_expr(const Node& n, const Index& index) {
+    NodeId src = n.operands[0];
+    NodeId stored = g_[src].op == Op::view ? g_[src].operands[0] : src;
+    contiguous_buffer(stored);
+    Index at = index;
+    IntExpr g = IntExpr::var(kGatherVar);
+    at[n.axis] = g;
+    ScalarExprPtr base = expr(src, at);
+    if (base->kind != ScalarExpr::Kind::load || is_gather(*base))
+      throw std::runtime_error("schedule: the source of a gather in '" + g_.name +
+                               "' is not one load");
+    auto e = std::make_shared<ScalarExpr>(*base);
+    e->args = {expr(n.operands[1], index)};
+    e->mask.push_back({g, g_[src].shape[n.axis]});
+    return e;
   }
 
   const Graph& g_;

@@ -83,7 +83,7 @@ bool gpu_contraction_statement(const Statement& s) {
   if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value ||
       !s.domain.empty())
     return false;
-  if (!loads_and_constants(*s.value)) return false;
+  if (!loads_and_constants(*s.value) || has_gather(*s.value)) return false;
   std::vector<const ScalarExpr*> loads;
   collect_loads(*s.value, loads);
   for (const ScalarExpr* l : loads)

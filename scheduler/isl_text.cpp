@@ -1,5 +1,7 @@
 #include "scheduler/isl_text.h"
 
+#include "ir/kernel_ir.h"
+
 #include <cctype>
 
 namespace kiln {
@@ -73,6 +75,7 @@ std::optional<std::string> IslTextRenderer::render_monomial(const IntExpr::Term&
 
 std::optional<std::string> IslTextRenderer::render_atom(const IntAtom& a) {
   if (a.kind == IntAtom::Kind::var) {
+    if (a.name == kGatherVar) return std::nullopt;  // a gathered position: any
     if (plan_sizes_.count(a.name)) size_vars_.insert(a.name);
     return a.name;
   }

@@ -108,6 +108,8 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
                                                            int from) {
   const int total = static_cast<int>(k.statements.size());
   if (from < 0 || from + 8 > total) return std::nullopt;
+  for (int i = from; i < from + 8; ++i)  // the tile reads its operands by rows: no gathers
+    if (k.statements[i].value && has_gather(*k.statements[i].value)) return std::nullopt;
   auto st = [&](int i) -> const Statement& { return k.statements[from + i]; };
   using K = Statement::Kind;
   auto init_of = [&](int i, ReduceKind r) {

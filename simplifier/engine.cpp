@@ -25,7 +25,7 @@ std::string node_key(const Node& n) {
     k << o << ',';
   k << ") " << bits << ' ' << n.int_value;
   if (n.symbolic) k << " s" << n.size_value.str();
-  if (n.op == Op::index) k << " a" << n.axis;
+  if (n.op == Op::index || n.op == Op::gather) k << " a" << n.axis;
   if (n.op == Op::view) k << " v" << n.view.str();
   if (n.op == Op::reduce) {
     k << " r" << static_cast<int>(n.reduce_kind);

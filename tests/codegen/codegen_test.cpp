@@ -359,3 +359,19 @@ TEST_CASE("codegen: an index dividing by a run-time size is computed before its 
   CHECK(index_line.find('?') == std::string::npos);
   CHECK(src.find(") ? b0[k0] : (float)0)", line_end) != std::string::npos);
 }
+
+TEST_CASE("codegen: an embedding lookup reads each table row contiguously") {
+  // The gathered position picks the row; the column stays the inner loop's affine index, so the
+  // row is read along consecutive elements (docs/primitives.md, gather), guarded by the range.
+  for (const char* backend : {"c", "openmp", "cuda"}) {
+    CAPTURE(backend);
+    std::string src = render_source({"embedding",
+                                     "ops/index.toml:embedding",
+                                     {{"T", DType::f32}, {"I", DType::i64}},
+                                     0,
+                                     backend});
+    CHECK(src.find("b0[(((int64_t)b1[(i0)]) * s_D + i1)]") != std::string::npos);
+    CHECK(src.find("(0 <= (((int64_t)b1[(i0)])) && (((int64_t)b1[(i0)])) < (s_V))") !=
+          std::string::npos);
+  }
+}

@@ -280,3 +280,32 @@ TEST_CASE("cli: run --save writes each output as .npy; --input reads one, bindin
     CHECK(has(r, c.expect));
   }
 }
+
+TEST_CASE("cli: a gathered position outside its axis reads 0, and is an error under CHECK=1") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  // Every id is outside [0, V): -3 .. -1 and V .. V + 2.
+  std::ofstream(tmp.path / "lookup.toml")
+      << "[lookup]\nin = { table = \"f32[V, D]\", ids = \"i32[S]\" }\n"
+      << "out = { y = \"f32[S, D]\" }\nbody = \"y[s, d] = table[ids[s], d]\"\n"
+      << "test = { sizes = { V = 4, D = 3, S = 5 }, range = { ids = [4, 7] } }\n";
+  const std::string spec = (tmp.path / "lookup.toml").string();
+  for (const char* runtime : {"cc", "clang", "openmp"}) {
+    CAPTURE(runtime);
+    Result r = kiln("run " + spec + " --runtime " + runtime, env);
+    CAPTURE(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "PASS"));
+    r = kiln("run " + spec + " --runtime " + runtime + " --config CHECK=1", env);
+    CAPTURE(r.out);
+    CHECK(r.code == 4);
+    CHECK(has(r, "is outside buffer 'table' along a dimension of 4 elements (--config CHECK=1)"));
+    CHECK(has(r, ": gathered index "));
+  }
+  // The interpreter follows the same rule: 0 by default, an error under CHECK=1.
+  Result r = kiln("run " + spec + " --runtime interp --config CHECK=1", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 4);
+  CHECK(has(r, "(gather): gathered index "));
+}

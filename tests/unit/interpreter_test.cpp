@@ -491,3 +491,41 @@ TEST_CASE("interpreter: u64 values past 2^63 are exact") {
   CHECK(static_cast<uint64_t>(c[big].int_value) == 0xc000000000000000);
   CHECK(constant_str(c[big]) == "13835058055282163712");
 }
+
+TEST_CASE("interpreter: gather picks along its axis; a position outside it reads 0") {
+  // src [2, 3] along axis 1: out[r, c] = src[r, idx[r, c]]; -1 and 3 are outside, no wrapping.
+  Graph g;
+  NodeId src = g.input("src", DType::f32, {2, 3}, false);
+  NodeId idx = g.input("idx", DType::i32, {2, 4}, false);
+  g.outputs = {{"out", g.gather(src, idx, 1)}};
+  Tensor out = run(g, {make(DType::f32, {1, 2, 3, 4, 5, 6}, {2, 3}),
+                       make(DType::i32, {2, 0, -1, 1, 3, 2, 2, 0}, {2, 4})});
+  CHECK(out.dims == std::vector<int64_t>{2, 4});
+  Values want = {3, 1, 0, 2, 0, 6, 6, 4};
+  CHECK_MESSAGE(same_values(values_of(out), want), show(values_of(out)));
+
+  // Along axis 0 with i64 positions, an integer source.
+  Graph h;
+  NodeId table = h.input("table", DType::i64, {3, 2}, false);
+  NodeId rows = h.input("rows", DType::i64, {2, 2}, false);
+  h.outputs = {{"out", h.gather(table, rows, 0)}};
+  Tensor t = run(h, {make(DType::i64, {10, 11, 20, 21, 30, 31}, {3, 2}),
+                     make(DType::i64, {2, -3, 0, 1}, {2, 2})});
+  CHECK(same_values(values_of(t), {30, 0, 10, 21}));
+}
+
+TEST_CASE("interpreter: gather refuses float positions and positions that do not fit") {
+  Graph g;
+  NodeId src = g.input("src", DType::f32, {3}, false);
+  NodeId pos = g.input("pos", DType::f32, {2}, false);
+  g.outputs = {{"out", g.gather(src, pos, 0)}};
+  CHECK_THROWS_WITH_AS(run(g, {make(DType::f32, {1, 2, 3}), make(DType::f32, {0, 1})}),
+                       doctest::Contains("needs an integer index"), std::runtime_error);
+  Graph h;
+  NodeId s2 = h.input("src", DType::f32, {2, 3}, false);
+  NodeId p2 = h.input("pos", DType::i32, {3, 1}, false);
+  h.outputs = {{"out", h.gather(s2, p2, 1)}};
+  CHECK_THROWS_WITH_AS(
+      run(h, {make(DType::f32, {1, 2, 3, 4, 5, 6}, {2, 3}), make(DType::i32, {0, 1, 2}, {3, 1})}),
+      doctest::Contains("differ from source"), std::runtime_error);
+}

@@ -127,6 +127,14 @@ TEST_CASE("verifier: broken graphs are reported") {
        "index variable %5"},
       {"index axis", [](Graph& g) { g.nodes[10].axis = 2; }, "(index): axis 2 is out of range"},
       {"bitcast width", [](Graph& g) { g.cast(0, DType::i16, true); }, "different widths"},
+      {"gather float index", [](Graph& g) { g.gather(0, 1, 0); },
+       "(gather): index has dtype f32, not an integer"},
+      {"gather axis", [](Graph& g) { g.gather(0, 7, 2); }, "(gather): axis 2 is out of range"},
+      {"gather shape",
+       [](Graph& g) {
+         g.gather(0, g.input("p", DType::i32, {M, M}, false), 0);
+       },
+       "index of shape [M, M] does not fit source [M, N] along axis 0"},
       {"unlisted input", [](Graph& g) { g.inputs.pop_back(); }, "not listed among"},
       {"non-input listed", [](Graph& g) { g.inputs.push_back(2); }, "%2 is not an input node"},
       {"missing output",

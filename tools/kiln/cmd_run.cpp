@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "driver/compare.h"
+#include "driver/config.h"
 #include "driver/executable.h"
 #include "ir/verifier.h"
 #include "tools/kiln/commands.h"
@@ -108,7 +109,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "compile, load and each kernel launch to this file");
   cmd->callback([o, &exit_code] {
     if (o->debug == 0) o->debug = usage_error_of([] { return debug_level_from_env(); });
-    config_items(o->config);  // checked under interp too, which compiles nothing
+    // Checked under interp too, which compiles nothing but checks gathers under CHECK=1.
+    const bool checked = config_options(config_items(o->config), nullptr).checked;
     std::optional<Trace> trace;
     if (!o->trace.empty()) trace.emplace("kiln run " + o->sel.target);
     auto t0 = std::chrono::steady_clock::now();
@@ -136,7 +138,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> want;
     bool interpreted = !o->no_check || !rt;
-    if (interpreted) want = interpret(g, sizes, inputs);
+    if (interpreted) want = interpret(g, sizes, inputs, checked && !rt);
     double interp_ms = elapsed_ms(t0);
     if (trace && interpreted) trace->span("interpret", "reference", t0, interp_ms);
     std::string bound;
