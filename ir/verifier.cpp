@@ -106,8 +106,8 @@ class NodeChecker {
       require(
           dtype_bits(operand(0).dtype) == dtype_bits(t),
           "bitcast between types of different widths: " + dt(operand(0).dtype) + " -> " + dt(t));
-    } else if (n_.op == Op::view || n_.op == Op::copy || n_.op == Op::reduce ||
-               n_.op == Op::scan || n_.op == Op::gather) {
+    } else if (n_.op == Op::view || n_.op == Op::copy || n_.op == Op::reduce || n_.op == Op::scan ||
+               n_.op == Op::gather) {
       require(operand(0).dtype == t,
               "operand dtype " + dt(operand(0).dtype) + " differs from the result's " + dt(t));
     }
