@@ -494,12 +494,31 @@ TEST_CASE("cli: bench refuses what it cannot time and a kernel that disagrees wi
        "kiln: error: --batch dimension 0 is -1; a dimension must not be negative"},
       {"bench tests/data/cli.toml:outer --test M=4", 2, "size variable N of 'outer' is not bound"},
       {softmax + "--repeat 0", 2, "--repeat"},
+      {softmax + "--vs composite:", 2, "unknown baseline 'composite:'"},
+      {softmax + "--vs composite:nope", 2, "no composite 'nope' in ops/nn.toml"},
+      {softmax + "--vs composite:layernorm", 2,
+       "--vs composite:layernorm: 'layernorm' takes (f32[2, 16], f32[16], f32[16]) and gives "
+       "(f32[2, 16]), but 'softmax' takes (f32[2, 16])"},
+      {softmax + "--vs composite:log_softmax", 3, "output 'y' differs from composite:log_softmax"},
   };
   for (const Case& c : cases) {
     Result r = kiln(c.args, env);
     INFO("kiln " << c.args << "\n" << r.out);
     CHECK(r.code == c.code);
     CHECK(has(r, c.expect));
+  }
+  // Another composite of the file (or of FILE:NAME) on the same inputs, its outputs checked.
+  for (const std::string& vs :
+       {"composite:prefix_sum_masked", "composite:ops/reduce.toml:cumsum"}) {
+    Result same = kiln(
+        "bench ops/reduce.toml:prefix_sum_bounded --dtype T=f64 --test N=9 --repeat 2 "
+        "--json --vs " +
+            vs,
+        env);
+    INFO(same.out);
+    CHECK(same.code == 0);
+    CHECK(has(same, "\"baseline\": \"" + vs + "\""));
+    CHECK(has(same, "\"outputs_match\": true"));
   }
   // A baseline whose kernel is wrong (exp2 compiled as sqrt): exit 3 and no ratio.
   std::ofstream(tmp.path / "wrong.toml")
