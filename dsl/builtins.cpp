@@ -194,7 +194,10 @@ Value reduce_builtin(Lowerer& l, const Expr& call, Scope& s, ReduceKind kind,
       std::set<std::string> vars;
       e.collect_vars(vars);
       for (const std::string& v : vars)
-        if (v[0] == '%') full[std::stoul(v.substr(1))] = space->ranges[std::stoul(v.substr(1))];
+        if (v[0] == '%') {
+          const size_t ax = std::stoul(v.substr(1));
+          full[ax] = space->ranges[ax];
+        }
     }
     x = l.broadcast_to(x, full, call.loc);
     return Value::tensor(m(l.graph().reduce(kind, m(x), axes, domain)));
@@ -225,8 +228,7 @@ NodeId scan_identity(Graph& g, Op op, DType t, const Shape& shape) {
   if (op == Op::bit_and) return g.constant_int(t, shape, t == DType::boolean ? 1 : wrap_int(t, -1));
   if (op != Op::max) return g.constant_int(t, shape, 0);
   if (is_float(t)) return g.constant(t, shape, -INFINITY);
-  const int bits = dtype_bits(t);
-  return g.constant_int(t, shape, is_signed_int(t) ? -(int64_t{1} << (bits - 1)) : 0);
+  return g.constant_int(t, shape, int_min_of(t));
 }
 
 /** scan(x, op, axis=-1, exclusive=false): the running `op` ("add", "mul", "max", "min",
@@ -252,9 +254,7 @@ Value scan_builtin(Lowerer& l, const Expr& call, Scope& s) {
   const bool bitwise = op == Op::bit_and || op == Op::bit_or || op == Op::bit_xor;
   if (bitwise && is_float(t))
     throw SpecError(call.loc, "scan with \"" + name.string +
-                                  "\" needs an integer or bool tensor, "
-                                  "found " +
-                                  describe(l, x));
+                                  "\" needs an integer or bool tensor, found " + describe(l, x));
   if (t == DType::boolean && (op == Op::add || op == Op::mul))
     throw SpecError(
         call.loc, "scan with \"" + name.string + "\" of a bool tensor: cast it to a number first");

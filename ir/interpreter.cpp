@@ -200,6 +200,22 @@ IndexFn compile_index(const IntExpr& e, const std::map<std::string, IntExpr>& si
   return f;
 }
 
+/** The bound sizes as IntExpr constants, to substitute into index expressions. */
+std::map<std::string, IntExpr> size_substitution(const SizeBindings& sizes) {
+  std::map<std::string, IntExpr> out;
+  for (const auto& [name, value] : sizes)
+    out[name] = value;
+  return out;
+}
+
+/** The entries %0 .. %(rank - 1) of `env`, all zero, for compile_index. */
+std::vector<int64_t*> index_slots(Env& env, size_t rank) {
+  std::vector<int64_t*> slots;
+  for (size_t d = 0; d < rank; ++d)
+    slots.push_back(&env["%" + std::to_string(d)]);
+  return slots;
+}
+
 /** Advances a row-major multi-index. */
 void next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
   for (size_t d = idx.size(); d-- > 0;) {
@@ -214,13 +230,9 @@ Tensor eval_view(NodeId id, const Node& n, const Tensor& src, const std::vector<
     fail(id, n, "the view's rank does not match its source's");
   // An empty view reads nothing: its index maps may divide by a size that is 0.
   if (std::find(dims.begin(), dims.end(), 0) != dims.end()) return Tensor(n.dtype, dims);
-  std::map<std::string, IntExpr> size_sub;
-  for (const auto& [name, value] : sizes)
-    size_sub[name] = value;
+  const std::map<std::string, IntExpr> size_sub = size_substitution(sizes);
   Env env;  // the %k bindings
-  std::vector<int64_t*> slots;
-  for (size_t d = 0; d < dims.size(); ++d)
-    slots.push_back(&env["%" + std::to_string(d)]);
+  const std::vector<int64_t*> slots = index_slots(env, dims.size());
   std::vector<IndexFn> index, mask;
   std::vector<int64_t> bound;  // mask bounds are size expressions
   for (const IntExpr& e : n.view.index)
@@ -276,13 +288,9 @@ Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<
             : op == Op::mul ? 1
                             : int_min_of(n.dtype));
   // A bounded domain: the operand's points where every bound is >= 0 take part.
-  std::map<std::string, IntExpr> size_sub;
-  for (const auto& [name, value] : sizes)
-    size_sub[name] = value;
+  const std::map<std::string, IntExpr> size_sub = size_substitution(sizes);
   Env env;
-  std::vector<int64_t*> slots;
-  for (size_t d = 0; d < a.dims.size(); ++d)
-    slots.push_back(&env["%" + std::to_string(d)]);
+  const std::vector<int64_t*> slots = index_slots(env, a.dims.size());
   std::vector<IndexFn> domain;
   for (const IntExpr& e : n.domain)
     domain.push_back(compile_index(e, size_sub, env, slots));
