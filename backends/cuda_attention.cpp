@@ -34,6 +34,35 @@ bool contiguous_along(const ScalarExpr& l, const std::string& it) {
   return affine_coefficient(l.index.back(), it) == std::optional<int64_t>(1);
 }
 
+/** C for the least and the greatest value of `d`, affine in statement iterators i0, i1, ...,
+ *  over the block where iterator k lies in [lo[k], hi[k]]; false if `d` is not affine in them
+ *  or uses others. */
+bool affine_range(const IntExpr& d, const std::vector<std::string>& lo,
+                  const std::vector<std::string>& hi, const std::set<std::string>& sizes,
+                  std::string& low, std::string& high) {
+  std::map<std::string, IntExpr> zero;
+  low.clear();
+  high.clear();
+  for (size_t k = 0; k < lo.size(); ++k) {
+    std::string it = iterator_name(static_cast<int>(k));
+    std::optional<int64_t> a = affine_coefficient(d, it);
+    if (!a) return false;
+    zero[it] = IntExpr(0);
+    if (*a == 0) continue;
+    std::string coef = std::to_string(*a) + " * ";
+    low += " + " + coef + (*a > 0 ? lo[k] : hi[k]);
+    high += " + " + coef + (*a > 0 ? hi[k] : lo[k]);
+  }
+  std::set<std::string> rest;
+  d.substitute(zero).collect_vars(rest);
+  for (const std::string& r : rest)
+    if (!sizes.count(r)) return false;
+  const std::string base = "(" + int_expr_to_c(d.substitute(zero), sizes);
+  low = base + low + ")";
+  high = base + high + ")";
+  return true;
+}
+
 /** C for whether boolean `e` may be true (`want`) or false (!want) somewhere in the block:
  *  comparisons of affine iterator expressions from their bounds over the block (statement
  *  iterator k lies in [lo[k], hi[k]]), the logical operations by three-valued logic, anything
@@ -76,21 +105,8 @@ std::string may_be(const ScalarExpr& e, bool want, const std::vector<std::string
           return "1";
         d = side == 0 ? v : d - v;
       }
-      std::map<std::string, IntExpr> zero;
       std::string low, high;
-      for (size_t k = 0; k < lo.size(); ++k) {
-        std::string it = iterator_name(static_cast<int>(k));
-        std::optional<int64_t> a = affine_coefficient(d, it);
-        if (!a) return "1";
-        zero[it] = IntExpr(0);
-        if (*a == 0) continue;
-        std::string coef = std::to_string(*a) + " * ";
-        low += " + " + coef + (*a > 0 ? lo[k] : hi[k]);
-        high += " + " + coef + (*a > 0 ? hi[k] : lo[k]);
-      }
-      const std::string base = "(" + int_expr_to_c(d.substitute(zero), sizes);
-      low = base + low + ")";
-      high = base + high + ")";
+      if (!affine_range(d, lo, hi, sizes, low, high)) return "1";
       if (e.op == Op::cmplt) return want ? low + " < 0" : high + " >= 0";
       return want ? "(" + low + " <= 0 && " + high + " >= 0)"
                   : "(" + low + " != 0 || " + high + " != 0)";
@@ -101,16 +117,12 @@ std::string may_be(const ScalarExpr& e, bool want, const std::vector<std::string
 }
 
 /** C for whether the score expression of `f` (its max's value, statement node `max_node`) may
- *  be finite somewhere in the tile's rows [N_rlo, N_rhi] and the key block [N_klo, N_khi]: the
- *  condition of a `where(condition, value, -inf)`, by may_be; "1" for any other expression. */
+ *  be finite somewhere in the tile's rows [N_rlo, N_rhi] and the key block [N_klo, N_khi]: each
+ *  bound of the domain may hold (its greatest value is >= 0), and the condition of a
+ *  `where(condition, value, -inf)` may be true, by may_be; "1" when nothing is known. */
 std::string may_be_finite(const std::set<std::string>& sizes, const Statement& mx,
-                          const LoopNode& tile, const LoopNode& max_node, int rank) {
-  const ScalarExpr& x = *mx.value;
-  if (x.kind != ScalarExpr::Kind::op || x.op != Op::where || !x.mask.empty()) return "1";
-  const ScalarExpr& masked = *x.args[2];
-  if (masked.kind != ScalarExpr::Kind::constant || masked.symbolic ||
-      !(std::isinf(masked.value) && masked.value < 0))
-    return "1";
+                          const std::vector<IntExpr>& domain, const LoopNode& tile,
+                          const LoopNode& max_node, int rank) {
   std::vector<std::string> lo, hi;
   for (int k = 0; k < rank - 2; ++k) {
     lo.push_back("(" + ast_expr_to_c(*max_node.args.at(k)) + ")");
@@ -119,7 +131,20 @@ std::string may_be_finite(const std::set<std::string>& sizes, const Statement& m
   const std::string N = tile.name;
   lo.insert(lo.end(), {N + "_rlo", N + "_klo"});
   hi.insert(hi.end(), {N + "_rhi", N + "_khi"});
-  return may_be(*x.args[0], true, lo, hi, sizes);
+  std::string may;
+  auto also = [&](const std::string& c) {
+    if (c != "1") may += (may.empty() ? "" : " && ") + c;
+  };
+  for (const IntExpr& bound : domain) {
+    std::string low, high;
+    if (affine_range(bound, lo, hi, sizes, low, high)) also(high + " >= 0");
+  }
+  const ScalarExpr& x = *mx.value;
+  const bool masked = x.kind == ScalarExpr::Kind::op && x.op == Op::where && x.mask.empty() &&
+                      x.args[2]->kind == ScalarExpr::Kind::constant && !x.args[2]->symbolic &&
+                      std::isinf(x.args[2]->value) && x.args[2]->value < 0;
+  if (masked) also(may_be(*x.args[0], true, lo, hi, sizes));
+  return may.empty() ? "1" : may;
 }
 
 constexpr int64_t kRows = 128, kLanes = 64, kKeys = 64, kDepth = 64, kPad = 8;
@@ -273,7 +298,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // Key blocks where the score expression is -inf for every row of the tile and key of the
   // block (a causal mask's upper triangle) add nothing and are skipped: `advance` moves a block
   // start on to the next block that may hold a finite score.
-  const std::string may = may_be_finite(c.sizes, mx, n, max_node, rank);
+  const std::string may = may_be_finite(c.sizes, mx, f->domain, n, max_node, rank);
   auto advance = [&](const std::string& j, const std::string& pad2) {
     if (may == "1") return std::string();
     return pad2 + "for (; " + j + " < " + v("J") + "; " + j + " += " + str(kKeys) + ") {\n" + pad2 +
@@ -380,11 +405,17 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
        col_of + " < " + v("J") + ")) {\n";
   x += in3 + "    const int64_t c1 = " + row_of + ", c3 = " + v("j0") + " + " + col_of + ";\n" +
        bind_iterators(max_node.args, in3 + "    ");
+
   std::string shared = bind_shared(c, *mx.value);
   for (size_t from = 0, to; from < shared.size(); from = to + 1) {
     to = std::min(shared.find('\n', from), shared.size());
     if (to > from) x += in3 + "    " + shared.substr(from, to - from) + "\n";
   }
+  // Outside a bounded domain the score stays -inf.
+  std::string inside;
+  for (const IntExpr& bound : f->domain)
+    inside += (inside.empty() ? "" : " && ") + ("(" + int_expr_to_c(bound, c.sizes) + ") >= 0");
+  if (!inside.empty()) x += in3 + "    if (" + inside + ")\n  ";
   x += in3 + "    " + v("x") + " = (float)(" + render_value(c, *mx.value) + ");\n" + in3 + "  }\n";
   x += in3 + "  " + se + " = " + v("x") + ";\n";
   s += in2 + "{\n" + in3 + "const bool " + v("kfull") + " = " + v("j0") + " + " + str(kKeys) +
@@ -478,8 +509,19 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
           "    }\n";
   c.bound.clear();
   c.index_bound.clear();
+  // The epilogue reads the row's sum and maximum (a division by the sum after the product)
+  // from the registers that hold them; they never reach memory.
+  for (size_t k = 8; k < n.body.size(); ++k) {
+    const Statement& st = c.kernel.statements[nodes[k].statement];
+    collect_loads(*st.value, loads = {});
+    for (const ScalarExpr* l : loads) {
+      if (l->buffer == sum.buffer) c.preloaded[l] = v("l") + "[" + e + " / 2]";
+      if (l->buffer == mx.buffer) c.preloaded[l] = v("m") + "[" + e + " / 2]";
+    }
+  }
   for (size_t k = 8; k < n.body.size(); ++k)
     body += render_node(c, nodes[k], depth + 3);
+  c.preloaded.clear();
   s += element(body + in + "  }\n", in);
   return s + pad + "}\n";
 }

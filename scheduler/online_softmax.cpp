@@ -116,7 +116,7 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     const Statement &init = st(i), &upd = st(i + 1);
     return init.kind == K::reduce_init && upd.kind == K::reduce_update && init.reduce == r &&
            upd.reduce == r && init.buffer == upd.buffer && init.index == upd.index && upd.value &&
-           upd.domain.empty() && plan.buffers[upd.buffer].kind == BufferKind::temp;
+           plan.buffers[upd.buffer].kind == BufferKind::temp;
   };
   if (!init_of(0, ReduceKind::sum) || !init_of(2, ReduceKind::max) ||
       !init_of(4, ReduceKind::sum) || !init_of(6, ReduceKind::sum))
@@ -194,6 +194,22 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     }
   }
   if (!weight || !f.v) return std::nullopt;
+  // A bounded domain (causal attention's j <= r): the same bounds over (batch, r, j) on the
+  // four updates, using neither the head nor the lanes.
+  f.domain = mx.domain;
+  const std::map<std::string, IntExpr> keys_at_j = {{jo, iter(n - 1)}};
+  auto same_domain = [&](const Statement& s, const std::map<std::string, IntExpr>& sub,
+                         const std::string& unused) {
+    if (s.domain.size() != f.domain.size()) return false;
+    for (size_t i = 0; i < s.domain.size(); ++i) {
+      std::set<std::string> used;
+      s.domain[i].collect_vars(used);
+      if (used.count(unused) || s.domain[i].substitute(sub) != f.domain[i]) return false;
+    }
+    return true;
+  };
+  if (!same_domain(score, {}, d) || !same_domain(sum, {}, d) || !same_domain(out, keys_at_j, c))
+    return std::nullopt;
   // The temporaries: s, m and l read by these statements only, o by the epilogue at its element.
   const std::vector<IntExpr> element(out.extents.begin(), out.extents.end() - 1);
   f.end = from + 8;
@@ -210,7 +226,10 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     if (!s.value) continue;
     collect_loads(*s.value, loads = {});
     for (const ScalarExpr* l : loads) {
-      if (l->buffer == score.buffer || l->buffer == mx.buffer || l->buffer == sum.buffer)
+      const bool epilogue = i >= from + 8 && i < f.end && l->mask.empty();
+      if (l->buffer == score.buffer ||
+          (l->buffer == mx.buffer && !(epilogue && l->index == mx.index)) ||
+          (l->buffer == sum.buffer && !(epilogue && l->index == sum.index)))
         return std::nullopt;
       if (l->buffer == out.buffer && (i >= f.end || !is_load_of(*l, out.buffer, out.index)))
         return std::nullopt;

@@ -16,7 +16,9 @@
  * then l and o rescaled by W(m, m') before the block's terms are added, and at the end o · F.
  * The match is structural (any scale, mask, batch rank or epilogue); the scores' operands and v
  * must be unmasked f16 or bf16 loads (the kernel runs both products on tensor cores), and s, m,
- * l and o temporaries that nothing else reads. The renderer is backends/cuda_attention.cpp.
+ * l and o temporaries that nothing else reads but the epilogue, which may read m and l at its
+ * row. The four updates may share a bounded domain over (r, j) (a causal triangle), where a
+ * score outside it counts as -inf. The renderer is backends/cuda_attention.cpp.
  */
 #pragma once
 
@@ -39,6 +41,9 @@ struct SoftmaxContraction {
   const ScalarExpr* weight_score = nullptr;    ///< X inside W (the sum's value)
   const ScalarExpr* weight_max = nullptr;      ///< the load of m inside W
   std::vector<const ScalarExpr*> row_factors;  ///< F: the output's factors along the rows only
+  /** The bounds of the updates' domain over the max's iterators (batch..., r, j), each >= 0;
+   *  empty for the whole box. Outside it a score weighs nothing. */
+  std::vector<IntExpr> domain;
   /** Statement k of the eight, k = 0..7 (8: the first of the epilogue). */
   int statement(int k) const { return first + k; }
 };

@@ -206,6 +206,69 @@ TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an onlin
   CHECK_FALSE(find_softmax_contraction(att, negative, 0));
 }
 
+TEST_CASE("cut: causal attention over a bounded domain is one online-softmax kernel on the GPU") {
+  CutOptions opt;  // CUDA's (backends/backend.cpp)
+  opt.cut_before_grid_barriers = true;
+  opt.cut_around_contractions = true;
+  opt.fuse_softmax_contractions = true;
+  opt.store_shared = false;
+  const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 5}, {"D", 4}};
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(dtype_name(t));
+    KernelPlan att = plan_of("ops/nn.toml:causal_attention", sizes, t);
+    CutCount n = cut_kernels(att, opt);
+    REQUIRE(n.kernels == 1);
+    const Kernel& k = att.kernels[0];
+    REQUIRE(is_softmax_contraction_kernel(att, k));
+    std::optional<SoftmaxContraction> f = find_softmax_contraction(att, k, 0);
+    REQUIRE(f);
+    REQUIRE(f->domain.size() == 1);  // j <= r: r - j >= 0 over the max's iterators
+    const std::string r = iterator_name(f->n - 2), j = iterator_name(f->n - 1);
+    CHECK(affine_coefficient(f->domain[0], r) == std::optional<int64_t>(1));
+    CHECK(affine_coefficient(f->domain[0], j) == std::optional<int64_t>(-1));
+    CHECK(f->row_factors.empty());  // the division by the row sum is the epilogue's
+    CHECK(f->end == static_cast<int>(k.statements.size()));
+  }
+  KernelPlan att = plan_of("ops/nn.toml:causal_attention", sizes, DType::f16);
+  cut_kernels(att, opt);
+  const Kernel& k = att.kernels[0];
+  // The four updates must share the bounds: one over the whole box is another reduction.
+  Kernel unbounded_sum = k;
+  unbounded_sum.statements[5].domain.clear();
+  CHECK_FALSE(find_softmax_contraction(att, unbounded_sum, 0));
+  Kernel other_bound = k;
+  other_bound.statements[7].domain[0] = other_bound.statements[7].domain[0] + IntExpr(1);
+  CHECK_FALSE(find_softmax_contraction(att, other_bound, 0));
+  // A bound on the head (the scores' reduced iterator) is not a bound over (r, j).
+  Kernel head_bound = k;
+  head_bound.statements[1].domain.push_back(
+      IntExpr::var(iterator_name(k.statements[1].extents.size() - 1)));
+  CHECK_FALSE(find_softmax_contraction(att, head_bound, 0));
+  // The epilogue may read the row sum at its row only.
+  Kernel shifted = k;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*k.statements[8].value, loads);
+  bool reads_sum = false;
+  for (const ScalarExpr* l : loads)
+    reads_sum |= l->buffer == k.statements[5].buffer;
+  CHECK(reads_sum);
+  Statement extra = shifted.statements[8];
+  auto sum_elsewhere = std::make_shared<ScalarExpr>();
+  sum_elsewhere->kind = ScalarExpr::Kind::load;
+  sum_elsewhere->buffer = k.statements[5].buffer;
+  sum_elsewhere->index = k.statements[5].index;
+  sum_elsewhere->index[2] = sum_elsewhere->index[2] + IntExpr(1);
+  sum_elsewhere->dtype = DType::f32;
+  auto product = std::make_shared<ScalarExpr>();
+  product->kind = ScalarExpr::Kind::op;
+  product->op = Op::mul;
+  product->dtype = DType::f32;
+  product->args = {k.statements[8].value, sum_elsewhere};
+  extra.value = product;
+  shifted.statements.push_back(extra);
+  CHECK_FALSE(find_softmax_contraction(att, shifted, 0));
+}
+
 TEST_CASE("cut: a budget of one statement still never splits a reduction's init from its update") {
   KernelPlan plan = plan_of("ops/nn.toml:softmax");
   CutOptions opt;
