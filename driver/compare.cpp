@@ -2,8 +2,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace kiln {
+
+namespace {
+
+/** Element k of `t` as text; `value` is a float element after rounding to the dtype. */
+std::string element_text(const Tensor& t, size_t k, double value) {
+  if (t.dtype == DType::u64) return std::to_string(static_cast<uint64_t>(t.i[k]));
+  if (!is_float(t.dtype)) return std::to_string(t.i[k]);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", t.dtype == DType::f64 ? 17 : 9, value);
+  return buf;
+}
+
+}  // namespace
 
 Tolerance tolerance_for(DType t, std::optional<double> rtol, std::optional<double> atol,
                         const Tensor& want) {
@@ -40,8 +54,8 @@ Comparison compare(const Tensor& got, const Tensor& want, const Tolerance& tol) 
     if (!ok && c.ok) {
       c.ok = false;
       c.first_bad = k;
-      c.got = g;
-      c.want = w;
+      c.got = element_text(got, k, g);
+      c.want = element_text(want, k, w);
     }
   }
   return c;

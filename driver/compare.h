@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "ir/tensor.h"
 
@@ -28,7 +29,9 @@ struct Comparison {
   double max_abs = 0;
   double max_rel = 0;
   size_t first_bad = 0;  ///< index of the first element out of tolerance, when !ok
-  double got = 0, want = 0;
+  /** That element of each, as text: integers exactly (u64 past 2^63 and i64 past 2^53
+   *  included), floats to the digits that tell them apart. */
+  std::string got, want;
 };
 
 Comparison compare(const Tensor& got, const Tensor& want, const Tolerance& tol);
