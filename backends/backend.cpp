@@ -56,6 +56,7 @@ class CudaBackend : public Backend {
     cut.cut_before_grid_barriers = true;
     cut.cut_around_contractions = true;
     cut.fuse_softmax_contractions = true;
+    cut.tile_bounded_contractions = true;
     cut.store_shared = false;
   }
   const CStyleRenderer& renderer() const override { return renderer_; }

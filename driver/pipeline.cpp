@@ -17,6 +17,7 @@
 #include "scheduler/register_tile.h"
 #include "scheduler/schedule_cache.h"
 #include "scheduler/store_shared.h"
+#include "scheduler/tile_bounded.h"
 #include "simplifier/engine.h"
 
 namespace kiln {
@@ -60,9 +61,13 @@ const std::vector<Stage>& stages() {
        }},
       {"cut", 0, 2,
        [](State& s) {
+         int rectangular =
+             s.opt.cut.tile_bounded_contractions ? tile_bounded_contractions(s.out.plan) : 0;
          CutCount n = cut_kernels(s.out.plan, s.opt.cut);
-         return "// " + std::to_string(n.kernels) + " kernel(s), " +
-                std::to_string(n.materialized) + " value(s) stored across a cut";
+         return "// " + std::to_string(rectangular) +
+                " bounded contraction(s) made rectangular for block tiles, " +
+                std::to_string(n.kernels) + " kernel(s), " + std::to_string(n.materialized) +
+                " value(s) stored across a cut";
        }},
       {"store", 0, 2,
        [](State& s) {

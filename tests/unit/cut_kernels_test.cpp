@@ -10,6 +10,7 @@
 #include "scheduler/plan_buffers.h"
 #include "scheduler/schedule_cache.h"
 #include "scheduler/store_shared.h"
+#include "scheduler/tile_bounded.h"
 #include "tests/support/harness.h"
 
 using namespace kiln;
@@ -267,6 +268,44 @@ TEST_CASE("cut: causal attention over a bounded domain is one online-softmax ker
   extra.value = product;
   shifted.statements.push_back(extra);
   CHECK_FALSE(find_softmax_contraction(att, shifted, 0));
+}
+
+TEST_CASE("tile_bounded: bounded contractions get a rectangular domain for block tiles") {
+  CutOptions opt;  // CUDA's (backends/backend.cpp)
+  opt.cut_before_grid_barriers = true;
+  opt.cut_around_contractions = true;
+  opt.fuse_softmax_contractions = true;
+  opt.store_shared = false;
+  const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 5}, {"D", 4}};
+  // In f32 there is no fused kernel: the scores (j <= r on the element: summed over the box,
+  // then the identity put back by an epilogue) and the weighted sum (j <= r on the summed j: a
+  // select on the term) become block-tiled contractions; the row max and sum keep their
+  // bounds (one thread walks each row's triangle).
+  KernelPlan att = plan_of("ops/nn.toml:causal_attention", sizes);
+  const size_t before = att.kernels[0].statements.size();
+  CHECK(tile_bounded_contractions(att) == 2);
+  const std::vector<Statement>& st = att.kernels[0].statements;
+  REQUIRE(st.size() == before + 1);
+  int bounded = 0, epilogues = 0, selects = 0;
+  for (size_t p = 0; p < st.size(); ++p) {
+    CHECK(st[p].name == "S" + std::to_string(p));
+    bounded += !st[p].domain.empty();
+    if (st[p].kind == Statement::Kind::assign && st[p].value->op == Op::where && p > 0 &&
+        st[p - 1].kind == Statement::Kind::reduce_update && st[p - 1].buffer == st[p].buffer)
+      ++epilogues;
+    if (st[p].kind == Statement::Kind::reduce_update && st[p].value->op == Op::where) ++selects;
+  }
+  CHECK(bounded == 2);
+  CHECK(epilogues == 1);
+  CHECK(selects == 1);
+  CHECK(cut_kernels(att, opt).kernels == 3);
+  check_order(att);
+  // The fused kernel of f16 keeps its bounds (it skips the key blocks outside them itself), and
+  // a prefix sum is no contraction to tile.
+  KernelPlan half = plan_of("ops/nn.toml:causal_attention", sizes, DType::f16);
+  CHECK(tile_bounded_contractions(half) == 0);
+  KernelPlan prefix = plan_of("ops/reduce.toml:prefix_sum_bounded", {{"N", 7}});
+  CHECK(tile_bounded_contractions(prefix) == 0);
 }
 
 TEST_CASE("cut: a budget of one statement still never splits a reduction's init from its update") {
