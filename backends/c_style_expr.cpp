@@ -285,8 +285,8 @@ std::string CStyleRenderer::render_scatter(const Context& c, const Statement& st
   c.bound[&self] = from_storage(b.dtype, target);
   const std::string v = render_value(c, *st.value);
   c.bound.erase(&self);
-  return "{\nconst int64_t kiln_g = " + at + ";\nif (0 <= kiln_g && kiln_g < " + n + ") " + target +
-         " = " + to_storage(b.dtype, "(" + compute_type(b.dtype) + ")" + v) + ";\n}";
+  return "{\n  const int64_t kiln_g = " + at + ";\n  if (0 <= kiln_g && kiln_g < " + n + ") " +
+         target + " = " + to_storage(b.dtype, "(" + compute_type(b.dtype) + ")" + v) + ";\n}";
 }
 
 std::string CStyleRenderer::render_vector_address(const Context& c, int buffer,
