@@ -144,13 +144,14 @@ KILN_FN int64_t kiln_check(int64_t offset, int64_t count, int64_t buffer) {
   }
   return offset;
 }
-/* A gathered position i along a dimension of n (ir/kernel_ir.h kGatherVar). */
-KILN_FN int64_t kiln_check_index(int64_t i, int64_t n, int64_t buffer) {
+/* A gathered (flag 2) or scattered (flag 3) position i along a dimension of n (ir/kernel_ir.h
+   kGatherVar). */
+KILN_FN int64_t kiln_check_index(int64_t i, int64_t n, int64_t buffer, int64_t flag) {
   if (__builtin_expect(i < 0 || i >= n, 0)) {
     kiln_check_record[0] = buffer;
     kiln_check_record[1] = i;
     kiln_check_record[2] = n;
-    kiln_check_record[3] = 2;
+    kiln_check_record[3] = flag;
     __builtin_trap();
   }
   return i;

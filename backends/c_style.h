@@ -202,6 +202,9 @@ class CStyleRenderer {
   /** A gather load (ir/kernel_ir.h, kGatherVar) with its masks, the position checked first
    *  under bounds checks: `(other masks && 0 <= p && p < n) ? b[..p..] : 0`. */
   std::string render_gather(const Context& c, const ScalarExpr& e) const;
+  /** A scatter statement (ir/kernel_ir.h): the position bound to `kiln_g` once (checked under
+   *  bounds checks), then `if (0 <= kiln_g && kiln_g < n) t[..kiln_g..] = combine(t[..], v);`. */
+  std::string render_scatter(const Context& c, const Statement& st) const;
   /** The row-major element offset of `index` in `buffer`. */
   IntExpr linear_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
   /** A GPU block tile of a contraction (an alloc in shared space, scheduler/gpu_tile.h); the

@@ -134,6 +134,7 @@ std::string CStyleRenderer::render_statement(const Context& c, const Statement& 
                                      : std::to_string(static_cast<int64_t>(int_min(b.dtype)));
     return target + " = " + stored("(" + t + ")" + init) + ";";
   }
+  if (st.kind == Statement::Kind::scatter) return render_scatter(c, st);
   std::string acc = in_register ? target : from_storage(b.dtype, target);
   std::string v = "(" + t + ")" + render_value(c, *st.value);
   bool wide_float = b.dtype == DType::f32 || b.dtype == DType::f64;
@@ -258,7 +259,7 @@ std::string CStyleRenderer::render_gather(const Context& c, const ScalarExpr& e)
   for (const MaskBound& m : e.mask) {
     std::string x = int_expr_to_c(m.expr, c.sizes), b = int_expr_to_c(m.bound, c.sizes);
     if (m.expr == g && c.options.bounds_checks)  // an error, not a 0 (driver/fault_guard.cpp)
-      at = "kiln_check_index(" + at + ", " + b + ", " + std::to_string(e.buffer) + ")";
+      at = "kiln_check_index(" + at + ", " + b + ", " + std::to_string(e.buffer) + ", 2)";
     if (m.expr == g)
       range = "0 <= " + x + " && " + x + " < " + b;
     else
@@ -270,6 +271,22 @@ std::string CStyleRenderer::render_gather(const Context& c, const ScalarExpr& e)
       from_storage(c.plan.buffers[e.buffer].dtype, render_index(c, e.buffer, e.index));
   std::string v = "((" + cond + ") ? " + load + " : (" + compute_type(e.dtype) + ")0)";
   return replace_all(v, kGatherVar, at);
+}
+
+std::string CStyleRenderer::render_scatter(const Context& c, const Statement& st) const {
+  const Buffer& b = c.plan.buffers[st.buffer];
+  const ScalarExpr& self = *st.value->args.at(0);
+  const std::string n = int_expr_to_c(self.mask.back().bound, c.sizes);
+  std::string at = "(int64_t)(" + render_value(c, scatter_position(st)) + ")";
+  if (c.options.bounds_checks)  // an error, not a dropped value (driver/fault_guard.cpp)
+    at = "kiln_check_index(" + at + ", " + n + ", " + std::to_string(st.buffer) + ", 3)";
+  const std::string target =
+      replace_all(render_index(c, st.buffer, st.index), kGatherVar, "kiln_g");
+  c.bound[&self] = from_storage(b.dtype, target);
+  const std::string v = render_value(c, *st.value);
+  c.bound.erase(&self);
+  return "{\n  const int64_t kiln_g = " + at + ";\n  if (0 <= kiln_g && kiln_g < " + n + ") " +
+         target + " = " + to_storage(b.dtype, "(" + compute_type(b.dtype) + ")" + v) + ";\n}";
 }
 
 std::string CStyleRenderer::render_vector_address(const Context& c, int buffer,

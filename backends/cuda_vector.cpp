@@ -61,7 +61,7 @@ std::string CudaRenderer::render_vector_loop(const Context& c, const LoopNode& n
   for (const LoopNodePtr& s : body) {
     if (s->kind != LoopNode::Kind::stmt) return "";
     const Statement& st = c.kernel.statements.at(s->statement);
-    if (st.kind == Statement::Kind::call) return "";
+    if (st.kind == Statement::Kind::call || st.kind == Statement::Kind::scatter) return "";
     if (!c.promoted.count(&st)) ++writes[st.buffer];
     std::vector<const ScalarExpr*> loads;
     if (st.value) collect_loads(*st.value, loads);

@@ -68,10 +68,10 @@ void on_fault(int sig, siginfo_t* info, void*) {
     return;
   }
   const volatile int64_t* rec = ctx->check_record;
-  if (rec && (rec[3] == 1 || rec[3] == 2)) {
+  if (rec && rec[3] >= 1 && rec[3] <= 3) {
     put("kiln: error: ");
     put(ctx->what.c_str());
-    put(rec[3] == 2 ? ": gathered index " : ": index ");
+    put(rec[3] == 1 ? ": index " : rec[3] == 2 ? ": gathered index " : ": scattered index ");
     put(rec[1]);
     put(" is outside buffer ");
     int64_t b = rec[0];
@@ -82,7 +82,7 @@ void on_fault(int sig, siginfo_t* info, void*) {
     } else {
       put(b);
     }
-    put(rec[3] == 2 ? " along a dimension of " : " of ");
+    put(rec[3] == 1 ? " of " : " along a dimension of ");
     put(rec[2]);
     put(" elements (--config CHECK=1)\n");
   } else {

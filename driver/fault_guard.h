@@ -18,7 +18,8 @@ struct KernelContext {
   /** e.g. "kernel 'kiln_softmax_0' (1 of 2) of composite 'softmax' on runtime clang" */
   std::string what;
   /** The module's `kiln_check_record` under --config CHECK=1 (backends/c_prelude.cpp): buffer,
-   *  element (or gathered position), count and a flag (1, or 2 for a gather) set just before a
+   *  element (or gathered or scattered position), count and a flag (1, or 2 for a gather, 3 for
+   *  a scatter) set just before a
    *  failed check traps; else nullptr. */
   const volatile int64_t* check_record = nullptr;
   /** Buffer names by buffer number, for the check record. */

@@ -457,6 +457,55 @@ Value take_along_builtin(Lowerer& l, const Expr& call, Scope& s) {
       g.gather(l.broadcast_to(x, x_to, a.loc(0)), l.broadcast_to(idx, idx_to, a.loc(1)), axis));
 }
 
+/** scatter(base, idx, src, op="add", axis=-1): base with src combined in by `op` ("add",
+ *  "mul", "max", "min") along `axis` at the positions idx holds (the scatter primitive); idx
+ *  has base's rank and equals it but along the axis; src, a tensor of base's dtype or a number,
+ *  broadcasts to idx's shape. "min" mirrors "max", as scan does. */
+Value scatter_builtin(Lowerer& l, const Expr& call, Scope& s) {
+  Args a(call, {"base", "idx", "src", "op", "axis"}, 3);
+  Graph& g = l.graph();
+  NodeId base = tensor_arg(l, a, 0, s, "scatter"), idx = tensor_arg(l, a, 1, s, "scatter");
+  const Shape bs = g[base].shape, is = g[idx].shape;
+  const DType t = g[base].dtype;
+  if (!is_int(g[idx].dtype))
+    throw SpecError(a.loc(1), "the positions of 'scatter' must have an integer dtype, found " +
+                                  describe(l, idx));
+  if (bs.empty() || bs.size() != is.size())
+    throw SpecError(call.loc, "'scatter' needs base and idx of one rank of 1 or more, found " +
+                                  describe(l, base) + " and " + describe(l, idx));
+  std::string name = "add";
+  if (a.get(3)) {
+    Value v = l.eval(*a.get(3), s);
+    name = v.kind == Value::Kind::string ? v.string : "?";
+    if (name != "add" && name != "mul" && name != "max" && name != "min")
+      throw SpecError(a.loc(3),
+                      "the combiner of 'scatter' must be one of \"add\", \"mul\", \"max\", "
+                      "\"min\"; found " +
+                          v.describe(g));
+  }
+  const Op op = name == "add" ? Op::add : name == "mul" ? Op::mul : Op::max;
+  if (t == DType::boolean && op != Op::max)
+    throw SpecError(call.loc,
+                    "scatter with \"" + name + "\" of a bool tensor: cast it to a number first");
+  int axis = static_cast<int>(bs.size()) - 1;
+  if (a.get(4))
+    axis = normalize_axis(const_int(l, *a.get(4), s, "the axis of 'scatter'"), bs.size(), a.loc(4),
+                          "'scatter'");
+  for (size_t d = 0; d < bs.size(); ++d)
+    if (static_cast<int>(d) != axis && bs[d] != is[d])
+      throw SpecError(call.loc, "'scatter': dimension " + std::to_string(d) + " of base " +
+                                    describe(l, base) + " and of idx " + describe(l, idx) +
+                                    " differ (only the axis " + std::to_string(axis) + " may)");
+  Value sv = l.eval(*a.get(2), s);
+  NodeId src = sv.is_tensor() ? sv.node : l.as_tensor(sv, t, is, a.loc(2));
+  if (g[src].dtype != t)
+    throw SpecError(a.loc(2), "the values of 'scatter' must have base's dtype " +
+                                  std::string(dtype_name(t)) + ", found " + describe(l, src));
+  src = l.broadcast_to(src, is, a.loc(2));
+  auto m = [&](NodeId v) { return name == "min" ? mirror(l, v) : v; };
+  return Value::tensor(m(g.scatter(op, m(base), idx, m(src), axis)));
+}
+
 const std::map<std::string, Handler>& table() {
   static const std::map<std::string, Handler> t = [] {
     std::map<std::string, Handler> m;
@@ -520,6 +569,7 @@ const std::map<std::string, Handler>& table() {
     for (const char* fn : {"size", "full", "iota"})
       m[fn] = source_builtin;
     m["take_along"] = take_along_builtin;
+    m["scatter"] = scatter_builtin;
     return m;
   }();
   return t;

@@ -31,8 +31,8 @@ int64_t add(int64_t a, int64_t b, const Graph& g) {
 int64_t node_flops(const Graph& g, NodeId id, const std::map<std::string, int64_t>& sizes) {
   const Node& n = g[id];
   switch (op_info(n.op).cls) {
-    case OpClass::data:
-      return 0;
+    case OpClass::data:  // a scatter combines one value per position
+      return n.op == Op::scatter ? numel(g, n.operands[1], sizes) : 0;
     case OpClass::unary:
     case OpClass::binary:
     case OpClass::ternary:

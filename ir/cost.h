@@ -5,8 +5,9 @@
  *
  * flops: every arithmetic elementwise op (unary, binary, ternary) counts one per output element,
  *   transcendentals (exp2, log2, sqrt, sin, recip) and comparisons included, `mulacc` two (a
- *   multiply and an add); a `reduce` counts one per operand element; the extern `gemm` counts
- *   2·M·N·K. Data ops (input, constant, index, view, copy, cast, bitcast) count nothing. Only
+ *   multiply and an add); a `reduce` or `scan` counts one per operand element, a `scatter` one per
+ *   position; the extern `gemm` counts 2·M·N·K. Data ops (input, constant, index, view, copy,
+ *   cast, bitcast, gather) count nothing. Only
  *   nodes an output depends on count.
  * bytes: every graph input read once plus every output written once, at its dtype's width.
  */

@@ -165,6 +165,17 @@ NodeId Graph::gather(NodeId src, NodeId index, int axis) {
   return add(std::move(n));
 }
 
+NodeId Graph::scatter(Op combine, NodeId base, NodeId index, NodeId src, int axis) {
+  Node n;
+  n.op = Op::scatter;
+  n.dtype = nodes[base].dtype;
+  n.shape = nodes[base].shape;
+  n.operands = {base, index, src};
+  n.axis = axis;
+  n.combine = combine;
+  return add(std::move(n));
+}
+
 NodeId Graph::extern_call(const std::string& routine, const std::vector<NodeId>& operands) {
   std::vector<ValueType> types;
   for (NodeId o : operands)
@@ -218,6 +229,8 @@ std::string node_attributes(const Node& n) {
     }
     case Op::scan:
       return std::string(op_name(n.combine)) + " axis=" + std::to_string(n.axes.at(0));
+    case Op::scatter:
+      return std::string(op_name(n.combine)) + " axis=" + std::to_string(n.axis);
     case Op::extern_call:
       return n.name;
     default:

@@ -30,15 +30,16 @@ struct Node {
   int64_t int_value = 0;  ///< constant: the scalar of an integer or bool constant (u64: its bits)
   bool symbolic = false;  ///< constant: the value is `size_value`, known at run time
   IntExpr size_value;     ///< constant: a size expression such as `N` (when symbolic)
-  int axis = 0;           ///< index: the axis whose position is the value; gather: the indexed one
-  View view;              ///< view
+  int axis = 0;  ///< index: the axis whose position is the value; gather, scatter: the indexed one
+  View view;     ///< view
   ReduceKind reduce_kind = ReduceKind::sum;  ///< reduce
   std::vector<int> axes;  ///< reduce: the reduced axes, ascending; scan: its axis
   /** reduce: the operand's points that take part, where every expression (affine in the axis
    *  variables %0, %1, ...) is >= 0; empty: all of them (a rectangular domain). */
   std::vector<IntExpr> domain;
-  Op combine = Op::add;         ///< scan: the associative op (is_scan_combiner)
-  std::string name;             ///< input: its name; extern: the routine
+  Op combine =
+      Op::add;       ///< scan: the associative op (is_scan_combiner); scatter: is_scatter_combiner
+  std::string name;  ///< input: its name; extern: the routine
   bool constant_input = false;  ///< input: marked `const` (weights) in the spec
 };
 
@@ -89,6 +90,11 @@ class Graph {
    *  `src`, equal to it in every other dimension): the result has index's shape and src's dtype,
    *  and is 0 where an index lies outside `[0, src.shape[axis])`. */
   NodeId gather(NodeId src, NodeId index, int axis);
+  /** `base` with `src` combined into it by `combine` (is_scatter_combiner) along `axis` at the
+   *  positions `index` holds (an integer tensor of src's shape, equal to base but along `axis`),
+   *  in row-major order of index; positions outside `[0, base.shape[axis])` are dropped. The
+   *  result has base's shape and dtype. */
+  NodeId scatter(Op combine, NodeId base, NodeId index, NodeId src, int axis);
   /** A call of the extern routine `routine` (ir/externs.h) on `operands`; the routine's rule
    *  gives the result's dtype and shape. Unlike the other builders this one checks: it throws
    *  std::invalid_argument with the rule's message for an unknown routine or bad operands (a

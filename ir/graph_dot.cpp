@@ -32,6 +32,7 @@ std::string node_style(const Node& n) {
     case Op::scan:
       return ", style=filled, fillcolor=lightyellow";
     case Op::gather:
+    case Op::scatter:
       return ", style=filled, fillcolor=palegreen";
     case Op::extern_call:
       return ", style=filled, fillcolor=lightsalmon";

@@ -33,6 +33,10 @@
  * - gather(src, index) along `axis`: out[p] = src[p with p[axis] := index[p]] for an index in
  *   [0, src dims[axis]); an index outside that range (negative ones included: no wrapping) reads 0,
  *   or is an error when checked (--config CHECK=1).
+ * - scatter(base, index, src) along `axis`: out = base, then for every position p of index in
+ *   row-major order out[p with p[axis] := index[p]] = out[..] combine src[p] (add, mul or max, as
+ *   the binary ops); a position outside [0, base dims[axis]) is dropped, or is an error when
+ *   checked.
  * - extern: the routine's reference evaluation from ir/externs.h, in double (gemm: the naive
  *   triple loop summing over k in order, as a reduce sum of products does); an unknown routine or
  *   operands its rule rejects are errors.
@@ -462,6 +466,43 @@ Tensor eval_gather(NodeId id, const Node& n, const Tensor& src, const Tensor& in
   return out;
 }
 
+Tensor eval_scatter(NodeId id, const Node& n, const Tensor& base, const Tensor& index,
+                    const Tensor& src, bool checked) {
+  if (is_float(index.dtype)) fail(id, n, "needs an integer index, got " + dtype_str(index.dtype));
+  const size_t axis = static_cast<size_t>(n.axis);
+  bool fits =
+      axis < base.dims.size() && index.dims == src.dims && index.dims.size() == base.dims.size();
+  for (size_t d = 0; fits && d < base.dims.size(); ++d)
+    fits = d == axis || index.dims[d] == base.dims[d];
+  if (!fits)
+    fail(id, n,
+         "index dims " + dims_str(index.dims) + " and src dims " + dims_str(src.dims) +
+             " do not fit base " + dims_str(base.dims) + " along axis " + std::to_string(n.axis));
+  // Row-major strides: k = (outer * index dims[axis] + i) * inner + rest.
+  size_t inner = 1;
+  for (size_t d = axis + 1; d < base.dims.size(); ++d)
+    inner *= static_cast<size_t>(base.dims[d]);
+  const size_t n_in = static_cast<size_t>(index.dims[axis]);
+  const size_t n_out = static_cast<size_t>(base.dims[axis]);
+  Tensor out = base;
+  for (size_t k = 0; k < index.numel(); ++k) {
+    int64_t at = index.i[k];
+    bool outside = at < 0 || static_cast<size_t>(at) >= n_out;
+    if (outside && checked)
+      fail(id, n,
+           "scattered index " + std::to_string(at) + " is outside the " + std::to_string(n_out) +
+               " elements of axis " + std::to_string(n.axis) + " of its base (--config CHECK=1)");
+    if (outside) continue;  // dropped
+    size_t outer = k / inner / n_in, rest = k % inner;
+    size_t o = (outer * n_out + static_cast<size_t>(at)) * inner + rest;
+    if (is_float(n.dtype))
+      out.f[o] = float_binary(n.combine, out.f[o], src.f[k]);
+    else
+      put_int(out, o, int_binary(id, n.combine, n.dtype, out.i[o], src.i[k]), n.dtype);
+  }
+  return out;
+}
+
 /** The caller's tensor for input node `id`, checked against the node. */
 const Tensor& input_value(const Graph& g, NodeId id, const std::vector<int64_t>& dims,
                           const std::vector<Tensor>& inputs) {
@@ -517,6 +558,8 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
         values[id] = eval_extern(id, n, args, dims);
       else if (n.op == Op::gather)
         values[id] = eval_gather(id, n, *args[0], *args[1], dims, checked);
+      else if (n.op == Op::scatter)
+        values[id] = eval_scatter(id, n, *args[0], *args[1], *args[2], checked);
       else
         values[id] = eval_elementwise(id, n, args, dims);
     } catch (const TensorAllocError& e) {

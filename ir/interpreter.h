@@ -23,7 +23,8 @@ using SizeBindings = std::map<std::string, int64_t>;
  *  dtype, an integer division by zero, or a view that reads outside its source; SizeError
  *  (ir/sizes.h) for a node whose shape is negative, overflows or exceeds the limits, and
  *  TensorAllocError naming the node when its memory cannot be allocated. `checked`
- *  (--config CHECK=1): a gathered position outside its axis is an error, not a 0. */
+ *  (--config CHECK=1): a gathered or scattered position outside its axis is an error, not a 0 or
+ *  a dropped value. */
 std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
                               const std::vector<Tensor>& inputs, bool checked = false);
 

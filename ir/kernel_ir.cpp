@@ -33,6 +33,10 @@ bool has_gather(const ScalarExpr& e) {
   return false;
 }
 
+const ScalarExpr& scatter_position(const Statement& s) {
+  return *s.value->args.at(0)->args.at(0);
+}
+
 bool varies(const ScalarExpr& e) {
   if (e.kind == ScalarExpr::Kind::load || e.kind == ScalarExpr::Kind::iterator) return true;
   for (const ScalarExprPtr& a : e.args)
@@ -156,6 +160,8 @@ std::string statement_to_text(const KernelPlan& plan, const Statement& st) {
     s += " = extern " + call_str(plan, st);
   else if (st.kind == Statement::Kind::assign)
     s += " = " + expr_str(plan, *st.value);
+  else if (st.kind == Statement::Kind::scatter)
+    s += " = scatter " + expr_str(plan, *st.value);
   else if (st.kind == Statement::Kind::reduce_init)
     s += " = init " + std::string(reduce_kind_name(st.reduce));
   else

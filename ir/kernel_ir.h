@@ -67,10 +67,22 @@ inline bool is_gather(const ScalarExpr& e) {
 /** Whether any load of `e` is a gather load. */
 bool has_gather(const ScalarExpr& e);
 
+struct Statement;
+/** The position a scatter statement writes at (the argument of its value's first operand). */
+const ScalarExpr& scatter_position(const Statement& s);
+
 /** One statement: `buffer[index] = value`, or an accumulation into it; or, for `call`, the
- *  whole of `buffer` = routine(whole argument buffers), with a 0-dimensional domain. */
+ *  whole of `buffer` = routine(whole argument buffers), with a 0-dimensional domain.
+ *
+ *  A `scatter` statement (the scatter primitive) writes where its index uses kGatherVar, in
+ *  one dimension: its value is `combine(self, v)` (add, mul or max), `self` a gather load of
+ *  `buffer` at `index` whose one argument is the position, the value `$g` stands for, and
+ *  whose mask holds `0 <= $g < n`. At a point whose position is outside `[0, n)` it writes
+ *  nothing (under bounds checks it traps). Every pass that walks loads thus sees the position's
+ *  loads and the read of the target; isl sees the write and that read as the whole scattered
+ *  dimension, so loops that move the position run in order and the others stay parallel. */
 struct Statement {
-  enum class Kind { assign, reduce_init, reduce_update, call };
+  enum class Kind { assign, reduce_init, reduce_update, call, scatter };
   std::string name;  ///< S0, S1, ... (isl statement names)
   Kind kind = Kind::assign;
   ReduceKind reduce = ReduceKind::sum;  ///< reduce_init / reduce_update
@@ -80,8 +92,8 @@ struct Statement {
   std::vector<IntExpr> domain;
   int buffer = -1;             ///< the buffer written
   std::vector<IntExpr> index;  ///< where it writes, affine in the iterators
-  ScalarExprPtr value;         ///< assign and reduce_update: the value (for update: the
-                               ///< operand folded into the buffer element)
+  ScalarExprPtr value;         ///< assign, reduce_update and scatter: the value (for update:
+                               ///< the operand folded into the buffer element)
   std::string routine;         ///< call: the extern routine, e.g. "gemm"
   std::vector<int> args;       ///< call: the buffers it reads, contiguous row-major
 };

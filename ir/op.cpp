@@ -9,14 +9,17 @@ namespace {
 using enum OpClass;
 
 constexpr std::array<OpInfo, kNumOps> kOps = {{
-    {"input", data, 0},    {"const", data, 0},   {"index", data, 0},    {"view", data, 1},
-    {"copy", data, 1},     {"cast", data, 1},    {"bitcast", data, 1},  {"neg", unary, 1},
-    {"recip", unary, 1},   {"sqrt", unary, 1},   {"exp2", unary, 1},    {"log2", unary, 1},
-    {"sin", unary, 1},     {"not", unary, 1},    {"add", binary, 2},    {"mul", binary, 2},
-    {"max", binary, 2},    {"idiv", binary, 2},  {"mod", binary, 2},    {"and", binary, 2},
-    {"or", binary, 2},     {"xor", binary, 2},   {"shl", binary, 2},    {"shr", binary, 2},
-    {"cmplt", binary, 2},  {"cmpeq", binary, 2}, {"where", ternary, 3}, {"mulacc", ternary, 3},
-    {"reduce", reduce, 1}, {"scan", scan, 1},    {"gather", data, 2},   {"extern", extern_call, -1},
+    {"input", data, 0},     {"const", data, 0},    {"index", data, 0},
+    {"view", data, 1},      {"copy", data, 1},     {"cast", data, 1},
+    {"bitcast", data, 1},   {"neg", unary, 1},     {"recip", unary, 1},
+    {"sqrt", unary, 1},     {"exp2", unary, 1},    {"log2", unary, 1},
+    {"sin", unary, 1},      {"not", unary, 1},     {"add", binary, 2},
+    {"mul", binary, 2},     {"max", binary, 2},    {"idiv", binary, 2},
+    {"mod", binary, 2},     {"and", binary, 2},    {"or", binary, 2},
+    {"xor", binary, 2},     {"shl", binary, 2},    {"shr", binary, 2},
+    {"cmplt", binary, 2},   {"cmpeq", binary, 2},  {"where", ternary, 3},
+    {"mulacc", ternary, 3}, {"reduce", reduce, 1}, {"scan", scan, 1},
+    {"gather", data, 2},    {"scatter", data, 3},  {"extern", extern_call, -1},
 }};
 
 }  // namespace
@@ -56,6 +59,10 @@ bool is_elementwise(Op op) {
 bool is_scan_combiner(Op op) {
   return op == Op::add || op == Op::mul || op == Op::max || op == Op::bit_and || op == Op::bit_or ||
          op == Op::bit_xor;
+}
+
+bool is_scatter_combiner(Op op) {
+  return op == Op::add || op == Op::mul || op == Op::max;
 }
 
 }  // namespace kiln

@@ -50,6 +50,9 @@ enum class Op : uint8_t {
   scan,  ///< inclusive running combination along one axis (cumulative sum, max, ...)
   // data-dependent index
   gather,  ///< out[p] = src[p with p[axis] := index[p]]; 0 where index[p] is outside the axis
+  /** out = base, then out[p with p[axis] := index[p]] combine= src[p] for every p of index in
+   *  row-major order; a position outside the axis is dropped */
+  scatter,
   // escape hatch
   extern_call,  ///< a call into a library routine, produced only by rewrite rules
 };
@@ -81,5 +84,8 @@ bool is_elementwise(Op op);
 
 /** Whether `op` may combine the elements of a scan: add, mul, max, and, or, xor. */
 bool is_scan_combiner(Op op);
+
+/** Whether `op` may combine a scatter's values into its target: add, mul, max. */
+bool is_scatter_combiner(Op op);
 
 }  // namespace kiln

@@ -33,6 +33,7 @@ class NodeChecker {
     if (n_.op == Op::scan) check_scan();
     if (n_.op == Op::extern_call) check_extern();
     if (n_.op == Op::gather) check_gather();
+    if (n_.op == Op::scatter) check_scatter();
     if (n_.op == Op::index && (n_.axis < 0 || n_.axis >= static_cast<int>(n_.shape.size())))
       report("axis " + std::to_string(n_.axis) + " is out of range for rank " +
              std::to_string(n_.shape.size()));
@@ -107,7 +108,7 @@ class NodeChecker {
           dtype_bits(operand(0).dtype) == dtype_bits(t),
           "bitcast between types of different widths: " + dt(operand(0).dtype) + " -> " + dt(t));
     } else if (n_.op == Op::view || n_.op == Op::copy || n_.op == Op::reduce || n_.op == Op::scan ||
-               n_.op == Op::gather) {
+               n_.op == Op::gather || n_.op == Op::scatter) {
       require(operand(0).dtype == t,
               "operand dtype " + dt(operand(0).dtype) + " differs from the result's " + dt(t));
     }
@@ -132,21 +133,45 @@ class NodeChecker {
   /** index: an integer tensor of src's rank, equal to it but along `axis`, and the result's
    *  shape. */
   void check_gather() {
-    const Node& src = operand(0);
     const Node& index = operand(1);
-    require(is_int(index.dtype), "index has dtype " + dt(index.dtype) + ", not an integer");
     require(same_shape(index.shape, n_.shape), "index has shape " + shape_str(index.shape) +
                                                    " but the node has " + shape_str(n_.shape));
-    if (n_.axis < 0 || n_.axis >= static_cast<int>(src.shape.size())) {
+    check_index_along(operand(0).shape, "source");
+  }
+
+  /** base: the result's shape; index and src: one shape, equal to base's but along `axis`;
+   *  src: base's dtype; a scatter combiner. */
+  void check_scatter() {
+    const Node &base = operand(0), &index = operand(1), &src = operand(2);
+    require(same_shape(base.shape, n_.shape),
+            "base has shape " + shape_str(base.shape) + " but the node has " + shape_str(n_.shape));
+    require(src.dtype == n_.dtype,
+            "src has dtype " + dt(src.dtype) + " but the node has " + dt(n_.dtype));
+    require(same_shape(index.shape, src.shape), "index of shape " + shape_str(index.shape) +
+                                                    " differs from src's " + shape_str(src.shape));
+    require(
+        is_scatter_combiner(n_.combine),
+        "scatter combiner '" + std::string(op_name(n_.combine)) + "' is not one of add, mul, max");
+    require(n_.dtype != DType::boolean || n_.combine == Op::max,
+            "scatter combiner '" + std::string(op_name(n_.combine)) + "' of a bool tensor");
+    check_index_along(base.shape, "base");
+  }
+
+  /** Operand 1, the positions: an integer tensor of `target`'s rank, equal to it in every
+   *  dimension but `axis`. */
+  void check_index_along(const Shape& target, const std::string& what) {
+    const Node& index = operand(1);
+    require(is_int(index.dtype), "index has dtype " + dt(index.dtype) + ", not an integer");
+    if (n_.axis < 0 || n_.axis >= static_cast<int>(target.size())) {
       report("axis " + std::to_string(n_.axis) + " is out of range for rank " +
-             std::to_string(src.shape.size()));
+             std::to_string(target.size()));
       return;
     }
-    bool fits = index.shape.size() == src.shape.size();
-    for (size_t d = 0; fits && d < src.shape.size(); ++d)
-      fits = static_cast<int>(d) == n_.axis || index.shape[d] == src.shape[d];
-    require(fits, "index of shape " + shape_str(index.shape) + " does not fit source " +
-                      shape_str(src.shape) + " along axis " + std::to_string(n_.axis));
+    bool fits = index.shape.size() == target.size();
+    for (size_t d = 0; fits && d < target.size(); ++d)
+      fits = static_cast<int>(d) == n_.axis || index.shape[d] == target[d];
+    require(fits, "index of shape " + shape_str(index.shape) + " does not fit " + what + " " +
+                      shape_str(target) + " along axis " + std::to_string(n_.axis));
   }
 
   void check_view() {

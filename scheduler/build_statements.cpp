@@ -50,7 +50,8 @@ class Builder {
     std::map<NodeId, int> direct_target;
     for (size_t o = 0; o < g_.outputs.size(); ++o)
       if (const Node& n = g_[g_.outputs[o].node];
-          (n.op == Op::reduce || n.op == Op::scan || n.op == Op::extern_call) &&
+          (n.op == Op::reduce || n.op == Op::scan || n.op == Op::scatter ||
+           n.op == Op::extern_call) &&
           !narrow_float(n.dtype))
         direct_target.emplace(g_.outputs[o].node, out_buffers[o]);
     for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id) {
@@ -58,6 +59,7 @@ class Builder {
       int target = t == direct_target.end() ? -1 : t->second;
       if (g_[id].op == Op::reduce) materialize_reduce(id, target);
       if (g_[id].op == Op::scan) materialize_scan(id, target);
+      if (g_[id].op == Op::scatter) materialize_scatter(id, target);
       if (g_[id].op == Op::extern_call) materialize_extern(id, target);
     }
     for (size_t o = 0; o < g_.outputs.size(); ++o) {
@@ -175,6 +177,40 @@ class Builder {
     buffer_of_[id] = b;
   }
 
+  /** A copy of base into the buffer over base's domain, then one scatter statement over the
+   *  index's domain (ir/kernel_ir.h) that combines src into the element at the position index
+   *  holds along the axis: target[.., $g, ..] = combine(target[.., $g, ..], src[p]). f16 and
+   *  bf16 accumulate in f32, as reductions do. */
+  void materialize_scatter(NodeId id, int target_buffer) {
+    const Node& n = g_[id];
+    int b = target_buffer;
+    if (b < 0) {
+      b = add_buffer("t" + std::to_string(id), n, BufferKind::temp);
+      if (narrow_float(n.dtype)) plan_.buffers[b].dtype = DType::f32;
+    }
+    const DType acc = plan_.buffers[b].dtype;
+    auto widen = [&](ScalarExprPtr x) {
+      return x->dtype == acc ? x : scalar_op(Op::cast, acc, {x});
+    };
+    Index idx = iterators(n.shape.size());
+    add_statement(Statement::Kind::assign, n.shape, b, idx, widen(expr(n.operands[0], idx)));
+    const Shape& domain = g_[n.operands[1]].shape;
+    Index at = iterators(domain.size());
+    Index target = at;
+    const IntExpr g = IntExpr::var(kGatherVar);
+    target[n.axis] = g;
+    auto self = std::make_shared<ScalarExpr>();
+    self->kind = ScalarExpr::Kind::load;
+    self->dtype = acc;
+    self->buffer = b;
+    self->index = target;
+    self->args = {expr(n.operands[1], at)};
+    self->mask.push_back({g, n.shape[n.axis]});
+    ScalarExprPtr value = scalar_op(n.combine, acc, {self, widen(expr(n.operands[2], at))});
+    add_statement(Statement::Kind::scatter, domain, b, target, value);
+    buffer_of_[id] = b;
+  }
+
   static ScalarExprPtr scalar_op(Op op, DType t, std::vector<ScalarExprPtr> args) {
     auto e = std::make_shared<ScalarExpr>();
     e->kind = ScalarExpr::Kind::op;
@@ -264,6 +300,7 @@ class Builder {
       case Op::input:
       case Op::reduce:
       case Op::scan:
+      case Op::scatter:
       case Op::extern_call:
         throw std::runtime_error("the CPU code path does not support '" +
                                  std::string(op_name(n.op)) + "' here yet");

@@ -35,6 +35,7 @@ std::string node_key(const Node& n) {
       k << ';' << d.key();
   }
   if (n.op == Op::scan) k << " c" << static_cast<int>(n.combine) << ',' << n.axes.at(0);
+  if (n.op == Op::scatter) k << " c" << static_cast<int>(n.combine) << " a" << n.axis;
   if (!n.name.empty()) k << " n" << n.name << (n.constant_input ? "c" : "");
   return k.str();
 }

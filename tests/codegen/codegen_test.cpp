@@ -375,3 +375,28 @@ TEST_CASE("codegen: an embedding lookup reads each table row contiguously") {
           std::string::npos);
   }
 }
+
+TEST_CASE("codegen: a scatter runs its scattered loop in order and the others in parallel") {
+  // Rows added into a table along axis 0 (tests/regressions/scatter.toml): the loop over the
+  // positions (s_S) carries the dependence through the table and stays serial; the column loop
+  // (s_D) indexes the write affinely and runs across threads. The position is read once and
+  // guards the write (docs/decisions.md, "Scatter is a primitive").
+  const std::string position = "const int64_t kiln_g = (int64_t)(b1[(s_D * i0 + i1)]);\n";
+  const std::string update =
+      "if (0 <= kiln_g && kiln_g < (s_V)) b3[(kiln_g * s_D + i1)] = "
+      "(float)(b3[(kiln_g * s_D + i1)] + b2[(s_D * i0 + i1)]);";
+  const std::map<std::string, DType> types = {{"T", DType::f32}, {"I", DType::i32}};
+  const std::string target = "tests/regressions/scatter.toml:scatter_rows";
+  std::string omp = render_source({"scatter_rows", target, types, 0, "openmp"});
+  CHECK(omp.find(position) != std::string::npos);
+  CHECK(omp.find(update) != std::string::npos);
+  CHECK(omp.find("#pragma omp parallel for schedule(static)\n    for (int64_t c0 = 0; c0 < s_D;") !=
+        std::string::npos);
+  CHECK(omp.find("for (int64_t c1 = 0; c1 < s_S; c1 += 1)") != std::string::npos);
+  std::string cuda = render_source({"scatter_rows", target, types, 0, "cuda"});
+  CHECK(cuda.find(position) != std::string::npos);
+  CHECK(cuda.find(update) != std::string::npos);
+  CHECK(cuda.find("for (int64_t c0 = 0 + (int64_t)blockIdx.x; c0 < s_D;") != std::string::npos);
+  CHECK(cuda.find("if (threadIdx.x == 0) {\n        for (int64_t c1 = 0; c1 < s_S; c1 += 1)") !=
+        std::string::npos);
+}

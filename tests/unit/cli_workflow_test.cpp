@@ -309,3 +309,32 @@ TEST_CASE("cli: a gathered position outside its axis reads 0, and is an error un
   CHECK(r.code == 4);
   CHECK(has(r, "(gather): gathered index "));
 }
+
+TEST_CASE("cli: a scattered position outside its axis is dropped, and is an error under CHECK=1") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  // Positions in [-2, 7) along an axis of 4: some inside, some outside on either side.
+  std::ofstream(tmp.path / "hist.toml")
+      << "[hist]\nin = { base = \"f32[B, M]\", idx = \"i64[B, N]\", src = \"f32[B, N]\" }\n"
+      << "out = { y = \"f32[B, M]\", z = \"f32[B, M]\" }\n"
+      << "body = '''\ny = scatter(base, idx, src)\nz = scatter(base, idx, src, \"max\")\n'''\n"
+      << "test = { sizes = { B = 3, M = 4, N = 20 }, range = { idx = [-2, 7] } }\n";
+  const std::string spec = (tmp.path / "hist.toml").string();
+  for (const char* runtime : {"cc", "clang", "openmp"}) {
+    CAPTURE(runtime);
+    Result r = kiln("run " + spec + " --runtime " + runtime, env);
+    CAPTURE(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "PASS"));
+    r = kiln("run " + spec + " --runtime " + runtime + " --config CHECK=1", env);
+    CAPTURE(r.out);
+    CHECK(r.code == 4);
+    CHECK(has(r, ": scattered index "));
+    CHECK(has(r, " along a dimension of 4 elements (--config CHECK=1)"));
+  }
+  Result r = kiln("run " + spec + " --runtime interp --config CHECK=1", env);
+  CAPTURE(r.out);
+  CHECK(r.code == 4);
+  CHECK(has(r, "(scatter): scattered index "));
+}

@@ -514,6 +514,53 @@ TEST_CASE("interpreter: gather picks along its axis; a position outside it reads
   CHECK(same_values(values_of(t), {30, 0, 10, 21}));
 }
 
+TEST_CASE("interpreter: scatter combines repeated positions in order and drops the outside ones") {
+  // base [2, 3] along axis 1: row 0 adds 10 + 30 at 2, drops 20 (at -1); row 1 drops 3.
+  Graph g;
+  NodeId base = g.input("base", DType::f32, {2, 3}, false);
+  NodeId idx = g.input("idx", DType::i32, {2, 3}, false);
+  NodeId src = g.input("src", DType::f32, {2, 3}, false);
+  g.outputs = {{"add", g.scatter(Op::add, base, idx, src, 1)},
+               {"mul", g.scatter(Op::mul, base, idx, src, 1)},
+               {"max", g.scatter(Op::max, base, idx, src, 1)}};
+  std::vector<Tensor> in = {make(DType::f32, {1, 2, 3, 4, 5, 6}, {2, 3}),
+                            make(DType::i32, {2, -1, 2, 0, 3, 0}, {2, 3}),
+                            make(DType::f32, {10, 20, 30, -1, 50, -2}, {2, 3})};
+  std::vector<Tensor> out = interpret(g, {}, in);
+  CHECK(out[0].dims == std::vector<int64_t>{2, 3});
+  CHECK_MESSAGE(same_values(values_of(out[0]), {1, 2, 43, 1, 5, 6}), show(values_of(out[0])));
+  CHECK_MESSAGE(same_values(values_of(out[1]), {1, 2, 900, 8, 5, 6}), show(values_of(out[1])));
+  CHECK_MESSAGE(same_values(values_of(out[2]), {1, 2, 30, 4, 5, 6}), show(values_of(out[2])));
+
+  // Along axis 0, integers that wrap, positions (u64) that repeat; index 2 x 1, base 3 x 1.
+  Graph h;
+  NodeId t = h.input("t", DType::i32, {3, 1}, false);
+  NodeId rows = h.input("rows", DType::u64, {2, 1}, false);
+  NodeId v = h.input("v", DType::i32, {2, 1}, false);
+  h.outputs = {{"out", h.scatter(Op::add, t, rows, v, 0)}};
+  Tensor r = run(h, {make(DType::i32, {2147483647, 7, 8}, {3, 1}), make(DType::u64, {0, 0}, {2, 1}),
+                     make(DType::i32, {1, 1}, {2, 1})});
+  CHECK(same_values(values_of(r), {-2147483647, 7, 8}));
+}
+
+TEST_CASE("interpreter: a scattered position outside its axis is an error when checked") {
+  Graph g;
+  NodeId base = g.input("base", DType::i64, {3}, false);
+  NodeId idx = g.input("idx", DType::i64, {2}, false);
+  NodeId src = g.input("src", DType::i64, {2}, false);
+  g.outputs = {{"out", g.scatter(Op::add, base, idx, src, 0)}};
+  std::vector<Tensor> in = {make(DType::i64, {1, 2, 3}), make(DType::i64, {1, 3}),
+                            make(DType::i64, {5, 6})};
+  CHECK(same_values(values_of(interpret(g, {}, in).at(0)), {1, 7, 3}));
+  CHECK_THROWS_WITH_AS(interpret(g, {}, in, true),
+                       doctest::Contains("scattered index 3 is outside the 3 elements of axis 0"),
+                       std::runtime_error);
+  in[1] = make(DType::i64, {-1, 0});  // negative positions do not wrap
+  CHECK(same_values(values_of(interpret(g, {}, in).at(0)), {7, 2, 3}));
+  CHECK_THROWS_WITH_AS(interpret(g, {}, in, true), doctest::Contains("scattered index -1"),
+                       std::runtime_error);
+}
+
 TEST_CASE("interpreter: gather refuses float positions and positions that do not fit") {
   Graph g;
   NodeId src = g.input("src", DType::f32, {3}, false);

@@ -130,6 +130,22 @@ TEST_CASE("verifier: broken graphs are reported") {
       {"gather float index", [](Graph& g) { g.gather(0, 1, 0); },
        "(gather): index has dtype f32, not an integer"},
       {"gather axis", [](Graph& g) { g.gather(0, 7, 2); }, "(gather): axis 2 is out of range"},
+      {"scatter float index", [](Graph& g) { g.scatter(Op::add, 0, 1, 0, 1); },
+       "(scatter): index has dtype f32, not an integer"},
+      {"scatter axis", [](Graph& g) { g.scatter(Op::add, 0, 7, 0, 2); },
+       "(scatter): axis 2 is out of range"},
+      {"scatter combiner", [](Graph& g) { g.scatter(Op::bit_or, 0, 7, 0, 1); },
+       "(scatter): scatter combiner 'or' is not one of add, mul, max"},
+      {"scatter src dtype", [](Graph& g) { g.scatter(Op::add, 0, 7, 7, 1); },
+       "(scatter): src has dtype i32 but the node has f32"},
+      {"scatter src shape", [](Graph& g) { g.scatter(Op::add, 0, 7, 6, 1); },
+       "(scatter): index of shape [M, N] differs from src's [N, M]"},
+      {"scatter shape",
+       [](Graph& g) {
+         NodeId p = g.input("p", DType::i64, {N, N}, false);
+         g.scatter(Op::max, 0, p, g.constant(DType::f32, {N, N}, 1), 1);
+       },
+       "index of shape [N, N] does not fit base [M, N] along axis 1"},
       {"gather shape",
        [](Graph& g) {
          g.gather(0, g.input("p", DType::i32, {M, M}, false), 0);
