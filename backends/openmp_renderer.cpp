@@ -55,7 +55,7 @@ std::string OpenMPRenderer::render_split_scan(const Context& c, const LoopNode& 
   std::string part_size = std::to_string(kScanPart), most = std::to_string(kScanParts);
   s += pad + "const int64_t kiln_parts = kiln_count / " + part_size + " < " + most +
        " ? kiln_count / " + part_size + " : " + most + ";\n";
-  s += pad + "if (kiln_parts < 2 || omp_in_parallel() || omp_get_max_threads() < 2) {\n" +
+  s += pad + "if (kiln_parts < 2 || omp_in_parallel() || omp_get_max_threads() < 4) {\n" +
        render_node(c, loop, depth + 1) + pad + "} else {\n";
   for (const Carry& k : carries)
     s += in + "const " + k.type + " " + k.reg + "_in = " + k.reg + ";\n" + in + k.type + " " +

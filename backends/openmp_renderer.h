@@ -12,8 +12,9 @@
  * (storing nothing, the first part starting from the element before the row, the others from the
  * combiner's identity), one thread combines the totals in order into the value before each part,
  * and a second parallel loop scans each part from there, storing. Work 2N reads and N writes,
- * span N / parts + parts. Shorter rows run as one loop, and so does every row on one thread or
- * inside an active parallel region: a parallel loop around such a scan runs its rows on threads
+ * span N / parts + parts. Shorter rows run as one loop, and so does every row on fewer than four
+ * threads (reading the row twice on two or three costs what they save) or inside an active
+ * parallel region: a parallel loop around such a scan runs its rows on threads
  * when there are at least as many rows as threads (an `if` clause), else one row after another,
  * each split. A split float scan rounds as its parts add up, not as the one loop does.
  */
