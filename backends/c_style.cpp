@@ -9,6 +9,7 @@
 
 #include "backends/c_externs.h"
 #include "backends/c_prelude.h"
+#include "scheduler/carry_scans.h"
 
 namespace kiln {
 
@@ -428,6 +429,7 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
   if (n.space == MemorySpace::shared) return render_block_tile(c, n, depth);
   if (n.tile_rows > 0) return render_tile(c, n, depth);
   if (n.pack_depth > 0) return render_pack(c, n, depth);
+  if (n.carried) return render_carry(c, n, depth);
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
   DType dtype = c.plan.buffers[st.buffer].dtype;
@@ -466,6 +468,52 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
             bits + "(" + n.name + "))";
   s += accumulator_finish(c, n, element + " = " + to_storage(dtype, value) + ";", in);
   return s + pad + "  }\n" + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_carry(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  const ScalarExpr* before = carried_before(c, n);
+  // The element before the first iteration, through the scan's own masked load.
+  c.bound.clear();
+  c.index_bound.clear();
+  std::string s = pad + "{\n" + bind_iterators(n.args, pad + "  ");
+  s += pad + "  " + compute_type(c.plan.buffers[st.buffer].dtype) + " " + n.name + " = " +
+       render_value(c, *before) + ";\n";
+  // Every read of the buffer in the loop is one the register holds (scheduler/carry_scans.h).
+  std::vector<const ScalarExpr*> loads;
+  for (const LoopNode* x : nodes_of(n, LoopNode::Kind::stmt))
+    if (const Statement& o = c.kernel.statements.at(x->statement); o.value)
+      collect_loads(*o.value, loads);
+  for (const ScalarExpr* l : loads)
+    if (l->buffer == st.buffer) c.preloaded[l] = n.name;
+  c.carried[&st] = n.name;
+  c.carries.push_back(&n);
+  const LoopNode& inner = *n.body.at(0);
+  std::string split = inner.kind == LoopNode::Kind::loop && n.mapping == Mapping::parallel
+                          ? render_split_scan(c, inner, depth + 1)
+                          : "";
+  s += split.empty() ? render_node(c, inner, depth + 1) : split;
+  c.carries.pop_back();
+  c.carried.erase(&st);
+  for (const ScalarExpr* l : loads)
+    if (l->buffer == st.buffer) c.preloaded.erase(l);
+  return s + pad + "}\n";
+}
+
+const ScalarExpr* CStyleRenderer::carried_before(const Context& c, const LoopNode& n) const {
+  const LoopNode* loop = &n;
+  while (loop->kind != LoopNode::Kind::loop)
+    loop = loop->body.at(0).get();
+  for (const LoopNode* x : nodes_of(*loop, LoopNode::Kind::stmt))
+    if (x->statement == n.statement)
+      return carried_load(c.plan, c.kernel.statements.at(n.statement),
+                          *driven_iterators(*x, loop->iter).begin());
+  throw std::logic_error("a carried register without its statement");
+}
+
+std::string CStyleRenderer::render_split_scan(const Context&, const LoopNode&, int) const {
+  return "";
 }
 
 bool CStyleRenderer::max_keys() const {

@@ -104,6 +104,12 @@ class CStyleRenderer {
     /** Loads a vector loop read before the statement (render_vector_loop), by the expression of
      *  their value in one lane. */
     mutable std::map<const ScalarExpr*, std::string> preloaded = {};
+    /** Scan statements whose running value a register carries, by name (render_carry). */
+    mutable std::map<const Statement*, std::string> carried = {};
+    /** The first pass of a split scan: carried statements set their register, store nothing. */
+    mutable bool carry_only = false;
+    /** The carried alloc nodes around the node being rendered, outermost first. */
+    mutable std::vector<const LoopNode*> carries = {};
     /** The packed panel (an alloc with pack_depth) being filled, or whose tiles are rendered. */
     mutable const LoopNode* filling = nullptr;
     mutable const LoopNode* pack = nullptr;
@@ -163,6 +169,19 @@ class CStyleRenderer {
   /** An alloc node: the promoted element loaded into a register before its body, stored after,
    *  both only when the body's loops run at least once. */
   std::string render_alloc(const Context& c, const LoopNode& n, int depth) const;
+  /** A carried alloc node (scheduler/carry_scans.h): the register loaded with the element
+   *  before the loop's first iteration, then standing for the scan's load of the element
+   *  before; each iteration sets it and stores it. */
+  std::string render_carry(const Context& c, const LoopNode& n, int depth) const;
+  /** The loop below the carried alloc nodes c.carries (mapped parallel, their registers loaded)
+   *  as a blocked scan whose parts run at once, or empty: as it is (the default, for renderers
+   *  without threads). */
+  virtual std::string render_split_scan(const Context& c, const LoopNode& loop, int depth) const;
+  /** The load of carried alloc node `n`'s statement that reads the element before. */
+  const ScalarExpr* carried_before(const Context& c, const LoopNode& n) const;
+  /** The identity of combiner `op` (add, mul, max, bit_and, bit_or, bit_xor) in dtype `t`, as a
+   *  C value of its compute type: what a reduction starts from and a scan's part before it. */
+  std::string combine_identity(Op op, DType t) const;
   /** The vector types and their unaligned loads and stores that register tiles use
    *  (kiln_vf32, kiln_vld_f32, kiln_vst_f32 and the f64 ones), options.vector_bytes wide, and
    *  the masked load kiln_vldm_f32 (kiln_vldmc_f32, which checks each element, under

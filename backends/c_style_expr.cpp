@@ -112,6 +112,17 @@ std::string CStyleRenderer::buffer_elements(const Context& c, int buffer) const 
   return int_expr_to_c(count, c.sizes);
 }
 
+std::string CStyleRenderer::combine_identity(Op op, DType t) const {
+  std::string init = "0";
+  if (op == Op::mul) init = "1";
+  if (op == Op::bit_and) init = t == DType::boolean ? "1" : "~0";
+  if (op == Op::max)
+    init = is_float(t)       ? "-KILN_INF"
+           : t == DType::i64 ? "KILN_INT64_MIN"
+                             : std::to_string(static_cast<int64_t>(int_min(t)));
+  return "(" + compute_type(t) + ")" + init;
+}
+
 std::string CStyleRenderer::render_statement(const Context& c, const Statement& st) const {
   if (st.kind == Statement::Kind::call) return extern_call(c.plan, st);
   const Buffer& b = c.plan.buffers[st.buffer];
@@ -122,17 +133,17 @@ std::string CStyleRenderer::render_statement(const Context& c, const Statement& 
   std::string target = in_register ? promoted->second : render_index(c, st.buffer, st.index);
   std::string t = compute_type(b.dtype);
   auto stored = [&](const std::string& x) { return in_register ? x : to_storage(b.dtype, x); };
+  if (auto carry = c.carried.find(&st); carry != c.carried.end() && !in_register) {
+    std::string set = carry->second + " = (" + t + ")" + render_value(c, *st.value) + ";";
+    return c.carry_only ? set : set + "\n" + target + " = " + stored(carry->second) + ";";
+  }
   if (st.kind == Statement::Kind::assign)
     return target + " = " + stored("(" + t + ")" + render_value(c, *st.value)) + ";";
   if (st.kind == Statement::Kind::reduce_init) {
-    std::string init;
-    if (st.reduce == ReduceKind::sum) init = "0";
-    if (st.reduce == ReduceKind::prod) init = "1";
-    if (st.reduce == ReduceKind::max)
-      init = is_float(b.dtype)       ? "-KILN_INF"
-             : b.dtype == DType::i64 ? "KILN_INT64_MIN"
-                                     : std::to_string(static_cast<int64_t>(int_min(b.dtype)));
-    return target + " = " + stored("(" + t + ")" + init) + ";";
+    Op op = st.reduce == ReduceKind::sum    ? Op::add
+            : st.reduce == ReduceKind::prod ? Op::mul
+                                            : Op::max;
+    return target + " = " + stored(combine_identity(op, b.dtype)) + ";";
   }
   if (st.kind == Statement::Kind::scatter) return render_scatter(c, st);
   std::string acc = in_register ? target : from_storage(b.dtype, target);

@@ -103,10 +103,12 @@ std::string alloc_line(const LoopNode& n) {
            " for " + range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below;
   std::string out = "alloc " + std::string(memory_space_name(n.space)) + " " + n.name +
-                    " = element of S" + std::to_string(n.statement) + "(";
+                    (n.carried ? " = running value of S" : " = element of S") +
+                    std::to_string(n.statement) + "(";
   for (size_t k = 0; k < n.args.size(); ++k)
     out += (k ? ", " : "") + (n.args[k] ? unwrap(expr_text(*n.args[k])) : std::string("_"));
   out += ")";
+  if (n.carried && n.mapping == Mapping::parallel) out += ", split across threads";
   if (n.tile_rows > 0)
     out += ", a " + tile + " register tile: " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +
            ", " + range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below;

@@ -99,14 +99,20 @@ struct LoopNode {
    *  the caches, where the buffer it writes has at least this many bytes
    *  (scheduler/stream_stores.h). */
   int64_t stream_bytes = 0;
-  Mapping mapping = Mapping::serial;  ///< loop
+  Mapping mapping = Mapping::serial;  ///< loop; a carried alloc (see `carried`)
   int statement = -1;                 ///< stmt, alloc: index into Kernel::statements
   std::vector<AstExprPtr> args;  ///< stmt, alloc: the value of each statement iterator i0, i1...
   MemorySpace space = MemorySpace::local;  ///< alloc
   std::string name;                        ///< alloc: the register's name, e.g. "acc0"
-  int64_t tile_rows = 0;                   ///< alloc: rows of a register tile (0: one element)
-  int64_t tile_lanes = 0;                  ///< alloc: elements per row of a register tile
-  std::string tile_row, tile_lane;         ///< alloc: the iterators a tile's rows and lanes vary
+  /** alloc in `local` space: the register carries a scan's running value along the loop below
+   *  instead (scheduler/carry_scans.h): loaded before it, set and stored by each iteration. Its
+   *  `mapping` is then `parallel` where that loop may split into parts that run on threads at
+   *  once (a blocked scan, on renderers with threads; its bounds are the same for every
+   *  iteration of the loops around), else `serial`. */
+  bool carried = false;
+  int64_t tile_rows = 0;            ///< alloc: rows of a register tile (0: one element)
+  int64_t tile_lanes = 0;           ///< alloc: elements per row of a register tile
+  std::string tile_row, tile_lane;  ///< alloc: the iterators a tile's rows and lanes vary
   AstExprPtr tile_row_origin, tile_lane_origin;  ///< alloc: their values at the tile's corner
   /** alloc: how many of the tile's lanes exist (the last, partial tile of a row: lanes from
    *  this count on are neither read nor written); null when all tile_lanes do. */

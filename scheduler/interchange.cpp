@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "scheduler/carry_scans.h"
 #include "scheduler/map_loops.h"
 
 namespace kiln {
@@ -22,7 +23,12 @@ bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer,
         uses_iterator(*l->cond, outer.iter))
       return false;
   const Statement& s = k.statements.at(stmt->statement);
-  if (s.kind != Statement::Kind::reduce_update ||
+  // A scan along one of the nest's loops (carry_scans.h) sinks as a reduction does.
+  bool scan = false;
+  for (const LoopNode* l : loops)
+    for (const std::string& it : driven_iterators(*stmt, l->iter))
+      scan |= carried_load(plan, s, it) != nullptr;
+  if ((s.kind != Statement::Kind::reduce_update && !scan) ||
       !unit_stride_statement(plan, k, *stmt, outer.iter))
     return false;
   // The element written moves with `outer`: the reduction is over the inner loops only.

@@ -9,6 +9,10 @@
  * of `b` and of the result, across vector lanes. Both steps are legal for any coincident loop
  * whose reduction loops' bounds do not use it: it carries no dependence, so its iterations may
  * run in any order, and the dependences between its children stay in textual order.
+ *
+ * A scan along a leading axis (scheduler/carry_scans.h) sinks the same way: `for j for k
+ * y[k, j] = y[k - 1, j] + x[k, j]` walks columns with stride N; `for k for j` walks rows, its
+ * inner loop across vector lanes.
  */
 #pragma once
 

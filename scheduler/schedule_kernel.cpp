@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 
+#include "scheduler/carry_scans.h"
 #include "scheduler/interchange.h"
 #include "scheduler/isl.h"
 #include "scheduler/isl_schedule.h"
@@ -266,6 +267,9 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::promote_accumulators:
         promote_accumulators(plan, k, nest, t.half);
         break;
+      case Transform::Kind::carry_scans:
+        carry_scans(plan, k, nest, t.split);
+        break;
       case Transform::Kind::gpu_tile:
         gpu_tile(plan, k, nest, t.gpu);
         break;
@@ -325,6 +329,13 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     list.push_back(t);
   }
   if (opt.vectorize && opt.backend_simd) list.push_back({Transform::Kind::map_simd});
+  // After the mappings: a carried loop is serial, and map_gpu spreads the loops of a promoted
+  // accumulator over a block's threads.
+  if (has_scan(plan, k)) {
+    Transform t{Transform::Kind::carry_scans};
+    t.split = opt.parallel && opt.backend_threads;
+    list.push_back(t);
+  }
   if (!opt.backend_gpu && opt.stream_bytes > 0) {
     Transform t{Transform::Kind::stream_stores};
     t.stream_bytes = opt.stream_bytes;

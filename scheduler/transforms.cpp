@@ -25,6 +25,9 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
       case Transform::Kind::promote_accumulators:
         out += t.half ? "promote accumulators (f16 and bf16 too)" : "promote accumulators";
         break;
+      case Transform::Kind::carry_scans:
+        out += t.split ? "carry scans (split across threads)" : "carry scans";
+        break;
       case Transform::Kind::gpu_tile:
         out += "gpu block tile " + std::to_string(t.gpu.rows) + "x" + std::to_string(t.gpu.lanes) +
                ", " + std::to_string(t.gpu.thread_rows) + "x" + std::to_string(t.gpu.thread_lanes) +

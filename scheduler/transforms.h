@@ -31,6 +31,7 @@ struct Transform {
     sink,                  ///< loop IR: parallel loops below reductions (interchange.h)
     register_tile,         ///< loop IR: contractions in register tiles (register_tile.h)
     promote_accumulators,  ///< loop IR: reductions accumulate in registers
+    carry_scans,           ///< loop IR: scans carry their running value in a register
     gpu_tile,              ///< loop IR: contractions in GPU block tiles (gpu_tile.h)
     map_parallel,          ///< loop IR: outermost coincident loops across threads
     map_simd,              ///< loop IR: innermost unit-stride loops across vector lanes
@@ -43,6 +44,7 @@ struct Transform {
   TileOptions tile;          ///< tile
   int max_collapse = 2;      ///< map_parallel: loops mapped together, the outermost included
   bool half = false;         ///< promote_accumulators: f16 and bf16 accumulate in registers too
+  bool split = false;        ///< carry_scans: long rows may split across threads
   RegisterTileShape micro;   ///< register_tile
   GpuTileShape gpu;          ///< gpu_tile
   SoftmaxTileShape softmax;  ///< online_softmax

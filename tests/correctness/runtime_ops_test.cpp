@@ -68,6 +68,15 @@ TEST_CASE("runtime ops: the crash regressions of tests/regressions under every c
       check_runtime(runtime, spec_files("tests/regressions"), config);
 }
 
+TEST_CASE("runtime ops: long scans split across four threads on openmp") {
+  // One row splits into parts only on 4 threads or more (backends/openmp_renderer.h): the
+  // blocked scan runs here whatever the cores, its parts on threads that take turns.
+  for (const std::map<std::string, std::string>& config :
+       std::vector<std::map<std::string, std::string>>{{{"THREADS", "4"}},
+                                                       {{"THREADS", "4"}, {"CHECK", "1"}}})
+    check_runtime("openmp", {"tests/regressions/long_scans.toml"}, config);
+}
+
 TEST_CASE("runtime ops: every composite under the runtimes of KILN_TEST_RUNTIMES") {
   // The conformance run for a new runtime (docs/plugins.md): a comma-separated list of runtime
   // names or descriptor paths. Unset, the test has nothing to do.

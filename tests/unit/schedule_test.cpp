@@ -715,3 +715,62 @@ TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elemen
   for (const LoopNode* f : found)
     CHECK(f->space != MemorySpace::shared);
 }
+
+TEST_CASE("schedule: a scan carries its running value in a register; a leading axis sinks") {
+  // y[.., k] = y[.., k - 1] (masked: 0 before the row) + x[.., k], over rows of N.
+  auto scan = [](KernelBuilder& b, const Shape& shape, int axis) {
+    int x = b.buffer("x", shape), y = b.buffer("y", shape);
+    std::vector<IntExpr> at, before;
+    for (size_t d = 0; d < shape.size(); ++d)
+      at.push_back(it(static_cast<int>(d)));
+    before = at;
+    before[axis] = at[axis] - 1;
+    ScalarExprPtr prev = load(y, before);
+    std::const_pointer_cast<ScalarExpr>(prev)->mask.push_back({before[axis], shape[axis]});
+    b.stmt(Statement::Kind::assign, shape, y, at, op(Op::add, {prev, load(x, at)}));
+  };
+  ScheduleOptions opt = untiled();
+  opt.backend_threads = opt.backend_simd = true;
+  const std::vector<Env> sizes = {{{"M", 3}, {"N", 5}}, {{"M", 1}, {"N", 1}}};
+  // Rows: the row loop is parallel, the register carries the walk along each row, which may split
+  // across threads (rows of one length: when they are few, backends/openmp_renderer.h).
+  KernelBuilder rows;
+  scan(rows, {M, N}, 1);
+  ScheduledKernel r = check_legal(rows, opt, sizes);
+  report("scan along rows", r);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->carried);
+  CHECK(found[0]->mapping == Mapping::parallel);
+  REQUIRE(loops(*found[0]).size() == 1);
+  CHECK(loops(*found[0])[0]->mapping == Mapping::serial);
+  CHECK(transforms_to_text(r.transforms).find("carry scans (split across threads)") !=
+        std::string::npos);
+  // One row, and no split without parallel loops.
+  KernelBuilder one;
+  scan(one, {N}, 0);
+  found.clear();
+  allocs(*check_legal(one, opt, sizes).nest.root, found);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->mapping == Mapping::parallel);
+  opt.parallel = false;
+  found.clear();
+  allocs(*check_legal(one, opt, sizes).nest.root, found);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->mapping == Mapping::serial);
+  // Along the leading axis the column loop sinks below the walk and runs across lanes.
+  opt.parallel = true;
+  KernelBuilder lead;
+  scan(lead, {M, N}, 0);
+  ScheduledKernel l = check_legal(lead, opt, sizes);
+  report("scan along columns", l);
+  found.clear();
+  allocs(*l.nest.root, found);
+  CHECK(found.empty());
+  std::vector<const LoopNode*> walk = loops(*l.nest.root);
+  REQUIRE(walk.size() == 2);
+  CHECK_FALSE(walk[0]->coincident);
+  CHECK(walk[1]->coincident);
+  CHECK(walk[1]->mapping != Mapping::serial);  // across threads, or lanes without them
+}
