@@ -153,6 +153,8 @@ class LangGen:
     qi = [self.idx() for _ in a.shape]
     sub = list(qi)
     sub[k] = "%s[%s]" % (ids.name, ", ".join(pi))
+    if self.r.random() < 0.3:  # an expression of positions; an unsigned 0 - 1 wraps out of range
+      sub[k] += self.r.choice([" - 1", " + 1", " * 2"])
     del qi[k]
     shape = ids.shape + a.shape[:k] + a.shape[k + 1:]
     if self.numel(shape) > MAX_ELEMS:
