@@ -79,6 +79,8 @@ class LangGen:
   # ---- bounded reductions --------------------------------------------------------------------
   def st_bounded(self):
     """A reduction over a triangle, a band or a reversed subscript along one axis of a value."""
+    if self.r.random() < 0.2:
+      return self.call_bounded()
     a = self.pick(lambda v: 1 <= v.rank <= 3 and v.dtype != "bool" and
                   (is_float(v.dtype) or is_unsigned(v.dtype) or v.bound is not None))
     if not a:
@@ -113,6 +115,31 @@ class LangGen:
     left[k] = "%s < %s" % (i, s)  # the left bound gives i its range
     rhs = "%s(%s[%s], %s)" % (red, a.name, ", ".join(sub), ", ".join(conds))
     self.emit(lambda o: "%s[%s] = %s" % (o, ", ".join(left), rhs), a.dtype, a.shape, exact, bound)
+    return True
+
+  def call_bounded(self):
+    """prefix_sum_bounded of ops/reduce.toml or causal_attention of ops/nn.toml."""
+    if self.r.random() < 0.5:
+      a = self.pick(lambda v: v.rank >= 1 and v.dtype in ("f32", "f64", "i64", "i32") and
+                    (is_float(v.dtype) or v.bound is not None))
+      if not a:
+        return False
+      bound = a.bound * max(a.shape[-1][1], 1) if is_int(a.dtype) else None
+      if bound is not None and bound > int_limit(a.dtype):
+        return False
+      self.case.uses.add("reduce.toml")
+      self.emit(lambda o: "%s = prefix_sum_bounded(%s)" % (o, a.name), a.dtype, a.shape,
+                is_int(a.dtype), bound)
+      return True
+    q = self.pick(lambda v: v.rank == 4 and v.dtype in ("f32", "f64"))
+    if not q:
+      dims = [self.size_var([1, 2]), self.size_var([1, 3]), self.size_var([0, 1, 5, 17, 33]),
+              self.size_var([1, 4, 8, 16])]
+      q = self.add_input(self.r.choice(["f32", "f64"]), dims)
+    kv = [self.pick(lambda v: v.dtype == q.dtype and v.shape == q.shape) for _ in range(2)]
+    self.case.uses.add("nn.toml")
+    self.emit(lambda o: "%s = causal_attention(%s, %s, %s)" % (o, q.name, kv[0].name, kv[1].name),
+              q.dtype, q.shape, False)
     return True
 
   # ---- gathers -------------------------------------------------------------------------------
