@@ -2,10 +2,12 @@
 """Differential fuzzer: random composites, every CPU runtime against the interpreter.
 
 Each case is one random composite written as a TOML spec file: size variables bound to odd,
-prime, 1 and 0 sizes; elementwise math over mixed dtypes with casts; views (reshape, permute,
-expand, squeeze, unsqueeze, slice, pad, flip); reductions over any axes with and without keepdim;
-index notation (contractions, strided and dilated windows); and calls to ops/ composites (conv2d
-with random stride, pad, dilation and groups including depthwise, pooling, matmul, softmax, ...).
+prime, 1 and 0 sizes; elementwise math over mixed dtypes (signed, unsigned, float, bool) with
+casts; views (reshape, permute, expand, squeeze, unsqueeze, slice, pad, flip); reductions over any
+axes with and without keepdim; index notation (contractions, strided and dilated windows, bounded
+reductions over triangles and bands); scans and cum* calls; gathers (tensor subscripts,
+take_along, ops/index.toml); `where` shape facts; and calls to ops/ composites (conv2d with
+random stride, pad, dilation and groups including depthwise, pooling, matmul, softmax, ...).
 
 Every case runs `kiln run FILE:fuzz` under the interpreter (the oracle) and then under each
 compiled runtime and configuration; `kiln run` compares with the interpreter itself. A failure is
@@ -22,7 +24,8 @@ The run is deterministic from --seed: case k uses the generator seeded with (see
 0 when no failure was found, 1 otherwise (2 for a bad command line).
 
 This file is the command line; fuzz_case.py holds a case and its rendering as a spec, fuzz_gen.py
-the random generator, fuzz_run.py running, classifying, minimising and replaying.
+the random generator (fuzz_lang.py its scans, bounded reductions, gathers and facts), fuzz_run.py
+running, classifying, minimising and replaying.
 """
 
 import argparse

@@ -10,7 +10,9 @@ import re
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLOATS = ["f32", "f32", "f32", "f64", "f16", "bf16"]
-INTS = ["i32", "i64", "i16", "i8", "u8"]
+SIGNED = ["i32", "i64", "i16", "i8"]
+UNSIGNED = ["u8", "u16", "u32", "u64"]
+INTS = SIGNED + UNSIGNED
 SIZES = [0, 1, 1, 2, 3, 4, 5, 7, 8, 11, 13, 16, 17, 31, 33, 64, 97]
 MAX_ELEMS = 60000
 
@@ -39,6 +41,16 @@ def is_float(dt):
 
 def is_int(dt):
   return dt in INTS
+
+
+def is_unsigned(dt):
+  """Unsigned integers wrap modulo 2^bits in C and in the interpreter alike: exact, no overflow."""
+  return dt in UNSIGNED
+
+
+def umax(dt):
+  """The largest value of an unsigned dtype."""
+  return (1 << int(dt[1:])) - 1
 
 
 def dims_text(shape):
@@ -76,6 +88,7 @@ class Case:
     self.specialize = False
     self.uses = set()  # ops/ files used
     self.vtypes = {}  # value name -> dtype
+    self.facts = []  # `where` shape facts over sizes
 
   def render(self, path):
     """The spec text, with [meta] use paths relative to path's folder."""
@@ -88,9 +101,12 @@ class Case:
     lines.append('doc   = "A random composite of the differential fuzzer."')
     lines.append("in    = { " + ", ".join('%s = "%s"' % io for io in self.inputs) + " }")
     lines.append("out   = { " + ", ".join('%s = "%s"' % (o, dt) for o, _, dt in self.outputs) + " }")
+    named = set(re.findall(r"[A-Z]\w*", " ".join(t for _, t in self.inputs)))
+    facts = [f for f in self.facts if set(re.findall(r"[A-Z]\w*", f)) <= named]
+    if facts:
+      lines.append("where = [" + ", ".join('"%s"' % f for f in facts) + "]")
     body = list(self.stmts) + ["%s = copy(%s)" % (o, v) for o, v, _ in self.outputs]
     lines.append('body  = """\n' + "\n".join(body) + '\n"""')
-    named = set(re.findall(r"[A-Z]\w*", " ".join(t for _, t in self.inputs)))
     sizes = ", ".join("%s = %d" % kv for kv in sorted(self.sizes.items()) if kv[0] in named)
     rng = ", ".join("%s = [%s, %s]" % (k, lo, hi) for k, (lo, hi) in self.ranges.items()
                     if k in dict(self.inputs))
@@ -114,6 +130,7 @@ def clone(case):
   c.sizes, c.inputs, c.ranges = dict(case.sizes), list(case.inputs), dict(case.ranges)
   c.stmts, c.outputs = list(case.stmts), list(case.outputs)
   c.specialize, c.uses, c.vtypes = case.specialize, set(case.uses), case.vtypes
+  c.facts = list(case.facts)
   return c
 
 

@@ -7,10 +7,11 @@ every runtime computes bit for bit alike (comparisons and float-to-integer casts
 """
 
 from fuzz_case import (FLOATS, INTS, MAX_ELEMS, SIZES, Case, Val, broadcast, dims_text, is_float,
-                       is_int)
+                       is_int, is_unsigned, umax)
+from fuzz_lang import LangGen
 
 
-class Gen:
+class Gen(LangGen):
   """Generates one Case from a random.Random."""
 
   def __init__(self, rng):
@@ -96,8 +97,10 @@ class Gen:
       elif roll < 0.5 and len(shape) > 1:
         self.r.shuffle(shape)
       rr = None
-      if is_int(dt):
-        rr = (0, 8) if dt == "u8" else (-8, 8)
+      if is_unsigned(dt):
+        rr = (0, 8) if self.r.random() < 0.7 else (0, min(umax(dt), 65535))
+      elif is_int(dt):
+        rr = (-8, 8)
       elif is_float(dt) and self.r.random() < 0.2:
         rr = (-4.0, 4.0)
       self.add_input(dt, shape, rr, const=self.r.random() < 0.1)
@@ -154,26 +157,28 @@ class Gen:
       return True
     # integers: keep |values| small so that no kernel overflows
     ba, bb = a.bound, b.bound
+    uns = is_unsigned(a.dtype)
+    if uns:  # unsigned arithmetic wraps: any bound will do, the result's is at most the dtype's
+      ba, bb = ba or umax(a.dtype), bb or umax(a.dtype)
     if ba is None or bb is None:
       return False
     op = self.r.choice(["+", "-", "*", "&", "|", "^", "<<", ">>", "//", "%", "max", "min"])
-    lim = 100 if a.dtype in ("i8", "u8") else 30000 if a.dtype == "i16" else 1 << 24
-    if a.dtype == "u8" and op in ("-",):
-      return False
+    lim = (umax(a.dtype) if uns else 100 if a.dtype == "i8" else 30000 if a.dtype == "i16" else
+           1 << 24)
     if op in ("+", "-"):
       bound = ba + bb
     elif op == "*":
       bound = ba * bb
     elif op in ("&", "|", "^"):
       bound = 2 * max(ba, bb) + 1
-      if a.dtype == "u8":
-        bound = 255
     elif op == "<<":
       bound = ba * 8
     elif op in (">>", "//", "%"):
       bound = ba
     else:
       bound = max(ba, bb)
+    if uns and (op == "-" or bound > lim):
+      bound = lim  # wrapped
     if bound > lim:
       return False
     if op == "<<":
@@ -186,8 +191,6 @@ class Gen:
       text = "%s(%s, %s)" % (op, a.name, b.name)
     else:
       text = "%s %s %s" % (a.name, op, b.name)
-    if a.dtype == "u8" and op in ("+", "*", "<<") and bound > 255:
-      return False
     self.emit(lambda o: "%s = %s" % (o, text), a.dtype, shape, True, bound)
     return True
 
@@ -227,21 +230,32 @@ class Gen:
       return False
     if is_float(a.dtype):
       if a.exact and self.r.random() < 0.5:
-        dt = self.r.choice(INTS[:3] + ["bool"])
-        text = "cast(%s * 8.0, %s)" % (a.name, dt)
+        dt = self.r.choice(INTS[:3] + INTS[4:] + ["bool"])
+        scale = "8.0"
+        if is_unsigned(dt) and a.dtype != "f16" and self.r.random() < 0.4:
+          # past the dtype's range: the cast saturates, negatives give 0 (a power of 2 keeps the
+          # product exact; f16 would overflow to inf in the interpreter only)
+          scale = "1048576.0"
+        text = "cast(%s * %s, %s)" % (a.name, scale, dt)
         bound = 64 if dt != "bool" else 1
         if a.name in self.case.ranges:
           bound = 8 * 4 + 1
+        if scale != "8.0":
+          bound = umax(dt)
         return bool(self.emit(lambda o: "%s = %s" % (o, text), dt, a.shape, True, bound))
       dt = self.r.choice(["f32", "f64", "f16", "bf16"])
       exact = a.exact and dt == "f64" or (a.exact and dt == a.dtype)
       self.emit(lambda o: "%s = cast(%s, %s)" % (o, a.name, dt), dt, a.shape, exact)
       return True
-    dt = self.r.choice(["f32", "f64", "f16", "bf16", "i64", "i32"])
+    dt = self.r.choice(["f32", "f64", "f16", "bf16", "i64", "i32", "u8", "u16", "u32", "u64"])
     bound = a.bound if a.dtype != "bool" else 1
-    if dt in ("i32", "i64") and a.dtype == "bool":
+    if is_int(dt) and a.dtype == "bool":
       bound = 1
-    exact = dt in ("f32", "f64", "i64", "i32") and (bound or 1 << 30) < 256
+    elif is_unsigned(dt) and (bound is None or bound > umax(dt) or not is_unsigned(a.dtype)):
+      bound = umax(dt)  # a negative value wraps
+    elif is_int(dt) and bound is not None and bound > 1 << 30:
+      bound = None
+    exact = is_int(dt) or dt in ("f32", "f64") and (bound or 1 << 30) < 256
     self.emit(lambda o: "%s = cast(%s, %s)" % (o, a.name, dt), dt, a.shape, exact,
               bound if is_int(dt) else None)
     return True
@@ -262,18 +276,20 @@ class Gen:
     for ax in axes:
       red *= a.shape[ax][1]
     bound = a.bound
-    if is_int(a.dtype):
+    if is_unsigned(a.dtype):
+      bound = umax(a.dtype) if op in ("sum", "prod") else bound  # wraps
+    elif is_int(a.dtype):
       if bound is None:
         return False
       if op == "sum":
         bound = bound * max(red, 1)
       elif op == "prod":
         return False
-      if bound > (100 if a.dtype in ("i8", "u8") else 1 << 24):
+      if bound > (100 if a.dtype == "i8" else 1 << 24):
         return False
     if op == "prod" and red > 24:
       op = "sum"
-    if op == "prod" and not is_float(a.dtype):
+    if op == "prod" and not is_float(a.dtype) and not is_unsigned(a.dtype):
       op = "max"
     if is_float(a.dtype) and op in ("max", "min") and red == 0:
       return False  # an empty max is -inf in both; skip the degenerate case
@@ -309,8 +325,9 @@ class Gen:
       if a.rank >= 2 and self.r.random() < 0.6:
         k = self.r.randrange(a.rank - 1)
         (s1, v1), (s2, v2) = sh[k], sh[k + 1]
-        merged = ("%s * %s" % (s1, s2) if s1 != "1" and s2 != "1" else s1 if s2 == "1" else s2,
-                  v1 * v2)
+        p1, p2 = (e if e.isalnum() else "(%s)" % e for e in (s1, s2))
+        merged = ("%s * %s" % (p1, p2) if s1 != "1" and s2 != "1" else
+                  s1 if s2 == "1" else s2, v1 * v2)
         shape = sh[:k] + [merged] + sh[k + 2:]
       else:
         k = self.r.randint(0, a.rank)
@@ -409,6 +426,11 @@ class Gen:
     prod = "%s[%s] * %s[%s]" % (a.name, ", ".join(ia), b.name, ", ".join(ib))
     red = self.r.choice(["sum", "sum", "max"])
     rhs = "%s(%s, %s)" % (red, prod, ia[p]) if reduce else prod
+    if reduce and len(left) >= 2 and self.r.random() < 0.3:
+      # a bound among the free indices: the rest of the box is the reduction's identity
+      l1, l2 = self.r.sample(left, 2)
+      c = self.r.choice([-1, 0, 0, 1])
+      rhs = "%s(%s, %s, %s <= %s%s)" % (red, prod, ia[p], l1, l2, " %s %d" % ("+" if c > 0 else "-", abs(c)) if c else "")
     self.emit(lambda o: "%s[%s] = %s" % (o, ", ".join(left), rhs), a.dtype, shape, False)
     return True
 
@@ -604,7 +626,8 @@ class Gen:
     self.make_inputs()
     kinds = [(self.st_unary_float, 5), (self.st_binary, 5), (self.st_compare, 2),
              (self.st_where, 2), (self.st_cast, 3), (self.st_reduce, 4), (self.st_view, 6),
-             (self.st_contract, 2), (self.st_window, 2), (self.st_call, 4)]
+             (self.st_contract, 2), (self.st_window, 2), (self.st_call, 4), (self.st_scan, 3),
+             (self.st_bounded, 3), (self.st_gather, 3)]
     want = self.r.randint(1, 8)
     tries = 0
     while len(self.case.stmts) < want and tries < 200:
@@ -618,4 +641,6 @@ class Gen:
     for k, v in enumerate(outs):
       self.case.outputs.append(("y%d" % k, v.name, v.dtype))
     self.case.specialize = self.r.random() < 0.15
+    if self.r.random() < 0.2:
+      self.add_facts()
     return self.case

@@ -138,6 +138,10 @@ def minimise(runner, case, path, rt, cfg, sym, deadline):
           if attempt(c):
             changed = True
             break
+    for k in range(len(best.facts) - 1, -1, -1):
+      c = clone(best)
+      del c.facts[k]
+      changed |= attempt(c)
     for u in sorted(best.uses):
       c = clone(best)
       c.uses.discard(u)
