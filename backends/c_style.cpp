@@ -341,9 +341,17 @@ std::string CStyleRenderer::render_stream(const Context& c, const LoopNode& n, i
   c.lane_bound.clear();
   c.bound.clear();
   c.index_bound.clear();
+  // A value the same in every lane (an expand along the vector) is splatted.
+  std::string value = render_lanes(c, *st.value, along);
+  if (!uses_vars(*st.value, along)) {
+    std::string splat = "({ const " + type + " kiln_s = " + value + "; (kiln_v" + t + "){";
+    for (int64_t l = 0; l < lanes; ++l)
+      splat += std::string(l ? ", " : "") + "kiln_s";
+    value = splat + "}; })";
+  }
   s += in2 + "for (; " + vector_cond + "; " + it + " += " + std::to_string(lanes) + ") { " +
-       bind_line(stmt.args) + "kiln_vstnt_" + t + "(&" + b + "[" + offset + "], " +
-       render_lanes(c, *st.value, along) + "); }\n";
+       bind_line(stmt.args) + "kiln_vstnt_" + t + "(&" + b + "[" + offset + "], " + value +
+       "); }\n";
   c.lane_bound.clear();
   s += scalar(cond) + in2 + "kiln_sfence();\n";
   s += in + "} else {\n" + render_loop(c, *plain, depth + 2, 0) + in + "}\n";
