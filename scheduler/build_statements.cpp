@@ -321,6 +321,12 @@ class Builder {
     NodeId src = n.operands[0];
     NodeId stored = g_[src].op == Op::view ? g_[src].operands[0] : src;
     contiguous_buffer(stored);
+    // A value computed inline before it was stored (another output reads it) is loaded now.
+    for (NodeId id : {stored, src}) {
+      const std::string key = std::to_string(id);
+      for (auto it = memo_.lower_bound(key); it != memo_.end() && it->first.rfind(key, 0) == 0;)
+        it = it->first == key || it->first[key.size()] == '|' ? memo_.erase(it) : std::next(it);
+    }
     Index at = index;
     IntExpr g = IntExpr::var(kGatherVar);
     at[n.axis] = g;
