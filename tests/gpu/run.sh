@@ -81,6 +81,8 @@ bench causal_attention_f16_vs_torch -- "$ops/nn.toml:causal_attention" --dtype T
 bench cumsum_2e20_f32_vs_copy -- "$ops/reduce.toml:cumsum" --test N=1048576 --vs copy
 bench cumsum_4096x4096_f32_vs_torch -- "$ops/reduce.toml:cumsum" --test N=4096 --batch 4096 \
   --vs torch
+bench scatter_add_4096x4096_f32_vs_torch -- "$ops/index.toml:scatter_add" \
+  --test M=4096,N=4096 --batch 4096 --vs torch
 bench stacked_layernorm_graph KILN_CUDA_GRAPHS=1 -- \
   "$bundle/share/kiln/tests/regressions/stacked_layernorm.toml:stacked_layernorm_8" \
   --test N=64 --batch 8
