@@ -78,7 +78,7 @@ bench attention_causal_f16_vs_torch -- "$ops/nn.toml:attention" --dtype T=f16 --
   --test B=8,H=16,L=2048,S=2048,D=64 --vs torch --repeat 3
 bench causal_attention_f16_vs_torch -- "$ops/nn.toml:causal_attention" --dtype T=f16 \
   --test B=8,H=16,L=2048,D=64 --vs torch --repeat 3
-bench cumsum_2e20_f32_vs_copy -- "$ops/reduce.toml:cumsum" --test N=1048576 --vs copy
+bench cumsum_2e20_f32_vs_copy -- "$ops/reduce.toml:cumsum" --test N=1048576 --batch 1 --vs copy
 bench cumsum_4096x4096_f32_vs_torch -- "$ops/reduce.toml:cumsum" --test N=4096 --batch 4096 \
   --vs torch
 bench scatter_add_4096x4096_f32_vs_torch -- "$ops/index.toml:scatter_add" \
