@@ -751,12 +751,14 @@ TEST_CASE("schedule: a scan carries its running value in a register; a leading a
   KernelBuilder one;
   scan(one, {N}, 0);
   found.clear();
-  allocs(*check_legal(one, opt, sizes).nest.root, found);
+  ScheduledKernel split = check_legal(one, opt, sizes);  // kept alive: found points into it
+  allocs(*split.nest.root, found);
   REQUIRE(found.size() == 1);
   CHECK(found[0]->mapping == Mapping::parallel);
   opt.parallel = false;
   found.clear();
-  allocs(*check_legal(one, opt, sizes).nest.root, found);
+  ScheduledKernel serial = check_legal(one, opt, sizes);
+  allocs(*serial.nest.root, found);
   REQUIRE(found.size() == 1);
   CHECK(found[0]->mapping == Mapping::serial);
   // Along the leading axis the column loop sinks below the walk and runs across lanes.
