@@ -140,17 +140,22 @@ class Builder {
       kernel_->statements.back().domain.push_back(e.substitute(sub));
   }
 
+  /** The buffer a scan or scatter of node `id` accumulates in: the target, or a new temp,
+   *  f32 for f16 and bf16 as reductions accumulate. */
+  int accumulating_buffer(NodeId id, int target_buffer) {
+    if (target_buffer >= 0) return target_buffer;
+    int b = add_buffer("t" + std::to_string(id), g_[id], BufferKind::temp);
+    if (narrow_float(g_[id].dtype)) plan_.buffers[b].dtype = DType::f32;
+    return b;
+  }
+
   /** One statement that reads the element it wrote one step before along the axis:
    *  y[.., k, ..] = k > 0 ? y[.., k - 1, ..] combine x[.., k, ..] : x[.., k, ..]. isl sees the
    *  dependence and keeps the axis a serial loop; the other axes stay parallel. f16 and bf16
    *  accumulate in f32, as reductions do. */
   void materialize_scan(NodeId id, int target_buffer) {
     const Node& n = g_[id];
-    int b = target_buffer;
-    if (b < 0) {
-      b = add_buffer("t" + std::to_string(id), n, BufferKind::temp);
-      if (narrow_float(n.dtype)) plan_.buffers[b].dtype = DType::f32;
-    }
+    const int b = accumulating_buffer(id, target_buffer);
     const DType acc = plan_.buffers[b].dtype;
     const int axis = n.axes.at(0);
     Index idx = iterators(n.shape.size());
@@ -183,11 +188,7 @@ class Builder {
    *  bf16 accumulate in f32, as reductions do. */
   void materialize_scatter(NodeId id, int target_buffer) {
     const Node& n = g_[id];
-    int b = target_buffer;
-    if (b < 0) {
-      b = add_buffer("t" + std::to_string(id), n, BufferKind::temp);
-      if (narrow_float(n.dtype)) plan_.buffers[b].dtype = DType::f32;
-    }
+    const int b = accumulating_buffer(id, target_buffer);
     const DType acc = plan_.buffers[b].dtype;
     auto widen = [&](ScalarExprPtr x) {
       return x->dtype == acc ? x : scalar_op(Op::cast, acc, {x});

@@ -29,6 +29,16 @@ KernelPlan plan_of(const std::string& target, SizeBindings sizes = {{"N", 5}}, D
   return build_statements(test::run(spec).graph);
 }
 
+/** The cut options of the CUDA backend (backends/backend.cpp). */
+CutOptions gpu_cut_options() {
+  CutOptions opt;
+  opt.cut_before_grid_barriers = true;
+  opt.cut_around_contractions = true;
+  opt.fuse_softmax_contractions = true;
+  opt.store_shared = false;
+  return opt;
+}
+
 const char* const kStacked = "tests/regressions/stacked_layernorm.toml:stacked_layernorm_8";
 
 /** Every load of every kernel reads an input or a buffer written by an earlier statement (in
@@ -138,11 +148,7 @@ TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue 
 }
 
 TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an online softmax") {
-  CutOptions opt;  // CUDA's (backends/backend.cpp)
-  opt.cut_before_grid_barriers = true;
-  opt.cut_around_contractions = true;
-  opt.fuse_softmax_contractions = true;
-  opt.store_shared = false;
+  const CutOptions opt = gpu_cut_options();
   const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}};
   for (DType t : {DType::f16, DType::bf16})
     for (bool causal : {false, true}) {
@@ -208,11 +214,7 @@ TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an onlin
 }
 
 TEST_CASE("cut: causal attention over a bounded domain is one online-softmax kernel on the GPU") {
-  CutOptions opt;  // CUDA's (backends/backend.cpp)
-  opt.cut_before_grid_barriers = true;
-  opt.cut_around_contractions = true;
-  opt.fuse_softmax_contractions = true;
-  opt.store_shared = false;
+  const CutOptions opt = gpu_cut_options();
   const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 5}, {"D", 4}};
   for (DType t : {DType::f16, DType::bf16}) {
     CAPTURE(dtype_name(t));
@@ -271,11 +273,7 @@ TEST_CASE("cut: causal attention over a bounded domain is one online-softmax ker
 }
 
 TEST_CASE("tile_bounded: bounded contractions get a rectangular domain for block tiles") {
-  CutOptions opt;  // CUDA's (backends/backend.cpp)
-  opt.cut_before_grid_barriers = true;
-  opt.cut_around_contractions = true;
-  opt.fuse_softmax_contractions = true;
-  opt.store_shared = false;
+  const CutOptions opt = gpu_cut_options();
   const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 5}, {"D", 4}};
   // In f32 there is no fused kernel: the scores (j <= r on the element: summed over the box,
   // then the identity put back by an epilogue) and the weighted sum (j <= r on the summed j: a
