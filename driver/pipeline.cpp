@@ -56,8 +56,12 @@ const std::vector<Stage>& stages() {
        }},
       {"kernels", 0, 2,
        [](State& s) {
-         s.out.plan = build_statements(s.out.graph);
-         return plan_to_text(s.out.plan);
+         ValueOptions values;
+         values.online_softmax = s.opt.cut.fuse_softmax_contractions;
+         ValuePlan plan = plan_values(s.out.graph, values);
+         s.out.values = value_plan_to_text(s.out.graph, plan);
+         s.out.plan = build_statements(s.out.graph, plan);
+         return s.out.values + plan_to_text(s.out.plan);
        }},
       {"cut", 0, 2,
        [](State& s) {

@@ -50,6 +50,8 @@ struct StageTime {
 struct LoweredProgram {
   Graph graph;  ///< the simplified graph the plan is built from
   KernelPlan plan;
+  /** The value planner's decision for each computed node, as text (scheduler/plan_values.h). */
+  std::string values;
   std::vector<LoopNest> nests;          ///< one per kernel
   std::vector<std::string> transforms;  ///< each kernel's transform list, as text
   std::vector<std::string> symbols;     ///< the function name of each kernel

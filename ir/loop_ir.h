@@ -95,6 +95,10 @@ struct LoopNode {
   bool tile = false;              ///< loop: walks tiles (its point loop is in the band below)
   bool coincident = false;        ///< loop: no dependence is carried, iterations may reorder
   bool reduction = false;         ///< loop: carries a reduction into a scalar accumulator
+  /** loop: every dependence it carries is a reduction's update of its own element (isl's
+   *  dependences; true for a coincident loop): a reduction loop may run across vector lanes
+   *  only then (scheduler/map_loops.h). */
+  bool only_reductions = false;
   /** loop: when > 0, its one statement writes in vectors with non-temporal stores, bypassing
    *  the caches, where the buffer it writes has at least this many bytes
    *  (scheduler/stream_stores.h). */

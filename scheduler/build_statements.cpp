@@ -1,6 +1,8 @@
 #include "scheduler/build_statements.h"
 
 #include <algorithm>
+#include <cctype>
+#include <set>
 #include <map>
 #include <stdexcept>
 
@@ -32,7 +34,7 @@ Index iterators(size_t rank) {
 
 class Builder {
  public:
-  explicit Builder(const Graph& g) : g_(g) {}
+  Builder(const Graph& g, const ValuePlan& values) : g_(g), values_(values) {}
 
   KernelPlan build() {
     plan_.size_vars = g_.size_vars;
@@ -61,6 +63,10 @@ class Builder {
       if (g_[id].op == Op::scan) materialize_scan(id, target);
       if (g_[id].op == Op::scatter) materialize_scatter(id, target);
       if (g_[id].op == Op::extern_call) materialize_extern(id, target);
+      if (values_.stored(id) && op_info(g_[id].op).cls != OpClass::reduce &&
+          g_[id].op != Op::scan && g_[id].op != Op::scatter && g_[id].op != Op::extern_call &&
+          !buffer_of_.count(id))
+        materialize_value(id, stored_target(id, out_buffers));
     }
     for (size_t o = 0; o < g_.outputs.size(); ++o) {
       NodeId id = g_.outputs[o].node;
@@ -132,12 +138,46 @@ class Builder {
     Index target = update_index;
     for (int ax : n.axes)
       target[ax] = 0;
+    in_reduction_ = true;
+    ScalarExprPtr value = expr(n.operands[0], update_index);
+    in_reduction_ = false;
     add_statement(Statement::Kind::reduce_init, kept, b, init_index, nullptr, n.reduce_kind);
-    add_statement(Statement::Kind::reduce_update, src, b, target, expr(n.operands[0], update_index),
-                  n.reduce_kind);
+    add_statement(Statement::Kind::reduce_update, src, b, target, value, n.reduce_kind);
     auto sub = view_substitution(update_index);
     for (const IntExpr& e : n.domain)
       kernel_->statements.back().domain.push_back(e.substitute(sub));
+  }
+
+  /** The output buffer a stored value that is an output and read by other nodes is computed
+   *  into (then read back), else -1: a new temp. */
+  int stored_target(NodeId id, const std::vector<int>& out_buffers) const {
+    bool read = false;
+    for (const Node& n : g_.nodes)
+      read = read || std::find(n.operands.begin(), n.operands.end(), id) != n.operands.end();
+    if (!read) return -2;  // an output no node reads: its statement comes last, as before
+    for (size_t o = 0; o < g_.outputs.size(); ++o)
+      if (g_.outputs[o].node == id) return out_buffers[o];
+    return -1;
+  }
+
+  /** One assign statement storing node `id` over its shape into `target` (-1: a new temp;
+   *  -2: none, the output statement at the end computes it). Later statements load it. */
+  void materialize_value(NodeId id, int target) {
+    if (target == -2) return;
+    const Shape& shape = g_[id].shape;
+    Index idx = iterators(shape.size());
+    int b = target >= 0 ? target : add_buffer("t" + std::to_string(id), g_[id], BufferKind::temp);
+    add_statement(Statement::Kind::assign, shape, b, idx, expr(id, idx));
+    buffer_of_[id] = b;
+    forget(id);
+  }
+
+  /** Drops memoised expressions of node `id`: computed inline before it was stored (by another
+   *  output), later uses load it. */
+  void forget(NodeId id) {
+    const std::string key = std::to_string(id);
+    for (auto it = memo_.lower_bound(key); it != memo_.end() && it->first.rfind(key, 0) == 0;)
+      it = it->first == key || it->first[key.size()] == '|' ? memo_.erase(it) : std::next(it);
   }
 
   /** The buffer a scan or scatter of node `id` accumulates in: the target, or a new temp,
@@ -289,6 +329,8 @@ class Builder {
         Index inner;
         for (const IntExpr& x : n.view.index)
           inner.push_back(x.substitute(sub));
+        if (in_reduction_ && affine_in_iterators(index) && !affine_in_iterators(inner))
+          return layout_load(id, index);
         ScalarExprPtr src = expr(n.operands[0], inner);
         if (n.view.mask.empty()) return src;
         auto masked = std::make_shared<ScalarExpr>(*src);
@@ -314,6 +356,81 @@ class Builder {
     }
   }
 
+  /** Whether every position of `index` is affine in the statement iterators with constant
+   *  coefficients, as isl needs to see an access exactly. */
+  static bool affine_in_iterators(const Index& index) {
+    for (const IntExpr& e : index) {
+      std::set<std::string> vars;
+      e.collect_vars(vars);
+      for (const std::string& v : vars)
+        if (is_iterator_name(v) && !affine_coefficient(e, v)) return false;
+      for (const IntExpr::Term& t : e.terms())
+        for (const auto& f : t.factors)
+          if (f->kind != IntAtom::Kind::var) {
+            std::set<std::string> inside;
+            f->a.collect_vars(inside);
+            f->b.collect_vars(inside);
+            for (const std::string& v : inside)
+              if (is_iterator_name(v)) return false;
+          }
+    }
+    return true;
+  }
+
+  static bool is_iterator_name(const std::string& v) {
+    return v.size() > 1 && v[0] == 'i' && std::isdigit(static_cast<unsigned char>(v[1]));
+  }
+
+  /** View `id` read by a reduction at `index` (affine) through an index map that is not
+   *  affine in the iterators (heads split from a feature axis with symbolic sizes,
+   *  `(C / H) * h + d`): the view, less the dimensions it broadcasts, is copied once into a
+   *  contiguous temp in its own layout, and the reduction loads the copy, affinely. */
+  ScalarExprPtr layout_load(NodeId id, const Index& index) {
+    const Node& n = g_[id];
+    // The dimensions the view maps to source positions; the others broadcast, and the copy
+    // drops them.
+    std::vector<size_t> kept;
+    for (size_t d = 0; d < n.shape.size(); ++d) {
+      std::set<std::string> vars;
+      for (const IntExpr& x : n.view.index)
+        x.collect_vars(vars);
+      for (const MaskBound& m : n.view.mask)
+        m.expr.collect_vars(vars);
+      if (vars.count("%" + std::to_string(d))) kept.push_back(d);
+    }
+    std::string key = std::to_string(id);
+    for (size_t d : kept)
+      key += "," + std::to_string(d);
+    int b;
+    if (auto it = layout_.find(key); it != layout_.end()) {
+      b = it->second;
+    } else {
+      Shape shape;
+      for (size_t d : kept)
+        shape.push_back(n.shape[d]);
+      Node copy = n;
+      copy.shape = shape;
+      b = add_buffer("l" + std::to_string(id), copy, BufferKind::temp);
+      Index at(n.shape.size(), IntExpr(0));
+      Index its = iterators(kept.size());
+      for (size_t k = 0; k < kept.size(); ++k)
+        at[kept[k]] = its[k];
+      bool saved = in_reduction_;
+      in_reduction_ = false;
+      ScalarExprPtr value = expr(id, at);
+      in_reduction_ = saved;
+      add_statement(Statement::Kind::assign, shape, b, its, value);
+      layout_.emplace(key, b);
+    }
+    auto e = std::make_shared<ScalarExpr>();
+    e->kind = ScalarExpr::Kind::load;
+    e->dtype = n.dtype;
+    e->buffer = b;
+    for (size_t d : kept)
+      e->index.push_back(index[d]);
+    return e;
+  }
+
   /** A gather: one load of the source's buffer (a view of a stored value; the source is stored
    *  first unless it has a buffer), at `index` but along the axis, where it reads at kGatherVar,
    *  bound to the index tensor's value at `index`. The other dimensions stay affine, so a row
@@ -323,11 +440,8 @@ class Builder {
     NodeId stored = g_[src].op == Op::view ? g_[src].operands[0] : src;
     contiguous_buffer(stored);
     // A value computed inline before it was stored (another output reads it) is loaded now.
-    for (NodeId id : {stored, src}) {
-      const std::string key = std::to_string(id);
-      for (auto it = memo_.lower_bound(key); it != memo_.end() && it->first.rfind(key, 0) == 0;)
-        it = it->first == key || it->first[key.size()] == '|' ? memo_.erase(it) : std::next(it);
-    }
+    for (NodeId id : {stored, src})
+      forget(id);
     Index at = index;
     IntExpr g = IntExpr::var(kGatherVar);
     at[n.axis] = g;
@@ -342,16 +456,23 @@ class Builder {
   }
 
   const Graph& g_;
+  const ValuePlan& values_;
   KernelPlan plan_;
   Kernel* kernel_ = nullptr;
   std::map<NodeId, int> buffer_of_;  // inputs, materialised reduces, calls and call operands
   std::map<std::string, ScalarExprPtr> memo_;
+  std::map<std::string, int> layout_;  ///< layout copies of views, by view and kept dimensions
+  bool in_reduction_ = false;          ///< building a reduction's operand
 };
 
 }  // namespace
 
+KernelPlan build_statements(const Graph& g, const ValuePlan& values) {
+  return Builder(g, values).build();
+}
+
 KernelPlan build_statements(const Graph& g) {
-  return Builder(g).build();
+  return build_statements(g, plan_values(g, {}));
 }
 
 }  // namespace kiln

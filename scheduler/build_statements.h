@@ -1,9 +1,10 @@
 /** \file
  * Graph → kernel IR. Every reduce and every graph output is materialised into a buffer by
  * statements (a reduce by an init statement over its kept axes and an update statement over all
- * of its operand's axes); everything else — elementwise ops, constants, index ops and views — is
- * inlined into the expressions of the statements that use it, with views turned into index
- * arithmetic and masks. An extern call becomes one `call` statement on whole buffers: operands
+ * of its operand's axes), and so is every value the value planner stores (scheduler/plan_values.h:
+ * an assign statement over its shape, into a temp, or into its output when the value is one);
+ * everything else — elementwise ops, constants, index ops and views — is inlined into the
+ * expressions of the statements that use it, with views turned into index arithmetic and masks. An extern call becomes one `call` statement on whole buffers: operands
  * that are not already contiguous buffers (views, elementwise results) are first materialised
  * into temps, and the result is a buffer (the output's own when the call is an output).
  * Statements come out in a legal sequential order (the graph's). The
@@ -15,10 +16,14 @@
 
 #include "ir/graph.h"
 #include "ir/kernel_ir.h"
+#include "scheduler/plan_values.h"
 
 namespace kiln {
 
-/** Lowers a verified graph to a kernel plan. */
+/** Lowers a verified graph to a kernel plan, storing the values `values` stores. */
+KernelPlan build_statements(const Graph& g, const ValuePlan& values);
+
+/** The same with every value the planner's default options store. */
 KernelPlan build_statements(const Graph& g);
 
 }  // namespace kiln

@@ -250,6 +250,7 @@ LoopNodePtr block_tile_loop(const std::string& iter, const AstExprPtr& count,
   loop->init = ast_int(0);
   loop->cond = ast_op("lt", {ast_iter(iter), count});
   loop->coincident = true;
+  loop->only_reductions = true;
   loop->tile = true;
   loop->mapping = Mapping::block_x;
   loop->body = {tile};

@@ -213,18 +213,19 @@ LoopNodePtr convert_user(isl_ast_node* n, Scope& scope) {
 /** A copy of `n` whose outermost loops (below blocks and guards) carry a member's annotation:
  *  isl generates a member as one loop, or as a block where statements of lower dimension sit
  *  beside the loop (a reduction's 0-dimensional init), or no loop for a single iteration. */
-LoopNodePtr annotate(const LoopNodePtr& n, int band, int member, bool tile, bool coincident) {
+LoopNodePtr annotate(const LoopNodePtr& n, const MemberMark& m) {
   if (n->kind == LoopNode::Kind::stmt) return n;
   auto copy = std::make_shared<LoopNode>(*n);
   if (n->kind == LoopNode::Kind::loop) {
-    copy->band = band;
-    copy->member = member;
-    copy->tile = tile;
-    copy->coincident = coincident;
+    copy->band = m.band;
+    copy->member = m.member;
+    copy->tile = m.tile;
+    copy->coincident = m.coincident;
+    copy->only_reductions = m.only_reductions;
     return copy;
   }
   for (LoopNodePtr& c : copy->body)
-    c = annotate(c, band, member, tile, coincident);
+    c = annotate(c, m);
   return copy;
 }
 
@@ -232,10 +233,9 @@ LoopNodePtr convert_mark(isl_ast_node* n, Scope& scope) {
   std::string mark = id_name(isl_ast_node_mark_get_id(n));
   ScopedNode child{isl_ast_node_mark_get_node(n)};
   LoopNodePtr below = convert_node(child.p, scope);
-  int band = -1, member = -1;
-  bool tile = false, coincident = false;
-  if (!parse_member_mark(mark, band, member, tile, coincident)) return below;
-  return annotate(below, band, member, tile, coincident);
+  MemberMark m;
+  if (!parse_member_mark(mark, m)) return below;
+  return annotate(below, m);
 }
 
 LoopNodePtr convert_node(isl_ast_node* n, Scope& scope) {

@@ -37,9 +37,14 @@ Obj<T> give(isl_ctx* ctx, T* p, const char* what) {
   return Obj<T>(p);
 }
 
-/** Reads an annotate_members mark ("kiln.member BAND MEMBER TILE COINCIDENT"); false for any
- *  other mark. */
-bool parse_member_mark(const std::string& mark, int& band, int& member, bool& tile,
-                       bool& coincident);
+/** What an annotate_members mark says of one band member (LoopNode's fields of the same names). */
+struct MemberMark {
+  int band = -1, member = -1;
+  bool tile = false, coincident = false, only_reductions = false;
+};
+
+/** Reads an annotate_members mark ("kiln.member BAND MEMBER TILE COINCIDENT ONLY_REDUCTIONS");
+ *  false for any other mark. */
+bool parse_member_mark(const std::string& mark, MemberMark& out);
 
 }  // namespace kiln::isl

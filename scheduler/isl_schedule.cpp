@@ -162,7 +162,60 @@ Schedule tile_bands(Schedule schedule, const TileOptions& opt) {
                   [&](isl_schedule_node* root) { return walk_bands(root, visit); });
 }
 
-Schedule annotate_members(Schedule schedule) {
+UnionMap drop_self_dependences(const UnionMap& deps, const std::vector<int>& reductions) {
+  isl_ctx* ctx = isl_union_map_get_ctx(deps.keep());
+  isl_union_map* out = isl_union_map_copy(deps.keep());
+  for (int k : reductions) {
+    std::string name = "S" + std::to_string(k);
+    isl_union_map* self = isl_union_map_copy(deps.keep());
+    // The pairs whose both ends are instances of S<k>.
+    isl_union_map* only = isl_union_map_empty(isl_union_map_get_space(self));
+    isl_map_list* maps = isl_union_map_get_map_list(self);
+    isl_size n = isl_map_list_size(maps);
+    for (isl_size i = 0; i < n; ++i) {
+      isl_map* m = isl_map_list_get_at(maps, i);
+      const char* in = isl_map_get_tuple_name(m, isl_dim_in);
+      const char* outn = isl_map_get_tuple_name(m, isl_dim_out);
+      if (in && outn && name == in && name == outn)
+        only = isl_union_map_add_map(only, m);
+      else
+        isl_map_free(m);
+    }
+    isl_map_list_free(maps);
+    isl_union_map_free(self);
+    out = isl_union_map_subtract(out, only);
+  }
+  return give(ctx, out, "dependences without reductions");
+}
+
+namespace {
+
+/** { a -> b : f(a) = f(b) } for a schedule `f` (taken). */
+isl_union_map* same_image(isl_union_map* f) {
+  isl_union_map* reversed = isl_union_map_reverse(isl_union_map_copy(f));
+  return isl_union_map_apply_range(f, reversed);
+}
+
+/** Whether the single-member band `band` carries none of `deps` that its outer members leave
+ *  uncarried: every pair of instances below it with equal outer schedule gets equal values. */
+bool carries_none(isl_schedule_node* band, const UnionMap& deps) {
+  isl_union_set* domain = isl_schedule_node_get_domain(band);
+  isl_union_map* d = isl_union_map_intersect_range(
+      isl_union_map_intersect_domain(isl_union_map_copy(deps.keep()),
+                                     isl_union_set_copy(domain)),
+      domain);
+  d = isl_union_map_intersect(d, same_image(isl_schedule_node_get_prefix_schedule_union_map(band)));
+  isl_union_map* same_member =
+      same_image(isl_schedule_node_band_get_partial_schedule_union_map(band));
+  isl_bool subset = isl_union_map_is_subset(d, same_member);
+  isl_union_map_free(d);
+  isl_union_map_free(same_member);
+  return subset == isl_bool_true;
+}
+
+}  // namespace
+
+Schedule annotate_members(Schedule schedule, const UnionMap& other_deps) {
   int next_band = 0;
   bool point_band = false;  // the band below a tile band: same number, not a tile
   auto visit = [&](isl_schedule_node* band) -> std::pair<isl_schedule_node*, int> {
@@ -176,9 +229,11 @@ Schedule annotate_members(Schedule schedule) {
     for (int k = 0; k < n; ++k) {
       if (k + 1 < n) band = isl_schedule_node_band_split(band, 1);
       bool coincident = isl_schedule_node_band_member_get_coincident(band, 0) == isl_bool_true;
+      bool only_reductions = coincident || carries_none(band, other_deps);
       band = insert_mark(band, std::string(kMemberMark) + " " + std::to_string(id) + " " +
                                    std::to_string(k) + " " + (tile ? "1" : "0") + " " +
-                                   (coincident ? "1" : "0"));
+                                   (coincident ? "1" : "0") + " " +
+                                   (only_reductions ? "1" : "0"));
       ++levels;
       if (k + 1 < n) {
         band = isl_schedule_node_child(band, 0);
@@ -194,15 +249,15 @@ Schedule annotate_members(Schedule schedule) {
                   [&](isl_schedule_node* root) { return walk_bands(root, visit); });
 }
 
-bool parse_member_mark(const std::string& mark, int& band, int& member, bool& tile,
-                       bool& coincident) {
+bool parse_member_mark(const std::string& mark, MemberMark& out) {
   if (mark.rfind(kMemberMark, 0) != 0) return false;
-  int t = 0, c = 0;
-  if (std::sscanf(mark.c_str() + std::strlen(kMemberMark), " %d %d %d %d", &band, &member, &t,
-                  &c) != 4)
+  int t = 0, c = 0, r = 0;
+  if (std::sscanf(mark.c_str() + std::strlen(kMemberMark), " %d %d %d %d %d", &out.band,
+                  &out.member, &t, &c, &r) != 5)
     return false;
-  tile = t;
-  coincident = c;
+  out.tile = t;
+  out.coincident = c;
+  out.only_reductions = r;
   return true;
 }
 

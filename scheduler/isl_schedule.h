@@ -40,9 +40,16 @@ Schedule sequence(Schedule a, Schedule b);
 Schedule tile_bands(Schedule schedule, const TileOptions& opt);
 
 /** Splits every band into single members and marks each one with its identity, which the AST
- *  conversion turns into loop annotations (LoopNode::band, member, tile, coincident): a tile
- *  band and its point band share one band number. */
-Schedule annotate_members(Schedule schedule);
+ *  conversion turns into loop annotations (LoopNode::band, member, tile, coincident,
+ *  only_reductions): a tile band and its point band share one band number. A member is
+ *  `only_reductions` when it is coincident, or when it carries none of `other_deps` (the
+ *  dependences but those of each reduction's update on itself) that the members outside it do
+ *  not already carry. */
+Schedule annotate_members(Schedule schedule, const UnionMap& other_deps);
+
+/** The dependences of `deps` but those of a statement named in `reductions` on itself (a
+ *  reduction's accumulation into its element). */
+UnionMap drop_self_dependences(const UnionMap& deps, const std::vector<int>& reductions);
 
 /** isl's AST for `schedule` under `context`. */
 AstNode build_ast(const Schedule& schedule, const Set& context);

@@ -112,7 +112,7 @@ LoopNodePtr map_simd_node(const KernelPlan& plan, const Kernel& k, const LoopNod
   if (n->kind == LoopNode::Kind::stmt) return n;
   if (n->kind == LoopNode::Kind::loop && n->mapping == Mapping::serial && !has_loop(*n)) {
     bool reduction_ok = false;
-    if (n->reduction && accumulator) {
+    if (n->reduction && accumulator && n->only_reductions) {
       ReduceKind r = k.statements.at(accumulator->statement).reduce;
       reduction_ok = r == ReduceKind::sum || r == ReduceKind::prod;
     }

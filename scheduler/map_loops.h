@@ -12,7 +12,9 @@
  *   loops inside are mapped as if it were not there.
  * - map_simd: an innermost loop outside any parallel loop's collapse runs across vector lanes
  *   when it is coincident, or when it carries a sum or product into a scalar accumulator
- *   (promote_accumulators), and every access of its statements is unit-stride or invariant in
+ *   (promote_accumulators) and every other dependence it carries is none at all (isl's
+ *   dependences, LoopNode::only_reductions: a scan fused into the loop keeps it serial), and
+ *   every access of its statements is unit-stride or invariant in
  *   it: the loop's iterator drives one statement iterator with coefficient 1, which the last
  *   index dimension of each access uses with coefficient 1 (and no other dimension uses).
  */

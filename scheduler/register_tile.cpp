@@ -122,6 +122,7 @@ LoopNodePtr make_loop(const std::string& iter, AstExprPtr init, AstExprPtr cond,
   l->cond = std::move(cond);
   l->step = step;
   l->coincident = true;
+  l->only_reductions = true;
   l->body = std::move(body);
   return l;
 }

@@ -245,10 +245,19 @@ int tile_depth(const Kernel& k, const ScheduleOptions& opt) {
 }
 
 /** Runs the schedule-tree steps of `list` on `schedule`. */
-isl::Schedule apply_tree_steps(isl::Schedule schedule, const std::vector<Transform>& list) {
+isl::Schedule apply_tree_steps(isl::Schedule schedule, const std::vector<Transform>& list,
+                               const isl::UnionMap& other_deps) {
   for (const Transform& t : list)
     if (t.kind == Transform::Kind::tile) schedule = isl::tile_bands(std::move(schedule), t.tile);
-  return isl::annotate_members(std::move(schedule));
+  return isl::annotate_members(std::move(schedule), other_deps);
+}
+
+/** The statements that update a reduction. */
+std::vector<int> reduction_updates(const Kernel& k) {
+  std::vector<int> out;
+  for (int s = 0; s < static_cast<int>(k.statements.size()); ++s)
+    if (k.statements[s].kind == Statement::Kind::reduce_update) out.push_back(s);
+  return out;
 }
 
 /** Runs the loop-IR steps of `list` on `nest`. */
@@ -386,7 +395,8 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
     timer.lap("dependences");
     isl::Schedule schedule = schedule_segments(ctx, params, text, k, domain, deps, context);
     timer.lap("schedule");
-    schedule = apply_tree_steps(std::move(schedule), result.transforms);
+    schedule = apply_tree_steps(std::move(schedule), result.transforms,
+                                isl::drop_self_dependences(deps, reduction_updates(k)));
     timer.lap("tiling and annotation");
     if (opt.debug_isl) {
       std::cerr << "domain: " << isl::to_str(domain) << "\nwrites: " << isl::to_str(writes)

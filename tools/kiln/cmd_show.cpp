@@ -73,8 +73,8 @@ std::string stage_output(const ShowOptions& o, bool dot) {
     return out + graph_to_text(r.graph);
   }
   if (o.stage == "kernels") {
-    KernelPlan plan = plan_program(g, options_for(o.req, l)).plan;
-    return dot ? plan_to_dot(plan, g.name) : plan_to_text(plan);
+    LoweredProgram p = plan_program(g, options_for(o.req, l));
+    return dot ? plan_to_dot(p.plan, g.name) : p.values + plan_to_text(p.plan);
   }
   if (o.stage == "schedule") {
     LoweredProgram p = generate(g, o.req, l);
