@@ -12,6 +12,13 @@ namespace kiln {
 namespace {
 
 /** Plain C: one thread; the C compiler vectorises on its own. */
+/** The CPU's cuts: a contraction takes a kernel of its own, so that each gets the register
+ *  tile (scheduler/register_tile.h takes one per kernel) and the copies and stores the value
+ *  planner adds around it do not share its schedule. */
+void cpu_cuts(CutOptions& cut) {
+  cut.cut_around_contractions = true;
+}
+
 class CBackend : public Backend {
  public:
   std::string name() const override { return "c"; }
@@ -19,6 +26,7 @@ class CBackend : public Backend {
     opt.backend_threads = false;
     opt.backend_simd = false;
   }
+  void configure_cuts(CutOptions& cut) const override { cpu_cuts(cut); }
   const CStyleRenderer& renderer() const override { return renderer_; }
 
  private:
@@ -33,6 +41,7 @@ class OpenMPBackend : public Backend {
     opt.backend_threads = true;
     opt.backend_simd = true;
   }
+  void configure_cuts(CutOptions& cut) const override { cpu_cuts(cut); }
   const CStyleRenderer& renderer() const override { return renderer_; }
 
  private:
