@@ -11,14 +11,15 @@ namespace kiln {
 
 namespace {
 
-/** Plain C: one thread; the C compiler vectorises on its own. */
 /** The CPU's cuts: a contraction takes a kernel of its own, so that each gets the register
  *  tile (scheduler/register_tile.h takes one per kernel) and the copies and stores the value
  *  planner adds around it do not share its schedule. */
 void cpu_cuts(CutOptions& cut) {
   cut.cut_around_contractions = true;
+  cut.contractions_reuse_an_operand = true;
 }
 
+/** Plain C: one thread; the C compiler vectorises on its own. */
 class CBackend : public Backend {
  public:
   std::string name() const override { return "c"; }

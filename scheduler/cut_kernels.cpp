@@ -74,10 +74,25 @@ bool reads_across_rows(const Statement& writer, const Statement& reader) {
   return false;
 }
 
-/** Whether `s` is a contraction gpu_tile may block-tile: a sum over a domain of rank 3 or more
- *  whose value is loads and constants. */
-bool contraction(const Statement& s) {
-  return s.extents.size() >= 3 && gpu_contraction_statement(s);
+/** Whether `s` is a contraction a tile may block: a sum over a domain of rank 3 or more whose
+ *  value is loads and constants; with `reuse`, one of them is reused along an iterator of the
+ *  element it updates (a matmul's a along j), as a row sum's (softmax's, a layer norm's,
+ *  batched) is not (CutOptions::contractions_reuse_an_operand). */
+bool contraction(const Statement& s, bool reuse) {
+  if (s.extents.size() < 3 || !gpu_contraction_statement(s)) return false;
+  if (!reuse) return true;
+  std::set<std::string> element;
+  for (const IntExpr& e : s.index)
+    for (size_t d = 0; d < s.extents.size(); ++d) {
+      std::string it = iterator_name(static_cast<int>(d));
+      if (s.extents[d] != IntExpr(1) && e.key() == IntExpr::var(it).key()) element.insert(it);
+    }
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  for (const ScalarExpr* l : loads)
+    for (const std::string& it : element)
+      if (!uses_vars(*l, {it})) return true;
+  return false;
 }
 
 /** Whether statement `reader` reads what contraction `writer` writes other than as an
@@ -133,9 +148,10 @@ std::vector<int> group_starts(const KernelPlan& plan, const Kernel& k,
       bool cut = false;
       const Statement& next = k.statements[p];
       for (int q = p + 1; q < n && !cut && next.kind == Statement::Kind::reduce_init; ++q)
-        cut = k.statements[q].buffer == next.buffer && contraction(k.statements[q]);
+        cut = k.statements[q].buffer == next.buffer &&
+              contraction(k.statements[q], opt.contractions_reuse_an_operand);
       for (int w = starts.back(); w < p && !cut; ++w)
-        if (contraction(k.statements[w]))
+        if (contraction(k.statements[w], opt.contractions_reuse_an_operand))
           for (int r = p; r < n && !cut; ++r)
             cut = reads_beyond_element(k.statements[w], k.statements[r]);
       if (cut) {
