@@ -306,9 +306,10 @@ TEST_CASE("cli: past the isl limits, program order (a schedule that took 110 s)"
   CHECK(r.code == 0);
   CHECK(has(r, "PASS"));
   // A time limit of a millisecond: program order, or where even that takes longer, one message.
-  Result ms = kiln("show tests/data/slow_schedule.toml:slow_schedule --specialize --config "
-                   "ISL_MS=1 --stage schedule",
-                   env);
+  Result ms = kiln(
+      "show tests/data/slow_schedule.toml:slow_schedule --specialize --config "
+      "ISL_MS=1 --stage schedule",
+      env);
   CAPTURE(ms.out);
   if (ms.code == 0)
     CHECK(has(ms, "in program order"));
