@@ -212,9 +212,13 @@ LoopNodePtr convert_user(isl_ast_node* n, Scope& scope) {
 
 /** A copy of `n` whose outermost loops (below blocks and guards) carry a member's annotation:
  *  isl generates a member as one loop, or as a block where statements of lower dimension sit
- *  beside the loop (a reduction's 0-dimensional init), or no loop for a single iteration. */
+ *  beside the loop (a reduction's 0-dimensional init), or no loop for a single iteration. A
+ *  loop that already carries an annotation is an inner member's, below a member of a single
+ *  iteration: it keeps its own (a tile loop of one tile over a coincident row would otherwise
+ *  lend the next member, which carries dependences, its coincidence). */
 LoopNodePtr annotate(const LoopNodePtr& n, const MemberMark& m) {
   if (n->kind == LoopNode::Kind::stmt) return n;
+  if (n->kind == LoopNode::Kind::loop && n->band >= 0) return n;
   auto copy = std::make_shared<LoopNode>(*n);
   if (n->kind == LoopNode::Kind::loop) {
     copy->band = m.band;

@@ -58,6 +58,8 @@ def main():
   ap.add_argument("--replay", metavar="DIR",
                   help="run every spec in DIR with the command of its '# Reproduce:' line; "
                   "each must pass (exit 0)")
+  ap.add_argument("--specialize", choices=["random", "always", "never"], default="random",
+                  help="whether cases run with --specialize: as generated (15%%), always or never")
   ap.add_argument("--verbose", "-v", action="store_true")
   a = ap.parse_args()
   if a.print:
@@ -82,6 +84,8 @@ def main():
   try:
     while time.time() - start < a.time and (not a.cases or k < a.cases):
       case = Gen(random.Random("%d/%d" % (a.seed, k))).generate()
+      if a.specialize != "random":
+        case.specialize = a.specialize == "always"
       path = os.path.join(work, "case.toml")
       t0 = time.time()
       verdict, fails = check(runner, case, path, targets)
