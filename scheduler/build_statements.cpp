@@ -139,6 +139,15 @@ class Builder {
     for (int ax : n.axes)
       target[ax] = 0;
     in_reduction_ = true;
+    reduction_iters_.clear();
+    lane_iter_.clear();
+    for (size_t k = 0; k < src.size(); ++k) {
+      std::string it = iterator_name(static_cast<int>(k));
+      if (std::find(n.axes.begin(), n.axes.end(), static_cast<int>(k)) != n.axes.end())
+        reduction_iters_.insert(it);
+      else
+        lane_iter_ = it;
+    }
     ScalarExprPtr value = expr(n.operands[0], update_index);
     in_reduction_ = false;
     add_statement(Statement::Kind::reduce_init, kept, b, init_index, nullptr, n.reduce_kind);
@@ -384,7 +393,11 @@ class Builder {
   /** View `id` read by a reduction at `index` (affine) through an index map that is not
    *  affine in the iterators (heads split from a feature axis with symbolic sizes,
    *  `(C / H) * h + d`): the view, less the dimensions it broadcasts, is copied once into a
-   *  contiguous temp in its own layout, and the reduction loads the copy, affinely. */
+   *  contiguous temp, and the reduction loads the copy, affinely. The copy's layout suits the
+   *  reduction: its dimensions keep the view's order, except that those the reduction reads
+   *  along its innermost element iterator (the vector lanes of a register tile) come last,
+   *  and before them those it reads along reduced iterators: P·V's v as [h, j, d], its lanes
+   *  d unit-stride, and q·kᵀ's k as [h, d, j], a matmul's b (docs/layout.md). */
   ScalarExprPtr layout_load(NodeId id, const Index& index) {
     const Node& n = g_[id];
     // The dimensions the view maps to source positions; the others broadcast, and the copy
@@ -398,6 +411,16 @@ class Builder {
         m.expr.collect_vars(vars);
       if (vars.count("%" + std::to_string(d))) kept.push_back(d);
     }
+    auto rank = [&](size_t d) {
+      std::set<std::string> vars;
+      index[d].collect_vars(vars);
+      if (vars.count(lane_iter_)) return 2;
+      for (const std::string& v : vars)
+        if (reduction_iters_.count(v)) return 1;
+      return 0;
+    };
+    std::stable_sort(kept.begin(), kept.end(),
+                     [&](size_t a, size_t b) { return rank(a) < rank(b); });
     std::string key = std::to_string(id);
     for (size_t d : kept)
       key += "," + std::to_string(d);
@@ -463,6 +486,8 @@ class Builder {
   std::map<std::string, ScalarExprPtr> memo_;
   std::map<std::string, int> layout_;  ///< layout copies of views, by view and kept dimensions
   bool in_reduction_ = false;          ///< building a reduction's operand
+  std::set<std::string> reduction_iters_;  ///< that reduction's reduced iterators
+  std::string lane_iter_;                  ///< and its innermost other one ("" if none)
 };
 
 }  // namespace
