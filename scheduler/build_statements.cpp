@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "ir/limits.h"
@@ -484,8 +484,8 @@ class Builder {
   Kernel* kernel_ = nullptr;
   std::map<NodeId, int> buffer_of_;  // inputs, materialised reduces, calls and call operands
   std::map<std::string, ScalarExprPtr> memo_;
-  std::map<std::string, int> layout_;  ///< layout copies of views, by view and kept dimensions
-  bool in_reduction_ = false;          ///< building a reduction's operand
+  std::map<std::string, int> layout_;      ///< layout copies of views, by view and kept dimensions
+  bool in_reduction_ = false;              ///< building a reduction's operand
   std::set<std::string> reduction_iters_;  ///< that reduction's reduced iterators
   std::string lane_iter_;                  ///< and its innermost other one ("" if none)
 };

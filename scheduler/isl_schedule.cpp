@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
+#include <string>
 
 #include "scheduler/isl_internal.h"
 
@@ -162,29 +164,24 @@ Schedule tile_bands(Schedule schedule, const TileOptions& opt) {
                   [&](isl_schedule_node* root) { return walk_bands(root, visit); });
 }
 
-UnionMap drop_self_dependences(const UnionMap& deps, const std::vector<int>& reductions) {
+UnionMap drop_dependences(const UnionMap& deps, const std::vector<std::pair<int, int>>& pairs) {
   isl_ctx* ctx = isl_union_map_get_ctx(deps.keep());
-  isl_union_map* out = isl_union_map_copy(deps.keep());
-  for (int k : reductions) {
-    std::string name = "S" + std::to_string(k);
-    isl_union_map* self = isl_union_map_copy(deps.keep());
-    // The pairs whose both ends are instances of S<k>.
-    isl_union_map* only = isl_union_map_empty(isl_union_map_get_space(self));
-    isl_map_list* maps = isl_union_map_get_map_list(self);
-    isl_size n = isl_map_list_size(maps);
-    for (isl_size i = 0; i < n; ++i) {
-      isl_map* m = isl_map_list_get_at(maps, i);
-      const char* in = isl_map_get_tuple_name(m, isl_dim_in);
-      const char* outn = isl_map_get_tuple_name(m, isl_dim_out);
-      if (in && outn && name == in && name == outn)
-        only = isl_union_map_add_map(only, m);
-      else
-        isl_map_free(m);
-    }
-    isl_map_list_free(maps);
-    isl_union_map_free(self);
-    out = isl_union_map_subtract(out, only);
+  std::set<std::pair<std::string, std::string>> names;
+  for (const auto& [a, b] : pairs)
+    names.insert({"S" + std::to_string(a), "S" + std::to_string(b)});
+  isl_union_map* out = isl_union_map_empty(isl_union_map_get_space(deps.keep()));
+  isl_map_list* maps = isl_union_map_get_map_list(deps.keep());
+  isl_size n = isl_map_list_size(maps);
+  for (isl_size i = 0; i < n; ++i) {
+    isl_map* m = isl_map_list_get_at(maps, i);
+    const char* in = isl_map_get_tuple_name(m, isl_dim_in);
+    const char* to = isl_map_get_tuple_name(m, isl_dim_out);
+    if (in && to && names.count({in, to}))
+      isl_map_free(m);
+    else
+      out = isl_union_map_add_map(out, m);
   }
+  isl_map_list_free(maps);
   return give(ctx, out, "dependences without reductions");
 }
 
@@ -201,8 +198,7 @@ isl_union_map* same_image(isl_union_map* f) {
 bool carries_none(isl_schedule_node* band, const UnionMap& deps) {
   isl_union_set* domain = isl_schedule_node_get_domain(band);
   isl_union_map* d = isl_union_map_intersect_range(
-      isl_union_map_intersect_domain(isl_union_map_copy(deps.keep()),
-                                     isl_union_set_copy(domain)),
+      isl_union_map_intersect_domain(isl_union_map_copy(deps.keep()), isl_union_set_copy(domain)),
       domain);
   d = isl_union_map_intersect(d, same_image(isl_schedule_node_get_prefix_schedule_union_map(band)));
   isl_union_map* same_member =
@@ -232,8 +228,7 @@ Schedule annotate_members(Schedule schedule, const UnionMap& other_deps) {
       bool only_reductions = coincident || carries_none(band, other_deps);
       band = insert_mark(band, std::string(kMemberMark) + " " + std::to_string(id) + " " +
                                    std::to_string(k) + " " + (tile ? "1" : "0") + " " +
-                                   (coincident ? "1" : "0") + " " +
-                                   (only_reductions ? "1" : "0"));
+                                   (coincident ? "1" : "0") + " " + (only_reductions ? "1" : "0"));
       ++levels;
       if (k + 1 < n) {
         band = isl_schedule_node_child(band, 0);

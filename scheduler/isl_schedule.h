@@ -47,9 +47,12 @@ Schedule tile_bands(Schedule schedule, const TileOptions& opt);
  *  not already carry. */
 Schedule annotate_members(Schedule schedule, const UnionMap& other_deps);
 
-/** The dependences of `deps` but those of a statement named in `reductions` on itself (a
- *  reduction's accumulation into its element). */
-UnionMap drop_self_dependences(const UnionMap& deps, const std::vector<int>& reductions);
+/** The dependences of `deps` but those from statement `first` to statement `second` for each
+ *  pair of `pairs`: a reduction's update on itself (its accumulation into its element) and on
+ *  its init. A loop that carries an init's dependence holds the init in its first iteration,
+ *  under a guard, which keeps promote_accumulators from promoting it until it hoists the init
+ *  before the loop; only a promoted reduction loop runs across vector lanes. */
+UnionMap drop_dependences(const UnionMap& deps, const std::vector<std::pair<int, int>>& pairs);
 
 /** isl's AST for `schedule` under `context`. */
 AstNode build_ast(const Schedule& schedule, const Set& context);

@@ -13,8 +13,10 @@ class Promoter {
 
   LoopNodePtr visit(const LoopNodePtr& n) {
     if (n->kind == LoopNode::Kind::alloc) return n;  // a register tile (register_tile.h)
-    if (n->kind == LoopNode::Kind::loop)
+    if (n->kind == LoopNode::Kind::loop) {
       if (LoopNodePtr alloc = try_promote(*n)) return alloc;
+      if (LoopNodePtr hoisted = hoist_inits(n)) return visit(hoisted);
+    }
     bool changed = false;
     std::vector<LoopNodePtr> body;
     for (const LoopNodePtr& c : n->body) {
@@ -108,6 +110,76 @@ class Promoter {
         if (l->buffer == acc) return nullptr;
     }
     return found;
+  }
+
+  /** The statements below `n` (stmt nodes, in loops and guards too). */
+  static void statements_below(const LoopNode& n, std::vector<const LoopNode*>& out) {
+    if (n.kind == LoopNode::Kind::stmt) out.push_back(&n);
+    for (const LoopNodePtr& c : n.body)
+      statements_below(*c, out);
+  }
+
+  /** Whether statement node `n` reads or writes buffer `b`. */
+  bool touches(const LoopNode& n, int b) const {
+    const Statement& s = kernel_.statements.at(n.statement);
+    if (s.buffer == b) return true;
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* l : loads)
+      if (l->buffer == b) return true;
+    return false;
+  }
+
+  /** Loop `n` with the reduction inits that run in its first iteration, under a guard
+   *  `iter == init` (isl fuses an init into the loop of its update), moved before it, in a
+   *  guard that the loop runs at all: a block, or null when there are none or a statement
+   *  before the guard in that iteration reads or writes what an init writes. */
+  LoopNodePtr hoist_inits(const LoopNodePtr& n) const {
+    std::vector<LoopNodePtr> body;
+    flatten_blocks(n->body, body);
+    std::vector<LoopNodePtr> kept, inits;
+    std::vector<const LoopNode*> before;
+    for (const LoopNodePtr& c : body) {
+      bool first = c->kind == LoopNode::Kind::guard && c->cond &&
+                   c->cond->kind == AstExpr::Kind::op && c->cond->op == "eq" &&
+                   c->cond->args.size() == 2 && !c->body.empty();
+      if (first) {
+        const AstExpr& a = *c->cond->args[0];
+        const AstExpr& b = *c->cond->args[1];
+        AstExpr iter;
+        iter.kind = AstExpr::Kind::iterator;
+        iter.name = n->iter;
+        first = (same_expr(a, iter) && same_expr(b, *n->init)) ||
+                (same_expr(b, iter) && same_expr(a, *n->init));
+      }
+      for (const LoopNodePtr& s : first ? c->body : std::vector<LoopNodePtr>{})
+        first = first && s->kind == LoopNode::Kind::stmt &&
+                kernel_.statements.at(s->statement).kind == Statement::Kind::reduce_init;
+      for (const LoopNodePtr& s : first ? c->body : std::vector<LoopNodePtr>{})
+        for (const LoopNode* b : before)
+          first = first && !touches(*b, kernel_.statements.at(s->statement).buffer);
+      if (first) {
+        for (const LoopNodePtr& s : c->body) {
+          auto moved = std::make_shared<LoopNode>(*s);
+          for (AstExprPtr& a : moved->args)
+            a = substitute(a, n->iter, n->init);
+          inits.push_back(moved);
+        }
+        continue;
+      }
+      statements_below(*c, before);
+      kept.push_back(c);
+    }
+    if (inits.empty()) return nullptr;
+    auto runs = std::make_shared<LoopNode>();
+    runs->kind = LoopNode::Kind::guard;
+    runs->cond = substitute(n->cond, n->iter, n->init);
+    runs->body = std::move(inits);
+    auto loop = std::make_shared<LoopNode>(*n);
+    loop->body = std::move(kept);
+    auto block = std::make_shared<LoopNode>();
+    block->body = {runs, loop};
+    return block;
   }
 
   /** A copy of the perfect nest below `n` with its loops marked as reduction loops. */

@@ -7,6 +7,12 @@
  * L's loops are marked LoopNode::reduction. Without it a contraction reads and writes its
  * accumulator through memory at every step of the reduction.
  *
+ * isl may fuse a reduction's init into the first iteration of the loop that then updates it
+ * (`for j { e = exp(..); if (j == 0) sum = 0; sum += e; }`, attention's row sums); such inits
+ * move before the loop first, in a guard that the loop runs, unless a statement before them in
+ * that iteration touches their buffer. The loop then promotes like any other, and runs across
+ * vector lanes: its only other carried dependence was the init's (isl::drop_dependences).
+ *
  * Not promoted: f16 and bf16 buffers unless `half` (their storage and compute types differ, and
  * rounding once instead of at every step changes results; a GPU block reduction needs the
  * register, and rounding once is the closer to exact math), and statements whose value reads the

@@ -252,11 +252,18 @@ isl::Schedule apply_tree_steps(isl::Schedule schedule, const std::vector<Transfo
   return isl::annotate_members(std::move(schedule), other_deps);
 }
 
-/** The statements that update a reduction. */
-std::vector<int> reduction_updates(const Kernel& k) {
-  std::vector<int> out;
-  for (int s = 0; s < static_cast<int>(k.statements.size()); ++s)
-    if (k.statements[s].kind == Statement::Kind::reduce_update) out.push_back(s);
+/** Each reduction's update with itself and with its init (isl::drop_dependences). */
+std::vector<std::pair<int, int>> reduction_pairs(const Kernel& k) {
+  std::vector<std::pair<int, int>> out;
+  int n = static_cast<int>(k.statements.size());
+  for (int u = 0; u < n; ++u) {
+    if (k.statements[u].kind != Statement::Kind::reduce_update) continue;
+    out.push_back({u, u});
+    for (int i = 0; i < u; ++i)
+      if (k.statements[i].kind == Statement::Kind::reduce_init &&
+          k.statements[i].buffer == k.statements[u].buffer)
+        out.push_back({i, u});
+  }
   return out;
 }
 
@@ -396,7 +403,7 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
     isl::Schedule schedule = schedule_segments(ctx, params, text, k, domain, deps, context);
     timer.lap("schedule");
     schedule = apply_tree_steps(std::move(schedule), result.transforms,
-                                isl::drop_self_dependences(deps, reduction_updates(k)));
+                                isl::drop_dependences(deps, reduction_pairs(k)));
     timer.lap("tiling and annotation");
     if (opt.debug_isl) {
       std::cerr << "domain: " << isl::to_str(domain) << "\nwrites: " << isl::to_str(writes)

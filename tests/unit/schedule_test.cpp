@@ -531,6 +531,51 @@ TEST_CASE("schedule: a reduction accumulates in a register across its loop, not 
   CHECK(found.empty());
 }
 
+TEST_CASE("schedule: an init isl fuses into its reduction's loop moves before it, promoted") {
+  // Attention's softmax over [heads, i, j]: the exponentials stored, then summed. isl puts the
+  // sum's init in the first iteration of the loop of its update, under a guard; it moves before
+  // the loop and the sum accumulates in a register.
+  KernelBuilder b;
+  int sc = b.buffer("sc", {H, N, N}), mx = b.buffer("mx", {H, N}), e = b.buffer("e", {H, N, N}),
+      sm = b.buffer("sm", {H, N}), p = b.buffer("p", {H, N, N});
+  b.stmt(Statement::Kind::reduce_init, {H, N}, mx, {it(0), it(1)}).reduce = ReduceKind::max;
+  b.stmt(Statement::Kind::reduce_update, {H, N, N}, mx, {it(0), it(1)},
+         load(sc, {it(0), it(1), it(2)}))
+      .reduce = ReduceKind::max;
+  b.stmt(Statement::Kind::assign, {H, N, N}, e, {it(0), it(1), it(2)},
+         op(Op::exp2, {op(Op::add, {load(sc, {it(0), it(1), it(2)}),
+                                    op(Op::neg, {load(mx, {it(0), it(1)})})})}));
+  b.stmt(Statement::Kind::reduce_init, {H, N}, sm, {it(0), it(1)});
+  b.stmt(Statement::Kind::reduce_update, {H, N, N}, sm, {it(0), it(1)},
+         load(e, {it(0), it(1), it(2)}));
+  b.stmt(Statement::Kind::assign, {H, N, N}, p, {it(0), it(1), it(2)},
+         op(Op::mul, {load(e, {it(0), it(1), it(2)}), op(Op::recip, {load(sm, {it(0), it(1)})})}));
+  std::vector<Env> sizes = {{{"H", 2}, {"N", 5}}, {{"H", 1}, {"N", 1}}};
+  ScheduledKernel r = check_legal(b, untiled(), sizes);
+  report("attention's softmax", r);
+  // No loop holds a guarded init beside its update; both reductions accumulate in registers.
+  const Kernel& k = b.kernel();
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<LoopNodePtr> body;
+    flatten_blocks(l->body, body);
+    for (const LoopNodePtr& g : body)
+      if (g->kind == LoopNode::Kind::guard)
+        for (const LoopNodePtr& init : g->body)
+          for (const LoopNodePtr& u : body)
+            if (init->kind == LoopNode::Kind::stmt && u->kind == LoopNode::Kind::stmt)
+              CHECK_FALSE(
+                  (k.statements[init->statement].kind == Statement::Kind::reduce_init &&
+                   k.statements[u->statement].buffer == k.statements[init->statement].buffer));
+  }
+  std::vector<const LoopNode*> promoted;
+  allocs(*r.nest.root, promoted);
+  std::set<int> accumulated;
+  for (const LoopNode* a : promoted)
+    accumulated.insert(a->statement);
+  CHECK(accumulated.count(1));
+  CHECK(accumulated.count(4));
+}
+
 TEST_CASE("schedule: a contraction's parallel loop sinks below its reduction, across lanes") {
   KernelBuilder b = matmul();
   ScheduleOptions opt = untiled();
