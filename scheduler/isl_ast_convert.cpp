@@ -161,6 +161,11 @@ LoopNodePtr convert_for(isl_ast_node* n, Scope& scope) {
   out->step = int_value(inc.p);
   out->body.push_back(convert_node(body.p, scope));
   if (fresh) scope.iterators.erase(out->iter);
+  if (isl_id* note = isl_ast_node_get_annotation(n)) {
+    const char* name = isl_id_get_name(note);
+    if (name) parse_for_mark(name, out->coincident, out->only_reductions);
+    isl_id_free(note);
+  }
   return out;
 }
 
@@ -224,8 +229,9 @@ LoopNodePtr annotate(const LoopNodePtr& n, const MemberMark& m) {
     copy->band = m.band;
     copy->member = m.member;
     copy->tile = m.tile;
-    copy->coincident = m.coincident;
-    copy->only_reductions = m.only_reductions;
+    // The loop's own legality (build_ast) may be finer than its member's.
+    copy->coincident = m.coincident || n->coincident;
+    copy->only_reductions = m.only_reductions || n->only_reductions;
     return copy;
   }
   for (LoopNodePtr& c : copy->body)

@@ -47,4 +47,11 @@ struct MemberMark {
  *  false for any other mark. */
 bool parse_member_mark(const std::string& mark, MemberMark& out);
 
+/** The name of build_ast's annotation of a for node: "kiln.for PARALLEL ONLY_REDUCTIONS". */
+constexpr const char* kForMark = "kiln.for";
+
+/** Reads a for node's annotation into `coincident` and `only_reductions`; false when the node
+ *  has none (an AST built without dependences) or another. */
+bool parse_for_mark(const std::string& mark, bool& coincident, bool& only_reductions);
+
 }  // namespace kiln::isl

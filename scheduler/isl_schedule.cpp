@@ -256,9 +256,81 @@ bool parse_member_mark(const std::string& mark, MemberMark& out) {
   return true;
 }
 
-AstNode build_ast(const Schedule& schedule, const Set& context) {
+namespace {
+
+/** Whether the loop the AST `build` is about to generate carries none of `deps` (taken): no
+ *  pair of the statement instances it runs whose outer schedule dimensions are equal differs
+ *  in the loop's dimension. isl_bool_error when isl fails (its operation limit). */
+isl_bool carries_nothing(isl_ast_build* build, isl_union_map* deps) {
+  isl_union_map* sched = isl_ast_build_get_schedule(build);
+  isl_space* space = isl_ast_build_get_schedule_space(build);
+  isl_size n = isl_space_dim(space, isl_dim_out);
+  isl_space_free(space);
+  deps = isl_union_map_apply_range(deps, isl_union_map_copy(sched));
+  deps = isl_union_map_apply_domain(deps, sched);
+  if (n < 1 || !deps) {
+    isl_union_map_free(deps);
+    return n < 1 ? isl_bool_false : isl_bool_error;
+  }
+  isl_bool empty = isl_union_map_is_empty(deps);
+  if (empty != isl_bool_false) {
+    isl_union_map_free(deps);
+    return empty;
+  }
+  // Every pair maps into the one schedule space of the build.
+  if (isl_union_map_n_map(deps) != 1) {
+    isl_union_map_free(deps);
+    return isl_bool_false;
+  }
+  isl_map* pairs = isl_map_from_union_map(deps);
+  for (isl_size d = 0; d + 1 < n; ++d)
+    pairs = isl_map_equate(pairs, isl_dim_in, d, isl_dim_out, d);
+  isl_map* same = isl_map_universe(isl_map_get_space(pairs));
+  same = isl_map_equate(same, isl_dim_in, n - 1, isl_dim_out, n - 1);
+  isl_bool subset = isl_map_is_subset(pairs, same);
+  isl_map_free(pairs);
+  isl_map_free(same);
+  return subset;
+}
+
+/** The dependences build_ast checks each loop against. */
+struct LoopDeps {
+  const UnionMap* all;
+  const UnionMap* other;
+};
+
+/** isl's before_each_for callback: names the loop "kiln.for P R", P whether it carries none
+ *  of the dependences, R none but reductions' (LoopNode::coincident and only_reductions). */
+isl_id* loop_legality(isl_ast_build* build, void* user) {
+  const LoopDeps& deps = *static_cast<const LoopDeps*>(user);
+  isl_bool parallel = carries_nothing(build, isl_union_map_copy(deps.all->keep()));
+  isl_bool only = parallel == isl_bool_true
+                      ? isl_bool_true
+                      : carries_nothing(build, isl_union_map_copy(deps.other->keep()));
+  if (parallel == isl_bool_error || only == isl_bool_error) return nullptr;
+  std::string name = std::string(kForMark) + " " + (parallel == isl_bool_true ? "1" : "0") + " " +
+                     (only == isl_bool_true ? "1" : "0");
+  return isl_id_alloc(isl_ast_build_get_ctx(build), name.c_str(), nullptr);
+}
+
+}  // namespace
+
+bool parse_for_mark(const std::string& mark, bool& coincident, bool& only_reductions) {
+  if (mark.rfind(kForMark, 0) != 0) return false;
+  int c = 0, r = 0;
+  if (std::sscanf(mark.c_str() + std::strlen(kForMark), " %d %d", &c, &r) != 2) return false;
+  coincident = c;
+  only_reductions = r;
+  return true;
+}
+
+AstNode build_ast(const Schedule& schedule, const Set& context, const UnionMap* deps,
+                  const UnionMap* other_deps) {
   isl_ctx* ctx = isl_schedule_get_ctx(schedule.keep());
   isl_ast_build* build = isl_ast_build_from_context(isl_set_copy(context.keep()));
+  LoopDeps loop_deps{deps, other_deps};
+  if (deps && other_deps)
+    build = isl_ast_build_set_before_each_for(build, loop_legality, &loop_deps);
   isl_ast_node* ast = isl_ast_build_node_from_schedule(build, isl_schedule_copy(schedule.keep()));
   isl_ast_build_free(build);
   return give(ctx, ast, "AST generation");

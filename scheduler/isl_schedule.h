@@ -54,8 +54,14 @@ Schedule annotate_members(Schedule schedule, const UnionMap& other_deps);
  *  before the loop; only a promoted reduction loop runs across vector lanes. */
 UnionMap drop_dependences(const UnionMap& deps, const std::vector<std::pair<int, int>>& pairs);
 
-/** isl's AST for `schedule` under `context`. */
-AstNode build_ast(const Schedule& schedule, const Set& context);
+/** isl's AST for `schedule` under `context`. With `deps` and `other_deps` (those but the
+ *  reductions', drop_dependences), each for node is annotated with whether the loop itself
+ *  carries none of them, from the instances it runs (isl_ast_build_get_schedule): finer than
+ *  a band member's coincidence, which covers every loop isl generates for the member (a member
+ *  that orders the phases of a row, `j`, `S + j`, `2S + j`, carries the dependences between
+ *  them; each phase's loop carries none). convert_ast reads the annotation (parse_for_mark). */
+AstNode build_ast(const Schedule& schedule, const Set& context, const UnionMap* deps = nullptr,
+                  const UnionMap* other_deps = nullptr);
 
 /** The loop IR of an isl AST. Statements are named "S<k>"; ids listed in `substitutions`
  *  (parameters standing for non-affine sizes) are replaced by their expressions. Loops below an

@@ -402,8 +402,8 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
     timer.lap("dependences");
     isl::Schedule schedule = schedule_segments(ctx, params, text, k, domain, deps, context);
     timer.lap("schedule");
-    schedule = apply_tree_steps(std::move(schedule), result.transforms,
-                                isl::drop_dependences(deps, reduction_pairs(k)));
+    isl::UnionMap other_deps = isl::drop_dependences(deps, reduction_pairs(k));
+    schedule = apply_tree_steps(std::move(schedule), result.transforms, other_deps);
     timer.lap("tiling and annotation");
     if (opt.debug_isl) {
       std::cerr << "domain: " << isl::to_str(domain) << "\nwrites: " << isl::to_str(writes)
@@ -411,7 +411,8 @@ ScheduledKernel schedule_kernel(const KernelPlan& plan, const Kernel& k,
                 << "\n";
       result.schedule_text = isl::to_str(schedule);
     }
-    result.nest = isl::convert_ast(isl::build_ast(schedule, context), renderer.substitutions());
+    result.nest = isl::convert_ast(isl::build_ast(schedule, context, &deps, &other_deps),
+                                   renderer.substitutions());
   } catch (const isl::OperationLimit&) {
     // Program order needs no dependences and no scheduling ILP; it is legal by construction.
     ctx.limit_operations(opt.max_operations);

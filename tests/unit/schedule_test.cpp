@@ -574,6 +574,19 @@ TEST_CASE("schedule: an init isl fuses into its reduction's loop moves before it
     accumulated.insert(a->statement);
   CHECK(accumulated.count(1));
   CHECK(accumulated.count(4));
+  // isl orders the row's phases in one band member (j, N + j, 2N + j), which carries the
+  // dependences between them; the loop of each phase carries none but its reduction's, and
+  // says so (build_ast checks each loop): the normalisation's loop is coincident (check_legal
+  // ran it backwards), the sum's may run across lanes.
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<LoopNodePtr> body;
+    flatten_blocks(l->body, body);
+    for (const LoopNodePtr& c : body)
+      if (c->kind == LoopNode::Kind::stmt && c->statement == 5)
+        CHECK(l->coincident);
+      else if (c->kind == LoopNode::Kind::stmt && c->statement == 4)
+        CHECK(l->only_reductions);
+  }
 }
 
 TEST_CASE("schedule: a contraction's parallel loop sinks below its reduction, across lanes") {
