@@ -23,7 +23,10 @@ class Gen(LangGen):
 
   # ---- helpers -------------------------------------------------------------------------------
   def size_var(self, lo_pool=None):
-    name = "ABCDEFGHJKLMNPQRSUVWXYZ"[len(self.case.sizes)]
+    letters = "ABCDEFGHJKLMNPQRSUVWXYZ"
+    n = len(self.case.sizes)
+    # Past the letters (a case with many convolutions): A2, B2, ...
+    name = letters[n % len(letters)] + ("" if n < len(letters) else str(n // len(letters) + 1))
     pool = lo_pool or SIZES
     self.case.sizes[name] = self.r.choice(pool)
     return (name, self.case.sizes[name])
