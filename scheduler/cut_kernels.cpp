@@ -96,16 +96,38 @@ bool contraction(const Statement& s, bool reuse) {
 }
 
 /** Whether statement `reader` reads what contraction `writer` writes other than as an
- *  epilogue: an assignment over the writer's element domain reading the element it is at. */
+ *  epilogue: an assignment over the writer's element domain reading the element it is at. The
+ *  reader's trailing dimensions of one point (a sum kept as `[S, N, 1]`) do not count, and its
+ *  iterators over them are 0. */
 bool reads_beyond_element(const Statement& writer, const Statement& reader) {
   if (!reader.value) return false;
   std::vector<const ScalarExpr*> loads;
   collect_loads(*reader.value, loads);
-  bool epilogue = reader.kind == Statement::Kind::assign &&
-                  reader.extents.size() < writer.extents.size() &&
-                  std::equal(reader.extents.begin(), reader.extents.end(), writer.extents.begin());
+  size_t rank = reader.extents.size();
+  std::map<std::string, IntExpr> unit;
+  while (rank > 0 && reader.extents[rank - 1] == IntExpr(1))
+    unit[iterator_name(static_cast<int>(--rank))] = IntExpr(0);
+  bool epilogue =
+      reader.kind == Statement::Kind::assign && rank < writer.extents.size() &&
+      std::equal(reader.extents.begin(), reader.extents.begin() + rank, writer.extents.begin());
+  for (const ScalarExpr* l : loads) {
+    if (l->buffer != writer.buffer) continue;
+    if (!epilogue || l->index.size() != writer.index.size()) return true;
+    for (size_t d = 0; d < l->index.size(); ++d)
+      if (l->index[d].substitute(unit) != writer.index[d]) return true;
+  }
+  return false;
+}
+
+/** Whether `s` is an epilogue of contraction `writer`: an assignment over its element domain
+ *  that reads its result, at the element only (the bias and activation of a dense layer). */
+bool epilogue_of(const Statement& writer, const Statement& s) {
+  if (s.kind != Statement::Kind::assign || !s.value || reads_beyond_element(writer, s))
+    return false;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
   for (const ScalarExpr* l : loads)
-    if (l->buffer == writer.buffer && (!epilogue || l->index != writer.index)) return true;
+    if (l->buffer == writer.buffer) return true;
   return false;
 }
 
@@ -151,9 +173,12 @@ std::vector<int> group_starts(const KernelPlan& plan, const Kernel& k,
         cut = k.statements[q].buffer == next.buffer &&
               contraction(k.statements[q], opt.contractions_reuse_an_operand);
       for (int w = starts.back(); w < p && !cut; ++w)
-        if (contraction(k.statements[w], opt.contractions_reuse_an_operand))
+        if (contraction(k.statements[w], opt.contractions_reuse_an_operand)) {
+          // After its epilogue: a statement that is not one starts the next kernel.
+          cut = !epilogue_of(k.statements[w], k.statements[p]);
           for (int r = p; r < n && !cut; ++r)
             cut = reads_beyond_element(k.statements[w], k.statements[r]);
+        }
       if (cut) {
         starts.push_back(p);
         continue;

@@ -130,7 +130,8 @@ TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue 
   opt.store_shared = false;
   // Attention: scores | row max | row sum | weighted sum and output.
   KernelPlan att =
-      plan_of("ops/nn.toml:attention", {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}}, DType::f32, {}, true);
+      plan_of("ops/nn.toml:attention", {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}},
+              DType::f32, {}, true);
   CutCount a = cut_kernels(att, opt);
   check_order(att);
   REQUIRE(att.kernels.size() == 4);
@@ -150,6 +151,36 @@ TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue 
   CutCount n = cut_kernels(dense, opt);
   CHECK(n.kernels == 1);
   CHECK(n.materialized == 0);
+}
+
+TEST_CASE("cut: on the CPU each contraction of a GPT-2 block is a kernel with its epilogue") {
+  // The block's sums are kept as [S, N, 1]: their bias adds run over [S, N, 1], which is still
+  // the element domain; they stay with the contraction, and what follows starts a kernel.
+  CutOptions opt;  // the CPU's (backends/backend.cpp, cpu_cuts)
+  opt.cut_around_contractions = true;
+  opt.contractions_reuse_an_operand = true;
+  KernelPlan plan = plan_of("tests/regressions/transformer_block.toml:gpt2_block",
+                            {{"S", 5}, {"C", 8}}, DType::f32, {{"heads", test::attr_int(2)}});
+  CutCount n = cut_kernels(plan, opt);
+  check_order(plan);
+  CHECK(n.materialized == 0);  // no value crosses a cut through a temp of its own
+  int contractions = 0;
+  for (const Kernel& k : plan.kernels) {
+    int sums = 0;
+    for (const Statement& s : k.statements)  // a sum of products (a row sum is not one)
+      sums += s.kind == Statement::Kind::reduce_update && s.reduce == ReduceKind::sum &&
+              s.extents.size() >= 3 && s.value && s.value->kind == ScalarExpr::Kind::op &&
+              s.value->op == Op::mul;
+    if (sums == 0) continue;
+    ++contractions;
+    CHECK(sums == 1);  // one contraction per kernel
+    // init, update, then only its epilogues
+    REQUIRE(k.statements.size() >= 2);
+    CHECK(k.statements[0].kind == Statement::Kind::reduce_init);
+    for (size_t s = 2; s < k.statements.size(); ++s)
+      CHECK(k.statements[s].kind == Statement::Kind::assign);
+  }
+  CHECK(contractions == 6);  // qkv, q·kᵀ, P·V, the projection, fc1, fc2
 }
 
 TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an online softmax") {
