@@ -142,11 +142,15 @@ class Planner {
       for (NodeId o : n.operands) {
         reads_[id] = reads_[id] || reads_[o] || stored[o];
         if (buffer(o)) continue;
-        if (reads_[o]) inline_cost_[id] += inline_cost_[o];  // not constants and indices
+        // Not constants and indices; saturating: a DAG's costs grow with its paths.
+        if (reads_[o]) inline_cost_[id] = std::min(inline_cost_[id] + inline_cost_[o], kCostCap);
         traps_[id] = traps_[id] || traps_[o];
       }
     }
   }
+
+  /** The largest inline cost counted: far above any decision's threshold, far below overflow. */
+  static constexpr int64_t kCostCap = int64_t(1) << 40;
 
   bool has_buffer_by_nature(NodeId id) const {
     Op op = g_[id].op;
@@ -230,7 +234,8 @@ class Planner {
       return;
     }
     // Read f times inline, or stored once and read back f times.
-    if (f > 1 && (f - 1) * inline_cost_[id] > kMemoryCost * (f + 1)) {
+    if (f > 1 && static_cast<double>(f - 1) * static_cast<double>(inline_cost_[id]) >
+                     static_cast<double>(kMemoryCost) * (static_cast<double>(f) + 1)) {
       d.kind = ValueDecision::Kind::stored;
       d.reason = "stored: shared";
     }
@@ -371,8 +376,8 @@ std::string value_plan_to_text(const Graph& g, const ValuePlan& plan) {
     const ValueDecision& d = plan.nodes.at(id);
     if (d.kind == ValueDecision::Kind::free || g[id].op == Op::input) continue;
     out += "// %" + std::to_string(id) + " " + std::string(op_name(g[id].op)) + " " +
-           node_type(g[id]) + ": " + kind_name(d.kind) + " (" + d.reason +
-           "), evaluations x" + d.factor.str() + " of its elements";
+           node_type(g[id]) + ": " + kind_name(d.kind) + " (" + d.reason + "), evaluations x" +
+           d.factor.str() + " of its elements";
     if (d.kind != ValueDecision::Kind::inlined && d.inline_factor != IntExpr(0) &&
         d.inline_factor != IntExpr(1))
       out += ", x" + d.inline_factor.str() + " inline";
