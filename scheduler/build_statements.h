@@ -4,13 +4,13 @@
  * of its operand's axes), and so is every value the value planner stores (scheduler/plan_values.h:
  * an assign statement over its shape, into a temp, or into its output when the value is one);
  * everything else — elementwise ops, constants, index ops and views — is inlined into the
- * expressions of the statements that use it, with views turned into index arithmetic and masks. An extern call becomes one `call` statement on whole buffers: operands
- * that are not already contiguous buffers (views, elementwise results) are first materialised
- * into temps, and the result is a buffer (the output's own when the call is an output).
- * Statements come out in a legal sequential order (the graph's). The
- * result is one kernel; cut_kernels.h then splits it where a backend needs a cut or where one isl
- * problem would grow too large, and within each kernel the polyhedral scheduler decides which
- * loop nests fuse.
+ * expressions of the statements that use it, with views turned into index arithmetic and masks. An
+ * extern call becomes one `call` statement on whole buffers: operands that are not already
+ * contiguous buffers (views, elementwise results) are first materialised into temps, and the result
+ * is a buffer (the output's own when the call is an output). Statements come out in a legal
+ * sequential order (the graph's). The result is one kernel; cut_kernels.h then splits it where a
+ * backend needs a cut or where one isl problem would grow too large, and within each kernel the
+ * polyhedral scheduler decides which loop nests fuse.
  */
 #pragma once
 

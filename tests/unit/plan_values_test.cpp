@@ -30,7 +30,8 @@ Graph graph_of(const std::string& target, SizeBindings sizes = {},
 /** A spec file in the build's temp folder with one composite `c`. */
 std::string spec_file(const std::string& name, const std::string& body, const std::string& in,
                       const std::string& out) {
-  std::string path = (std::filesystem::temp_directory_path() / ("kiln_plan_values_" + name + ".toml")).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("kiln_plan_values_" + name + ".toml")).string();
   std::ofstream f(path);
   f << "[meta]\nuse = [\"" << std::filesystem::absolute("ops/math.toml").string() << "\"]\n\n[c]\n"
     << "doc = \"test\"\nin = { " << in << " }\nout = { " << out << " }\nbody = \"\"\"\n"
@@ -57,7 +58,8 @@ std::vector<ValueDecision> of_op(const Graph& g, const ValuePlan& p, Op op) {
 
 }  // namespace
 
-TEST_CASE("plan_values: a value read inside a contraction over an index it does not use is stored") {
+TEST_CASE(
+    "plan_values: a value read inside a contraction over an index it does not use is stored") {
   // y[s, c] = sum_j tanh(u[s, j]) * w[j, c]: inline, the tanh would run C times per element.
   Graph g = graph_of(spec_file("gelu", "f = exp(u) * u\ny[s, c] = sum(f[s, j] * w[j, c], j)\n",
                                "u = \"f32[S, J]\", w = \"f32[J, C]\"", "y = \"f32[S, C]\""));
@@ -105,8 +107,8 @@ TEST_CASE("plan_values: a scaled operand is stored once; the scaled product stay
                                "a = \"f32[M, K]\", b = \"f32[K, N]\"", "y = \"f32[M, N]\""));
   ValuePlan q = plan_values(h, {});
   for (NodeId id = 0; id < static_cast<NodeId>(h.size()); ++id) {
-    bool inline_or_buffer = q.nodes[id].kind != ValueDecision::Kind::stored ||
-                            q.nodes[id].reason == "output";
+    bool inline_or_buffer =
+        q.nodes[id].kind != ValueDecision::Kind::stored || q.nodes[id].reason == "output";
     CHECK_MESSAGE(inline_or_buffer, "%" << id << " " << q.nodes[id].reason);
   }
 }
@@ -122,8 +124,8 @@ TEST_CASE("plan_values: softmax's exponential stays inline, read twice") {
 }
 
 TEST_CASE("plan_values: an output that other values read is computed once and read back") {
-  Graph g = graph_of(spec_file("readback", "e = exp(x)\ns = sum(e, axis=-1)\n",
-                               "x = \"f32[N]\"", "e = \"f32[N]\", s = \"f32\""));
+  Graph g = graph_of(spec_file("readback", "e = exp(x)\ns = sum(e, axis=-1)\n", "x = \"f32[N]\"",
+                               "e = \"f32[N]\", s = \"f32\""));
   ValuePlan p = plan_values(g, {});
   std::vector<ValueDecision> exps = of_op(g, p, Op::exp2);
   REQUIRE(!exps.empty());
@@ -148,10 +150,9 @@ TEST_CASE("plan_values: an output that other values read is computed once and re
 }
 
 TEST_CASE("plan_values: integer division that a where guards is never stored") {
-  Graph g = graph_of(spec_file("idiv",
-                               "q = where(d != 0, a / d, 0)\ny[m, n] = sum(q[m, k] * b[k, n], k)\n",
-                               "a = \"i32[M, K]\", d = \"i32[M, K]\", b = \"i32[K, N]\"",
-                               "y = \"i32[M, N]\""));
+  Graph g = graph_of(
+      spec_file("idiv", "q = where(d != 0, a / d, 0)\ny[m, n] = sum(q[m, k] * b[k, n], k)\n",
+                "a = \"i32[M, K]\", d = \"i32[M, K]\", b = \"i32[K, N]\"", "y = \"i32[M, N]\""));
   ValuePlan p = plan_values(g, {});
   for (const ValueDecision& d : of_op(g, p, Op::idiv)) {
     CHECK(d.kind == ValueDecision::Kind::inlined);
@@ -203,9 +204,9 @@ TEST_CASE("plan_values: no value of ops/ or tests/regressions is evaluated more 
       for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
         const ValueDecision& d = p.nodes[id];
         if (d.kind != ValueDecision::Kind::inlined) continue;
-        CHECK_MESSAGE(nominal(d.factor) <= 2, spec.target << " %" << id << " "
-                                                          << op_name(g[id].op) << " x"
-                                                          << d.factor.str() << " " << d.reason);
+        CHECK_MESSAGE(nominal(d.factor) <= 2, spec.target << " %" << id << " " << op_name(g[id].op)
+                                                          << " x" << d.factor.str() << " "
+                                                          << d.reason);
       }
       ++checked;
     }
