@@ -256,7 +256,8 @@ class Cutter {
   }
 
  private:
-  /** Of a value: its loads (counted along every path) and the last statement writing one. */
+  /** Of a value: its loads (counted along every path, up to 2: only "two or more" matters, and
+   *  a DAG's path count grows exponentially) and the last statement writing one. */
   struct Info {
     int loads = 0;
     int last_write = -1;
@@ -272,7 +273,7 @@ class Cutter {
     }
     for (const ScalarExprPtr& a : e->args) {
       const Info& fa = info(a);
-      f.loads += fa.loads;
+      f.loads = std::min(2, f.loads + fa.loads);
       f.last_write = std::max(f.last_write, fa.last_write);
     }
     return info_.emplace(e.get(), f).first->second;

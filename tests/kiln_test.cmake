@@ -1,7 +1,10 @@
-# kiln_test_suite(FOLDER LABEL LIBS...): one doctest executable from tests/FOLDER/*.cpp plus the
-# shared main and helpers, registered with CTest under LABEL. Tests run from the source root so
-# that paths like ops/nn.toml resolve.
+# kiln_test_suite(FOLDER LABEL LIBS... [ENVIRONMENT VAR=VALUE...]): one doctest executable from
+# tests/FOLDER/*.cpp plus the shared main and helpers. Each of its test cases is a CTest test of
+# its own, labelled LABEL and named "FOLDER: <test case>" (tests/test_cases.cmake lists them when
+# ctest starts), so that `ctest -j` spreads a long suite over the cores. Tests run from the source
+# root so that paths like ops/nn.toml resolve; KILN_BIN names the kiln executable.
 function(kiln_test_suite folder label)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "ENVIRONMENT")
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${folder}/*.cpp)
   if(NOT sources)
     return()
@@ -9,10 +12,17 @@ function(kiln_test_suite folder label)
   set(target kiln_${folder}_tests)
   add_executable(${target} ${PROJECT_SOURCE_DIR}/tests/support/main.cpp
                            ${PROJECT_SOURCE_DIR}/tests/support/harness.cpp ${sources})
-  target_link_libraries(${target} PRIVATE ${ARGN} doctest::doctest)
+  target_link_libraries(${target} PRIVATE ${arg_UNPARSED_ARGUMENTS} doctest::doctest)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
-  add_test(NAME ${folder} COMMAND ${target} --no-intro=true --duration=false
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(${folder} PROPERTIES LABELS ${label}
-                       ENVIRONMENT "KILN_BIN=$<TARGET_FILE:kiln>")
+  set(environment "KILN_BIN=$<TARGET_FILE:kiln>" ${arg_ENVIRONMENT})
+  set(include_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_cases.cmake)
+  file(GENERATE OUTPUT ${include_file} CONTENT
+       "set(kiln_suite [==[${folder}]==])
+set(kiln_suite_exe [==[$<TARGET_FILE:${target}>]==])
+set(kiln_suite_label [==[${label}]==])
+set(kiln_suite_dir [==[${PROJECT_SOURCE_DIR}]==])
+set(kiln_suite_environment [==[${environment}]==])
+include([==[${PROJECT_SOURCE_DIR}/tests/test_cases.cmake]==])
+")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include_file})
 endfunction()
