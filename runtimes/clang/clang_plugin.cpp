@@ -1,5 +1,6 @@
-// The "clang" runtime: C compiled in process by the Clang 19 libraries to an object file in
-// memory (the artifact), then linked and run by LLVM ORC LLJIT, one LLJIT per module.
+// The "clang" runtime: C compiled in process by the Clang 19 libraries to object files in
+// memory (the artifact: one per part of the program, compiled on threads, split_compile.h), then
+// linked and run by LLVM ORC LLJIT, one LLJIT per module.
 // clang::driver::Driver builds the cc1 arguments: hand-written ones lose the builtin headers
 // and vectorisation.
 //
@@ -18,6 +19,7 @@
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LLVMContext.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -34,10 +36,12 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kiln/plugin_api.h"
 #include "runtimes/clang/libmvec_variants.h"
+#include "runtimes/clang/split_compile.h"
 
 #ifndef KILN_CLANG_RESOURCE_DIR
 #error "KILN_CLANG_RESOURCE_DIR must name clang's resource folder (builtin headers)"
@@ -158,17 +162,35 @@ int clang_compile(const char* source, const char* flags, kiln_blob* artifact, ch
   ci.getPreprocessorOpts().addRemappedFile(
       kSourceName, llvm::MemoryBuffer::getMemBufferCopy(source, kSourceName).release());
   ci.setVerboseOutputStream(diag_stream);
-  llvm::SmallString<0> object;
-  ci.setOutputStream(std::make_unique<llvm::raw_svector_ostream>(object));
-  clang::EmitObjAction action;
+  // The front end alone here (the LLVM passes off), then the O2 pipeline and the code generator
+  // on every core, in parts (split_compile.h).
+  clang::CodeGenOptions backend_codegen = ci.getCodeGenOpts();
+  ci.getCodeGenOpts().DisableLLVMPasses = true;
+  llvm::LLVMContext context;
+  clang::EmitLLVMOnlyAction action(&context);
   bool ok = ci.ExecuteAction(action);
-  if (!ok || ci.getDiagnostics().hasErrorOccurred()) {
+  std::unique_ptr<llvm::Module> module = ok ? action.takeModule() : nullptr;
+  if (!ok || !module || ci.getDiagnostics().hasErrorOccurred()) {
     *error = copy_string("compile failed:\n" + diag_text);
     return 1;
   }
-  artifact->size = object.size();
-  artifact->data = std::malloc(object.size());
-  std::memcpy(artifact->data, object.data(), object.size());
+  kiln::BackendOptions backend;
+  backend.header_search = &ci.getHeaderSearchOpts();
+  backend.codegen = &backend_codegen;
+  backend.target = &ci.getTargetOpts();
+  backend.lang = &ci.getLangOpts();
+  backend.data_layout = ci.getTarget().getDataLayoutString();
+  std::string why_not;
+  std::vector<std::string> objects = kiln::compile_in_parts(
+      std::move(module), backend, std::thread::hardware_concurrency(), &why_not);
+  if (objects.empty()) {
+    *error = copy_string(why_not + diag_text);
+    return 1;
+  }
+  std::string bytes = kiln::pack_objects(objects);
+  artifact->size = bytes.size();
+  artifact->data = std::malloc(bytes.size());
+  std::memcpy(artifact->data, bytes.data(), bytes.size());
   return 0;
 }
 
@@ -285,11 +307,17 @@ void* clang_load(const void* artifact, size_t size, char** error) {
     }
     jit = std::move(*made);
   }
-  llvm::StringRef bytes(static_cast<const char*>(artifact), size);
-  if (llvm::Error e = jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(bytes))) {
-    *error = copy_string("LLJIT: cannot add object: " + llvm::toString(std::move(e)));
+  std::vector<llvm::StringRef> objects =
+      kiln::unpack_objects(llvm::StringRef(static_cast<const char*>(artifact), size));
+  if (objects.empty()) {
+    *error = copy_string("LLJIT: the artifact's object files are truncated");
     return nullptr;
   }
+  for (llvm::StringRef object : objects)
+    if (llvm::Error e = jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object))) {
+      *error = copy_string("LLJIT: cannot add object: " + llvm::toString(std::move(e)));
+      return nullptr;
+    }
   return jit.release();
 }
 

@@ -13,6 +13,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bad_entries.h"
@@ -457,6 +458,14 @@ TEST_CASE("a cache entry that passes its checks but does not load is dropped and
         {"A's payload stored under B's key",
          [&] { rt->cache().put(b.key, payload_a.data(), payload_a.size(), nullptr); }, false,
          "has no kernel 'other'"},
+        {"a truncated artifact of several object files under A's key",
+         [&] {
+           std::string junk = std::string("KILN-OBJECTS-1\n") + std::string(8, '\2') +
+                              "\x7f"
+                              "ELF";
+           rt->cache().put(a.key, junk.data(), junk.size(), nullptr);
+         },
+         true, "load failed"},
         {"garbage ELF stored under A's key",
          [&] {
            std::string junk = kiln::test::garbage_elf();
@@ -491,6 +500,53 @@ TEST_CASE("a cache entry that passes its checks but does not load is dropped and
     CHECK_THROWS_WITH_AS(rt->compile(tagged("A"), {}, nullptr, {"k", "nope"}),
                          doctest::Contains("has no kernel 'nope'"), std::runtime_error);
   }
+}
+
+TEST_CASE("the clang runtime compiles a large program's kernels in parts, on threads") {
+  // Four kernels of several thousand instructions each, sharing a static helper and reading one
+  // external table: split_compile.h gives each part some kernels, a copy of the helper and a
+  // declaration of the table (defined in part 0 alone), and the JIT links the parts' objects.
+  std::string source =
+      "#include <stdint.h>\n"
+      "float kiln_table[4] = {1.0f, 2.0f, 3.0f, 4.0f};\n"
+      "static float helper(float v, int j) { return v * 0.5f + (float)j; }\n";
+  const int kernels = 4, lines = 1500;
+  for (int k = 0; k < kernels; ++k) {
+    source += "void k" + std::to_string(k) +
+              "(void* const* buffers, const int64_t* sizes) {\n"
+              "  float* y = (float*)buffers[0];\n  (void)sizes;\n  volatile float v = 0;\n";
+    for (int j = 0; j < lines; ++j)
+      source += "  v = helper(v, " + std::to_string((j + k) % 7) + ");\n";
+    source += "  y[0] = v * kiln_table[" + std::to_string(k) + "];\n}\n";
+  }
+  std::vector<std::string> names;
+  for (int k = 0; k < kernels; ++k)
+    names.push_back("k" + std::to_string(k));
+  TempDir cache;
+  auto rt = open_runtime("clang", cache.path);
+  CompileInfo info;
+  CompiledModule module = rt->compile(source, {}, &info, names);
+  for (int k = 0; k < kernels; ++k) {
+    CAPTURE(k);
+    void* kernel = rt->lookup(module, names[k]);
+    REQUIRE(kernel != nullptr);
+    float y = -1;
+    void* buffers[] = {&y};
+    int64_t sizes[] = {1};
+    rt->launch(kernel, buffers, sizes);
+    float want = 0;
+    for (int j = 0; j < lines; ++j)
+      want = want * 0.5f + static_cast<float>((j + k) % 7);
+    CHECK(y == want * static_cast<float>(k + 1));
+  }
+  // On two cores or more the artifact holds several object files.
+  const std::string payload = file_bytes(entry_path(cache.path, info.key)).substr(56);
+  if (std::thread::hardware_concurrency() >= 2)
+    CHECK(payload.starts_with("KILN-OBJECTS-1\n"));
+  else
+    CHECK(
+        payload.starts_with("\x7f"
+                            "ELF"));
 }
 
 TEST_CASE("the cache keeps at most KILN_CACHE_MAX bytes, the least recently used out first") {
