@@ -1,8 +1,9 @@
 # kiln_test_suite(FOLDER LABEL LIBS... [ENVIRONMENT VAR=VALUE...]): one doctest executable from
 # tests/FOLDER/*.cpp plus the shared main and helpers. Each of its test cases is a CTest test of
-# its own, labelled LABEL and named "FOLDER: <test case>" (tests/test_cases.cmake lists them when
-# ctest starts), so that `ctest -j` spreads a long suite over the cores. Tests run from the source
-# root so that paths like ops/nn.toml resolve; KILN_BIN names the kiln executable.
+# its own, labelled LABEL and named "FOLDER: <test case>", or the case's name where it starts so
+# (tests/test_cases.cmake lists them when ctest starts), so that `ctest -j` spreads a long suite
+# over the cores. Tests run from the source root so that paths like ops/nn.toml resolve; KILN_BIN
+# names the kiln executable.
 function(kiln_test_suite folder label)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "ENVIRONMENT")
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${folder}/*.cpp)
