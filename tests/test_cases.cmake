@@ -42,7 +42,7 @@ while(NOT kiln_listing STREQUAL "")
   add_test("${kiln_name}" "${kiln_suite_exe}" --first=${kiln_index} --last=${kiln_index}
            --no-intro=true --duration=false)
   set_tests_properties("${kiln_name}" PROPERTIES LABELS "${kiln_suite_label}"
-                       COST ${kiln_suite_cost} WORKING_DIRECTORY "${kiln_suite_dir}"
+                       COST "${kiln_suite_cost}" WORKING_DIRECTORY "${kiln_suite_dir}"
                        ENVIRONMENT "${kiln_suite_environment}")
 endwhile()
 if(kiln_index EQUAL 0)

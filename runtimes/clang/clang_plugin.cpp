@@ -65,6 +65,10 @@ constexpr const char* kPluginName = "clang";
 const char* kBaseFlags[] = {"-O2", "-march=native", "-fno-math-errno"};
 #endif
 constexpr const char* kSourceName = "kiln_kernel.c";
+/** Sources from this size compile in parts on threads (split_compile.h); smaller ones, a kernel
+ *  or two, as one module through clang's EmitObjAction. Kiln's largest single kernels (conv2d,
+ *  attention) render to about 60 KB, a GPT-2 block's eleven kernels to 200 KB. */
+constexpr size_t kSplitSourceBytes = 96 * 1024;
 
 char* copy_string(const std::string& s) {
   return strdup(s.c_str());
@@ -162,8 +166,21 @@ int clang_compile(const char* source, const char* flags, kiln_blob* artifact, ch
   ci.getPreprocessorOpts().addRemappedFile(
       kSourceName, llvm::MemoryBuffer::getMemBufferCopy(source, kSourceName).release());
   ci.setVerboseOutputStream(diag_stream);
-  // The front end alone here (the LLVM passes off), then the O2 pipeline and the code generator
-  // on every core, in parts (split_compile.h).
+  if (std::strlen(source) < kSplitSourceBytes || std::thread::hardware_concurrency() < 2) {
+    llvm::SmallString<0> object;
+    ci.setOutputStream(std::make_unique<llvm::raw_svector_ostream>(object));
+    clang::EmitObjAction action;
+    if (!ci.ExecuteAction(action) || ci.getDiagnostics().hasErrorOccurred()) {
+      *error = copy_string("compile failed:\n" + diag_text);
+      return 1;
+    }
+    artifact->size = object.size();
+    artifact->data = std::malloc(object.size());
+    std::memcpy(artifact->data, object.data(), object.size());
+    return 0;
+  }
+  // A large program: the front end alone here (the LLVM passes off), then the O2 pipeline and
+  // the code generator on every core, in parts (split_compile.h).
   clang::CodeGenOptions backend_codegen = ci.getCodeGenOpts();
   ci.getCodeGenOpts().DisableLLVMPasses = true;
   llvm::LLVMContext context;
