@@ -128,6 +128,13 @@ std::vector<std::string> cc1_arguments(const std::vector<std::string>& flags,
   return cc1;
 }
 
+/** Copies `size` bytes into a blob Kiln frees with free_blob. */
+void set_artifact(kiln_blob* artifact, const char* data, size_t size) {
+  artifact->size = size;
+  artifact->data = std::malloc(size);
+  std::memcpy(artifact->data, data, size);
+}
+
 int clang_compile(const char* source, const char* flags, kiln_blob* artifact, char** error) {
   initialize_llvm();
   std::vector<std::string> extra = unpack_flags(flags);
@@ -174,9 +181,7 @@ int clang_compile(const char* source, const char* flags, kiln_blob* artifact, ch
       *error = copy_string("compile failed:\n" + diag_text);
       return 1;
     }
-    artifact->size = object.size();
-    artifact->data = std::malloc(object.size());
-    std::memcpy(artifact->data, object.data(), object.size());
+    set_artifact(artifact, object.data(), object.size());
     return 0;
   }
   // A large program: the front end alone here (the LLVM passes off), then the O2 pipeline and
@@ -205,9 +210,7 @@ int clang_compile(const char* source, const char* flags, kiln_blob* artifact, ch
     return 1;
   }
   std::string bytes = kiln::pack_objects(objects);
-  artifact->size = bytes.size();
-  artifact->data = std::malloc(bytes.size());
-  std::memcpy(artifact->data, bytes.data(), bytes.size());
+  set_artifact(artifact, bytes.data(), bytes.size());
   return 0;
 }
 
