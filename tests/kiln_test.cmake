@@ -4,7 +4,8 @@
 # it starts so (tests/test_cases.cmake lists them when ctest starts), so that `ctest -j` spreads a
 # long suite over the cores; tests of a higher COST start first (the long suites: none is left to
 # run alone at the end). Tests run from the source root so that paths like ops/nn.toml resolve;
-# KILN_BIN names the kiln executable.
+# KILN_BIN names the kiln executable. The shared main and helpers (tests/support/) compile once,
+# into kiln_test_support, for every suite.
 function(kiln_test_suite folder label)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "COST" "ENVIRONMENT")
   if(NOT arg_COST)
@@ -15,9 +16,9 @@ function(kiln_test_suite folder label)
     return()
   endif()
   set(target kiln_${folder}_tests)
-  add_executable(${target} ${PROJECT_SOURCE_DIR}/tests/support/main.cpp
-                           ${PROJECT_SOURCE_DIR}/tests/support/harness.cpp ${sources})
-  target_link_libraries(${target} PRIVATE ${arg_UNPARSED_ARGUMENTS} doctest::doctest)
+  add_executable(${target} ${sources})
+  target_link_libraries(${target} PRIVATE kiln_test_support ${arg_UNPARSED_ARGUMENTS}
+                        doctest::doctest)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
   set(environment "KILN_BIN=$<TARGET_FILE:kiln>" ${arg_ENVIRONMENT})
   set(include_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_cases.cmake)

@@ -4,10 +4,10 @@
 // clang::driver::Driver builds the cc1 arguments: hand-written ones lose the builtin headers
 // and vectorisation.
 //
-// Built a second time with KILN_CLANG_OPENMP (and KILN_LIBOMP_PATH) it is the "openmp" runtime:
-// every compile adds -fopenmp, the JIT resolves the OpenMP runtime's symbols (__kmpc_fork_call,
-// omp_get_thread_num, ...) from libomp, and each launch first sets the thread count that
-// `configure` took (docs/decisions.md: one source, two plugin builds).
+// The same objects serve the "openmp" runtime (flavour.h): every compile adds -fopenmp, the JIT
+// resolves the OpenMP runtime's symbols (__kmpc_fork_call, omp_get_thread_num, ...) from libomp,
+// and each launch first sets the thread count that `configure` took (docs/decisions.md: one
+// source, two plugins).
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Basic/DiagnosticOptions.h>
 #include <clang/CodeGen/CodeGenAction.h>
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "kiln/plugin_api.h"
+#include "runtimes/clang/flavour.h"
 #include "runtimes/clang/libmvec_variants.h"
 #include "runtimes/clang/split_compile.h"
 
@@ -54,16 +55,9 @@ namespace {
 
 /** -O2, not -O3: the same vectorised loops on Kiln's kernels, a quarter less compile time, and
  *  no loop versioning that triples a conv2d's code (docs/decisions.md). */
-#ifdef KILN_CLANG_OPENMP
-#ifndef KILN_LIBOMP_PATH
-#error "KILN_LIBOMP_PATH must name libomp.so for the openmp build"
-#endif
-constexpr const char* kPluginName = "openmp";
-const char* kBaseFlags[] = {"-O2", "-march=native", "-fno-math-errno", "-fopenmp"};
-#else
-constexpr const char* kPluginName = "clang";
 const char* kBaseFlags[] = {"-O2", "-march=native", "-fno-math-errno"};
-#endif
+/** The plugin's flavour, set by plugin_table before any entry of the table is reached. */
+const kiln::clang_runtime::Flavour* flavour = nullptr;
 constexpr const char* kSourceName = "kiln_kernel.c";
 /** Sources from this size compile in parts on threads (split_compile.h); smaller ones, a kernel
  *  or two, as one module through clang's EmitObjAction. Kiln's largest single kernels (conv2d,
@@ -97,6 +91,7 @@ std::vector<std::string> driver_cc1_arguments(const std::vector<std::string>& fl
   std::vector<const char*> args = {KILN_CLANG_EXECUTABLE, "-c"};
   for (const char* f : kBaseFlags)
     args.push_back(f);
+  if (flavour->libomp_path) args.push_back("-fopenmp");
   for (const std::string& f : flags)
     args.push_back(f.c_str());
   args.insert(args.end(),
@@ -234,7 +229,6 @@ const char* clang_target() {
   return target.c_str();
 }
 
-#ifdef KILN_CLANG_OPENMP
 /** libomp, loaded once for the process (RTLD_GLOBAL, by llvm::sys::DynamicLibrary): the JIT
  *  resolves the generated code's OpenMP calls in it, and launch sets the thread count with it. */
 struct OpenMP {
@@ -256,9 +250,10 @@ const OpenMP& openmp() {
   static std::once_flag once;
   std::call_once(once, [] {
     std::string why;
-    omp.library = llvm::sys::DynamicLibrary::getPermanentLibrary(KILN_LIBOMP_PATH, &why);
+    const std::string path = flavour->libomp_path;
+    omp.library = llvm::sys::DynamicLibrary::getPermanentLibrary(path.c_str(), &why);
     if (!omp.library.isValid()) {
-      omp.error = "cannot load the OpenMP runtime " KILN_LIBOMP_PATH ": " + why;
+      omp.error = "cannot load the OpenMP runtime " + path + ": " + why;
       return;
     }
     auto symbol = [](const char* name) { return omp.library.getAddressOfSymbol(name); };
@@ -266,22 +261,21 @@ const OpenMP& openmp() {
     omp.get_num_procs = reinterpret_cast<int (*)()>(symbol("omp_get_num_procs"));
     omp.pause_resource_all = reinterpret_cast<int (*)(int)>(symbol("omp_pause_resource_all"));
     if (!omp.set_num_threads || !omp.get_num_procs)
-      omp.error = KILN_LIBOMP_PATH " lacks omp_set_num_threads or omp_get_num_procs";
+      omp.error = path + " lacks omp_set_num_threads or omp_get_num_procs";
   });
   return omp;
 }
-#endif
 
 /** Adds libomp (openmp build), process symbols and libmvec (for -fveclib=libmvec) to a JIT's
  *  main library, in that order: libgomp, if something loaded it, also defines omp_* names. */
 llvm::Error add_host_symbols(llvm::orc::LLJIT& jit) {
   char prefix = jit.getDataLayout().getGlobalPrefix();
-#ifdef KILN_CLANG_OPENMP
-  const OpenMP& omp = openmp();
-  if (!omp.error.empty()) return llvm::createStringError(omp.error);
-  jit.getMainJITDylib().addGenerator(
-      std::make_unique<llvm::orc::DynamicLibrarySearchGenerator>(omp.library, prefix));
-#endif
+  if (flavour->libomp_path) {
+    const OpenMP& omp = openmp();
+    if (!omp.error.empty()) return llvm::createStringError(omp.error);
+    jit.getMainJITDylib().addGenerator(
+        std::make_unique<llvm::orc::DynamicLibrarySearchGenerator>(omp.library, prefix));
+  }
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
   if (!process) return process.takeError();
   jit.getMainJITDylib().addGenerator(std::move(*process));
@@ -414,17 +408,15 @@ int clang_configure(const kiln_runtime_config* config, char**) {
  *  so it is set on every launch, from whichever thread launches). */
 int clang_launch(void* kernel, void* const* buffers, const int64_t* sizes, const kiln_launch*,
                  char** error) {
-#ifdef KILN_CLANG_OPENMP
-  const OpenMP& omp = openmp();
-  if (!omp.error.empty()) {
-    *error = copy_string(omp.error);
-    return 1;
+  if (flavour->libomp_path) {
+    const OpenMP& omp = openmp();
+    if (!omp.error.empty()) {
+      *error = copy_string(omp.error);
+      return 1;
+    }
+    int threads = configured_threads;
+    omp.set_num_threads(threads > 0 ? threads : omp.get_num_procs());
   }
-  int threads = configured_threads;
-  omp.set_num_threads(threads > 0 ? threads : omp.get_num_procs());
-#else
-  (void)error;
-#endif
   reinterpret_cast<void (*)(void* const*, const int64_t*)>(kernel)(buffers, sizes);
   return 0;
 }
@@ -434,11 +426,8 @@ int clang_synchronize(char**) {
 }
 
 const char* clang_describe_device() {
-#ifdef KILN_CLANG_OPENMP
-  const char* threads = ", OpenMP (" KILN_LIBOMP_PATH ")";
-#else
-  const char* threads = "";
-#endif
+  const std::string threads =
+      flavour->libomp_path ? ", OpenMP (" + std::string(flavour->libomp_path) + ")" : "";
   static const std::string line = std::string("host CPU ") + llvm::sys::getHostCPUName().str() +
                                   ", " + clang_compiler_version() + threads;
   return line.c_str();
@@ -456,7 +445,7 @@ void clang_free_string(char* s) {
 
 const kiln_plugin kTable = {
     .abi_version = KILN_PLUGIN_ABI_VERSION,
-    .name = kPluginName,
+    .name = "clang",
     .version = "1",
     .compiler_version = clang_compiler_version,
     .target = clang_target,
@@ -479,6 +468,12 @@ const kiln_plugin kTable = {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const kiln_plugin* kiln_plugin_entry() {
-  return &kTable;
+const kiln_plugin* kiln::clang_runtime::plugin_table(const Flavour& f) {
+  static const kiln_plugin table = [&] {
+    flavour = &f;
+    kiln_plugin t = kTable;
+    t.name = f.name;
+    return t;
+  }();
+  return &table;
 }
