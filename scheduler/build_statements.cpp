@@ -338,7 +338,8 @@ class Builder {
         Index inner;
         for (const IntExpr& x : n.view.index)
           inner.push_back(x.substitute(sub));
-        if (in_reduction_ && affine_in_iterators(index) && !affine_in_iterators(inner))
+        if (in_reduction_ && affine_in_iterators(index) && !affine_in_iterators(inner) &&
+            !windowed(n.view.index))
           return layout_load(id, index);
         ScalarExprPtr src = expr(n.operands[0], inner);
         if (n.view.mask.empty()) return src;
@@ -384,6 +385,23 @@ class Builder {
           }
     }
     return true;
+  }
+
+  /** Whether a view's index map reads a source position at a sum of two or more of its
+   *  dimensions with constant coefficients (a convolution's `h + r - 1`): neighbouring view
+   *  elements then read the same source element, and a copy of the view would be larger than
+   *  its source by the window (9 times for a 3x3 convolution's input), so layout_load leaves
+   *  such a view inline. */
+  static bool windowed(const Index& view_index) {
+    for (const IntExpr& x : view_index) {
+      std::set<std::string> vars;
+      x.collect_vars(vars);
+      int constant = 0;
+      for (const std::string& v : vars)
+        if (v.size() > 1 && v[0] == '%' && affine_coefficient(x, v)) ++constant;
+      if (constant >= 2) return true;
+    }
+    return false;
   }
 
   static bool is_iterator_name(const std::string& v) {

@@ -8,6 +8,7 @@
 
 #include "scheduler/gpu_tile.h"
 #include "scheduler/online_softmax.h"
+#include "scheduler/plan_values.h"
 
 namespace kiln {
 
@@ -55,6 +56,15 @@ bool expands(const ScalarExpr& e, const std::vector<IntExpr>& extents) {
 /** Whether `e` is the statement iterator i0 alone. */
 bool is_first_iterator(const IntExpr& e) {
   return e.key() == IntExpr::var(iterator_name(0)).key();
+}
+
+/** Whether `e` is one cheap operation on loads and constants (a product of two loads):
+ *  recomputing it costs less than storing it once and loading it back. */
+bool cheaper_than_a_store(const ScalarExpr& e) {
+  if (op_cost(e.op) >= kMemoryCost) return false;
+  for (const ScalarExprPtr& a : e.args)
+    if (a->kind == ScalarExpr::Kind::op) return false;
+  return true;
 }
 
 /** Whether statement `reader` reads what `writer` writes other than row by row: at another
@@ -209,7 +219,8 @@ std::vector<int> group_starts(const KernelPlan& plan, const Kernel& k,
 /** Cuts one kernel; see the rule in cut_kernels.h. */
 class Cutter {
  public:
-  Cutter(KernelPlan& plan, const Kernel& in, const CutOptions& opt) : plan_(plan), in_(in) {
+  Cutter(KernelPlan& plan, const Kernel& in, const CutOptions& opt)
+      : plan_(plan), in_(in), opt_(opt) {
     last_write_.assign(plan.buffers.size(), -1);
     for (int s = 0; s < static_cast<int>(in.statements.size()); ++s)
       last_write_[in.statements[s].buffer] = s;
@@ -222,6 +233,7 @@ class Cutter {
     if (groups == 1) return {in_};
     std::vector<std::vector<Statement>> body(groups);
     extra_.assign(groups, {});
+    after_.assign(groups, {});
     for (size_t g = 0; g < groups; ++g) {
       int end = g + 1 < groups ? starts_[g + 1] : static_cast<int>(in_.statements.size());
       for (int s = starts_[g]; s < end; ++s) {
@@ -237,6 +249,15 @@ class Cutter {
       k.statements = std::move(body[g]);
       for (Statement& st : extra_[g])
         k.statements.push_back(std::move(st));
+      out.push_back(std::move(k));
+      if (!after_[g].empty()) {
+        Kernel a;
+        a.name = in_.name;
+        a.statements = std::move(after_[g]);
+        out.push_back(std::move(a));
+      }
+    }
+    for (Kernel& k : out) {
       std::set<int> used;
       for (size_t s = 0; s < k.statements.size(); ++s) {
         Statement& st = k.statements[s];
@@ -249,7 +270,6 @@ class Cutter {
           used.insert(load->buffer);
       }
       k.buffers.assign(used.begin(), used.end());
-      out.push_back(std::move(k));
     }
     materialized = materialized_;
     return out;
@@ -288,7 +308,8 @@ class Cutter {
     ScalarExprPtr out = e;
     const Info& f = info(e);
     if (e->kind == ScalarExpr::Kind::op && f.loads >= 2 && f.last_write >= 0 &&
-        f.last_write < starts_[g] && uses_every_iterator(*e, extents) && !expands(*e, extents)) {
+        f.last_write < starts_[g] && uses_every_iterator(*e, extents) && !expands(*e, extents) &&
+        !cheaper_than_a_store(*e)) {
       out = store(e, extents);
     } else if (e->kind == ScalarExpr::Kind::op && e->mask.empty() && e->op != Op::where) {
       auto copy = std::make_shared<ScalarExpr>(*e);
@@ -326,7 +347,7 @@ class Cutter {
     st.buffer = buffer;
     st.index = iterators(extents.size());
     st.value = rewrite(e, group, extents);
-    extra_[group].push_back(std::move(st));
+    (joins(group, st) ? extra_ : after_)[group].push_back(std::move(st));
     ++materialized_;
     auto load = std::make_shared<ScalarExpr>();
     load->kind = ScalarExpr::Kind::load;
@@ -337,11 +358,30 @@ class Cutter {
     return load;
   }
 
+  /** Whether a statement storing a value may end group `g`: the cuts group_starts made for the
+   *  backend would not have put it in a kernel of its own (a value read from a contraction's
+   *  result at another element than the one updated, or read across rows where a GPU needs a
+   *  grid barrier). Else it goes to a kernel of its own after the group. */
+  bool joins(int g, const Statement& st) const {
+    int end = g + 1 < static_cast<int>(starts_.size()) ? starts_[g + 1]
+                                                       : static_cast<int>(in_.statements.size());
+    for (int w = starts_[g]; w < end; ++w) {
+      const Statement& writer = in_.statements[w];
+      if (opt_.cut_around_contractions && contraction(writer, opt_.contractions_reuse_an_operand) &&
+          !epilogue_of(writer, st))
+        return false;
+      if (opt_.cut_before_grid_barriers && reads_across_rows(writer, st)) return false;
+    }
+    return true;
+  }
+
   KernelPlan& plan_;
   const Kernel& in_;
+  const CutOptions& opt_;
   std::vector<int> last_write_;  ///< per buffer: the last statement of in_ writing it, or -1
   std::vector<int> starts_;
   std::vector<std::vector<Statement>> extra_;  ///< per group: statements storing values
+  std::vector<std::vector<Statement>> after_;  ///< per group: the same, in a kernel after it
   std::unordered_map<const ScalarExpr*, Info> info_;
   std::map<std::tuple<const ScalarExpr*, int, std::string>, ScalarExprPtr> memo_;
   std::map<std::pair<const ScalarExpr*, std::string>, ScalarExprPtr> stored_;

@@ -23,7 +23,12 @@
  *   everywhere could read out of bounds or divide by zero), and so do those that do not read
  *   every iterator of the statement (stored over its domain, they would be stored once per
  *   point of the iterators they do not read) or of which no one load reads every iterator
- *   (stored, they would take more memory than anything they read: an outer product).
+ *   (stored, they would take more memory than anything they read: an outer product), or that
+ *   are one cheap operation on loads (recomputed for less than a store and a load). Where the
+ *   storing statement could not have stayed in that group under the backend cuts (it reads a
+ *   contraction's result at another element, as a head split of a qkv projection does, or reads
+ *   across rows on a GPU), it gets a kernel of its own right after the group: appended there,
+ *   it would keep the contraction from its tile and run on one GPU thread.
  *
  * Temps that cross kernels stay in memory; plan_buffers.h then shares slots between temps whose
  * kernels do not overlap.

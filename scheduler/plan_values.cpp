@@ -8,14 +8,8 @@
 
 namespace kiln {
 
-namespace {
-
-using Index = std::vector<IntExpr>;
-
-/** The cost of one evaluation of `op`, in units of an add: divisions, square roots and
- *  transcendentals take several. Data ops cost nothing but a conversion. */
-int64_t op_cost(const Node& n) {
-  switch (n.op) {
+int64_t op_cost(Op op) {
+  switch (op) {
     case Op::input:
     case Op::constant:
     case Op::index:
@@ -38,6 +32,10 @@ int64_t op_cost(const Node& n) {
       return 1;
   }
 }
+
+namespace {
+
+using Index = std::vector<IntExpr>;
 
 /** A statement that evaluates nodes inline: its domain and the node's index in its iterators.
  *  Two uses by one statement at one index are one evaluation (build_statements memoises). */
@@ -135,7 +133,7 @@ class Planner {
     auto buffer = [&](NodeId id) { return has_buffer_by_nature(id) || stored[id]; };
     for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id) {
       const Node& n = g_[id];
-      inline_cost_[id] = op_cost(n);
+      inline_cost_[id] = op_cost(n.op);
       traps_[id] = (n.op == Op::idiv || n.op == Op::mod) && !is_float(n.dtype);
       reads_[id] = has_buffer_by_nature(id);
       if (has_buffer_by_nature(id)) continue;

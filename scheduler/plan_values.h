@@ -64,6 +64,9 @@ struct ValuePlan {
 
 /** Cost units of one element's store or load (an add is 1, see plan_values.cpp). */
 constexpr int64_t kMemoryCost = 4;
+/** The cost of one evaluation of `op`, in units of an add: divisions, square roots and
+ *  transcendentals take several; data ops (views, copies, constants) cost nothing. */
+int64_t op_cost(Op op);
 /** The size a symbolic factor assumes for each size variable. */
 constexpr int64_t kNominalSize = 64;
 

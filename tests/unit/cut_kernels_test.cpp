@@ -491,3 +491,63 @@ TEST_CASE("store_shared: softmax computes its exponential once, stored in the ou
   KernelPlan mm = plan_of("ops/nn.toml:matmul", {{"M", 3}, {"K", 4}, {"N", 5}});
   CHECK(store_shared_values(mm) == 0);
 }
+
+TEST_CASE("cut: a value read from a contraction's result by head is stored after the tile") {
+  // A projection's biased, activated result read through reshape and permute, at another
+  // element than the one each update writes: the statement storing that value once must not
+  // join the contraction's kernel, where it would keep the contraction from its block tile and
+  // run on one GPU thread per row (the CPU cuts agree).
+  for (bool gpu : {true, false}) {
+    CAPTURE(gpu);
+    KernelPlan plan =
+        plan_of("tests/data/cut.toml:proj_heads", {{"S", 4}, {"C", 8}}, DType::f32, {}, gpu);
+    CutOptions opt = gpu_cut_options();
+    if (!gpu)
+      opt = CutOptions{.cut_around_contractions = true, .contractions_reuse_an_operand = true};
+    CutCount n = cut_kernels(plan, opt);
+    CHECK(n.materialized == 1);
+    check_order(plan);
+    REQUIRE(plan.kernels.size() >= 2);
+    // The contraction's kernel: its init and update only.
+    const Kernel& tile = plan.kernels[0];
+    REQUIRE(tile.statements.size() == 2);
+    CHECK(tile.statements[1].kind == Statement::Kind::reduce_update);
+    const int sum = tile.statements[1].buffer;
+    // The next kernel stores the activation, reading the sum by head.
+    const Kernel& next = plan.kernels[1];
+    REQUIRE(next.statements.size() == 1);
+    std::vector<const ScalarExpr*> reads;
+    collect_loads(*next.statements[0].value, reads);
+    CHECK(std::any_of(reads.begin(), reads.end(),
+                      [&](const ScalarExpr* l) { return l->buffer == sum; }));
+  }
+}
+
+TEST_CASE(
+    "build: a contraction's operand read through a head split is copied once, a window is not") {
+  AttrValue two;
+  two.integer = 2;
+  auto copies = [](const KernelPlan& plan) {
+    int n = 0;
+    for (const Kernel& k : plan.kernels)
+      for (const Statement& s : k.statements)
+        n += plan.buffers[s.buffer].name[0] == 'l' && s.kind == Statement::Kind::assign;
+    return n;
+  };
+  // q, k and v split from qkv by (C / heads) * h + d: each copied once, contiguous.
+  KernelPlan att = plan_of("tests/regressions/transformer_block.toml:block_attention",
+                           {{"S", 4}, {"C", 8}}, DType::f32, {{"heads", two}});
+  CHECK(copies(att) == 3);
+  // A grouped convolution's input: the channel map divides by a size (not affine), but its
+  // spatial positions are windows (h + r - 1), and a copy would hold the input R * S times.
+  AttrValue pad;
+  pad.integer = 1;
+  KernelPlan conv = plan_of("ops/nn.toml:conv2d",
+                            {{"B", 1}, {"C", 4}, {"H", 5}, {"W", 5}, {"F", 4}, {"R", 3}, {"S", 3}},
+                            DType::f32, {{"groups", two}, {"pad", pad}});
+  CHECK(copies(conv) == 0);
+  CutCount n = cut_kernels(
+      conv, CutOptions{.cut_around_contractions = true, .contractions_reuse_an_operand = true});
+  CHECK(n.kernels == 1);
+  CHECK(n.materialized == 0);
+}

@@ -57,6 +57,11 @@ prof attention_causal 2 1 "$ops/nn.toml:attention" --dtype T=f16 --attr causal=t
 KILN_CUDA_GRAPHS=0 prof stacked_layernorm 9 3 \
   "$bundle/share/kiln/tests/regressions/stacked_layernorm.toml:stacked_layernorm_8" \
   --test N=64 --batch 8
+# Issue 29: the GPT-2 block written as one composite, f32; each of its kernels once, after one
+# warm-up run (its kernels are the first launches).
+KILN_CUDA_GRAPHS=0 prof gpt2_block 14 14 \
+  "$bundle/share/kiln/tests/regressions/transformer_block.toml:gpt2_block" --attr heads=12 \
+  --test S=1024,C=768 --warmup 1
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 python3 - "$csv" "$gpu" "$(cat "$bundle/share/kiln/COMMIT" 2>/dev/null)" <<'PY'
 import csv, sys
