@@ -33,7 +33,9 @@ kiln="$bundle/kiln"
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 commit=$(cat "$bundle/share/kiln/COMMIT" 2>/dev/null || echo unknown)
 export KILN_CACHE=$(mktemp -d)  # a fresh cache: every compile a real one
-rm -f "$out/sweep.tsv" "$out/bench.jsonl"
+# Each part starts its own file afresh and keeps the other's (results.md shows both).
+[ "$part" = bench ] || rm -f "$out/sweep.tsv"
+[ "$part" = tests ] || rm -f "$out/bench.jsonl"
 echo "== $(date -u +%F) on ${gpu:-no GPU found}, commit $commit"
 "$kiln" run "$bundle/share/kiln/ops/nn.toml:softmax" --runtime cuda --test N=1000 --debug 1
 
