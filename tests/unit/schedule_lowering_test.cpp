@@ -1,0 +1,398 @@
+// Scheduler tests of what follows isl's schedule: accumulators in registers, register tiles,
+// vector lanes, GPU block tiles, scans (tests/unit/schedule_sim.h simulates the loop IR).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "tests/unit/schedule_sim.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+TEST_CASE("schedule: a reduction accumulates in a register across its loop, not through memory") {
+  KernelBuilder b = matmul();
+  ScheduleOptions opt = untiled();
+  opt.sink = false;  // else j sinks below k (the next test) and the element moves inside the nest
+  ScheduledKernel r =
+      check_legal(b, opt, {{{"M", 3}, {"N", 4}, {"K", 5}}, {{"M", 2}, {"N", 1}, {"K", 1}}});
+  report("matmul, accumulator", r);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 1);
+  const LoopNode& acc = *found[0];
+  CHECK(acc.space == MemorySpace::local);
+  CHECK(acc.statement == 1);
+  // The element is C[i, j]: the k argument is left out, the others are bound outside the loop.
+  REQUIRE(acc.args.size() == 3);
+  CHECK(acc.args[0]);
+  CHECK(acc.args[1]);
+  CHECK_FALSE(acc.args[2]);
+  std::vector<const LoopNode*> inner = loops(acc);
+  REQUIRE(inner.size() == 1);
+  CHECK(inner[0]->reduction);
+  CHECK_FALSE(inner[0]->coincident);
+
+  // f16 keeps its sum in memory: rounding once instead of at every step would change results.
+  KernelBuilder h = matmul();
+  for (Buffer& buf : h.plan.buffers)
+    buf.dtype = DType::f16;
+  ScheduledKernel hr = schedule_kernel(h.plan, h.kernel(), opt);
+  found.clear();
+  allocs(*hr.nest.root, found);
+  CHECK(found.empty());
+}
+
+TEST_CASE("schedule: an init isl fuses into its reduction's loop moves before it, promoted") {
+  // Attention's softmax over [heads, i, j]: the exponentials stored, then summed. isl puts the
+  // sum's init in the first iteration of the loop of its update, under a guard; it moves before
+  // the loop and the sum accumulates in a register.
+  KernelBuilder b;
+  int sc = b.buffer("sc", {H, N, N}), mx = b.buffer("mx", {H, N}), e = b.buffer("e", {H, N, N}),
+      sm = b.buffer("sm", {H, N}), p = b.buffer("p", {H, N, N});
+  b.stmt(Statement::Kind::reduce_init, {H, N}, mx, {it(0), it(1)}).reduce = ReduceKind::max;
+  b.stmt(Statement::Kind::reduce_update, {H, N, N}, mx, {it(0), it(1)},
+         load(sc, {it(0), it(1), it(2)}))
+      .reduce = ReduceKind::max;
+  b.stmt(Statement::Kind::assign, {H, N, N}, e, {it(0), it(1), it(2)},
+         op(Op::exp2, {op(Op::add, {load(sc, {it(0), it(1), it(2)}),
+                                    op(Op::neg, {load(mx, {it(0), it(1)})})})}));
+  b.stmt(Statement::Kind::reduce_init, {H, N}, sm, {it(0), it(1)});
+  b.stmt(Statement::Kind::reduce_update, {H, N, N}, sm, {it(0), it(1)},
+         load(e, {it(0), it(1), it(2)}));
+  b.stmt(Statement::Kind::assign, {H, N, N}, p, {it(0), it(1), it(2)},
+         op(Op::mul, {load(e, {it(0), it(1), it(2)}), op(Op::recip, {load(sm, {it(0), it(1)})})}));
+  std::vector<Env> sizes = {{{"H", 2}, {"N", 5}}, {{"H", 1}, {"N", 1}}};
+  ScheduledKernel r = check_legal(b, untiled(), sizes);
+  report("attention's softmax", r);
+  // No loop holds a guarded init beside its update; both reductions accumulate in registers.
+  const Kernel& k = b.kernel();
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<LoopNodePtr> body;
+    flatten_blocks(l->body, body);
+    for (const LoopNodePtr& g : body)
+      if (g->kind == LoopNode::Kind::guard)
+        for (const LoopNodePtr& init : g->body)
+          for (const LoopNodePtr& u : body)
+            if (init->kind == LoopNode::Kind::stmt && u->kind == LoopNode::Kind::stmt)
+              CHECK_FALSE(
+                  (k.statements[init->statement].kind == Statement::Kind::reduce_init &&
+                   k.statements[u->statement].buffer == k.statements[init->statement].buffer));
+  }
+  std::vector<const LoopNode*> promoted;
+  allocs(*r.nest.root, promoted);
+  std::set<int> accumulated;
+  for (const LoopNode* a : promoted)
+    accumulated.insert(a->statement);
+  CHECK(accumulated.count(1));
+  CHECK(accumulated.count(4));
+  // isl orders the row's phases in one band member (j, N + j, 2N + j), which carries the
+  // dependences between them; the loop of each phase carries none but its reduction's, and
+  // says so (build_ast checks each loop): the normalisation's loop is coincident (check_legal
+  // ran it backwards), the sum's may run across lanes.
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<LoopNodePtr> body;
+    flatten_blocks(l->body, body);
+    for (const LoopNodePtr& c : body)
+      if (c->kind == LoopNode::Kind::stmt && c->statement == 5)
+        CHECK(l->coincident);
+      else if (c->kind == LoopNode::Kind::stmt && c->statement == 4)
+        CHECK(l->only_reductions);
+  }
+}
+
+TEST_CASE("schedule: a contraction's parallel loop sinks below its reduction, across lanes") {
+  KernelBuilder b = matmul();
+  ScheduleOptions opt = untiled();
+  opt.backend_simd = true;
+  ScheduledKernel r = check_legal(b, opt,
+                                  {{{"M", 3}, {"N", 4}, {"K", 5}},
+                                   {{"M", 2}, {"N", 1}, {"K", 1}},
+                                   {{"M", 1}, {"N", 7}, {"K", 0}}});
+  report("matmul, sunk", r);
+  CHECK(transforms_to_text(r.transforms).find("sink parallel loops below reductions") !=
+        std::string::npos);
+  // for i { for j S0; for k for j S1; for j S2 }: the update's j loop is innermost, unit-stride
+  // along b's rows and the result's, and across vector lanes; no register holds C[i, j].
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  CHECK(found.empty());
+  int sunk = 0;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<const LoopNode*> inner = loops(*l);
+    if (inner.size() != 2 || l->coincident) continue;  // the k loop with j inside
+    ++sunk;
+    CHECK(inner[1]->coincident);
+    CHECK(inner[1]->mapping == Mapping::simd);
+    CHECK(loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*inner[1])}).find("S1(") !=
+          std::string::npos);
+  }
+  CHECK(sunk == 1);
+  // A column walk (the reduction reads b[j, k]: stride K along j) does not sink.
+  KernelBuilder t;
+  int a = t.buffer("a", {M, K}), bt = t.buffer("bt", {N, K}), c = t.buffer("c", {M, N});
+  t.stmt(Statement::Kind::reduce_init, {M, N}, c, {it(0), it(1)});
+  t.stmt(Statement::Kind::reduce_update, {M, N, K}, c, {it(0), it(1)},
+         op(Op::mul, {load(a, {it(0), it(2)}), load(bt, {it(1), it(2)})}));
+  ScheduledKernel rt = check_legal(t, opt, {{{"M", 3}, {"N", 4}, {"K", 5}}});
+  found.clear();
+  allocs(*rt.nest.root, found);
+  CHECK(found.size() == 1);  // the dot product over k stays in a register
+}
+
+TEST_CASE("schedule: simd needs unit-stride accesses; a column walk stays serial") {
+  KernelBuilder b;
+  int x = b.buffer("x", {M, N}), y = b.buffer("y", {M, N}), t = b.buffer("t", {N, M});
+  b.stmt(Statement::Kind::assign, {M, N}, y, {it(0), it(1)}, load(x, {it(0), it(1)}));
+  b.stmt(Statement::Kind::assign, {M, N}, t, {it(1), it(0)}, load(x, {it(0), it(1)}));
+  ScheduleOptions opt = untiled();
+  opt.backend_threads = opt.backend_simd = true;
+  opt.max_collapse = 1;
+  ScheduledKernel r = check_legal(b, opt, {{{"M", 3}, {"N", 5}}});
+  report("unit stride", r);
+  // The inner loop that writes t[j, i] walks t by M: serial; the one that copies row by row is
+  // simd. (Were they fused, the shared inner loop would be serial.)
+  int simd = 0, strided = 0;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    if (!loops(*l).empty() && loops(*l).size() > 1) continue;  // innermost loops only
+    std::string text = loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*l)});
+    bool writes_t = text.find("S1(") != std::string::npos;
+    strided += writes_t;
+    simd += l->mapping == Mapping::simd;
+    if (writes_t) CHECK(l->mapping == Mapping::serial);
+  }
+  CHECK(strided >= 1);
+  CHECK(simd + strided >= 1);
+}
+
+TEST_CASE("schedule: MICRO=auto takes 32-byte vectors for one-loop reductions, 64 for several") {
+  KernelBuilder mm = matmul();
+  RegisterTileShape one = automatic_tile_shape(mm.plan);
+  CHECK((one.rows == 3 && one.vectors == 8 && one.vector_bytes == 32));
+  // A reduction over two loops (k and a second one): a convolution's kind.
+  KernelBuilder two;
+  IntExpr L = IntExpr::var("L");
+  int x = two.buffer("x", {M, K, L}), w = two.buffer("w", {K, L, N}), y = two.buffer("y", {M, N});
+  two.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+  two.stmt(Statement::Kind::reduce_update, {M, N, K, L}, y, {it(0), it(1)},
+           op(Op::mul, {load(x, {it(0), it(2), it(3)}), load(w, {it(2), it(3), it(1)})}));
+  RegisterTileShape several = automatic_tile_shape(two.plan);
+  CHECK((several.rows == 6 && several.vectors == 2 && several.vector_bytes == 64));
+}
+
+TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes, in k blocks") {
+  KernelBuilder b = matmul();
+  ScheduleOptions opt;
+  opt.micro = {6, 2, 64, 64};
+  opt.backend_threads = true;
+  // Full row and lane tiles with remainders of both, and k in blocks of 64 with a partial one;
+  // sizes below one tile; an empty reduction.
+  std::vector<Env> sizes = {{{"M", 13}, {"N", 70}, {"K", 130}},
+                            {{"M", 6}, {"N", 32}, {"K", 64}},
+                            {{"M", 5}, {"N", 31}, {"K", 3}},
+                            {{"M", 7}, {"N", 33}, {"K", 0}}};
+  ScheduledKernel r = check_legal(b, opt, sizes);
+  report("matmul, register-tiled", r);
+  CHECK(transforms_to_text(r.transforms).find("register tile 6 rows x 2 vectors of 64 bytes") !=
+        std::string::npos);
+  CHECK(transforms_to_text(r.transforms).find("tile 32") == std::string::npos);  // not isl's
+  // Tiles of two vectors, then of one, then a partial one for the lanes left; each of 6 rows,
+  // then of one row for the rows left.
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 6);
+  const LoopNode& tile = *found[0];
+  CHECK(tile.tile_rows == 6);
+  CHECK(tile.tile_lanes == 32);  // two 64-byte vectors of f32
+  CHECK_FALSE(tile.tile_lane_count);
+  for (size_t k = 0; k < 6; ++k) {
+    CHECK(found[k]->tile_rows == (k % 2 ? 1 : 6));
+    CHECK(found[k]->tile_lanes == (k < 2 ? 32 : 16));
+    CHECK(static_cast<bool>(found[k]->tile_lane_count) == (k >= 4));  // N - jt lanes
+  }
+  // Inside: the k loop of one block, the update's j loop gone into the lanes.
+  std::vector<const LoopNode*> inner = loops(tile);
+  REQUIRE(inner.size() == 1);
+  CHECK_FALSE(inner[0]->coincident);
+  // The k-block loop is a serial tile loop; the lane tiles inside it run across threads.
+  bool block = false, lanes_parallel = false;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    block |= l->tile && !l->coincident && l->step == 64 && l->mapping == Mapping::serial;
+    lanes_parallel |= l->step == 32 && l->mapping == Mapping::parallel;
+  }
+  CHECK(block);
+  CHECK(lanes_parallel);
+
+  // f64: 16 lanes per two vectors.
+  KernelBuilder d = matmul(DType::f64);
+  ScheduledKernel rd = check_legal(d, opt, {{{"M", 7}, {"N", 17}, {"K", 65}}});
+  found.clear();
+  allocs(*rd.nest.root, found);
+  REQUIRE(found.size() == 6);
+  CHECK(found[0]->tile_lanes == 16);
+  CHECK(found[2]->tile_lanes == 8);
+  CHECK(found[4]->tile_lanes == 8);
+
+  // f16 and a value the lanes cannot compute (exp2 of a lane-varying load) keep the plain nest.
+  KernelBuilder h = matmul(DType::f16);
+  KernelBuilder e;
+  int a = e.buffer("a", {M, K}), bb = e.buffer("b", {K, N}), c = e.buffer("c", {M, N});
+  e.stmt(Statement::Kind::reduce_init, {M, N}, c, {it(0), it(1)});
+  e.stmt(Statement::Kind::reduce_update, {M, N, K}, c, {it(0), it(1)},
+         op(Op::mul, {load(a, {it(0), it(2)}), op(Op::exp2, {load(bb, {it(2), it(1)})})}));
+  for (const KernelBuilder* k : {&h, &e}) {
+    ScheduledKernel rk = check_legal(*k, opt, {{{"M", 7}, {"N", 33}, {"K", 3}}});
+    found.clear();
+    allocs(*rk.nest.root, found);
+    for (const LoopNode* f : found)
+      CHECK(f->tile_rows == 0);
+  }
+}
+
+TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elements in registers") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;                   // a kernel the block tile applies to is not tiled by isl
+  opt.gpu_tile = {64, 64, 4, 4, 8};  // 16 × 16 threads
+  // Full and partial tiles of rows and lanes; 11 row tiles (a group of 8, then one of 3); one
+  // tile; an empty reduction; an empty matrix.
+  std::vector<Env> sizes = {{{"M", 130}, {"N", 70}, {"K", 9}},
+                            {{"M", 645}, {"N", 130}, {"K", 2}},
+                            {{"M", 3}, {"N", 5}, {"K", 2}},
+                            {{"M", 2}, {"N", 65}, {"K", 0}},
+                            {{"M", 0}, {"N", 4}, {"K", 3}}};
+  ScheduledKernel r = check_legal(matmul(), opt, sizes);
+  report("matmul, GPU block tile", r);
+  CHECK(transforms_to_text(r.transforms).find("gpu block tile 64x64, 4x4 per thread") !=
+        std::string::npos);
+  CHECK(transforms_to_text(r.transforms).find("tile 32") == std::string::npos);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 2);
+  const LoopNode& tile = *found[0];
+  CHECK(tile.space == MemorySpace::shared);
+  CHECK(tile.statement == 1);
+  CHECK(tile.pack_depth == 8);
+  CHECK(found[1]->space == MemorySpace::local);  // the accumulator inside
+  // One loop over the tiles, across blocks; the k loop inside.
+  std::vector<const LoopNode*> all = loops(*r.nest.root);
+  REQUIRE(all.size() == 2);
+  CHECK(all[0]->mapping == Mapping::block_x);
+  CHECK(all[1]->reduction);
+
+  // A batch dimension is walked with the tiles: B × ⌈M/64⌉ × ⌈N/64⌉ blocks.
+  KernelBuilder bmm;
+  int a = bmm.buffer("a", {B, M, K}), bb = bmm.buffer("b", {B, K, N}),
+      c = bmm.buffer("c", {B, M, N});
+  bmm.stmt(Statement::Kind::reduce_init, {B, M, N}, c, {it(0), it(1), it(2)});
+  bmm.stmt(Statement::Kind::reduce_update, {B, M, N, K}, c, {it(0), it(1), it(2)},
+           op(Op::mul, {load(a, {it(0), it(1), it(3)}), load(bb, {it(0), it(3), it(2)})}));
+  ScheduledKernel rb = check_legal(bmm, opt, {{{"B", 3}, {"M", 70}, {"N", 66}, {"K", 5}}});
+  report("bmm, GPU block tile", rb);
+  found.clear();
+  allocs(*rb.nest.root, found);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0]->space == MemorySpace::shared);
+
+  // A load that moves along both i and j (an elementwise factor inside the sum) has no row or
+  // lane to stage by: the plain mapping stays.
+  KernelBuilder e;
+  int x = e.buffer("x", {M, K}), y = e.buffer("y", {K, N}), m = e.buffer("m", {M, N}),
+      z = e.buffer("z", {M, N});
+  e.stmt(Statement::Kind::reduce_init, {M, N}, z, {it(0), it(1)});
+  e.stmt(Statement::Kind::reduce_update, {M, N, K}, z, {it(0), it(1)},
+         op(Op::mul, {op(Op::mul, {load(x, {it(0), it(2)}), load(y, {it(2), it(1)})}),
+                      load(m, {it(0), it(1)})}));
+  ScheduledKernel re = check_legal(e, opt, {{{"M", 3}, {"N", 5}, {"K", 2}}});
+  // A comparison of positions that moves along the rows and k only (a causal mask) belongs to
+  // the rows' operand: still a block tile.
+  KernelBuilder causal;
+  int cx = causal.buffer("x", {M, K}), cy = causal.buffer("y", {K, N}),
+      cz = causal.buffer("z", {M, N});
+  auto position = [](int k) {
+    auto v = std::make_shared<ScalarExpr>();
+    v->kind = ScalarExpr::Kind::iterator;
+    v->dtype = DType::i64;
+    v->index = {it(k)};
+    return v;
+  };
+  auto zero = std::make_shared<ScalarExpr>();
+  causal.stmt(Statement::Kind::reduce_init, {M, N}, cz, {it(0), it(1)});
+  causal.stmt(Statement::Kind::reduce_update, {M, N, K}, cz, {it(0), it(1)},
+              op(Op::mul, {op(Op::where, {op(Op::cmplt, {position(2), position(0)}),
+                                          load(cx, {it(0), it(2)}), zero}),
+                           load(cy, {it(2), it(1)})}));
+  ScheduledKernel rc = check_legal(causal, opt, {{{"M", 70}, {"N", 5}, {"K", 66}}});
+  found.clear();
+  allocs(*rc.nest.root, found);
+  REQUIRE_FALSE(found.empty());
+  CHECK(found[0]->space == MemorySpace::shared);
+  found.clear();
+  allocs(*re.nest.root, found);
+  for (const LoopNode* f : found)
+    CHECK(f->space != MemorySpace::shared);
+}
+
+TEST_CASE("schedule: a scan carries its running value in a register; a leading axis sinks") {
+  // y[.., k] = y[.., k - 1] (masked: 0 before the row) + x[.., k], over rows of N.
+  auto scan = [](KernelBuilder& b, const Shape& shape, int axis) {
+    int x = b.buffer("x", shape), y = b.buffer("y", shape);
+    std::vector<IntExpr> at, before;
+    for (size_t d = 0; d < shape.size(); ++d)
+      at.push_back(it(static_cast<int>(d)));
+    before = at;
+    before[axis] = at[axis] - 1;
+    ScalarExprPtr prev = load(y, before);
+    std::const_pointer_cast<ScalarExpr>(prev)->mask.push_back({before[axis], shape[axis]});
+    b.stmt(Statement::Kind::assign, shape, y, at, op(Op::add, {prev, load(x, at)}));
+  };
+  ScheduleOptions opt = untiled();
+  opt.backend_threads = opt.backend_simd = true;
+  const std::vector<Env> sizes = {{{"M", 3}, {"N", 5}}, {{"M", 1}, {"N", 1}}};
+  // Rows: the row loop is parallel, the register carries the walk along each row, which may split
+  // across threads (rows of one length: when they are few, backends/openmp_renderer.h).
+  KernelBuilder rows;
+  scan(rows, {M, N}, 1);
+  ScheduledKernel r = check_legal(rows, opt, sizes);
+  report("scan along rows", r);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->carried);
+  CHECK(found[0]->mapping == Mapping::parallel);
+  REQUIRE(loops(*found[0]).size() == 1);
+  CHECK(loops(*found[0])[0]->mapping == Mapping::serial);
+  CHECK(transforms_to_text(r.transforms).find("carry scans (split across threads)") !=
+        std::string::npos);
+  // One row, and no split without parallel loops.
+  KernelBuilder one;
+  scan(one, {N}, 0);
+  found.clear();
+  ScheduledKernel split = check_legal(one, opt, sizes);  // kept alive: found points into it
+  allocs(*split.nest.root, found);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->mapping == Mapping::parallel);
+  opt.parallel = false;
+  found.clear();
+  ScheduledKernel serial = check_legal(one, opt, sizes);
+  allocs(*serial.nest.root, found);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->mapping == Mapping::serial);
+  // Along the leading axis the column loop sinks below the walk and runs across lanes.
+  opt.parallel = true;
+  KernelBuilder lead;
+  scan(lead, {M, N}, 0);
+  ScheduledKernel l = check_legal(lead, opt, sizes);
+  report("scan along columns", l);
+  found.clear();
+  allocs(*l.nest.root, found);
+  CHECK(found.empty());
+  std::vector<const LoopNode*> walk = loops(*l.nest.root);
+  REQUIRE(walk.size() == 2);
+  CHECK_FALSE(walk[0]->coincident);
+  CHECK(walk[1]->coincident);
+  CHECK(walk[1]->mapping != Mapping::serial);  // across threads, or lanes without them
+}
