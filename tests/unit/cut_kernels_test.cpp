@@ -42,6 +42,14 @@ CutOptions gpu_cut_options() {
   return opt;
 }
 
+/** The cut options of the CPU backends (backends/backend.cpp, cpu_cuts). */
+CutOptions cpu_cut_options() {
+  CutOptions opt;
+  opt.cut_around_contractions = true;
+  opt.contractions_reuse_an_operand = true;
+  return opt;
+}
+
 const char* const kStacked = "tests/regressions/stacked_layernorm.toml:stacked_layernorm_8";
 
 /** Every load of every kernel reads an input or a buffer written by an earlier statement (in
@@ -156,9 +164,7 @@ TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue 
 TEST_CASE("cut: on the CPU each contraction of a GPT-2 block is a kernel with its epilogue") {
   // The block's sums are kept as [S, N, 1]: their bias adds run over [S, N, 1], which is still
   // the element domain; they stay with the contraction, and what follows starts a kernel.
-  CutOptions opt;  // the CPU's (backends/backend.cpp, cpu_cuts)
-  opt.cut_around_contractions = true;
-  opt.contractions_reuse_an_operand = true;
+  const CutOptions opt = cpu_cut_options();
   KernelPlan plan = plan_of("tests/regressions/transformer_block.toml:gpt2_block",
                             {{"S", 5}, {"C", 8}}, DType::f32, {{"heads", test::attr_int(2)}});
   CutCount n = cut_kernels(plan, opt);
@@ -501,9 +507,7 @@ TEST_CASE("cut: a value read from a contraction's result by head is stored after
     CAPTURE(gpu);
     KernelPlan plan =
         plan_of("tests/data/cut.toml:proj_heads", {{"S", 4}, {"C", 8}}, DType::f32, {}, gpu);
-    CutOptions opt = gpu_cut_options();
-    if (!gpu)
-      opt = CutOptions{.cut_around_contractions = true, .contractions_reuse_an_operand = true};
+    const CutOptions opt = gpu ? gpu_cut_options() : cpu_cut_options();
     CutCount n = cut_kernels(plan, opt);
     CHECK(n.materialized == 1);
     check_order(plan);
@@ -525,8 +529,6 @@ TEST_CASE("cut: a value read from a contraction's result by head is stored after
 
 TEST_CASE(
     "build: a contraction's operand read through a head split is copied once, a window is not") {
-  AttrValue two;
-  two.integer = 2;
   auto copies = [](const KernelPlan& plan) {
     int n = 0;
     for (const Kernel& k : plan.kernels)
@@ -536,18 +538,15 @@ TEST_CASE(
   };
   // q, k and v split from qkv by (C / heads) * h + d: each copied once, contiguous.
   KernelPlan att = plan_of("tests/regressions/transformer_block.toml:block_attention",
-                           {{"S", 4}, {"C", 8}}, DType::f32, {{"heads", two}});
+                           {{"S", 4}, {"C", 8}}, DType::f32, {{"heads", test::attr_int(2)}});
   CHECK(copies(att) == 3);
   // A grouped convolution's input: the channel map divides by a size (not affine), but its
   // spatial positions are windows (h + r - 1), and a copy would hold the input R * S times.
-  AttrValue pad;
-  pad.integer = 1;
-  KernelPlan conv = plan_of("ops/nn.toml:conv2d",
-                            {{"B", 1}, {"C", 4}, {"H", 5}, {"W", 5}, {"F", 4}, {"R", 3}, {"S", 3}},
-                            DType::f32, {{"groups", two}, {"pad", pad}});
+  KernelPlan conv = plan_of(
+      "ops/nn.toml:conv2d", {{"B", 1}, {"C", 4}, {"H", 5}, {"W", 5}, {"F", 4}, {"R", 3}, {"S", 3}},
+      DType::f32, {{"groups", test::attr_int(2)}, {"pad", test::attr_int(1)}});
   CHECK(copies(conv) == 0);
-  CutCount n = cut_kernels(
-      conv, CutOptions{.cut_around_contractions = true, .contractions_reuse_an_operand = true});
+  CutCount n = cut_kernels(conv, cpu_cut_options());
   CHECK(n.kernels == 1);
   CHECK(n.materialized == 0);
 }
