@@ -103,13 +103,17 @@ const std::vector<Stage>& stages() {
          s.vector_bytes = options.micro.vector_bytes;
          s.backend->configure(options);
          ScheduleCache cache(options);
-         for (const Kernel& k : s.out.plan.kernels) {
-           ScheduledKernel sk = cache.schedule(s.out.plan, k);
+         // isl's debug output (--debug 5) is per kernel: one thread keeps it in order.
+         std::vector<ScheduledKernel> scheduled =
+             cache.schedule_all(s.out.plan, options.debug_isl ? 1 : 0);
+         for (size_t i = 0; i < scheduled.size(); ++i) {
+           const Kernel& k = s.out.plan.kernels[i];
+           ScheduledKernel& sk = scheduled[i];
            s.out.transforms.push_back(transforms_to_text(sk.transforms));
            text += "// " + k.name + ": " + s.out.transforms.back() + "\n";
            if (!sk.schedule_text.empty()) text += sk.schedule_text + "\n";
            text += loop_nest_to_text(sk.nest);
-           s.out.nests.push_back(sk.nest);
+           s.out.nests.push_back(std::move(sk.nest));
            s.out.symbols.push_back(kernel_symbol(k.name, s.out.symbols.size()));
          }
          return text + "// " + std::to_string(cache.hits()) + " of " +

@@ -1,5 +1,9 @@
 #include "scheduler/schedule_cache.h"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <vector>
 
 #include "scheduler/gpu_tile.h"
@@ -71,19 +75,68 @@ std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
   return key;
 }
 
+ScheduledKernel ScheduleCache::reuse(const KernelPlan& plan, const Kernel& k,
+                                     const ScheduledKernel& earlier) {
+  ++hits_;
+  ScheduledKernel reused = earlier;
+  reused.milliseconds = 0;
+  // Which loops stream depends on what this kernel writes (an output or a temporary).
+  if (!opt_.backend_gpu) stream_stores(plan, k, reused.nest, opt_.stream_bytes);
+  return reused;
+}
+
 ScheduledKernel ScheduleCache::schedule(const KernelPlan& plan, const Kernel& k) {
   std::string key = kernel_shape_key(plan, k);
-  if (auto it = by_key_.find(key); it != by_key_.end()) {
-    ++hits_;
-    ScheduledKernel reused = it->second;
-    reused.milliseconds = 0;
-    // Which loops stream depends on what this kernel writes (an output or a temporary).
-    if (!opt_.backend_gpu) stream_stores(plan, k, reused.nest, opt_.stream_bytes);
-    return reused;
-  }
+  if (auto it = by_key_.find(key); it != by_key_.end()) return reuse(plan, k, it->second);
   ScheduledKernel fresh = schedule_kernel(plan, k, opt_);
   by_key_.emplace(std::move(key), fresh);
   return fresh;
+}
+
+std::vector<ScheduledKernel> ScheduleCache::schedule_all(const KernelPlan& plan,
+                                                         unsigned threads) {
+  const size_t n = plan.kernels.size();
+  std::vector<std::string> keys(n);
+  std::vector<size_t> fresh;  // the kernels whose key this cache has not seen, first of each
+  std::map<std::string, size_t> first;
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = kernel_shape_key(plan, plan.kernels[i]);
+    if (!by_key_.count(keys[i]) && first.emplace(keys[i], i).second) fresh.push_back(i);
+  }
+
+  std::vector<ScheduledKernel> computed(fresh.size());
+  std::vector<std::exception_ptr> errors(fresh.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t j = next++; j < fresh.size(); j = next++) {
+      try {
+        computed[j] = schedule_kernel(plan, plan.kernels[fresh[j]], opt_);
+      } catch (...) {
+        errors[j] = std::current_exception();
+      }
+    }
+  };
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const size_t helpers = std::min<size_t>(threads, fresh.size()) - (fresh.empty() ? 0 : 1);
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < helpers; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool)
+    t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+
+  for (size_t j = 0; j < fresh.size(); ++j)
+    by_key_.emplace(keys[fresh[j]], std::move(computed[j]));
+  std::vector<ScheduledKernel> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ScheduledKernel& s = by_key_.at(keys[i]);
+    auto it = first.find(keys[i]);
+    out.push_back(it != first.end() && it->second == i ? s : reuse(plan, plan.kernels[i], s));
+  }
+  return out;
 }
 
 }  // namespace kiln

@@ -13,11 +13,16 @@
  *
  * A cache lives for one compilation, under one ScheduleOptions, which the key therefore leaves
  * out: a cache shared between option sets would need them in the key.
+ *
+ * schedule_all schedules a program's distinct kernels on threads: each schedule_kernel call owns
+ * its isl context and reads the plan only, so kernels are independent (docs/decisions.md,
+ * "Scheduling kernels on threads").
  */
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "scheduler/schedule_kernel.h"
 
@@ -34,10 +39,18 @@ class ScheduleCache {
   /** The schedule of `k`: an earlier kernel's when their keys are equal, else a fresh one. */
   ScheduledKernel schedule(const KernelPlan& plan, const Kernel& k);
 
+  /** The schedules of every kernel of `plan` in order, the distinct ones computed on up to
+   *  `threads` threads (0: one per core). The first error of any kernel, in kernel order, is
+   *  rethrown after every thread has finished. */
+  std::vector<ScheduledKernel> schedule_all(const KernelPlan& plan, unsigned threads);
+
   int hits() const { return hits_; }
   int misses() const { return static_cast<int>(by_key_.size()); }
 
  private:
+  /** An earlier kernel's schedule for `k`, its streamed stores chosen for `k`. */
+  ScheduledKernel reuse(const KernelPlan& plan, const Kernel& k, const ScheduledKernel& earlier);
+
   ScheduleOptions opt_;
   std::map<std::string, ScheduledKernel> by_key_;
   int hits_ = 0;

@@ -383,6 +383,36 @@ TEST_CASE("schedule cache: repeated blocks share one schedule, checked against a
   CHECK(cache.misses() == 2);
 }
 
+TEST_CASE("schedule cache: kernels scheduled on threads are the serial schedules, in order") {
+  // The stacked layer norms repeat one kernel shape; the GPT-2 block's kernels are all distinct.
+  for (bool stacked : {true, false}) {
+    CAPTURE(stacked);
+    KernelPlan plan = stacked ? plan_of(kStacked)
+                              : plan_of("tests/regressions/transformer_block.toml:gpt2_block",
+                                        {{"S", 5}, {"C", 8}}, DType::f32,
+                                        {{"heads", test::attr_int(2)}});
+    cut_kernels(plan, stacked ? CutOptions{} : cpu_cut_options());
+    plan_buffers(plan);
+    REQUIRE(plan.kernels.size() >= 3);
+    ScheduleOptions opt;
+    ScheduleCache serial(opt), threaded(opt);
+    std::vector<std::string> expected;
+    for (const Kernel& k : plan.kernels)
+      expected.push_back(loop_nest_to_text(serial.schedule(plan, k).nest));
+    std::vector<ScheduledKernel> got = threaded.schedule_all(plan, 3);
+    REQUIRE(got.size() == expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(loop_nest_to_text(got[i].nest) == expected[i]);
+    }
+    CHECK(threaded.hits() == serial.hits());
+    CHECK(threaded.misses() == serial.misses());
+    // A second call finds every kernel in the cache.
+    threaded.schedule_all(plan, 2);
+    CHECK(threaded.hits() == serial.hits() + static_cast<int>(plan.kernels.size()));
+  }
+}
+
 TEST_CASE("schedule cache: the key renumbers buffers but tells shared loads from distinct ones") {
   KernelPlan plan;
   for (const char* name : {"a", "b", "c", "d"}) {
