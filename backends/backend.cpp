@@ -61,10 +61,12 @@ class CudaBackend : public Backend {
     opt.backend_gpu = true;
     opt.tile = false;
   }
-  /** A block sees its own row after a barrier; other rows only after the kernel ends. */
+  /** A block sees its own row after a barrier; other rows only after the kernel ends. A row
+   *  sum (batched or not) is no contraction: it stays with the row's other statements. */
   void configure_cuts(CutOptions& cut) const override {
     cut.cut_before_grid_barriers = true;
     cut.cut_around_contractions = true;
+    cut.contractions_reuse_an_operand = true;
     cut.fuse_softmax_contractions = true;
     cut.tile_bounded_contractions = true;
     cut.store_shared = false;

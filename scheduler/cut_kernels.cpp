@@ -67,6 +67,14 @@ bool cheaper_than_a_store(const ScalarExpr& e) {
   return true;
 }
 
+/** Whether the first component of `index` that is not a literal (a kept size-1 dimension is
+ *  indexed by 0) is the statement iterator i0 alone. */
+bool rows_by_first_iterator(const std::vector<IntExpr>& index) {
+  for (const IntExpr& e : index)
+    if (!e.is_constant()) return is_first_iterator(e);
+  return false;
+}
+
 /** Whether statement `reader` reads what `writer` writes other than row by row: at another
  *  first index than its own first iterator, or with a writer that does not write row by row
  *  over the same first extent (CutOptions::cut_before_grid_barriers). */
@@ -74,12 +82,10 @@ bool reads_across_rows(const Statement& writer, const Statement& reader) {
   if (!reader.value) return false;
   std::vector<const ScalarExpr*> loads;
   collect_loads(*reader.value, loads);
-  bool row_writer = !writer.index.empty() && is_first_iterator(writer.index[0]) &&
-                    !writer.extents.empty() && !reader.extents.empty() &&
-                    writer.extents[0].key() == reader.extents[0].key();
+  bool row_writer = rows_by_first_iterator(writer.index) && !writer.extents.empty() &&
+                    !reader.extents.empty() && writer.extents[0].key() == reader.extents[0].key();
   for (const ScalarExpr* l : loads)
-    if (l->buffer == writer.buffer &&
-        (!row_writer || l->index.empty() || !is_first_iterator(l->index[0])))
+    if (l->buffer == writer.buffer && (!row_writer || !rows_by_first_iterator(l->index)))
       return true;
   return false;
 }
@@ -238,7 +244,18 @@ class Cutter {
       int end = g + 1 < groups ? starts_[g + 1] : static_cast<int>(in_.statements.size());
       for (int s = starts_[g]; s < end; ++s) {
         Statement st = in_.statements[s];
-        if (st.value) st.value = rewrite(st.value, static_cast<int>(g), st.extents);
+        if (st.value) {
+          // A temp that is its whole value at its own element, over a box, is itself the store
+          // a cut would add: the stored value goes straight into it and the statement goes.
+          const bool plain = st.kind == Statement::Kind::assign && st.domain.empty() &&
+                             plan_.buffers[st.buffer].kind == BufferKind::temp &&
+                             st.index == iterators(st.extents.size());
+          if (plain) target_ = {st.value.get(), st.buffer};
+          st.value = rewrite(st.value, static_cast<int>(g), st.extents);
+          target_ = {nullptr, -1};
+          if (plain && st.value->kind == ScalarExpr::Kind::load && st.value->buffer == st.buffer)
+            continue;
+        }
         body[g].push_back(std::move(st));
       }
     }
@@ -333,14 +350,17 @@ class Cutter {
     int after = static_cast<int>(
         std::upper_bound(starts_.begin(), starts_.end(), info(e).last_write) - starts_.begin());
     int group = after - 1;  // the group holding the last write
-    Buffer b;
-    b.name = "cut" + std::to_string(plan_.buffers.size());
-    b.dtype = e->dtype;
-    b.shape = extents;
-    b.kind = BufferKind::temp;
-    plan_.buffers.push_back(b);
-    int buffer = static_cast<int>(plan_.buffers.size() - 1);
-    last_write_.push_back(-1);  // loads of it are never rewritten again
+    int buffer = target_.second;
+    if (e.get() != target_.first) {
+      Buffer b;
+      b.name = "cut" + std::to_string(plan_.buffers.size());
+      b.dtype = e->dtype;
+      b.shape = extents;
+      b.kind = BufferKind::temp;
+      plan_.buffers.push_back(b);
+      buffer = static_cast<int>(plan_.buffers.size() - 1);
+      last_write_.push_back(-1);  // loads of it are never rewritten again
+    }
     Statement st;
     st.kind = Statement::Kind::assign;
     st.extents = extents;
@@ -382,6 +402,9 @@ class Cutter {
   std::vector<int> starts_;
   std::vector<std::vector<Statement>> extra_;  ///< per group: statements storing values
   std::vector<std::vector<Statement>> after_;  ///< per group: the same, in a kernel after it
+  /** While a plain temp's statement is rewritten: its whole value and the temp, which a store
+   *  of that value writes instead of a buffer of its own. */
+  std::pair<const ScalarExpr*, int> target_{nullptr, -1};
   std::unordered_map<const ScalarExpr*, Info> info_;
   std::map<std::tuple<const ScalarExpr*, int, std::string>, ScalarExprPtr> memo_;
   std::map<std::pair<const ScalarExpr*, std::string>, ScalarExprPtr> stored_;

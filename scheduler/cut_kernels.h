@@ -56,8 +56,8 @@ struct CutOptions {
    *  contraction would run one element per thread. */
   bool cut_around_contractions = false;
   /** With cut_around_contractions, count as contractions only sums that reuse an operand along
-   *  an iterator of the element they update (CPU backends, where the cut gives register_tile a
-   *  kernel of its own): a row sum, batched over two or more dimensions, stays fused with the
+   *  an iterator of the element they update (the cut gives register_tile or gpu_tile a kernel
+   *  of its own): a row sum, batched over two or more dimensions, stays fused with the
    *  statements around it. */
   bool contractions_reuse_an_operand = false;
   /** A softmax-weighted contraction (attention, scheduler/online_softmax.h) and its epilogue

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "scheduler/loop_algebra.h"
 #include "scheduler/map_loops.h"
 
 namespace kiln {
@@ -63,6 +64,125 @@ bool independent(const Kernel& k, const std::vector<LoopNodePtr>& children) {
   return true;
 }
 
+/** The loops of the perfect nest from `n` down whose iterations may all run at once:
+ *  coincident, canonical, unmapped and rectangular, each the only child of the one before
+ *  (through single-child blocks). */
+std::vector<LoopNodePtr> coincident_chain(const LoopNodePtr& n) {
+  std::vector<LoopNodePtr> chain;
+  LoopNodePtr cur = n;
+  while (cur->kind == LoopNode::Kind::loop && mappable(*cur) && rectangular(*cur) &&
+         cur->mapping == Mapping::serial) {
+    chain.push_back(cur);
+    const std::vector<LoopNodePtr>* body = &cur->body;
+    while (body->size() == 1 && (*body)[0]->kind == LoopNode::Kind::block)
+      body = &(*body)[0]->body;
+    if (body->size() != 1) break;
+    cur = (*body)[0];
+  }
+  return chain;
+}
+
+/** The body of the chain's last loop. */
+const std::vector<LoopNodePtr>& chain_body(const std::vector<LoopNodePtr>& chain) {
+  return chain.back()->body;
+}
+
+/** Loops chain[0..count) as one loop `iter` over the product of their trip counts, mapped to
+ *  `m`, around `body` with each of their iterators replaced by its value (the first loop the
+ *  slowest). A chain of one loop is that loop. */
+LoopNodePtr collapse(const std::vector<LoopNodePtr>& chain, size_t count,
+                     std::vector<LoopNodePtr> body, Mapping m) {
+  if (count == 1) {
+    auto copy = std::make_shared<LoopNode>(*chain[0]);
+    copy->mapping = m;
+    copy->body = std::move(body);
+    return copy;
+  }
+  std::string iter = "g";
+  for (size_t c = 0; c < count; ++c)
+    iter += "_" + chain[c]->iter;
+  AstExprPtr q = ast_iter(iter), total;
+  for (size_t o = count; o-- > 0;) {
+    AstExprPtr ext = extent(*chain[o]);
+    AstExprPtr value = o == 0 ? q : ast_op("pdiv_r", {q, ext});
+    if (o > 0) q = ast_op("pdiv_q", {q, ext});
+    total = total ? ast_op("mul", {ext, total}) : ext;
+    for (LoopNodePtr& c : body)
+      c = substitute_node(c, chain[o]->iter, add(chain[o]->init, value));
+  }
+  auto loop = std::make_shared<LoopNode>(*chain[0]);
+  loop->iter = iter;
+  loop->init = ast_int(0);
+  loop->cond = ast_op("lt", {ast_iter(iter), total});
+  loop->step = 1;
+  loop->band = -1;
+  loop->member = -1;
+  loop->mapping = m;
+  loop->body = std::move(body);
+  return loop;
+}
+
+/** The last index of an access that moves through memory: its last component that is not a
+ *  literal (a kept size-1 dimension is indexed by 0); null for a scalar. */
+const IntExpr* moving_index(const std::vector<IntExpr>& index) {
+  for (size_t d = index.size(); d-- > 0;)
+    if (!index[d].is_constant()) return &index[d];
+  return nullptr;
+}
+
+/** Votes of the accesses of statements inside loops below `t`: `across` counts those whose
+ *  contiguous index moves with `t` (consecutive threads on `t` touch neighbouring elements),
+ *  `along` those whose contiguous index moves with an inner loop instead (a thread on `t`
+ *  walks a row that its neighbours walk too, `t`'s stride apart). */
+void access_votes(const Kernel& k, const LoopNode& n, const std::string& t, int& across,
+                  int& along) {
+  if (n.kind != LoopNode::Kind::loop) {
+    for (const LoopNodePtr& c : n.body)
+      access_votes(k, *c, t, across, along);
+    return;
+  }
+  std::vector<const LoopNode*> inner = loops_of(n);
+  for (const LoopNode* st : nodes_of(n, LoopNode::Kind::stmt)) {
+    std::set<std::string> mine = driven_iterators(*st, t), theirs;
+    for (const LoopNode* l : inner)
+      for (const std::string& v : driven_iterators(*st, l->iter))
+        theirs.insert(v);
+    const Statement& s = k.statements.at(st->statement);
+    std::vector<const std::vector<IntExpr>*> accesses;
+    if (s.kind != Statement::Kind::reduce_update) accesses.push_back(&s.index);
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* l : loads)
+      accesses.push_back(&l->index);
+    for (const std::vector<IntExpr>* a : accesses) {
+      const IntExpr* last = moving_index(*a);
+      if (!last) continue;
+      std::set<std::string> vars;
+      last->collect_vars(vars);
+      auto meets = [&](const std::set<std::string>& its) {
+        for (const std::string& v : vars)
+          if (its.count(v)) return true;
+        return false;
+      };
+      if (meets(mine))
+        ++across;
+      else if (meets(theirs))
+        ++along;
+    }
+  }
+}
+
+/** Whether threads on loop `t`, each running `t`'s body alone, read and write memory at least
+ *  as contiguously across the threads as the loops inside walk it (the naive matmul: b[k, j]
+ *  across threads on j, a[i, k] along k); false when most accesses inside loops run along
+ *  them (a row reduction: each thread would walk a row, rows apart). */
+bool threads_coalesce(const Kernel& k, const LoopNode& t) {
+  int across = 0, along = 0;
+  for (const LoopNodePtr& c : t.body)
+    access_votes(k, *c, t.iter, across, along);
+  return across >= along;
+}
+
 class GpuMapper {
  public:
   explicit GpuMapper(const Kernel& k) : kernel_(k) {}
@@ -99,6 +219,8 @@ class GpuMapper {
       return copy;
     }
     if (!mappable(*n)) return single_block(n);
+    std::vector<LoopNodePtr> chain = coincident_chain(n);
+    if (chain.size() >= 2) return chain_root(chain);
     ++count_;
     auto top = std::make_shared<LoopNode>(*n);
     if (!has_loop(*node_of(LoopNode::Kind::block, n->body))) {
@@ -115,6 +237,27 @@ class GpuMapper {
   }
 
  private:
+  /** A nest whose outer loops `chain` (two or more, coincident and rectangular) may all run at
+   *  once:
+   *  - loops inside that walk memory along themselves (threads_coalesce false: a row
+   *    reduction, a row's exponentials): the chain collapsed into one `block.x` loop, one block
+   *    per point of it, and its body a block body (the row across the block's threads);
+   *  - otherwise (elementwise work, a naive matmul's k loop): all but the last loop collapsed
+   *    into `block.x`, the last `thread.x`, what it holds serial on each thread. A block's point
+   *    is recovered by one division per point of the block loop, not one per element (64-bit
+   *    division is dozens of instructions on a GPU). */
+  LoopNodePtr chain_root(const std::vector<LoopNodePtr>& chain) {
+    const std::vector<LoopNodePtr>& body = chain_body(chain);
+    ++count_;
+    if (has_loop(*node_of(LoopNode::Kind::block, body)) &&
+        !threads_coalesce(kernel_, *chain.back()))
+      return collapse(chain, chain.size(), block_body(body), Mapping::block_x);
+    ++count_;
+    auto last = std::make_shared<LoopNode>(*chain.back());
+    last->mapping = Mapping::thread_x;
+    return collapse(chain, chain.size() - 1, {last}, Mapping::block_x);
+  }
+
   /** `n`'s body with its only loop (below single-child blocks and guards) mapped to threads,
    *  when that loop is mappable; else null. */
   LoopNodePtr threads_below(const LoopNodePtr& n) {
@@ -138,11 +281,15 @@ class GpuMapper {
     return node_of(LoopNode::Kind::block, block_body({n}));
   }
 
-  /** A promoted accumulator whose outermost loop strides over the threads, or null. */
+  /** A promoted accumulator whose outermost loop strides over the threads, or null. Its loops
+   *  end in the reduction alone, or in the reduction beside statements that store elementwise
+   *  (scheduler/promote_accumulators.h), when that loop carries nothing but the reduction. */
   LoopNodePtr block_reduction(const LoopNodePtr& alloc) {
     std::vector<const LoopNode*> loops;
-    if (alloc->body.size() != 1 || !perfect_nest(*alloc->body[0], loops) || loops.empty() ||
-        !canonical_loop(*loops[0]))
+    if (alloc->body.size() != 1 || alloc->body[0]->kind != LoopNode::Kind::loop ||
+        !canonical_loop(*alloc->body[0]))
+      return nullptr;
+    if (!perfect_nest(*alloc->body[0], loops) && !alloc->body[0]->only_reductions)
       return nullptr;
     ++count_;
     auto copy = std::make_shared<LoopNode>(*alloc);

@@ -306,14 +306,19 @@ class Planner {
     return false;
   }
 
-  /** Whether `root` is a sum whose operand exponentiates the difference from a max over the
-   *  axes it sums (a softmax-weighted sum, scheduler/online_softmax.h), memoised. */
+  /** Whether `root` is a sum in f16 or bf16 whose operand exponentiates the difference from a
+   *  max over the axes it sums (a softmax-weighted sum that the GPU fuses,
+   *  scheduler/online_softmax.h), memoised. */
   bool softmax_weighted_sum(NodeId root) {
     auto it = softmax_.find(root);
     if (it != softmax_.end()) return it->second;
     const Node& r = g_[root];
     bool found = false;
-    if (r.op == Op::reduce && r.reduce_kind == ReduceKind::sum) {
+    // The fused kernel runs both products on tensor cores, in f16 or bf16 only
+    // (scheduler/online_softmax.h); elsewhere P·V is a plain contraction, which must not
+    // recompute the weights per output lane.
+    const bool half = r.dtype == DType::f16 || r.dtype == DType::bf16;
+    if (r.op == Op::reduce && r.reduce_kind == ReduceKind::sum && half) {
       std::set<NodeId> visited;
       found = reaches_exp_of_max(r.operands[0], visited, false);
     }

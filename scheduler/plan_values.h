@@ -22,8 +22,9 @@
  *   integers (stored over its whole shape it could divide by zero where a `where` guarded it).
  *
  * A symbolic factor counts every size variable as kNominalSize. Under
- * ValueOptions::online_softmax (GPU backends) a softmax-weighted sum does not charge the
- * weights it reads: the fused online-softmax kernel evaluates them once per key.
+ * ValueOptions::online_softmax (GPU backends) a softmax-weighted sum in f16 or bf16 does not
+ * charge the weights it reads: the fused online-softmax kernel evaluates them once per key (in
+ * f32 and f64 the sum is a plain contraction and the weights are costed as anywhere else).
  */
 #pragma once
 

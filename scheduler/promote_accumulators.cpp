@@ -36,7 +36,7 @@ class Promoter {
   LoopNodePtr try_promote(const LoopNode& top) {
     std::vector<const LoopNode*> loops;
     const LoopNode* stmt = perfect_nest(top, loops);
-    if (!stmt && !half_) stmt = reduction_beside_stores(top, loops);
+    if (!stmt) stmt = reduction_beside_stores(top, loops);
     if (!stmt || stmt->statement < 0) return nullptr;
     const Statement& s = kernel_.statements.at(stmt->statement);
     if (s.kind != Statement::Kind::reduce_update) return nullptr;
@@ -72,10 +72,11 @@ class Promoter {
     return promoted;
   }
 
-  /** On the CPU: the reduction of a nest of loops below `top` whose innermost body is several
-   *  statements, one of them a reduction whose buffer the others neither read nor write (a
-   *  softmax's sum beside the store of its exponentials, scheduler/store_shared.h); its loops
-   *  in `loops`. Null otherwise. */
+  /** The reduction of a nest of loops below `top` whose innermost body is several statements,
+   *  one of them a reduction whose buffer the others neither read nor write (a softmax's sum
+   *  beside the store of its exponentials, scheduler/store_shared.h; on the GPU the loop then
+   *  runs across a block's threads, scheduler/map_gpu.h); its loops in `loops`. Null
+   *  otherwise. */
   const LoopNode* reduction_beside_stores(const LoopNode& top,
                                           std::vector<const LoopNode*>& loops) const {
     loops.clear();

@@ -37,6 +37,7 @@ CutOptions gpu_cut_options() {
   CutOptions opt;
   opt.cut_before_grid_barriers = true;
   opt.cut_around_contractions = true;
+  opt.contractions_reuse_an_operand = true;
   opt.fuse_softmax_contractions = true;
   opt.store_shared = false;
   return opt;
@@ -132,28 +133,35 @@ TEST_CASE("cut: a GPU-style cut after every completed reduction") {
 }
 
 TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue stays with it") {
-  CutOptions opt;  // CUDA's (backends/backend.cpp)
-  opt.cut_before_grid_barriers = true;
-  opt.cut_around_contractions = true;
-  opt.store_shared = false;
-  // Attention: scores | row max | row sum | weighted sum and output.
+  const CutOptions opt = gpu_cut_options();
+  // Attention in f32 (no fused online softmax): scores | the row's softmax | weighted sum.
   KernelPlan att =
       plan_of("ops/nn.toml:attention", {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}},
               DType::f32, {}, true);
   CutCount a = cut_kernels(att, opt);
   check_order(att);
-  REQUIRE(att.kernels.size() == 4);
-  CHECK(att.kernels[0].statements.size() == 2);             // the scores' init and sum
+  CHECK(a.materialized == 0);
+  REQUIRE(att.kernels.size() == 3);
+  CHECK(att.kernels[0].statements[1].kind == Statement::Kind::reduce_update);
   CHECK(att.kernels[0].statements[1].extents.size() == 5);  // b, h, i, j and d
-  // The probabilities stay inline in the weighted sum: stored over its domain (with the output's
-  // columns) they would take D times the scores' memory.
-  CHECK(a.materialized <= 1);  // the exponentials the row max's kernel passes to the row sum's
-  for (const Buffer& b : att.buffers)
-    if (b.name.rfind("cut", 0) == 0) CHECK(b.shape.size() == 4);  // [b, h, i, j], not with d
+  // The row max, the row sum and the probabilities they give are one kernel, a block per row:
+  // the row sum (a reduction that reuses no operand) is no contraction.
+  const Kernel& softmax = att.kernels[1];
+  int reductions = 0;
+  for (const Statement& st : softmax.statements)
+    reductions += st.kind == Statement::Kind::reduce_update;
+  CHECK(reductions == 2);
+  CHECK(softmax.statements.back().kind == Statement::Kind::assign);
+  CHECK(softmax.statements.back().extents.size() == 4);  // the probabilities, [b, h, i, j]
+  // The weighted sum reads them stored: inline, they would be recomputed for each of D lanes.
   const Kernel& last = att.kernels.back();
   REQUIRE(last.statements.size() == 3);
   CHECK(last.statements[1].kind == Statement::Kind::reduce_update);
   CHECK(last.statements[2].kind == Statement::Kind::assign);  // y = the sum, element by element
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*last.statements[1].value, loads);
+  REQUIRE(loads.size() == 2);
+  CHECK(loads[0]->buffer == softmax.statements.back().buffer);
   // A contraction with its bias and activation stays one kernel.
   KernelPlan dense = plan_of("ops/nn.toml:dense_gelu", {{"M", 2}, {"K", 3}, {"N", 4}});
   CutCount n = cut_kernels(dense, opt);
@@ -218,9 +226,9 @@ TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an onlin
       for (size_t s = 0; s < tile.body.size(); ++s)
         CHECK(tile.body[s]->statement == static_cast<int>(s));
     }
-  // In f32 the products do not run on tensor cores: the scores stay a kernel of their own.
+  // In f32 the products do not run on tensor cores: scores, softmax and weighted sum.
   KernelPlan f32 = plan_of("ops/nn.toml:attention", sizes, DType::f32, {}, true);
-  CHECK(cut_kernels(f32, opt).kernels == 4);
+  CHECK(cut_kernels(f32, opt).kernels == 3);
   // A statement reading the scores, or a weight that is not an exponential of X - max, is not
   // an online softmax.
   KernelPlan att = plan_of("ops/nn.toml:attention", sizes, DType::f16, {}, true);
