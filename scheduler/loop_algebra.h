@@ -32,7 +32,6 @@ AstExprPtr ceil_div(const AstExprPtr& e, int64_t d);
 
 /** `n` with loop iterator `iter` replaced by `value` in every expression below it (bounds,
  *  conditions and statement and alloc arguments). */
-LoopNodePtr substitute_node(const LoopNodePtr& n, const std::string& iter,
-                            const AstExprPtr& value);
+LoopNodePtr substitute_node(const LoopNodePtr& n, const std::string& iter, const AstExprPtr& value);
 
 }  // namespace kiln

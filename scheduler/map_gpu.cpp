@@ -289,8 +289,7 @@ class GpuMapper {
     if (alloc->body.size() != 1 || alloc->body[0]->kind != LoopNode::Kind::loop ||
         !canonical_loop(*alloc->body[0]))
       return nullptr;
-    if (!perfect_nest(*alloc->body[0], loops) && !alloc->body[0]->only_reductions)
-      return nullptr;
+    if (!perfect_nest(*alloc->body[0], loops) && !alloc->body[0]->only_reductions) return nullptr;
     ++count_;
     auto copy = std::make_shared<LoopNode>(*alloc);
     copy->body = {map_first_loop(alloc->body[0])};

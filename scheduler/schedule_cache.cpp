@@ -93,8 +93,7 @@ ScheduledKernel ScheduleCache::schedule(const KernelPlan& plan, const Kernel& k)
   return fresh;
 }
 
-std::vector<ScheduledKernel> ScheduleCache::schedule_all(const KernelPlan& plan,
-                                                         unsigned threads) {
+std::vector<ScheduledKernel> ScheduleCache::schedule_all(const KernelPlan& plan, unsigned threads) {
   const size_t n = plan.kernels.size();
   std::vector<std::string> keys(n);
   std::vector<size_t> fresh;  // the kernels whose key this cache has not seen, first of each

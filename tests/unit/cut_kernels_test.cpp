@@ -395,10 +395,10 @@ TEST_CASE("schedule cache: kernels scheduled on threads are the serial schedules
   // The stacked layer norms repeat one kernel shape; the GPT-2 block's kernels are all distinct.
   for (bool stacked : {true, false}) {
     CAPTURE(stacked);
-    KernelPlan plan = stacked ? plan_of(kStacked)
-                              : plan_of("tests/regressions/transformer_block.toml:gpt2_block",
-                                        {{"S", 5}, {"C", 8}}, DType::f32,
-                                        {{"heads", test::attr_int(2)}});
+    KernelPlan plan =
+        stacked ? plan_of(kStacked)
+                : plan_of("tests/regressions/transformer_block.toml:gpt2_block",
+                          {{"S", 5}, {"C", 8}}, DType::f32, {{"heads", test::attr_int(2)}});
     cut_kernels(plan, stacked ? CutOptions{} : cpu_cut_options());
     plan_buffers(plan);
     REQUIRE(plan.kernels.size() >= 3);

@@ -360,9 +360,10 @@ TEST_CASE("schedule: on the GPU a batch of rows runs a block per row, each row a
   rows.stmt(Statement::Kind::reduce_update, {B, M, N}, m, {it(0), it(1)},
             load(x, {it(0), it(1), it(2)}))
       .reduce = ReduceKind::max;
-  rows.stmt(Statement::Kind::assign, {B, M, N}, e, {it(0), it(1), it(2)},
-            op(Op::exp2, {op(Op::add, {load(x, {it(0), it(1), it(2)}),
-                                       op(Op::neg, {load(m, {it(0), it(1)})})})}));
+  rows.stmt(
+      Statement::Kind::assign, {B, M, N}, e, {it(0), it(1), it(2)},
+      op(Op::exp2,
+         {op(Op::add, {load(x, {it(0), it(1), it(2)}), op(Op::neg, {load(m, {it(0), it(1)})})})}));
   ScheduledKernel r = check_legal(rows, opt, sizes);
   report("batched row max and exponentials, GPU", r);
   const LoopNode& block = root_loop(r);
