@@ -3,21 +3,24 @@
 # of medians measured in this run (baseline time / Kiln time; above 1: Kiln is faster):
 #
 #   block vs parts        gpt2_block as one composite against the six block_* composites a
-#                         framework would call, timed back to back: each round benches the block
-#                         and then every part (block_layernorm twice), and the parts' medians
-#                         add up; the table shows the medians over the rounds
+#                         framework would call, run back to back on the activations the one
+#                         before wrote, through the C++ API, rounds alternating one block run
+#                         and one pass of the parts (tools/perf/gpt2_parts.cpp; built here); the
+#                         two outputs must agree. Weights as GPT-2 initialises them.
 #   block vs torch        gpt2_block against its baseline.torch in PyTorch eager (kiln bench --vs
 #                         torch; needs KILN_PYTHON, tools/baselines/setup_torch.sh)
 #   views vs contiguous   block_attention (q, k, v split from qkv by views) against
 #                         block_attention_contiguous (the same attention on [1, H, S, D] inputs)
 #   cold compile          the block's compile on an empty cache
 #
-# Usage: [KILN=build/kiln] [ROUNDS=3] tools/perf/gpt2_block.sh [RUNTIME [THREADS...]]
+# Usage: [KILN=build/kiln] [BUILD=build] [ROUNDS=30] tools/perf/gpt2_block.sh [RUNTIME [THREADS...]]
 # (default: openmp on 1 and 2 threads). GPT-2 small's width and heads, 256 tokens, f32.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kiln=${KILN:-./build/kiln}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-30}
+build=${BUILD:-build}
+ninja -C "$build" gpt2_parts > /dev/null
 runtime=${1:-openmp}
 shift || true
 threads=("$@")
@@ -44,30 +47,21 @@ echo "| threads | block ms | parts ms (back to back) | parts / block | torch ms 
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for t in "${threads[@]}"; do
   cfg=(--config "THREADS=$t")
-  rows=()
-  for ((r = 0; r < rounds; ++r)); do
-    block=$(median gpt2_block "${cfg[@]}" --attr heads=$H --test S=$S,C=$C)
-    ln=$(median block_layernorm "${cfg[@]}" --test S=$S,C=$C)
-    qkv=$(median block_qkv "${cfg[@]}" --test S=$S,C=$C)
-    att=$(median block_attention "${cfg[@]}" --attr heads=$H --test S=$S,C=$C)
-    proj=$(median block_projection "${cfg[@]}" --test S=$S,C=$C)
-    mlp=$(median block_mlp "${cfg[@]}" --test S=$S,C=$C)
-    contig=$(median block_attention_contiguous "${cfg[@]}" --test H=$H,S=$S,D=$D)
-    rows+=("$block $ln $qkv $att $proj $mlp $contig")
-  done
+  # One line: "... block median B ms ..., parts back to back P ms ..."; exits 1 if they differ.
+  line=$("$build/tools/perf/gpt2_parts" "$spec" "$runtime" "$t" $S $C $H "$rounds")
+  att=$(median block_attention "${cfg[@]}" --attr heads=$H --test S=$S,C=$C)
+  contig=$(median block_attention_contiguous "${cfg[@]}" --test H=$H,S=$S,D=$D)
   torch="-"
   if [ -n "${KILN_PYTHON:-}" ]; then
     torch=$("$kiln" bench "$spec:gpt2_block" --runtime "$runtime" "${cfg[@]}" --attr heads=$H \
       --test S=$S,C=$C --vs torch --json |
       python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["baseline_median_ms"], j["median_ms"])')
   fi
-  python3 - "$t" "$torch" "${rows[@]}" <<'PY'
-import statistics, sys
-t, torch, rows = sys.argv[1], sys.argv[2], [list(map(float, r.split())) for r in sys.argv[3:]]
-# Each round: the block, then the parts back to back (the layer norm twice).
-rounds = [(b, 2 * ln + qkv + att + proj + mlp, att, contig)
-          for b, ln, qkv, att, proj, mlp, contig in rows]
-b, parts, att, contig = (statistics.median(col) for col in zip(*rounds))
+  python3 - "$t" "$torch" "$att" "$contig" "$line" <<'PY'
+import re, sys
+t, torch, att, contig, line = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+b = float(re.search(r"block median ([0-9.]+) ms", line).group(1))
+parts = float(re.search(r"parts back to back ([0-9.]+) ms", line).group(1))
 if torch == "-":
     tcol = "- | -"
 else:
