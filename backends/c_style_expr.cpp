@@ -347,9 +347,31 @@ std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
   DType t = e.dtype;
   auto arg = [&](size_t k) { return render_lanes(c, *e.args[k], lanes); };
   if (e.kind == ScalarExpr::Kind::load && (t == DType::f32 || t == DType::f64)) {
-    std::string offset = int_expr_to_c(linear_index(c, e.buffer, e.index), c.sizes);
+    IntExpr linear = linear_index(c, e.buffer, e.index);
+    std::string offset = int_expr_to_c(linear, c.sizes);
     int width = c.options.vector_bytes / (dtype_bits(t) / 8);
     std::string type = t == DType::f64 ? "f64" : "f32";
+    // Lanes that are not neighbours in memory (a packed panel's fill of an operand read across
+    // its rows, `w[j, k]` of `x · wᵀ`; scheduler/register_tile.h): one scalar load per lane,
+    // none past a partial tile's last lane.
+    if (lanes.size() == 1 && e.mask.empty()) {
+      const std::string& v = *lanes.begin();
+      std::map<std::string, IntExpr> next = {{v, IntExpr::var(v) + IntExpr(1)}};
+      if (linear.substitute(next) - linear != IntExpr(1)) {
+        std::string out = "((kiln_v" + type + "){";
+        for (int l = 0; l < width; ++l) {
+          ScalarExpr at = e;
+          std::map<std::string, IntExpr> lane = {{v, IntExpr::var(v) + IntExpr(l)}};
+          for (IntExpr& i : at.index)
+            i = i.substitute(lane);
+          std::string one = render_value(c, at);
+          if (!c.lane_limit.empty())
+            one = "(" + std::to_string(l) + " < " + c.lane_limit + " ? " + one + " : 0)";
+          out += (l ? ", " : "") + one;
+        }
+        return out + "})";
+      }
+    }
     if (e.mask.empty() && c.lane_limit.empty())
       return "kiln_vld_" + type + "(" + render_vector_address(c, e.buffer, offset, width) + ")";
     return render_masked_lanes(c, e, lanes, offset, width);

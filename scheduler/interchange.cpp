@@ -12,8 +12,8 @@ namespace {
 /** Whether `child` is a reduction nest that loop `outer` may sink into: a perfect nest of
  *  canonical, non-coincident loops whose bounds do not use `outer`'s iterator, ending in a
  *  reduction update that writes along `outer` and reads unit-stride or invariantly in it. */
-bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer,
-              const LoopNode& child) {
+bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer, const LoopNode& child,
+              bool packed) {
   if (child.kind != LoopNode::Kind::loop || child.coincident) return false;
   std::vector<const LoopNode*> loops;
   const LoopNode* stmt = perfect_nest(child, loops);
@@ -28,8 +28,9 @@ bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer,
   for (const LoopNode* l : loops)
     for (const std::string& it : driven_iterators(*stmt, l->iter))
       scan |= carried_load(plan, s, it) != nullptr;
-  if ((s.kind != Statement::Kind::reduce_update && !scan) ||
-      !unit_stride_statement(plan, k, *stmt, outer.iter))
+  if (s.kind != Statement::Kind::reduce_update && !scan) return false;
+  if (!unit_stride_statement(plan, k, *stmt, outer.iter) &&
+      !(packed && !scan && loops.size() == 1 && packable_statement(plan, k, *stmt, outer.iter)))
     return false;
   // The element written moves with `outer`: the reduction is over the inner loops only.
   std::set<std::string> written;
@@ -57,12 +58,13 @@ LoopNodePtr wrap_innermost(const LoopNodePtr& n, const LoopNode& outer) {
   return copy;
 }
 
-LoopNodePtr sink(const KernelPlan& plan, const Kernel& k, const LoopNodePtr& n, int& count) {
+LoopNodePtr sink(const KernelPlan& plan, const Kernel& k, const LoopNodePtr& n, bool packed,
+                 int& count) {
   if (n->kind == LoopNode::Kind::stmt) return n;
   auto copy = std::make_shared<LoopNode>(*n);
   bool changed = false;
   for (LoopNodePtr& c : copy->body) {
-    LoopNodePtr m = sink(plan, k, c, count);
+    LoopNodePtr m = sink(plan, k, c, packed, count);
     changed |= m != c;
     c = m;
   }
@@ -73,23 +75,24 @@ LoopNodePtr sink(const KernelPlan& plan, const Kernel& k, const LoopNodePtr& n, 
 
   bool any = false;
   for (const LoopNodePtr& c : children)
-    any |= sinkable(plan, k, *self, *c);
+    any |= sinkable(plan, k, *self, *c, packed);
   if (!any) return self;
   // Distributed over the children; below the reduction loops where it can go.
   ++count;
   auto seq = std::make_shared<LoopNode>();
   seq->kind = LoopNode::Kind::block;
   for (const LoopNodePtr& c : children)
-    seq->body.push_back(sinkable(plan, k, *self, *c) ? wrap_innermost(c, *with_body(*self, {}))
-                                                     : with_body(*self, {c}));
+    seq->body.push_back(sinkable(plan, k, *self, *c, packed)
+                            ? wrap_innermost(c, *with_body(*self, {}))
+                            : with_body(*self, {c}));
   return seq;
 }
 
 }  // namespace
 
-int sink_below_reductions(const KernelPlan& plan, const Kernel& k, LoopNest& nest) {
+int sink_below_reductions(const KernelPlan& plan, const Kernel& k, LoopNest& nest, bool packed) {
   int count = 0;
-  if (nest.root) nest.root = sink(plan, k, nest.root, count);
+  if (nest.root) nest.root = sink(plan, k, nest.root, packed, count);
   return count;
 }
 

@@ -22,7 +22,11 @@
 namespace kiln {
 
 /** Sinks coincident loops of `nest` (the loop IR of kernel `k` of `plan`) below their
- *  reductions; returns how many loops it sank. */
-int sink_below_reductions(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
+ *  reductions; returns how many loops it sank. With `packed` (a register tile follows,
+ *  register_tile.h), a one-loop reduction whose operands shared by every row move along the loop
+ *  with a stride sinks too: the tile's packed panel gathers them once per k block
+ *  (map_loops.h, packable_statement), so `x · wᵀ` runs as `x · w` does. */
+int sink_below_reductions(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
+                          bool packed = false);
 
 }  // namespace kiln

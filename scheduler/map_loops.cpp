@@ -1,6 +1,7 @@
 #include "scheduler/map_loops.h"
 
 #include <optional>
+#include <set>
 
 namespace kiln {
 
@@ -146,6 +147,40 @@ LoopNodePtr map_simd_node(const KernelPlan& plan, const Kernel& k, const LoopNod
 bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
                            const std::string& iter) {
   return stmt.kind == LoopNode::Kind::stmt && vectorizable(plan, k, stmt, iter, -1);
+}
+
+bool packable_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
+                        const std::string& iter, std::string row) {
+  if (stmt.kind != LoopNode::Kind::stmt) return false;
+  const Statement& s = k.statements.at(stmt.statement);
+  if (s.kind != Statement::Kind::reduce_update || !s.value) return false;
+  std::string var;
+  for (size_t a = 0; a < stmt.args.size(); ++a) {
+    if (!stmt.args[a] || !uses_iterator(*stmt.args[a], iter)) continue;
+    if (!var.empty() || !plus_iterator(*stmt.args[a], iter)) return false;
+    var = iterator_name(static_cast<int>(a));
+  }
+  if (var.empty() || !unit_stride(s.index, plan.buffers.at(s.buffer).shape, var)) return false;
+  if (row.empty()) {  // the written index's moving dimension before the lane's
+    std::string last;
+    for (const IntExpr& e : s.index) {
+      std::set<std::string> vars;
+      e.collect_vars(vars);
+      if (vars.count(var)) break;
+      if (vars.size() == 1) last = *vars.begin();
+    }
+    row = last;
+  }
+  if (row.empty()) return false;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  for (const ScalarExpr* l : loads) {
+    if (unit_stride(l->index, plan.buffers.at(l->buffer).shape, var)) continue;
+    if (!l->mask.empty() || uses_vars(*l, {row})) return false;
+    for (const IntExpr& e : l->index)  // the gather's stride: affine in the lane
+      if (!affine_coefficient(e, var)) return false;
+  }
+  return true;
 }
 
 bool canonical_loop(const LoopNode& loop) {

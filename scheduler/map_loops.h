@@ -41,6 +41,16 @@ int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
 bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
                            const std::string& iter);
 
+/** Whether a register tile may run contraction update `stmt` (of kernel `k`) with loop `iter`
+ *  across its vector lanes when its panel of row-shared operands is packed (register_tile.h):
+ *  the element written moves unit-stride along `iter`, and every load that moves along it
+ *  either does so unit-stride or is unmasked and does not read the statement iterator `row`
+ *  (an operand every row of the tile shares, `w[j, k]` of `x · wᵀ`, which the pack gathers
+ *  once per k block). An empty `row` stands for the iterator of the written index's dimension
+ *  before the lane's, the one a tile's rows take (interchange.h, before the tile exists). */
+bool packable_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
+                        const std::string& iter, std::string row = "");
+
 /** Whether `loop` is in canonical form: its condition compares its iterator against a bound
  *  free of the iterator, with a positive step. */
 bool canonical_loop(const LoopNode& loop);

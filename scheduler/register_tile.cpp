@@ -74,7 +74,11 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
   std::set<std::string> lanes = driven_iterators(*t.stmt, lane.iter),
                         rows = driven_iterators(*t.stmt, row.iter);
   if (lanes.size() != 1 || rows.size() != 1 || lanes == rows) return std::nullopt;
-  if (!tileable_statement(plan, s, lanes) || !unit_stride_statement(plan, k, *t.stmt, lane.iter))
+  // An operand every row shares may move along the lanes with a stride where the reduction is
+  // one loop: the packed panel gathers it (packed() below, map_loops.h packable_statement).
+  if (!tileable_statement(plan, s, lanes) ||
+      (!unit_stride_statement(plan, k, *t.stmt, lane.iter) &&
+       !(t.loops.size() == 2 && packable_statement(plan, k, *t.stmt, lane.iter, *rows.begin()))))
     return std::nullopt;
   // Each row and lane a distinct element: the row by +1 into an iterator that some index
   // dimension but the last moves with, the lane by +1 along the last; the reduction

@@ -275,7 +275,7 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::tile:
         break;
       case Transform::Kind::sink:
-        sink_below_reductions(plan, k, nest);
+        sink_below_reductions(plan, k, nest, t.packed);
         break;
       case Transform::Kind::register_tile:
         register_tile(plan, k, nest, t.micro);
@@ -324,7 +324,11 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     t.tile = {opt.tile_sizes, tile_depth(k, opt)};
     list.push_back(t);
   }
-  if (cpu_sink) list.push_back({Transform::Kind::sink});
+  if (cpu_sink) {
+    Transform t{Transform::Kind::sink};
+    t.packed = micro;
+    list.push_back(t);
+  }
   if (micro) {
     Transform t{Transform::Kind::register_tile};
     t.micro = opt.micro;

@@ -41,9 +41,12 @@ struct Transform {
      *  online softmax (online_softmax.h) */
     online_softmax,
   } kind;
-  TileOptions tile;          ///< tile
-  int max_collapse = 2;      ///< map_parallel: loops mapped together, the outermost included
-  bool half = false;         ///< promote_accumulators: f16 and bf16 accumulate in registers too
+  TileOptions tile;      ///< tile
+  int max_collapse = 2;  ///< map_parallel: loops mapped together, the outermost included
+  bool half = false;     ///< promote_accumulators: f16 and bf16 accumulate in registers too
+  /** sink: a register tile follows, whose packed panels gather operands that every row shares
+   *  (interchange.h) */
+  bool packed = false;
   bool split = false;        ///< carry_scans: long rows may split across threads
   RegisterTileShape micro;   ///< register_tile
   GpuTileShape gpu;          ///< gpu_tile

@@ -252,6 +252,54 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
   }
 }
 
+TEST_CASE("schedule: x · wᵀ keeps a register tile; the packed panel gathers w's strided rows") {
+  // y[i, j] = sum(x[i, k] * w[j, k], k), the nn.Linear layout: w moves along the lanes j with
+  // stride K. Every row of a tile shares it, so the packed panel gathers it once per k block and
+  // the tile reads it contiguously: the nest is the one matmul gets.
+  KernelBuilder b;
+  int x = b.buffer("x", {M, K}), w = b.buffer("w", {N, K}), y = b.buffer("y", {M, N});
+  b.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+  b.stmt(Statement::Kind::reduce_update, {M, N, K}, y, {it(0), it(1)},
+         op(Op::mul, {load(x, {it(0), it(2)}), load(w, {it(1), it(2)})}));
+  ScheduleOptions opt;
+  opt.micro = {3, 2, 64, 32};
+  std::vector<Env> sizes = {{{"M", 7}, {"N", 37}, {"K", 130}},
+                            {{"M", 3}, {"N", 16}, {"K", 64}},
+                            {{"M", 2}, {"N", 5}, {"K", 3}},
+                            {{"M", 4}, {"N", 17}, {"K", 0}}};
+  ScheduledKernel r = check_legal(b, opt, sizes);
+  report("x · wᵀ, register-tiled", r);
+  std::vector<const LoopNode*> found = nodes_of(*r.nest.root, LoopNode::Kind::alloc);
+  int packs = 0, tiles = 0;
+  for (const LoopNode* a : found) {
+    packs += a->pack_depth > 0;
+    tiles += a->tile_rows > 0 && a->pack_depth == 0;
+  }
+  CHECK(packs >= 1);
+  CHECK(tiles >= 1);
+
+  // Without a register tile the lane loop does not sink: w would be walked K apart at every k.
+  ScheduledKernel plain = check_legal(b, untiled(), sizes);
+  found.clear();
+  allocs(*plain.nest.root, found);
+  for (const LoopNode* a : found)
+    CHECK(a->tile_rows == 0);
+  std::vector<const LoopNode*> all = loops(*plain.nest.root);
+  REQUIRE_FALSE(all.empty());
+  CHECK(all.back()->reduction);  // k innermost, where both operands are contiguous
+
+  // A strided operand that moves with the rows too (p[j, i, k]: every row a panel of its own)
+  // is no shared panel: no register tile.
+  KernelBuilder t;
+  int p = t.buffer("p", {N, M, K}), q = t.buffer("q", {K, N}), z = t.buffer("z", {M, N});
+  t.stmt(Statement::Kind::reduce_init, {M, N}, z, {it(0), it(1)});
+  t.stmt(Statement::Kind::reduce_update, {M, N, K}, z, {it(0), it(1)},
+         op(Op::mul, {load(p, {it(1), it(0), it(2)}), load(q, {it(2), it(1)})}));
+  ScheduledKernel rt = check_legal(t, opt, sizes);
+  for (const LoopNode* f : nodes_of(*rt.nest.root, LoopNode::Kind::alloc))
+    CHECK(f->tile_rows == 0);
+}
+
 TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elements in registers") {
   ScheduleOptions opt = untiled();
   opt.backend_gpu = true;
