@@ -35,7 +35,13 @@ TEST_CASE("runtime ops: every composite under cc matches the interpreter") {
 }
 
 TEST_CASE("runtime ops: every composite under openmp matches the interpreter") {
+#if defined(__SANITIZE_ADDRESS__)
+  // Kiln's own code on this path is clang's sweep above plus the OpenMP renderer, which the
+  // regression specs under openmp exercise below; CI's sanitizer time goes to those.
+  MESSAGE("skipped under AddressSanitizer");
+#else
   check_runtime("openmp");
+#endif
 }
 
 TEST_CASE("runtime ops: every composite under clang with CHECK=1 (every access in bounds)") {
@@ -63,8 +69,9 @@ TEST_CASE(
 
 // The crash regressions of tests/regressions under each runtime and config, one test case each
 // (so that ctest runs them side by side). The sanitizer build runs the ones that exercise Kiln's
-// own code differently: cc differs from clang in its plugin only, and CHECK=1 in the generated
-// code, which the sanitizers do not instrument.
+// own code differently: cc differs from clang in its plugin only, CHECK=1 in the generated code,
+// which the sanitizers do not instrument, and TILE=0 on openmp from TILE=0 on clang in nothing
+// the scheduler does.
 namespace {
 
 void check_regressions(const char* runtime, const std::map<std::string, std::string>& config,
@@ -95,7 +102,8 @@ TEST_CASE("runtime ops: the crash regressions of tests/regressions under openmp"
   check_regressions("openmp", {}, true);
 }
 TEST_CASE("runtime ops: the crash regressions of tests/regressions under openmp with TILE=0") {
-  check_regressions("openmp", {{"TILE", "0"}}, true);
+  // TILE=0 changes the scheduler's path, which clang's TILE=0 run covers under the sanitizers.
+  check_regressions("openmp", {{"TILE", "0"}}, false);
 }
 TEST_CASE("runtime ops: the crash regressions of tests/regressions under openmp with CHECK=1") {
   check_regressions("openmp", {{"CHECK", "1"}}, false);
