@@ -82,11 +82,6 @@ std::vector<LoopNodePtr> coincident_chain(const LoopNodePtr& n) {
   return chain;
 }
 
-/** The body of the chain's last loop. */
-const std::vector<LoopNodePtr>& chain_body(const std::vector<LoopNodePtr>& chain) {
-  return chain.back()->body;
-}
-
 /** Loops chain[0..count) as one loop `iter` over the product of their trip counts, mapped to
  *  `m`, around `body` with each of their iterators replaced by its value (the first loop the
  *  slowest). A chain of one loop is that loop. */
@@ -247,7 +242,7 @@ class GpuMapper {
    *    is recovered by one division per point of the block loop, not one per element (64-bit
    *    division is dozens of instructions on a GPU). */
   LoopNodePtr chain_root(const std::vector<LoopNodePtr>& chain) {
-    const std::vector<LoopNodePtr>& body = chain_body(chain);
+    const std::vector<LoopNodePtr>& body = chain.back()->body;
     ++count_;
     if (has_loop(*node_of(LoopNode::Kind::block, body)) &&
         !threads_coalesce(kernel_, *chain.back()))
