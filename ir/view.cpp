@@ -39,6 +39,94 @@ View View::identity(const Shape& s) {
   return v;
 }
 
+namespace {
+
+/** One digit of a view index read by a source dimension: `(%k / a) % b`, `b` absent for the
+ *  top digit (`%k / a`, `%k` itself when a = 1). */
+struct Digit {
+  int var = -1;
+  IntExpr a = 1;
+  std::optional<IntExpr> b;
+  size_t dim = 0;
+};
+
+/** The view index `%k` that `e` is exactly, or -1. */
+int index_var(const IntExpr& e) {
+  std::optional<std::string> v = e.as_var();
+  if (!v || v->size() < 2 || (*v)[0] != '%') return -1;
+  return std::stoi(v->substr(1));
+}
+
+/** `e` as one digit of one view index, or nullopt. */
+std::optional<Digit> as_digit(const IntExpr& e) {
+  Digit d;
+  if ((d.var = index_var(e)) >= 0) return d;
+  if (e.terms().size() != 1 || e.terms()[0].coeff != 1 || e.terms()[0].factors.size() != 1)
+    return std::nullopt;
+  const IntAtom& atom = *e.terms()[0].factors[0];
+  if (atom.kind == IntAtom::Kind::floordiv) {
+    d.var = index_var(atom.a);
+    d.a = atom.b;
+    return d.var >= 0 ? std::optional<Digit>(d) : std::nullopt;
+  }
+  if (atom.kind != IntAtom::Kind::mod) return std::nullopt;
+  d.b = atom.b;
+  if ((d.var = index_var(atom.a)) >= 0) return d;
+  std::optional<Digit> inner = as_digit(atom.a);
+  if (!inner || inner->b) return std::nullopt;
+  d.var = inner->var;
+  d.a = inner->a;
+  return d;
+}
+
+}  // namespace
+
+std::optional<std::vector<IntExpr>> invert(const View& v, const Shape& source,
+                                           const SizeFacts& facts) {
+  if (!v.mask.empty() || v.index.size() != source.size()) return std::nullopt;
+  std::vector<std::vector<Digit>> digits(v.shape.size());
+  for (size_t j = 0; j < source.size(); ++j) {
+    if (std::optional<int64_t> c = v.index[j].as_constant()) {
+      if (*c != 0 || source[j] != IntExpr(1)) return std::nullopt;
+      continue;
+    }
+    std::optional<Digit> d = as_digit(v.index[j]);
+    if (!d || d->var >= static_cast<int>(v.shape.size())) return std::nullopt;
+    d->dim = j;
+    digits[d->var].push_back(*d);
+  }
+  auto same = [&](const IntExpr& x, const IntExpr& y) {
+    return x == y || facts.decide({x, Relation::eq, y}) == Truth::proved;
+  };
+  std::vector<IntExpr> inverse;
+  for (size_t k = 0; k < v.shape.size(); ++k) {
+    // Rebuild %k from its digits, lowest first: each digit's divisor is the product of the
+    // moduli below it, and only the top one may have no modulus.
+    IntExpr at = 0, scale = 1;
+    std::vector<Digit>& left = digits[k];
+    bool top = false;
+    while (!left.empty()) {
+      if (top) return std::nullopt;
+      auto next =
+          std::find_if(left.begin(), left.end(), [&](const Digit& d) { return same(d.a, scale); });
+      if (next == left.end()) return std::nullopt;
+      at = at + scale * IntExpr::index(static_cast<int>(next->dim));
+      if (next->b)
+        scale = scale * *next->b;
+      else
+        top = true;
+      left.erase(next);
+    }
+    // No digit at all reads %k: it must have one value. A top digit with a modulus covers %k
+    // when the moduli multiply to its extent.
+    if (!top && !same(scale, v.shape[k])) return std::nullopt;
+    inverse.push_back(at);
+  }
+  if (!same(product(v.shape, 0, v.shape.size()), product(source, 0, source.size())))
+    return std::nullopt;
+  return inverse;
+}
+
 bool View::is_identity(const Shape& source) const {
   if (!mask.empty() || !same_shape(shape, source) || index.size() != source.size()) return false;
   for (size_t k = 0; k < index.size(); ++k)

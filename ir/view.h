@@ -7,10 +7,12 @@
  */
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/int_expr.h"
+#include "ir/size_facts.h"
 
 namespace kiln {
 
@@ -45,6 +47,16 @@ struct View {
  *  a diagonal) is spelled as its index map over i0, i1, ...: "[M*N] -> [N, M] reads [i1*M +
  *  i0]". */
 std::string describe_view(const Shape& source, const View& v);
+
+/** The inverse of a view that reorders its source without dropping, repeating or padding an
+ *  element (reshapes and permutes, composed): for each dimension of the view, its index as an
+ *  affine expression over the source's coordinates `%0 .. %s-1`. Each source index must be one
+ *  digit of one view index (`%k`, `%k / a`, `%k % b`, `(%k / a) % b`) and the digits of `%k`
+ *  must rebuild it (`%k = d0 + b0 * (d1 + b1 * ...)`), which makes the view one-to-one; the
+ *  element counts must be equal under `facts`, which makes it onto. Nullopt otherwise (a mask,
+ *  a slice, a broadcast, a flip, a stride, a window). */
+std::optional<std::vector<IntExpr>> invert(const View& v, const Shape& source,
+                                           const SizeFacts& facts);
 
 /** The view primitives. Each takes the source shape and returns a view of it. Callers check
  *  arguments first (the spec front end reports bad ones with a location); these assume them. */

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "ir/limits.h"
+#include "ir/view.h"
 
 namespace kiln {
 
@@ -56,10 +57,14 @@ class Builder {
            n.op == Op::extern_call) &&
           !narrow_float(n.dtype))
         direct_target.emplace(g_.outputs[o].node, out_buffers[o]);
+    find_written_through(out_buffers);
     for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id) {
       auto t = direct_target.find(id);
       int target = t == direct_target.end() ? -1 : t->second;
-      if (g_[id].op == Op::reduce) materialize_reduce(id, target);
+      if (auto w = through_.find(id); w != through_.end())
+        materialize_reduce_through(id, w->second.first, w->second.second);
+      else if (g_[id].op == Op::reduce)
+        materialize_reduce(id, target);
       if (g_[id].op == Op::scan) materialize_scan(id, target);
       if (g_[id].op == Op::scatter) materialize_scatter(id, target);
       if (g_[id].op == Op::extern_call) materialize_extern(id, target);
@@ -112,6 +117,93 @@ class Builder {
     st.index = index;
     st.value = std::move(value);
     kernel_->statements.push_back(std::move(st));
+  }
+
+  /** Reduces that only a reordering view reads (heads merged back after attention, a
+   *  transposed product): each is computed straight into the view's buffer (an output's, or a
+   *  temp that the view's readers load), its statements writing at the view's inverse index,
+   *  instead of into a buffer of its own that a copy with divisions then reorders. */
+  void find_written_through(const std::vector<int>& out_buffers) {
+    SizeFacts facts;
+    for (const SizeCheck& c : g_.checks)
+      if (c.relation.rel == Relation::eq) facts.assume(c.relation);
+    std::map<NodeId, std::set<NodeId>> readers;
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id)
+      for (NodeId o : g_[id].operands)
+        readers[o].insert(id);
+    std::set<NodeId> outputs;
+    for (const GraphOutput& o : g_.outputs)
+      outputs.insert(o.node);
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id) {
+      const Node& n = g_[id];
+      if (n.op != Op::reduce || narrow_float(n.dtype) || outputs.count(id) ||
+          readers[id].size() != 1)
+        continue;
+      NodeId v = *readers[id].begin();
+      const Node& view = g_[v];
+      if (view.op != Op::view || view.dtype != n.dtype || view.view.is_identity(n.shape)) continue;
+      // A gather reads the view's source buffer (gather_expr), which would not exist.
+      bool gathered = false;
+      for (NodeId r : readers[v])
+        gathered = gathered || (g_[r].op == Op::gather && g_[r].operands[0] == v);
+      if (gathered) continue;
+      // The view's dimensions that read the source; the others broadcast it (a contraction's
+      // operand), and the buffer holds the view without them.
+      std::vector<size_t> kept;
+      std::map<std::string, IntExpr> renumber;
+      for (size_t d = 0; d < view.shape.size(); ++d) {
+        std::set<std::string> vars;
+        for (const IntExpr& x : view.view.index)
+          x.collect_vars(vars);
+        if (!vars.count("%" + std::to_string(d)) && view.shape[d] != IntExpr(1)) continue;
+        renumber["%" + std::to_string(d)] = IntExpr::index(static_cast<int>(kept.size()));
+        kept.push_back(d);
+      }
+      bool output = std::any_of(g_.outputs.begin(), g_.outputs.end(),
+                                [&](const GraphOutput& o) { return o.node == v; });
+      if (output && kept.size() != view.shape.size()) continue;
+      View restricted;
+      for (size_t d : kept)
+        restricted.shape.push_back(view.shape[d]);
+      for (const IntExpr& x : view.view.index)
+        restricted.index.push_back(x.substitute(renumber));
+      restricted.mask = view.view.mask;
+      std::optional<Index> inverse = invert(restricted, n.shape, facts);
+      if (!inverse) continue;
+      int target = -1;
+      for (size_t o = 0; o < g_.outputs.size() && target < 0; ++o)
+        if (g_.outputs[o].node == v) target = out_buffers[o];
+      if (target < 0) {
+        Node held = view;
+        held.shape = restricted.shape;
+        target = add_buffer("t" + std::to_string(v), held, BufferKind::temp);
+      }
+      through_[id] = {v, target};
+      inverse_[id] = *inverse;
+      if (kept.size() != view.shape.size()) broadcast_[v] = {target, kept};
+    }
+  }
+
+  /** Reduce `id` computed into `target`, the buffer of view `v` that alone reads it. */
+  void materialize_reduce_through(NodeId id, NodeId v, int target) {
+    size_t first = kernel_->statements.size();
+    materialize_reduce(id, target);
+    buffer_of_.erase(id);
+    if (!broadcast_.count(v)) buffer_of_[v] = target;
+    // The statements address the reduce's own coordinates; the view's inverse maps them into
+    // the view's buffer.
+    const Index& inverse = inverse_.at(id);
+    for (size_t k = first; k < kernel_->statements.size(); ++k) {
+      Statement& st = kernel_->statements[k];
+      // The layout copies that the operand's views asked for come between them.
+      if (st.buffer != target ||
+          (st.kind != Statement::Kind::reduce_init && st.kind != Statement::Kind::reduce_update))
+        continue;
+      Index coords = st.index;
+      st.index.clear();
+      for (const IntExpr& e : inverse)
+        st.index.push_back(e.substitute(view_substitution(coords)));
+    }
   }
 
   /** init over the kept axes, then update over all axes of the operand. */
@@ -334,6 +426,14 @@ class Builder {
         e->index = {index[n.axis]};
         return e;
       case Op::view: {
+        if (auto b = broadcast_.find(id); b != broadcast_.end()) {
+          // A reduce was computed into this view's buffer, less the dimensions it broadcasts.
+          e->kind = ScalarExpr::Kind::load;
+          e->buffer = b->second.first;
+          for (size_t d : b->second.second)
+            e->index.push_back(index[d]);
+          return e;
+        }
         auto sub = view_substitution(index);
         Index inner;
         for (const IntExpr& x : n.view.index)
@@ -502,7 +602,12 @@ class Builder {
   Kernel* kernel_ = nullptr;
   std::map<NodeId, int> buffer_of_;  // inputs, materialised reduces, calls and call operands
   std::map<std::string, ScalarExprPtr> memo_;
-  std::map<std::string, int> layout_;      ///< layout copies of views, by view and kept dimensions
+  std::map<std::string, int> layout_;  ///< layout copies of views, by view and kept dimensions
+  std::map<NodeId, std::pair<NodeId, int>> through_;  ///< reduce -> (its view, the view's buffer)
+  std::map<NodeId, Index> inverse_;                   ///< reduce -> its view's inverse
+  /** Views whose buffer holds only the dimensions they read (a reduce written through them):
+   *  view -> (buffer, those dimensions). */
+  std::map<NodeId, std::pair<int, std::vector<size_t>>> broadcast_;
   bool in_reduction_ = false;              ///< building a reduction's operand
   std::set<std::string> reduction_iters_;  ///< that reduction's reduced iterators
   std::string lane_iter_;                  ///< and its innermost other one ("" if none)

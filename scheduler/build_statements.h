@@ -7,7 +7,10 @@
  * expressions of the statements that use it, with views turned into index arithmetic and masks. An
  * extern call becomes one `call` statement on whole buffers: operands that are not already
  * contiguous buffers (views, elementwise results) are first materialised into temps, and the result
- * is a buffer (the output's own when the call is an output). Statements come out in a legal
+ * is a buffer (the output's own when the call is an output). A reduce that one view alone reads,
+ * where the view reorders it one-to-one (ir/view.h invert: heads merged back, a transpose, a
+ * squeezed kept axis), is computed straight into the view's buffer at the view's inverse index,
+ * so no copy reorders it afterwards. Statements come out in a legal
  * sequential order (the graph's). The result is one kernel; cut_kernels.h then splits it where a
  * backend needs a cut or where one isl problem would grow too large, and within each kernel the
  * polyhedral scheduler decides which loop nests fuse.

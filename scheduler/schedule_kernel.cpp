@@ -1,8 +1,10 @@
 #include "scheduler/schedule_kernel.h"
 
+#include <cctype>
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "scheduler/carry_scans.h"
 #include "scheduler/interchange.h"
@@ -81,32 +83,142 @@ KeptPositions kept_positions(const KernelPlan& plan, const Kernel& kernel) {
   return kept;
 }
 
-/** An access `S_k[i] -> B<buffer>[o]` over the kept positions; an index that isl cannot express
- *  leaves its dimension unconstrained, which over-approximates the access. */
-std::string access_text(IslTextRenderer& r, const KeptPositions& kept, int k, size_t rank,
+bool is_iterator(const std::string& v) {
+  return v.size() > 1 && v[0] == 'i' && std::isdigit(static_cast<unsigned char>(v[1]));
+}
+
+/** A position `E·q + r` of an index: E a size expression that is not a constant, q affine in
+ *  the iterators with constant coefficients, r one iterator whose extent is E (so that
+ *  0 <= r < E). isl cannot multiply a parameter by a variable, but it can see the position as
+ *  the two coordinates (q, r) of the buffer's dimension split by E. */
+struct SplitIndex {
+  IntExpr radix, quotient, remainder;
+};
+
+std::optional<SplitIndex> split_index(const IntExpr& e, const Statement& s) {
+  std::optional<IntExpr> radix;
+  IntExpr quotient = 0, remainder = 0;
+  for (const IntExpr::Term& t : e.terms()) {
+    std::string iter;
+    IntExpr sizes = 1;
+    for (const auto& f : t.factors) {
+      std::set<std::string> inside;
+      if (f->kind == IntAtom::Kind::var && is_iterator(f->name)) {
+        if (!iter.empty()) return std::nullopt;
+        iter = f->name;
+        continue;
+      }
+      f->a.collect_vars(inside);
+      f->b.collect_vars(inside);
+      for (const std::string& v : inside)
+        if (is_iterator(v)) return std::nullopt;
+      sizes = sizes * (f->kind == IntAtom::Kind::var        ? IntExpr::var(f->name)
+                       : f->kind == IntAtom::Kind::floordiv ? floordiv(f->a, f->b)
+                                                            : mod(f->a, f->b));
+    }
+    if (iter.empty()) return std::nullopt;  // a constant or size offset: not (q, r)
+    if (sizes == IntExpr(1)) {
+      remainder = remainder + t.coeff * IntExpr::var(iter);
+      continue;
+    }
+    if (radix && *radix != sizes) return std::nullopt;
+    radix = sizes;
+    quotient = quotient + t.coeff * IntExpr::var(iter);
+  }
+  std::optional<std::string> r = remainder.as_var();
+  if (!radix || !r) return std::nullopt;
+  size_t k = std::stoul(r->substr(1));
+  if (k >= s.extents.size() || s.extents[k] != *radix) return std::nullopt;
+  return SplitIndex{*radix, quotient, remainder};
+}
+
+/** Per buffer and position, the size E by which isl sees the position split into two
+ *  coordinates: where one access of the kernel indexes it as `E·q + r` (split_index) and no
+ *  access splits it by another size. Other accesses of a split position leave both coordinates
+ *  unconstrained, which over-approximates them. */
+using SplitPositions = std::map<int, std::vector<std::optional<IntExpr>>>;
+
+SplitPositions split_positions(const KernelPlan& plan, const Kernel& kernel) {
+  SplitPositions split;
+  std::map<std::pair<int, size_t>, bool> conflict;
+  auto visit = [&](const Statement& s, int buffer, const std::vector<IntExpr>& index) {
+    auto [it, fresh] = split.try_emplace(buffer, plan.buffers[buffer].shape.size());
+    for (size_t d = 0; d < index.size() && d < it->second.size(); ++d) {
+      std::optional<SplitIndex> si = split_index(index[d], s);
+      if (!si) continue;
+      if (it->second[d] && *it->second[d] != si->radix) conflict[{buffer, d}] = true;
+      it->second[d] = si->radix;
+    }
+  };
+  for (const Statement& s : kernel.statements) {
+    if (s.kind == Statement::Kind::call) continue;
+    visit(s, s.buffer, s.index);
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* load : loads)
+      visit(s, load->buffer, load->index);
+  }
+  for (const auto& [at, bad] : conflict)
+    split[at.first][at.second].reset();
+  return split;
+}
+
+/** The coordinates of `buffer` that isl sees. */
+struct Layout {
+  KeptPositions kept;
+  SplitPositions split;
+  bool is_split(int buffer, size_t d) const {
+    auto it = split.find(buffer);
+    return it != split.end() && d < it->second.size() && it->second[d].has_value();
+  }
+};
+
+/** An access `S_k[i] -> B<buffer>[o]` over the kept positions, split ones as two coordinates;
+ *  an index that isl cannot express leaves its coordinates unconstrained, which
+ *  over-approximates the access. */
+std::string access_text(IslTextRenderer& r, const Layout& layout, int k, const Statement& s,
                         int buffer, const std::vector<IntExpr>& index) {
-  std::string out = "{ " + instance_tuple(k, rank) + " -> B" + std::to_string(buffer) + "[";
+  std::string out =
+      "{ " + instance_tuple(k, s.extents.size()) + " -> B" + std::to_string(buffer) + "[";
   std::string cond;
-  const std::vector<bool>& keep = kept.at(buffer);
+  const std::vector<bool>& keep = layout.kept.at(buffer);
   bool first = true;
+  auto constrain = [&](const std::string& o, const IntExpr& e) {
+    if (std::optional<std::string> text = r.render(e, false))
+      cond += (cond.empty() ? "" : " and ") + (o + " = " + *text);
+  };
   for (size_t d = 0; d < index.size(); ++d) {
     if (!keep[d]) continue;
     std::string o = "o" + std::to_string(d);
+    if (layout.is_split(buffer, d)) {
+      out += (first ? "" : ", ") + o + "q, " + o + "r";
+      first = false;
+      std::optional<SplitIndex> si = split_index(index[d], s);
+      if (si && si->radix == *layout.split.at(buffer)[d]) {
+        constrain(o + "q", si->quotient);
+        constrain(o + "r", si->remainder);
+      }
+      continue;
+    }
     out += (first ? "" : ", ") + o;
     first = false;
-    if (std::optional<std::string> e = r.render(index[d], false))
-      cond += (cond.empty() ? "" : " and ") + (o + " = " + *e);
+    constrain(o, index[d]);
   }
   return out + "]" + (cond.empty() ? "" : " : " + cond) + " }";
 }
 
 /** An access of statement k (0-dimensional: a call) to the whole of `buffer`; a dimension whose
  *  extent isl cannot express is left unbounded, which over-approximates the access. */
-std::string whole_buffer_text(IslTextRenderer& r, int k, int buffer, const Shape& shape) {
+std::string whole_buffer_text(IslTextRenderer& r, const Layout& layout, int k, int buffer,
+                              const Shape& shape) {
   std::string out = "{ " + instance_tuple(k, 0) + " -> B" + std::to_string(buffer) + "[";
   std::string cond;
   for (size_t d = 0; d < shape.size(); ++d) {
     std::string o = "o" + std::to_string(d);
+    if (layout.is_split(buffer, d)) {
+      out += (d ? ", " : "") + o + "q, " + o + "r";
+      continue;
+    }
     out += (d ? ", " : "") + o;
     if (std::optional<std::string> e = r.render(shape[d], true))
       cond += (cond.empty() ? "" : " and ") + ("0 <= " + o + " < " + *e);
@@ -115,11 +227,11 @@ std::string whole_buffer_text(IslTextRenderer& r, int k, int buffer, const Shape
 }
 
 /** A call reads the whole of its argument buffers and writes the whole of its result. */
-void call_accesses(IslTextRenderer& r, const KernelPlan& plan, const Statement& s, int k,
-                   KernelText& t) {
-  t.writes.push_back(whole_buffer_text(r, k, s.buffer, plan.buffers[s.buffer].shape));
+void call_accesses(IslTextRenderer& r, const Layout& layout, const KernelPlan& plan,
+                   const Statement& s, int k, KernelText& t) {
+  t.writes.push_back(whole_buffer_text(r, layout, k, s.buffer, plan.buffers[s.buffer].shape));
   for (int b : s.args)
-    t.reads.push_back(whole_buffer_text(r, k, b, plan.buffers[b].shape));
+    t.reads.push_back(whole_buffer_text(r, layout, k, b, plan.buffers[b].shape));
 }
 
 /** Statement k runs after every earlier statement, its instances in lexicographic order. */
@@ -132,7 +244,7 @@ std::string order_text(int k, size_t rank, size_t depth) {
 
 KernelText kernel_text(IslTextRenderer& r, const KernelPlan& plan, const Kernel& kernel) {
   KernelText t;
-  KeptPositions kept = kept_positions(plan, kernel);
+  Layout layout{kept_positions(plan, kernel), split_positions(plan, kernel)};
   size_t depth = 0;
   for (const auto& s : kernel.statements)
     depth = std::max(depth, s.extents.size());
@@ -142,16 +254,16 @@ KernelText kernel_text(IslTextRenderer& r, const KernelPlan& plan, const Kernel&
     t.domains.push_back(domain_text(r, s, k));
     t.order.push_back(order_text(k, rank, depth));
     if (s.kind == Statement::Kind::call) {
-      call_accesses(r, plan, s, k, t);
+      call_accesses(r, layout, plan, s, k, t);
       continue;
     }
-    t.writes.push_back(access_text(r, kept, k, rank, s.buffer, s.index));
+    t.writes.push_back(access_text(r, layout, k, s, s.buffer, s.index));
     if (s.kind == Statement::Kind::reduce_update)
-      t.reads.push_back(access_text(r, kept, k, rank, s.buffer, s.index));
+      t.reads.push_back(access_text(r, layout, k, s, s.buffer, s.index));
     std::vector<const ScalarExpr*> loads;
     if (s.value) collect_loads(*s.value, loads);
     for (const ScalarExpr* load : loads)
-      t.reads.push_back(access_text(r, kept, k, rank, load->buffer, load->index));
+      t.reads.push_back(access_text(r, layout, k, s, load->buffer, load->index));
   }
   return t;
 }

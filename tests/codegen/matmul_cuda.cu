@@ -254,11 +254,11 @@ KILN_FN To kiln_bitcast(From a) {
 
 /* Every kernel's one parameter: the buffers, then the sizes. */
 struct kiln_params {
-  void* b[4];
+  void* b[3];
   int64_t s[3];
 };
 
-static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */, float* restrict b3 /* t5 */) {
+static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */) {
   for (int64_t t_c0_c1 = 0 + (int64_t)blockIdx.x; t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128)); t_c0_c1 += (int64_t)gridDim.x) {
     {
       /* tile0: a 128x128 block tile of S1, 8x8 per thread (scheduler/gpu_tile.h) */
@@ -496,12 +496,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           {
             const int64_t i0 = c0;
             const int64_t i1 = c1;
-            b3[(s_N * i0 + i1)] = tile0_acc[tile0_m][tile0_n];
-          }
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
+            b2[(s_N * i0 + i1)] = tile0_acc[tile0_m][tile0_n];
           }
         }
       }
@@ -512,5 +507,5 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
 extern "C" __global__ void __launch_bounds__(256, KILN_TILE_MIN_BLOCKS) kiln_matmul_0(const kiln_params p) {
   void* const* buffers = p.b;
   const int64_t* sizes = p.s;
-  kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (const float*)buffers[0], (const float*)buffers[1], (float*)buffers[2], (float*)buffers[3]);
+  kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (const float*)buffers[0], (const float*)buffers[1], (float*)buffers[2]);
 }

@@ -184,16 +184,16 @@ KILN_FN void kiln_sfence(void) {
 }
 
 /* The body of a parallel loop of kiln_matmul_0, its buffers restrict. */
-static void kiln_matmul_0_body0(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0, const float* restrict b1, float* restrict b2, float* restrict b3, const int64_t c0, const int64_t c1) {
+static void kiln_matmul_0_body0(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0, const float* restrict b1, float* restrict b2, const int64_t c0, const int64_t c1) {
   {
     const int64_t i0 = c0;
     const int64_t i1 = c1;
-    b3[(s_N * i0 + i1)] = (float)0;
+    b2[(s_N * i0 + i1)] = (float)0;
   }
 }
 
 /* The body of a parallel loop of kiln_matmul_0, its buffers restrict. */
-static void kiln_matmul_0_body1(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0, const float* restrict b1, float* restrict b2, float* restrict b3, const int64_t c2t, const int64_t c1t) {
+static void kiln_matmul_0_body1(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0, const float* restrict b1, float* restrict b2, const int64_t c2t, const int64_t c1t) {
   {
     float pack0_0[16384] __attribute__((aligned(64)));
     for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
@@ -211,30 +211,30 @@ static void kiln_matmul_0_body1(const int64_t s_M, const int64_t s_K, const int6
         kiln_vf32 tile0_0_0, tile0_0_1, tile0_0_2, tile0_0_3, tile0_0_4, tile0_0_5, tile0_0_6, tile0_0_7;
         kiln_vf32 tile0_1_0, tile0_1_1, tile0_1_2, tile0_1_3, tile0_1_4, tile0_1_5, tile0_1_6, tile0_1_7;
         kiln_vf32 tile0_2_0, tile0_2_1, tile0_2_2, tile0_2_3, tile0_2_4, tile0_2_5, tile0_2_6, tile0_2_7;
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); tile0_0_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_2 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); tile0_0_3 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); tile0_0_4 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); tile0_0_5 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); tile0_0_6 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); tile0_0_7 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 8); tile0_1_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); tile0_1_2 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 24); tile0_1_3 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 32); tile0_1_4 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 40); tile0_1_5 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 48); tile0_1_6 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 56); tile0_1_7 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 8); tile0_2_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); tile0_2_2 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 24); tile0_2_3 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 32); tile0_2_4 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 40); tile0_2_5 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 48); tile0_2_6 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 56); tile0_2_7 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); tile0_0_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); tile0_0_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); tile0_0_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); tile0_0_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); tile0_0_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); tile0_0_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 8); tile0_1_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); tile0_1_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 24); tile0_1_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 32); tile0_1_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 40); tile0_1_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 48); tile0_1_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 56); tile0_1_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 8); tile0_2_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); tile0_2_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 24); tile0_2_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 32); tile0_2_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 40); tile0_2_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 48); tile0_2_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 56); tile0_2_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
         for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
           { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 0]);
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
@@ -277,55 +277,43 @@ static void kiln_matmul_0_body1(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0t + 2), i1 = (c1t + 56), i2 = c2; tile0_2_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
           }
         }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_0); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_1); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_2); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_3); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_4); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_5); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_6); }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_0_7); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_0); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 8); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_1); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_2); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 24); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_3); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 32); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_4); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 40); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_5); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 48); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_6); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 56); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_1_7); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_0); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 8); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_1); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_2); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 24); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_3); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 32); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_4); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 40); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_5); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 48); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_6); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 56); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile0_2_7); }
-      }
-      if ((c2t + 256) >= s_K) {
-        for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-          #pragma omp simd
-          for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
-            {
-              const int64_t i0 = c0;
-              const int64_t i1 = c1;
-              b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-            }
-          }
-        }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_0_0); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_0_1); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_0_2); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_0_3); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_0_4); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_0_5); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_0_6); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_0_7); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_1_0); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 8); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_1_1); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_1_2); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 24); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_1_3); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 32); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_1_4); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 40); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_1_5); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 48); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_1_6); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 56); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_1_7); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_2_0); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 8); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_2_1); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_2_2); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 24); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_2_3); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 32); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_2_4); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 40); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_2_5); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 48); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_2_6); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 56); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_2_7); }
       }
     }
     for (int64_t c0 = (0 > (3 * kiln_fdiv(s_M, 3)) ? 0 : (3 * kiln_fdiv(s_M, 3))); c0 < s_M; c0 += 1) {
       {
         kiln_vf32 tile1_0_0, tile1_0_1, tile1_0_2, tile1_0_3, tile1_0_4, tile1_0_5, tile1_0_6, tile1_0_7;
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 8); tile1_0_1 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); tile1_0_2 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 24); tile1_0_3 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 32); tile1_0_4 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 40); tile1_0_5 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 48); tile1_0_6 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); tile1_0_7 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 8); tile1_0_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); tile1_0_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 24); tile1_0_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 32); tile1_0_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 40); tile1_0_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 48); tile1_0_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); tile1_0_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
         for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
           { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 0]);
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
@@ -352,31 +340,21 @@ static void kiln_matmul_0_body1(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 56), i2 = c2; tile1_0_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
           }
         }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_0); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 8); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_1); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_2); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 24); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_3); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 32); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_4); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 40); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_5); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 48); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_6); }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile1_0_7); }
-      }
-      if ((c2t + 256) >= s_K) {
-        #pragma omp simd
-        for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-          }
-        }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile1_0_0); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 8); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile1_0_1); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile1_0_2); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 24); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile1_0_3); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 32); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile1_0_4); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 40); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile1_0_5); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 48); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile1_0_6); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile1_0_7); }
       }
     }
   }
 }
 
 /* The body of a parallel loop of kiln_matmul_0, its buffers restrict. */
-static void kiln_matmul_0_body2(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0, const float* restrict b1, float* restrict b2, float* restrict b3, const int64_t c2t, const int64_t c1t) {
+static void kiln_matmul_0_body2(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0, const float* restrict b1, float* restrict b2, const int64_t c2t, const int64_t c1t) {
   {
     float pack1_0[2048] __attribute__((aligned(64)));
     for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
@@ -387,9 +365,9 @@ static void kiln_matmul_0_body2(const int64_t s_M, const int64_t s_K, const int6
         kiln_vf32 tile2_0_0;
         kiln_vf32 tile2_1_0;
         kiln_vf32 tile2_2_0;
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile2_1_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile2_2_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile2_1_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile2_2_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
         for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
           { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 8 + 0]);
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
@@ -397,50 +375,28 @@ static void kiln_matmul_0_body2(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile2_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
           }
         }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_0_0); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_1_0); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile2_2_0); }
-      }
-      if ((c2t + 256) >= s_K) {
-        for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-          #pragma omp simd
-          for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
-            {
-              const int64_t i0 = c0;
-              const int64_t i1 = c1;
-              b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-            }
-          }
-        }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_0_0); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_1_0); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_2_0); }
       }
     }
     for (int64_t c0 = (0 > (3 * kiln_fdiv(s_M, 3)) ? 0 : (3 * kiln_fdiv(s_M, 3))); c0 < s_M; c0 += 1) {
       {
         kiln_vf32 tile3_0_0;
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile3_0_0 = kiln_vld_f32(&b3[(s_N * i0 + i1)]); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile3_0_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
         for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
           { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 8 + 0]);
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile3_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
           }
         }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b3[(s_N * i0 + i1)], tile3_0_0); }
-      }
-      if ((c2t + 256) >= s_K) {
-        #pragma omp simd
-        for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-          }
-        }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile3_0_0); }
       }
     }
   }
 }
 
 /* The body of a parallel loop of kiln_matmul_0, its buffers restrict. */
-static void kiln_matmul_0_body3(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0, const float* restrict b1, float* restrict b2, float* restrict b3, const int64_t c2t, const int64_t c1t) {
+static void kiln_matmul_0_body3(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0, const float* restrict b1, float* restrict b2, const int64_t c2t, const int64_t c1t) {
   {
     float pack2_0[2048] __attribute__((aligned(64)));
     for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
@@ -451,9 +407,9 @@ static void kiln_matmul_0_body3(const int64_t s_M, const int64_t s_K, const int6
         kiln_vf32 tile4_0_0;
         kiln_vf32 tile4_1_0;
         kiln_vf32 tile4_2_0;
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile4_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile4_1_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile4_2_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile4_0_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile4_1_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile4_2_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
         for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
           { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 8 + 0]);
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile4_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
@@ -461,114 +417,49 @@ static void kiln_matmul_0_body3(const int64_t s_M, const int64_t s_K, const int6
             { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile4_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
           }
         }
-        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_0_0); }
-        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_1_0); }
-        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile4_2_0); }
-      }
-      if ((c2t + 256) >= s_K) {
-        for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-          #pragma omp simd
-          for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
-            {
-              const int64_t i0 = c0;
-              const int64_t i1 = c1;
-              b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-            }
-          }
-        }
+        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (s_N - c1t), tile4_0_0); }
+        { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (s_N - c1t), tile4_1_0); }
+        { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (s_N - c1t), tile4_2_0); }
       }
     }
     for (int64_t c0 = (0 > (3 * kiln_fdiv(s_M, 3)) ? 0 : (3 * kiln_fdiv(s_M, 3))); c0 < s_M; c0 += 1) {
       {
         kiln_vf32 tile5_0_0;
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile5_0_0 = kiln_vldm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile5_0_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
         for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
           { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 8 + 0]);
             { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile5_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
           }
         }
-        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vstm_f32(b3, (s_N * i0 + i1), 0, (s_N - c1t), tile5_0_0); }
-      }
-      if ((c2t + 256) >= s_K) {
-        #pragma omp simd
-        for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-          }
-        }
+        { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (s_N - c1t), tile5_0_0); }
       }
     }
   }
 }
 
-/* The body of a parallel loop of kiln_matmul_0, its buffers restrict. */
-static void kiln_matmul_0_body4(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0, const float* restrict b1, float* restrict b2, float* restrict b3, const int64_t c0) {
-  if (0 >= s_K) {
-    {
-      int64_t c1 = 0;
-      if (((s_M * s_N)) * 4 >= 16777216) {
-        const float* kiln_at;
-        { const int64_t i0 = c0, i1 = c1; kiln_at = &b2[(s_N * i0 + i1)]; }
-        const int64_t kiln_peel = c1 + (int64_t)(((uint64_t)0 - (uint64_t)kiln_at) & 31) / 4;
-        for (; c1 < kiln_peel && (c1 < s_N); c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-          }
-        }
-        for (; ((c1 + 7) < s_N); c1 += 8) { const int64_t i0 = c0, i1 = c1; kiln_vstnt_f32(&b2[(s_N * i0 + i1)], kiln_vld_f32(&b3[(s_N * i0 + i1)])); }
-        for (; (c1 < s_N); c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-          }
-        }
-        kiln_sfence();
-      } else {
-        #pragma omp simd
-        for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b2[(s_N * i0 + i1)] = (float)b3[(s_N * i0 + i1)];
-          }
-        }
-      }
-    }
-  }
-}
-
-static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */, float* restrict b3 /* t5 */) {
+static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */) {
   #pragma omp parallel for schedule(static) collapse(2)
   for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
     for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
-      kiln_matmul_0_body0(s_M, s_K, s_N, b0, b1, b2, b3, c0, c1);
+      kiln_matmul_0_body0(s_M, s_K, s_N, b0, b1, b2, c0, c1);
     }
   }
   for (int64_t c2t = 0; c2t < s_K; c2t += 256) {
     #pragma omp parallel for schedule(static)
     for (int64_t c1t = 0; c1t < (s_N - 63); c1t += 64) {
-      kiln_matmul_0_body1(s_M, s_K, s_N, b0, b1, b2, b3, c2t, c1t);
+      kiln_matmul_0_body1(s_M, s_K, s_N, b0, b1, b2, c2t, c1t);
     }
     #pragma omp parallel for schedule(static)
     for (int64_t c1t = (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))); c1t < (s_N - 7); c1t += 8) {
-      kiln_matmul_0_body2(s_M, s_K, s_N, b0, b1, b2, b3, c2t, c1t);
+      kiln_matmul_0_body2(s_M, s_K, s_N, b0, b1, b2, c2t, c1t);
     }
     #pragma omp parallel for schedule(static)
     for (int64_t c1t = ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) > ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) + (8 * kiln_fdiv((s_N - (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))), 8))) ? (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) : ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) + (8 * kiln_fdiv((s_N - (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))), 8)))); c1t < s_N; c1t += 8) {
-      kiln_matmul_0_body3(s_M, s_K, s_N, b0, b1, b2, b3, c2t, c1t);
+      kiln_matmul_0_body3(s_M, s_K, s_N, b0, b1, b2, c2t, c1t);
     }
-  }
-  #pragma omp parallel for schedule(static)
-  for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
-    kiln_matmul_0_body4(s_M, s_K, s_N, b0, b1, b2, b3, c0);
   }
 }
 
 void kiln_matmul_0(void* const* restrict buffers, const int64_t* restrict sizes) {
-  kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (const float*)buffers[0], (const float*)buffers[1], (float*)buffers[2], (float*)buffers[3]);
+  kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (const float*)buffers[0], (const float*)buffers[1], (float*)buffers[2]);
 }

@@ -123,7 +123,7 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t1 */, float* restrict b3 /* t8 */) {
+static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t2 */, float* restrict b3 /* t9 */) {
   for (int64_t c0 = 0; c0 < s_batch0; c0 += 1) {
     {
       const int64_t i0 = c0;

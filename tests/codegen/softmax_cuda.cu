@@ -258,7 +258,7 @@ struct kiln_params {
   int64_t s[2];
 };
 
-static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t1 */, float* restrict b3 /* t8 */) {
+static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t2 */, float* restrict b3 /* t9 */) {
   for (int64_t c0 = 0 + (int64_t)blockIdx.x; c0 < s_batch0; c0 += (int64_t)gridDim.x) {
     if (threadIdx.x == 0) {
       {

@@ -184,7 +184,7 @@ static void kiln_softmax_0_body0(const int64_t s_batch0, const int64_t s_N, cons
   }
 }
 
-static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t1 */, float* restrict b3 /* t8 */) {
+static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t2 */, float* restrict b3 /* t9 */) {
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; c0 < s_batch0; c0 += 1) {
     kiln_softmax_0_body0(s_batch0, s_N, b0, b1, b2, b3, c0);

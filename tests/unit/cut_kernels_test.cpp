@@ -155,9 +155,10 @@ TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue 
   CHECK(softmax.statements.back().extents.size() == 4);  // the probabilities, [b, h, i, j]
   // The weighted sum reads them stored: inline, they would be recomputed for each of D lanes.
   const Kernel& last = att.kernels.back();
-  REQUIRE(last.statements.size() == 3);
+  // The sum accumulates in the output itself: the view that drops its kept axis is inverted.
+  REQUIRE(last.statements.size() == 2);
   CHECK(last.statements[1].kind == Statement::Kind::reduce_update);
-  CHECK(last.statements[2].kind == Statement::Kind::assign);  // y = the sum, element by element
+  CHECK(att.buffers[last.statements[1].buffer].kind == BufferKind::output);
   std::vector<const ScalarExpr*> loads;
   collect_loads(*last.statements[1].value, loads);
   REQUIRE(loads.size() == 2);
@@ -195,6 +196,43 @@ TEST_CASE("cut: on the CPU each contraction of a GPT-2 block is a kernel with it
       CHECK(k.statements[s].kind == Statement::Kind::assign);
   }
   CHECK(contractions == 6);  // qkv, q·kᵀ, P·V, the projection, fc1, fc2
+}
+
+TEST_CASE("build: a reduce read only through a reordering view is computed in its layout") {
+  // Heads merged back after attention, reshape(permute(P·V)) into [S, C]: P·V accumulates
+  // straight into the output at o[s, (C / H)·h + d]; no copy reorders it afterwards.
+  KernelPlan plan = plan_of("tests/regressions/transformer_block.toml:block_attention",
+                            {{"S", 5}, {"C", 8}}, DType::f32, {{"heads", test::attr_int(2)}});
+  int out = -1;
+  for (size_t b = 0; b < plan.buffers.size(); ++b)
+    if (plan.buffers[b].kind == BufferKind::output) out = static_cast<int>(b);
+  REQUIRE(out >= 0);
+  std::vector<Statement::Kind> writes;
+  for (const Statement& st : plan.kernels[0].statements)
+    if (st.buffer == out) writes.push_back(st.kind);
+  CHECK(writes ==
+        std::vector<Statement::Kind>{Statement::Kind::reduce_init, Statement::Kind::reduce_update});
+  for (const Statement& st : plan.kernels[0].statements)
+    if (st.buffer == out) CHECK(st.index[1].str().find("/") != std::string::npos);
+
+  // The same attention on [1, H, S, D] inputs: the sum's kept axis of 1 is dropped by a view,
+  // which the sum writes through too.
+  plan = plan_of("tests/regressions/transformer_block.toml:block_attention_contiguous",
+                 {{"H", 2}, {"S", 5}, {"D", 4}});
+  int assigns_to_out = 0, updates_to_out = 0;
+  for (const Statement& st : plan.kernels[0].statements) {
+    if (plan.buffers[st.buffer].kind != BufferKind::output) continue;
+    assigns_to_out += st.kind == Statement::Kind::assign;
+    updates_to_out += st.kind == Statement::Kind::reduce_update;
+  }
+  CHECK(assigns_to_out == 0);
+  CHECK(updates_to_out == 1);
+
+  // softmax's sums are read by a division, not a view: they keep buffers of their own.
+  plan = plan_of("ops/nn.toml:softmax");
+  for (const Statement& st : plan.kernels[0].statements)
+    if (st.kind == Statement::Kind::reduce_update)
+      CHECK(plan.buffers[st.buffer].kind == BufferKind::temp);
 }
 
 TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an online softmax") {

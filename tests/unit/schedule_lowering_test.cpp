@@ -300,6 +300,40 @@ TEST_CASE("schedule: x · wᵀ keeps a register tile; the packed panel gathers w
     CHECK(f->tile_rows == 0);
 }
 
+TEST_CASE("schedule: a product written into merged heads, o[n, D·h + d], keeps its tile") {
+  // P·V of attention computed straight into [N, H·D] (build_statements writes a reduce through
+  // the view that merges the heads): isl cannot multiply the size D by the iterator h, so it
+  // sees o's second dimension split into (h, d) and the access stays exact. Without that the
+  // write would cover a whole row of o and every loop but n would lose its coincidence.
+  const IntExpr D = IntExpr::var("D");
+  KernelBuilder b;
+  int p = b.buffer("p", {H, N, N}), v = b.buffer("v", {H, N, D}), o = b.buffer("o", {N, H * D}),
+      y = b.buffer("y", {N, H * D});
+  b.stmt(Statement::Kind::reduce_init, {H, N, D}, o, {it(1), D * it(0) + it(2)});
+  b.stmt(Statement::Kind::reduce_update, {H, N, D, N}, o, {it(1), D * it(0) + it(2)},
+         op(Op::mul, {load(p, {it(0), it(1), it(3)}), load(v, {it(0), it(3), it(2)})}));
+  ScheduleOptions opt;
+  opt.micro = {3, 2, 64, 32};
+  std::vector<Env> sizes = {{{"H", 2}, {"N", 7}, {"D", 17}},
+                            {{"H", 3}, {"N", 2}, {"D", 64}},
+                            {{"H", 1}, {"N", 1}, {"D", 1}}};
+  ScheduledKernel r = check_legal(b, opt, sizes);
+  report("P·V into merged heads", r);
+  int tiles = 0;
+  for (const LoopNode* a : nodes_of(*r.nest.root, LoopNode::Kind::alloc))
+    tiles += a->tile_rows > 0 && a->pack_depth == 0;
+  CHECK(tiles >= 1);
+  std::vector<const LoopNode*> all = loops(*r.nest.root);
+  REQUIRE_FALSE(all.empty());
+  CHECK(all.front()->coincident);
+
+  // A later statement of the kernel that reads o plainly, o[n, c]: isl sees that read as the
+  // whole row (sound), and the order stays legal.
+  b.stmt(Statement::Kind::assign, {N, H * D}, y, {it(0), it(1)},
+         op(Op::mul, {load(o, {it(0), it(1)}), load(o, {it(0), it(1)})}));
+  check_legal(b, opt, sizes);
+}
+
 TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elements in registers") {
   ScheduleOptions opt = untiled();
   opt.backend_gpu = true;

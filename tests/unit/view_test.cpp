@@ -189,3 +189,75 @@ TEST_CASE("view: reshape of a source with a zero dimension has no index to compu
   CHECK(v.shape.size() == 2);
   CHECK(v.index.size() == 3);
 }
+
+namespace {
+
+/** Checks that `inverse` undoes `v` at every element of the view under every binding. */
+void check_inverse(const View& v, const std::vector<IntExpr>& inverse, const Shape& source,
+                   const std::vector<Env>& bindings) {
+  for (const Env& env : bindings) {
+    Index dims;
+    for (const IntExpr& d : v.shape)
+      dims.push_back(d.eval(env));
+    for (const Index& at : all_indices(dims)) {
+      std::optional<Index> src = apply(v, at, env);
+      REQUIRE(src);
+      Env back = env;
+      for (size_t j = 0; j < src->size(); ++j) {
+        CHECK((*src)[j] >= 0);
+        CHECK((*src)[j] < source[j].eval(env));
+        back["%" + std::to_string(j)] = (*src)[j];
+      }
+      Index again;
+      for (const IntExpr& e : inverse)
+        again.push_back(e.eval(back));
+      CHECK(again == at);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("view: reshapes and permutes invert to affine maps; other views do not") {
+  const IntExpr S = IntExpr::var("S"), C = IntExpr::var("C");
+  const IntExpr D = floordiv(C, 4);
+  SizeFacts facts;
+  facts.assume({mod(C, 4), Relation::eq, 0});
+  std::vector<Env> bindings = {{{"S", 3}, {"C", 8}}, {{"S", 1}, {"C", 4}}, {{"S", 2}, {"C", 12}}};
+
+  // Heads merged back: [1, 4, S, D, 1] (a reduction's result) → permute → [S, C].
+  Shape out = {1, 4, S, D, 1};
+  View heads = View::compose(
+      views::reshape({1, S, 4, D}, {S, C}),
+      View::compose(views::permute({1, 4, S, D}, {0, 2, 1, 3}), views::reshape(out, {1, 4, S, D})));
+  std::optional<std::vector<IntExpr>> inv = invert(heads, out, facts);
+  REQUIRE(inv);
+  // Affine in the source coordinates: no coordinate inside a division or a modulus.
+  for (const IntExpr& e : *inv)
+    for (const IntExpr::Term& term : e.terms())
+      for (const auto& f : term.factors)
+        if (f->kind != IntAtom::Kind::var) CHECK(f->a.str().find('%') == std::string::npos);
+  check_inverse(heads, *inv, out, bindings);
+
+  // Heads split: [S, C] → [S, 4, D] → [4, S, D] (a permute of a split).
+  View split =
+      View::compose(views::permute({S, 4, D}, {1, 0, 2}), views::reshape({S, C}, {S, 4, D}));
+  CHECK_FALSE(invert(split, {S, C}, facts));  // %1 * D + %2: its inverse divides
+
+  // A transpose and a three-way merge.
+  View t = views::permute({S, C, 3}, {2, 0, 1});
+  inv = invert(t, {S, C, 3}, facts);
+  REQUIRE(inv);
+  check_inverse(t, *inv, {S, C, 3}, bindings);
+  View merged = views::reshape({2, S, 3}, {2 * S * 3});
+  inv = invert(merged, {2, S, 3}, facts);
+  REQUIRE(inv);
+  check_inverse(merged, *inv, {2, S, 3}, bindings);
+
+  // Not one-to-one and onto: a slice, a broadcast, a pad, a flip.
+  CHECK_FALSE(invert(views::slice({S, C}, 1, 0, D, 1), {S, C}, facts));
+  CHECK_FALSE(invert(views::slice({S, C}, 1, D, D, 1), {S, C}, facts));
+  CHECK_FALSE(invert(views::expand({S, 1}, {S, C}), {S, 1}, facts));
+  CHECK_FALSE(invert(views::pad({S, C}, 1, 1, 0), {S, C}, facts));
+  CHECK_FALSE(invert(views::slice({S, C}, 0, S - 1, S, -1), {S, C}, facts));
+}
