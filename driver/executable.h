@@ -99,6 +99,10 @@ class Executable {
   };
   mutable std::vector<Slot> workspace_;
   mutable std::mutex workspace_mutex_;  ///< held by a device run, which uses workspace_
+  /** A CPU backend's temporaries: one arena, kept between runs by the run that holds
+   *  host_mutex_ (a concurrent run allocates its own); slots staggered (host_slot_offsets). */
+  mutable Slot host_arena_;
+  mutable std::mutex host_mutex_;
   /** Kernel k's exported workspace size function (packed_weights.h), or null: it keeps none. */
   std::vector<int64_t (*)(const int64_t*)> workspace_bytes_;
   mutable std::vector<Slot> packs_;  ///< kernel k's workspace, kept between runs
