@@ -79,6 +79,21 @@ KILN_FN uint64_t kiln_f2u64(double v) {
   if (v >= 18446744073709551616.0) return ~0ULL;
   return (uint64_t)v;
 }
+#if defined(__clang__) && defined(__F16C__)
+/* f16 <-> f32 by the processor's conversions (vcvtph2ps, vcvtps2ph: exact, round to nearest
+   even), which the vectoriser also applies to whole vectors. */
+KILN_FN float kiln_f16_to_f32(uint16_t h) {
+  _Float16 f;
+  memcpy(&f, &h, 2);
+  return (float)f;
+}
+KILN_FN uint16_t kiln_f32_to_f16(float x) {
+  _Float16 f = (_Float16)x;
+  uint16_t h;
+  memcpy(&h, &f, 2);
+  return h;
+}
+#else
 KILN_FN float kiln_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
   if (exp == 0x1f) {
@@ -110,6 +125,7 @@ KILN_FN uint16_t kiln_f32_to_f16(float f) {
   uint32_t r = a + 0xc8000fffu + ((a >> 13) & 1u);  // rebias exponent, round to nearest even
   return (uint16_t)(sign | (r >> 13));
 }
+#endif
 KILN_FN float kiln_bf16_to_f32(uint16_t h) {
   uint32_t bits = (uint32_t)h << 16;
   float out;
