@@ -28,6 +28,7 @@ class CBackend : public Backend {
     opt.backend_simd = false;
   }
   void configure_cuts(CutOptions& cut) const override { cpu_cuts(cut); }
+  void configure_build(BuildOptions& build) const override { build.copy_input_views = false; }
   const CStyleRenderer& renderer() const override { return renderer_; }
 
  private:
@@ -43,6 +44,7 @@ class OpenMPBackend : public Backend {
     opt.backend_simd = true;
   }
   void configure_cuts(CutOptions& cut) const override { cpu_cuts(cut); }
+  void configure_build(BuildOptions& build) const override { build.copy_input_views = false; }
   const CStyleRenderer& renderer() const override { return renderer_; }
 
  private:

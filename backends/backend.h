@@ -16,6 +16,7 @@
 #include "ir/kernel_ir.h"
 #include "ir/launch_geometry.h"
 #include "ir/loop_ir.h"
+#include "scheduler/build_statements.h"
 #include "scheduler/cut_kernels.h"
 #include "scheduler/schedule_kernel.h"
 
@@ -39,6 +40,9 @@ class Backend {
    *  cuts after reductions, whose results every later thread may read; CPU backends fuse
    *  across them and keep the defaults. */
   virtual void configure_cuts(CutOptions&) const {}
+  /** Sets how the graph is lowered to statements (scheduler/build_statements.h); the defaults
+   *  copy what a GPU tile needs copied. */
+  virtual void configure_build(BuildOptions&) const {}
   /** The renderer that turns the scheduled plan into one translation unit. */
   virtual const CStyleRenderer& renderer() const = 0;
   /** Where buffers live. */

@@ -141,6 +141,7 @@ CompileOptions compile_options(const SpecFile& file,
   opt.log = &std::cerr;
   opt.rule_files = file.rules;
   backend_for(rt.backend()).configure_cuts(opt.cut);
+  backend_for(rt.backend()).configure_build(opt.build);
   opt.cut.fuse_softmax_contractions &= opt.schedule.gpu_tile.rows > 0;
   opt.cut.tile_bounded_contractions &= opt.schedule.gpu_tile.rows > 0;
   return opt;

@@ -60,7 +60,7 @@ const std::vector<Stage>& stages() {
          values.online_softmax = s.opt.cut.fuse_softmax_contractions;
          ValuePlan plan = plan_values(s.out.graph, values);
          s.out.values = value_plan_to_text(s.out.graph, plan);
-         s.out.plan = build_statements(s.out.graph, plan);
+         s.out.plan = build_statements(s.out.graph, plan, s.opt.build);
          return s.out.values + plan_to_text(s.out.plan);
        }},
       {"cut", 0, 2,

@@ -26,6 +26,7 @@ struct CompileOptions {
   std::ostream* log = nullptr;                ///< where --debug output goes (nullptr: nowhere)
   ScheduleOptions schedule;                   ///< tiling, loop mappings, isl limits
   CutOptions cut;                             ///< where the plan is cut into kernels
+  BuildOptions build;                         ///< how the graph becomes statements
   SimplifyOptions simplify;                   ///< FASTMATH, BLAS, SIMPLIFY
   std::vector<std::string> rule_files;        ///< --rules and [meta] rules, after the shipped
   std::map<std::string, std::string> config;  ///< --config items by knob (driver/config.h)

@@ -35,7 +35,8 @@ Index iterators(size_t rank) {
 
 class Builder {
  public:
-  Builder(const Graph& g, const ValuePlan& values) : g_(g), values_(values) {}
+  Builder(const Graph& g, const ValuePlan& values, const BuildOptions& opt)
+      : g_(g), values_(values), opt_(opt) {}
 
   KernelPlan build() {
     plan_.size_vars = g_.size_vars;
@@ -438,8 +439,9 @@ class Builder {
         Index inner;
         for (const IntExpr& x : n.view.index)
           inner.push_back(x.substitute(sub));
+        bool input = g_[n.operands[0]].op == Op::input;
         if (in_reduction_ && affine_in_iterators(index) && !affine_in_iterators(inner) &&
-            !windowed(n.view.index))
+            !windowed(n.view.index) && (opt_.copy_input_views || !input))
           return layout_load(id, index);
         ScalarExprPtr src = expr(n.operands[0], inner);
         if (n.view.mask.empty()) return src;
@@ -598,6 +600,7 @@ class Builder {
 
   const Graph& g_;
   const ValuePlan& values_;
+  const BuildOptions opt_;
   KernelPlan plan_;
   Kernel* kernel_ = nullptr;
   std::map<NodeId, int> buffer_of_;  // inputs, materialised reduces, calls and call operands
@@ -615,8 +618,8 @@ class Builder {
 
 }  // namespace
 
-KernelPlan build_statements(const Graph& g, const ValuePlan& values) {
-  return Builder(g, values).build();
+KernelPlan build_statements(const Graph& g, const ValuePlan& values, const BuildOptions& opt) {
+  return Builder(g, values, opt).build();
 }
 
 KernelPlan build_statements(const Graph& g) {

@@ -23,8 +23,18 @@
 
 namespace kiln {
 
+/** What differs between backends in lowering. */
+struct BuildOptions {
+  /** Whether a reduction reads an input through a view whose index is not affine with
+   *  constant coefficients (heads split from a feature axis, `(C / H)·h + d`) from a layout
+   *  copy (layout_load) rather than from the input. CPU backends read the input: its reads
+   *  create no dependence isl must see exactly, and their register tile packs a strided
+   *  operand per k block anyway; GPU backends copy, so that their tiles load coalesced. */
+  bool copy_input_views = true;
+};
+
 /** Lowers a verified graph to a kernel plan, storing the values `values` stores. */
-KernelPlan build_statements(const Graph& g, const ValuePlan& values);
+KernelPlan build_statements(const Graph& g, const ValuePlan& values, const BuildOptions& opt = {});
 
 /** The same with every value the planner's default options store. */
 KernelPlan build_statements(const Graph& g);

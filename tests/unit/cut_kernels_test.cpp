@@ -235,6 +235,29 @@ TEST_CASE("build: a reduce read only through a reordering view is computed in it
       CHECK(plan.buffers[st.buffer].kind == BufferKind::temp);
 }
 
+TEST_CASE("build: a CPU backend reads q, k and v through the head-splitting views") {
+  // The heads split from qkv by views index it as (C / H)·h + d: a GPU backend copies them
+  // into [H, S, D] layouts for its tiles; a CPU backend reads the input as it is (its register
+  // tile packs the strided operand per k block, and an input's reads need no exact access).
+  test::RunSpec spec;
+  spec.target = "tests/regressions/transformer_block.toml:block_attention";
+  spec.sizes = {{"S", 5}, {"C", 8}};
+  spec.attrs = {{"heads", test::attr_int(2)}};
+  spec.interpret = false;
+  Graph g = test::run(spec).graph;
+  auto copies = [&](const BuildOptions& opt) {
+    KernelPlan plan = build_statements(g, plan_values(g, {}), opt);
+    int n = 0;
+    for (const Buffer& b : plan.buffers)
+      n += b.kind == BufferKind::temp && b.name[0] == 'l';
+    return n;
+  };
+  CHECK(copies(BuildOptions{}) == 3);
+  BuildOptions cpu;
+  cpu.copy_input_views = false;
+  CHECK(copies(cpu) == 0);
+}
+
 TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an online softmax") {
   const CutOptions opt = gpu_cut_options();
   const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}};
