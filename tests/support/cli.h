@@ -28,13 +28,24 @@ inline Result run_kiln(const std::string& args, const std::string& env = "") {
   const char* bin = std::getenv("KILN_BIN");
   Result r;
   if (!bin) return r;
-  std::string cmd = (env.empty() ? "" : env + " ") + bin + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p))
-    r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto once = [&](const std::string& extra_env) {
+    std::string cmd = extra_env + (env.empty() ? "" : env + " ") + bin + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::array<char, 4096> buf;
+    r.out.clear();
+    while (size_t n = fread(buf.data(), 1, buf.size(), p))
+      r.out.append(buf.data(), n);
+    int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  once("");
+  // LeakSanitizer's own tracer thread sometimes faults while it stops the process at exit,
+  // after kiln has done its work (gcc 12; for some builds of one source every time, when kiln
+  // runs under this harness): the leak check could not run, which says nothing about kiln.
+  // Run once more without it; any other sanitizer report still fails the test below.
+  if (r.out.find("Tracer caught signal") != std::string::npos &&
+      r.out.find("LeakSanitizer has encountered a fatal error") != std::string::npos)
+    once("ASAN_OPTIONS=detect_leaks=0 ");
   // A sanitizer report is the answer to a failure that comes later, often far from here.
   if (r.out.find("Sanitizer") != std::string::npos)
     std::cerr << "kiln " << args << " printed a sanitizer report:\n" << r.out << "\n";
