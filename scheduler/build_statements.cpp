@@ -152,10 +152,10 @@ class Builder {
       // operand), and the buffer holds the view without them.
       std::vector<size_t> kept;
       std::map<std::string, IntExpr> renumber;
+      std::set<std::string> vars;
+      for (const IntExpr& x : view.view.index)
+        x.collect_vars(vars);
       for (size_t d = 0; d < view.shape.size(); ++d) {
-        std::set<std::string> vars;
-        for (const IntExpr& x : view.view.index)
-          x.collect_vars(vars);
         if (!vars.count("%" + std::to_string(d)) && view.shape[d] != IntExpr(1)) continue;
         renumber["%" + std::to_string(d)] = IntExpr::index(static_cast<int>(kept.size()));
         kept.push_back(d);
