@@ -346,6 +346,24 @@ std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
   if (auto it = c.lane_bound.find(&e); it != c.lane_bound.end()) return it->second;
   DType t = e.dtype;
   auto arg = [&](size_t k) { return render_lanes(c, *e.args[k], lanes); };
+  if (e.kind == ScalarExpr::Kind::load && (t == DType::f16 || t == DType::bf16) && e.mask.empty()) {
+    // f16 and bf16 lanes compute in f32: each lane's element converted (the C compiler turns
+    // the eight conversions of neighbours into one vector conversion where it can).
+    std::string out = "((kiln_vf32){";
+    int width = c.options.vector_bytes / 4;
+    const std::string& v = *lanes.begin();
+    for (int l = 0; l < width; ++l) {
+      ScalarExpr at = e;
+      std::map<std::string, IntExpr> lane = {{v, IntExpr::var(v) + IntExpr(l)}};
+      for (IntExpr& i : at.index)
+        i = i.substitute(lane);
+      std::string one = render_value(c, at);
+      if (!c.lane_limit.empty())
+        one = "(" + std::to_string(l) + " < " + c.lane_limit + " ? " + one + " : 0)";
+      out += (l ? ", " : "") + one;
+    }
+    return out + "})";
+  }
   if (e.kind == ScalarExpr::Kind::load && (t == DType::f32 || t == DType::f64)) {
     IntExpr linear = linear_index(c, e.buffer, e.index);
     std::string offset = int_expr_to_c(linear, c.sizes);

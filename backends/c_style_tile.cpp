@@ -231,7 +231,7 @@ std::string CStyleRenderer::render_pack_fill(const Context& c, const LoopNode& n
   std::vector<const ScalarExpr*> loads =
       row_shared_loads(st, along, driven_iterators(n, p.tile_row));
   std::string t = st.value->dtype == DType::f64 ? "f64" : "f32";
-  int lanes = c.options.vector_bytes / (dtype_bits(st.value->dtype) / 8);
+  int lanes = c.options.vector_bytes / (t == "f64" ? 8 : 4);  // f16 and bf16 pack as f32
   std::string s;
   for (int64_t v = 0; v < p.tile_lanes / lanes; ++v) {
     // The row iterator is not bound here; the loads packed do not read it.

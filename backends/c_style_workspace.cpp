@@ -52,7 +52,7 @@ std::vector<std::string> region_bytes(const Kernel& k, const std::vector<Region>
   std::vector<std::string> out;
   for (const Region& r : regions) {
     const Statement& st = k.statements.at(r.statement);
-    int64_t per_line = 64 / (dtype_bits(st.value->dtype) / 8);
+    int64_t per_line = st.value->dtype == DType::f64 ? 8 : 16;  // f16 and bf16 pack as f32
     std::string elements = "(" + int_expr_to_c(st.extents.at(r.k_iterator), sizes) + ") * ((" +
                            int_expr_to_c(st.extents.at(r.lane_iterator), sizes) + ") + " +
                            std::to_string(r.lanes) + ")";

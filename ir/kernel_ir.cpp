@@ -64,7 +64,10 @@ bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars) {
 bool lane_value(const KernelPlan& plan, const ScalarExpr& e, const std::set<std::string>& vars,
                 DType t) {
   if (!uses_vars(e, vars)) return true;
-  if (e.dtype != t) return false;
+  // f16 and bf16 values compute in f32 (the C renderers convert at loads and round at stores).
+  auto narrow = [](DType d) { return d == DType::f16 || d == DType::bf16; };
+  auto fits = [&](DType d) { return d == t || (t == DType::f32 && narrow(d)); };
+  if (!fits(e.dtype)) return false;
   if (is_gather(e)) return false;
   if (e.kind == ScalarExpr::Kind::load) {
     // A mask moves by -1, 0 or +1 per lane: the lanes it keeps are one range (rendered as a
@@ -74,7 +77,7 @@ bool lane_value(const KernelPlan& plan, const ScalarExpr& e, const std::set<std:
         std::optional<int64_t> a = affine_coefficient(m.expr, v);
         if (!a || *a < -1 || *a > 1 || affine_coefficient(m.bound, v) != 0) return false;
       }
-    return plan.buffers.at(e.buffer).dtype == t;
+    return fits(plan.buffers.at(e.buffer).dtype);
   }
   if (e.kind != ScalarExpr::Kind::op || !e.mask.empty()) return false;
   if (e.op != Op::add && e.op != Op::mul && e.op != Op::neg && e.op != Op::copy &&

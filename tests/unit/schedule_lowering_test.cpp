@@ -300,6 +300,27 @@ TEST_CASE("schedule: x · wᵀ keeps a register tile; the packed panel gathers w
     CHECK(f->tile_rows == 0);
 }
 
+TEST_CASE("schedule: an f16 or bf16 product accumulating in f32 keeps a register tile") {
+  // build_statements accumulates an f16 or bf16 sum in an f32 temp; the product of the narrow
+  // loads computes in f32 (the C renderers convert at loads), so the tile applies as in f32:
+  // the packed panel holds b's row converted once per k block.
+  for (DType t : {DType::f16, DType::bf16}) {
+    KernelBuilder b = matmul(t);
+    b.plan.buffers[2].dtype = DType::f32;  // C, the accumulator
+    ScheduleOptions opt;
+    opt.micro = {3, 2, 64, 32};
+    ScheduledKernel r =
+        check_legal(b, opt, {{{"M", 7}, {"N", 70}, {"K", 300}}, {{"M", 2}, {"N", 5}, {"K", 3}}});
+    int packs = 0, tiles = 0;
+    for (const LoopNode* a : nodes_of(*r.nest.root, LoopNode::Kind::alloc)) {
+      packs += a->pack_depth > 0;
+      tiles += a->tile_rows > 0 && a->pack_depth == 0;
+    }
+    CHECK(packs >= 1);
+    CHECK(tiles >= 1);
+  }
+}
+
 TEST_CASE("schedule: a product written into merged heads, o[n, D·h + d], keeps its tile") {
   // P·V of attention computed straight into [N, H·D] (build_statements writes a reduce through
   // the view that merges the heads): isl cannot multiply the size D by the iterator h, so it
