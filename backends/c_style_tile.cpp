@@ -12,10 +12,18 @@ namespace kiln {
 
 namespace {
 
-/** A stmt's or alloc's args at row `r` and lane offset `lane` of register tile `t`. */
+/** The local holding row `r` of register tile `t` when the tile has a row count: the row, or
+ *  the last existing one past the count (bound by render_tile). */
+std::string clamped_row(const LoopNode& t, int64_t r) {
+  return t.name + "_row" + std::to_string(r);
+}
+
+/** A stmt's or alloc's args at row `r` and lane offset `lane` of register tile `t`; a row past
+ *  the tile's row count (tile_row_count) takes the last existing row's. */
 std::vector<AstExprPtr> tile_args(const LoopNode& t, const std::vector<AstExprPtr>& args, int64_t r,
                                   int64_t lane) {
-  AstExprPtr row = ast_op("add", {t.tile_row_origin, ast_int(r)});
+  AstExprPtr row = t.tile_row_count && r > 0 ? ast_iter(clamped_row(t, r))
+                                             : ast_op("add", {t.tile_row_origin, ast_int(r)});
   AstExprPtr col = ast_op("add", {t.tile_lane_origin, ast_int(lane)});
   std::vector<AstExprPtr> out;
   for (const AstExprPtr& a : args)
@@ -38,7 +46,7 @@ KILN_FN void kiln_vstnt_$S($T* p, $V v) { *($VA*)p = ($VA)v; }
 
 /** Lanes [lo, hi) of p + off, zeros elsewhere (a masked load): the whole vector read and the
  *  other lanes cleared where it lies inside the buffer's `count` elements, else lane by lane.
- *  The store writes lanes [lo, hi) of v. */
+ *  The store writes lanes [lo, hi) of v. Both take the whole vector when every lane is in. */
 const char* const kMaskedHelpers =
     R"(KILN_FN $V kiln_vldm_$S(const $T* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
   if (lo <= 0 && hi >= $N) return kiln_vld_$S(p + off);
@@ -53,6 +61,7 @@ const char* const kMaskedHelpers =
   return kiln_vld_$S(t);
 }
 KILN_FN void kiln_vstm_$S($T* p, int64_t off, int64_t lo, int64_t hi, $V v) {
+  if (lo <= 0 && hi >= $N) { kiln_vst_$S(p + off, v); return; }
   $T t[$N];
   memcpy(t, &v, sizeof v);
   for (int64_t l = lo > 0 ? lo : 0; l < hi && l < $N; ++l) p[off + l] = t[l];
@@ -143,10 +152,13 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
                              std::string(dtype_name(dtype)) + " lanes does not fit vectors of " +
                              std::to_string(c.options.vector_bytes) + " bytes");
   // The tile's element offsets, from the iterators outside the nest, row by row; a partial
-  // tile (tile_lane_count) reads and writes only the lanes that exist.
+  // tile (tile_lane_count) reads and writes only the lanes that exist, and stores only the rows
+  // that exist (tile_row_count; the others load the last row's elements and compute on them).
   auto each = [&](bool store) {
     std::string out;
-    for (int64_t r = 0; r < n.tile_rows; ++r)
+    for (int64_t r = 0; r < n.tile_rows; ++r) {
+      bool guarded = store && n.tile_row_count && r > 0;
+      if (guarded) out += in + "if (" + std::to_string(r) + " < " + n.name + "_rows) {\n";
       for (int64_t v = 0; v < n.tile_lanes / lanes; ++v) {
         std::string name = n.name + "_" + std::to_string(r) + "_" + std::to_string(v);
         std::string offset = int_expr_to_c(linear_index(c, st.buffer, st.index), c.sizes);
@@ -160,11 +172,21 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
           io =
               (store ? "" : name + " = ") +
               masked_vector(c, st.buffer, offset, "0", lane_count(n, v * lanes), store ? name : "");
-        out += in + "{ " + bind_line(tile_args(n, n.args, r, v * lanes)) + io + "; }\n";
+        out += in + (guarded ? "  { " : "{ ") + bind_line(tile_args(n, n.args, r, v * lanes)) + io +
+               "; }\n";
       }
+      if (guarded) out += in + "}\n";
+    }
     return out;
   };
   std::string s = pad + "{\n";
+  if (n.tile_row_count) {
+    std::string rows = n.name + "_rows", origin = ast_expr_to_c(*n.tile_row_origin);
+    s += in + "const int64_t " + rows + " = " + ast_expr_to_c(*n.tile_row_count) + ";\n";
+    for (int64_t r = 1; r < n.tile_rows; ++r)
+      s += in + "const int64_t " + clamped_row(n, r) + " = " + origin + " + (" + std::to_string(r) +
+           " < " + rows + " ? " + std::to_string(r) + " : " + rows + " - 1);\n";
+  }
   for (int64_t r = 0; r < n.tile_rows; ++r) {
     s += in + "kiln_v" + t;
     for (int64_t v = 0; v < n.tile_lanes / lanes; ++v)

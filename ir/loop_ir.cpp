@@ -111,7 +111,8 @@ std::string alloc_line(const LoopNode& n) {
   if (n.carried && n.mapping == Mapping::parallel) out += ", split across threads";
   if (n.tile_rows > 0)
     out += ", a " + tile + " register tile: " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +
-           ", " + range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below;
+           (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "") + ", " +
+           range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below;
   return out;
 }
 

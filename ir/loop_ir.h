@@ -121,6 +121,10 @@ struct LoopNode {
   /** alloc: how many of the tile's lanes exist (the last, partial tile of a row: lanes from
    *  this count on are neither read nor written); null when all tile_lanes do. */
   AstExprPtr tile_lane_count;
+  /** alloc, a register tile: how many of its rows exist (at least one; the last tile of the
+   *  rows may hold fewer): rows from this count on compute on the last existing row's operands
+   *  and are neither stored nor given to an epilogue. Null when all tile_rows do. */
+  AstExprPtr tile_row_count;
   /** alloc: a packed panel when > 0: for D = pack_depth iterations of reduction loop
    *  `pack_iter` from `pack_origin`, the vectors of tile_lanes lanes (from tile_lane_origin,
    *  tile_lane_count of them when set) that statement `statement`'s loads read alike for every

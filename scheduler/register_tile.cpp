@@ -161,6 +161,11 @@ AstExprPtr after_tiles(const AstExprPtr& start, const AstExprPtr& end, int64_t n
   return ast_op("max", {start, tiled});
 }
 
+/** The lanes a partial tile of `lanes` at `lane_t` holds: min(lanes, end - lane_t). */
+AstExprPtr remaining(const LoopNode& lane, const std::string& lane_t, int64_t lanes) {
+  return ast_op("min", {ast_int(lanes), sub(upper(lane), ast_iter(lane_t))});
+}
+
 /** The perfect nest `loops` (outermost first) around `stmt`, rebuilt: the loop `skip` left
  *  out (none when -1) and the innermost loop starting at `init` when that is not null. */
 LoopNodePtr rebuild_nest(const std::vector<const LoopNode*>& loops, const LoopNode& stmt, int skip,
@@ -317,11 +322,11 @@ class Tiler {
         make_loop(lane.iter, lane_origin, ast_op("lt", {ast_iter(lane.iter), lane_end}), 1, {stmt});
     const AstExprPtr& row_origin = alloc->tile_row_origin;
     bool row_bound = row_origin->kind == AstExpr::Kind::iterator && row_origin->name == row.iter;
+    AstExprPtr row_end =
+        add(row_origin, alloc->tile_row_count ? alloc->tile_row_count : ast_int(alloc->tile_rows));
     if (!row_bound)  // a tile of several rows: its row loop; one row is the enclosing loop's
       nest =
-          make_loop(row.iter, row_origin,
-                    ast_op("lt", {ast_iter(row.iter), add(row_origin, ast_int(alloc->tile_rows))}),
-                    1, {nest});
+          make_loop(row.iter, row_origin, ast_op("lt", {ast_iter(row.iter), row_end}), 1, {nest});
     auto block = std::make_shared<LoopNode>();
     block->kind = LoopNode::Kind::block;
     block->body = {alloc, make_guard(last_block_, nest)};
@@ -356,9 +361,9 @@ class Tiler {
   }
 
   /** Reduction nest `t` inside row loop `row`, in blocks of `depth` iterations of its outer
-   *  reduction loop. In each block: the lane tiles of the full width, then of one vector, then
-   *  one partial vector for the lanes left, each holding the row tiles (register tiles) and the
-   *  rows past the last full one. */
+   *  reduction loop. In each block: the lane tiles of the full width, then masked tiles of one
+   *  vector for the lanes left, each holding the row tiles (register tiles, the last of them
+   *  with the rows left). */
   LoopNodePtr blocked(const LoopNode& row, const TileNest& t) {
     const LoopNode& lane = *t.loops.back();
     const LoopNode& outer = *t.loops.front();
@@ -378,14 +383,13 @@ class Tiler {
     loops.front() = in_block.get();
 
     std::vector<LoopNodePtr> body;
-    AstExprPtr start = lane.init;
-    for (int64_t lanes : {shape_.vectors * vector, vector}) {
-      if (!body.empty() && lanes == shape_.vectors * vector) continue;
-      body.push_back(lane_tiles(row, t, loops, start, lanes, false));
-      start = after_tiles(start, upper(lane), lanes);
-    }
-    // The lanes past the last tile (fewer than a vector): one partial tile.
-    body.push_back(lane_tiles(row, t, loops, start, vector, true));
+    body.push_back(lane_tiles(row, t, loops, lane.init, shape_.vectors * vector, false));
+    // The lanes past the last full-width tile, a vector at a time, masked: min(vector, end - jt)
+    // lanes each. One tile shape for every remainder: a tile of whole vectors beside a partial
+    // one would be a third and fourth copy of the reduction for C to compile (issue 28's cold
+    // compile), and the mask costs only the tile's loads and stores outside the reduction.
+    body.push_back(lane_tiles(
+        row, t, loops, after_tiles(lane.init, upper(lane), shape_.vectors * vector), vector, true));
 
     auto block = std::make_shared<LoopNode>(outer);
     block->iter = outer_t;
@@ -397,11 +401,9 @@ class Tiler {
   }
 
   /** `for (jt = start; jt < end - (lanes - 1); jt += lanes)` over the register tiles of
-   *  `rows` x `lanes` along row loop `row` and the tiles of 1 x `lanes` of the rows past the
-   *  last full one, for nest `t` whose loops are `loops` (the outer reduction loop over one
-   *  block). A `partial` tile
-   *  takes the lanes from jt to the end, fewer than `lanes`: `for (jt = start; jt < end; ...)`
-   *  runs once or not at all, its tiles hold end - jt lanes. */
+   *  `rows` x `lanes` along row loop `row` (the last with the rows left), for nest `t` whose
+   *  loops are `loops` (the outer reduction loop over one block). A `partial` tile is masked:
+   *  `for (jt = start; jt < end; jt += lanes)`, its tiles hold min(lanes, end - jt) lanes. */
   LoopNodePtr lane_tiles(const LoopNode& row, const TileNest& t,
                          const std::vector<const LoopNode*>& loops, const AstExprPtr& start,
                          int64_t lanes, bool partial) {
@@ -410,8 +412,8 @@ class Tiler {
     const int64_t rows = shape_.rows;
     const std::string row_t = row.iter + "t", lane_t = lane.iter + "t";
 
-    // A tile of `n` rows from row `origin`.
-    auto tile = [&](int64_t n, const std::string& origin) {
+    // A tile of `n` rows from row `origin`, `count` of them existing (all when null).
+    auto tile = [&](int64_t n, const std::string& origin, const AstExprPtr& count) {
       auto alloc = std::make_shared<LoopNode>();
       alloc->kind = LoopNode::Kind::alloc;
       alloc->space = MemorySpace::local;
@@ -422,8 +424,9 @@ class Tiler {
       alloc->tile_row = row.iter;
       alloc->tile_lane = lane.iter;
       alloc->tile_row_origin = ast_iter(origin);
+      alloc->tile_row_count = count;
       alloc->tile_lane_origin = ast_iter(lane_t);
-      if (partial) alloc->tile_lane_count = sub(upper(lane), ast_iter(lane_t));
+      if (partial) alloc->tile_lane_count = remaining(lane, lane_t, lanes);
       // The element's index uses only the row and lane iterators.
       std::set<std::string> used;
       for (const IntExpr& e : s.index)
@@ -435,20 +438,21 @@ class Tiler {
       return epilogue_ ? with_epilogue(alloc, row, lane) : LoopNodePtr(alloc);
     };
 
-    auto full_rows = std::make_shared<LoopNode>(row);
-    full_rows->iter = row_t;
-    full_rows->cond = ast_op("lt", {ast_iter(row_t), sub(upper(row), ast_int(rows - 1))});
-    full_rows->step = rows;
-    full_rows->body = {tile(rows, row_t)};
-    full_rows->mapping = Mapping::serial;
-    // The rows past the last full row tile: a tile of one row each.
-    auto rest_rows = std::make_shared<LoopNode>(row);
-    rest_rows->init = after_tiles(row.init, upper(row), rows);
-    rest_rows->mapping = Mapping::serial;
-    rest_rows->body = {tile(1, row.iter)};
+    // Tiles of `rows` rows, the last one holding the rows left (min(rows, end - it) of them):
+    // one copy of the reduction for every row count, where a tile of one row for each row
+    // past the last full tile would be a second (issue 28's cold compile). A missing row costs
+    // its FMAs on the last row's operands in that one tile.
+    auto row_tiles = std::make_shared<LoopNode>(row);
+    row_tiles->iter = row_t;
+    row_tiles->cond = ast_op("lt", {ast_iter(row_t), upper(row)});
+    row_tiles->step = rows;
+    row_tiles->body = {tile(
+        rows, row_t,
+        rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr)};
+    row_tiles->mapping = Mapping::serial;
     AstExprPtr last = partial ? upper(lane) : sub(upper(lane), ast_int(lanes - 1));
     return make_loop(lane_t, start, ast_op("lt", {ast_iter(lane_t), last}), lanes,
-                     {packed(row, t, loops, lanes, partial, {full_rows, rest_rows})});
+                     {packed(row, t, loops, lanes, partial, {row_tiles})});
   }
 
   /** `tiles` reading a packed panel of the operands their rows share (b's rows in a matmul),
@@ -472,7 +476,7 @@ class Tiler {
     pack->tile_lane = lane.iter;
     pack->tile_lanes = lanes;
     pack->tile_lane_origin = ast_iter(lane_t);
-    if (partial) pack->tile_lane_count = sub(upper(lane), ast_iter(lane_t));
+    if (partial) pack->tile_lane_count = remaining(lane, lane_t, lanes);
     pack->pack_depth = shape_.depth;
     pack->pack_iter = loops.front()->iter;
     pack->pack_origin = loops.front()->init;

@@ -4,16 +4,21 @@
  * After `sink` (interchange.h) a contraction reads `for i { for j S0; for k for j S1; for j S2 }`:
  * the row loop `i` around a reduction nest whose innermost loop `j` runs unit-stride along the
  * result. Each update loads and stores its element. This step strip-mines `i` by R rows and `j`
- * by L lanes and holds the R×L elements in vector registers while the reduction loops run:
+ * by L lanes and holds the R×L elements in vector registers while the reduction loops run, in
+ * blocks of D iterations of the outer reduction loop:
  *
- *     for (it = lo; it < hi - (R - 1); it += R)      // full row tiles
- *       for (i = it; i < it + R; i++) for j S0
- *       for (jt = ...; jt < N - (L - 1); jt += L)    // full lane tiles
- *         alloc tile(S1 at i = it + 0..R-1, j = jt + 0..L-1)
- *           for k S1                                 // R×L/V vector FMAs per k
- *       for (i = it; i < it + R; i++) for k for (j = last full tile; j < N; j++) S1
- *       for (i = it; i < it + R; i++) for j S2
- *     for (i = first row not in a full tile; i < hi; i++) { the original body }
+ *     for (kt = 0; kt < K; kt += D)                  // k blocks
+ *       for (jt = 0; jt < N - (L - 1); jt += L)      // full lane tiles
+ *         for (it = lo; it < hi; it += R)            // row tiles, the last with the rows left
+ *           alloc tile(S1 at i = it + 0..R-1, rows below min(R, hi - it), j = jt + 0..L-1)
+ *             for (k = kt; k < min(kt + D, K); k++) S1   // R×L/V vector FMAs per k
+ *       for (jt = last full tile; jt < N; jt += V)   // the lanes left, a vector at a time
+ *         for (it = lo; it < hi; it += R)            // masked to min(V, N - jt) lanes
+ *           alloc tile(... j = jt + 0..V-1, lanes below min(V, N - jt)) ...
+ *
+ * Two copies of the reduction per k block (docs/decisions.md, "Two copies of a register tile"):
+ * rows past a tile's row count compute on the last row's operands and are not stored; lanes
+ * past its lane count are neither read nor written.
  *
  * The update's operands that move along `j` are loaded as vectors, the others are scalars
  * broadcast across the lanes (a row of `a`: one broadcast per row and k; a row of `b`: one
@@ -24,7 +29,7 @@
  * use neither. Every iteration of the original nest runs exactly once, in the same order of k
  * per element, so the sums are those of the untiled nest.
  *
- * The nest right after the reduction in the row loop (`for j S2` above: a bias, an activation)
+ * The nest right after the reduction in the row loop (`for j S2`: a bias, an activation)
  * runs on each tile instead of in a pass of its own when it reads the reduced buffer only at
  * the tile's elements: after the tile's store in the last k block, over the tile's rows and
  * lanes; the nest itself runs only when no k block does (docs/decisions.md, "An epilogue runs

@@ -159,15 +159,24 @@ TEST_CASE("codegen: matmul f32: a 3x64 register tile (3 rows of eight 8-lane vec
   // then per row a broadcast of a and one multiply-add.
   CHECK(src.find("i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = "
                  "kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 56]);\n") != std::string::npos);
-  CHECK(src.find("{ const int64_t i0 = (c0t + 2), i1 = (c1t + 56), i2 = c2; tile0_2_7 += "
+  CHECK(src.find("{ const int64_t i0 = tile0_row2, i1 = (c1t + 56), i2 = c2; tile0_2_7 += "
                  "(b0[(s_K * i0 + i2)] * kiln_lane0); }") != std::string::npos);
+  // The last row tile holds the rows left: the rows past them read the last row's operands
+  // and are not stored; no tile of one row beside it.
+  CHECK(src.find("const int64_t tile0_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));\n") !=
+        std::string::npos);
+  CHECK(src.find("const int64_t tile0_row2 = c0t + (2 < tile0_rows ? 2 : tile0_rows - 1);\n") !=
+        std::string::npos);
+  CHECK(src.find("if (2 < tile0_rows) {\n") != std::string::npos);
   // The tiles accumulate in y itself (the view that drops the sum's kept axis is inverted,
   // build_statements.h): no temp, no copy.
   CHECK(src.find("kiln_vst_f32(&b2[(s_N * i0 + i1)], tile0_0_0); }") != std::string::npos);
   CHECK(src.find("b3") == std::string::npos);
-  // The lanes past the last vector: a partial tile, its loads and stores masked to N - c1t.
-  CHECK(src.find("kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N))") !=
-        std::string::npos);
+  // The lanes past the last full tile: tiles of one vector, their loads and stores masked to
+  // min(8, N - c1t) lanes; no unmasked tile of one vector beside them.
+  CHECK(src.find("kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), "
+                 "(s_K * s_N))") != std::string::npos);
+  CHECK(src.find("tile4") == std::string::npos);
 }
 
 TEST_CASE("codegen: gelu f32, batch rank 1, matches its golden source") {
@@ -309,11 +318,14 @@ TEST_CASE("codegen: f16 attention on cuda: one kernel, the scores in registers o
 TEST_CASE("codegen: dense_gelu f32: bias and GELU run on each register tile after its last k block") {
   check_golden(golden_cases()[7]);
   std::string src = render_source(golden_cases()[7]);
-  // After the 3x64 tile's store, in the last k block: the epilogue over its 3 rows and 64 lanes.
+  // After the 3x64 tile's store, in the last k block: the epilogue over its rows (3, fewer in
+  // the last row tile) and 64 lanes.
   CHECK(src.find("kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_7); }\n"
+                 "            }\n"
                  "          }\n"
                  "          if ((c2t + 256) >= s_K) {\n"
-                 "            for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {\n"
+                 "            for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - "
+                 "c0t))); c0 += 1) {\n"
                  "              for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {") !=
         std::string::npos);
   // The separate pass over the result runs only when no k block does (K = 0).

@@ -161,6 +161,7 @@ KILN_FN kiln_vf32 kiln_vldm_f32(const float* p, int64_t off, int64_t lo, int64_t
   return kiln_vld_f32(t);
 }
 KILN_FN void kiln_vstm_f32(float* p, int64_t off, int64_t lo, int64_t hi, kiln_vf32 v) {
+  if (lo <= 0 && hi >= 8) { kiln_vst_f32(p + off, v); return; }
   float t[8];
   memcpy(t, &v, sizeof v);
   for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 8; ++l) p[off + l] = t[l];
@@ -188,6 +189,7 @@ KILN_FN kiln_vf64 kiln_vldm_f64(const double* p, int64_t off, int64_t lo, int64_
   return kiln_vld_f64(t);
 }
 KILN_FN void kiln_vstm_f64(double* p, int64_t off, int64_t lo, int64_t hi, kiln_vf64 v) {
+  if (lo <= 0 && hi >= 4) { kiln_vst_f64(p + off, v); return; }
   double t[4];
   memcpy(t, &v, sizeof v);
   for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 4; ++l) p[off + l] = t[l];
@@ -227,8 +229,11 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
             { const int64_t i0 = 0, i1 = (c1t + 56), i2 = c2; kiln_vst_f32(&pack0_0[(c2 - c2t) * 64 + 56], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
           }
         }
-        for (int64_t c0t = 0; c0t < (s_M - 2); c0t += 3) {
+        for (int64_t c0t = 0; c0t < s_M; c0t += 3) {
           {
+            const int64_t tile0_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
+            const int64_t tile0_row1 = c0t + (1 < tile0_rows ? 1 : tile0_rows - 1);
+            const int64_t tile0_row2 = c0t + (2 < tile0_rows ? 2 : tile0_rows - 1);
             kiln_vf32 tile0_0_0, tile0_0_1, tile0_0_2, tile0_0_3, tile0_0_4, tile0_0_5, tile0_0_6, tile0_0_7;
             kiln_vf32 tile0_1_0, tile0_1_1, tile0_1_2, tile0_1_3, tile0_1_4, tile0_1_5, tile0_1_6, tile0_1_7;
             kiln_vf32 tile0_2_0, tile0_2_1, tile0_2_2, tile0_2_3, tile0_2_4, tile0_2_5, tile0_2_6, tile0_2_7;
@@ -240,62 +245,62 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); tile0_0_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); tile0_0_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); tile0_0_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 8); tile0_1_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); tile0_1_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 24); tile0_1_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 32); tile0_1_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 40); tile0_1_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 48); tile0_1_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 56); tile0_1_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 8); tile0_2_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); tile0_2_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 24); tile0_2_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 32); tile0_2_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 40); tile0_2_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 48); tile0_2_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 56); tile0_2_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row1, i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row1, i1 = (c1t + 8); tile0_1_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row1, i1 = (c1t + 16); tile0_1_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row1, i1 = (c1t + 24); tile0_1_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row1, i1 = (c1t + 32); tile0_1_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row1, i1 = (c1t + 40); tile0_1_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row1, i1 = (c1t + 48); tile0_1_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row1, i1 = (c1t + 56); tile0_1_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row2, i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row2, i1 = (c1t + 8); tile0_2_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row2, i1 = (c1t + 16); tile0_2_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row2, i1 = (c1t + 24); tile0_2_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row2, i1 = (c1t + 32); tile0_2_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row2, i1 = (c1t + 40); tile0_2_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row2, i1 = (c1t + 48); tile0_2_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            { const int64_t i0 = tile0_row2, i1 = (c1t + 56); tile0_2_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 0]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row1, i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row2, i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 8]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 8), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 8), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row1, i1 = (c1t + 8), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row2, i1 = (c1t + 8), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 16]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 16), i2 = c2; tile0_1_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 16), i2 = c2; tile0_2_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row1, i1 = (c1t + 16), i2 = c2; tile0_1_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row2, i1 = (c1t + 16), i2 = c2; tile0_2_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 24]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; tile0_0_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 24), i2 = c2; tile0_1_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 24), i2 = c2; tile0_2_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row1, i1 = (c1t + 24), i2 = c2; tile0_1_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row2, i1 = (c1t + 24), i2 = c2; tile0_2_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 32]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; tile0_0_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 32), i2 = c2; tile0_1_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 32), i2 = c2; tile0_2_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row1, i1 = (c1t + 32), i2 = c2; tile0_1_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row2, i1 = (c1t + 32), i2 = c2; tile0_2_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 40]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; tile0_0_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 40), i2 = c2; tile0_1_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 40), i2 = c2; tile0_2_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row1, i1 = (c1t + 40), i2 = c2; tile0_1_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row2, i1 = (c1t + 40), i2 = c2; tile0_2_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 48]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; tile0_0_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 48), i2 = c2; tile0_1_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 48), i2 = c2; tile0_2_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row1, i1 = (c1t + 48), i2 = c2; tile0_1_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row2, i1 = (c1t + 48), i2 = c2; tile0_2_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 56]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; tile0_0_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 56), i2 = c2; tile0_1_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 56), i2 = c2; tile0_2_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row1, i1 = (c1t + 56), i2 = c2; tile0_1_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile0_row2, i1 = (c1t + 56), i2 = c2; tile0_2_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
             }
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_0); }
@@ -306,25 +311,29 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_5); }
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_6); }
             { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_7); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_0); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_1); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_2); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_3); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_4); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_5); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_6); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_7); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_0); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_1); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_2); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_3); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_4); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_5); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_6); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_7); }
+            if (1 < tile0_rows) {
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_0); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_1); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_2); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_3); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_4); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_5); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_6); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_7); }
+            }
+            if (2 < tile0_rows) {
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_0); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_1); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_2); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_3); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_4); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_5); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_6); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_7); }
+            }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
+            for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - c0t))); c0 += 1) {
               for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
                 {
                   const int64_t i0 = c0;
@@ -341,100 +350,45 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
             }
           }
         }
-        for (int64_t c0 = (0 > (3 * kiln_fdiv(s_M, 3)) ? 0 : (3 * kiln_fdiv(s_M, 3))); c0 < s_M; c0 += 1) {
-          {
-            kiln_vf32 tile1_0_0, tile1_0_1, tile1_0_2, tile1_0_3, tile1_0_4, tile1_0_5, tile1_0_6, tile1_0_7;
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 8); tile1_0_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); tile1_0_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 24); tile1_0_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 32); tile1_0_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 40); tile1_0_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 48); tile1_0_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); tile1_0_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 0]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 8), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 8]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 8), i2 = c2; tile1_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 16]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 16), i2 = c2; tile1_0_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 24), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 24]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 24), i2 = c2; tile1_0_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 32), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 32]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 32), i2 = c2; tile1_0_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 40), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 40]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 40), i2 = c2; tile1_0_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 48), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 48]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 48), i2 = c2; tile1_0_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 56]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 56), i2 = c2; tile1_0_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-            }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_0); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_1); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_2); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_3); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_4); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_5); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_6); }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile1_0_7); }
-          }
-          if ((c2t + 256) >= s_K) {
-            for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
-              {
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                const float v0 = (b4[(s_N * i0 + i1)] + b2[(i1)]);
-                const float v1 = (0.797884561f * (v0 + (((0.044715f * v0) * v0) * v0)));
-                const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
-                const float v3 = (v2 ? (-v1) : v1);
-                const float v4 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
-                const float v5 = ((1.0f + (-v4)) * (1.0f / (1.0f + v4)));
-                b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
-              }
-            }
-          }
-        }
       }
     }
-    for (int64_t c1t = (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))); c1t < (s_N - 7); c1t += 8) {
+    for (int64_t c1t = (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))); c1t < s_N; c1t += 8) {
       {
         float* restrict pack1_0 = kiln_pw0 + (c1t) * ((s_K)) + (c2t) * 8;
         if (!kiln_packed) {
           for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-            { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c2 - c2t) * 8 + 0], kiln_vld_f32(&b1[(s_N * i2 + i1)])); }
+            { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c2 - c2t) * 8 + 0], kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_K * s_N))); }
           }
         }
-        for (int64_t c0t = 0; c0t < (s_M - 2); c0t += 3) {
+        for (int64_t c0t = 0; c0t < s_M; c0t += 3) {
           {
-            kiln_vf32 tile2_0_0;
-            kiln_vf32 tile2_1_0;
-            kiln_vf32 tile2_2_0;
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile2_1_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile2_2_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+            const int64_t tile1_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
+            const int64_t tile1_row1 = c0t + (1 < tile1_rows ? 1 : tile1_rows - 1);
+            const int64_t tile1_row2 = c0t + (2 < tile1_rows ? 2 : tile1_rows - 1);
+            kiln_vf32 tile1_0_0;
+            kiln_vf32 tile1_1_0;
+            kiln_vf32 tile1_2_0;
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+            { const int64_t i0 = tile1_row1, i1 = (c1t + 0); tile1_1_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+            { const int64_t i0 = tile1_row2, i1 = (c1t + 0); tile1_2_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 8 + 0]);
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile2_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile2_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile1_row1, i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                { const int64_t i0 = tile1_row2, i1 = (c1t + 0), i2 = c2; tile1_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
               }
             }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile2_0_0); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile2_1_0); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile2_2_0); }
+            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_0_0); }
+            if (1 < tile1_rows) {
+              { const int64_t i0 = tile1_row1, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_1_0); }
+            }
+            if (2 < tile1_rows) {
+              { const int64_t i0 = tile1_row2, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_2_0); }
+            }
           }
           if ((c2t + 256) >= s_K) {
-            for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-              for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
+            for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - c0t))); c0 += 1) {
+              for (int64_t c1 = c1t; c1 < (c1t + (8 < (s_N - c1t) ? 8 : (s_N - c1t))); c1 += 1) {
                 {
                   const int64_t i0 = c0;
                   const int64_t i1 = c1;
@@ -446,107 +400,6 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
                   const float v5 = ((1.0f + (-v4)) * (1.0f / (1.0f + v4)));
                   b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
                 }
-              }
-            }
-          }
-        }
-        for (int64_t c0 = (0 > (3 * kiln_fdiv(s_M, 3)) ? 0 : (3 * kiln_fdiv(s_M, 3))); c0 < s_M; c0 += 1) {
-          {
-            kiln_vf32 tile3_0_0;
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile3_0_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 8 + 0]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile3_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-            }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile3_0_0); }
-          }
-          if ((c2t + 256) >= s_K) {
-            for (int64_t c1 = c1t; c1 < (c1t + 8); c1 += 1) {
-              {
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                const float v0 = (b4[(s_N * i0 + i1)] + b2[(i1)]);
-                const float v1 = (0.797884561f * (v0 + (((0.044715f * v0) * v0) * v0)));
-                const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
-                const float v3 = (v2 ? (-v1) : v1);
-                const float v4 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
-                const float v5 = ((1.0f + (-v4)) * (1.0f / (1.0f + v4)));
-                b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
-              }
-            }
-          }
-        }
-      }
-    }
-    for (int64_t c1t = ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) > ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) + (8 * kiln_fdiv((s_N - (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))), 8))) ? (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) : ((0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) + (8 * kiln_fdiv((s_N - (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))), 8)))); c1t < s_N; c1t += 8) {
-      {
-        float* restrict pack2_0 = kiln_pw0 + (c1t) * ((s_K)) + (c2t) * 8;
-        if (!kiln_packed) {
-          for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-            { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack2_0[(c2 - c2t) * 8 + 0], kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (s_N - c1t), (s_K * s_N))); }
-          }
-        }
-        for (int64_t c0t = 0; c0t < (s_M - 2); c0t += 3) {
-          {
-            kiln_vf32 tile4_0_0;
-            kiln_vf32 tile4_1_0;
-            kiln_vf32 tile4_2_0;
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile4_0_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); tile4_1_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); tile4_2_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 8 + 0]);
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile4_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 1), i1 = (c1t + 0), i2 = c2; tile4_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                { const int64_t i0 = (c0t + 2), i1 = (c1t + 0), i2 = c2; tile4_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-            }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile4_0_0); }
-            { const int64_t i0 = (c0t + 1), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile4_1_0); }
-            { const int64_t i0 = (c0t + 2), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile4_2_0); }
-          }
-          if ((c2t + 256) >= s_K) {
-            for (int64_t c0 = c0t; c0 < (c0t + 3); c0 += 1) {
-              for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
-                {
-                  const int64_t i0 = c0;
-                  const int64_t i1 = c1;
-                  const float v0 = (b4[(s_N * i0 + i1)] + b2[(i1)]);
-                  const float v1 = (0.797884561f * (v0 + (((0.044715f * v0) * v0) * v0)));
-                  const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
-                  const float v3 = (v2 ? (-v1) : v1);
-                  const float v4 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
-                  const float v5 = ((1.0f + (-v4)) * (1.0f / (1.0f + v4)));
-                  b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
-                }
-              }
-            }
-          }
-        }
-        for (int64_t c0 = (0 > (3 * kiln_fdiv(s_M, 3)) ? 0 : (3 * kiln_fdiv(s_M, 3))); c0 < s_M; c0 += 1) {
-          {
-            kiln_vf32 tile5_0_0;
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); tile5_0_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), (s_M * s_N)); }
-            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack2_0[(c2 - c2t) * 8 + 0]);
-                { const int64_t i0 = (c0 + 0), i1 = (c1t + 0), i2 = c2; tile5_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-              }
-            }
-            { const int64_t i0 = (c0 + 0), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (s_N - c1t), tile5_0_0); }
-          }
-          if ((c2t + 256) >= s_K) {
-            for (int64_t c1 = c1t; c1 < (c1t + (s_N - c1t)); c1 += 1) {
-              {
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                const float v0 = (b4[(s_N * i0 + i1)] + b2[(i1)]);
-                const float v1 = (0.797884561f * (v0 + (((0.044715f * v0) * v0) * v0)));
-                const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
-                const float v3 = (v2 ? (-v1) : v1);
-                const float v4 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
-                const float v5 = ((1.0f + (-v4)) * (1.0f / (1.0f + v4)));
-                b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
               }
             }
           }

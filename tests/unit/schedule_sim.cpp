@@ -136,7 +136,11 @@ void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode
             tile->tile_lane_count ? eval(*tile->tile_lane_count, env) : tile->tile_lanes;
         CHECK(lanes > 0);  // a partial tile has a lane, and no more than a full one
         CHECK(lanes <= tile->tile_lanes);
-        for (int64_t r = 0; r < tile->tile_rows; ++r)
+        // Rows past the row count compute on the last row's operands and store nothing.
+        int64_t rows = tile->tile_row_count ? eval(*tile->tile_row_count, env) : tile->tile_rows;
+        CHECK(rows > 0);
+        CHECK(rows <= tile->tile_rows);
+        for (int64_t r = 0; r < rows; ++r)
           for (int64_t l = 0; l < lanes; ++l) {
             env[tile->tile_row] = row + r;
             env[tile->tile_lane] = lane + l;
