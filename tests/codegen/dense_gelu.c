@@ -342,9 +342,10 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
                   const float v1 = (0.797884561f * (v0 + (((0.044715f * v0) * v0) * v0)));
                   const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
                   const float v3 = (v2 ? (-v1) : v1);
-                  const float v4 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
-                  const float v5 = ((1.0f + (-v4)) * (1.0f / (1.0f + v4)));
-                  b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
+                  const float v4 = (v3 * v3);
+                  const float v5 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
+                  const float v6 = (((uint8_t)(v3 < 0.2f)) ? (v3 + ((v3 * v4) * (-0.333333333f + (v4 * (0.133333333f + (v4 * (-0.053968254f + (v4 * (0.0218694885f + (v4 * (-0.00886323553f + (v4 * (0.00359212804f + (v4 * (-0.00145583439f + (v4 * (0.000590027441f + (v4 * -0.000239129114f)))))))))))))))))) : ((1.0f + (-v5)) * (1.0f / (1.0f + v5))));
+                  b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v6) : v6)));
                 }
               }
             }
@@ -396,9 +397,10 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
                   const float v1 = (0.797884561f * (v0 + (((0.044715f * v0) * v0) * v0)));
                   const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
                   const float v3 = (v2 ? (-v1) : v1);
-                  const float v4 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
-                  const float v5 = ((1.0f + (-v4)) * (1.0f / (1.0f + v4)));
-                  b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
+                  const float v4 = (v3 * v3);
+                  const float v5 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
+                  const float v6 = (((uint8_t)(v3 < 0.2f)) ? (v3 + ((v3 * v4) * (-0.333333333f + (v4 * (0.133333333f + (v4 * (-0.053968254f + (v4 * (0.0218694885f + (v4 * (-0.00886323553f + (v4 * (0.00359212804f + (v4 * (-0.00145583439f + (v4 * (0.000590027441f + (v4 * -0.000239129114f)))))))))))))))))) : ((1.0f + (-v5)) * (1.0f / (1.0f + v5))));
+                  b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v6) : v6)));
                 }
               }
             }
@@ -417,9 +419,10 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
           const float v1 = (0.797884561f * (v0 + (((0.044715f * v0) * v0) * v0)));
           const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
           const float v3 = (v2 ? (-v1) : v1);
-          const float v4 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
-          const float v5 = ((1.0f + (-v4)) * (1.0f / (1.0f + v4)));
-          b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v5) : v5)));
+          const float v4 = (v3 * v3);
+          const float v5 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
+          const float v6 = (((uint8_t)(v3 < 0.2f)) ? (v3 + ((v3 * v4) * (-0.333333333f + (v4 * (0.133333333f + (v4 * (-0.053968254f + (v4 * (0.0218694885f + (v4 * (-0.00886323553f + (v4 * (0.00359212804f + (v4 * (-0.00145583439f + (v4 * (0.000590027441f + (v4 * -0.000239129114f)))))))))))))))))) : ((1.0f + (-v5)) * (1.0f / (1.0f + v5))));
+          b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v6) : v6)));
         }
       }
     }

@@ -88,6 +88,8 @@ const std::vector<UnaryCase> kUnary = {
        return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
      }},
     {"silu", [](double x) { return x * sigmoid_ref(x); }},
+    {"log1p", [](double x) { return std::log1p(x); }},
+    {"expm1", [](double x) { return std::expm1(x); }},
     {"softplus", softplus_ref},
     {"mish", [](double x) { return x * std::tanh(softplus_ref(x)); }},
     {"clamp", [](double x) { return std::min(std::max(x, 0.0), 1.0); }},
