@@ -192,8 +192,8 @@ std::vector<Knob> make_knobs() {
       {"MICRO", KnobStage::scheduler,
        "CPU register tile of contractions: R rows of V vectors of B bytes over k blocks of D "
        "(6x2x256x64: 6x32 f32 over 256 k), 0: off, auto: 3x8x256x32 for one-loop reductions "
-       "(matmul), 6x2x256x64 where a reduction runs over several loops (conv); "
-       "docs/performance.md",
+       "(matmul; 6x4x256x64 on CPUs with full-width AVX-512), 6x2x256x64 where a reduction runs "
+       "over several loops (conv); docs/performance.md",
        "auto", true, parse_micro, show_micro},
       flag_knob(
           "PARALLEL", KnobStage::scheduler,

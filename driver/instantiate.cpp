@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "backends/backend.h"
+#include "driver/host_cpu.h"
 #include "dsl/choices.h"
 #include "ir/sizes.h"
 #include "ir/suggest.h"
@@ -142,6 +143,9 @@ CompileOptions compile_options(const SpecFile& file,
   opt.rule_files = file.rules;
   backend_for(rt.backend()).configure_cuts(opt.cut);
   backend_for(rt.backend()).configure_build(opt.build);
+  // Host runtimes compile for this CPU (-march=native): MICRO=auto fits its vector units.
+  if (backend_for(rt.backend()).memory() == MemoryKind::host)
+    opt.schedule.full_width_bytes = full_width_vector_bytes(host_cpu());
   opt.cut.fuse_softmax_contractions &= opt.schedule.gpu_tile.rows > 0;
   opt.cut.tile_bounded_contractions &= opt.schedule.gpu_tile.rows > 0;
   return opt;

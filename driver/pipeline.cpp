@@ -99,7 +99,7 @@ const std::vector<Stage>& stages() {
          std::string text;
          ScheduleOptions options = s.opt.schedule;
          if (options.micro_auto && options.micro.rows > 0)
-           options.micro = automatic_tile_shape(s.out.plan);
+           options.micro = automatic_tile_shape(s.out.plan, options.full_width_bytes);
          s.vector_bytes = options.micro.vector_bytes;
          s.backend->configure(options);
          ScheduleCache cache(options);

@@ -506,8 +506,10 @@ int register_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
   return t.count();
 }
 
-RegisterTileShape automatic_tile_shape(const KernelPlan& plan) {
-  RegisterTileShape one_loop{3, 8, 256, 32}, several{6, 2, 256, 64};
+RegisterTileShape automatic_tile_shape(const KernelPlan& plan, int full_width_bytes) {
+  RegisterTileShape one_loop =
+      full_width_bytes >= 64 ? RegisterTileShape{6, 4, 256, 64} : RegisterTileShape{3, 8, 256, 32};
+  RegisterTileShape several{6, 2, 256, 64};
   for (const Kernel& k : plan.kernels)
     for (const Statement& s : k.statements) {
       if (s.extents.size() < 3) continue;

@@ -59,12 +59,14 @@ bool tileable_statement(const KernelPlan& plan, const Statement& s,
 
 /** The register tile shape for a program (MICRO=auto): 6 rows of 2 64-byte vectors over k
  *  blocks of 256 when some reduction it may tile runs over several loops (a convolution's c, r
- *  and s, whose rows of 56 lanes fit 32 + 16 + 8), else 3 rows of 8 32-byte vectors: a
- *  one-loop contraction (matmul) packs b's panel, and on AVX-512 machines that run 64-byte
- *  operations in two halves a 64-byte broadcast of a costs a multiply-add port, a 32-byte one
- *  does not (docs/decisions.md). One width serves the whole program: the renderer emits one set
- *  of vector types. */
-RegisterTileShape automatic_tile_shape(const KernelPlan& plan);
+ *  and s, whose rows of 56 lanes fit 32 + 16 + 8); else, for a one-loop contraction (matmul,
+ *  which packs b's panel), 6 rows of 4 64-byte vectors where the target runs 64-byte
+ *  operations at full width (`full_width_bytes` 64: 24 of AVX-512's 32 registers accumulate),
+ *  3 rows of 8 32-byte vectors elsewhere (AVX2; and AVX-512 machines that run 64-byte
+ *  operations in two halves, where a 64-byte broadcast of a costs a multiply-add port and a
+ *  32-byte one does not; docs/decisions.md). One width serves the whole program: the renderer
+ *  emits one set of vector types. */
+RegisterTileShape automatic_tile_shape(const KernelPlan& plan, int full_width_bytes = 32);
 
 /** Register-tiles the contractions of `nest` (the loop IR of kernel `k` of `plan`); returns how
  *  many reduction nests it tiled. */

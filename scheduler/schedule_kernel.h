@@ -38,8 +38,13 @@ struct ScheduleOptions {
   /** GPU: contractions run in block tiles of this shape (scheduler/gpu_tile.h; GPU_TILE);
    *  rows = 0 turns it off. Kernels it applies to are not tiled by isl. */
   GpuTileShape gpu_tile;
-  /** MICRO=auto: the program's shape is automatic_tile_shape(plan) instead of `micro`. */
+  /** MICRO=auto: the program's shape is automatic_tile_shape(plan, full_width_bytes) instead
+   *  of `micro`. */
   bool micro_auto = true;
+  /** The widest vectors, in bytes, the target runs at full width (driver/host_cpu.h sets it
+   *  for host runtimes: 64 on AVX-512 machines with full-width units); MICRO=auto's one-loop
+   *  tile takes them. 32 when the target is not known (goldens, the C++ API's defaults). */
+  int full_width_bytes = 32;
   /** CPU: outputs written once stream (non-temporal stores) when they have at least this many
    *  bytes (scheduler/stream_stores.h; STREAM); 0: never. */
   int64_t stream_bytes = int64_t{16} << 20;

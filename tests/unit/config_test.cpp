@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "driver/config.h"
+#include "driver/host_cpu.h"
 #include "ir/suggest.h"
 #include "runtimes/runtime.h"
 
@@ -196,4 +197,24 @@ TEST_CASE("did_you_mean: the closest name within two edits, never a wild guess")
   CHECK(did_you_mean("x", {"y"}).empty());  // one edit, but the whole name
   CHECK(edit_distance("kitten", "sitting") == 3);
   CHECK(edit_distance("", "abc") == 3);
+}
+
+TEST_CASE("host cpu: MICRO=auto's full-width vectors follow the CPU's vector units") {
+  // AVX-512 at full width: Intel, and AMD from Zen 5 (family 1Ah); Zen 4 (19h) runs 512-bit
+  // operations as two halves, AVX2 machines have 32-byte vectors.
+  CHECK(full_width_vector_bytes({"GenuineIntel", 6, true, true}) == 64);
+  CHECK(full_width_vector_bytes({"AuthenticAMD", 0x19, true, true}) == 32);
+  CHECK(full_width_vector_bytes({"AuthenticAMD", 0x1a, true, true}) == 64);
+  CHECK(full_width_vector_bytes({"AuthenticAMD", 0x19, true, false}) == 32);
+  CHECK(full_width_vector_bytes({"GenuineIntel", 6, true, false}) == 32);
+  CHECK(full_width_vector_bytes({}) == 32);
+  HostCpu here = host_cpu();
+#if defined(__x86_64__)
+  CHECK_FALSE(here.vendor.empty());
+  CHECK(here.family > 0);
+  CHECK((!here.avx512f || here.avx2));  // no AVX-512 machine lacks AVX2
+#endif
+  MESSAGE("host: " << here.vendor << " family " << here.family << ", avx2 " << here.avx2
+                   << ", avx512f " << here.avx512f << ": " << full_width_vector_bytes(here)
+                   << "-byte vectors");
 }

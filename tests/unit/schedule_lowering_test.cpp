@@ -168,10 +168,15 @@ TEST_CASE("schedule: simd needs unit-stride accesses; a column walk stays serial
   CHECK(simd + strided >= 1);
 }
 
-TEST_CASE("schedule: MICRO=auto takes 32-byte vectors for one-loop reductions, 64 for several") {
+TEST_CASE(
+    "schedule: MICRO=auto takes 32-byte vectors for one-loop reductions (64 where the "
+    "target runs them at full width), 64 for several") {
   KernelBuilder mm = matmul();
   RegisterTileShape one = automatic_tile_shape(mm.plan);
   CHECK((one.rows == 3 && one.vectors == 8 && one.vector_bytes == 32));
+  // A target with full-width 64-byte vectors: 6 rows of 4 (24 of AVX-512's 32 registers).
+  RegisterTileShape wide = automatic_tile_shape(mm.plan, 64);
+  CHECK((wide.rows == 6 && wide.vectors == 4 && wide.vector_bytes == 64));
   // A reduction over two loops (k and a second one): a convolution's kind.
   KernelBuilder two;
   IntExpr L = IntExpr::var("L");
@@ -181,6 +186,7 @@ TEST_CASE("schedule: MICRO=auto takes 32-byte vectors for one-loop reductions, 6
            op(Op::mul, {load(x, {it(0), it(2), it(3)}), load(w, {it(2), it(3), it(1)})}));
   RegisterTileShape several = automatic_tile_shape(two.plan);
   CHECK((several.rows == 6 && several.vectors == 2 && several.vector_bytes == 64));
+  CHECK(automatic_tile_shape(two.plan, 64).vectors == 2);
 }
 
 TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes, in k blocks") {

@@ -1,0 +1,48 @@
+// The host CPU's vector units through cpuid (<cpuid.h>, GCC and clang), for MICRO=auto's
+// register tile (scheduler/register_tile.h automatic_tile_shape).
+#include "driver/host_cpu.h"
+
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace kiln {
+
+HostCpu host_cpu() {
+  HostCpu cpu;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return cpu;
+  const unsigned max_leaf = a;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  cpu.vendor = vendor;
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    int base = static_cast<int>((a >> 8) & 0xf), extended = static_cast<int>((a >> 20) & 0xff);
+    cpu.family = base == 0xf ? base + extended : base;
+    // AVX needs the OS to save the vector registers (OSXSAVE, and XCR0's bits checked below).
+    bool osxsave = (c >> 27) & 1;
+    if (osxsave && max_leaf >= 7) {
+      unsigned xcr0_lo = 0, xcr0_hi = 0;
+      __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+      bool ymm = (xcr0_lo & 0x6) == 0x6, zmm = (xcr0_lo & 0xe6) == 0xe6;
+      __cpuid_count(7, 0, a, b, c, d);
+      cpu.avx2 = ymm && ((b >> 5) & 1);
+      cpu.avx512f = zmm && ((b >> 16) & 1);
+    }
+  }
+#endif
+  return cpu;
+}
+
+int full_width_vector_bytes(const HostCpu& cpu) {
+  if (!cpu.avx512f) return 32;
+  if (cpu.vendor == "AuthenticAMD" && cpu.family == 0x19) return 32;  // Zen 4: two halves
+  return 64;
+}
+
+}  // namespace kiln

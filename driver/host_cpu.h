@@ -1,0 +1,25 @@
+/** \file
+ * What the host CPU runs at full speed, for schedule choices of host runtimes (clang, openmp,
+ * cc): read with cpuid, without a compiler.
+ */
+#pragma once
+
+#include <string>
+
+namespace kiln {
+
+/** The host CPU's vendor, family and vector units, as cpuid reports them. */
+struct HostCpu {
+  std::string vendor;  ///< "GenuineIntel", "AuthenticAMD", ... ("" off x86)
+  int family = 0;      ///< base family plus extended family
+  bool avx2 = false, avx512f = false;
+};
+
+/** The host CPU (cpuid; all false off x86). */
+HostCpu host_cpu();
+
+/** The widest vectors, in bytes, `cpu` runs at full width: 64 with AVX-512 (AVX512F), except
+ *  AMD family 19h (Zen 4), whose 512-bit operations run as two 256-bit halves; 32 otherwise. */
+int full_width_vector_bytes(const HostCpu& cpu);
+
+}  // namespace kiln
