@@ -261,6 +261,11 @@ class CStyleRenderer {
   std::string render_masked_lanes(const Context& c, const ScalarExpr& e,
                                   const std::set<std::string>& lanes, const std::string& offset,
                                   int width) const;
+  /** The load `e` as a `kiln_v<type>` of `width` lanes built one element per lane along
+   *  iterator `lane` (neighbours not adjacent in memory, or f16/bf16 converted to f32); none
+   *  read past a partial tile's last lane (Context::lane_limit). */
+  std::string lane_by_lane(const Context& c, const ScalarExpr& e, const std::string& lane,
+                           const std::string& type, int width) const;
   /** A pointer to `lanes` elements of `buffer` from `offset`, bounds-checked at both ends under
    *  RenderOptions::bounds_checks. */
   std::string render_vector_address(const Context& c, int buffer, const std::string& offset,

@@ -340,6 +340,23 @@ std::string CStyleRenderer::render_masked_lanes(const Context& c, const ScalarEx
   return masked_vector(c, e.buffer, offset, lo, hi, "");
 }
 
+std::string CStyleRenderer::lane_by_lane(const Context& c, const ScalarExpr& e,
+                                         const std::string& lane, const std::string& type,
+                                         int width) const {
+  std::string out = "((kiln_v" + type + "){";
+  for (int l = 0; l < width; ++l) {
+    ScalarExpr at = e;
+    std::map<std::string, IntExpr> shift = {{lane, IntExpr::var(lane) + IntExpr(l)}};
+    for (IntExpr& i : at.index)
+      i = i.substitute(shift);
+    std::string one = render_value(c, at);
+    if (!c.lane_limit.empty())
+      one = "(" + std::to_string(l) + " < " + c.lane_limit + " ? " + one + " : 0)";
+    out += (l ? ", " : "") + one;
+  }
+  return out + "})";
+}
+
 std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
                                          const std::set<std::string>& lanes) const {
   if (!uses_vars(e, lanes)) return render_value(c, e);
@@ -349,20 +366,7 @@ std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
   if (e.kind == ScalarExpr::Kind::load && (t == DType::f16 || t == DType::bf16) && e.mask.empty()) {
     // f16 and bf16 lanes compute in f32: each lane's element converted (the C compiler turns
     // the eight conversions of neighbours into one vector conversion where it can).
-    std::string out = "((kiln_vf32){";
-    int width = c.options.vector_bytes / 4;
-    const std::string& v = *lanes.begin();
-    for (int l = 0; l < width; ++l) {
-      ScalarExpr at = e;
-      std::map<std::string, IntExpr> lane = {{v, IntExpr::var(v) + IntExpr(l)}};
-      for (IntExpr& i : at.index)
-        i = i.substitute(lane);
-      std::string one = render_value(c, at);
-      if (!c.lane_limit.empty())
-        one = "(" + std::to_string(l) + " < " + c.lane_limit + " ? " + one + " : 0)";
-      out += (l ? ", " : "") + one;
-    }
-    return out + "})";
+    return lane_by_lane(c, e, *lanes.begin(), "f32", c.options.vector_bytes / 4);
   }
   if (e.kind == ScalarExpr::Kind::load && (t == DType::f32 || t == DType::f64)) {
     IntExpr linear = linear_index(c, e.buffer, e.index);
@@ -375,20 +379,7 @@ std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
     if (lanes.size() == 1 && e.mask.empty()) {
       const std::string& v = *lanes.begin();
       std::map<std::string, IntExpr> next = {{v, IntExpr::var(v) + IntExpr(1)}};
-      if (linear.substitute(next) - linear != IntExpr(1)) {
-        std::string out = "((kiln_v" + type + "){";
-        for (int l = 0; l < width; ++l) {
-          ScalarExpr at = e;
-          std::map<std::string, IntExpr> lane = {{v, IntExpr::var(v) + IntExpr(l)}};
-          for (IntExpr& i : at.index)
-            i = i.substitute(lane);
-          std::string one = render_value(c, at);
-          if (!c.lane_limit.empty())
-            one = "(" + std::to_string(l) + " < " + c.lane_limit + " ? " + one + " : 0)";
-          out += (l ? ", " : "") + one;
-        }
-        return out + "})";
-      }
+      if (linear.substitute(next) - linear != IntExpr(1)) return lane_by_lane(c, e, v, type, width);
     }
     if (e.mask.empty() && c.lane_limit.empty())
       return "kiln_vld_" + type + "(" + render_vector_address(c, e.buffer, offset, width) + ")";
