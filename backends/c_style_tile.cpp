@@ -154,7 +154,7 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
   // The tile's element offsets, from the iterators outside the nest, row by row; a partial
   // tile (tile_lane_count) reads and writes only the lanes that exist, and stores only the rows
   // that exist (tile_row_count; the others load the last row's elements and compute on them).
-  auto each = [&](bool store) {
+  auto each = [&](bool store, const std::string& in) {
     std::string out;
     for (int64_t r = 0; r < n.tile_rows; ++r) {
       bool guarded = store && n.tile_row_count && r > 0;
@@ -194,13 +194,22 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
            std::to_string(v);
     s += ";\n";
   }
-  s += each(false);
+  if (n.tile_fresh) {  // the first block starts from the sum's identity (the init folded in)
+    s += in + "if (" + ast_expr_to_c(*n.tile_fresh) + ") {\n";
+    for (int64_t r = 0; r < n.tile_rows; ++r)
+      for (int64_t v = 0; v < n.tile_lanes / lanes; ++v)
+        s += in + "  " + n.name + "_" + std::to_string(r) + "_" + std::to_string(v) +
+             " = (kiln_v" + t + "){0};\n";
+    s += in + "} else {\n" + each(false, in + "  ") + in + "}\n";
+  } else {
+    s += each(false, in);
+  }
   const LoopNode* outer = c.tile;
   c.tile = &n;
   for (const LoopNodePtr& child : n.body)
     s += render_node(c, *child, depth + 1);
   c.tile = outer;
-  s += each(true);
+  s += each(true, in);
   return s + pad + "}\n";
 }
 

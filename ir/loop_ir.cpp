@@ -112,7 +112,10 @@ std::string alloc_line(const LoopNode& n) {
   if (n.tile_rows > 0)
     out += ", a " + tile + " register tile: " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +
            (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "") + ", " +
-           range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below;
+           range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below +
+           (n.tile_fresh ? ", S" + std::to_string(n.tile_init) + " in registers where " +
+                                unwrap(expr_text(*n.tile_fresh))
+                          : "");
   return out;
 }
 

@@ -125,6 +125,14 @@ struct LoopNode {
    *  rows may hold fewer): rows from this count on compute on the last existing row's operands
    *  and are neither stored nor given to an epilogue. Null when all tile_rows do. */
   AstExprPtr tile_row_count;
+  /** alloc, a register tile: where `tile_fresh` holds (the first block of its reduction), the
+   *  tile runs the reduce_init statement `tile_init` on its elements instead of loading them:
+   *  it starts from the reduction's identity in registers (scheduler/register_tile.h folds the
+   *  init nest in). `tile_init_args` are the init's iterator values, as `args` are the
+   *  update's. Null / -1: the tile always loads. */
+  AstExprPtr tile_fresh;
+  int tile_init = -1;
+  std::vector<AstExprPtr> tile_init_args;
   /** alloc: a packed panel when > 0: for D = pack_depth iterations of reduction loop
    *  `pack_iter` from `pack_origin`, the vectors of tile_lanes lanes (from tile_lane_origin,
    *  tile_lane_count of them when set) that statement `statement`'s loads read alike for every

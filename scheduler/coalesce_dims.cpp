@@ -13,7 +13,7 @@ namespace {
 
 using Index = std::vector<IntExpr>;
 using Edge = std::pair<int, int>;  ///< (statement, dimension d: d and d+1 merge) or
-                                   ///< (buffer, position p: p and p+1 merge)
+                                   ///< (form, position p: p and p+1 merge)
 
 IntExpr iter(size_t d) {
   return IntExpr::var(iterator_name(static_cast<int>(d)));
@@ -143,8 +143,10 @@ void raw_accesses(const Statement& s, std::vector<std::pair<int, const Index*>>&
  *  shape here, so that dimensions on either side of one can merge. */
 struct PlanUses {
   std::vector<Statement*> statements;  ///< every statement of every kernel
+  std::vector<int> kernel;             ///< per statement, its kernel's number
   std::vector<Uses> uses;              ///< per statement
-  std::set<int> written;               ///< buffers some statement writes
+  std::set<std::pair<int, int>> written;  ///< (kernel, buffer) where the kernel writes it
+  int buffers = 0;                     ///< how many buffers the plan has
   std::set<int> blocked;               ///< buffers of extern calls
   std::map<int, Shape> shapes;         ///< per buffer accessed, without its unit positions
 };
@@ -188,6 +190,13 @@ void find_uses(const KernelPlan& plan, PlanUses& pu) {
   }
 }
 
+/** The key of the one form in which `kernel` addresses the written `buffer`: isl sees each
+ *  kernel alone, so another kernel may address the same buffer in another form (both render to
+ *  the same row-major offsets). */
+int form(const PlanUses& pu, int kernel, int buffer) {
+  return kernel * pu.buffers + buffer;
+}
+
 /** Whether iterators d and d+1 of statement `si` may merge as far as the statement alone can
  *  tell; adds to `needs` the positions of written buffers that must merge with them. */
 bool dims_mergeable(const PlanUses& pu, size_t si, size_t d, std::vector<Edge>& needs) {
@@ -207,7 +216,9 @@ bool dims_mergeable(const PlanUses& pu, size_t si, size_t d, std::vector<Edge>& 
         shape[p] != s.extents[d] || shape[p + 1] != s.extents[d + 1] ||
         pu.blocked.count(acc.buffer))
       return false;
-    if (pu.written.count(acc.buffer)) needs.push_back({acc.buffer, static_cast<int>(p)});
+    int k = pu.kernel[si];
+    if (pu.written.count({k, acc.buffer}))
+      needs.push_back({form(pu, k, acc.buffer), static_cast<int>(p)});
   }
   return true;
 }
@@ -221,11 +232,14 @@ std::optional<size_t> iterator_number(const IntExpr& e) {
   return std::stoul(v->substr(1));
 }
 
-/** Whether positions p and p+1 of the written buffer `buffer` may merge: every access to them
- *  reads (0, 0) or walks two adjacent iterators, whose merge it adds to `needs`. */
-bool positions_mergeable(const PlanUses& pu, int buffer, size_t p, std::vector<Edge>& needs) {
+/** Whether positions p and p+1 of `buffer`, which `kernel` writes, may merge there: every
+ *  access to them in that kernel reads (0, 0) or walks two adjacent iterators, whose merge it
+ *  adds to `needs`. */
+bool positions_mergeable(const PlanUses& pu, int kernel, int buffer, size_t p,
+                         std::vector<Edge>& needs) {
   if (pu.blocked.count(buffer)) return false;
   for (size_t si = 0; si < pu.statements.size(); ++si) {
+    if (pu.kernel[si] != kernel) continue;
     for (const Access& acc : pu.uses[si].accesses) {
       if (acc.buffer != buffer) continue;
       const Index& index = acc.index;
@@ -286,10 +300,12 @@ int merge_dims(Statement& s, const std::set<size_t>& merge) {
 CoalesceCount coalesce_dims(KernelPlan& plan) {
   CoalesceCount count;
   PlanUses pu;
-  for (Kernel& k : plan.kernels) {
-    for (Statement& s : k.statements) {
+  pu.buffers = static_cast<int>(plan.buffers.size());
+  for (size_t ki = 0; ki < plan.kernels.size(); ++ki) {
+    for (Statement& s : plan.kernels[ki].statements) {
       pu.statements.push_back(&s);
-      pu.written.insert(s.buffer);
+      pu.kernel.push_back(static_cast<int>(ki));
+      pu.written.insert({static_cast<int>(ki), s.buffer});
       if (s.kind != Statement::Kind::call) continue;
       pu.blocked.insert(s.buffer);
       pu.blocked.insert(s.args.begin(), s.args.end());
@@ -311,12 +327,12 @@ CoalesceCount coalesce_dims(KernelPlan& plan) {
         dims[{static_cast<int>(si), static_cast<int>(d)}] = std::move(needs);
     }
   }
-  for (int b : pu.written) {
+  for (auto [k, b] : pu.written) {
     if (!pu.shapes.count(b)) continue;  // written by calls only
     for (size_t p = 0; p + 1 < pu.shapes.at(b).size(); ++p) {
       std::vector<Edge> needs;
-      if (positions_mergeable(pu, b, p, needs))
-        positions[{b, static_cast<int>(p)}] = std::move(needs);
+      if (positions_mergeable(pu, k, b, p, needs))
+        positions[{form(pu, k, b), static_cast<int>(p)}] = std::move(needs);
     }
   }
   while (prune(dims, positions) | prune(positions, dims)) {

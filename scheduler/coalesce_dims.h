@@ -11,10 +11,11 @@
  *   addressed as `[..., 0, j, ...]`, which renders to the same row-major offsets (the form of
  *   flatten_statements). Runs of such pairs merge into one dimension.
  *
- * A buffer that some statement writes must be addressed in one form by every statement, so
- * isl's dependences stay exact: two of its positions merge only when every access to them
- * merges there too or reads `(0, 0)`; the greatest such set of merges is found by a fixpoint.
- * Buffers only read may be addressed in both forms. Buffers of extern calls, which isl sees
+ * A buffer that a kernel writes must be addressed in one form by every statement of that
+ * kernel, so isl's dependences stay exact: two of its positions merge only when every access to
+ * them in the kernel merges there too or reads `(0, 0)`; the greatest such set of merges is
+ * found by a fixpoint. isl sees one kernel at a time, so each kernel chooses its own form, and
+ * buffers a kernel only reads may be addressed there in both. Buffers of extern calls, which isl sees
  * whole with their declared shape, are never merged.
  */
 #pragma once

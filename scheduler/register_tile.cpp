@@ -248,17 +248,26 @@ class Tiler {
         seq->body.push_back(wrap(band, children[c]));
         continue;
       }
-      // The nest right after a reduction that maps its elements (a bias, an activation) runs
-      // on each tile after the tile's last block; on its own only when no block runs.
+      // The init nest right before the reduction (its elements set to 0) is folded into the
+      // tiles, which start from 0 in their first block instead of loading what it stored; it
+      // runs on its own only when no block runs. Likewise the nest right after a reduction that
+      // maps its elements (a bias, an activation) runs on each tile after the tile's last
+      // block, and on its own only when no block runs.
+      const LoopNode& outer = *nests[c]->loops.front();
+      AstExprPtr no_block = ast_op("ge", {outer.init, upper(outer)});
+      LoopNodePtr init;
+      init_ = c > 0 && !nests[c - 1] ? init_of(*nests[c], *children[c - 1]) : nullptr;
+      if (init_) {
+        init = children[c - 1];
+        seq->body.pop_back();
+      }
       epilogue_ =
           c + 1 < children.size() && !nests[c + 1] ? epilogue(*nests[c], children[c + 1]) : nullptr;
       seq->body.push_back(wrap(others, blocked(*band[row], *nests[c])));
-      if (epilogue_) {
-        const LoopNode& outer = *nests[c]->loops.front();
-        seq->body.push_back(
-            wrap(band, make_guard(ast_op("ge", {outer.init, upper(outer)}), children[++c])));
-      }
+      if (init) seq->body.push_back(wrap(band, make_guard(no_block, init)));
+      if (epilogue_) seq->body.push_back(wrap(band, make_guard(no_block, children[++c])));
       epilogue_ = nullptr;
+      init_ = nullptr;
     }
     return seq;
   }
@@ -307,6 +316,33 @@ class Tiler {
     }
     if (!reads) return nullptr;
     epilogue_lane_ = own.iter;
+    return stmt;
+  }
+
+  /** The statement node of `prev`, the nest before reduction nest `t` in the row loop, when it
+   *  is t's init: one loop with the bounds of t's lane loop around the reduce_init of t's buffer
+   *  (a sum: 0) at the element t updates. The tiles then run it on their elements in their
+   *  first block instead of loading what it stored: every element it sets is one of theirs, and
+   *  nothing runs in between. Null otherwise. */
+  const LoopNode* init_of(const TileNest& t, const LoopNode& prev) {
+    std::vector<const LoopNode*> loops;
+    const LoopNode* stmt = perfect_nest(prev, loops);
+    if (!stmt || stmt->statement < 0 || loops.size() != 1) return nullptr;
+    const LoopNode &own = *loops[0], &lane = *t.loops.back();
+    if (!canonical_loop(own) || own.step != 1 || !same_expr(*own.init, *lane.init) ||
+        !same_expr(*upper(own), *upper(lane)))
+      return nullptr;
+    const Statement& reduced = kernel_.statements.at(t.stmt->statement);
+    const Statement& s = kernel_.statements.at(stmt->statement);
+    if (s.kind != Statement::Kind::reduce_init || s.reduce != ReduceKind::sum ||
+        s.buffer != reduced.buffer || s.index.size() != reduced.index.size() ||
+        !s.domain.empty())
+      return nullptr;
+    auto at_tile = loop_values(*t.stmt, "", ""), at_own = loop_values(*stmt, own.iter, lane.iter);
+    if (!at_tile || !at_own) return nullptr;
+    for (size_t d = 0; d < s.index.size(); ++d)
+      if (s.index[d].substitute(*at_own) != reduced.index[d].substitute(*at_tile)) return nullptr;
+    init_lane_ = own.iter;
     return stmt;
   }
 
@@ -372,6 +408,7 @@ class Tiler {
     const int64_t vector = shape_.vector_bytes / (dtype_bits(plan_.buffers.at(s.buffer).dtype) / 8);
     const std::string outer_t = outer.iter + "t";
     last_block_ = ast_op("ge", {add(ast_iter(outer_t), ast_int(depth)), upper(outer)});
+    first_block_ = ast_op("eq", {ast_iter(outer_t), outer.init});
 
     // The outer reduction loop over one block.
     std::vector<const LoopNode*> loops = t.loops;
@@ -427,6 +464,12 @@ class Tiler {
       alloc->tile_row_count = count;
       alloc->tile_lane_origin = ast_iter(lane_t);
       if (partial) alloc->tile_lane_count = remaining(lane, lane_t, lanes);
+      if (init_) {
+        alloc->tile_fresh = first_block_;
+        alloc->tile_init = init_->statement;
+        for (const AstExprPtr& a : init_->args)
+          alloc->tile_init_args.push_back(a ? substitute(a, init_lane_, ast_iter(lane.iter)) : a);
+      }
       // The element's index uses only the row and lane iterators.
       std::set<std::string> used;
       for (const IntExpr& e : s.index)
@@ -494,6 +537,9 @@ class Tiler {
   const LoopNode* epilogue_ = nullptr;  ///< the epilogue of the nest being blocked, or null
   std::string epilogue_lane_;           ///< its lane loop's iterator
   AstExprPtr last_block_;               ///< true in the last block of the nest being blocked
+  AstExprPtr first_block_;              ///< true in its first block
+  const LoopNode* init_ = nullptr;  ///< the init folded into its tiles, or null
+  std::string init_lane_;           ///< the init's lane loop iterator
 };
 
 }  // namespace

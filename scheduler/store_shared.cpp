@@ -105,7 +105,7 @@ ScalarExprPtr shared_value(const KernelPlan& plan, const Kernel& k, size_t u, si
       !so.domain.empty())
     return nullptr;
   const Buffer& y = plan.buffers.at(so.buffer);
-  if (y.kind != BufferKind::output || (y.dtype != DType::f32 && y.dtype != DType::f64) ||
+  if (y.kind == BufferKind::input || (y.dtype != DType::f32 && y.dtype != DType::f64) ||
       !one_element_per_point(so.index, so.extents.size()))
     return nullptr;
   for (size_t s = 0; s < k.statements.size(); ++s) {

@@ -6,8 +6,9 @@
  * statement rewrites its element in place from it. One exponential per element instead of two;
  * the row it re-reads is the one just written, in cache.
  *
- * It applies when the later statement is a plain assignment to an output of the value's dtype
- * that no other statement of the kernel reads or writes, its index is the domain's iterators in
+ * It applies when the later statement is a plain assignment to an output or a temp (read only by
+ * later kernels: attention's weights) of the value's dtype that no other statement of the kernel
+ * reads or writes, its index is the domain's iterators in
  * some order (each element written once), both domains are the same, and no statement from the
  * reduction to the later one writes what the subexpression reads. CPU backends only: on a GPU
  * the store and the reads back could be mapped to different threads.

@@ -202,15 +202,6 @@ KILN_FN void kiln_sfence(void) {
 }
 
 static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* a */, const float* restrict b1 /* b */, float* restrict b2 /* y */) {
-  for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
-    for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
-      {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        b2[(s_N * i0 + i1)] = (float)0;
-      }
-    }
-  }
   for (int64_t c2t = 0; c2t < s_K; c2t += 256) {
     for (int64_t c1t = 0; c1t < (s_N - 63); c1t += 64) {
       {
@@ -233,30 +224,57 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             kiln_vf32 tile0_0_0, tile0_0_1, tile0_0_2, tile0_0_3, tile0_0_4, tile0_0_5, tile0_0_6, tile0_0_7;
             kiln_vf32 tile0_1_0, tile0_1_1, tile0_1_2, tile0_1_3, tile0_1_4, tile0_1_5, tile0_1_6, tile0_1_7;
             kiln_vf32 tile0_2_0, tile0_2_1, tile0_2_2, tile0_2_3, tile0_2_4, tile0_2_5, tile0_2_6, tile0_2_7;
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); tile0_0_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); tile0_0_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); tile0_0_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); tile0_0_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); tile0_0_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); tile0_0_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row1, i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row1, i1 = (c1t + 8); tile0_1_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row1, i1 = (c1t + 16); tile0_1_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row1, i1 = (c1t + 24); tile0_1_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row1, i1 = (c1t + 32); tile0_1_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row1, i1 = (c1t + 40); tile0_1_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row1, i1 = (c1t + 48); tile0_1_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row1, i1 = (c1t + 56); tile0_1_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row2, i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row2, i1 = (c1t + 8); tile0_2_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row2, i1 = (c1t + 16); tile0_2_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row2, i1 = (c1t + 24); tile0_2_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row2, i1 = (c1t + 32); tile0_2_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row2, i1 = (c1t + 40); tile0_2_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row2, i1 = (c1t + 48); tile0_2_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
-            { const int64_t i0 = tile0_row2, i1 = (c1t + 56); tile0_2_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+            if ((c2t == 0)) {
+              tile0_0_0 = (kiln_vf32){0};
+              tile0_0_1 = (kiln_vf32){0};
+              tile0_0_2 = (kiln_vf32){0};
+              tile0_0_3 = (kiln_vf32){0};
+              tile0_0_4 = (kiln_vf32){0};
+              tile0_0_5 = (kiln_vf32){0};
+              tile0_0_6 = (kiln_vf32){0};
+              tile0_0_7 = (kiln_vf32){0};
+              tile0_1_0 = (kiln_vf32){0};
+              tile0_1_1 = (kiln_vf32){0};
+              tile0_1_2 = (kiln_vf32){0};
+              tile0_1_3 = (kiln_vf32){0};
+              tile0_1_4 = (kiln_vf32){0};
+              tile0_1_5 = (kiln_vf32){0};
+              tile0_1_6 = (kiln_vf32){0};
+              tile0_1_7 = (kiln_vf32){0};
+              tile0_2_0 = (kiln_vf32){0};
+              tile0_2_1 = (kiln_vf32){0};
+              tile0_2_2 = (kiln_vf32){0};
+              tile0_2_3 = (kiln_vf32){0};
+              tile0_2_4 = (kiln_vf32){0};
+              tile0_2_5 = (kiln_vf32){0};
+              tile0_2_6 = (kiln_vf32){0};
+              tile0_2_7 = (kiln_vf32){0};
+            } else {
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); tile0_0_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); tile0_0_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); tile0_0_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); tile0_0_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); tile0_0_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); tile0_0_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 8); tile0_1_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 16); tile0_1_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 24); tile0_1_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 32); tile0_1_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 40); tile0_1_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 48); tile0_1_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row1, i1 = (c1t + 56); tile0_1_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 8); tile0_2_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 16); tile0_2_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 24); tile0_2_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 32); tile0_2_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 40); tile0_2_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 48); tile0_2_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+              { const int64_t i0 = tile0_row2, i1 = (c1t + 56); tile0_2_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+            }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 0]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
@@ -345,9 +363,15 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             kiln_vf32 tile1_0_0;
             kiln_vf32 tile1_1_0;
             kiln_vf32 tile1_2_0;
-            { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
-            { const int64_t i0 = tile1_row1, i1 = (c1t + 0); tile1_1_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
-            { const int64_t i0 = tile1_row2, i1 = (c1t + 0); tile1_2_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+            if ((c2t == 0)) {
+              tile1_0_0 = (kiln_vf32){0};
+              tile1_1_0 = (kiln_vf32){0};
+              tile1_2_0 = (kiln_vf32){0};
+            } else {
+              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+              { const int64_t i0 = tile1_row1, i1 = (c1t + 0); tile1_1_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+              { const int64_t i0 = tile1_row2, i1 = (c1t + 0); tile1_2_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+            }
             for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
               { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c2 - c2t) * 8 + 0]);
                 { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
@@ -363,6 +387,17 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
               { const int64_t i0 = tile1_row2, i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_2_0); }
             }
           }
+        }
+      }
+    }
+  }
+  for (int64_t c0 = 0; c0 < s_M; c0 += 1) {
+    if (0 >= s_K) {
+      for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
+        {
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          b2[(s_N * i0 + i1)] = (float)0;
         }
       }
     }

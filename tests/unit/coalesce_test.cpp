@@ -71,6 +71,33 @@ TEST_CASE("coalesce: a softmax chain over [B0, B1, B2, N] runs over [B0 * B1 * B
   CHECK(p.at(2).value->index == std::vector<IntExpr>{0, 0, it(0), 0});
 }
 
+TEST_CASE("coalesce: each kernel addresses a buffer it only reads in its own form") {
+  // Kernel 0 writes t[b, i, j] from a transpose (no dimensions merge there); kernel 1 reduces t's
+  // rows. isl sees one kernel at a time, so kernel 1 runs over [B * I, J] while kernel 0 keeps
+  // [B, I, J] (attention: the scores come from Q·Kᵀ, whose key operand moves along neither b·i).
+  IntExpr b = IntExpr::var("B"), i = IntExpr::var("I"), j = IntExpr::var("J");
+  KernelBuilder p;
+  int x = p.buffer({b, j, i}), t = p.buffer({b, i, j}), m = p.buffer({b, i, 1});
+  p.stmt(Statement::Kind::assign, {b, i, j}, t, {it(0), it(1), it(2)},
+         load(x, {it(0), it(2), it(1)}));
+  p.plan.kernels.emplace_back();
+  p.plan.kernels[1].buffers = {t, m};
+  std::swap(p.plan.kernels[0].statements, p.plan.kernels[1].statements);
+  p.stmt(Statement::Kind::reduce_init, {b, i}, m, {it(0), it(1), 0});
+  p.stmt(Statement::Kind::reduce_update, {b, i, j}, m, {it(0), it(1), 0},
+         load(t, {it(0), it(1), it(2)})).reduce = ReduceKind::max;
+  std::swap(p.plan.kernels[0].statements, p.plan.kernels[1].statements);
+  CoalesceCount n = coalesce_dims(p.plan);
+  CHECK(n.merged == 2);
+  const Kernel &writer = p.plan.kernels[0], &reader = p.plan.kernels[1];
+  CHECK(writer.statements.at(0).extents == Shape{b, i, j});
+  CHECK(writer.statements.at(0).index == std::vector<IntExpr>{it(0), it(1), it(2)});
+  CHECK(reader.statements.at(0).extents == Shape{b * i});
+  CHECK(reader.statements.at(1).extents == Shape{b * i, j});
+  CHECK(reader.statements.at(1).value->index == std::vector<IntExpr>{0, it(0), it(1)});
+  CHECK(reader.statements.at(1).index == std::vector<IntExpr>{0, it(0), 0});
+}
+
 TEST_CASE("coalesce: size-1 dimensions are dropped and their iterators become 0") {
   KernelBuilder p;
   int x = p.buffer({1, N, 1}), y = p.buffer({1, N, 1});

@@ -220,6 +220,11 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
     CHECK(found[k]->tile_row_count);
     CHECK(found[k]->tile_lanes == (k == 0 ? 32 : 16));
     CHECK(static_cast<bool>(found[k]->tile_lane_count) == (k == 1));  // min(16, N - jt) lanes
+    // The init (S0) is folded in: each tile starts from 0 in the first k block instead of
+    // loading what a pass of its own stored (check_legal ran it there, and alone for K = 0).
+    CHECK(found[k]->tile_init == 0);
+    REQUIRE(found[k]->tile_fresh);
+    CHECK(loop_node_to_text(*found[k]).find("S0 in registers where") != std::string::npos);
   }
   // Inside: the k loop of one block, the update's j loop gone into the lanes.
   std::vector<const LoopNode*> inner = loops(tile);

@@ -92,6 +92,23 @@ void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode
         break;
       }
       if (n.tile_rows > 0) tile = &n;
+      if (n.tile_rows > 0 && n.tile_fresh && eval(*n.tile_fresh, env)) {
+        // The folded init runs on the tile's elements (those that exist) before its reduction.
+        CHECK(n.tile_init >= 0);
+        int64_t row = eval(*n.tile_row_origin, env), lane = eval(*n.tile_lane_origin, env);
+        int64_t rows = n.tile_row_count ? eval(*n.tile_row_count, env) : n.tile_rows;
+        int64_t lanes = n.tile_lane_count ? eval(*n.tile_lane_count, env) : n.tile_lanes;
+        Env inner = env;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t l = 0; l < lanes; ++l) {
+            inner[n.tile_row] = row + r;
+            inner[n.tile_lane] = lane + l;
+            std::vector<int64_t> args;
+            for (const auto& a : n.tile_init_args)
+              args.push_back(eval(*a, inner));
+            out.push_back({n.tile_init, args});
+          }
+      }
       if (n.pack_depth > 0) {  // a packed panel: body[0] copies operands, no instances
         CHECK(n.body.size() >= 2);
         for (size_t k = 1; k < n.body.size(); ++k)
