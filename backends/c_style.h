@@ -119,6 +119,7 @@ class CStyleRenderer {
     struct Kept {
       size_t region = 0;
       std::string offset;
+      std::string tile_stride;  ///< a pack of several lane tiles: elements per lane of origin
     };
     mutable std::map<const LoopNode*, Kept> kept = {};
     /** The loop function's parameters (declarations, and the names a call passes), and the
@@ -197,7 +198,7 @@ class CStyleRenderer {
   /** The fill's statement node `n`: each row-shared lane load stored into its array. */
   std::string render_pack_fill(const Context& c, const LoopNode& n, int depth) const;
   /** Element (reduction iteration, `lane`) of the array of row-shared load `k` of `pack`. */
-  std::string pack_element(const LoopNode& pack, size_t k, int64_t lane) const;
+  std::string pack_element(const Context& c, const LoopNode& pack, size_t k, int64_t lane) const;
   /** Whether a float max reduction in a register accumulates ordered integer keys of its
    *  values (kiln_key_f32: an integer max, which vectorises without fast-math, plus a NaN flag)
    *  rather than floats through a NaN-propagating select, which stays scalar. */

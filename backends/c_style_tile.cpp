@@ -213,8 +213,18 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
   return s + pad + "}\n";
 }
 
-std::string CStyleRenderer::pack_element(const LoopNode& pack, size_t k, int64_t lane) const {
-  return pack.name + "_" + std::to_string(k) + "[(" + pack.pack_iter + " - " +
+std::string CStyleRenderer::pack_element(const Context& c, const LoopNode& pack, size_t k,
+                                         int64_t lane) const {
+  std::string tile;  // a pack of several lane tiles: the offset of this one
+  if (pack.pack_lane_base) {
+    auto kept = c.kept.find(&pack);
+    tile = kept != c.kept.end()
+               ? "(" + ast_expr_to_c(*pack.tile_lane_origin) + ") * (" + kept->second.tile_stride +
+                     ") + "
+               : "(" + ast_expr_to_c(*pack.tile_lane_origin) + " - " + pack.name + "_base) * " +
+                     std::to_string(pack.pack_depth) + " + ";
+  }
+  return pack.name + "_" + std::to_string(k) + "[" + tile + "(" + pack.pack_iter + " - " +
          ast_expr_to_c(*pack.pack_origin) + ") * " + std::to_string(pack.tile_lanes) + " + " +
          std::to_string(lane) + "]";
 }
@@ -229,13 +239,26 @@ std::string CStyleRenderer::render_pack(const Context& c, const LoopNode& n, int
   std::string type = st.value->dtype == DType::f64 ? "double" : "float";
   std::string s = pad + "{\n";
   auto kept = c.kept.find(&n);
+  // A pack of several lane tiles holds its tiles' loops: outlined parallel bodies among them
+  // (OpenMP) take its arrays as parameters.
+  std::string params = c.local_params, args = c.local_args;
+  if (n.pack_lane_base && kept == c.kept.end()) {
+    s += pad + "  const int64_t " + n.name + "_base = " + ast_expr_to_c(*n.pack_lane_base) + ";\n";
+    c.local_params += ", const int64_t " + n.name + "_base";
+    c.local_args += ", " + n.name + "_base";
+  }
   for (size_t k = 0; k < loads.size(); ++k) {
     std::string array = n.name + "_" + std::to_string(k);
+    if (n.pack_lane_base) {
+      c.local_params += ", " + type + "* restrict " + array;
+      c.local_args += ", " + array;
+    }
     if (kept != c.kept.end())  // this tile's panel in the workspace (packed_weights.h)
       s += pad + "  " + type + "* restrict " + array + " = kiln_pw" +
            std::to_string(kept->second.region + k) + " + " + kept->second.offset + ";\n";
     else
-      s += pad + "  " + type + " " + array + "[" + std::to_string(n.pack_depth * n.tile_lanes) +
+      s += pad + "  " + type + " " + array + "[" +
+           std::to_string(n.pack_depth * (n.pack_lane_base ? n.pack_lanes : n.tile_lanes)) +
            "] __attribute__((aligned(64)));\n";
   }
   const LoopNode* filling = c.filling;
@@ -251,6 +274,8 @@ std::string CStyleRenderer::render_pack(const Context& c, const LoopNode& n, int
   for (size_t i = 1; i < n.body.size(); ++i)
     s += render_node(c, *n.body[i], depth + 1);
   c.pack = pack;
+  c.local_params = params;
+  c.local_args = args;
   return s + pad + "}\n";
 }
 
@@ -276,7 +301,7 @@ std::string CStyleRenderer::render_pack_fill(const Context& c, const LoopNode& n
     c.lane_limit = p.tile_lane_count ? lane_count(p, v * lanes) : "";
     s += pad + "{ " + bind_line(args);
     for (size_t k = 0; k < loads.size(); ++k)
-      s += std::string(k ? " " : "") + "kiln_vst_" + t + "(&" + pack_element(p, k, v * lanes) +
+      s += std::string(k ? " " : "") + "kiln_vst_" + t + "(&" + pack_element(c, p, k, v * lanes) +
            ", " + render_lanes(c, *loads[k], along) + ");";
     s += " }\n";
   }
@@ -307,7 +332,7 @@ std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode&
     for (size_t k = 0; k < loads.size(); ++k) {
       std::string name = "kiln_lane" + std::to_string(k);
       std::string value =
-          pack ? "kiln_vld_" + t_name + "(&" + pack_element(*pack, k, v * lanes) + ")"
+          pack ? "kiln_vld_" + t_name + "(&" + pack_element(c, *pack, k, v * lanes) + ")"
                : render_lanes(c, *loads[k], along);
       shared += (shared.empty() ? "" : " ") + type + name + " = " + value + ";";
       c.lane_bound[loads[k]] = name;

@@ -90,9 +90,14 @@ std::string CStyleRenderer::workspace_prologue(const Context& c,
     const LoopNode& n = *packs[p].pack;
     const Statement& st = c.kernel.statements.at(n.statement);
     std::string depth = int_expr_to_c(st.extents.at(packs[p].k_iterator), c.sizes);
-    c.kept[&n] = {first[p], "(" + ast_expr_to_c(*n.tile_lane_origin) + ") * (" + depth + ") + (" +
-                                ast_expr_to_c(*n.pack_origin) + ") * " +
-                                std::to_string(n.tile_lanes)};
+    std::string k_rows =
+        "(" + ast_expr_to_c(*n.pack_origin) + ") * " + std::to_string(n.tile_lanes);
+    if (n.pack_lane_base)  // the lane tile's part of the offset is the element's (pack_element)
+      c.kept[&n] = {first[p], k_rows, depth};
+    else
+      c.kept[&n] = {first[p], "(" + ast_expr_to_c(*n.tile_lane_origin) + ") * (" + depth + ") + " +
+                                  k_rows,
+                    ""};
   }
   return s;
 }

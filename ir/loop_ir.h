@@ -142,6 +142,13 @@ struct LoopNode {
   int64_t pack_depth = 0;
   std::string pack_iter;
   AstExprPtr pack_origin;
+  /** alloc, a packed panel of several lane tiles when set: the lane origin of the first. The
+   *  fill (body[0]) and the tiles (the rest) then loop over lane tiles themselves, tile_lane_origin
+   *  naming that loop's iterator, and the tile at lane origin o keeps its k row r's tile_lanes
+   *  elements at (o - pack_lane_base) · pack_depth + r · tile_lanes; pack_lanes bounds
+   *  o - pack_lane_base + tile_lanes (the arrays hold pack_depth × pack_lanes elements). */
+  AstExprPtr pack_lane_base;
+  int64_t pack_lanes = 0;
   /** alloc in `shared` space: a GPU block tile of contraction `statement`
    *  (scheduler/gpu_tile.h). The block computes tile_rows × tile_lanes elements, `tile_row` =
    *  tile_row_origin + 0..tile_rows-1 and `tile_lane` = tile_lane_origin + 0..tile_lanes-1 (those

@@ -419,6 +419,28 @@ class Tiler {
                       ast_op("min", {add(ast_iter(outer_t), ast_int(depth)), upper(outer)})});
     loops.front() = in_block.get();
 
+    auto block = std::make_shared<LoopNode>(outer);
+    block->iter = outer_t;
+    block->cond = ast_op("lt", {ast_iter(outer_t), upper(outer)});
+    block->step = depth;
+    block->tile = true;
+    const int64_t width = shape_.vectors * vector;
+    if (loops.size() == 2 && shared_operands(t, row) > 0) {
+      // BLIS's order (file comment): lane blocks of `lanes` lanes, b's panel packed per k block
+      // for all of a block's lane tiles, the row tiles sweeping them.
+      const Statement& st = kernel_.statements.at(t.stmt->statement);
+      const int64_t element = st.value->dtype == DType::f64 ? 8 : 4;  // f16, bf16 pack as f32
+      const int64_t lanes =
+          std::max<int64_t>(1, shape_.block_bytes / (depth * element * width)) * width;
+      const std::string lane_c = lane.iter + "c";
+      block->body = {lane_block(row, t, loops, lane_c, lanes, width, false),
+                     lane_block(row, t, loops, lane_c, lanes, vector, true)};
+      auto blocks = std::make_shared<LoopNode>(*make_loop(
+          lane_c, lane.init, ast_op("lt", {ast_iter(lane_c), upper(lane)}), lanes, {block}));
+      blocks->coincident = false;  // serial: the loops inside run across threads
+      blocks->tile = true;
+      return blocks;
+    }
     std::vector<LoopNodePtr> body;
     body.push_back(lane_tiles(row, t, loops, lane.init, shape_.vectors * vector, false));
     // The lanes past the last full-width tile, a vector at a time, masked: min(vector, end - jt)
@@ -427,14 +449,96 @@ class Tiler {
     // compile), and the mask costs only the tile's loads and stores outside the reduction.
     body.push_back(lane_tiles(
         row, t, loops, after_tiles(lane.init, upper(lane), shape_.vectors * vector), vector, true));
-
-    auto block = std::make_shared<LoopNode>(outer);
-    block->iter = outer_t;
-    block->cond = ast_op("lt", {ast_iter(outer_t), upper(outer)});
-    block->step = depth;
-    block->tile = true;
     block->body = std::move(body);
     return block;
+  }
+
+  /** The tiles of `lanes` lanes (masked, a vector at a time, when `partial`: the lanes past the
+   *  last full tile) in the lane block of `block` lanes from iterator `lane_c`, for one k block:
+   *  a pack of b's panel for all of them, filled lane tile by lane tile, then the row tiles,
+   *  each sweeping the lane tiles. */
+  LoopNodePtr lane_block(const LoopNode& row, const TileNest& t,
+                         const std::vector<const LoopNode*>& loops, const std::string& lane_c,
+                         int64_t block, int64_t lanes, bool partial) {
+    const LoopNode& lane = *t.loops.back();
+    const int64_t rows = shape_.rows;
+    const std::string row_t = row.iter + "t", lane_t = lane.iter + "t";
+    AstExprPtr first = ast_iter(lane_c), end = upper(lane);
+    if (partial) {
+      first = ast_op("max", {first, after_tiles(lane.init, upper(lane), shape_.vectors * lanes)});
+    } else {
+      end = sub(end, ast_int(lanes - 1));
+    }
+    end = ast_op("min", {add(ast_iter(lane_c), ast_int(block)), end});
+    auto lane_loop = [&](LoopNodePtr body) {
+      return make_loop(lane_t, first, ast_op("lt", {ast_iter(lane_t), end}), lanes, {body});
+    };
+    auto row_tiles = std::make_shared<LoopNode>(row);
+    row_tiles->iter = row_t;
+    row_tiles->cond = ast_op("lt", {ast_iter(row_t), upper(row)});
+    row_tiles->step = rows;
+    row_tiles->body = {lane_loop(tile_alloc(
+        row, t, loops, lanes, partial, rows, row_t,
+        rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr))};
+    row_tiles->mapping = Mapping::serial;
+    auto pack = std::make_shared<LoopNode>();
+    pack->kind = LoopNode::Kind::alloc;
+    pack->space = MemorySpace::local;
+    pack->statement = t.stmt->statement;
+    pack->name = "pack" + std::to_string(packs_++);
+    pack->tile_row = row.iter;
+    pack->tile_lane = lane.iter;
+    pack->tile_lanes = lanes;
+    pack->tile_lane_origin = ast_iter(lane_t);
+    if (partial) pack->tile_lane_count = remaining(lane, lane_t, lanes);
+    pack->pack_depth = shape_.depth;
+    pack->pack_iter = loops.front()->iter;
+    pack->pack_origin = loops.front()->init;
+    pack->pack_lane_base = first;
+    // The lane tiles it holds: a block's worth, or for the lanes left fewer than a full tile's.
+    pack->pack_lanes = partial ? shape_.vectors * lanes : block;
+    // The fill: per lane tile, the k loop of the block around the statement, its lane loop out.
+    pack->body = {lane_loop(rebuild_nest(loops, *t.stmt, 1, nullptr)), row_tiles};
+    return pack;
+  }
+
+  /** A register tile of `n` rows from row `origin` (`count` of them existing, all when null) by
+   *  `lanes` lanes from the lane tile loop's iterator (min(lanes, end - jt) of them when
+   *  `partial`), for nest `t` whose loops are `loops` (the outer reduction loop over one block). */
+  LoopNodePtr tile_alloc(const LoopNode& row, const TileNest& t,
+                         const std::vector<const LoopNode*>& loops, int64_t lanes, bool partial,
+                         int64_t n, const std::string& origin, const AstExprPtr& count) {
+    const LoopNode& lane = *t.loops.back();
+    const Statement& s = kernel_.statements.at(t.stmt->statement);
+    const std::string lane_t = lane.iter + "t";
+    auto alloc = std::make_shared<LoopNode>();
+    alloc->kind = LoopNode::Kind::alloc;
+    alloc->space = MemorySpace::local;
+    alloc->statement = t.stmt->statement;
+    alloc->name = "tile" + std::to_string(count_++);
+    alloc->tile_rows = n;
+    alloc->tile_lanes = lanes;
+    alloc->tile_row = row.iter;
+    alloc->tile_lane = lane.iter;
+    alloc->tile_row_origin = ast_iter(origin);
+    alloc->tile_row_count = count;
+    alloc->tile_lane_origin = ast_iter(lane_t);
+    if (partial) alloc->tile_lane_count = remaining(lane, lane_t, lanes);
+    if (init_) {
+      alloc->tile_fresh = first_block_;
+      alloc->tile_init = init_->statement;
+      for (const AstExprPtr& a : init_->args)
+        alloc->tile_init_args.push_back(a ? substitute(a, init_lane_, ast_iter(lane.iter)) : a);
+    }
+    // The element's index uses only the row and lane iterators.
+    std::set<std::string> used;
+    for (const IntExpr& e : s.index)
+      e.collect_vars(used);
+    alloc->args.resize(t.stmt->args.size());
+    for (size_t a = 0; a < alloc->args.size(); ++a)
+      if (used.count(iterator_name(static_cast<int>(a)))) alloc->args[a] = t.stmt->args[a];
+    alloc->body = {rebuild_nest(loops, *t.stmt, static_cast<int>(loops.size()) - 1, nullptr)};
+    return epilogue_ ? with_epilogue(alloc, row, lane) : LoopNodePtr(alloc);
   }
 
   /** `for (jt = start; jt < end - (lanes - 1); jt += lanes)` over the register tiles of
@@ -449,37 +553,6 @@ class Tiler {
     const int64_t rows = shape_.rows;
     const std::string row_t = row.iter + "t", lane_t = lane.iter + "t";
 
-    // A tile of `n` rows from row `origin`, `count` of them existing (all when null).
-    auto tile = [&](int64_t n, const std::string& origin, const AstExprPtr& count) {
-      auto alloc = std::make_shared<LoopNode>();
-      alloc->kind = LoopNode::Kind::alloc;
-      alloc->space = MemorySpace::local;
-      alloc->statement = t.stmt->statement;
-      alloc->name = "tile" + std::to_string(count_++);
-      alloc->tile_rows = n;
-      alloc->tile_lanes = lanes;
-      alloc->tile_row = row.iter;
-      alloc->tile_lane = lane.iter;
-      alloc->tile_row_origin = ast_iter(origin);
-      alloc->tile_row_count = count;
-      alloc->tile_lane_origin = ast_iter(lane_t);
-      if (partial) alloc->tile_lane_count = remaining(lane, lane_t, lanes);
-      if (init_) {
-        alloc->tile_fresh = first_block_;
-        alloc->tile_init = init_->statement;
-        for (const AstExprPtr& a : init_->args)
-          alloc->tile_init_args.push_back(a ? substitute(a, init_lane_, ast_iter(lane.iter)) : a);
-      }
-      // The element's index uses only the row and lane iterators.
-      std::set<std::string> used;
-      for (const IntExpr& e : s.index)
-        e.collect_vars(used);
-      alloc->args.resize(t.stmt->args.size());
-      for (size_t a = 0; a < alloc->args.size(); ++a)
-        if (used.count(iterator_name(static_cast<int>(a)))) alloc->args[a] = t.stmt->args[a];
-      alloc->body = {rebuild_nest(loops, *t.stmt, static_cast<int>(loops.size()) - 1, nullptr)};
-      return epilogue_ ? with_epilogue(alloc, row, lane) : LoopNodePtr(alloc);
-    };
 
     // Tiles of `rows` rows, the last one holding the rows left (min(rows, end - it) of them):
     // one copy of the reduction for every row count, where a tile of one row for each row
@@ -489,8 +562,8 @@ class Tiler {
     row_tiles->iter = row_t;
     row_tiles->cond = ast_op("lt", {ast_iter(row_t), upper(row)});
     row_tiles->step = rows;
-    row_tiles->body = {tile(
-        rows, row_t,
+    row_tiles->body = {tile_alloc(
+        row, t, loops, lanes, partial, rows, row_t,
         rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr)};
     row_tiles->mapping = Mapping::serial;
     AstExprPtr last = partial ? upper(lane) : sub(upper(lane), ast_int(lanes - 1));

@@ -16,6 +16,18 @@
  *         for (it = lo; it < hi; it += R)            // masked to min(V, N - jt) lanes
  *           alloc tile(... j = jt + 0..V-1, lanes below min(V, N - jt)) ...
  *
+ * Where the reduction is one loop and the rows share an operand (b's rows in a matmul), the
+ * order is BLIS's instead: b's lanes in blocks of B lanes (B × D elements fill about half of L2,
+ * RegisterTileShape::block_bytes), and in each k block of each lane block b's panel is packed
+ * for all its lane tiles first, then the row tiles run over it, each row tile sweeping the lane
+ * tiles (a's rows stay in L1 across them, b's block in L2 across the rows):
+ *
+ *     for (jc = 0; jc < N; jc += B)                  // lane blocks
+ *       for (kt = 0; kt < K; kt += D)                // k blocks
+ *         pack P = b[kt.., jc..jc+B)                 // filled lane tile by lane tile
+ *           for (it ...) for (jt = jc; ...; jt += L) alloc tile(...) reading P at jt
+ *         pack for the lanes left, the same way, a vector at a time
+ *
  * Two copies of the reduction per k block (docs/decisions.md, "Two copies of a register tile"):
  * rows past a tile's row count compute on the last row's operands and are not stored; lanes
  * past its lane count are neither read nor written.
@@ -49,6 +61,10 @@ struct RegisterTileShape {
   int vectors = 8;
   int depth = 256;
   int vector_bytes = 32;
+  /** Bytes of b's packed block where the reduction is one loop: depth × (a number of lane tiles)
+   *  elements, well inside a core's L2, so that the block stays there while every row tile runs
+   *  over it (the N block of BLIS). A local array: 512 KiB leaves room on a thread's stack. */
+  int64_t block_bytes = 512 << 10;
 };
 
 /** Whether statement `s` is a sum reduction of f32 or f64 whose value computes across vector

@@ -149,16 +149,23 @@ TEST_CASE("codegen: matmul f32: a 3x64 register tile (3 rows of eight 8-lane vec
   std::string src = render_source(golden_cases()[1]);
   CHECK(src.find("typedef float kiln_vf32 __attribute__((vector_size(32), aligned(4)));") !=
         std::string::npos);
-  CHECK(src.find("for (int64_t c2t = 0; c2t < s_K; c2t += 256) {") != std::string::npos);
-  // b's panel of the k block packed per lane tile, read by every row tile.
-  CHECK(src.find("float pack0_0[16384] __attribute__((aligned(64)));") != std::string::npos);
+  // BLIS's order: b's lanes in blocks of 512 (256 x 512 floats, half a MiB), in them k blocks
+  // of 256; b's panel of a k block packed for all the block's lane tiles, then the row tiles,
+  // each sweeping the lane tiles.
+  CHECK(src.find("for (int64_t c1c = 0; c1c < s_N; c1c += 512) {\n    for (int64_t c2t = 0; c2t < "
+                 "s_K; c2t += 256) {") != std::string::npos);
+  CHECK(src.find("float pack0_0[131072] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(src.find("for (int64_t c0t = 0; c0t < s_M; c0t += 3) {\n          for (int64_t c1t = c1c; "
+                 "c1t < ((c1c + 512) < (s_N - 63) ? (c1c + 512) : (s_N - 63)); c1t += 64) {") !=
+        std::string::npos);
   CHECK(src.find("kiln_vf32 tile0_2_0, tile0_2_1, tile0_2_2, tile0_2_3, tile0_2_4, tile0_2_5, "
                  "tile0_2_6, tile0_2_7;") != std::string::npos);
   CHECK(src.find("tile0_3_0") == std::string::npos);
   // Per k and vector: the vector of b's row that the rows share, loaded once from the pack;
   // then per row a broadcast of a and one multiply-add.
   CHECK(src.find("i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = "
-                 "kiln_vld_f32(&pack0_0[(c2 - c2t) * 64 + 56]);\n") != std::string::npos);
+                 "kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 56]);\n") !=
+        std::string::npos);
   CHECK(src.find("{ const int64_t i0 = tile0_row2, i1 = (c1t + 56), i2 = c2; tile0_2_7 += "
                  "(b0[(s_K * i0 + i2)] * kiln_lane0); }") != std::string::npos);
   // The last row tile holds the rows left: the rows past them read the last row's operands
@@ -191,11 +198,14 @@ TEST_CASE("codegen: softmax on openmp: rows across threads, the sum's register a
   CHECK(src.find("#pragma omp simd reduction(+:acc1)") != std::string::npos);
 }
 
-TEST_CASE("codegen: matmul on openmp: the lane tiles of each k block across threads") {
+TEST_CASE("codegen: matmul on openmp: the pack's lane tiles, then row x lane tiles across threads") {
   check_golden(golden_cases()[4]);
-  CHECK(render_source(golden_cases()[4])
-            .find("#pragma omp parallel for schedule(static)\n    for (int64_t c1t = 0; c1t < "
-                  "(s_N - 63); c1t += 64) {") != std::string::npos);
+  std::string src = render_source(golden_cases()[4]);
+  CHECK(src.find("#pragma omp parallel for schedule(static)\n        for (int64_t c1t = c1c; c1t < "
+                 "((c1c + 512) < (s_N - 63) ? (c1c + 512) : (s_N - 63)); c1t += 64) {") !=
+        std::string::npos);
+  CHECK(src.find("#pragma omp parallel for schedule(static) collapse(2)\n        for (int64_t c0t = "
+                 "0; c0t < s_M; c0t += 3) {") != std::string::npos);
 }
 
 TEST_CASE("codegen: softmax on cuda: one block per row, block reductions, barriers") {
@@ -321,12 +331,12 @@ TEST_CASE("codegen: dense_gelu f32: bias and GELU run on each register tile afte
   // After the 3x64 tile's store, in the last k block: the epilogue over its rows (3, fewer in
   // the last row tile) and 64 lanes.
   CHECK(src.find("kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_7); }\n"
+                 "              }\n"
                  "            }\n"
-                 "          }\n"
-                 "          if ((c2t + 256) >= s_K) {\n"
-                 "            for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - "
+                 "            if ((c2t + 256) >= s_K) {\n"
+                 "              for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - "
                  "c0t))); c0 += 1) {\n"
-                 "              for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {") !=
+                 "                for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {") !=
         std::string::npos);
   // The separate pass over the result runs only when no k block does (K = 0).
   CHECK(src.find("if (0 >= s_K) {") != std::string::npos);
