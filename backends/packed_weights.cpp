@@ -50,7 +50,8 @@ PersistentPack check(const KernelPlan& plan, const Kernel& k, const LoopNode& p,
   }
   for (const LoopNode* loop : around)
     if (loop->mapping != Mapping::serial && !uses_iterator(*p.pack_origin, loop->iter) &&
-        !uses_iterator(*p.tile_lane_origin, loop->iter))
+        !uses_iterator(*p.tile_lane_origin, loop->iter) &&
+        !(p.pack_lane_base && uses_iterator(*p.pack_lane_base, loop->iter)))
       return out;
   if (loads.empty()) return out;
   out.pack = &p;

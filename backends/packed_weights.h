@@ -45,8 +45,8 @@ std::vector<const ScalarExpr*> row_shared_loads(const Statement& st,
 /** The packed panels of kernel `k` under `root` that may persist across calls, in pre-order:
  *  every row-shared load reads a constant input with no iterator but the k and lane ones, those
  *  two are the fill's arguments as they are, the statement computes f32 or f64, and no parallel
- *  loop around the pack repeats it (each loop mapped parallel moves its lane or k origin), so
- *  that no two threads fill one region. */
+ *  loop around the pack repeats it (each loop mapped parallel moves its lane or k origin, or
+ *  the lane base of a pack of several lane tiles), so that no two threads fill one region. */
 std::vector<PersistentPack> persistent_packs(const KernelPlan& plan, const Kernel& k,
                                              const LoopNode& root);
 

@@ -383,6 +383,24 @@ class Tiler {
     return inner;
   }
 
+  /** Whether every load of `t`'s statement that moves along the lanes but not along row loop
+   *  `row` (what its pack holds) reads a const input: the renderer keeps such packs. */
+  bool row_shared_constants(const TileNest& t, const LoopNode& row) const {
+    const Statement& s = kernel_.statements.at(t.stmt->statement);
+    std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
+                          rows = driven_iterators(*t.stmt, row.iter);
+    std::vector<const ScalarExpr*> loads;
+    collect_loads(*s.value, loads);
+    bool any = false;
+    for (const ScalarExpr* l : loads) {
+      if (!uses_vars(*l, lanes) || uses_vars(*l, rows)) continue;
+      const Buffer& b = plan_.buffers.at(l->buffer);
+      if (b.kind != BufferKind::input || !b.constant) return false;
+      any = true;
+    }
+    return any;
+  }
+
   /** How many loads of `t`'s statement move along the lanes but not along row loop `row`. */
   int shared_operands(const TileNest& t, const LoopNode& row) const {
     const Statement& s = kernel_.statements.at(t.stmt->statement);
@@ -433,11 +451,28 @@ class Tiler {
       const int64_t lanes =
           std::max<int64_t>(1, shape_.block_bytes / (depth * element * width)) * width;
       const std::string lane_c = lane.iter + "c";
-      block->body = {lane_block(row, t, loops, lane_c, lanes, width, false),
-                     lane_block(row, t, loops, lane_c, lanes, vector, true)};
+      // Lane blocks by row blocks, each with its own packs, run across threads: no pack is
+      // shared, and there are pairs enough for the threads whether the rows are few (decode)
+      // or the lanes (a narrow output). A const weight's panels are packed once and kept
+      // (backends/packed_weights.h): the rows are one block there, so that one thread fills
+      // each lane block's part of the workspace.
+      const bool weights = row_shared_constants(t, row);
+      const std::string row_c = weights ? "" : row.iter + "c";
+      const int64_t rows = shape_.rows * shape_.block_row_tiles;
+      block->body = {lane_block(row, t, loops, lane_c, lanes, row_c, rows, width, false),
+                     lane_block(row, t, loops, lane_c, lanes, row_c, rows, vector, true)};
+      LoopNodePtr inner = block;
+      if (!weights) {
+        auto row_blocks = std::make_shared<LoopNode>(row);
+        row_blocks->iter = row_c;
+        row_blocks->cond = ast_op("lt", {ast_iter(row_c), upper(row)});
+        row_blocks->step = rows;
+        row_blocks->tile = true;
+        row_blocks->body = {block};
+        inner = row_blocks;
+      }
       auto blocks = std::make_shared<LoopNode>(*make_loop(
-          lane_c, lane.init, ast_op("lt", {ast_iter(lane_c), upper(lane)}), lanes, {block}));
-      blocks->coincident = false;  // serial: the loops inside run across threads
+          lane_c, lane.init, ast_op("lt", {ast_iter(lane_c), upper(lane)}), lanes, {inner}));
       blocks->tile = true;
       return blocks;
     }
@@ -459,7 +494,8 @@ class Tiler {
    *  each sweeping the lane tiles. */
   LoopNodePtr lane_block(const LoopNode& row, const TileNest& t,
                          const std::vector<const LoopNode*>& loops, const std::string& lane_c,
-                         int64_t block, int64_t lanes, bool partial) {
+                         int64_t block, const std::string& row_c, int64_t block_rows,
+                         int64_t lanes, bool partial) {
     const LoopNode& lane = *t.loops.back();
     const int64_t rows = shape_.rows;
     const std::string row_t = row.iter + "t", lane_t = lane.iter + "t";
@@ -476,6 +512,12 @@ class Tiler {
     auto row_tiles = std::make_shared<LoopNode>(row);
     row_tiles->iter = row_t;
     row_tiles->cond = ast_op("lt", {ast_iter(row_t), upper(row)});
+    if (!row_c.empty()) {  // a row block's tiles
+      row_tiles->init = ast_iter(row_c);
+      row_tiles->cond = ast_op("lt", {ast_iter(row_t), ast_op("min", {add(ast_iter(row_c),
+                                                                          ast_int(block_rows)),
+                                                                      upper(row)})});
+    }
     row_tiles->step = rows;
     row_tiles->body = {lane_loop(tile_alloc(
         row, t, loops, lanes, partial, rows, row_t,
@@ -499,7 +541,9 @@ class Tiler {
     pack->pack_lanes = partial ? shape_.vectors * lanes : block;
     // The fill: per lane tile, the k loop of the block around the statement, its lane loop out.
     pack->body = {lane_loop(rebuild_nest(loops, *t.stmt, 1, nullptr)), row_tiles};
-    return pack;
+    // Most blocks have no lanes left past their full tiles: skip the pack there, and with it
+    // the start of its parallel loops.
+    return partial ? make_guard(ast_op("lt", {first, end}), pack) : LoopNodePtr(pack);
   }
 
   /** A register tile of `n` rows from row `origin` (`count` of them existing, all when null) by

@@ -22,12 +22,17 @@
  * for all its lane tiles first, then the row tiles run over it, each row tile sweeping the lane
  * tiles (a's rows stay in L1 across them, b's block in L2 across the rows):
  *
- *     for (jc = 0; jc < N; jc += B)                  // lane blocks
- *       for (kt = 0; kt < K; kt += D)                // k blocks
- *         pack P = b[kt.., jc..jc+B)                 // filled lane tile by lane tile
- *           for (it ...) for (jt = jc; ...; jt += L) alloc tile(...) reading P at jt
- *         pack for the lanes left, the same way, a vector at a time
+ *     for (jc = 0; jc < N; jc += B)                  // lane blocks  } across threads,
+ *       for (ic = 0; ic < M; ic += C)                // row blocks   } collapsed
+ *         for (kt = 0; kt < K; kt += D)              // k blocks
+ *           pack P = b[kt.., jc..jc+B)               // filled lane tile by lane tile
+ *             for (it = ic; ...) for (jt = jc; ...; jt += L) alloc tile(...) reading P at jt
+ *           pack for the lanes left, the same way, a vector at a time
  *
+ * Each (lane block, row block) packs its own panel: no pack is shared between threads, there
+ * are pairs enough for the threads whether the rows are few (decode) or the lanes, and b is
+ * packed M / C times (C = 128 row tiles: under 1 % of the work). The loops inside a pair stay
+ * serial.
  * Two copies of the reduction per k block (docs/decisions.md, "Two copies of a register tile"):
  * rows past a tile's row count compute on the last row's operands and are not stored; lanes
  * past its lane count are neither read nor written.
@@ -65,6 +70,9 @@ struct RegisterTileShape {
    *  elements, well inside a core's L2, so that the block stays there while every row tile runs
    *  over it (the N block of BLIS). A local array: 512 KiB leaves room on a thread's stack. */
   int64_t block_bytes = 512 << 10;
+  /** Row tiles per row block (BLIS's M block): each (lane block, row block) packs b's block
+   *  anew, so more rows cost less packing and fewer pairs for the threads to share. */
+  int block_row_tiles = 128;
 };
 
 /** Whether statement `s` is a sum reduction of f32 or f64 whose value computes across vector

@@ -374,62 +374,64 @@ static void kiln_dense_gelu_0_loops(const int64_t s_M, const int64_t s_K, const 
           }
         }
       }
-      {
-        float* restrict pack1_0 = kiln_pw0 + (c2t) * 8;
-        if (!kiln_packed) {
-          for (int64_t c1t = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))); c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 8) {
-            for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c1t) * ((s_K)) + (c2 - c2t) * 8 + 0], kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_K * s_N))); }
+      if ((c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))) < ((c1c + 512) < s_N ? (c1c + 512) : s_N)) {
+        {
+          float* restrict pack1_0 = kiln_pw0 + (c2t) * 8;
+          if (!kiln_packed) {
+            for (int64_t c1t = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))); c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 8) {
+              for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+                { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c1t) * ((s_K)) + (c2 - c2t) * 8 + 0], kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_K * s_N))); }
+              }
             }
           }
-        }
-        for (int64_t c0t = 0; c0t < s_M; c0t += 3) {
-          for (int64_t c1t = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))); c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 8) {
-            {
-              const int64_t tile1_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
-              const int64_t tile1_row1 = c0t + (1 < tile1_rows ? 1 : tile1_rows - 1);
-              const int64_t tile1_row2 = c0t + (2 < tile1_rows ? 2 : tile1_rows - 1);
-              kiln_vf32 tile1_0_0;
-              kiln_vf32 tile1_1_0;
-              kiln_vf32 tile1_2_0;
-              if ((c2t == 0)) {
-                tile1_0_0 = (kiln_vf32){0};
-                tile1_1_0 = (kiln_vf32){0};
-                tile1_2_0 = (kiln_vf32){0};
-              } else {
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
-                { const int64_t i0 = tile1_row1, i1 = (c1t + 0); tile1_1_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
-                { const int64_t i0 = tile1_row2, i1 = (c1t + 0); tile1_2_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
-              }
-              for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c1t) * ((s_K)) + (c2 - c2t) * 8 + 0]);
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  { const int64_t i0 = tile1_row1, i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  { const int64_t i0 = tile1_row2, i1 = (c1t + 0), i2 = c2; tile1_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+          for (int64_t c0t = 0; c0t < s_M; c0t += 3) {
+            for (int64_t c1t = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))); c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 8) {
+              {
+                const int64_t tile1_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
+                const int64_t tile1_row1 = c0t + (1 < tile1_rows ? 1 : tile1_rows - 1);
+                const int64_t tile1_row2 = c0t + (2 < tile1_rows ? 2 : tile1_rows - 1);
+                kiln_vf32 tile1_0_0;
+                kiln_vf32 tile1_1_0;
+                kiln_vf32 tile1_2_0;
+                if ((c2t == 0)) {
+                  tile1_0_0 = (kiln_vf32){0};
+                  tile1_1_0 = (kiln_vf32){0};
+                  tile1_2_0 = (kiln_vf32){0};
+                } else {
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                  { const int64_t i0 = tile1_row1, i1 = (c1t + 0); tile1_1_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                  { const int64_t i0 = tile1_row2, i1 = (c1t + 0); tile1_2_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                }
+                for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c1t) * ((s_K)) + (c2 - c2t) * 8 + 0]);
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    { const int64_t i0 = tile1_row1, i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    { const int64_t i0 = tile1_row2, i1 = (c1t + 0), i2 = c2; tile1_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                  }
+                }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_0_0); }
+                if (1 < tile1_rows) {
+                  { const int64_t i0 = tile1_row1, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_1_0); }
+                }
+                if (2 < tile1_rows) {
+                  { const int64_t i0 = tile1_row2, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_2_0); }
                 }
               }
-              { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_0_0); }
-              if (1 < tile1_rows) {
-                { const int64_t i0 = tile1_row1, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_1_0); }
-              }
-              if (2 < tile1_rows) {
-                { const int64_t i0 = tile1_row2, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_2_0); }
-              }
-            }
-            if ((c2t + 256) >= s_K) {
-              for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - c0t))); c0 += 1) {
-                for (int64_t c1 = c1t; c1 < (c1t + (8 < (s_N - c1t) ? 8 : (s_N - c1t))); c1 += 1) {
-                  {
-                    const int64_t i0 = c0;
-                    const int64_t i1 = c1;
-                    const float v0 = (b4[(s_N * i0 + i1)] + b2[(i1)]);
-                    const float v1 = (0.797884561f * (v0 + (((0.044715f * v0) * v0) * v0)));
-                    const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
-                    const float v3 = (v2 ? (-v1) : v1);
-                    const float v4 = (v3 * v3);
-                    const float v5 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
-                    const float v6 = (((uint8_t)(v3 < 0.2f)) ? (v3 + ((v3 * v4) * (-0.333333333f + (v4 * (0.133333333f + (v4 * (-0.053968254f + (v4 * (0.0218694885f + (v4 * (-0.00886323553f + (v4 * (0.00359212804f + (v4 * (-0.00145583439f + (v4 * (0.000590027441f + (v4 * -0.000239129114f)))))))))))))))))) : ((1.0f + (-v5)) * (1.0f / (1.0f + v5))));
-                    b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v6) : v6)));
+              if ((c2t + 256) >= s_K) {
+                for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - c0t))); c0 += 1) {
+                  for (int64_t c1 = c1t; c1 < (c1t + (8 < (s_N - c1t) ? 8 : (s_N - c1t))); c1 += 1) {
+                    {
+                      const int64_t i0 = c0;
+                      const int64_t i1 = c1;
+                      const float v0 = (b4[(s_N * i0 + i1)] + b2[(i1)]);
+                      const float v1 = (0.797884561f * (v0 + (((0.044715f * v0) * v0) * v0)));
+                      const uint8_t v2 = ((uint8_t)(v1 < 0.0f));
+                      const float v3 = (v2 ? (-v1) : v1);
+                      const float v4 = (v3 * v3);
+                      const float v5 = __builtin_exp2f(((-2.0f * (((uint8_t)(20.0f < v3)) ? 20.0f : v3)) * 1.44269504f));
+                      const float v6 = (((uint8_t)(v3 < 0.2f)) ? (v3 + ((v3 * v4) * (-0.333333333f + (v4 * (0.133333333f + (v4 * (-0.053968254f + (v4 * (0.0218694885f + (v4 * (-0.00886323553f + (v4 * (0.00359212804f + (v4 * (-0.00145583439f + (v4 * (0.000590027441f + (v4 * -0.000239129114f)))))))))))))))))) : ((1.0f + (-v5)) * (1.0f / (1.0f + v5))));
+                      b3[(s_N * i0 + i1)] = (float)((0.5f * v0) * (1.0f + (v2 ? (-v6) : v6)));
+                    }
                   }
                 }
               }

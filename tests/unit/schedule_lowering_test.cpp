@@ -230,14 +230,22 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
   std::vector<const LoopNode*> inner = loops(tile);
   REQUIRE(inner.size() == 1);
   CHECK_FALSE(inner[0]->coincident);
-  // The k-block loop is a serial tile loop; the lane tiles inside it run across threads.
-  bool block = false, lanes_parallel = false;
+  // BLIS's order: lane blocks by row blocks run across threads (collapsed), each with its own
+  // packs; inside them the k-block loop is a serial tile loop around the pack, whose lane tiles
+  // each row tile sweeps.
+  bool block = false, lanes_parallel = false, rows_parallel = false, swept = false;
   for (const LoopNode* l : loops(*r.nest.root)) {
     block |= l->tile && !l->coincident && l->step == 64 && l->mapping == Mapping::serial;
-    lanes_parallel |= l->step == 32 && l->mapping == Mapping::parallel;
+    lanes_parallel |= l->tile && l->iter == "c1c" && l->mapping == Mapping::parallel;
+    rows_parallel |= l->tile && l->iter == "c0c" && l->mapping == Mapping::parallel;
+    if (l->iter == "c0t")
+      for (const LoopNode* in : loops(*l))
+        swept |= in->iter == "c1t" && in->mapping == Mapping::serial;
   }
   CHECK(block);
   CHECK(lanes_parallel);
+  CHECK(rows_parallel);
+  CHECK(swept);
 
   // f64: 16 lanes per two vectors.
   KernelBuilder d = matmul(DType::f64);
