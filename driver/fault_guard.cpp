@@ -15,6 +15,9 @@ constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 constexpr int kExitRunFailed = 4;  // README: "running failed"
 
 std::atomic<const KernelContext*> g_running{nullptr};
+/** Set by the first thread that reports a fault: the threads of a parallel loop that fault at
+ *  once (two out-of-range indices under CHECK=1) would interleave their messages. */
+std::atomic_flag g_reporting = ATOMIC_FLAG_INIT;
 struct sigaction g_previous[sizeof kSignals / sizeof kSignals[0]];
 
 // Everything below runs inside a signal handler: only write(2), no allocation, no locks.
@@ -67,6 +70,10 @@ void on_fault(int sig, siginfo_t* info, void*) {
     if (info->si_code <= 0) raise(sig);
     return;
   }
+  // One report: a later thread waits here until the first one's _exit ends the process.
+  if (g_reporting.test_and_set())
+    for (;;)
+      pause();
   const volatile int64_t* rec = ctx->check_record;
   if (rec && rec[3] >= 1 && rec[3] <= 3) {
     put("kiln: error: ");
