@@ -198,8 +198,8 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
     s += in + "if (" + ast_expr_to_c(*n.tile_fresh) + ") {\n";
     for (int64_t r = 0; r < n.tile_rows; ++r)
       for (int64_t v = 0; v < n.tile_lanes / lanes; ++v)
-        s += in + "  " + n.name + "_" + std::to_string(r) + "_" + std::to_string(v) +
-             " = (kiln_v" + t + "){0};\n";
+        s += in + "  " + n.name + "_" + std::to_string(r) + "_" + std::to_string(v) + " = (kiln_v" +
+             t + "){0};\n";
     s += in + "} else {\n" + each(false, in + "  ") + in + "}\n";
   } else {
     s += each(false, in);
@@ -218,11 +218,10 @@ std::string CStyleRenderer::pack_element(const Context& c, const LoopNode& pack,
   std::string tile;  // a pack of several lane tiles: the offset of this one
   if (pack.pack_lane_base) {
     auto kept = c.kept.find(&pack);
-    tile = kept != c.kept.end()
-               ? "(" + ast_expr_to_c(*pack.tile_lane_origin) + ") * (" + kept->second.tile_stride +
-                     ") + "
-               : "(" + ast_expr_to_c(*pack.tile_lane_origin) + " - " + pack.name + "_base) * " +
-                     std::to_string(pack.pack_depth) + " + ";
+    tile = kept != c.kept.end() ? "(" + ast_expr_to_c(*pack.tile_lane_origin) + ") * (" +
+                                      kept->second.tile_stride + ") + "
+                                : "(" + ast_expr_to_c(*pack.tile_lane_origin) + " - " + pack.name +
+                                      "_base) * " + std::to_string(pack.pack_depth) + " + ";
   }
   return pack.name + "_" + std::to_string(k) + "[" + tile + "(" + pack.pack_iter + " - " +
          ast_expr_to_c(*pack.pack_origin) + ") * " + std::to_string(pack.tile_lanes) + " + " +

@@ -95,8 +95,8 @@ std::string CStyleRenderer::workspace_prologue(const Context& c,
     if (n.pack_lane_base)  // the lane tile's part of the offset is the element's (pack_element)
       c.kept[&n] = {first[p], k_rows, depth};
     else
-      c.kept[&n] = {first[p], "(" + ast_expr_to_c(*n.tile_lane_origin) + ") * (" + depth + ") + " +
-                                  k_rows,
+      c.kept[&n] = {first[p],
+                    "(" + ast_expr_to_c(*n.tile_lane_origin) + ") * (" + depth + ") + " + k_rows,
                     ""};
   }
   return s;

@@ -114,8 +114,8 @@ std::string alloc_line(const LoopNode& n) {
            (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "") + ", " +
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below +
            (n.tile_fresh ? ", S" + std::to_string(n.tile_init) + " in registers where " +
-                                unwrap(expr_text(*n.tile_fresh))
-                          : "");
+                               unwrap(expr_text(*n.tile_fresh))
+                         : "");
   return out;
 }
 

@@ -142,13 +142,13 @@ void raw_accesses(const Statement& s, std::vector<std::pair<int, const Index*>>&
  *  positions — of extent 1, indexed 0 by every access — are left out of its accesses and
  *  shape here, so that dimensions on either side of one can merge. */
 struct PlanUses {
-  std::vector<Statement*> statements;  ///< every statement of every kernel
-  std::vector<int> kernel;             ///< per statement, its kernel's number
-  std::vector<Uses> uses;              ///< per statement
+  std::vector<Statement*> statements;     ///< every statement of every kernel
+  std::vector<int> kernel;                ///< per statement, its kernel's number
+  std::vector<Uses> uses;                 ///< per statement
   std::set<std::pair<int, int>> written;  ///< (kernel, buffer) where the kernel writes it
-  int buffers = 0;                     ///< how many buffers the plan has
-  std::set<int> blocked;               ///< buffers of extern calls
-  std::map<int, Shape> shapes;         ///< per buffer accessed, without its unit positions
+  int buffers = 0;                        ///< how many buffers the plan has
+  std::set<int> blocked;                  ///< buffers of extern calls
+  std::map<int, Shape> shapes;            ///< per buffer accessed, without its unit positions
 };
 
 /** Fills pu.uses and pu.shapes from pu.statements. */

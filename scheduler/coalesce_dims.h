@@ -15,8 +15,8 @@
  * kernel, so isl's dependences stay exact: two of its positions merge only when every access to
  * them in the kernel merges there too or reads `(0, 0)`; the greatest such set of merges is
  * found by a fixpoint. isl sees one kernel at a time, so each kernel chooses its own form, and
- * buffers a kernel only reads may be addressed there in both. Buffers of extern calls, which isl sees
- * whole with their declared shape, are never merged.
+ * buffers a kernel only reads may be addressed there in both. Buffers of extern calls, which isl
+ * sees whole with their declared shape, are never merged.
  */
 #pragma once
 

@@ -335,8 +335,7 @@ class Tiler {
     const Statement& reduced = kernel_.statements.at(t.stmt->statement);
     const Statement& s = kernel_.statements.at(stmt->statement);
     if (s.kind != Statement::Kind::reduce_init || s.reduce != ReduceKind::sum ||
-        s.buffer != reduced.buffer || s.index.size() != reduced.index.size() ||
-        !s.domain.empty())
+        s.buffer != reduced.buffer || s.index.size() != reduced.index.size() || !s.domain.empty())
       return nullptr;
     auto at_tile = loop_values(*t.stmt, "", ""), at_own = loop_values(*stmt, own.iter, lane.iter);
     if (!at_tile || !at_own) return nullptr;
@@ -494,8 +493,8 @@ class Tiler {
    *  each sweeping the lane tiles. */
   LoopNodePtr lane_block(const LoopNode& row, const TileNest& t,
                          const std::vector<const LoopNode*>& loops, const std::string& lane_c,
-                         int64_t block, const std::string& row_c, int64_t block_rows,
-                         int64_t lanes, bool partial) {
+                         int64_t block, const std::string& row_c, int64_t block_rows, int64_t lanes,
+                         bool partial) {
     const LoopNode& lane = *t.loops.back();
     const int64_t rows = shape_.rows;
     const std::string row_t = row.iter + "t", lane_t = lane.iter + "t";
@@ -514,9 +513,9 @@ class Tiler {
     row_tiles->cond = ast_op("lt", {ast_iter(row_t), upper(row)});
     if (!row_c.empty()) {  // a row block's tiles
       row_tiles->init = ast_iter(row_c);
-      row_tiles->cond = ast_op("lt", {ast_iter(row_t), ast_op("min", {add(ast_iter(row_c),
-                                                                          ast_int(block_rows)),
-                                                                      upper(row)})});
+      row_tiles->cond =
+          ast_op("lt", {ast_iter(row_t),
+                        ast_op("min", {add(ast_iter(row_c), ast_int(block_rows)), upper(row)})});
     }
     row_tiles->step = rows;
     row_tiles->body = {lane_loop(tile_alloc(
@@ -597,7 +596,6 @@ class Tiler {
     const int64_t rows = shape_.rows;
     const std::string row_t = row.iter + "t", lane_t = lane.iter + "t";
 
-
     // Tiles of `rows` rows, the last one holding the rows left (min(rows, end - it) of them):
     // one copy of the reduction for every row count, where a tile of one row for each row
     // past the last full tile would be a second (issue 28's cold compile). A missing row costs
@@ -655,8 +653,8 @@ class Tiler {
   std::string epilogue_lane_;           ///< its lane loop's iterator
   AstExprPtr last_block_;               ///< true in the last block of the nest being blocked
   AstExprPtr first_block_;              ///< true in its first block
-  const LoopNode* init_ = nullptr;  ///< the init folded into its tiles, or null
-  std::string init_lane_;           ///< the init's lane loop iterator
+  const LoopNode* init_ = nullptr;      ///< the init folded into its tiles, or null
+  std::string init_lane_;               ///< the init's lane loop iterator
 };
 
 }  // namespace

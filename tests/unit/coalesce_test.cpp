@@ -85,7 +85,8 @@ TEST_CASE("coalesce: each kernel addresses a buffer it only reads in its own for
   std::swap(p.plan.kernels[0].statements, p.plan.kernels[1].statements);
   p.stmt(Statement::Kind::reduce_init, {b, i}, m, {it(0), it(1), 0});
   p.stmt(Statement::Kind::reduce_update, {b, i, j}, m, {it(0), it(1), 0},
-         load(t, {it(0), it(1), it(2)})).reduce = ReduceKind::max;
+         load(t, {it(0), it(1), it(2)}))
+      .reduce = ReduceKind::max;
   std::swap(p.plan.kernels[0].statements, p.plan.kernels[1].statements);
   CoalesceCount n = coalesce_dims(p.plan);
   CHECK(n.merged == 2);

@@ -131,14 +131,17 @@ int main(int argc, char** argv) {
   float* b = aligned_alloc(64, (size_t)(k * n) * sizeof(float));
   float* y = aligned_alloc(64, (size_t)(m * n) * sizeof(float));
   float* scratch = aligned_alloc(64, (size_t)(KC * NC + m * KC) * sizeof(float));
-  for (int64_t i = 0; i < m * k; i++) a[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
-  for (int64_t i = 0; i < k * n; i++) b[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+  for (int64_t i = 0; i < m * k; i++)
+    a[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+  for (int64_t i = 0; i < k * n; i++)
+    b[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
   const char* names[] = {"kiln", "packa", "blis"};
   order_fn fns[] = {kiln_order, packa_order, blis_order};
   enum { kOrders = 3 };
   double* times = malloc(sizeof(double) * kOrders * (size_t)reps);
   for (int w = 0; w < 2; w++)  // warm-up
-    for (int f = 0; f < kOrders; f++) fns[f](a, b, y, m, n, k, scratch);
+    for (int f = 0; f < kOrders; f++)
+      fns[f](a, b, y, m, n, k, scratch);
   for (int rep = 0; rep < reps; rep++)
     for (int j = 0; j < kOrders; j++) {  // alternated, the first rotating
       int f = (j + rep) % kOrders;
@@ -153,7 +156,8 @@ int main(int argc, char** argv) {
     for (int64_t s = 0; s < 64; s++) {
       int64_t i = (s * 97) % m, j = (s * 389) % n;
       double want = 0;
-      for (int64_t q = 0; q < k; q++) want += (double)a[i * k + q] * b[q * n + j];
+      for (int64_t q = 0; q < k; q++)
+        want += (double)a[i * k + q] * b[q * n + j];
       if (fabs(y[i * n + j] - want) > 1e-3 * (1 + fabs(want))) bad = 1;
     }
     qsort(times + f * reps, (size_t)reps, sizeof(double), by_value);
