@@ -75,7 +75,7 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
                         rows = driven_iterators(*t.stmt, row.iter);
   if (lanes.size() != 1 || rows.size() != 1 || lanes == rows) return std::nullopt;
   // An operand every row shares may move along the lanes with a stride where the reduction is
-  // one loop: the packed panel gathers it (packed() below, map_loops.h packable_statement).
+  // one loop: the packed panel gathers it (lane_block() below, map_loops.h packable_statement).
   if (!tileable_statement(plan, s, lanes) ||
       (!unit_stride_statement(plan, k, *t.stmt, lane.iter) &&
        !(t.loops.size() == 2 && packable_statement(plan, k, *t.stmt, lane.iter, *rows.begin()))))
@@ -587,12 +587,12 @@ class Tiler {
   /** `for (jt = start; jt < end - (lanes - 1); jt += lanes)` over the register tiles of
    *  `rows` x `lanes` along row loop `row` (the last with the rows left), for nest `t` whose
    *  loops are `loops` (the outer reduction loop over one block). A `partial` tile is masked:
-   *  `for (jt = start; jt < end; jt += lanes)`, its tiles hold min(lanes, end - jt) lanes. */
+   *  `for (jt = start; jt < end; jt += lanes)`, its tiles hold min(lanes, end - jt) lanes.
+   *  For nests whose rows share no packed operand (lane_block packs the others). */
   LoopNodePtr lane_tiles(const LoopNode& row, const TileNest& t,
                          const std::vector<const LoopNode*>& loops, const AstExprPtr& start,
                          int64_t lanes, bool partial) {
     const LoopNode& lane = *t.loops.back();
-    const Statement& s = kernel_.statements.at(t.stmt->statement);
     const int64_t rows = shape_.rows;
     const std::string row_t = row.iter + "t", lane_t = lane.iter + "t";
 
@@ -609,40 +609,7 @@ class Tiler {
         rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr)};
     row_tiles->mapping = Mapping::serial;
     AstExprPtr last = partial ? upper(lane) : sub(upper(lane), ast_int(lanes - 1));
-    return make_loop(lane_t, start, ast_op("lt", {ast_iter(lane_t), last}), lanes,
-                     {packed(row, t, loops, lanes, partial, {row_tiles})});
-  }
-
-  /** `tiles` reading a packed panel of the operands their rows share (b's rows in a matmul),
-   *  when the reduction is one loop (a k block of D iterations: D x lanes elements, filled
-   *  once and read by every row tile); else `tiles` as they are. */
-  LoopNodePtr packed(const LoopNode& row, const TileNest& t,
-                     const std::vector<const LoopNode*>& loops, int64_t lanes, bool partial,
-                     std::vector<LoopNodePtr> tiles) {
-    auto block = std::make_shared<LoopNode>();
-    block->kind = LoopNode::Kind::block;
-    block->body = std::move(tiles);
-    if (loops.size() != 2 || shared_operands(t, row) == 0) return block;
-    const LoopNode& lane = *t.loops.back();
-    const std::string lane_t = lane.iter + "t";
-    auto pack = std::make_shared<LoopNode>();
-    pack->kind = LoopNode::Kind::alloc;
-    pack->space = MemorySpace::local;
-    pack->statement = t.stmt->statement;
-    pack->name = "pack" + std::to_string(packs_++);
-    pack->tile_row = row.iter;
-    pack->tile_lane = lane.iter;
-    pack->tile_lanes = lanes;
-    pack->tile_lane_origin = ast_iter(lane_t);
-    if (partial) pack->tile_lane_count = remaining(lane, lane_t, lanes);
-    pack->pack_depth = shape_.depth;
-    pack->pack_iter = loops.front()->iter;
-    pack->pack_origin = loops.front()->init;
-    // The fill: the k loop of the block around the statement, its lane loop left out.
-    pack->body = {rebuild_nest(loops, *t.stmt, 1, nullptr)};
-    for (const LoopNodePtr& n : block->body)
-      pack->body.push_back(n);
-    return pack;
+    return make_loop(lane_t, start, ast_op("lt", {ast_iter(lane_t), last}), lanes, {row_tiles});
   }
 
   const KernelPlan& plan_;
