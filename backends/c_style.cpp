@@ -175,15 +175,18 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
                                    const RenderOptions& options) const {
   std::string s = prelude() + extern_helpers(plan) + plan_declarations(plan);
   if (options.bounds_checks) s += bounds_check_helpers();
-  bool vectors = false;  // register tiles or streaming stores
+  bool vectors = false, matrix = false;  // register tiles or streaming stores; AMX tiles
   for (const LoopNest& n : nests)
     if (n.root) {
-      for (const LoopNode* l : nodes_of(*n.root, LoopNode::Kind::alloc))
+      for (const LoopNode* l : nodes_of(*n.root, LoopNode::Kind::alloc)) {
         vectors |= l->tile_rows > 0 && l->space != MemorySpace::shared;
+        matrix |= l->matrix;
+      }
       for (const LoopNode* l : loops_of(*n.root))
         vectors |= l->stream_bytes > 0 && !options.bounds_checks;
     }
   if (vectors) s += vector_helpers(options);
+  if (matrix) s += matrix_helpers();
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
   return s;
@@ -435,6 +438,8 @@ std::string CStyleRenderer::render_block_tile(const Context&, const LoopNode&, i
 
 std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, int depth) const {
   if (n.space == MemorySpace::shared) return render_block_tile(c, n, depth);
+  if (n.matrix)
+    return n.pack_depth > 0 ? render_matrix_pack(c, n, depth) : render_matrix_tile(c, n, depth);
   if (n.tile_rows > 0) return render_tile(c, n, depth);
   if (n.pack_depth > 0) return render_pack(c, n, depth);
   if (n.carried) return render_carry(c, n, depth);
@@ -572,7 +577,8 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
         s += render_node(c, *child, depth + 1);
       return s + pad + "}\n";
     case LoopNode::Kind::stmt: {
-      if (c.filling && c.filling->statement == n.statement) return render_pack_fill(c, n, depth);
+      if (c.filling && c.filling->statement == n.statement)
+        return c.filling->matrix ? render_matrix_fill(c, n, depth) : render_pack_fill(c, n, depth);
       if (c.tile && c.tile->statement == n.statement) return render_tile_update(c, n, depth);
       s += pad + "{\n" + bind_iterators(n.args, pad + "  ");
       const Statement& st = c.kernel.statements[n.statement];

@@ -113,6 +113,8 @@ class CStyleRenderer {
     /** The packed panel (an alloc with pack_depth) being filled, or whose tiles are rendered. */
     mutable const LoopNode* filling = nullptr;
     mutable const LoopNode* pack = nullptr;
+    /** The matrix pack of the row operand whose matrix tiles are rendered (LoopNode::matrix). */
+    mutable const LoopNode* row_pack = nullptr;
     /** Packed panels kept in the kernel's workspace (backends/packed_weights.h): the region
      *  of each one's first array (`kiln_pwR`; the others follow) and the element offset of the
      *  panel of the current lane tile and k block in them. */
@@ -199,6 +201,13 @@ class CStyleRenderer {
   std::string render_pack_fill(const Context& c, const LoopNode& n, int depth) const;
   /** Element (reduction iteration, `lane`) of the array of row-shared load `k` of `pack`. */
   std::string pack_element(const Context& c, const LoopNode& pack, size_t k, int64_t lane) const;
+  /** The matrix unit (LoopNode::matrix, c_style_matrix.cpp): its helpers (tile configuration,
+   *  loads, stores and bf16 dot products as inline assembly), a pack of bf16 operands, one
+   *  element of its fill, and a 32 × 32 tile of f32 sums. */
+  std::string matrix_helpers() const;
+  std::string render_matrix_pack(const Context& c, const LoopNode& n, int depth) const;
+  std::string render_matrix_fill(const Context& c, const LoopNode& n, int depth) const;
+  std::string render_matrix_tile(const Context& c, const LoopNode& n, int depth) const;
   /** Whether a float max reduction in a register accumulates ordered integer keys of its
    *  values (kiln_key_f32: an integer max, which vectorises without fast-math, plus a NaN flag)
    *  rather than floats through a NaN-propagating select, which stays scalar. */

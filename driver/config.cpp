@@ -189,6 +189,19 @@ std::vector<Knob> make_knobs() {
           "to program order (0: no limit); docs/decisions.md",
           "1000000", "a count of isl operations (0: no limit)",
           [](auto& o) -> auto& { return o.schedule.max_operations; }),
+      {"MATRIX", KnobStage::scheduler,
+       "CPU: contractions of two bf16 operands run on the matrix unit (AMX tiles): auto (where "
+       "the CPU has AMX-BF16 and the OS grants its tiles), 1 (always: code for such CPUs), 0; "
+       "docs/decisions.md",
+       "auto", true,
+       [](const std::string& v, CompileOptions& o) {
+         if (v != "auto" && v != "0" && v != "1") bad_value("MATRIX", "auto, 0 or 1", v);
+         o.schedule.amx_auto = v == "auto";
+         o.schedule.amx_bf16 = v == "1";
+       },
+       [](const CompileOptions& o) {
+         return o.schedule.amx_auto ? "auto" : o.schedule.amx_bf16 ? "1" : "0";
+       }},
       {"MICRO", KnobStage::scheduler,
        "CPU register tile of contractions: R rows of V vectors of B bytes over k blocks of D "
        "(6x2x256x64: 6x32 f32 over 256 k), 0: off, auto: 3x8x256x32 for one-loop reductions "

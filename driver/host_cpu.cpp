@@ -4,11 +4,33 @@
 
 #include <cstring>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
 namespace kiln {
+
+namespace {
+
+/** Asks Linux for this process's AMX tile data (once); true when granted. */
+bool grant_amx() {
+#if defined(__linux__) && defined(__x86_64__)
+  static const bool granted = [] {
+    const long req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+    return syscall(SYS_arch_prctl, req_xcomp_perm, xfeature_xtiledata) == 0;
+  }();
+  return granted;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
 
 HostCpu host_cpu() {
   HostCpu cpu;
@@ -33,6 +55,8 @@ HostCpu host_cpu() {
       __cpuid_count(7, 0, a, b, c, d);
       cpu.avx2 = ymm && ((b >> 5) & 1);
       cpu.avx512f = zmm && ((b >> 16) & 1);
+      bool tiles = (xcr0_lo & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
+      cpu.amx_bf16 = tiles && ((d >> 22) & 1) && ((d >> 24) & 1) && grant_amx();
     }
   }
 #endif

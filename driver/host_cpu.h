@@ -13,6 +13,10 @@ struct HostCpu {
   std::string vendor;  ///< "GenuineIntel", "AuthenticAMD", ... ("" off x86)
   int family = 0;      ///< base family plus extended family
   bool avx2 = false, avx512f = false;
+  /** AMX tiles with BF16 dot products, their state enabled by the OS (XCR0) and this process
+   *  granted the tile data (Linux's arch_prctl ARCH_REQ_XCOMP_PERM, asked for here: a process
+   *  runs AMX code only once granted, and the grant lasts for the process). */
+  bool amx_bf16 = false;
 };
 
 /** The host CPU (cpuid; all false off x86). */

@@ -144,8 +144,11 @@ CompileOptions compile_options(const SpecFile& file,
   backend_for(rt.backend()).configure_cuts(opt.cut);
   backend_for(rt.backend()).configure_build(opt.build);
   // Host runtimes compile for this CPU (-march=native): MICRO=auto fits its vector units.
-  if (backend_for(rt.backend()).memory() == MemoryKind::host)
-    opt.schedule.full_width_bytes = full_width_vector_bytes(host_cpu());
+  if (backend_for(rt.backend()).memory() == MemoryKind::host) {
+    HostCpu cpu = host_cpu();
+    opt.schedule.full_width_bytes = full_width_vector_bytes(cpu);
+    if (opt.schedule.amx_auto) opt.schedule.amx_bf16 = cpu.amx_bf16;
+  }
   opt.cut.fuse_softmax_contractions &= opt.schedule.gpu_tile.rows > 0;
   opt.cut.tile_bounded_contractions &= opt.schedule.gpu_tile.rows > 0;
   return opt;

@@ -98,6 +98,21 @@ std::string alloc_line(const LoopNode& n) {
            unwrap(expr_text(*n.tile_lane_cond)) + "; " + std::to_string(n.thread_rows) + "x" +
            std::to_string(n.thread_lanes) + " per thread, reduction blocks of " +
            std::to_string(n.pack_depth);
+  if (n.pack_depth > 0 && n.matrix) {
+    std::string count =
+        n.pack_count ? ", k rows below " + unwrap(expr_text(*n.pack_count)) : std::string();
+    if (n.tile_rows > 0)
+      return "pack " + n.name + " = the row operand of S" + std::to_string(n.statement) +
+             " in bf16 for the matrix unit, for " +
+             range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
+             range(n.tile_row, n.tile_row_origin, n.tile_rows) +
+             (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "") +
+             count;
+    return "pack " + n.name + " = the lane operand of S" + std::to_string(n.statement) +
+           " in bf16 k pairs for the matrix unit, for " +
+           range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
+           range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below + count;
+  }
   if (n.pack_depth > 0)
     return "pack " + n.name + " = the row-shared lane operands of S" + std::to_string(n.statement) +
            " for " + range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
@@ -110,7 +125,8 @@ std::string alloc_line(const LoopNode& n) {
   out += ")";
   if (n.carried && n.mapping == Mapping::parallel) out += ", split across threads";
   if (n.tile_rows > 0)
-    out += ", a " + tile + " register tile: " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +
+    out += ", a " + tile + (n.matrix ? " matrix-unit tile: " : " register tile: ") +
+           range(n.tile_row, n.tile_row_origin, n.tile_rows) +
            (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "") + ", " +
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below +
            (n.tile_fresh ? ", S" + std::to_string(n.tile_init) + " in registers where " +

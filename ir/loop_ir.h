@@ -149,6 +149,23 @@ struct LoopNode {
    *  o - pack_lane_base + tile_lanes (the arrays hold pack_depth × pack_lanes elements). */
   AstExprPtr pack_lane_base;
   int64_t pack_lanes = 0;
+  /** alloc, CPU: a register tile or packed panel of the matrix unit (AMX with BF16 dot
+   *  products; RegisterTileShape::amx_bf16) instead of vector registers. A matrix register tile
+   *  keeps its tile_rows × tile_lanes f32 sums (32 × 32) in four 16 × 16 tile registers and
+   *  runs its body, a sum of products of two bf16 values, over the two matrix packs around it,
+   *  32 k at a time. A matrix pack holds those bf16 values as they are: the lane operand's
+   *  when tile_rows is 0 (the tile at lane origin o keeps k row r's value of lane l at
+   *  (o - pack_lane_base) · pack_depth + (r / 2) · 2 · tile_lanes + 2 · l + r % 2: pairs of k
+   *  side by side, as the unit reads them), the row operand's when tile_rows > 0 (row r's k
+   *  row at r · pack_depth + k, rows from tile_row_origin). body[0] fills it, a loop nest
+   *  around the statement binding every iterator its operand reads (for the lane operand the
+   *  k loop steps by 2 and each instance fills the pair of k rows k, k + 1); values past pack_count
+   *  k rows (up to the next multiple of 32) are zeros, and lanes or rows past a tile's count
+   *  are never stored. */
+  bool matrix = false;
+  /** alloc, a matrix pack: how many of its pack_depth k rows exist (fewer in the last k block);
+   *  null when all do. */
+  AstExprPtr pack_count;
   /** alloc in `shared` space: a GPU block tile of contraction `statement`
    *  (scheduler/gpu_tile.h). The block computes tile_rows × tile_lanes elements, `tile_row` =
    *  tile_row_origin + 0..tile_rows-1 and `tile_lane` = tile_lane_origin + 0..tile_lanes-1 (those

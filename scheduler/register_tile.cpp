@@ -386,6 +386,9 @@ class Tiler {
    *  `row` (what its pack holds) reads a const input: the renderer keeps such packs. */
   bool row_shared_constants(const TileNest& t, const LoopNode& row) const {
     const Statement& s = kernel_.statements.at(t.stmt->statement);
+    // Kept packs hold f32 or f64 (backends/packed_weights.h); others are filled at every call
+    // and take row blocks like any pack.
+    if (s.value->dtype != DType::f32 && s.value->dtype != DType::f64) return false;
     std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
                           rows = driven_iterators(*t.stmt, row.iter);
     std::vector<const ScalarExpr*> loads;
@@ -421,7 +424,8 @@ class Tiler {
     const LoopNode& lane = *t.loops.back();
     const LoopNode& outer = *t.loops.front();
     const Statement& s = kernel_.statements.at(t.stmt->statement);
-    const int64_t depth = shape_.depth;
+    const bool matrix = shape_.amx_bf16 && t.loops.size() == 2 && matrix_operands(t, row);
+    const int64_t depth = matrix ? shape_.matrix_depth : shape_.depth;
     const int64_t vector = shape_.vector_bytes / (dtype_bits(plan_.buffers.at(s.buffer).dtype) / 8);
     const std::string outer_t = outer.iter + "t";
     last_block_ = ast_op("ge", {add(ast_iter(outer_t), ast_int(depth)), upper(outer)});
@@ -442,6 +446,7 @@ class Tiler {
     block->step = depth;
     block->tile = true;
     const int64_t width = shape_.vectors * vector;
+    if (matrix) return matrix_blocked(row, t, loops, block);
     if (loops.size() == 2 && shared_operands(t, row) > 0) {
       // BLIS's order (file comment): lane blocks of `lanes` lanes, b's panel packed per k block
       // for all of a block's lane tiles, the row tiles sweeping them.
@@ -485,6 +490,159 @@ class Tiler {
         row, t, loops, after_tiles(lane.init, upper(lane), shape_.vectors * vector), vector, true));
     block->body = std::move(body);
     return block;
+  }
+
+  /** The loads a and b of `t`'s update `acc += a * b` (either order) when the matrix unit can
+   *  run it: the sum is f32, a and b load bf16 buffers (no gather), a moves along row loop
+   *  `row` and not the lanes, b along the lanes and not the rows. */
+  std::optional<std::pair<const ScalarExpr*, const ScalarExpr*>> matrix_operands(
+      const TileNest& t, const LoopNode& row) const {
+    const Statement& s = kernel_.statements.at(t.stmt->statement);
+    if (plan_.buffers.at(s.buffer).dtype != DType::f32) return std::nullopt;
+    const ScalarExpr& v = *s.value;
+    if (v.kind != ScalarExpr::Kind::op || v.op != Op::mul || v.args.size() != 2 || !v.mask.empty())
+      return std::nullopt;
+    std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
+                          rows = driven_iterators(*t.stmt, row.iter);
+    const ScalarExpr *a = nullptr, *b = nullptr;
+    for (const ScalarExprPtr& f : v.args) {
+      if (f->kind != ScalarExpr::Kind::load || is_gather(*f) || f->dtype != DType::bf16 ||
+          plan_.buffers.at(f->buffer).dtype != DType::bf16)
+        return std::nullopt;
+      bool r = uses_vars(*f, rows), l = uses_vars(*f, lanes);
+      if (r && !l && !a)
+        a = f.get();
+      else if (l && !r && !b)
+        b = f.get();
+      else
+        return std::nullopt;
+    }
+    if (!a || !b) return std::nullopt;
+    return std::make_pair(a, b);
+  }
+
+  /** Whether load `l` moves by one element along statement iterator `var` (its last index by +1,
+   *  the others not at all). */
+  static bool unit_along(const ScalarExpr& l, const std::string& var) {
+    for (size_t d = 0; d < l.index.size(); ++d) {
+      std::optional<int64_t> c = affine_coefficient(l.index[d], var);
+      if (!c || *c != (d + 1 == l.index.size() ? 1 : 0)) return false;
+    }
+    return !l.index.empty();
+  }
+
+  /** Copies of `loops` (outermost first) nested around a copy of stmt node `stmt`. */
+  static LoopNodePtr nest(const std::vector<LoopNodePtr>& loops, const LoopNode& stmt) {
+    return wrap(loops, std::make_shared<LoopNode>(stmt));
+  }
+
+  /** `loop` restricted to [from, min(from + n, its end)) with step 1. */
+  static LoopNodePtr restricted(const LoopNode& loop, const AstExprPtr& from, int64_t n) {
+    auto copy = std::make_shared<LoopNode>(loop);
+    copy->init = from;
+    copy->cond =
+        ast_op("lt", {ast_iter(loop.iter), ast_op("min", {add(from, ast_int(n)), upper(loop)})});
+    copy->step = 1;
+    copy->tile = false;
+    copy->mapping = Mapping::serial;
+    return copy;
+  }
+
+  /** Nest `t` on the matrix unit (file comment): lane blocks by row blocks around `block`, the
+   *  k blocks, each packing b's block in bf16 k pairs, then per row tile a's rows, then the
+   *  32 × 32 matrix tiles of the row tile. */
+  LoopNodePtr matrix_blocked(const LoopNode& row, const TileNest& t,
+                             const std::vector<const LoopNode*>& loops,
+                             const std::shared_ptr<LoopNode>& block) {
+    const int64_t n = 32, lanes = shape_.matrix_block_lanes, rows = shape_.matrix_block_rows;
+    const LoopNode& lane = *t.loops.back();
+    const LoopNode& k = *loops.front();  // the k loop of one block
+    const std::string lane_c = lane.iter + "c", row_c = row.iter + "c";
+    const std::string lane_t = lane.iter + "t", row_t = row.iter + "t";
+    auto [a, b] = *matrix_operands(t, row);
+    std::set<std::string> ks = driven_iterators(*t.stmt, k.iter);
+    const bool a_along_k = ks.size() == 1 && unit_along(*a, *ks.begin());
+    const bool b_along_k = ks.size() == 1 && unit_along(*b, *ks.begin());
+    AstExprPtr k_count =
+        ast_op("min", {ast_int(block->step), sub(upper(*t.loops.front()), ast_iter(block->iter))});
+    LoopNodePtr k_loop = std::make_shared<LoopNode>(k);
+
+    // The tiles of one row tile: 32 × 32 sums each, the last lanes and rows partial.
+    matrix_ = true;
+    AstExprPtr lane_end = ast_op("min", {add(ast_iter(lane_c), ast_int(lanes)), upper(lane)});
+    LoopNodePtr tiles =
+        make_loop(lane_t, ast_iter(lane_c), ast_op("lt", {ast_iter(lane_t), lane_end}), n,
+                  {tile_alloc(row, t, loops, n, true, n, row_t,
+                              ast_op("min", {ast_int(n), sub(upper(row), ast_iter(row_t))}))});
+    matrix_ = false;
+
+    // a's rows of the row tile, k inner where a moves along k.
+    auto a_pack = std::make_shared<LoopNode>();
+    a_pack->kind = LoopNode::Kind::alloc;
+    a_pack->space = MemorySpace::local;
+    a_pack->statement = t.stmt->statement;
+    a_pack->name = "pack" + std::to_string(packs_++);
+    a_pack->matrix = true;
+    a_pack->tile_row = row.iter;
+    a_pack->tile_lane = lane.iter;
+    a_pack->tile_rows = n;
+    a_pack->tile_row_origin = ast_iter(row_t);
+    a_pack->tile_row_count = ast_op("min", {ast_int(n), sub(upper(row), ast_iter(row_t))});
+    a_pack->pack_depth = block->step;
+    a_pack->pack_iter = k.iter;
+    a_pack->pack_origin = k.init;
+    a_pack->pack_count = k_count;
+    LoopNodePtr a_rows = restricted(row, ast_iter(row_t), n);
+    a_pack->body = {a_along_k ? nest({a_rows, k_loop}, *t.stmt) : nest({k_loop, a_rows}, *t.stmt),
+                    tiles};
+    auto row_tiles = std::make_shared<LoopNode>(row);
+    row_tiles->iter = row_t;
+    row_tiles->init = ast_iter(row_c);
+    row_tiles->cond = ast_op(
+        "lt", {ast_iter(row_t), ast_op("min", {add(ast_iter(row_c), ast_int(rows)), upper(row)})});
+    row_tiles->step = n;
+    row_tiles->mapping = Mapping::serial;
+    row_tiles->body = {a_pack};
+
+    // b's block, lane tile by lane tile, in k pairs; k inner where b moves along k.
+    auto b_pack = std::make_shared<LoopNode>();
+    b_pack->kind = LoopNode::Kind::alloc;
+    b_pack->space = MemorySpace::local;
+    b_pack->statement = t.stmt->statement;
+    b_pack->name = "pack" + std::to_string(packs_++);
+    b_pack->matrix = true;
+    b_pack->tile_row = row.iter;
+    b_pack->tile_lane = lane.iter;
+    b_pack->tile_lanes = n;
+    b_pack->tile_lane_origin = ast_iter(lane_t);
+    b_pack->tile_lane_count = remaining(lane, lane_t, n);
+    b_pack->pack_depth = block->step;
+    b_pack->pack_iter = k.iter;
+    b_pack->pack_origin = k.init;
+    b_pack->pack_count = k_count;
+    b_pack->pack_lane_base = ast_iter(lane_c);
+    b_pack->pack_lanes = lanes;
+    // Its k loop takes the pairs: each instance fills k rows k and k + 1 (ir/loop_ir.h).
+    LoopNodePtr b_lanes = restricted(lane, ast_iter(lane_t), n);
+    auto k_pairs = std::make_shared<LoopNode>(k);
+    k_pairs->step = 2;
+    LoopNodePtr fill =
+        b_along_k ? nest({b_lanes, k_pairs}, *t.stmt) : nest({k_pairs, b_lanes}, *t.stmt);
+    b_pack->body = {
+        make_loop(lane_t, ast_iter(lane_c), ast_op("lt", {ast_iter(lane_t), lane_end}), n, {fill}),
+        row_tiles};
+    block->body = {b_pack};
+
+    auto row_blocks = std::make_shared<LoopNode>(row);
+    row_blocks->iter = row_c;
+    row_blocks->cond = ast_op("lt", {ast_iter(row_c), upper(row)});
+    row_blocks->step = rows;
+    row_blocks->tile = true;
+    row_blocks->body = {block};
+    auto blocks = std::make_shared<LoopNode>(*make_loop(
+        lane_c, lane.init, ast_op("lt", {ast_iter(lane_c), upper(lane)}), lanes, {row_blocks}));
+    blocks->tile = true;
+    return blocks;
   }
 
   /** The tiles of `lanes` lanes (masked, a vector at a time, when `partial`: the lanes past the
@@ -567,6 +725,7 @@ class Tiler {
     alloc->tile_row_count = count;
     alloc->tile_lane_origin = ast_iter(lane_t);
     if (partial) alloc->tile_lane_count = remaining(lane, lane_t, lanes);
+    alloc->matrix = matrix_;
     if (init_) {
       alloc->tile_fresh = first_block_;
       alloc->tile_init = init_->statement;
@@ -616,6 +775,7 @@ class Tiler {
   const Kernel& kernel_;
   RegisterTileShape shape_;
   int count_ = 0, packs_ = 0;
+  bool matrix_ = false;                 ///< tile_alloc makes matrix-unit tiles
   const LoopNode* epilogue_ = nullptr;  ///< the epilogue of the nest being blocked, or null
   std::string epilogue_lane_;           ///< its lane loop's iterator
   AstExprPtr last_block_;               ///< true in the last block of the nest being blocked

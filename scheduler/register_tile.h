@@ -46,6 +46,25 @@
  * use neither. Every iteration of the original nest runs exactly once, in the same order of k
  * per element, so the sums are those of the untiled nest.
  *
+ * On a CPU with a matrix unit (AMX-BF16) a one-loop contraction whose update is
+ * `acc += a * b` with a and b loads of bf16 buffers (f32 sums, a's load free of the lanes, b's
+ * of the rows) runs on it instead, in the same order with tiles of 32 rows by 32 lanes:
+ *
+ *     for (jc ...; jc += 256) for (ic ...; ic += 512)    // across threads, collapsed
+ *       for (kt = 0; kt < K; kt += 1024)
+ *         matrix pack B = b[kt.., jc..jc+256) in bf16, k pairs side by side
+ *           for (it = ic; ...; it += 32)
+ *             matrix pack A = a[it..it+32, kt..] in bf16
+ *               for (jt = jc; ...; jt += 32) alloc matrix tile (32 × 32 sums, 32 k a step)
+ *
+ * Each pack's fill is a loop nest in the IR whose innermost loop is the one its operand moves
+ * along unit-stride (k for a row-major a; the lanes for b = `b[k, n]`, k for b = `w[j, k]`).
+ * Products of two bf16 values are exact in f32; the unit adds them in its own order within a
+ * pair of k and flushes denormals to zero, so the sums differ from the vector tile's by rounding
+ * only (docs/decisions.md, "AMX tiles").
+ * Lanes and rows past a tile's counts compute on whatever the packs hold there and are never
+ * stored; the k rows past the last block's end up to a multiple of 32 are zeros.
+ *
  * The nest right after the reduction in the row loop (`for j S2`: a bias, an activation)
  * runs on each tile instead of in a pass of its own when it reads the reduced buffer only at
  * the tile's elements: after the tile's store in the last k block, over the tile's rows and
@@ -73,6 +92,17 @@ struct RegisterTileShape {
   /** Row tiles per row block (BLIS's M block): each (lane block, row block) packs b's block
    *  anew, so more rows cost less packing and fewer pairs for the threads to share. */
   int block_row_tiles = 128;
+  /** The target's matrix unit multiplies bf16 pairs into f32 (AMX-BF16, its tile data granted
+   *  by the OS; MATRIX=auto): one-loop contractions of two bf16 values take matrix-unit tiles of
+   *  32 × 32 sums over packs of both operands instead of vector registers (file comment). */
+  bool amx_bf16 = false;
+  /** The k block, lanes per lane block and rows per row block of matrix-unit tiles. The unit
+   *  is fast enough that a tile's sums leaving registers between k blocks would cost more than
+   *  its products (at 256 k, 1024³ took 5.5 ms, the sums' 4 MiB going to memory and back four
+   *  times): k blocks of 1024, b's bf16 block of 256 lanes by 1024 k a quarter of L2. */
+  int64_t matrix_depth = 1024;
+  int64_t matrix_block_lanes = 256;
+  int64_t matrix_block_rows = 512;
 };
 
 /** Whether statement `s` is a sum reduction of f32 or f64 whose value computes across vector

@@ -45,6 +45,11 @@ struct ScheduleOptions {
    *  for host runtimes: 64 on AVX-512 machines with full-width units); MICRO=auto's one-loop
    *  tile takes them. 32 when the target is not known (goldens, the C++ API's defaults). */
   int full_width_bytes = 32;
+  /** MATRIX=auto: `amx_bf16` follows the target (driver/host_cpu.h sets it for host runtimes on
+   *  CPUs with AMX-BF16 whose tile data the OS grants); MATRIX=1 sets it, MATRIX=0 clears it. The
+   *  register tile then runs bf16 contractions on the matrix unit (scheduler/register_tile.h). */
+  bool amx_auto = true;
+  bool amx_bf16 = false;
   /** CPU: outputs written once stream (non-temporal stores) when they have at least this many
    *  bytes (scheduler/stream_stores.h; STREAM); 0: never. */
   int64_t stream_bytes = int64_t{16} << 20;

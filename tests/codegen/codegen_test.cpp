@@ -37,6 +37,7 @@ struct GoldenCase {
   std::map<std::string, DType> dtypes;
   int batch_rank = 0;
   std::string backend = "c";  ///< whose renderer and loop mappings
+  bool amx = false;            ///< MATRIX=1: code for a CPU with AMX-BF16
 };
 
 const std::vector<GoldenCase>& golden_cases() {
@@ -50,6 +51,7 @@ const std::vector<GoldenCase>& golden_cases() {
       {"matmul_cuda", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0, "cuda"},
       {"dense_gelu", "ops/nn.toml:dense_gelu", {{"T", DType::f32}}, 0},
       {"matmul_cuda_f16", "ops/nn.toml:matmul", {{"T", DType::f16}}, 0, "cuda"},
+      {"matmul_bf16_amx", "ops/nn.toml:matmul", {{"T", DType::bf16}}, 0, "c", true},
   };
   return cases;
 }
@@ -72,6 +74,8 @@ std::string render_source(const GoldenCase& c) {
   verify_or_throw(g);
   CompileOptions options;  // as driver/instantiate.cpp sets them for the backend's runtime
   backend_for(c.backend).configure_cuts(options.cut);
+  options.schedule.amx_auto = false;
+  options.schedule.amx_bf16 = c.amx;
   return lower_program(g, backend_for(c.backend), options).source;
 }
 
@@ -185,6 +189,29 @@ TEST_CASE("codegen: matmul f32: a 3x64 register tile (3 rows of eight 8-lane vec
   CHECK(src.find("kiln_vldm_f32(b1, (s_N * i2 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), "
                  "(s_K * s_N))") != std::string::npos);
   CHECK(src.find("tile4") == std::string::npos);
+}
+
+TEST_CASE("codegen: matmul bf16 with AMX: 32x32 tiles of f32 sums over bf16 packs") {
+  check_golden(golden_cases()[9]);
+  std::string src = render_source(golden_cases()[9]);
+  // b's block of 256 lanes by 1024 k in pairs (one 32-bit word a pair, k's value low), a's 32
+  // rows per row tile; the tile configuration around the tiles of a row tile.
+  CHECK(src.find("uint32_t pack1_0[131072] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(src.find("uint16_t pack0_0[32768] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(src.find("for (int64_t c2 = c2t; c2 < ((c2t + 1024) < s_K ? (c2t + 1024) : s_K); c2 += "
+                 "2) {") != std::string::npos);
+  CHECK(src.find("kiln_lo | kiln_hi << 16;") != std::string::npos);
+  CHECK(src.find("kiln_amx_begin();") < src.find("KILN_AMX_DP(0, 4, 6);"));
+  CHECK(src.find("KILN_AMX_DP(3, 5, 7);") < src.find("kiln_amx_end();"));
+  // The first k block starts from 0 in the tile registers; a whole tile moves between them and
+  // the sums directly, a partial one through a local copy.
+  CHECK(src.find("if ((c2t == 0)) {\n                    KILN_AMX_ZERO(0);") != std::string::npos);
+  CHECK(src.find("KILN_AMX_LOAD(2, &b3[tile0_at + 16 * tile0_ld + 0], tile0_ld * 4);") !=
+        std::string::npos);
+  CHECK(src.find("KILN_AMX_LOAD(6, &pack1_0[(c1t - pack1_base) * 512 + kiln_kk * 16], 128);") !=
+        std::string::npos);
+  // The vector tile is not there: one copy of the reduction.
+  CHECK(src.find("kiln_vf32 tile") == std::string::npos);
 }
 
 TEST_CASE("codegen: gelu f32, batch rank 1, matches its golden source") {

@@ -27,7 +27,7 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BLAS, CHECK, FASTMATH, GPU_TILE, ISL_MS, ISL_OPS, MICRO, PARALLEL, SIMPLIFY, "
+    "known keys: BLAS, CHECK, FASTMATH, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, PARALLEL, SIMPLIFY, "
     "STREAM, "
     "THREADS, TILE, "
     "VECTORIZE";
@@ -35,7 +35,7 @@ const char* kKnown =
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 13);
+  REQUIRE(knobs().size() == 14);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {

@@ -342,6 +342,102 @@ TEST_CASE("schedule: an f16 or bf16 product accumulating in f32 keeps a register
   }
 }
 
+TEST_CASE("schedule: a bf16 product runs on the matrix unit where the target has one") {
+  // With AMX-BF16 (RegisterTileShape::amx_bf16) the one-loop contraction of two bf16 loads
+  // takes 32 × 32 matrix-unit tiles over two bf16 packs: a's rows per row tile, b's lanes per
+  // lane block in k pairs (its fill's k loop steps by 2). The simulator runs the tiles' bodies
+  // as written, so partial row and lane tiles and short k blocks are checked for legality.
+  KernelBuilder b = matmul(DType::bf16);
+  b.plan.buffers[2].dtype = DType::f32;  // C, the accumulator
+  ScheduleOptions opt;
+  opt.micro = {3, 2, 64, 32};
+  opt.micro.amx_bf16 = true;
+  opt.micro.matrix_depth = 64;
+  opt.micro.matrix_block_lanes = 64;
+  opt.micro.matrix_block_rows = 64;
+  std::vector<Env> sizes = {{{"M", 7}, {"N", 70}, {"K", 300}},
+                            {{"M", 70}, {"N", 33}, {"K", 130}},
+                            {{"M", 2}, {"N", 5}, {"K", 3}},
+                            {{"M", 4}, {"N", 17}, {"K", 0}}};
+  ScheduledKernel r = check_legal(b, opt, sizes);
+  report("bf16 matmul on the matrix unit", r);
+  int tiles = 0, row_packs = 0, lane_packs = 0;
+  for (const LoopNode* a : nodes_of(*r.nest.root, LoopNode::Kind::alloc)) {
+    if (!a->matrix) continue;
+    if (a->pack_depth == 0) {
+      ++tiles;
+      CHECK(a->tile_rows == 32);
+      CHECK(a->tile_lanes == 32);
+      CHECK(a->tile_row_count);
+      CHECK(a->tile_lane_count);
+      continue;
+    }
+    CHECK(a->pack_depth == 64);
+    REQUIRE(a->pack_count);
+    if (a->tile_rows > 0) {
+      ++row_packs;
+    } else {
+      ++lane_packs;
+      // The fill: lane tiles, then k in pairs, then the lanes (b[k, n] moves along n).
+      std::vector<const LoopNode*> fill = loops(*a->body.at(0));
+      REQUIRE(fill.size() == 3);
+      CHECK(fill[1]->iter == a->pack_iter);
+      CHECK(fill[1]->step == 2);
+      CHECK(fill[2]->iter == a->tile_lane);
+    }
+  }
+  CHECK(tiles == 1);
+  CHECK(row_packs == 1);
+  CHECK(lane_packs == 1);
+  CHECK(loop_nest_to_text(r.nest).find("matrix-unit tile") != std::string::npos);
+
+  // x · wᵀ: w moves along k, so its fill runs k innermost (still in pairs).
+  auto bf16 = [](ScalarExprPtr e) {
+    std::const_pointer_cast<ScalarExpr>(e)->dtype = DType::bf16;
+    return e;
+  };
+  KernelBuilder l;
+  int x = l.buffer("x", {M, K}), w = l.buffer("w", {N, K}), y = l.buffer("y", {M, N});
+  l.plan.buffers[x].dtype = l.plan.buffers[w].dtype = DType::bf16;
+  l.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+  l.stmt(Statement::Kind::reduce_update, {M, N, K}, y, {it(0), it(1)},
+         bf16(op(Op::mul, {bf16(load(x, {it(0), it(2)})), bf16(load(w, {it(1), it(2)}))})));
+  ScheduledKernel rl = check_legal(l, opt, sizes);
+  bool k_inner = false;
+  for (const LoopNode* a : nodes_of(*rl.nest.root, LoopNode::Kind::alloc))
+    if (a->matrix && a->pack_depth > 0 && a->tile_rows == 0) {
+      std::vector<const LoopNode*> fill = loops(*a->body.at(0));
+      REQUIRE(fill.size() == 3);
+      k_inner = fill[2]->iter == a->pack_iter && fill[2]->step == 2;
+    }
+  CHECK(k_inner);
+
+  // Not on the matrix unit: f32 operands, a bf16 operand that is not a load (its f32 value need
+  // not be a bf16 one), or no unit. They keep the vector tile.
+  auto matrix_nodes = [](const ScheduledKernel& k) {
+    int n = 0;
+    for (const LoopNode* a : nodes_of(*k.nest.root, LoopNode::Kind::alloc))
+      n += a->matrix;
+    return n;
+  };
+  CHECK(matrix_nodes(check_legal(matmul(DType::f32), opt, sizes)) == 0);
+  KernelBuilder e = matmul(DType::bf16);
+  e.plan.buffers[2].dtype = DType::f32;
+  Statement& update = e.plan.kernels[0].statements.back();
+  auto product = std::make_shared<ScalarExpr>(*update.value);
+  product->args[0] = bf16(op(Op::neg, {product->args[0]}));
+  update.value = product;
+  ScheduledKernel re = check_legal(e, opt, sizes);
+  CHECK(matrix_nodes(re) == 0);
+  int vector_tiles = 0;
+  for (const LoopNode* a : nodes_of(*re.nest.root, LoopNode::Kind::alloc))
+    vector_tiles += a->tile_rows > 0 && a->pack_depth == 0;
+  CHECK(vector_tiles >= 1);
+  ScheduleOptions off = opt;
+  off.micro.amx_bf16 = false;
+  CHECK(matrix_nodes(check_legal(b, off, sizes)) == 0);
+}
+
 TEST_CASE("schedule: a product written into merged heads, o[n, D·h + d], keeps its tile") {
   // P·V of attention computed straight into [N, H·D] (build_statements writes a reduce through
   // the view that merges the heads): isl cannot multiply the size D by the iterator h, so it
