@@ -12,13 +12,14 @@ namespace kiln {
 
 namespace {
 
-/** Every tile register 16 rows of 64 bytes (palette 1): a tile of 16 × 16 f32 sums, 16 rows
- *  of 32 bf16 of the row operand, 16 k pairs of 16 lanes of the lane operand. */
+/** Every tile register 16 rows of 64 bytes (palette 1): a tile of 16 × 16 f32 or i32 sums, 16
+ *  rows of 32 bf16 (64 8-bit integers) of the row operand, 16 k pairs (quads) of 16 lanes of
+ *  the lane operand. */
 const char* const kMatrixHelpers =
     R"amx(#define KILN_AMX_LOAD(t, p, stride) __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t : : "r"(p), "r"((int64_t)(stride)) : "memory")
 #define KILN_AMX_STORE(t, p, stride) __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" : : "r"(p), "r"((int64_t)(stride)) : "memory")
 #define KILN_AMX_ZERO(t) __asm__ volatile("tilezero %%tmm" #t : :)
-#define KILN_AMX_DP(acc, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #acc : :)
+#define KILN_AMX_DP(op, acc, a, b) __asm__ volatile(#op " %%tmm" #b ", %%tmm" #a ", %%tmm" #acc : :)
 KILN_FN void kiln_amx_begin(void) {
   static const unsigned char config[64] __attribute__((aligned(64))) = {
       1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -39,6 +40,38 @@ std::vector<AstExprPtr> with(const std::vector<AstExprPtr>& args, const std::str
   return out;
 }
 
+/** The load a matrix pack holds (the row operand's when it has rows, else the lane operand's),
+ *  found from its fill's statement node `fill` with iterator `unbound` read as 0. */
+const ScalarExpr& packed_load(const Kernel& k, const LoopNode& pack, const LoopNode& fill,
+                              std::vector<AstExprPtr>& args) {
+  const bool rows = pack.tile_rows > 0;
+  args = with(fill.args, rows ? pack.tile_lane : pack.tile_row, ast_int(0));
+  LoopNode bound = fill;
+  bound.args = args;
+  std::set<std::string> along = driven_iterators(bound, pack.tile_lane),
+                        across = driven_iterators(bound, pack.tile_row);
+  const Statement& st = k.statements.at(fill.statement);
+  std::vector<const ScalarExpr*> loads =
+      rows ? row_shared_loads(st, across, along) : row_shared_loads(st, along, across);
+  if (loads.size() != 1)
+    throw std::logic_error("a matrix pack whose statement has no single operand to pack");
+  return *loads[0];
+}
+
+/** The load matrix pack `pack` holds. */
+const ScalarExpr& packed_load(const Kernel& k, const LoopNode& pack) {
+  std::vector<const LoopNode*> fills = nodes_of(*pack.body.at(0), LoopNode::Kind::stmt);
+  if (fills.empty()) throw std::logic_error("a matrix pack without its fill statement");
+  std::vector<AstExprPtr> args;
+  return packed_load(k, pack, *fills[0], args);
+}
+
+/** Bytes of one value in the packs of statement `st`: 2 (bf16, summing in f32) or 1 (8-bit
+ *  integers, summing in i32). */
+int value_bytes(const KernelPlan& plan, const Statement& st) {
+  return plan.buffers.at(st.buffer).dtype == DType::f32 ? 2 : 1;
+}
+
 }  // namespace
 
 std::string CStyleRenderer::matrix_helpers() const {
@@ -49,10 +82,12 @@ std::string CStyleRenderer::render_matrix_pack(const Context& c, const LoopNode&
                                                int depth) const {
   std::string pad(2 * depth, ' '), in = pad + "  ";
   const bool rows = n.tile_rows > 0;
-  // The row operand's bf16 values; the lane operand's pairs of them, a 32-bit word each.
+  // The row operand's values (bf16 or 8-bit integers); the lane operand's pairs (quads) of
+  // them, a 32-bit word each.
+  const int bytes = value_bytes(c.plan, c.kernel.statements.at(n.statement));
   const std::string array = n.name + "_0", count = n.name + "_k";
-  const std::string type = rows ? "uint16_t" : "uint32_t";
-  const int64_t elements = n.pack_depth * (rows ? n.tile_rows : n.pack_lanes / 2);
+  const std::string type = !rows ? "uint32_t" : bytes == 2 ? "uint16_t" : "uint8_t";
+  const int64_t elements = n.pack_depth * (rows ? n.tile_rows : n.pack_lanes * bytes / 4);
   std::string s = pad + "{\n";
   std::string params = c.local_params, args = c.local_args;
   if (n.pack_lane_base) {
@@ -66,7 +101,7 @@ std::string CStyleRenderer::render_matrix_pack(const Context& c, const LoopNode&
   c.local_args += ", " + count + ", " + array;
   s += in + type + " " + array + "[" + std::to_string(elements) +
        "] __attribute__((aligned(64)));\n";
-  // The k rows past the last block's end, up to the next 32, are read as zeros.
+  // The k rows past the last block's end, up to the next step of the unit, are read as zeros.
   s += in + "if (" + count + " < " + std::to_string(n.pack_depth) + ") __builtin_memset(" + array +
        ", 0, sizeof " + array + ");\n";
   const LoopNode* filling = c.filling;
@@ -89,44 +124,44 @@ std::string CStyleRenderer::render_matrix_fill(const Context& c, const LoopNode&
                                                int depth) const {
   const LoopNode& p = *c.filling;
   const bool rows = p.tile_rows > 0;
-  const Statement& st = c.kernel.statements.at(n.statement);
+  const int bytes = value_bytes(c.plan, c.kernel.statements.at(n.statement));
   // The iterator the fill leaves unbound (the lanes for the row operand, the rows for the
   // lane operand) reads as 0: the operand packed does not use it.
-  std::vector<AstExprPtr> args = with(n.args, rows ? p.tile_lane : p.tile_row, ast_int(0));
-  LoopNode bound = n;
-  bound.args = args;
-  std::set<std::string> along = driven_iterators(bound, p.tile_lane),
-                        across = driven_iterators(bound, p.tile_row);
-  std::vector<const ScalarExpr*> loads =
-      rows ? row_shared_loads(st, across, along) : row_shared_loads(st, along, across);
-  if (loads.size() != 1)
-    throw std::logic_error("a matrix pack whose statement has no single operand to pack");
-  const ScalarExpr& load = *loads[0];
+  std::vector<AstExprPtr> args;
+  const ScalarExpr& load = packed_load(c.kernel, p, n, args);
+  const std::string bits = bytes == 2 ? "uint16_t" : "uint8_t";
   auto value = [&]() -> std::string {
     c.bound.clear();
     c.index_bound.clear();
     if (load.mask.empty() && !is_gather(load))
-      return render_access(c, load.buffer,
+      return "(" + bits + ")" +
+             render_access(c, load.buffer,
                            int_expr_to_c(linear_index(c, load.buffer, load.index), c.sizes));
-    return "kiln_f32_to_bf16(" + render_value(c, load) + ")";
+    return bytes == 2 ? "kiln_f32_to_bf16(" + render_value(c, load) + ")"
+                      : "(" + bits + ")(" + render_value(c, load) + ")";
   };
   const std::string k = "(" + p.pack_iter + " - " + ast_expr_to_c(*p.pack_origin) + ")";
   const std::string d = std::to_string(p.pack_depth), pad(2 * depth, ' ');
   if (rows)
     return pad + "{ " + bind_line(args) + p.name + "_0[(" + p.tile_row + " - " +
            ast_expr_to_c(*p.tile_row_origin) + ") * " + d + " + " + k + "] = " + value() + "; }\n";
-  // The pair of k rows k and k + 1 (0 past the block's k rows) as one word, k's value low.
+  // The values of k rows k, k + 1 (, k + 2, k + 3) as one word, k's lowest; 0 past the block.
+  const int group = 4 / bytes;
   const std::string origin = ast_expr_to_c(*p.tile_lane_origin);
-  std::string at = "(" + origin + " - " + p.name + "_base) * " + std::to_string(p.pack_depth / 2) +
-                   " + (" + k + " >> 1) * " + std::to_string(p.tile_lanes) + " + (" + p.tile_lane +
-                   " - " + origin + ")";
-  std::vector<AstExprPtr> next =
-      with(args, p.pack_iter, ast_op("add", {ast_iter(p.pack_iter), ast_int(1)}));
-  std::string s = pad + "{\n" + pad + "  uint32_t kiln_lo, kiln_hi = 0;\n";
-  s += pad + "  { " + bind_line(args) + "kiln_lo = " + value() + "; }\n";
-  s += pad + "  if (" + k + " + 1 < " + p.name + "_k) { " + bind_line(next) +
-       "kiln_hi = " + value() + "; }\n";
-  s += pad + "  " + p.name + "_0[" + at + "] = kiln_lo | kiln_hi << 16;\n";
+  std::string at = "(" + origin + " - " + p.name + "_base) * " +
+                   std::to_string(p.pack_depth / group) + " + (" + k + " >> " +
+                   (group == 2 ? "1" : "2") + ") * " + std::to_string(p.tile_lanes) + " + (" +
+                   p.tile_lane + " - " + origin + ")";
+  std::string s = pad + "{\n" + pad + "  uint32_t kiln_w;\n";
+  s += pad + "  { " + bind_line(args) + "kiln_w = (uint32_t)" + value() + "; }\n";
+  for (int g = 1; g < group; ++g) {
+    std::vector<AstExprPtr> next =
+        with(args, p.pack_iter, ast_op("add", {ast_iter(p.pack_iter), ast_int(g)}));
+    s += pad + "  if (" + k + " + " + std::to_string(g) + " < " + p.name + "_k) { " +
+         bind_line(next) + "kiln_w |= (uint32_t)" + value() + " << " +
+         std::to_string(8 * bytes * g) + "; }\n";
+  }
+  s += pad + "  " + p.name + "_0[" + at + "] = kiln_w;\n";
   return s + pad + "}\n";
 }
 
@@ -139,6 +174,14 @@ std::string CStyleRenderer::render_matrix_tile(const Context& c, const LoopNode&
   std::string pad(2 * depth, ' '), in = pad + "  ";
   const Statement& st = c.kernel.statements.at(n.statement);
   const std::string t = n.name, sums = t + "_c", buffer = "b" + std::to_string(st.buffer);
+  // bf16 pairs into f32 sums, or 8-bit integers (each signed or not) in quads into i32 ones.
+  const int bytes = value_bytes(c.plan, st), step = 64 / bytes;
+  const bool bf16 = bytes == 2;
+  auto sign = [&](const LoopNode& pack) {
+    return c.plan.buffers.at(packed_load(c.kernel, pack).buffer).dtype == DType::u8 ? "u" : "s";
+  };
+  const std::string op = bf16 ? "tdpbf16ps" : std::string("tdpb") + sign(*a) + sign(*b) + "d";
+  const std::string sum_type = bf16 ? "float" : "int32_t", zero = bf16 ? "0.0f" : "0";
   const std::string offset = int_expr_to_c(linear_index(c, st.buffer, st.index), c.sizes);
   AstExprPtr row1 = ast_op("add", {n.tile_row_origin, ast_int(1)});
   std::vector<AstExprPtr> at0, at1;
@@ -162,7 +205,7 @@ std::string CStyleRenderer::render_matrix_tile(const Context& c, const LoopNode&
   s += in + "const int " + t +
        "_direct = " + (c.options.bounds_checks ? "0" : t + "_rows == 32 && " + t + "_lanes == 32") +
        ";\n";
-  s += in + "float " + sums + "[1024] __attribute__((aligned(64)));\n";
+  s += in + sum_type + " " + sums + "[1024] __attribute__((aligned(64)));\n";
   const std::string element = "(" + t + "_at + r * " + t + "_ld + l)";
   auto moves = [&](const std::string& op, const std::string& pad) {
     std::string o;
@@ -180,10 +223,11 @@ std::string CStyleRenderer::render_matrix_tile(const Context& c, const LoopNode&
            std::to_string(q / 2 * 512 + q % 2 * 16) + "], 128);\n";
     return o;
   };
-  std::string load_local =
-      in + "  for (int64_t r = 0; r < 32; ++r)\n" + in + "    for (int64_t l = 0; l < 32; ++l)\n" +
-      in + "      " + sums + "[r * 32 + l] = r < " + t + "_rows && l < " + t + "_lanes ? " +
-      render_access(c, st.buffer, element) + " : 0.0f;\n" + local("KILN_AMX_LOAD", in + "  ");
+  std::string load_local = in + "  for (int64_t r = 0; r < 32; ++r)\n" + in +
+                           "    for (int64_t l = 0; l < 32; ++l)\n" + in + "      " + sums +
+                           "[r * 32 + l] = r < " + t + "_rows && l < " + t + "_lanes ? " +
+                           render_access(c, st.buffer, element) + " : " + zero + ";\n" +
+                           local("KILN_AMX_LOAD", in + "  ");
   std::string load = in + "if (" + t + "_direct) {\n" + moves("KILN_AMX_LOAD", in + "  ") + in +
                      "} else {\n" + load_local + in + "}\n";
   if (n.tile_fresh) {  // the first block starts from 0 (the init folded in)
@@ -200,17 +244,22 @@ std::string CStyleRenderer::render_matrix_tile(const Context& c, const LoopNode&
   } else {
     s += load;
   }
-  // 32 k a step: rows 0-15 and 16-31 of the row pack, lanes 0-15 and 16-31 of the lane pack.
-  const std::string d = std::to_string(a->pack_depth);
+  // 64 bytes of k a step: rows 0-15 and 16-31 of the row pack, lanes 0-15 and 16-31 of the
+  // lane pack (its words: k / (4 / bytes) rows of 32 lanes).
+  const std::string d = std::to_string(a->pack_depth),
+                    row_bytes = d + " * " + std::to_string(bytes);
   const std::string lanes_at = "(" + ast_expr_to_c(*n.tile_lane_origin) + " - " + b->name +
-                               "_base) * " + std::to_string(b->pack_depth / 2);
-  s += in + "for (int64_t kiln_kk = 0; kiln_kk < " + b->name + "_k; kiln_kk += 32) {\n";
-  s += in + "  KILN_AMX_LOAD(4, &" + a->name + "_0[kiln_kk], " + d + " * 2);\n";
-  s += in + "  KILN_AMX_LOAD(5, &" + a->name + "_0[16 * " + d + " + kiln_kk], " + d + " * 2);\n";
-  s += in + "  KILN_AMX_LOAD(6, &" + b->name + "_0[" + lanes_at + " + kiln_kk * 16], 128);\n";
-  s += in + "  KILN_AMX_LOAD(7, &" + b->name + "_0[" + lanes_at + " + kiln_kk * 16 + 16], 128);\n";
-  s += in + "  KILN_AMX_DP(0, 4, 6);\n" + in + "  KILN_AMX_DP(1, 4, 7);\n";
-  s += in + "  KILN_AMX_DP(2, 5, 6);\n" + in + "  KILN_AMX_DP(3, 5, 7);\n";
+                               "_base) * " + std::to_string(b->pack_depth * bytes / 4);
+  const std::string words = "kiln_kk * " + std::to_string(8 * bytes);
+  s += in + "for (int64_t kiln_kk = 0; kiln_kk < " + b->name +
+       "_k; kiln_kk += " + std::to_string(step) + ") {\n";
+  s += in + "  KILN_AMX_LOAD(4, &" + a->name + "_0[kiln_kk], " + row_bytes + ");\n";
+  s +=
+      in + "  KILN_AMX_LOAD(5, &" + a->name + "_0[16 * " + d + " + kiln_kk], " + row_bytes + ");\n";
+  s += in + "  KILN_AMX_LOAD(6, &" + b->name + "_0[" + lanes_at + " + " + words + "], 128);\n";
+  s += in + "  KILN_AMX_LOAD(7, &" + b->name + "_0[" + lanes_at + " + " + words + " + 16], 128);\n";
+  for (const char* q : {"0, 4, 6", "1, 4, 7", "2, 5, 6", "3, 5, 7"})
+    s += in + "  KILN_AMX_DP(" + op + ", " + q + ");\n";
   s += in + "}\n";
   s += in + "if (" + t + "_direct) {\n" + moves("KILN_AMX_STORE", in + "  ") + in + "} else {\n" +
        local("KILN_AMX_STORE", in + "  ") + in + "  for (int64_t r = 0; r < " + t +

@@ -190,14 +190,14 @@ std::vector<Knob> make_knobs() {
           "1000000", "a count of isl operations (0: no limit)",
           [](auto& o) -> auto& { return o.schedule.max_operations; }),
       {"MATRIX", KnobStage::scheduler,
-       "CPU: contractions of two bf16 operands run on the matrix unit (AMX tiles): auto (where "
-       "the CPU has AMX-BF16 and the OS grants its tiles), 1 (always: code for such CPUs), 0; "
-       "docs/decisions.md",
+       "CPU: contractions of two bf16 operands, or of two 8-bit integers summing in i32, run on "
+       "the matrix unit (AMX tiles): auto (where the CPU has AMX-BF16 or AMX-INT8 and the OS "
+       "grants its tiles), 1 (always: code for such CPUs), 0; docs/decisions.md",
        "auto", true,
        [](const std::string& v, CompileOptions& o) {
          if (v != "auto" && v != "0" && v != "1") bad_value("MATRIX", "auto, 0 or 1", v);
          o.schedule.amx_auto = v == "auto";
-         o.schedule.amx_bf16 = v == "1";
+         o.schedule.amx_bf16 = o.schedule.amx_int8 = v == "1";
        },
        [](const CompileOptions& o) {
          return o.schedule.amx_auto ? "auto" : o.schedule.amx_bf16 ? "1" : "0";

@@ -56,7 +56,9 @@ HostCpu host_cpu() {
       cpu.avx2 = ymm && ((b >> 5) & 1);
       cpu.avx512f = zmm && ((b >> 16) & 1);
       bool tiles = (xcr0_lo & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
-      cpu.amx_bf16 = tiles && ((d >> 22) & 1) && ((d >> 24) & 1) && grant_amx();
+      bool amx = tiles && ((d >> 24) & 1) && (((d >> 22) & 1) || ((d >> 25) & 1)) && grant_amx();
+      cpu.amx_bf16 = amx && ((d >> 22) & 1);
+      cpu.amx_int8 = amx && ((d >> 25) & 1);
     }
   }
 #endif

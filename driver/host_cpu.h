@@ -17,6 +17,7 @@ struct HostCpu {
    *  granted the tile data (Linux's arch_prctl ARCH_REQ_XCOMP_PERM, asked for here: a process
    *  runs AMX code only once granted, and the grant lasts for the process). */
   bool amx_bf16 = false;
+  bool amx_int8 = false;  ///< likewise with AMX-INT8
 };
 
 /** The host CPU (cpuid; all false off x86). */

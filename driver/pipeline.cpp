@@ -101,6 +101,7 @@ const std::vector<Stage>& stages() {
          if (options.micro_auto && options.micro.rows > 0)
            options.micro = automatic_tile_shape(s.out.plan, options.full_width_bytes);
          options.micro.amx_bf16 = options.amx_bf16;
+         options.micro.amx_int8 = options.amx_int8;
          s.vector_bytes = options.micro.vector_bytes;
          s.backend->configure(options);
          ScheduleCache cache(options);

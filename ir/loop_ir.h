@@ -149,7 +149,7 @@ struct LoopNode {
    *  o - pack_lane_base + tile_lanes (the arrays hold pack_depth × pack_lanes elements). */
   AstExprPtr pack_lane_base;
   int64_t pack_lanes = 0;
-  /** alloc, CPU: a register tile or packed panel of the matrix unit (AMX with BF16 dot
+  /** alloc, CPU: a register tile or packed panel of the matrix unit (AMX with BF16 or INT8 dot
    *  products; RegisterTileShape::amx_bf16) instead of vector registers. A matrix register tile
    *  keeps its tile_rows × tile_lanes f32 sums (32 × 32) in four 16 × 16 tile registers and
    *  runs its body, a sum of products of two bf16 values, over the two matrix packs around it,

@@ -8,8 +8,40 @@
 
 namespace kiln {
 
+const ScalarExpr* matrix_factor(const KernelPlan& plan, const ScalarExpr& f, DType sum) {
+  const ScalarExpr* load = &f;
+  if (sum == DType::i32) {  // an 8-bit integer widened: exact
+    if (f.kind != ScalarExpr::Kind::op || f.op != Op::cast || f.args.size() != 1 ||
+        f.dtype != DType::i32 || !f.mask.empty())
+      return nullptr;
+    load = f.args[0].get();
+  }
+  if (load->kind != ScalarExpr::Kind::load || is_gather(*load)) return nullptr;
+  DType t = plan.buffers.at(load->buffer).dtype;
+  bool ok = sum == DType::f32 ? t == DType::bf16 && load->dtype == DType::bf16
+                              : (t == DType::i8 || t == DType::u8) && load->dtype == t;
+  return ok ? load : nullptr;
+}
+
+bool matrix_statement(const KernelPlan& plan, const Statement& s, bool bf16, bool int8) {
+  if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value ||
+      !s.domain.empty())
+    return false;
+  DType sum = plan.buffers.at(s.buffer).dtype;
+  if (!(sum == DType::f32 && bf16) && !(sum == DType::i32 && int8)) return false;
+  const ScalarExpr& v = *s.value;
+  if (v.kind != ScalarExpr::Kind::op || v.op != Op::mul || v.args.size() != 2 || !v.mask.empty())
+    return false;
+  for (const ScalarExprPtr& f : v.args) {
+    const ScalarExpr* l = matrix_factor(plan, *f, sum);
+    if (!l || l->buffer == s.buffer) return false;
+  }
+  return true;
+}
+
 bool tileable_statement(const KernelPlan& plan, const Statement& s,
-                        const std::set<std::string>& lanes) {
+                        const std::set<std::string>& lanes, bool int8) {
+  if (int8 && matrix_statement(plan, s, false, true)) return true;
   if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value ||
       !s.domain.empty())
     return false;
@@ -54,7 +86,7 @@ struct TileNest {
 };
 
 std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const LoopNode& row,
-                                  const LoopNode& child) {
+                                  const LoopNode& child, bool int8) {
   if (child.kind != LoopNode::Kind::loop || child.coincident) return std::nullopt;
   TileNest t;
   t.stmt = perfect_nest(child, t.loops);
@@ -76,7 +108,7 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
   if (lanes.size() != 1 || rows.size() != 1 || lanes == rows) return std::nullopt;
   // An operand every row shares may move along the lanes with a stride where the reduction is
   // one loop: the packed panel gathers it (lane_block() below, map_loops.h packable_statement).
-  if (!tileable_statement(plan, s, lanes) ||
+  if (!tileable_statement(plan, s, lanes, int8) ||
       (!unit_stride_statement(plan, k, *t.stmt, lane.iter) &&
        !(t.loops.size() == 2 && packable_statement(plan, k, *t.stmt, lane.iter, *rows.begin()))))
     return std::nullopt;
@@ -231,7 +263,7 @@ class Tiler {
       std::vector<std::optional<TileNest>> found;
       int score = -1;
       for (const LoopNodePtr& c : children) {
-        found.push_back(tile_nest(plan_, kernel_, *band[r], *c));
+        found.push_back(tile_nest(plan_, kernel_, *band[r], *c, shape_.amx_int8));
         if (found.back()) score = std::max(score, 0) + shared_operands(*found.back(), *band[r]);
       }
       if (score > best) row = r, best = score, nests = std::move(found);
@@ -424,7 +456,7 @@ class Tiler {
     const LoopNode& lane = *t.loops.back();
     const LoopNode& outer = *t.loops.front();
     const Statement& s = kernel_.statements.at(t.stmt->statement);
-    const bool matrix = shape_.amx_bf16 && t.loops.size() == 2 && matrix_operands(t, row);
+    const bool matrix = t.loops.size() == 2 && matrix_operands(t, row).has_value();
     const int64_t depth = matrix ? shape_.matrix_depth : shape_.depth;
     const int64_t vector = shape_.vector_bytes / (dtype_bits(plan_.buffers.at(s.buffer).dtype) / 8);
     const std::string outer_t = outer.iter + "t";
@@ -498,22 +530,18 @@ class Tiler {
   std::optional<std::pair<const ScalarExpr*, const ScalarExpr*>> matrix_operands(
       const TileNest& t, const LoopNode& row) const {
     const Statement& s = kernel_.statements.at(t.stmt->statement);
-    if (plan_.buffers.at(s.buffer).dtype != DType::f32) return std::nullopt;
-    const ScalarExpr& v = *s.value;
-    if (v.kind != ScalarExpr::Kind::op || v.op != Op::mul || v.args.size() != 2 || !v.mask.empty())
-      return std::nullopt;
+    if (!matrix_statement(plan_, s, shape_.amx_bf16, shape_.amx_int8)) return std::nullopt;
+    DType sum = plan_.buffers.at(s.buffer).dtype;
     std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
                           rows = driven_iterators(*t.stmt, row.iter);
     const ScalarExpr *a = nullptr, *b = nullptr;
-    for (const ScalarExprPtr& f : v.args) {
-      if (f->kind != ScalarExpr::Kind::load || is_gather(*f) || f->dtype != DType::bf16 ||
-          plan_.buffers.at(f->buffer).dtype != DType::bf16)
-        return std::nullopt;
-      bool r = uses_vars(*f, rows), l = uses_vars(*f, lanes);
+    for (const ScalarExprPtr& f : s.value->args) {
+      const ScalarExpr* load = matrix_factor(plan_, *f, sum);
+      bool r = uses_vars(*load, rows), l = uses_vars(*load, lanes);
       if (r && !l && !a)
-        a = f.get();
+        a = load;
       else if (l && !r && !b)
-        b = f.get();
+        b = load;
       else
         return std::nullopt;
     }
@@ -622,10 +650,10 @@ class Tiler {
     b_pack->pack_count = k_count;
     b_pack->pack_lane_base = ast_iter(lane_c);
     b_pack->pack_lanes = lanes;
-    // Its k loop takes the pairs: each instance fills k rows k and k + 1 (ir/loop_ir.h).
+    // Its k loop takes the pairs of bf16 (quads of 8-bit integers): each instance fills them.
     LoopNodePtr b_lanes = restricted(lane, ast_iter(lane_t), n);
     auto k_pairs = std::make_shared<LoopNode>(k);
-    k_pairs->step = 2;
+    k_pairs->step = plan_.buffers.at(b->buffer).dtype == DType::bf16 ? 2 : 4;
     LoopNodePtr fill =
         b_along_k ? nest({b_lanes, k_pairs}, *t.stmt) : nest({k_pairs, b_lanes}, *t.stmt);
     b_pack->body = {
@@ -815,13 +843,13 @@ RegisterTileShape automatic_tile_shape(const KernelPlan& plan, int full_width_by
   return one_loop;
 }
 
-bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k) {
+bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k, bool int8) {
   for (const Statement& s : k.statements) {
     if (s.extents.size() < 3) continue;
     std::set<std::string> all;
     for (size_t a = 0; a < s.extents.size(); ++a)
       all.insert(iterator_name(static_cast<int>(a)));
-    if (tileable_statement(plan, s, all)) return true;
+    if (tileable_statement(plan, s, all, int8)) return true;
   }
   return false;
 }

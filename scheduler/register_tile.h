@@ -48,14 +48,15 @@
  *
  * On a CPU with a matrix unit (AMX-BF16) a one-loop contraction whose update is
  * `acc += a * b` with a and b loads of bf16 buffers (f32 sums, a's load free of the lanes, b's
- * of the rows) runs on it instead, in the same order with tiles of 32 rows by 32 lanes:
+ * of the rows) runs on it instead, and with AMX-INT8 one of i8 or u8 loads each widened to i32
+ * (i32 sums, exact), in the same order with tiles of 32 rows by 32 lanes:
  *
  *     for (jc ...; jc += 256) for (ic ...; ic += 512)    // across threads, collapsed
  *       for (kt = 0; kt < K; kt += 1024)
- *         matrix pack B = b[kt.., jc..jc+256) in bf16, k pairs side by side
+ *         matrix pack B = b[kt.., jc..jc+256), k pairs (int8: quads) side by side
  *           for (it = ic; ...; it += 32)
- *             matrix pack A = a[it..it+32, kt..] in bf16
- *               for (jt = jc; ...; jt += 32) alloc matrix tile (32 × 32 sums, 32 k a step)
+ *             matrix pack A = a[it..it+32, kt..] as it is (bf16 or 8 bits)
+ *               for (jt = jc; ...; jt += 32) alloc matrix tile (32 × 32 sums, 64 bytes of k a step)
  *
  * Each pack's fill is a loop nest in the IR whose innermost loop is the one its operand moves
  * along unit-stride (k for a row-major a; the lanes for b = `b[k, n]`, k for b = `w[j, k]`).
@@ -96,6 +97,8 @@ struct RegisterTileShape {
    *  by the OS; MATRIX=auto): one-loop contractions of two bf16 values take matrix-unit tiles of
    *  32 × 32 sums over packs of both operands instead of vector registers (file comment). */
   bool amx_bf16 = false;
+  /** Likewise with AMX-INT8: products of i8 or u8 values widened to i32, summing in i32. */
+  bool amx_int8 = false;
   /** The k block, lanes per lane block and rows per row block of matrix-unit tiles. The unit
    *  is fast enough that a tile's sums leaving registers between k blocks would cost more than
    *  its products (at 256 k, 1024³ took 5.5 ms, the sums' 4 MiB going to memory and back four
@@ -107,9 +110,17 @@ struct RegisterTileShape {
 
 /** Whether statement `s` is a sum reduction of f32 or f64 whose value computes across vector
  *  lanes along the statement iterators `lanes` (lane_value) and does not read the element it
- *  updates. */
+ *  updates; or, with `int8` (a matrix unit for 8-bit integers), an i32 matrix_statement. */
 bool tileable_statement(const KernelPlan& plan, const Statement& s,
-                        const std::set<std::string>& lanes);
+                        const std::set<std::string>& lanes, bool int8 = false);
+
+/** Whether statement `s` is a product the matrix unit runs (file comment): `acc += a * b` with
+ *  a and b loads of bf16 summing in f32 (when `bf16`), or loads of i8 or u8 each widened to
+ *  i32 summing in i32 (when `int8`). */
+bool matrix_statement(const KernelPlan& plan, const Statement& s, bool bf16, bool int8);
+
+/** The load of factor `f` of such a product summing in `sum` (f32 or i32), or null. */
+const ScalarExpr* matrix_factor(const KernelPlan& plan, const ScalarExpr& f, DType sum);
 
 /** The register tile shape for a program (MICRO=auto): 6 rows of 2 64-byte vectors over k
  *  blocks of 256 when some reduction it may tile runs over several loops (a convolution's c, r
@@ -130,6 +141,6 @@ int register_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
 /** Whether kernel `k` has a statement register_tile may apply to (a sum reduction of f32 or f64
  *  over a domain of rank 3 or more whose value is loads, +, × and negation): schedule_kernel
  *  then leaves its bands to this step rather than to isl's tiling. */
-bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k);
+bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k, bool int8 = false);
 
 }  // namespace kiln

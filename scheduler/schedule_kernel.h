@@ -50,6 +50,7 @@ struct ScheduleOptions {
    *  register tile then runs bf16 contractions on the matrix unit (scheduler/register_tile.h). */
   bool amx_auto = true;
   bool amx_bf16 = false;
+  bool amx_int8 = false;  ///< likewise for AMX-INT8 (i8 and u8 products summing in i32)
   /** CPU: outputs written once stream (non-temporal stores) when they have at least this many
    *  bytes (scheduler/stream_stores.h; STREAM); 0: never. */
   int64_t stream_bytes = int64_t{16} << 20;

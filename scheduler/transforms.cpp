@@ -21,7 +21,11 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
         out += "register tile " + std::to_string(t.micro.rows) + " rows x " +
                std::to_string(t.micro.vectors) + " vectors of " +
                std::to_string(t.micro.vector_bytes) + " bytes" +
-               (t.micro.amx_bf16 ? ", bf16 products in 32x32 AMX tiles" : "");
+               (t.micro.amx_bf16 || t.micro.amx_int8
+                    ? std::string(", ") + (t.micro.amx_bf16 ? "bf16" : "") +
+                          (t.micro.amx_bf16 && t.micro.amx_int8 ? " and " : "") +
+                          (t.micro.amx_int8 ? "int8" : "") + " products in 32x32 AMX tiles"
+                    : "");
         break;
       case Transform::Kind::promote_accumulators:
         out += t.half ? "promote accumulators (f16 and bf16 too)" : "promote accumulators";

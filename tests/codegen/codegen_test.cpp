@@ -200,9 +200,9 @@ TEST_CASE("codegen: matmul bf16 with AMX: 32x32 tiles of f32 sums over bf16 pack
   CHECK(src.find("uint16_t pack0_0[32768] __attribute__((aligned(64)));") != std::string::npos);
   CHECK(src.find("for (int64_t c2 = c2t; c2 < ((c2t + 1024) < s_K ? (c2t + 1024) : s_K); c2 += "
                  "2) {") != std::string::npos);
-  CHECK(src.find("kiln_lo | kiln_hi << 16;") != std::string::npos);
-  CHECK(src.find("kiln_amx_begin();") < src.find("KILN_AMX_DP(0, 4, 6);"));
-  CHECK(src.find("KILN_AMX_DP(3, 5, 7);") < src.find("kiln_amx_end();"));
+  CHECK(src.find("kiln_w |= (uint32_t)(uint16_t)b1[(s_N * i2 + i1)] << 16; }") != std::string::npos);
+  CHECK(src.find("kiln_amx_begin();") < src.find("KILN_AMX_DP(tdpbf16ps, 0, 4, 6);"));
+  CHECK(src.find("KILN_AMX_DP(tdpbf16ps, 3, 5, 7);") < src.find("kiln_amx_end();"));
   // The first k block starts from 0 in the tile registers; a whole tile moves between them and
   // the sums directly, a partial one through a local copy.
   CHECK(src.find("if ((c2t == 0)) {\n                    KILN_AMX_ZERO(0);") != std::string::npos);

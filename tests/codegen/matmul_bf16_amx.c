@@ -203,7 +203,7 @@ KILN_FN void kiln_sfence(void) {
 #define KILN_AMX_LOAD(t, p, stride) __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t : : "r"(p), "r"((int64_t)(stride)) : "memory")
 #define KILN_AMX_STORE(t, p, stride) __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" : : "r"(p), "r"((int64_t)(stride)) : "memory")
 #define KILN_AMX_ZERO(t) __asm__ volatile("tilezero %%tmm" #t : :)
-#define KILN_AMX_DP(acc, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #acc : :)
+#define KILN_AMX_DP(op, acc, a, b) __asm__ volatile(#op " %%tmm" #b ", %%tmm" #a ", %%tmm" #acc : :)
 KILN_FN void kiln_amx_begin(void) {
   static const unsigned char config[64] __attribute__((aligned(64))) = {
       1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -227,10 +227,10 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             for (int64_t c2 = c2t; c2 < ((c2t + 1024) < s_K ? (c2t + 1024) : s_K); c2 += 2) {
               for (int64_t c1 = c1t; c1 < ((c1t + 32) < s_N ? (c1t + 32) : s_N); c1 += 1) {
                 {
-                  uint32_t kiln_lo, kiln_hi = 0;
-                  { const int64_t i0 = 0, i1 = c1, i2 = c2; kiln_lo = b1[(s_N * i2 + i1)]; }
-                  if ((c2 - c2t) + 1 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 1); kiln_hi = b1[(s_N * i2 + i1)]; }
-                  pack1_0[(c1t - pack1_base) * 512 + ((c2 - c2t) >> 1) * 32 + (c1 - c1t)] = kiln_lo | kiln_hi << 16;
+                  uint32_t kiln_w;
+                  { const int64_t i0 = 0, i1 = c1, i2 = c2; kiln_w = (uint32_t)(uint16_t)b1[(s_N * i2 + i1)]; }
+                  if ((c2 - c2t) + 1 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 1); kiln_w |= (uint32_t)(uint16_t)b1[(s_N * i2 + i1)] << 16; }
+                  pack1_0[(c1t - pack1_base) * 512 + ((c2 - c2t) >> 1) * 32 + (c1 - c1t)] = kiln_w;
                 }
               }
             }
@@ -242,7 +242,7 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
               if (pack0_k < 1024) __builtin_memset(pack0_0, 0, sizeof pack0_0);
               for (int64_t c0 = c0t; c0 < ((c0t + 32) < s_M ? (c0t + 32) : s_M); c0 += 1) {
                 for (int64_t c2 = c2t; c2 < ((c2t + 1024) < s_K ? (c2t + 1024) : s_K); c2 += 1) {
-                  { const int64_t i0 = c0, i1 = 0, i2 = c2; pack0_0[(c0 - c0t) * 1024 + (c2 - c2t)] = b0[(s_K * i0 + i2)]; }
+                  { const int64_t i0 = c0, i1 = 0, i2 = c2; pack0_0[(c0 - c0t) * 1024 + (c2 - c2t)] = (uint16_t)b0[(s_K * i0 + i2)]; }
                 }
               }
               kiln_amx_begin();
@@ -280,10 +280,10 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
                     KILN_AMX_LOAD(5, &pack0_0[16 * 1024 + kiln_kk], 1024 * 2);
                     KILN_AMX_LOAD(6, &pack1_0[(c1t - pack1_base) * 512 + kiln_kk * 16], 128);
                     KILN_AMX_LOAD(7, &pack1_0[(c1t - pack1_base) * 512 + kiln_kk * 16 + 16], 128);
-                    KILN_AMX_DP(0, 4, 6);
-                    KILN_AMX_DP(1, 4, 7);
-                    KILN_AMX_DP(2, 5, 6);
-                    KILN_AMX_DP(3, 5, 7);
+                    KILN_AMX_DP(tdpbf16ps, 0, 4, 6);
+                    KILN_AMX_DP(tdpbf16ps, 1, 4, 7);
+                    KILN_AMX_DP(tdpbf16ps, 2, 5, 6);
+                    KILN_AMX_DP(tdpbf16ps, 3, 5, 7);
                   }
                   if (tile0_direct) {
                     KILN_AMX_STORE(0, &b3[tile0_at + 0], tile0_ld * 4);

@@ -438,6 +438,55 @@ TEST_CASE("schedule: a bf16 product runs on the matrix unit where the target has
   CHECK(matrix_nodes(check_legal(b, off, sizes)) == 0);
 }
 
+TEST_CASE("schedule: an 8-bit integer product summing in i32 runs on the matrix unit") {
+  // y[m, n] = sum(i32(a[m, k]) * i32(b[k, n]), k) with a and b i8 or u8: with AMX-INT8 the
+  // same nest as bf16's, b's fill taking k in quads. Without the unit an i32 sum keeps no tile.
+  auto typed = [](ScalarExprPtr e, DType t) {
+    std::const_pointer_cast<ScalarExpr>(e)->dtype = t;
+    return e;
+  };
+  for (DType at : {DType::i8, DType::u8}) {
+    KernelBuilder b;
+    int A = b.buffer("A", {M, K}), Bm = b.buffer("B", {K, N}), C = b.buffer("C", {M, N});
+    b.plan.buffers[A].dtype = at;
+    b.plan.buffers[Bm].dtype = DType::i8;
+    b.plan.buffers[C].dtype = DType::i32;
+    b.stmt(Statement::Kind::reduce_init, {M, N}, C, {it(0), it(1)});
+    b.stmt(Statement::Kind::reduce_update, {M, N, K}, C, {it(0), it(1)},
+           typed(op(Op::mul, {typed(op(Op::cast, {typed(load(A, {it(0), it(2)}), at)}), DType::i32),
+                              typed(op(Op::cast, {typed(load(Bm, {it(2), it(1)}), DType::i8)}),
+                                    DType::i32)}),
+                 DType::i32));
+    ScheduleOptions opt;
+    opt.micro = {3, 2, 64, 32};
+    opt.micro.amx_int8 = true;
+    opt.micro.matrix_depth = 128;
+    opt.micro.matrix_block_lanes = 64;
+    opt.micro.matrix_block_rows = 64;
+    std::vector<Env> sizes = {{{"M", 7}, {"N", 70}, {"K", 300}},
+                              {{"M", 70}, {"N", 33}, {"K", 130}},
+                              {{"M", 2}, {"N", 5}, {"K", 3}}};
+    ScheduledKernel r = check_legal(b, opt, sizes);
+    int tiles = 0, quads = 0;
+    for (const LoopNode* a : nodes_of(*r.nest.root, LoopNode::Kind::alloc)) {
+      tiles += a->matrix && a->pack_depth == 0;
+      if (a->matrix && a->pack_depth > 0 && a->tile_rows == 0) {
+        std::vector<const LoopNode*> fill = loops(*a->body.at(0));
+        REQUIRE(fill.size() == 3);
+        quads += fill[1]->iter == a->pack_iter && fill[1]->step == 4;
+      }
+    }
+    CHECK(tiles == 1);
+    CHECK(quads == 1);
+    ScheduleOptions off = opt;
+    off.micro.amx_int8 = false;
+    off.micro.amx_bf16 = true;  // a bf16 unit does not take integers
+    ScheduledKernel plain = check_legal(b, off, sizes);
+    for (const LoopNode* a : nodes_of(*plain.nest.root, LoopNode::Kind::alloc))
+      CHECK(a->tile_rows == 0);
+  }
+}
+
 TEST_CASE("schedule: a product written into merged heads, o[n, D·h + d], keeps its tile") {
   // P·V of attention computed straight into [N, H·D] (build_statements writes a reduce through
   // the view that merges the heads): isl cannot multiply the size D by the iterator h, so it
