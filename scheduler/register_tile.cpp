@@ -9,13 +9,13 @@
 namespace kiln {
 
 const ScalarExpr* matrix_factor(const KernelPlan& plan, const ScalarExpr& f, DType sum) {
+  // A bf16 load as it is or widened to f32; an 8-bit integer widened to i32. Both exact.
   const ScalarExpr* load = &f;
-  if (sum == DType::i32) {  // an 8-bit integer widened: exact
-    if (f.kind != ScalarExpr::Kind::op || f.op != Op::cast || f.args.size() != 1 ||
-        f.dtype != DType::i32 || !f.mask.empty())
-      return nullptr;
+  if (f.kind == ScalarExpr::Kind::op && f.op == Op::cast && f.args.size() == 1 && f.dtype == sum &&
+      f.mask.empty())
     load = f.args[0].get();
-  }
+  else if (sum == DType::i32)
+    return nullptr;
   if (load->kind != ScalarExpr::Kind::load || is_gather(*load)) return nullptr;
   DType t = plan.buffers.at(load->buffer).dtype;
   bool ok = sum == DType::f32 ? t == DType::bf16 && load->dtype == DType::bf16
@@ -40,8 +40,8 @@ bool matrix_statement(const KernelPlan& plan, const Statement& s, bool bf16, boo
 }
 
 bool tileable_statement(const KernelPlan& plan, const Statement& s,
-                        const std::set<std::string>& lanes, bool int8) {
-  if (int8 && matrix_statement(plan, s, false, true)) return true;
+                        const std::set<std::string>& lanes, bool bf16, bool int8) {
+  if ((bf16 || int8) && matrix_statement(plan, s, bf16, int8)) return true;
   if (s.kind != Statement::Kind::reduce_update || s.reduce != ReduceKind::sum || !s.value ||
       !s.domain.empty())
     return false;
@@ -86,7 +86,7 @@ struct TileNest {
 };
 
 std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const LoopNode& row,
-                                  const LoopNode& child, bool int8) {
+                                  const LoopNode& child, bool bf16, bool int8) {
   if (child.kind != LoopNode::Kind::loop || child.coincident) return std::nullopt;
   TileNest t;
   t.stmt = perfect_nest(child, t.loops);
@@ -108,7 +108,7 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
   if (lanes.size() != 1 || rows.size() != 1 || lanes == rows) return std::nullopt;
   // An operand every row shares may move along the lanes with a stride where the reduction is
   // one loop: the packed panel gathers it (lane_block() below, map_loops.h packable_statement).
-  if (!tileable_statement(plan, s, lanes, int8) ||
+  if (!tileable_statement(plan, s, lanes, bf16, int8) ||
       (!unit_stride_statement(plan, k, *t.stmt, lane.iter) &&
        !(t.loops.size() == 2 && packable_statement(plan, k, *t.stmt, lane.iter, *rows.begin()))))
     return std::nullopt;
@@ -263,7 +263,7 @@ class Tiler {
       std::vector<std::optional<TileNest>> found;
       int score = -1;
       for (const LoopNodePtr& c : children) {
-        found.push_back(tile_nest(plan_, kernel_, *band[r], *c, shape_.amx_int8));
+        found.push_back(tile_nest(plan_, kernel_, *band[r], *c, shape_.amx_bf16, shape_.amx_int8));
         if (found.back()) score = std::max(score, 0) + shared_operands(*found.back(), *band[r]);
       }
       if (score > best) row = r, best = score, nests = std::move(found);
@@ -843,13 +843,13 @@ RegisterTileShape automatic_tile_shape(const KernelPlan& plan, int full_width_by
   return one_loop;
 }
 
-bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k, bool int8) {
+bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k, bool bf16, bool int8) {
   for (const Statement& s : k.statements) {
     if (s.extents.size() < 3) continue;
     std::set<std::string> all;
     for (size_t a = 0; a < s.extents.size(); ++a)
       all.insert(iterator_name(static_cast<int>(a)));
-    if (tileable_statement(plan, s, all, int8)) return true;
+    if (tileable_statement(plan, s, all, bf16, int8)) return true;
   }
   return false;
 }

@@ -110,13 +110,13 @@ struct RegisterTileShape {
 
 /** Whether statement `s` is a sum reduction of f32 or f64 whose value computes across vector
  *  lanes along the statement iterators `lanes` (lane_value) and does not read the element it
- *  updates; or, with `int8` (a matrix unit for 8-bit integers), an i32 matrix_statement. */
+ *  updates; or a matrix_statement for the matrix units `bf16` and `int8` the target has. */
 bool tileable_statement(const KernelPlan& plan, const Statement& s,
-                        const std::set<std::string>& lanes, bool int8 = false);
+                        const std::set<std::string>& lanes, bool bf16 = false, bool int8 = false);
 
 /** Whether statement `s` is a product the matrix unit runs (file comment): `acc += a * b` with
- *  a and b loads of bf16 summing in f32 (when `bf16`), or loads of i8 or u8 each widened to
- *  i32 summing in i32 (when `int8`). */
+ *  a and b loads of bf16 (each as it is or cast to f32) summing in f32 (when `bf16`), or loads
+ *  of i8 or u8 each cast to i32 summing in i32 (when `int8`). */
 bool matrix_statement(const KernelPlan& plan, const Statement& s, bool bf16, bool int8);
 
 /** The load of factor `f` of such a product summing in `sum` (f32 or i32), or null. */
@@ -141,6 +141,7 @@ int register_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
 /** Whether kernel `k` has a statement register_tile may apply to (a sum reduction of f32 or f64
  *  over a domain of rank 3 or more whose value is loads, +, × and negation): schedule_kernel
  *  then leaves its bands to this step rather than to isl's tiling. */
-bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k, bool int8 = false);
+bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k, bool bf16 = false,
+                                 bool int8 = false);
 
 }  // namespace kiln
