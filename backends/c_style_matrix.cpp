@@ -2,7 +2,9 @@
 // products, scheduler/register_tile.h): the packs' bf16 arrays and their fills, and each tile's
 // four 16 × 16 tile registers of f32 sums, loaded (or zeroed), updated 32 k at a time by
 // `tdpbf16ps` from the packs, and stored. The instructions are inline assembly, which GCC and
-// clang both take without intrinsics headers.
+// clang both take without intrinsics headers. The module asks Linux for the tile data itself
+// before its first tile configuration (the driver has asked already; a module loaded
+// elsewhere, `kiln compile --object`, has not).
 #include <stdexcept>
 
 #include "backends/c_style.h"
@@ -20,7 +22,13 @@ const char* const kMatrixHelpers =
 #define KILN_AMX_STORE(t, p, stride) __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" : : "r"(p), "r"((int64_t)(stride)) : "memory")
 #define KILN_AMX_ZERO(t) __asm__ volatile("tilezero %%tmm" #t : :)
 #define KILN_AMX_DP(op, acc, a, b) __asm__ volatile(#op " %%tmm" #b ", %%tmm" #a ", %%tmm" #acc : :)
+static int kiln_amx_granted;
 KILN_FN void kiln_amx_begin(void) {
+  if (!kiln_amx_granted) {  /* Linux's arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) */
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    kiln_amx_granted = 1;
+  }
   static const unsigned char config[64] __attribute__((aligned(64))) = {
       1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
       64, 0, 64, 0, 64, 0, 64, 0, 64, 0, 64, 0, 64, 0, 64, 0,
