@@ -103,13 +103,13 @@ std::string alloc_line(const LoopNode& n) {
         n.pack_count ? ", k rows below " + unwrap(expr_text(*n.pack_count)) : std::string();
     if (n.tile_rows > 0)
       return "pack " + n.name + " = the row operand of S" + std::to_string(n.statement) +
-             " in bf16 for the matrix unit, for " +
+             " as it is (bf16 or 8 bits) for the matrix unit, for " +
              range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
              range(n.tile_row, n.tile_row_origin, n.tile_rows) +
              (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "") +
              count;
     return "pack " + n.name + " = the lane operand of S" + std::to_string(n.statement) +
-           " in bf16 k pairs for the matrix unit, for " +
+           " in k pairs (bf16) or quads (8 bits) for the matrix unit, for " +
            range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below + count;
   }

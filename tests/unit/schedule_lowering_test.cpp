@@ -354,9 +354,11 @@ TEST_CASE("schedule: a bf16 product runs on the matrix unit where the target has
   opt.micro.amx_bf16 = true;
   opt.micro.matrix_depth = 64;
   opt.micro.matrix_block_lanes = 64;
-  opt.micro.matrix_block_rows = 64;
-  std::vector<Env> sizes = {{{"M", 7}, {"N", 70}, {"K", 300}},
-                            {{"M", 70}, {"N", 33}, {"K", 130}},
+  opt.micro.matrix_block_rows = 32;
+  // Partial row and lane tiles, two lane blocks and two row blocks, three k blocks (the last
+  // partial), K = 0; small, as the simulator runs every instance (and under sanitizers in CI).
+  std::vector<Env> sizes = {{{"M", 7}, {"N", 70}, {"K", 150}},
+                            {{"M", 40}, {"N", 33}, {"K", 70}},
                             {{"M", 2}, {"N", 5}, {"K", 3}},
                             {{"M", 4}, {"N", 17}, {"K", 0}}};
   ScheduledKernel r = check_legal(b, opt, sizes);
@@ -462,9 +464,9 @@ TEST_CASE("schedule: an 8-bit integer product summing in i32 runs on the matrix 
     opt.micro.amx_int8 = true;
     opt.micro.matrix_depth = 128;
     opt.micro.matrix_block_lanes = 64;
-    opt.micro.matrix_block_rows = 64;
-    std::vector<Env> sizes = {{{"M", 7}, {"N", 70}, {"K", 300}},
-                              {{"M", 70}, {"N", 33}, {"K", 130}},
+    opt.micro.matrix_block_rows = 32;
+    std::vector<Env> sizes = {{{"M", 7}, {"N", 70}, {"K", 150}},
+                              {{"M", 40}, {"N", 9}, {"K", 30}},
                               {{"M", 2}, {"N", 5}, {"K", 3}}};
     ScheduledKernel r = check_legal(b, opt, sizes);
     int tiles = 0, quads = 0;
