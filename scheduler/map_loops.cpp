@@ -5,6 +5,18 @@
 
 namespace kiln {
 
+bool unit_stride(const std::vector<IntExpr>& index, const Shape& shape, const std::string& var) {
+  size_t last = index.size();
+  while (last > 1 && shape.size() == index.size() && shape[last - 1] == IntExpr(1))
+    --last;
+  for (size_t d = 0; d < index.size(); ++d) {
+    std::optional<int64_t> c = affine_coefficient(index[d], var);
+    if (!c) return false;
+    if (d + 1 != last ? *c != 0 : (*c != 0 && *c != 1)) return false;
+  }
+  return true;
+}
+
 namespace {
 
 /** A copy of `n` with `f` applied to it, or `n` itself when f changed nothing. */
@@ -56,20 +68,6 @@ LoopNodePtr map_parallel_node(const LoopNodePtr& n, int max_collapse, int& count
     }
     return changed;
   });
-}
-
-/** Whether an access with `index` into a buffer of `shape` is invariant or unit-stride in
- *  iterator `var`: trailing dimensions of extent 1 (a reduction's keepdim) do not count. */
-bool unit_stride(const std::vector<IntExpr>& index, const Shape& shape, const std::string& var) {
-  size_t last = index.size();
-  while (last > 1 && shape.size() == index.size() && shape[last - 1] == IntExpr(1))
-    --last;
-  for (size_t d = 0; d < index.size(); ++d) {
-    std::optional<int64_t> c = affine_coefficient(index[d], var);
-    if (!c) return false;
-    if (d + 1 != last ? *c != 0 : (*c != 0 && *c != 1)) return false;
-  }
-  return true;
 }
 
 /** Whether every statement below `n` accesses memory unit-stride or invariantly in `iter`; the

@@ -51,6 +51,10 @@ bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNo
 bool packable_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
                         const std::string& iter, std::string row = "");
 
+/** Whether an access with `index` into a buffer of `shape` is invariant or unit-stride in
+ *  iterator `var`: trailing dimensions of extent 1 (a reduction's keepdim) do not count. */
+bool unit_stride(const std::vector<IntExpr>& index, const Shape& shape, const std::string& var);
+
 /** Whether `loop` is in canonical form: its condition compares its iterator against a bound
  *  free of the iterator, with a positive step. */
 bool canonical_loop(const LoopNode& loop);

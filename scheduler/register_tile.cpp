@@ -549,16 +549,6 @@ class Tiler {
     return std::make_pair(a, b);
   }
 
-  /** Whether load `l` moves by one element along statement iterator `var` (its last index by +1,
-   *  the others not at all). */
-  static bool unit_along(const ScalarExpr& l, const std::string& var) {
-    for (size_t d = 0; d < l.index.size(); ++d) {
-      std::optional<int64_t> c = affine_coefficient(l.index[d], var);
-      if (!c || *c != (d + 1 == l.index.size() ? 1 : 0)) return false;
-    }
-    return !l.index.empty();
-  }
-
   /** Copies of `loops` (outermost first) nested around a copy of stmt node `stmt`. */
   static LoopNodePtr nest(const std::vector<LoopNodePtr>& loops, const LoopNode& stmt) {
     return wrap(loops, std::make_shared<LoopNode>(stmt));
@@ -589,8 +579,10 @@ class Tiler {
     const std::string lane_t = lane.iter + "t", row_t = row.iter + "t";
     auto [a, b] = *matrix_operands(t, row);
     std::set<std::string> ks = driven_iterators(*t.stmt, k.iter);
-    const bool a_along_k = ks.size() == 1 && unit_along(*a, *ks.begin());
-    const bool b_along_k = ks.size() == 1 && unit_along(*b, *ks.begin());
+    auto along_k = [&](const ScalarExpr& l) {
+      return ks.size() == 1 && unit_stride(l.index, plan_.buffers.at(l.buffer).shape, *ks.begin());
+    };
+    const bool a_along_k = along_k(*a), b_along_k = along_k(*b);
     AstExprPtr k_count =
         ast_op("min", {ast_int(block->step), sub(upper(*t.loops.front()), ast_iter(block->iter))});
     LoopNodePtr k_loop = std::make_shared<LoopNode>(k);
@@ -604,22 +596,27 @@ class Tiler {
                               ast_op("min", {ast_int(n), sub(upper(row), ast_iter(row_t))}))});
     matrix_ = false;
 
+    // A matrix pack of one k block of `t`'s statement.
+    auto matrix_pack = [&]() {
+      auto p = std::make_shared<LoopNode>();
+      p->kind = LoopNode::Kind::alloc;
+      p->space = MemorySpace::local;
+      p->statement = t.stmt->statement;
+      p->name = "pack" + std::to_string(packs_++);
+      p->matrix = true;
+      p->tile_row = row.iter;
+      p->tile_lane = lane.iter;
+      p->pack_depth = block->step;
+      p->pack_iter = k.iter;
+      p->pack_origin = k.init;
+      p->pack_count = k_count;
+      return p;
+    };
     // a's rows of the row tile, k inner where a moves along k.
-    auto a_pack = std::make_shared<LoopNode>();
-    a_pack->kind = LoopNode::Kind::alloc;
-    a_pack->space = MemorySpace::local;
-    a_pack->statement = t.stmt->statement;
-    a_pack->name = "pack" + std::to_string(packs_++);
-    a_pack->matrix = true;
-    a_pack->tile_row = row.iter;
-    a_pack->tile_lane = lane.iter;
+    auto a_pack = matrix_pack();
     a_pack->tile_rows = n;
     a_pack->tile_row_origin = ast_iter(row_t);
     a_pack->tile_row_count = ast_op("min", {ast_int(n), sub(upper(row), ast_iter(row_t))});
-    a_pack->pack_depth = block->step;
-    a_pack->pack_iter = k.iter;
-    a_pack->pack_origin = k.init;
-    a_pack->pack_count = k_count;
     LoopNodePtr a_rows = restricted(row, ast_iter(row_t), n);
     a_pack->body = {a_along_k ? nest({a_rows, k_loop}, *t.stmt) : nest({k_loop, a_rows}, *t.stmt),
                     tiles};
@@ -633,21 +630,10 @@ class Tiler {
     row_tiles->body = {a_pack};
 
     // b's block, lane tile by lane tile, in k pairs; k inner where b moves along k.
-    auto b_pack = std::make_shared<LoopNode>();
-    b_pack->kind = LoopNode::Kind::alloc;
-    b_pack->space = MemorySpace::local;
-    b_pack->statement = t.stmt->statement;
-    b_pack->name = "pack" + std::to_string(packs_++);
-    b_pack->matrix = true;
-    b_pack->tile_row = row.iter;
-    b_pack->tile_lane = lane.iter;
+    auto b_pack = matrix_pack();
     b_pack->tile_lanes = n;
     b_pack->tile_lane_origin = ast_iter(lane_t);
     b_pack->tile_lane_count = remaining(lane, lane_t, n);
-    b_pack->pack_depth = block->step;
-    b_pack->pack_iter = k.iter;
-    b_pack->pack_origin = k.init;
-    b_pack->pack_count = k_count;
     b_pack->pack_lane_base = ast_iter(lane_c);
     b_pack->pack_lanes = lanes;
     // Its k loop takes the pairs of bf16 (quads of 8-bit integers): each instance fills them.

@@ -27,7 +27,8 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BLAS, CHECK, FASTMATH, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, PARALLEL, SIMPLIFY, "
+    "known keys: BLAS, CHECK, FASTMATH, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, PARALLEL, "
+    "SIMPLIFY, "
     "STREAM, "
     "THREADS, TILE, "
     "VECTORIZE";
