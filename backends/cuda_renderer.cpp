@@ -66,22 +66,32 @@ std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
                                 const std::string& symbol, const std::string& call) const {
   std::string s = signature(symbol);
   bool block_tile = false, softmax_tile = false;
+  int64_t dynamic_shared = 0;
+  bool wide_tile = false;  // more than 64 accumulators a thread
   if (nest.root)
     for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc)) {
       block_tile |= a->space == MemorySpace::shared;
       softmax_tile |= a->space == MemorySpace::shared && a->key_block > 0;
+      dynamic_shared = std::max(dynamic_shared, block_tile_shared_bytes(*a));
+      wide_tile |= a->space == MemorySpace::shared && a->thread_rows * a->thread_lanes > 64;
     }
+  // The dynamic shared memory its tiles' pipelines take, which the plugin reads off the module
+  // (runtimes/cuda/cuda_plugin.c) and gives every launch.
+  if (dynamic_shared > 0)
+    s = "extern \"C\" __device__ unsigned " + symbol +
+        "_shared_bytes = " + std::to_string(dynamic_shared) + ";\n" + s;
   if (block_tile) {  // backends/cuda_tile.cpp, backends/cuda_attention.cpp
     std::string bounds = "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ")";
-    // f64 tiles hold twice the registers: fitting two blocks spills them.
+    // f64 tiles, and tiles of more than 64 accumulators a thread, hold twice the registers:
+    // fitting two blocks spills them.
     bool f64 = false;
     for (const Buffer& b : plan.buffers)
       f64 |= b.dtype == DType::f64;
     s.replace(s.find(bounds), bounds.size(),
               "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ", " +
-                  (softmax_tile ? "KILN_ATTENTION_MIN_BLOCKS"
-                   : f64        ? "KILN_TILE_MIN_BLOCKS_F64"
-                                : "KILN_TILE_MIN_BLOCKS") +
+                  (softmax_tile       ? "KILN_ATTENTION_MIN_BLOCKS"
+                   : f64 || wide_tile ? "KILN_TILE_MIN_BLOCKS_F64"
+                                      : "KILN_TILE_MIN_BLOCKS") +
                   ")");
   }
   s += " {\n  void* const* buffers = p.b;\n";

@@ -87,6 +87,11 @@ class CudaRenderer : public CStyleRenderer {
   std::pair<std::string, std::string> reduction_of(const Context& c, const LoopNode& n) const;
 };
 
+/** The dynamic shared memory a block tile (scheduler/gpu_tile.h) takes: its pipeline's stages
+ *  (LoopNode::stages > 1), else 0 (its arrays are static). A kernel declares the most of its
+ *  tiles as `<symbol>_shared_bytes`, which the CUDA plugin gives each launch. */
+int64_t block_tile_shared_bytes(const LoopNode& tile);
+
 /** The geometry of kernel `k` for the bound sizes (KernelPlan::size_vars order): blocks of
  *  kCudaBlockThreads, and enough blocks for one thread per point of the largest statement
  *  domain or one block per row of any statement (its points but the last dimension's), at most

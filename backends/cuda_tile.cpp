@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "backends/cuda_renderer.h"
+#include "ir/mma.h"
 
 namespace kiln {
 
@@ -49,11 +50,18 @@ std::string str(int64_t v) {
   return std::to_string(v);
 }
 
-/** The tensor-core layout: 8 warps as 2 × 4, each 64 rows × 32 lanes of a 128 × 128 tile, in
- *  m16n8k16 tiles (4 × 4 of them), over reduction blocks of 32. */
-constexpr int64_t kMmaTile = 128, kMmaDepth = 32;
-
 }  // namespace
+
+int64_t block_tile_shared_bytes(const LoopNode& tile) {
+  if (tile.space != MemorySpace::shared || tile.key_block > 0 || tile.stages <= 1) return 0;
+  int64_t bytes = 0;
+  for (const StagedOperand& o : tile.staged) {
+    const int64_t extent = o.by_lane ? tile.tile_lanes : tile.tile_rows, D = tile.pack_depth;
+    bytes +=
+        tile.stages * (o.k_major ? D * (extent + o.pad) : extent * (D + o.pad)) * o.element_bytes;
+  }
+  return bytes;
+}
 
 std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n, int depth) const {
   if (n.key_block > 0) return render_softmax_tile(c, n, depth);
@@ -68,95 +76,44 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   const std::string row_ok = ast_expr_to_c(*n.tile_row_cond),
                     lane_ok = ast_expr_to_c(*n.tile_lane_cond);
 
-  // The update's operands: its largest subexpressions that read memory or positions and move along
-  // the rows only (or along neither), staged per row, or along the lanes only, staged per lane (a
-  // load; or a computed value, such as a softmax's probability, computed once per row and k). An
-  // operand is read along its (first) load's last dimension in memory: the fill walks the
-  // reduction first where that dimension moves with the innermost reduction loop.
-  const std::set<std::string> lanes = driven_iterators(*p.update, li),
-                              rows = driven_iterators(*p.update, ri);
-  const std::set<std::string> inner_k = driven_iterators(*p.update, p.loops.back()->iter);
-  std::vector<const ScalarExpr*> loads;  // the operands
-  std::function<void(const ScalarExpr&)> split = [&](const ScalarExpr& e) {
-    if (!varies(e)) return;  // constants stay in the update
-    if (!uses_vars(e, lanes) || !uses_vars(e, rows)) {
-      if (std::find(loads.begin(), loads.end(), &e) == loads.end()) loads.push_back(&e);
-      return;
-    }
-    for (const ScalarExprPtr& a : e.args)
-      split(*a);
-  };
-  split(*st.value);
-  std::vector<bool> by_lane(loads.size()), k_first(loads.size());
-  for (size_t q = 0; q < loads.size(); ++q) {
-    by_lane[q] = uses_vars(*loads[q], lanes);
-    std::vector<const ScalarExpr*> in_q;
-    collect_loads(*loads[q], in_q);
-    std::set<std::string> used;
-    if (!in_q.empty() && !in_q[0]->index.empty()) in_q[0]->index.back().collect_vars(used);
-    for (const std::string& it : inner_k)
-      k_first[q] = k_first[q] || used.count(it) > 0;
+  // The staged operands and how to stage them, as scheduler/gpu_tile chose.
+  const MmaInstruction* mma = n.mma;
+  std::vector<const ScalarExpr*> loads;
+  std::vector<bool> by_lane, k_first, k_major;
+  std::vector<int64_t> chunk, pads;
+  for (const StagedOperand& o : n.staged) {
+    loads.push_back(&subexpression(*st.value, o.path));
+    by_lane.push_back(o.by_lane);
+    k_first.push_back(o.k_first);
+    k_major.push_back(o.k_major);
+    chunk.push_back(o.vector);
+    pads.push_back(o.pad);
   }
   auto dtype_of = [&](size_t q) {
     return loads[q]->kind == ScalarExpr::Kind::load ? c.plan.buffers[loads[q]->buffer].dtype
                                                     : loads[q]->dtype;
   };
-  // Whether memory holds the elements of load q contiguously along the walk of the fill (the
-  // reduction for k_first, else its rows or lanes): the loop's iterator drives one statement
-  // iterator by +1, which only the load's last index dimension uses, with coefficient 1.
-  auto contiguous = [&](size_t q) {
-    const ScalarExpr& ld = *loads[q];
-    if (ld.kind != ScalarExpr::Kind::load || !ld.mask.empty() || ld.index.empty() ||
-        (k_first[q] && p.loops.size() != 1))
-      return false;
-    const std::string it = k_first[q] ? p.loops.back()->iter : by_lane[q] ? li : ri;
-    std::set<std::string> driven = driven_iterators(*p.update, it);
-    if (driven.size() != 1) return false;
-    const std::string v = *driven.begin();
-    const AstExprPtr& arg = p.update->args.at(std::stoul(v.substr(1)));
-    if (!arg || !plus_iterator(*arg, it)) return false;
-    for (size_t d = 0; d + 1 < ld.index.size(); ++d)
-      if (affine_coefficient(ld.index[d], v) != std::optional<int64_t>(0)) return false;
-    return affine_coefficient(ld.index.back(), v) == std::optional<int64_t>(1);
-  };
-
-  // Tensor cores: the update is a × b, one operand per side, both f16 or both bf16 and unmasked
-  // (they are copied as stored), on a 128 × 128 tile.
   const ScalarExpr& v = *st.value;
-  const bool mma =
-      R == kMmaTile && L == kMmaTile && loads.size() == 2 && by_lane[0] != by_lane[1] &&
-      v.kind == ScalarExpr::Kind::op && v.op == Op::mul && v.mask.empty() && v.args.size() == 2 &&
-      v.args[0].get() == loads[0] && v.args[1].get() == loads[1] && dtype_of(0) == dtype_of(1) &&
-      (dtype_of(0) == DType::f16 || dtype_of(0) == DType::bf16) &&
-      loads[0]->kind == ScalarExpr::Kind::load && loads[1]->kind == ScalarExpr::Kind::load &&
-      loads[0]->mask.empty() && loads[1]->mask.empty();
-  const int64_t r = mma ? 8 : n.thread_rows, l = mma ? 8 : n.thread_lanes,
-                D = mma ? kMmaDepth : n.pack_depth;
+  const int64_t r = n.thread_rows, l = n.thread_lanes, D = n.pack_depth;
   const int64_t thread_rows = R / r, thread_cols = L / l;
-  // Chunks of the fill (16 bytes where contiguous) and the shared layout: SIMT [k][rows or
-  // lanes]; tensor cores [rows or lanes][k], or [k][lanes] for a b read along its lanes (its
-  // fragments then come through ldmatrix.trans). An a read along its rows is copied element by
-  // element.
-  std::vector<int64_t> chunk(loads.size(), 1);
-  std::vector<bool> k_major(loads.size(), !mma);
-  for (size_t q = 0; q < loads.size(); ++q) {
-    const int64_t V = 128 / std::max(dtype_bits(dtype_of(q)), 8), extent = by_lane[q] ? L : R;
-    if (!contiguous(q) || (k_first[q] ? D : extent) % V) continue;
-    if (mma && !k_first[q] && !by_lane[q]) continue;
-    chunk[q] = V;
-    if (mma && !k_first[q]) k_major[q] = true;
-  }
-  if (!mma && (R % r || L % l || r % 4 || l % 4 || thread_rows * thread_cols != kCudaBlockThreads))
+  if (mma ? (n.warp_rows <= 0 || n.warp_lanes <= 0 ||
+             (R / n.warp_rows) * (L / n.warp_lanes) * 32 != kCudaBlockThreads)
+          : (R % r || L % l || r % 4 || l % 4 || thread_rows * thread_cols != kCudaBlockThreads))
     throw std::logic_error("a block tile that does not split over " + str(kCudaBlockThreads) +
-                           " threads in groups of 4");
+                           " threads");
 
   // A thread's elements (m, n). SIMT: groups of 4 rows, thread_rows · 4 apart, so that the
   // threads of a warp read consecutive words of a shared row (likewise for lanes). Tensor
-  // cores: the accumulator fragments of m16n8k16, 2 × 2 elements of each of 4 × 4 tiles.
+  // cores: the accumulator fragments of the instruction's m × n tiles of the warp's
+  // warp_rows × warp_lanes, acc_rows × acc_cols elements of each (ir/mma.h's layout).
   std::string row, col;
   if (mma) {
-    row = "(" + N + "_wm * 64 + (" + m + " / 2) * 16 + (" + m + " % 2) * 8 + " + N + "_q / 4)";
-    col = "(" + N + "_wn * 32 + (" + j + " / 2) * 8 + (" + N + "_q % 4) * 2 + " + j + " % 2)";
+    const std::string e = "(" + m + " % " + str(mma->acc_rows) + ") * " + str(mma->acc_cols) +
+                          " + " + j + " % " + str(mma->acc_cols);
+    row = "(" + N + "_wm * " + str(n.warp_rows) + " + (" + m + " / " + str(mma->acc_rows) + ") * " +
+          str(mma->m) + " + " + fragment_coordinate(mma->fc.row, N + "_q", e) + ")";
+    col = "(" + N + "_wn * " + str(n.warp_lanes) + " + (" + j + " / " + str(mma->acc_cols) +
+          ") * " + str(mma->n) + " + " + fragment_coordinate(mma->fc.col, N + "_q", e) + ")";
   } else {
     row = "((" + m + " / 4) * " + str(thread_rows * 4) + " + " + N + "_tr * 4 + " + m + " % 4)";
     col = "((" + j + " / 4) * " + str(thread_cols * 4) + " + " + N + "_tc * 4 + " + j + " % 4)";
@@ -164,25 +121,34 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
 
   std::string s = pad + "{\n" + in + "/* " + N + ": a " + str(R) + "x" + str(L) +
                   " block tile of " + st.name +
-                  (mma ? ", on tensor cores (mma.sync m16n8k16)" : "") + ", " + str(r) + "x" +
-                  str(l) + " per thread (scheduler/gpu_tile.h) */\n";
+                  (mma ? ", on tensor cores (mma.sync " + mma->name + ")" : std::string()) + ", " +
+                  str(r) + "x" + str(l) + " per thread (scheduler/gpu_tile.h) */\n";
+  // [k][rows or lanes] or [rows or lanes][k], as stored or in the compute type, each row
+  // padded; 16-byte aligned (kiln_lds4 reads groups of 4, ldmatrix rows of 16 bytes). A
+  // pipeline's stages lie one after another in the kernel's dynamic shared memory, each
+  // operand's after the previous one's.
+  const int64_t S = n.stages;
+  int64_t offset = 0;
+  if (S > 1) s += in + "extern __shared__ __align__(16) unsigned char kiln_shared[];\n";
   for (size_t q = 0; q < loads.size(); ++q) {
-    // SIMT: [k][rows or lanes] in the compute type, rows of a multiple of 4 elements plus 4,
-    // 16-byte aligned (kiln_lds4 reads groups of 4). Tensor cores: [rows or lanes][k] as
-    // stored, rows of 40 halves (conflict-free fragment reads).
-    if (mma && k_major[q])
-      s += in + "__shared__ __align__(16) " + storage_type(dtype_of(q)) + " " + N + "_s" + str(q) +
-           "[" + str(D) + "][" + str((by_lane[q] ? L : R) + 8) + "];\n";
-    else if (mma)
-      s += in + "__shared__ __align__(16) " + storage_type(dtype_of(q)) + " " + N + "_s" + str(q) +
-           "[" + str(by_lane[q] ? L : R) + "][" + str(D + 8) + "];\n";
-    else
-      s += in + "__shared__ __align__(16) " + compute_type(dtype_of(q)) + " " + N + "_s" + str(q) +
-           "[" + str(D) + "][" + str((by_lane[q] ? L : R) + 4) + "];\n";
+    const int64_t extent = by_lane[q] ? L : R;
+    const int64_t rows_q = k_major[q] ? D : extent,
+                  cols_q = k_major[q] ? extent + pads[q] : D + pads[q];
+    const std::string dims = "[" + str(rows_q) + "][" + str(cols_q) + "]";
+    const std::string T =
+        n.staged[q].as_stored ? storage_type(dtype_of(q)) : compute_type(dtype_of(q));
+    if (S > 1) {
+      s += in + T + " (*const " + N + "_s" + str(q) + ")" + dims + " = (" + T + " (*)" + dims +
+           ")(kiln_shared + " + str(offset) + ");\n";
+      offset += S * rows_q * cols_q * n.staged[q].element_bytes;
+    } else {
+      s += in + "__shared__ __align__(16) " + T + " " + N + "_s" + str(q) + dims + ";\n";
+    }
   }
   if (mma)
-    s += in + "const int " + N + "_q = threadIdx.x % 32, " + N + "_wm = threadIdx.x / 128, " + N +
-         "_wn = (threadIdx.x / 32) % 4;\n";
+    s += in + "const int " + N + "_q = threadIdx.x % 32, " + N + "_wm = threadIdx.x / " +
+         str(32 * (L / n.warp_lanes)) + ", " + N + "_wn = (threadIdx.x / 32) % " +
+         str(L / n.warp_lanes) + ";\n";
   else
     s += in + "const int " + N + "_tr = threadIdx.x / " + str(thread_cols) + ", " + N +
          "_tc = threadIdx.x % " + str(thread_cols) + ";\n";
@@ -190,7 +156,7 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
        "_l0 = " + ast_expr_to_c(*n.tile_lane_origin) + ";\n";
   const DType dtype = c.plan.buffers[st.buffer].dtype;
   const std::string acc_type = compute_type(dtype);
-  s += in + (mma ? std::string("float") : acc_type) + " " + N + "_acc[" + str(r) + "][" + str(l) +
+  s += in + (mma ? compute_type(mma->acc) : acc_type) + " " + N + "_acc[" + str(r) + "][" + str(l) +
        "];\n";
 
   // Each element of the thread: `body` with the row and lane iterators bound.
@@ -338,106 +304,272 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     }
     return t;
   };
-  for (size_t q = 0; q < loads.size(); ++q) {
-    const int64_t per =
-        ((by_lane[q] ? L : R) * D / chunk[q] + kCudaBlockThreads - 1) / kCudaBlockThreads;
-    s += in + (mma ? storage_type(dtype_of(q)) : compute_type(dtype_of(q))) + " " + N + "_p" +
-         str(q) + "[" + str(per * chunk[q]) + "];\n";
-  }
-  // The first block's operands, then per block: registers to shared memory, the next block's
-  // loads issued (they complete while this block computes), this block's updates.
-  s += in + "{\n" + in2 + "const int64_t " + k0 + " = 0;\n" + fetch(k0, in2) + in + "}\n";
-  s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 + " += " + str(D) +
-       ") {\n";
-  for (size_t q = 0; q < loads.size(); ++q) {
-    const int64_t V = chunk[q];
-    std::string store;
-    // Where the chunk lies contiguously in shared memory too, 16-byte stores.
-    const DType dt = dtype_of(q);
-    const int64_t reg_bytes = mma ? std::max(dtype_bits(dt), 8) / 8
-                              : dt == DType::f16 || dt == DType::bf16
-                                  ? 4
-                                  : std::max(dtype_bits(dt), 8) / 8;
-    const int64_t per16 = 16 / reg_bytes;
-    if (V > 1 && k_major[q] != k_first[q] && (V * reg_bytes) % 16 == 0) {
-      for (int64_t g = 0; g < V / per16; ++g) {
-        std::string xi = k_first[q] ? x : x + " + " + str(g * per16),
-                    ki = k_first[q] ? kk + " + " + str(g * per16) : kk;
+  // Where chunk element i of operand q lies in shared memory (`stage` a C expression, or empty
+  // for the one buffer).
+  auto shared_at = [&](size_t q, const std::string& stage, const std::string& i) {
+    std::string xi = k_first[q] ? x : x + " + " + i, ki = k_first[q] ? kk + " + " + i : kk;
+    return N + "_s" + str(q) + (stage.empty() ? "" : "[" + stage + "]") +
+           (k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]");
+  };
+  if (S > 1) {
+    // Copies block `base`'s operands into stage `stage` asynchronously: each 16-byte chunk
+    // wholly inside the domain at an aligned address is one cp.async; the others (at the
+    // edges) are loaded element by element, zeros outside the domain, and stored.
+    // With addresses strided along k (LoopNode::k_strided), each chunk's address at block 0 and
+    // whether its rows or lanes are in the domain are computed once per tile; a block's
+    // address is then that plus k0 times the operand's stride.
+    // (Not under bounds checks: every access then computes and checks its own index.)
+    const bool strided = n.k_strided && !c.options.bounds_checks;
+    auto ptr = [&](size_t q) { return N + "_g" + str(q) + "[" + N + "_p]"; };
+    auto inside = [&](size_t q) { return N + "_in" + str(q) + "[" + N + "_p]"; };
+    // The last element of chunk q along its rows or lanes is in the domain too.
+    auto last_in = [&](size_t q) {
+      const int64_t V = chunk[q];
+      return k_first[q] ? N + "_f + " + str(V - 1) + " < " + N + "_K"
+                        : ast_expr_to_c(*substitute(
+                              by_lane[q] ? n.tile_lane_cond : n.tile_row_cond, by_lane[q] ? li : ri,
+                              ast_op("add", {ast_iter(by_lane[q] ? li : ri), ast_int(V - 1)})));
+    };
+    if (strided)
+      for (size_t q = 0; q < loads.size(); ++q) {
+        const int64_t extent = by_lane[q] ? L : R, V = chunk[q];
+        const int64_t per = (extent * D / V + kCudaBlockThreads - 1) / kCudaBlockThreads;
+        const std::string T = storage_type(dtype_of(q)),
+                          at = render_index(c, loads[q]->buffer, loads[q]->index);
+        s += in + "const " + T + "* " + N + "_g" + str(q) + "[" + str(per) + "];\n";
+        s += in + "bool " + N + "_in" + str(q) + "[" + str(per) + "];\n";
+        s += in + "int64_t " + N + "_d" + str(q) + ";\n";
+        std::string body = in3 + coords(q, "0", "0");
+        body += in3 + inside(q) + " = " + (by_lane[q] ? lane_ok : row_ok) +
+                (k_first[q] ? std::string() : " && " + last_in(q)) + ";\n";
+        body += split_k(N + "_f", in3) + bind_iterators(p.update->args, in3);
+        body += in3 + ptr(q) + " = &" + at + ";\n";
+        s += share(q, in, body);
+        // The stride: the address one reduction iteration on, less the first.
+        s += in + "{\n" + in2 + "const int64_t " + ri + " = " + N + "_r0, " + li + " = " + N +
+             "_l0;\n";
+        for (int one = 0; one < 2; ++one)
+          s += in2 + "const " + T + "* " + N + "_a" + str(one) + ";\n" + in2 + "{\n" + in3 +
+               "const int64_t " + N + "_f = " + str(one) + ";\n" + split_k(N + "_f", in3) +
+               bind_iterators(p.update->args, in3) + in3 + N + "_a" + str(one) + " = &" + at +
+               ";\n" + in2 + "}\n";
+        s += in2 + N + "_d" + str(q) + " = " + N + "_a1 - " + N + "_a0;\n" + in + "}\n";
+      }
+    // Copies block `base`'s operands into stage `stage` asynchronously: each 16-byte chunk
+    // wholly inside the domain at an aligned address is one cp.async; the others (at the
+    // edges) are loaded element by element, zeros outside the domain, and stored.
+    auto fetch_async = [&](const std::string& base, const std::string& stage,
+                           const std::string& pad2) {
+      std::string t;
+      const std::string p3 = pad2 + "    ", p4 = p3 + "  ", p5 = p4 + "  ";
+      for (size_t q = 0; q < loads.size(); ++q) {
+        const int64_t V = chunk[q];
+        const DType dt = dtype_of(q);
+        std::string body = p3 + "bool " + N + "_done = false;\n" + p3 + "{\n";
+        body += p4 + coords(q, base, "0");
+        if (strided) {
+          body += p4 + "const " + storage_type(dt) + "* " + N + "_a = " + ptr(q) + " + " + base +
+                  " * " + N + "_d" + str(q) + ";\n";
+          body += p4 + "if (" + inside(q) + " && " + N + "_f + " + str(k_first[q] ? V - 1 : 0) +
+                  " < " + N + "_K && ((uint64_t)" + N + "_a & 15) == 0)\n";
+        } else {
+          body += p4 + "if (" + in_domain(q) + " && " + last_in(q) + ") {\n";
+          body += split_k(N + "_f", p5) + bind_iterators(p.update->args, p5);
+          body += p5 + "const " + storage_type(dt) + "* " + N + "_a = &" +
+                  render_index(c, loads[q]->buffer, loads[q]->index) + ";\n";
+          body += p5 + "if (((uint64_t)" + N + "_a & 15) == 0)\n";
+        }
+        body += p5 + "{\n" + p5 + "  kiln_cp_async16(&" + shared_at(q, stage, "0") + ", " + N +
+                "_a);\n";
+        body += p5 + "  " + N + "_done = true;\n" + p5 + "}\n";
+        if (!strided) body += p4 + "}\n";
+        body += p3 + "}\n";
+        const std::string ie = N + "_i";
+        body += p3 + "if (!" + N + "_done)\n" + p3 + "#pragma unroll\n" + p3 + "for (int " + ie +
+                " = 0; " + ie + " < " + str(V) + "; ++" + ie + ") {\n";
+        body += p4 + coords(q, base, ie);
+        body += p4 + storage_type(dt) + " " + N + "_v = 0;\n";
+        body += p4 + "if (" + in_domain(q) + ") {\n";
+        body += split_k(N + "_f", p5) + bind_iterators(p.update->args, p5);
+        body += p5 + N + "_v = " + render_index(c, loads[q]->buffer, loads[q]->index) + ";\n" + p4 +
+                "}\n";
+        body += p4 + shared_at(q, stage, ie) + " = " + N + "_v;\n" + p3 + "}\n";
+        t += share(q, pad2, body);
+      }
+      return t;
+    };
+    // The first S - 1 blocks' copies, a group each; then per block: wait for its group, a
+    // barrier (every warp is past the previous block, whose stage the next copies reuse), the
+    // copies of block b + S - 1, this block's updates.
+    const std::string b = N + "_b", nb = N + "_nb", st0 = N + "_st";
+    s += in + "const int64_t " + nb + " = (" + N + "_K + " + str(D - 1) + ") / " + str(D) + ";\n";
+    s += in + "#pragma unroll\n" + in + "for (int " + b + " = 0; " + b + " < " + str(S - 1) +
+         "; ++" + b + ") {\n";
+    s += in2 + "if (" + b + " < " + nb + ") {\n" + in3 + "const int64_t " + k0 + " = " + b + " * " +
+         str(D) + ";\n" + fetch_async(k0, b, in3) + in2 + "}\n";
+    s += in2 + "kiln_cp_async_commit();\n" + in + "}\n";
+    // The stage this block reads and the one its copies write, counted round.
+    const std::string rs = N + "_rs", ws = N + "_ws";
+    s += in + "int " + rs + " = 0, " + ws + " = " + str(S - 1) + ";\n";
+    s += in + "for (int64_t " + b + " = 0; " + b + " < " + nb + "; ++" + b + ") {\n";
+    s += in2 + "kiln_cp_async_wait<" + str(S - 2) + ">();\n" + in2 + "__syncthreads();\n";
+    s += in2 + "if (" + b + " + " + str(S - 1) + " < " + nb + ") {\n" + in3 + "const int64_t " +
+         k0 + " = (" + b + " + " + str(S - 1) + ") * " + str(D) + ";\n" + fetch_async(k0, ws, in3) +
+         in2 + "}\n";
+    s += in2 + "kiln_cp_async_commit();\n";
+    s += in2 + "const int " + st0 + " = " + rs + ";\n";
+    s += in2 + rs + " = " + rs + " == " + str(S - 1) + " ? 0 : " + rs + " + 1;\n";
+    s += in2 + ws + " = " + ws + " == " + str(S - 1) + " ? 0 : " + ws + " + 1;\n";
+    for (size_t q = 0; q < loads.size(); ++q) {
+      const int64_t extent = by_lane[q] ? L : R;
+      const int64_t cols_q = k_major[q] ? extent + pads[q] : D + pads[q];
+      const std::string T =
+          n.staged[q].as_stored ? storage_type(dtype_of(q)) : compute_type(dtype_of(q));
+      s += in2 + T + " (*const " + N + "_c" + str(q) + ")[" + str(cols_q) + "] = " + N + "_s" +
+           str(q) + "[" + st0 + "];\n";
+    }
+  } else {
+    for (size_t q = 0; q < loads.size(); ++q) {
+      const int64_t per =
+          ((by_lane[q] ? L : R) * D / chunk[q] + kCudaBlockThreads - 1) / kCudaBlockThreads;
+      s += in + (mma ? storage_type(dtype_of(q)) : compute_type(dtype_of(q))) + " " + N + "_p" +
+           str(q) + "[" + str(per * chunk[q]) + "];\n";
+    }
+    // The first block's operands, then per block: registers to shared memory, the next block's
+    // loads issued (they complete while this block computes), this block's updates.
+    s += in + "{\n" + in2 + "const int64_t " + k0 + " = 0;\n" + fetch(k0, in2) + in + "}\n";
+    s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 + " += " + str(D) +
+         ") {\n";
+    for (size_t q = 0; q < loads.size(); ++q) {
+      const int64_t V = chunk[q];
+      std::string store;
+      // Where the chunk lies contiguously in shared memory too, 16-byte stores.
+      const DType dt = dtype_of(q);
+      const int64_t reg_bytes = mma ? std::max(dtype_bits(dt), 8) / 8
+                                : dt == DType::f16 || dt == DType::bf16
+                                    ? 4
+                                    : std::max(dtype_bits(dt), 8) / 8;
+      const int64_t per16 = 16 / reg_bytes;
+      if (V > 1 && k_major[q] != k_first[q] && (V * reg_bytes) % 16 == 0) {
+        for (int64_t g = 0; g < V / per16; ++g) {
+          std::string xi = k_first[q] ? x : x + " + " + str(g * per16),
+                      ki = k_first[q] ? kk + " + " + str(g * per16) : kk;
+          std::string at = k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]";
+          store += in4 + "kiln_st16(&" + N + "_s" + str(q) + at + ", &" + N + "_p" + str(q) + "[" +
+                   N + "_p * " + str(V) + " + " + str(g * per16) + "]);\n";
+        }
+        s += share(q, in2, store);
+        continue;
+      }
+      for (int64_t i = 0; i < V; ++i) {
+        std::string xi = k_first[q] ? x : x + " + " + str(i),
+                    ki = k_first[q] ? kk + " + " + str(i) : kk;
         std::string at = k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]";
-        store += in4 + "kiln_st16(&" + N + "_s" + str(q) + at + ", &" + N + "_p" + str(q) + "[" +
-                 N + "_p * " + str(V) + " + " + str(g * per16) + "]);\n";
+        store += in4 + N + "_s" + str(q) + at + " = " + N + "_p" + str(q) + "[" + N + "_p * " +
+                 str(V) + " + " + str(i) + "];\n";
       }
       s += share(q, in2, store);
-      continue;
     }
-    for (int64_t i = 0; i < V; ++i) {
-      std::string xi = k_first[q] ? x : x + " + " + str(i),
-                  ki = k_first[q] ? kk + " + " + str(i) : kk;
-      std::string at = k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]";
-      store += in4 + N + "_s" + str(q) + at + " = " + N + "_p" + str(q) + "[" + N + "_p * " +
-               str(V) + " + " + str(i) + "];\n";
-    }
-    s += share(q, in2, store);
+    s += in2 + "__syncthreads();\n";
+    s += in2 + "if (" + k0 + " + " + str(D) + " < " + N + "_K) {\n" + in3 + "const int64_t " + N +
+         "_next = " + k0 + " + " + str(D) + ";\n" + fetch(N + "_next", in3) + in2 + "}\n";
   }
-  s += in2 + "__syncthreads();\n";
-  s += in2 + "if (" + k0 + " + " + str(D) + " < " + N + "_K) {\n" + in3 + "const int64_t " + N +
-       "_next = " + k0 + " + " + str(D) + ";\n" + fetch(N + "_next", in3) + in2 + "}\n";
   c.bound.clear();
   c.index_bound.clear();
   if (mma) {
-    // Per k16 step: each warp's A fragments (4 m16 tiles) and B fragments (4 n8 tiles) from
-    // shared memory, pairs of halves as 32-bit words, then the 16 products. The block's k
-    // beyond K holds zeros, whose products add nothing.
+    // Per k step of the instruction: each warp's a fragments (TM m tiles) and b fragments (TN
+    // n tiles) from shared memory through ldmatrix, pairs of 16-bit values as 32-bit words,
+    // then the TM × TN products; the next step's fragments are loaded before this step's
+    // products issue (two sets of fragment registers), so their latency overlaps. Each
+    // thread's ldmatrix addresses are its row's base plus constants. The block's k beyond K
+    // holds zeros, whose products add nothing.
     const size_t a = by_lane[0] ? 1 : 0, b = 1 - a;
-    const std::string sa = N + "_s" + str(a), sb = N + "_s" + str(b);
-    const std::string kind = dtype_of(a) == DType::bf16 ? "bf16" : "f16";
-    s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < " + str(D) + "; " +
-         kk + " += 16) {\n";
-    s += in3 + "const int " + N + "_kq = " + kk + " + (" + N + "_q % 4) * 2;\n";
-    s += in3 + "uint32_t " + N + "_fa[4][4], " + N + "_fb[4][2];\n";
+    const std::string arrays = S > 1 ? "_c" : "_s";  // this block's stage, or the one buffer
+    const std::string sa = N + arrays + str(a), sb = N + arrays + str(b);
+    const int64_t TM = n.warp_rows / mma->m, TN = n.warp_lanes / mma->n;
+    const int64_t ra = mma->fa.elements / 2, rb = mma->fb.elements / 2;  // 32-bit registers
+    const int64_t row_a = D + pads[a],  // elements per shared row of a ([rows][k])
+        row_b = k_major[b] ? (by_lane[b] ? L : R) + pads[b] : D + pads[b];
+    const int64_t bytes = n.staged[a].element_bytes;
+    const std::string t = N + "_t", q = N + "_q", wr = str(n.warp_rows), wl = str(n.warp_lanes);
     // ldmatrix: x4 gives an m16 tile of a (lanes 0-15 address its rows at k, 16-31 at k + 8),
     // or two n8 tiles of b (lanes 16-31 address the second); .trans for b as [k][lanes].
+    s += in2 + "const uint32_t " + N + "_ua = kiln_smem_addr(&" + sa + "[" + N + "_wm * " + wr +
+         " + " + q + " % 16][(" + q + " / 16) * 8]);\n";
+    if (k_major[b])
+      s += in2 + "const uint32_t " + N + "_ub = kiln_smem_addr(&" + sb + "[" + q + " % 16][" + N +
+           "_wn * " + wl + " + (" + q + " / 16) * 8]);\n";
+    else
+      s += in2 + "const uint32_t " + N + "_ub = kiln_smem_addr(&" + sb + "[" + N + "_wn * " + wl +
+           " + (" + q + " / 16) * 8 + " + q + " % 8][(" + q + " / 8) % 2 * 8]);\n";
+    s += in2 + "uint32_t " + N + "_fa[2][" + str(TM) + "][" + str(ra) + "], " + N + "_fb[2][" +
+         str(TN) + "][" + str(rb) + "];\n";
     auto ldmatrix = [&](const std::string& trans, const std::string& out, const std::string& at) {
       return in4 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + trans +
              ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n" + in4 + "             : " + out + "\n" +
-             in4 + "             : \"r\"(kiln_smem_addr(&" + at + ")));\n";
+             in4 + "             : \"r\"(" + at + "));\n";
     };
-    const std::string t = N + "_t", q = N + "_q";
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < 4; ++" + t + ") {\n";
-    s +=
-        ldmatrix("",
-                 "\"=r\"(" + N + "_fa[" + t + "][0]), \"=r\"(" + N + "_fa[" + t + "][1]), \"=r\"(" +
-                     N + "_fa[" + t + "][2]), \"=r\"(" + N + "_fa[" + t + "][3])",
-                 sa + "[" + N + "_wm * 64 + " + t + " * 16 + " + q + " % 16][" + kk + " + (" + q +
-                     " / 16) * 8]");
-    s += in3 + "}\n";
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < 4; " + t +
-         " += 2) {\n";
-    const std::string outs = "\"=r\"(" + N + "_fb[" + t + "][0]), \"=r\"(" + N + "_fb[" + t +
-                             "][1]), \"=r\"(" + N + "_fb[" + t + " + 1][0]), \"=r\"(" + N + "_fb[" +
-                             t + " + 1][1])";
-    if (k_major[b])
-      s += ldmatrix(".trans", outs,
-                    sb + "[" + kk + " + " + q + " % 16][" + N + "_wn * 32 + (" + t + " + " + q +
-                        " / 16) * 8]");
-    else
-      s += ldmatrix("", outs,
-                    sb + "[" + N + "_wn * 32 + (" + t + " + " + q + " / 16) * 8 + " + q + " % 8][" +
-                        kk + " + (" + q + " / 8) % 2 * 8]");
-    s += in3 + "}\n";
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < 4; ++" + m + ")\n";
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + j + " = 0; " + j + " < 4; ++" + j + ") {\n";
-    auto c_at = [&](int dm, int dn) {
-      return N + "_acc[2 * " + m + " + " + str(dm) + "][2 * " + j + " + " + str(dn) + "]";
+    // The fragments of k step `k` (elements from the block's start) into set `set`.
+    auto fragments = [&](int set, int64_t k) {
+      const std::string fa = N + "_fa[" + str(set) + "][" + t + "]",
+                        fb = N + "_fb[" + str(set) + "][" + t;
+      std::string f = in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < " +
+                      str(TM) + "; ++" + t + ")\n";
+      f += ldmatrix("",
+                    "\"=r\"(" + fa + "[0]), \"=r\"(" + fa + "[1]), \"=r\"(" + fa + "[2]), \"=r\"(" +
+                        fa + "[3])",
+                    N + "_ua + " + t + " * " + str(16 * row_a * bytes) + " + " + str(k * bytes));
+      f += in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < " + str(TN) +
+           "; " + t + " += 2)\n";
+      const std::string outs = "\"=r\"(" + fb + "][0]), \"=r\"(" + fb + "][1]), \"=r\"(" + fb +
+                               " + 1][0]), \"=r\"(" + fb + " + 1][1])";
+      if (k_major[b])
+        f += ldmatrix(".trans", outs,
+                      N + "_ub + " + t + " * " + str(8 * bytes) + " + " + str(k * row_b * bytes));
+      else
+        f += ldmatrix("", outs,
+                      N + "_ub + " + t + " * " + str(8 * row_b * bytes) + " + " + str(k * bytes));
+      return f;
     };
-    s += in4 + "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." + kind + "." + kind +
-         ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n";
-    s += in4 + "             : \"+f\"(" + c_at(0, 0) + "), \"+f\"(" + c_at(0, 1) + "), \"+f\"(" +
-         c_at(1, 0) + "), \"+f\"(" + c_at(1, 1) + ")\n";
-    s += in4 + "             : \"r\"(" + N + "_fa[" + m + "][0]), \"r\"(" + N + "_fa[" + m +
-         "][1]), \"r\"(" + N + "_fa[" + m + "][2]), \"r\"(" + N + "_fa[" + m + "][3]), \"r\"(" + N +
-         "_fb[" + j + "][0]), \"r\"(" + N + "_fb[" + j + "][1]));\n";
-    s += in3 + "}\n" + in2 + "}\n";
+    const int64_t steps = D / mma->k;
+    s += fragments(0, 0);
+    for (int64_t step = 0; step < steps; ++step) {
+      const int set = static_cast<int>(step % 2);
+      if (step + 1 < steps) s += fragments(1 - set, (step + 1) * mma->k);
+      s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < " + str(TM) +
+           "; ++" + m + ")\n";
+      s += in3 + "#pragma unroll\n" + in3 + "for (int " + j + " = 0; " + j + " < " + str(TN) +
+           "; ++" + j + ") {\n";
+      // The accumulator operands in element order: element e at (e / acc_cols, e % acc_cols) of
+      // the tile's acc_rows × acc_cols.
+      std::string c_ops, a_ops, b_ops, operands;
+      int o = 0;
+      auto list = [&](int count, std::string& out) {
+        out = "{";
+        for (int i = 0; i < count; ++i)
+          out += (i ? ", %" : "%") + std::to_string(o++);
+        out += "}";
+      };
+      const int ce = mma->fc.elements;
+      list(ce, c_ops);
+      list(static_cast<int>(ra), a_ops);
+      list(static_cast<int>(rb), b_ops);
+      s += in4 + "asm volatile(\"" + mma->ptx + " " + c_ops + ", " + a_ops + ", " + b_ops + ", " +
+           c_ops + ";\"\n";
+      for (int e = 0; e < ce; ++e)
+        operands += std::string(e ? ", " : "") + "\"+f\"(" + N + "_acc[" + str(mma->acc_rows) +
+                    " * " + m + " + " + str(e / mma->acc_cols) + "][" + str(mma->acc_cols) + " * " +
+                    j + " + " + str(e % mma->acc_cols) + "])";
+      s += in4 + "             : " + operands + "\n";
+      operands.clear();
+      for (int64_t i = 0; i < ra; ++i)
+        operands += std::string(i ? ", " : "") + "\"r\"(" + N + "_fa[" + str(set) + "][" + m +
+                    "][" + str(i) + "])";
+      for (int64_t i = 0; i < rb; ++i)
+        operands += ", \"r\"(" + N + "_fb[" + str(set) + "][" + j + "][" + str(i) + "])";
+      s += in4 + "             : " + operands + ");\n";
+      s += in3 + "}\n";
+    }
   } else {
     // Per reduction iteration: each thread's rows and lanes of the staged operands into
     // registers (16-byte reads of groups of 4), then every element's update from them.
@@ -466,7 +598,10 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     }
     s += in3 + "}\n" + in2 + "}\n";
   }
-  s += in2 + "__syncthreads();\n" + in + "}\n";
+  if (S > 1)  // every copy done and every warp past the last block before the stages are reused
+    s += in + "}\n" + in + "kiln_cp_async_wait<0>();\n" + in + "__syncthreads();\n";
+  else
+    s += in2 + "__syncthreads();\n" + in + "}\n";
   c.bound.clear();
 
   // Store each element, then the statements after the reduction.

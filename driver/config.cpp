@@ -152,6 +152,35 @@ std::string show_gpu_tile(const CompileOptions& o) {
          std::to_string(g.depth);
 }
 
+void parse_gpu_mma(const std::string& value, CompileOptions& o) {
+  std::vector<int64_t> n = counts_of(value);
+  bool off = value == "0";
+  bool ok = off || (n.size() == 4 && value.back() != 'x' &&
+                    std::count(value.begin(), value.end(), 'x') == 3);
+  // Warp tiles of whole m16n8k16 instructions (n in pairs: ldmatrix loads two n tiles at once).
+  ok = ok && (off || (n[0] > 0 && n[0] <= 128 && n[0] % 16 == 0 && n[1] > 0 && n[1] <= 128 &&
+                      n[1] % 16 == 0 && n[2] > 0 && n[2] <= 128 && n[2] % 16 == 0 && n[3] >= 1 &&
+                      n[3] <= 8));
+  if (!ok)
+    bad_value("GPU_MMA",
+              "WRxWLxDxS: warps of WR rows and WL lanes (multiples of 16, at most 128), reduction "
+              "blocks of D (a multiple of 16), S pipeline stages (1 to 8); or 0",
+              value);
+  o.schedule.gpu_tile.mma = !off;
+  if (off) return;
+  o.schedule.gpu_tile.mma_warp_rows = static_cast<int>(n[0]);
+  o.schedule.gpu_tile.mma_warp_lanes = static_cast<int>(n[1]);
+  o.schedule.gpu_tile.mma_depth = static_cast<int>(n[2]);
+  o.schedule.gpu_tile.mma_stages = static_cast<int>(n[3]);
+}
+
+std::string show_gpu_mma(const CompileOptions& o) {
+  const GpuTileShape& g = o.schedule.gpu_tile;
+  if (!g.mma) return "0";
+  return std::to_string(g.mma_warp_rows) + "x" + std::to_string(g.mma_warp_lanes) + "x" +
+         std::to_string(g.mma_depth) + "x" + std::to_string(g.mma_stages);
+}
+
 std::vector<Knob> make_knobs() {
   std::vector<Knob> k = {
       {"BLAS", KnobStage::simplifier,
@@ -173,6 +202,11 @@ std::vector<Knob> make_knobs() {
           "1: the rewrite rules marked fastmath apply too (exact only up to rounding, NaN "
           "and infinities); docs/rules.md",
           "0", [](auto& o) -> auto& { return o.simplify.fastmath; }),
+      {"GPU_MMA", KnobStage::scheduler,
+       "GPU: block tiles of products of two f16 or bf16 operands run on tensor cores (mma.sync "
+       "m16n8k16) in warps of WR rows x WL lanes, reduction blocks of D, S shared-memory stages "
+       "(WRxWLxDxS; the block tile GPU_TILE must hold 8 warps); 0: off; docs/decisions.md",
+       "64x32x32x3", true, parse_gpu_mma, show_gpu_mma},
       {"GPU_TILE", KnobStage::scheduler,
        "GPU block tile of contractions: R rows x L lanes per block, r x l per thread, "
        "reduction blocks of D (RxLxrxlxD); 0: off; docs/performance.md",

@@ -37,6 +37,13 @@ const ScalarExpr& scatter_position(const Statement& s) {
   return *s.value->args.at(0)->args.at(0);
 }
 
+const ScalarExpr& subexpression(const ScalarExpr& root, const std::vector<int>& path) {
+  const ScalarExpr* e = &root;
+  for (int c : path)
+    e = e->args.at(static_cast<size_t>(c)).get();
+  return *e;
+}
+
 bool varies(const ScalarExpr& e) {
   if (e.kind == ScalarExpr::Kind::load || e.kind == ScalarExpr::Kind::iterator) return true;
   for (const ScalarExprPtr& a : e.args)

@@ -125,6 +125,9 @@ bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars);
 /** Whether `e` reads memory or an iterator anywhere: not a constant of numbers and sizes. */
 bool varies(const ScalarExpr& e);
 
+/** The subexpression of `root` that `path` leads to (child indices, outermost first). */
+const ScalarExpr& subexpression(const ScalarExpr& root, const std::vector<int>& path);
+
 /** Whether `e` can be computed across vector lanes along the iterators `vars`, in dtype `t`:
  *  every subexpression that uses them is a load of a `t` buffer (whose mask bounds, if any,
  *  move by -1, 0 or +1 along each of `vars`), or `+`, `×`,

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "ir/kernel_ir.h"
+#include "ir/mma.h"
 
 namespace kiln {
 
@@ -78,6 +79,30 @@ std::string range(const std::string& iter, const AstExprPtr& origin, int64_t cou
   return iter + " = " + unwrap(expr_text(*origin)) + " + 0.." + std::to_string(count - 1);
 }
 
+/** A block tile's tensor-core instruction and staged operands: "; tensor cores m16n8k16.f16 in
+ *  warps of 64x32; staged: [0] by row, k first, [rows][k + 8], 16-byte chunks (8), as stored". */
+std::string staged_text(const LoopNode& n) {
+  std::string out;
+  if (n.mma)
+    out += "; tensor cores " + n.mma->name + " in warps of " + std::to_string(n.warp_rows) + "x" +
+           std::to_string(n.warp_lanes);
+  if (n.stages > 1) out += "; a pipeline of " + std::to_string(n.stages) + " stages";
+  if (n.k_strided) out += "; addresses strided along k";
+  for (size_t q = 0; q < n.staged.size(); ++q) {
+    const StagedOperand& o = n.staged[q];
+    std::string path;
+    for (int c : o.path)
+      path += (path.empty() ? "" : ".") + std::to_string(c);
+    const std::string side = o.by_lane ? "lanes" : "rows", pad = " + " + std::to_string(o.pad);
+    out += std::string(q ? "" : "; staged:") + " [" + (path.empty() ? "value" : path) + "] by " +
+           (o.by_lane ? "lane" : "row") + (o.k_first ? ", k first, " : ", ") +
+           (o.k_major ? "[k][" + side + pad + "]" : "[" + side + "][k" + pad + "]") +
+           (o.vector > 1 ? ", chunks of " + std::to_string(o.vector) : "") +
+           (o.as_stored ? ", as stored" : "") + (q + 1 < n.staged.size() ? ";" : "");
+  }
+  return out;
+}
+
 std::string alloc_line(const LoopNode& n) {
   std::string tile = std::to_string(n.tile_rows) + "x" + std::to_string(n.tile_lanes);
   std::string lanes_below =
@@ -97,7 +122,7 @@ std::string alloc_line(const LoopNode& n) {
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + " where " +
            unwrap(expr_text(*n.tile_lane_cond)) + "; " + std::to_string(n.thread_rows) + "x" +
            std::to_string(n.thread_lanes) + " per thread, reduction blocks of " +
-           std::to_string(n.pack_depth);
+           std::to_string(n.pack_depth) + staged_text(n);
   if (n.pack_depth > 0 && n.matrix) {
     std::string count =
         n.pack_count ? ", k rows below " + unwrap(expr_text(*n.pack_count)) : std::string();

@@ -60,6 +60,32 @@ const char* memory_space_name(MemorySpace s);
 
 struct LoopNode;
 using LoopNodePtr = std::shared_ptr<const LoopNode>;
+struct MmaInstruction;
+
+/** One operand of a GPU block tile (scheduler/gpu_tile.h): a subexpression of its update's
+ *  value that moves along the tile's rows only (or along neither) or along its lanes only,
+ *  which the block copies into shared memory for each reduction block before its threads read
+ *  it. */
+struct StagedOperand {
+  /** The subexpression: the child indices leading to it from the update's value. */
+  std::vector<int> path;
+  bool by_lane = false;  ///< it moves along tile_lane (else along tile_row, or neither)
+  /** The fill walks the reduction first (memory holds the operand contiguously along the
+   *  innermost reduction loop), else its rows or lanes first. */
+  bool k_first = false;
+  /** Shared memory holds it as [k][rows or lanes] (else [rows or lanes][k]). */
+  bool k_major = true;
+  /** Elements per fill chunk: 16 bytes where memory holds them contiguously along the fill's
+   *  walk and the walk's extent divides, else 1. */
+  int64_t vector = 1;
+  /** Padding elements after each shared row (the rows of a warp's reads then fall in
+   *  different banks). */
+  int64_t pad = 0;
+  /** Copied as stored (16-bit values for tensor cores), else in its compute type. */
+  bool as_stored = false;
+  /** The bytes of one element as shared memory holds it. */
+  int64_t element_bytes = 4;
+};
 
 /** A node of the loop IR.
  *  - block: `body` in order.
@@ -178,6 +204,25 @@ struct LoopNode {
    *  reduction, whose loops (a perfect, rectangular nest) run as one flattened loop. */
   int64_t thread_rows = 0, thread_lanes = 0;
   AstExprPtr tile_row_cond, tile_lane_cond;
+  /** alloc in `shared` space: the operands staged per reduction block, in the order the
+   *  renderer declares their shared arrays. */
+  std::vector<StagedOperand> staged;
+  /** alloc in `shared` space: the block tile's updates run on tensor cores as this instruction
+   *  (ir/mma.h) when set: the block's warps each own warp_rows × warp_lanes elements, a grid of
+   *  the instruction's m × n tiles, whose accumulator fragments are the thread's
+   *  thread_rows × thread_lanes registers; each reduction block runs in steps of its k. */
+  const MmaInstruction* mma = nullptr;
+  int64_t warp_rows = 0, warp_lanes = 0;
+  /** alloc in `shared` space: when > 1, the reduction blocks stream through this many buffers
+   *  of shared memory (a software pipeline): the copies of block b + stages - 1 are issued
+   *  asynchronously (cp.async) before block b's updates run, one barrier per block. Else one
+   *  buffer, the next block's operands held in registers meanwhile. */
+  int64_t stages = 1;
+  /** alloc in `shared` space: the reduction is one loop and every staged operand is a load
+   *  whose index is affine in it, so each copy's address moves by a constant stride per
+   *  reduction block (computed once per tile) and only the rows' or lanes' bounds and the
+   *  last block's need checks. */
+  bool k_strided = false;
   /** alloc in `shared` space, when > 0: the block tile of a softmax-weighted contraction
    *  instead (scheduler/online_softmax.h), its keys in blocks of key_block and its scores'
    *  reduction in blocks of pack_depth; body holds a stmt node per statement of the kernel. */

@@ -1,7 +1,10 @@
 #include "scheduler/gpu_tile.h"
 
+#include <algorithm>
+#include <functional>
 #include <optional>
 
+#include "ir/mma.h"
 #include "scheduler/loop_algebra.h"
 #include "scheduler/map_loops.h"
 
@@ -59,6 +62,7 @@ struct ElementBody {
   std::vector<LoopNodePtr> nodes;
   const LoopNode* reduction = nullptr;  ///< the alloc
   const LoopNode* update = nullptr;     ///< its statement node
+  std::vector<const LoopNode*> loops;   ///< the reduction's loops, outermost first
 };
 
 std::optional<ElementBody> element_body(const Kernel& k, const std::vector<LoopNodePtr>& body) {
@@ -77,9 +81,151 @@ std::optional<ElementBody> element_body(const Kernel& k, const std::vector<LoopN
     if (!gpu_contraction_statement(k.statements.at(n->statement))) return std::nullopt;
     e.reduction = n.get();
     e.update = stmt;
+    e.loops = loops;
   }
   if (!e.reduction) return std::nullopt;
   return e;
+}
+
+/** How block tile `tile` (rows `ri`, lanes `li`, its tile_rows × tile_lanes set) runs update
+ *  `s` at stmt node `e.update`: its staged operands, and tensor cores where they apply. Sets
+ *  staged, mma, warp_rows/warp_lanes, thread_rows/thread_lanes and pack_depth; false where the
+ *  shape does not split over the block's threads. */
+bool plan_tile(const KernelPlan& plan, const Statement& s, const ElementBody& e,
+               const GpuTileShape& shape, LoopNode& tile) {
+  const LoopNode& update = *e.update;
+  const int64_t R = tile.tile_rows, L = tile.tile_lanes;
+  const std::set<std::string> lanes = driven_iterators(update, tile.tile_lane),
+                              rows = driven_iterators(update, tile.tile_row),
+                              inner_k = driven_iterators(update, e.loops.back()->iter);
+  // The operands: the largest subexpressions that read memory or positions and move along the
+  // rows only (or along neither), or along the lanes only.
+  std::vector<const ScalarExpr*> ops;
+  std::vector<StagedOperand> staged;
+  std::vector<int> path;
+  std::function<void(const ScalarExpr&)> split = [&](const ScalarExpr& x) {
+    if (!varies(x)) return;  // constants stay in the update
+    if (!uses_vars(x, lanes) || !uses_vars(x, rows)) {
+      if (std::find(ops.begin(), ops.end(), &x) != ops.end()) return;
+      ops.push_back(&x);
+      StagedOperand o;
+      o.path = path;
+      o.by_lane = uses_vars(x, lanes);
+      // Read along its (first) load's last dimension in memory: the fill walks the reduction
+      // first where that dimension moves with the innermost reduction loop.
+      std::vector<const ScalarExpr*> in;
+      collect_loads(x, in);
+      std::set<std::string> used;
+      if (!in.empty() && !in[0]->index.empty()) in[0]->index.back().collect_vars(used);
+      for (const std::string& it : inner_k)
+        o.k_first = o.k_first || used.count(it) > 0;
+      staged.push_back(o);
+      return;
+    }
+    for (size_t a = 0; a < x.args.size(); ++a) {
+      path.push_back(static_cast<int>(a));
+      split(*x.args[a]);
+      path.pop_back();
+    }
+  };
+  split(*s.value);
+  auto dtype_of = [&](size_t q) {
+    return ops[q]->kind == ScalarExpr::Kind::load ? plan.buffers[ops[q]->buffer].dtype
+                                                  : ops[q]->dtype;
+  };
+  // Whether memory holds operand q's elements contiguously along the fill's walk (the
+  // reduction for k_first, else its rows or lanes): the walk's loop drives one statement
+  // iterator by +1, which only the load's last index dimension uses, with coefficient 1.
+  auto contiguous = [&](size_t q) {
+    const ScalarExpr& ld = *ops[q];
+    const StagedOperand& o = staged[q];
+    if (ld.kind != ScalarExpr::Kind::load || !ld.mask.empty() || ld.index.empty() ||
+        (o.k_first && e.loops.size() != 1))
+      return false;
+    const std::string it = o.k_first   ? e.loops.back()->iter
+                           : o.by_lane ? tile.tile_lane
+                                       : tile.tile_row;
+    std::set<std::string> driven = driven_iterators(update, it);
+    if (driven.size() != 1) return false;
+    const std::string v = *driven.begin();
+    const AstExprPtr& arg = update.args.at(std::stoul(v.substr(1)));
+    if (!arg || !plus_iterator(*arg, it)) return false;
+    for (size_t d = 0; d + 1 < ld.index.size(); ++d)
+      if (affine_coefficient(ld.index[d], v) != std::optional<int64_t>(0)) return false;
+    return affine_coefficient(ld.index.back(), v) == std::optional<int64_t>(1);
+  };
+  // Tensor cores: the update is a × b, one unmasked load per side, of the types an instruction
+  // takes (copied as stored), on a tile the instruction's warps cover.
+  const ScalarExpr& v = *s.value;
+  const MmaInstruction* mma = nullptr;
+  if (shape.mma && ops.size() == 2 && staged[0].by_lane != staged[1].by_lane &&
+      v.kind == ScalarExpr::Kind::op && v.op == Op::mul && v.mask.empty() && v.args.size() == 2 &&
+      v.args[0].get() == ops[0] && v.args[1].get() == ops[1] &&
+      ops[0]->kind == ScalarExpr::Kind::load && ops[1]->kind == ScalarExpr::Kind::load &&
+      ops[0]->mask.empty() && ops[1]->mask.empty()) {
+    const size_t a = staged[0].by_lane ? 1 : 0;
+    mma = find_mma(dtype_of(a), dtype_of(1 - a), DType::f32);
+    const int64_t wr = shape.mma_warp_rows, wl = shape.mma_warp_lanes;
+    if (mma &&
+        (wr <= 0 || wl <= 0 || R % wr || L % wl || wr % mma->m || wl % (2 * mma->n) ||
+         (R / wr) * (L / wl) * 32 != kGpuTileThreads || shape.mma_depth % mma->k || !mma->ldmatrix))
+      mma = nullptr;
+  }
+  const int64_t D = mma ? shape.mma_depth : shape.depth;
+  if (mma) {
+    tile.mma = mma;
+    tile.warp_rows = shape.mma_warp_rows;
+    tile.warp_lanes = shape.mma_warp_lanes;
+    tile.thread_rows = shape.mma_warp_rows / mma->m * mma->acc_rows;
+    tile.thread_lanes = shape.mma_warp_lanes / mma->n * mma->acc_cols;
+  } else {
+    const int64_t r = shape.thread_rows, l = shape.thread_lanes;
+    if (r <= 0 || l <= 0 || R % r || L % l || r % 4 || l % 4 ||
+        (R / r) * (L / l) != kGpuTileThreads || D <= 0)
+      return false;
+    tile.thread_rows = r;
+    tile.thread_lanes = l;
+  }
+  tile.pack_depth = D;
+  // Chunks of the fill (16 bytes where memory holds them contiguously) and the shared layout:
+  // SIMT [k][rows or lanes] in the compute type, rows padded by 4 (16 bytes of f32: groups of 4
+  // read at once stay aligned); tensor cores as stored, [rows or lanes][k], or [k][lanes] for a
+  // b read along its lanes (its fragments then come through ldmatrix.trans), rows padded by 8
+  // (16 bytes: ldmatrix's rows fall in different banks). An a read along its rows is copied
+  // element by element.
+  for (size_t q = 0; q < staged.size(); ++q) {
+    StagedOperand& o = staged[q];
+    o.k_major = !mma;
+    o.as_stored = mma != nullptr;
+    o.pad = mma ? 8 : 4;
+    // As stored, or in the compute type: f32 for 16-bit floats, else the type itself.
+    const DType t = dtype_of(q);
+    o.element_bytes =
+        mma || (t != DType::f16 && t != DType::bf16) ? std::max(dtype_bits(t), 8) / 8 : 4;
+    const int64_t V = 128 / std::max(dtype_bits(dtype_of(q)), 8), extent = o.by_lane ? L : R;
+    if (!contiguous(q) || (o.k_first ? D : extent) % V) continue;
+    if (mma && !o.k_first && !o.by_lane) continue;
+    o.vector = V;
+    if (mma && !o.k_first) o.k_major = true;
+  }
+  // A pipeline of cp.async copies: 16-byte chunks of every operand, contiguous in shared
+  // memory too (the fill walks the operand's shared rows).
+  bool async = mma != nullptr && shape.mma_stages > 1;
+  for (const StagedOperand& o : staged)
+    async = async && o.vector > 1 && o.k_major != o.k_first;
+  tile.stages = async ? shape.mma_stages : 1;
+  // Addresses that move by a constant stride along the one reduction loop.
+  bool strided = e.loops.size() == 1 && e.loops[0]->step == 1;
+  const std::set<std::string> k_vars = driven_iterators(update, e.loops.back()->iter);
+  for (const ScalarExpr* op : ops) {
+    strided = strided && op->kind == ScalarExpr::Kind::load && op->mask.empty();
+    for (size_t d = 0; strided && d < op->index.size(); ++d)
+      for (const std::string& v : k_vars)
+        strided = strided && affine_coefficient(op->index[d], v).has_value();
+  }
+  tile.k_strided = strided;
+  tile.staged = std::move(staged);
+  return true;
 }
 
 /** Row tiles per group of the walk over a matrix's tiles. */
@@ -87,7 +233,8 @@ constexpr int64_t kGroupRows = 8;
 
 class Tiler {
  public:
-  Tiler(const Kernel& k, const GpuTileShape& shape) : kernel_(k), shape_(shape) {}
+  Tiler(const KernelPlan& plan, const Kernel& k, const GpuTileShape& shape)
+      : plan_(plan), kernel_(k), shape_(shape) {}
   int count = 0;
 
   LoopNodePtr visit(const LoopNodePtr& n) {
@@ -172,20 +319,20 @@ class Tiler {
     tile->name = "tile" + std::to_string(count);
     tile->tile_rows = shape_.rows;
     tile->tile_lanes = shape_.lanes;
-    tile->thread_rows = shape_.thread_rows;
-    tile->thread_lanes = shape_.thread_lanes;
-    tile->pack_depth = shape_.depth;
     tile->tile_row = row.iter;
     tile->tile_lane = lane.iter;
     tile->tile_row_origin = add(row.init, ast_op("mul", {ast_int(shape_.rows), row_tile}));
     tile->tile_lane_origin = add(lane.init, ast_op("mul", {ast_int(shape_.lanes), lane_tile}));
     tile->tile_row_cond = row.cond;
     tile->tile_lane_cond = lane.cond;
+    if (!plan_tile(plan_, kernel_.statements.at(e.update->statement), e, shape_, *tile))
+      return nullptr;
     tile->body = std::move(nodes);
     ++count;
     return block_tile_loop(t, total, tile);
   }
 
+  const KernelPlan& plan_;
   const Kernel& kernel_;
   GpuTileShape shape_;
 };
@@ -207,9 +354,9 @@ LoopNodePtr block_tile_loop(const std::string& iter, const AstExprPtr& count,
   return loop;
 }
 
-int gpu_tile(const KernelPlan&, const Kernel& k, LoopNest& nest, const GpuTileShape& shape) {
+int gpu_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest, const GpuTileShape& shape) {
   if (!nest.root || shape.rows <= 0) return 0;
-  Tiler t(k, shape);
+  Tiler t(plan, k, shape);
   nest.root = t.visit(nest.root);
   return t.count;
 }

@@ -25,6 +25,15 @@
  * loops absorbed must be rectangular (bounds of size variables only), of step 1, and the body
  * of the innermost one statements and the one reduction (a perfect nest of rectangular loops).
  * Each element's reduction runs over k in its order, so sums are those of the untiled nest.
+ *
+ * The step also decides how: which subexpressions of the update are staged (LoopNode::staged:
+ * the largest that read memory or positions along one side only), in which order each fill
+ * walks memory (the reduction first where the operand's last dimension moves with the
+ * innermost reduction loop), the shared layout and padding, the 16-byte chunks where memory
+ * holds an operand contiguously, and whether the updates run on tensor cores (LoopNode::mma:
+ * a product a × b of one operand per side, both unmasked loads of the 16-bit types an
+ * instruction takes; staged as stored, [rows or lanes][k], or [k][lanes] for a b read along its
+ * lanes). The renderer prints these choices.
  */
 #pragma once
 
@@ -33,14 +42,28 @@
 
 namespace kiln {
 
+/** Threads of a GPU block (the CUDA renderer's launch): a block tile spreads over this many. */
+inline constexpr int kGpuTileThreads = 256;
+
 /** The block tile: `rows` × `lanes` elements per block, `thread_rows` × `thread_lanes` per
- *  thread (rows / thread_rows × lanes / thread_lanes threads), reduction blocks of `depth`. */
+ *  thread (rows / thread_rows × lanes / thread_lanes threads), reduction blocks of `depth`.
+ *  Where the update is a product of two operands of a type a tensor-core instruction takes
+ *  (ir/mma.h) and `mma` is on, the tile runs on tensor cores instead: warps of
+ *  `mma_warp_rows` × `mma_warp_lanes` elements (rows / mma_warp_rows × lanes / mma_warp_lanes
+ *  warps of 32 threads), reduction blocks of `mma_depth`. */
 struct GpuTileShape {
   int rows = 128;
   int lanes = 128;
   int thread_rows = 8;
   int thread_lanes = 8;
   int depth = 8;
+  bool mma = true;
+  int mma_warp_rows = 64;
+  int mma_warp_lanes = 32;
+  int mma_depth = 32;
+  /** Shared-memory buffers of a tensor-core tile's pipeline (LoopNode::stages) where every
+   *  operand is copied in 16-byte chunks laid out contiguously in shared memory too. */
+  int mma_stages = 3;
 };
 
 /** Whether statement `s` is a sum whose value is loads (none of the element it updates) under

@@ -44,6 +44,26 @@ std::string index_text(const std::vector<IntExpr>& index) {
   return out + "]";
 }
 
+/** The tree of `e` without its leaves' buffers and indices: which subexpressions a GPU block
+ *  tile stages, and whether its update is a product of two loads (scheduler/gpu_tile.h). */
+std::string value_shape(const ScalarExpr& e) {
+  std::string out = e.mask.empty() ? "" : "?";
+  switch (e.kind) {
+    case ScalarExpr::Kind::load:
+      return out + "L";
+    case ScalarExpr::Kind::iterator:
+      return out + "I";
+    case ScalarExpr::Kind::constant:
+      return out + "C";
+    case ScalarExpr::Kind::op:
+      break;
+  }
+  out += std::string(op_name(e.op)) + ":" + std::string(dtype_name(e.dtype)) + "(";
+  for (const ScalarExprPtr& a : e.args)
+    out += value_shape(*a) + ",";
+  return out + ")";
+}
+
 }  // namespace
 
 std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
@@ -59,6 +79,7 @@ std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
       for (size_t a = 0; a < s.extents.size(); ++a)
         key += tileable_statement(plan, s, {iterator_name(static_cast<int>(a))}) ? "t" : "-";
       key += gpu_contraction_statement(s) ? "g" : "-";  // scheduler/gpu_tile.h
+      if (s.value) key += " " + value_shape(*s.value);
       // The matrix unit takes products of bf16 or 8-bit loads only, the operands' types.
       key += matrix_statement(plan, s, true, true) ? "m" : "-";
     }

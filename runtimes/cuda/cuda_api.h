@@ -95,6 +95,8 @@ typedef struct cu_api {
   CU_FUNCTIONS(CU_FIELD)
   /* optional (CUDA 12.4+): checks a kernel's parameter size against the packed one */
   CUresult (*param_info)(CUfunction f, size_t index, size_t* offset, size_t* size);
+  /* optional: a module's global, for a kernel's `<name>_shared_bytes` (cuda_plugin.c) */
+  CUresult (*module_global)(CUdeviceptr* p, size_t* bytes, CUmodule m, const char* name);
 } cu_api;
 
 /** One entry point of a dlopened library: `name`, else `fallback`, goes to `offset` in a table. */

@@ -52,6 +52,9 @@ typedef struct kfunc {
   CUfunction f;
   long param_bytes;      /* its parameter's size; -1 unknown, -2 more than one parameter */
   unsigned shared_limit; /* dynamic shared memory allowed beyond the default 48 KiB */
+  /* dynamic shared memory the kernel itself asks for: its module's u32 `<name>_shared_bytes`
+     (a block tile's staged operands, backends/cuda_tile.cpp); launches get at least this */
+  unsigned shared_bytes;
   char name[];
 } kfunc;
 struct kmodule {
@@ -149,6 +152,8 @@ static void device_init(void) {
   }
   void* p = dlsym(lib, "cuFuncGetParamInfo");
   memcpy(&cu.param_info, &p, sizeof p);
+  p = dlsym(lib, "cuModuleGetGlobal_v2");
+  memcpy(&cu.module_global, &p, sizeof p);
   int count = 0;
   CUresult rc;
   const char* step;
@@ -435,6 +440,18 @@ static void* cuda_lookup(void* module, const char* symbol) {
     else
       k->param_bytes = 0;
   }
+  if (cu.module_global) {
+    char global[512];
+    CUdeviceptr at;
+    size_t bytes = 0;
+    unsigned value = 0;
+    snprintf(global, sizeof global, "%s_shared_bytes", symbol);
+    if (strlen(symbol) + 14 < sizeof global &&
+        cu.module_global(&at, &bytes, m->m, global) == CUDA_SUCCESS && bytes == sizeof value &&
+        cu.copy_dtoh(&value, at, sizeof value, dev.stream) == CUDA_SUCCESS &&
+        cu.stream_sync(dev.stream) == CUDA_SUCCESS)
+      k->shared_bytes = value;
+  }
   m->funcs[m->count++] = k;
   return k;
 }
@@ -509,15 +526,17 @@ static int cuda_launch(void* kernel, void* const* buffers, const int64_t* sizes,
         bytes, geometry->num_buffers, geometry->num_sizes);
     return 1;
   }
-  if (geometry->shared_bytes > 48 * 1024 && geometry->shared_bytes > k->shared_limit) {
-    CUresult rc = cu.func_attribute(k->f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    (int)geometry->shared_bytes);
+  const unsigned shared =
+      geometry->shared_bytes > k->shared_bytes ? geometry->shared_bytes : k->shared_bytes;
+  if (shared > 48 * 1024 && shared > k->shared_limit) {
+    CUresult rc =
+        cu.func_attribute(k->f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared);
     if (rc) {
       *error = kiln_cuda_format("kernel %s: %u bytes of shared memory: cuFuncSetAttribute: %s",
-                                k->name, geometry->shared_bytes, cu_text(rc));
+                                k->name, shared, cu_text(rc));
       return 1;
     }
-    k->shared_limit = geometry->shared_bytes;
+    k->shared_limit = shared;
   }
   if (pending.count == pending.cap) {
     int cap = pending.cap ? 2 * pending.cap : 16;
@@ -543,7 +562,7 @@ static int cuda_launch(void* kernel, void* const* buffers, const int64_t* sizes,
   r->k = k;
   memcpy(r->grid, geometry->grid, sizeof r->grid);
   memcpy(r->block, geometry->block, sizeof r->block);
-  r->shared_bytes = geometry->shared_bytes;
+  r->shared_bytes = shared;
   r->bytes = bytes;
   for (uint32_t i = 0; i < geometry->num_buffers; ++i) {
     uint64_t address = (uint64_t)(uintptr_t)buffers[i];

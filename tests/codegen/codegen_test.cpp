@@ -38,6 +38,7 @@ struct GoldenCase {
   int batch_rank = 0;
   std::string backend = "c";  ///< whose renderer and loop mappings
   bool amx = false;            ///< MATRIX=1: code for a CPU with AMX-BF16
+  int mma_stages = 0;          ///< GPU_MMA's pipeline stages where > 0
 };
 
 const std::vector<GoldenCase>& golden_cases() {
@@ -76,6 +77,7 @@ std::string render_source(const GoldenCase& c) {
   backend_for(c.backend).configure_cuts(options.cut);
   options.schedule.amx_auto = false;
   options.schedule.amx_bf16 = c.amx;
+  if (c.mma_stages > 0) options.schedule.gpu_tile.mma_stages = c.mma_stages;
   return lower_program(g, backend_for(c.backend), options).source;
 }
 
@@ -319,13 +321,35 @@ TEST_CASE("codegen: f16 matmul on cuda: tensor cores, fragments from shared memo
   check_golden(golden_cases()[8]);
   std::string src = render_source(golden_cases()[8]);
   // a as [rows][k] (an m16 tile's fragments by one ldmatrix.x4), b as [k][lanes] (two n8 tiles'
-  // by one ldmatrix.x4.trans), both as stored; 16 products of m16n8k16 per warp and k16 step.
-  CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s0[128][40];") != std::string::npos);
-  CHECK(src.find("__shared__ __align__(16) uint16_t tile0_s1[32][136];") != std::string::npos);
+  // by one ldmatrix.x4.trans), both as stored, in three stages of the kernel's dynamic shared
+  // memory (which the module declares for the plugin); 16 products of m16n8k16 per warp and
+  // k16 step.
+  CHECK(src.find("uint16_t (*const tile0_s0)[128][40] = (uint16_t (*)[128][40])(kiln_shared + "
+                 "0);") != std::string::npos);
+  CHECK(src.find("uint16_t (*const tile0_s1)[32][136] = (uint16_t (*)[32][136])(kiln_shared + "
+                 "30720);") != std::string::npos);
+  CHECK(src.find("extern \"C\" __device__ unsigned kiln_matmul_0_shared_bytes = 56832;") !=
+        std::string::npos);
   CHECK(src.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
   CHECK(src.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
   CHECK(src.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
-  CHECK(src.find("kiln_ld16(&tile0_p0[tile0_p * 8], tile0_a);") != std::string::npos);
+  // Copies: cp.async from the chunk's address at block 0 plus k0 strides; the pipeline waits
+  // for all but the newest group, then one barrier per block.
+  CHECK(src.find("const uint16_t* tile0_a = tile0_g0[tile0_p] + tile0_k * tile0_d0;") !=
+        std::string::npos);
+  CHECK(src.find("kiln_cp_async16(&tile0_s0[tile0_ws][tile0_x][tile0_kk + 0], tile0_a);") !=
+        std::string::npos);
+  CHECK(src.find("kiln_cp_async_wait<1>();") != std::string::npos);
+  // The next k step's fragments are loaded before this step's products.
+  CHECK(src.find("tile0_fa[1][tile0_t][0]") < src.find("\"r\"(tile0_fa[0][tile0_m][0])"));
+
+  // With one stage: static arrays, the next block's operands in registers meanwhile.
+  GoldenCase one = golden_cases()[8];
+  one.mma_stages = 1;
+  std::string reg = render_source(one);
+  CHECK(reg.find("__shared__ __align__(16) uint16_t tile0_s0[128][40];") != std::string::npos);
+  CHECK(reg.find("kiln_ld16(&tile0_p0[tile0_p * 8], tile0_a);") != std::string::npos);
+  CHECK(reg.find("_shared_bytes") == std::string::npos);
 }
 
 TEST_CASE("codegen: f16 attention on cuda: one kernel, the scores in registers only") {

@@ -254,6 +254,11 @@ KILN_FN void kiln_cp_async16(void* smem, const void* global) {
 KILN_FN void kiln_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+/* Waits for all but the newest N groups (a block tile's pipeline, backends/cuda_tile.cpp). */
+template <int N>
+KILN_FN void kiln_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 /* The shared-memory address of a generic pointer into shared memory (for ldmatrix). */
 KILN_FN uint32_t kiln_smem_addr(const void* p) {
   uint32_t a;
@@ -277,9 +282,10 @@ struct kiln_params {
 static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const uint16_t* restrict b0 /* a */, const uint16_t* restrict b1 /* b */, uint16_t* restrict b2 /* y */, float* restrict b3 /* t5 */) {
   for (int64_t t_c0_c1 = 0 + (int64_t)blockIdx.x; t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128)); t_c0_c1 += (int64_t)gridDim.x) {
     {
-      /* tile0: a 128x128 block tile of S1, on tensor cores (mma.sync m16n8k16), 8x8 per thread (scheduler/gpu_tile.h) */
-      __shared__ __align__(16) uint16_t tile0_s0[128][40];
-      __shared__ __align__(16) uint16_t tile0_s1[32][136];
+      /* tile0: a 128x128 block tile of S1, on tensor cores (mma.sync m16n8k16.f16), 8x8 per thread (scheduler/gpu_tile.h) */
+      extern __shared__ __align__(16) unsigned char kiln_shared[];
+      uint16_t (*const tile0_s0)[128][40] = (uint16_t (*)[128][40])(kiln_shared + 0);
+      uint16_t (*const tile0_s1)[32][136] = (uint16_t (*)[32][136])(kiln_shared + 30720);
       const int tile0_q = threadIdx.x % 32, tile0_wm = threadIdx.x / 128, tile0_wn = (threadIdx.x / 32) % 4;
       const int64_t tile0_r0 = (128 * ((((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8) + (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) % (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) % (((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) < 8 ? ((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) : 8)))), tile0_l0 = (128 * (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) % (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) < 8 ? ((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) : 8)));
       float tile0_acc[8][8];
@@ -287,7 +293,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
       for (int tile0_m = 0; tile0_m < 8; ++tile0_m)
       #pragma unroll
       for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
-        const int64_t c0 = tile0_r0 + (tile0_wm * 64 + (tile0_m / 2) * 16 + (tile0_m % 2) * 8 + tile0_q / 4), c1 = tile0_l0 + (tile0_wn * 32 + (tile0_n / 2) * 8 + (tile0_q % 4) * 2 + tile0_n % 2);
+        const int64_t c0 = tile0_r0 + (tile0_wm * 64 + (tile0_m / 2) * 16 + (((tile0_q / 4) % 8) + ((((tile0_m % 2) * 2 + tile0_n % 2) / 2) % 2) * 8)), c1 = tile0_l0 + (tile0_wn * 32 + (tile0_n / 2) * 8 + ((tile0_q % 4) * 2 + (((tile0_m % 2) * 2 + tile0_n % 2) % 2)));
       {
         const int64_t i0 = c0;
         const int64_t i1 = c1;
@@ -295,101 +301,89 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
       }
       }
       const int64_t tile0_K = ((s_K - 0));
-      uint16_t tile0_p0[16];
-      uint16_t tile0_p1[16];
-      {
-        const int64_t tile0_k = 0;
-        #pragma unroll
-        for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
-          const int tile0_e = threadIdx.x + 256 * tile0_p;
-          const int tile0_kk = tile0_e % 4 * 8, tile0_x = tile0_e / 4;
-          {
-            bool tile0_done = false;
-            {
-              const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + 0;
-              if (tile0_f < tile0_K && (c0 < s_M) && tile0_f + 7 < tile0_K) {
-                const int64_t c2 = 0 + tile0_f;
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                const int64_t i2 = c2;
-                const uint16_t* tile0_a = &b0[(s_K * i0 + i2)];
-                if (((uint64_t)tile0_a & 15) == 0) {
-                  kiln_ld16(&tile0_p0[tile0_p * 8], tile0_a);
-                  tile0_done = true;
-                }
-              }
-            }
-            if (!tile0_done)
-            #pragma unroll
-            for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
-              const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + tile0_i;
-              tile0_p0[tile0_p * 8 + tile0_i] = (uint16_t)0;
-              if (tile0_f < tile0_K && (c0 < s_M)) {
-                const int64_t c2 = 0 + tile0_f;
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                const int64_t i2 = c2;
-                tile0_p0[tile0_p * 8 + tile0_i] = b0[(s_K * i0 + i2)];
-              }
-            }
-          }
-        }
-        #pragma unroll
-        for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
-          const int tile0_e = threadIdx.x + 256 * tile0_p;
-          const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
-          {
-            bool tile0_done = false;
-            {
-              const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_k + tile0_kk;
-              if (tile0_f < tile0_K && (c1 < s_N) && ((c1 + 7) < s_N)) {
-                const int64_t c2 = 0 + tile0_f;
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                const int64_t i2 = c2;
-                const uint16_t* tile0_a = &b1[(s_N * i2 + i1)];
-                if (((uint64_t)tile0_a & 15) == 0) {
-                  kiln_ld16(&tile0_p1[tile0_p * 8], tile0_a);
-                  tile0_done = true;
-                }
-              }
-            }
-            if (!tile0_done)
-            #pragma unroll
-            for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
-              const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_k + tile0_kk;
-              tile0_p1[tile0_p * 8 + tile0_i] = (uint16_t)0;
-              if (tile0_f < tile0_K && (c1 < s_N)) {
-                const int64_t c2 = 0 + tile0_f;
-                const int64_t i0 = c0;
-                const int64_t i1 = c1;
-                const int64_t i2 = c2;
-                tile0_p1[tile0_p * 8 + tile0_i] = b1[(s_N * i2 + i1)];
-              }
-            }
-          }
+      const uint16_t* tile0_g0[2];
+      bool tile0_in0[2];
+      int64_t tile0_d0;
+      #pragma unroll
+      for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
+        const int tile0_e = threadIdx.x + 256 * tile0_p;
+        const int tile0_kk = tile0_e % 4 * 8, tile0_x = tile0_e / 4;
+        {
+          const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = 0 + tile0_kk + 0;
+          tile0_in0[tile0_p] = (c0 < s_M);
+          const int64_t c2 = 0 + tile0_f;
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          const int64_t i2 = c2;
+          tile0_g0[tile0_p] = &b0[(s_K * i0 + i2)];
         }
       }
-      for (int64_t tile0_k = 0; tile0_k < tile0_K; tile0_k += 32) {
-        #pragma unroll
-        for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
-          const int tile0_e = threadIdx.x + 256 * tile0_p;
-          const int tile0_kk = tile0_e % 4 * 8, tile0_x = tile0_e / 4;
-          {
-            kiln_st16(&tile0_s0[tile0_x][tile0_kk + 0], &tile0_p0[tile0_p * 8 + 0]);
-          }
+      {
+        const int64_t c0 = tile0_r0, c1 = tile0_l0;
+        const uint16_t* tile0_a0;
+        {
+          const int64_t tile0_f = 0;
+          const int64_t c2 = 0 + tile0_f;
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          const int64_t i2 = c2;
+          tile0_a0 = &b0[(s_K * i0 + i2)];
         }
-        #pragma unroll
-        for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
-          const int tile0_e = threadIdx.x + 256 * tile0_p;
-          const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
-          {
-            kiln_st16(&tile0_s1[tile0_kk][tile0_x + 0], &tile0_p1[tile0_p * 8 + 0]);
-          }
+        const uint16_t* tile0_a1;
+        {
+          const int64_t tile0_f = 1;
+          const int64_t c2 = 0 + tile0_f;
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          const int64_t i2 = c2;
+          tile0_a1 = &b0[(s_K * i0 + i2)];
         }
-        __syncthreads();
-        if (tile0_k + 32 < tile0_K) {
-          const int64_t tile0_next = tile0_k + 32;
+        tile0_d0 = tile0_a1 - tile0_a0;
+      }
+      const uint16_t* tile0_g1[2];
+      bool tile0_in1[2];
+      int64_t tile0_d1;
+      #pragma unroll
+      for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
+        const int tile0_e = threadIdx.x + 256 * tile0_p;
+        const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
+        {
+          const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = 0 + tile0_kk;
+          tile0_in1[tile0_p] = (c1 < s_N) && ((c1 + 7) < s_N);
+          const int64_t c2 = 0 + tile0_f;
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          const int64_t i2 = c2;
+          tile0_g1[tile0_p] = &b1[(s_N * i2 + i1)];
+        }
+      }
+      {
+        const int64_t c0 = tile0_r0, c1 = tile0_l0;
+        const uint16_t* tile0_a0;
+        {
+          const int64_t tile0_f = 0;
+          const int64_t c2 = 0 + tile0_f;
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          const int64_t i2 = c2;
+          tile0_a0 = &b1[(s_N * i2 + i1)];
+        }
+        const uint16_t* tile0_a1;
+        {
+          const int64_t tile0_f = 1;
+          const int64_t c2 = 0 + tile0_f;
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          const int64_t i2 = c2;
+          tile0_a1 = &b1[(s_N * i2 + i1)];
+        }
+        tile0_d1 = tile0_a1 - tile0_a0;
+      }
+      const int64_t tile0_nb = (tile0_K + 31) / 32;
+      #pragma unroll
+      for (int tile0_b = 0; tile0_b < 2; ++tile0_b) {
+        if (tile0_b < tile0_nb) {
+          const int64_t tile0_k = tile0_b * 32;
           #pragma unroll
           for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
             const int tile0_e = threadIdx.x + 256 * tile0_p;
@@ -397,31 +391,27 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             {
               bool tile0_done = false;
               {
-                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk + 0;
-                if (tile0_f < tile0_K && (c0 < s_M) && tile0_f + 7 < tile0_K) {
-                  const int64_t c2 = 0 + tile0_f;
-                  const int64_t i0 = c0;
-                  const int64_t i1 = c1;
-                  const int64_t i2 = c2;
-                  const uint16_t* tile0_a = &b0[(s_K * i0 + i2)];
-                  if (((uint64_t)tile0_a & 15) == 0) {
-                    kiln_ld16(&tile0_p0[tile0_p * 8], tile0_a);
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + 0;
+                const uint16_t* tile0_a = tile0_g0[tile0_p] + tile0_k * tile0_d0;
+                if (tile0_in0[tile0_p] && tile0_f + 7 < tile0_K && ((uint64_t)tile0_a & 15) == 0)
+                  {
+                    kiln_cp_async16(&tile0_s0[tile0_b][tile0_x][tile0_kk + 0], tile0_a);
                     tile0_done = true;
                   }
-                }
               }
               if (!tile0_done)
               #pragma unroll
               for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
-                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk + tile0_i;
-                tile0_p0[tile0_p * 8 + tile0_i] = (uint16_t)0;
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + tile0_i;
+                uint16_t tile0_v = 0;
                 if (tile0_f < tile0_K && (c0 < s_M)) {
                   const int64_t c2 = 0 + tile0_f;
                   const int64_t i0 = c0;
                   const int64_t i1 = c1;
                   const int64_t i2 = c2;
-                  tile0_p0[tile0_p * 8 + tile0_i] = b0[(s_K * i0 + i2)];
+                  tile0_v = b0[(s_K * i0 + i2)];
                 }
+                tile0_s0[tile0_b][tile0_x][tile0_kk + tile0_i] = tile0_v;
               }
             }
           }
@@ -432,50 +422,138 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             {
               bool tile0_done = false;
               {
-                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_next + tile0_kk;
-                if (tile0_f < tile0_K && (c1 < s_N) && ((c1 + 7) < s_N)) {
-                  const int64_t c2 = 0 + tile0_f;
-                  const int64_t i0 = c0;
-                  const int64_t i1 = c1;
-                  const int64_t i2 = c2;
-                  const uint16_t* tile0_a = &b1[(s_N * i2 + i1)];
-                  if (((uint64_t)tile0_a & 15) == 0) {
-                    kiln_ld16(&tile0_p1[tile0_p * 8], tile0_a);
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_k + tile0_kk;
+                const uint16_t* tile0_a = tile0_g1[tile0_p] + tile0_k * tile0_d1;
+                if (tile0_in1[tile0_p] && tile0_f + 0 < tile0_K && ((uint64_t)tile0_a & 15) == 0)
+                  {
+                    kiln_cp_async16(&tile0_s1[tile0_b][tile0_kk][tile0_x + 0], tile0_a);
                     tile0_done = true;
                   }
-                }
               }
               if (!tile0_done)
               #pragma unroll
               for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
-                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_next + tile0_kk;
-                tile0_p1[tile0_p * 8 + tile0_i] = (uint16_t)0;
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_k + tile0_kk;
+                uint16_t tile0_v = 0;
                 if (tile0_f < tile0_K && (c1 < s_N)) {
                   const int64_t c2 = 0 + tile0_f;
                   const int64_t i0 = c0;
                   const int64_t i1 = c1;
                   const int64_t i2 = c2;
-                  tile0_p1[tile0_p * 8 + tile0_i] = b1[(s_N * i2 + i1)];
+                  tile0_v = b1[(s_N * i2 + i1)];
                 }
+                tile0_s1[tile0_b][tile0_kk][tile0_x + tile0_i] = tile0_v;
               }
             }
           }
         }
-        #pragma unroll
-        for (int tile0_kk = 0; tile0_kk < 32; tile0_kk += 16) {
-          const int tile0_kq = tile0_kk + (tile0_q % 4) * 2;
-          uint32_t tile0_fa[4][4], tile0_fb[4][2];
+        kiln_cp_async_commit();
+      }
+      int tile0_rs = 0, tile0_ws = 2;
+      for (int64_t tile0_b = 0; tile0_b < tile0_nb; ++tile0_b) {
+        kiln_cp_async_wait<1>();
+        __syncthreads();
+        if (tile0_b + 2 < tile0_nb) {
+          const int64_t tile0_k = (tile0_b + 2) * 32;
           #pragma unroll
-          for (int tile0_t = 0; tile0_t < 4; ++tile0_t) {
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(tile0_fa[tile0_t][0]), "=r"(tile0_fa[tile0_t][1]), "=r"(tile0_fa[tile0_t][2]), "=r"(tile0_fa[tile0_t][3])
-                         : "r"(kiln_smem_addr(&tile0_s0[tile0_wm * 64 + tile0_t * 16 + tile0_q % 16][tile0_kk + (tile0_q / 16) * 8])));
+          for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
+            const int tile0_e = threadIdx.x + 256 * tile0_p;
+            const int tile0_kk = tile0_e % 4 * 8, tile0_x = tile0_e / 4;
+            {
+              bool tile0_done = false;
+              {
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + 0;
+                const uint16_t* tile0_a = tile0_g0[tile0_p] + tile0_k * tile0_d0;
+                if (tile0_in0[tile0_p] && tile0_f + 7 < tile0_K && ((uint64_t)tile0_a & 15) == 0)
+                  {
+                    kiln_cp_async16(&tile0_s0[tile0_ws][tile0_x][tile0_kk + 0], tile0_a);
+                    tile0_done = true;
+                  }
+              }
+              if (!tile0_done)
+              #pragma unroll
+              for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + tile0_i;
+                uint16_t tile0_v = 0;
+                if (tile0_f < tile0_K && (c0 < s_M)) {
+                  const int64_t c2 = 0 + tile0_f;
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const int64_t i2 = c2;
+                  tile0_v = b0[(s_K * i0 + i2)];
+                }
+                tile0_s0[tile0_ws][tile0_x][tile0_kk + tile0_i] = tile0_v;
+              }
+            }
           }
           #pragma unroll
-          for (int tile0_t = 0; tile0_t < 4; tile0_t += 2) {
+          for (int tile0_p = 0; tile0_p < 2; ++tile0_p) {
+            const int tile0_e = threadIdx.x + 256 * tile0_p;
+            const int tile0_x = tile0_e % 16 * 8, tile0_kk = tile0_e / 16;
+            {
+              bool tile0_done = false;
+              {
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_k + tile0_kk;
+                const uint16_t* tile0_a = tile0_g1[tile0_p] + tile0_k * tile0_d1;
+                if (tile0_in1[tile0_p] && tile0_f + 0 < tile0_K && ((uint64_t)tile0_a & 15) == 0)
+                  {
+                    kiln_cp_async16(&tile0_s1[tile0_ws][tile0_kk][tile0_x + 0], tile0_a);
+                    tile0_done = true;
+                  }
+              }
+              if (!tile0_done)
+              #pragma unroll
+              for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_k + tile0_kk;
+                uint16_t tile0_v = 0;
+                if (tile0_f < tile0_K && (c1 < s_N)) {
+                  const int64_t c2 = 0 + tile0_f;
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const int64_t i2 = c2;
+                  tile0_v = b1[(s_N * i2 + i1)];
+                }
+                tile0_s1[tile0_ws][tile0_kk][tile0_x + tile0_i] = tile0_v;
+              }
+            }
+          }
+        }
+        kiln_cp_async_commit();
+        const int tile0_st = tile0_rs;
+        tile0_rs = tile0_rs == 2 ? 0 : tile0_rs + 1;
+        tile0_ws = tile0_ws == 2 ? 0 : tile0_ws + 1;
+        uint16_t (*const tile0_c0)[40] = tile0_s0[tile0_st];
+        uint16_t (*const tile0_c1)[136] = tile0_s1[tile0_st];
+        const uint32_t tile0_ua = kiln_smem_addr(&tile0_c0[tile0_wm * 64 + tile0_q % 16][(tile0_q / 16) * 8]);
+        const uint32_t tile0_ub = kiln_smem_addr(&tile0_c1[tile0_q % 16][tile0_wn * 32 + (tile0_q / 16) * 8]);
+        uint32_t tile0_fa[2][4][4], tile0_fb[2][4][2];
+          #pragma unroll
+          for (int tile0_t = 0; tile0_t < 4; ++tile0_t)
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(tile0_fa[0][tile0_t][0]), "=r"(tile0_fa[0][tile0_t][1]), "=r"(tile0_fa[0][tile0_t][2]), "=r"(tile0_fa[0][tile0_t][3])
+                         : "r"(tile0_ua + tile0_t * 1280 + 0));
+          #pragma unroll
+          for (int tile0_t = 0; tile0_t < 4; tile0_t += 2)
             asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(tile0_fb[tile0_t][0]), "=r"(tile0_fb[tile0_t][1]), "=r"(tile0_fb[tile0_t + 1][0]), "=r"(tile0_fb[tile0_t + 1][1])
-                         : "r"(kiln_smem_addr(&tile0_s1[tile0_kk + tile0_q % 16][tile0_wn * 32 + (tile0_t + tile0_q / 16) * 8])));
+                         : "=r"(tile0_fb[0][tile0_t][0]), "=r"(tile0_fb[0][tile0_t][1]), "=r"(tile0_fb[0][tile0_t + 1][0]), "=r"(tile0_fb[0][tile0_t + 1][1])
+                         : "r"(tile0_ub + tile0_t * 16 + 0));
+          #pragma unroll
+          for (int tile0_t = 0; tile0_t < 4; ++tile0_t)
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(tile0_fa[1][tile0_t][0]), "=r"(tile0_fa[1][tile0_t][1]), "=r"(tile0_fa[1][tile0_t][2]), "=r"(tile0_fa[1][tile0_t][3])
+                         : "r"(tile0_ua + tile0_t * 1280 + 32));
+          #pragma unroll
+          for (int tile0_t = 0; tile0_t < 4; tile0_t += 2)
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(tile0_fb[1][tile0_t][0]), "=r"(tile0_fb[1][tile0_t][1]), "=r"(tile0_fb[1][tile0_t + 1][0]), "=r"(tile0_fb[1][tile0_t + 1][1])
+                         : "r"(tile0_ub + tile0_t * 16 + 4352));
+          #pragma unroll
+          for (int tile0_m = 0; tile0_m < 4; ++tile0_m)
+          #pragma unroll
+          for (int tile0_n = 0; tile0_n < 4; ++tile0_n) {
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                         : "+f"(tile0_acc[2 * tile0_m + 0][2 * tile0_n + 0]), "+f"(tile0_acc[2 * tile0_m + 0][2 * tile0_n + 1]), "+f"(tile0_acc[2 * tile0_m + 1][2 * tile0_n + 0]), "+f"(tile0_acc[2 * tile0_m + 1][2 * tile0_n + 1])
+                         : "r"(tile0_fa[0][tile0_m][0]), "r"(tile0_fa[0][tile0_m][1]), "r"(tile0_fa[0][tile0_m][2]), "r"(tile0_fa[0][tile0_m][3]), "r"(tile0_fb[0][tile0_n][0]), "r"(tile0_fb[0][tile0_n][1]));
           }
           #pragma unroll
           for (int tile0_m = 0; tile0_m < 4; ++tile0_m)
@@ -483,16 +561,16 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           for (int tile0_n = 0; tile0_n < 4; ++tile0_n) {
             asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
                          : "+f"(tile0_acc[2 * tile0_m + 0][2 * tile0_n + 0]), "+f"(tile0_acc[2 * tile0_m + 0][2 * tile0_n + 1]), "+f"(tile0_acc[2 * tile0_m + 1][2 * tile0_n + 0]), "+f"(tile0_acc[2 * tile0_m + 1][2 * tile0_n + 1])
-                         : "r"(tile0_fa[tile0_m][0]), "r"(tile0_fa[tile0_m][1]), "r"(tile0_fa[tile0_m][2]), "r"(tile0_fa[tile0_m][3]), "r"(tile0_fb[tile0_n][0]), "r"(tile0_fb[tile0_n][1]));
+                         : "r"(tile0_fa[1][tile0_m][0]), "r"(tile0_fa[1][tile0_m][1]), "r"(tile0_fa[1][tile0_m][2]), "r"(tile0_fa[1][tile0_m][3]), "r"(tile0_fb[1][tile0_n][0]), "r"(tile0_fb[1][tile0_n][1]));
           }
-        }
-        __syncthreads();
       }
+      kiln_cp_async_wait<0>();
+      __syncthreads();
       #pragma unroll
       for (int tile0_m = 0; tile0_m < 8; ++tile0_m)
       #pragma unroll
       for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
-        const int64_t c0 = tile0_r0 + (tile0_wm * 64 + (tile0_m / 2) * 16 + (tile0_m % 2) * 8 + tile0_q / 4), c1 = tile0_l0 + (tile0_wn * 32 + (tile0_n / 2) * 8 + (tile0_q % 4) * 2 + tile0_n % 2);
+        const int64_t c0 = tile0_r0 + (tile0_wm * 64 + (tile0_m / 2) * 16 + (((tile0_q / 4) % 8) + ((((tile0_m % 2) * 2 + tile0_n % 2) / 2) % 2) * 8)), c1 = tile0_l0 + (tile0_wn * 32 + (tile0_n / 2) * 8 + ((tile0_q % 4) * 2 + (((tile0_m % 2) * 2 + tile0_n % 2) % 2)));
         if ((c0 < s_M) && (c1 < s_N)) {
           {
             const int64_t i0 = c0;
@@ -510,6 +588,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
   }
 }
 
+extern "C" __device__ unsigned kiln_matmul_0_shared_bytes = 56832;
 extern "C" __global__ void __launch_bounds__(256, KILN_TILE_MIN_BLOCKS) kiln_matmul_0(const kiln_params p) {
   void* const* buffers = p.b;
   const int64_t* sizes = p.s;

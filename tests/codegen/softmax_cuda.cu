@@ -254,6 +254,11 @@ KILN_FN void kiln_cp_async16(void* smem, const void* global) {
 KILN_FN void kiln_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+/* Waits for all but the newest N groups (a block tile's pipeline, backends/cuda_tile.cpp). */
+template <int N>
+KILN_FN void kiln_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 /* The shared-memory address of a generic pointer into shared memory (for ldmatrix). */
 KILN_FN uint32_t kiln_smem_addr(const void* p) {
   uint32_t a;

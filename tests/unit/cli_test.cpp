@@ -321,7 +321,8 @@ TEST_CASE("cli: past the isl limits, program order (a schedule that took 110 s)"
 TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2") {
   if (!std::getenv("KILN_BIN")) return;
   const std::string known =
-      "known keys: BLAS, CHECK, FASTMATH, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, PARALLEL, "
+      "known keys: BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, "
+      "PARALLEL, "
       "SIMPLIFY, "
       "STREAM, "
       "THREADS, "

@@ -27,7 +27,8 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BLAS, CHECK, FASTMATH, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, PARALLEL, "
+    "known keys: BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, "
+    "PARALLEL, "
     "SIMPLIFY, "
     "STREAM, "
     "THREADS, TILE, "
@@ -36,7 +37,7 @@ const char* kKnown =
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 14);
+  REQUIRE(knobs().size() == 15);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {
@@ -89,6 +90,13 @@ TEST_CASE("config: values reach the typed options") {
   CHECK(g.thread_lanes == 4);
   CHECK(g.depth == 16);
   CHECK(config_options({{"GPU_TILE", "0"}}, nullptr).schedule.gpu_tile.rows == 0);
+  // GPU_MMA: WRxWLxDxS; 0 keeps contractions off the tensor cores.
+  g = config_options({{"GPU_MMA", "64x64x64x4"}}, nullptr).schedule.gpu_tile;
+  CHECK(g.mma);
+  CHECK(g.mma_warp_lanes == 64);
+  CHECK(g.mma_depth == 64);
+  CHECK(g.mma_stages == 4);
+  CHECK_FALSE(config_options({{"GPU_MMA", "0"}}, nullptr).schedule.gpu_tile.mma);
   CHECK(config_options({{"TILE", "8"}}, nullptr).schedule.tile_sizes ==
         std::vector<int64_t>{8, 8, 8});
 }
@@ -117,6 +125,9 @@ TEST_CASE("config: a bad value is an error naming the knob") {
         std::string::npos);
   CHECK(error_of({{"GPU_TILE", "128x64x8x8x8"}}) != "");  // 128 threads
   CHECK(error_of({{"GPU_TILE", "96x128x6x8x8"}}) != "");  // rows of 6
+  CHECK(error_of({{"GPU_MMA", "64x24x32x3"}}).find("multiples of 16") != std::string::npos);
+  CHECK(error_of({{"GPU_MMA", "64x32x32x9"}}) != "");  // 9 stages
+  CHECK(error_of({{"GPU_MMA", "64x32x32"}}) != "");
 }
 
 TEST_CASE("config: an unknown key lists the known keys and suggests the closest") {

@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "ir/mma.h"
 #include "tests/unit/schedule_sim.h"
 
 using namespace kiln;
@@ -605,6 +606,125 @@ TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elemen
   allocs(*re.nest.root, found);
   for (const LoopNode* f : found)
     CHECK(f->space != MemorySpace::shared);
+}
+
+TEST_CASE(
+    "schedule: a GPU block tile of a 16-bit product runs on tensor cores, chosen in the loop IR") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;
+  opt.gpu_tile = {};  // 128x128, 8x8 per thread; tensor cores in warps of 64x32, k blocks of 32
+  std::vector<Env> sizes = {{{"M", 130}, {"N", 70}, {"K", 33}}, {{"M", 3}, {"N", 5}, {"K", 0}}};
+  auto tile_of = [](const ScheduledKernel& r) -> const LoopNode& {
+    std::vector<const LoopNode*> found;
+    allocs(*r.nest.root, found);
+    REQUIRE_FALSE(found.empty());
+    REQUIRE(found[0]->space == MemorySpace::shared);
+    return *found[0];
+  };
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(dtype_name(t));
+    ScheduledKernel r = check_legal(matmul(t), opt, sizes);
+    const LoopNode& tile = tile_of(r);
+    REQUIRE(tile.mma != nullptr);
+    CHECK(tile.mma == find_mma(t, t, DType::f32));
+    CHECK(tile.warp_rows == 64);
+    CHECK(tile.warp_lanes == 32);
+    CHECK(tile.thread_rows == 8);  // 4 m16 tiles of 2 rows each
+    CHECK(tile.thread_lanes == 8);
+    CHECK(tile.pack_depth == 32);
+    // a[i, k]: by row, k first, as stored [rows][k] in 16-byte chunks; b[k, j]: by lane, along
+    // its lanes, [k][lanes] (ldmatrix.trans), 16-byte chunks.
+    REQUIRE(tile.staged.size() == 2);
+    const StagedOperand &a = tile.staged[0], &b = tile.staged[1];
+    CHECK(a.path == std::vector<int>{0});
+    CHECK_FALSE(a.by_lane);
+    CHECK(a.k_first);
+    CHECK_FALSE(a.k_major);
+    CHECK(a.vector == 8);
+    CHECK(a.as_stored);
+    CHECK(b.path == std::vector<int>{1});
+    CHECK(b.by_lane);
+    CHECK_FALSE(b.k_first);
+    CHECK(b.k_major);
+    CHECK(b.vector == 8);
+    // Both copied in 16-byte chunks contiguous in shared memory: a pipeline of 3 stages, the
+    // addresses strided along the one reduction loop.
+    CHECK(tile.stages == 3);
+    CHECK(tile.k_strided);
+    std::string text = loop_nest_to_text(r.nest);
+    CHECK(text.find("tensor cores " + tile.mma->name +
+                    " in warps of 64x32; a pipeline of 3 "
+                    "stages; addresses strided along k") != std::string::npos);
+    CHECK(text.find("[0] by row, k first, [rows][k + 8], chunks of 8, as stored") !=
+          std::string::npos);
+  }
+
+  // x[i, k] · w[j, k] (nn.Linear's layout): both operands read along k, [rows or lanes][k].
+  KernelBuilder lin;
+  int x = lin.buffer("x", {M, K}), w = lin.buffer("w", {N, K}), y = lin.buffer("y", {M, N});
+  for (Buffer& buf : lin.plan.buffers)
+    buf.dtype = DType::f16;
+  lin.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+  lin.stmt(Statement::Kind::reduce_update, {M, N, K}, y, {it(0), it(1)},
+           op(Op::mul, {load(x, {it(0), it(2)}), load(w, {it(1), it(2)})}));
+  ScheduledKernel rl = check_legal(lin, opt, sizes);
+  const LoopNode& lt = tile_of(rl);
+  REQUIRE(lt.mma != nullptr);
+  REQUIRE(lt.staged.size() == 2);
+  CHECK(lt.staged[1].by_lane);
+  CHECK(lt.staged[1].k_first);
+  CHECK_FALSE(lt.staged[1].k_major);
+  CHECK(lt.staged[1].vector == 8);
+
+  // aᵀ · b: a[k, i] is read along its rows, element by element, so no pipeline (cp.async
+  // copies 16-byte chunks): one buffer, tensor cores still.
+  KernelBuilder at = matmul(DType::f16);
+  Statement& atu = at.plan.kernels[0].statements[1];
+  auto a_t = std::const_pointer_cast<ScalarExpr>(atu.value->args[0]);
+  a_t->index = {it(2), it(0)};
+  at.plan.buffers[0].shape = {K, M};
+  ScheduledKernel rat = check_legal(at, opt, sizes);
+  const LoopNode& att = tile_of(rat);
+  REQUIRE(att.mma != nullptr);
+  CHECK(att.staged[0].vector == 1);
+  CHECK(att.stages == 1);
+  // Tensor cores with 2 stages (GPU_MMA's S).
+  ScheduleOptions two_stages = opt;
+  two_stages.gpu_tile.mma_stages = 2;
+  ScheduledKernel r2 = check_legal(matmul(DType::bf16), two_stages, sizes);
+  CHECK(tile_of(r2).stages == 2);
+
+  // f32 has no instruction: SIMT, [k][rows or lanes] in the compute type, padded by 4.
+  ScheduledKernel rf = check_legal(matmul(DType::f32), opt, sizes);
+  const LoopNode& f32 = tile_of(rf);
+  CHECK(f32.mma == nullptr);
+  CHECK(f32.pack_depth == 8);
+  REQUIRE(f32.staged.size() == 2);
+  for (const StagedOperand& o : f32.staged) {
+    CHECK(o.k_major);
+    CHECK_FALSE(o.as_stored);
+    CHECK(o.pad == 4);
+  }
+
+  // A scaled product (a · b) · 2 is not one instruction's: SIMT with the same operands.
+  KernelBuilder scaled = matmul(DType::f16);
+  Statement& u = scaled.plan.kernels[0].statements[1];
+  auto two = std::make_shared<ScalarExpr>();
+  two->kind = ScalarExpr::Kind::constant;
+  two->dtype = DType::f16;
+  u.value = op(Op::mul, {u.value, two});
+  ScheduledKernel rs = check_legal(scaled, opt, sizes);
+  const LoopNode& st = tile_of(rs);
+  CHECK(st.mma == nullptr);
+  REQUIRE(st.staged.size() == 2);
+  CHECK(st.staged[0].path == std::vector<int>{0, 0});
+  CHECK(st.staged[1].path == std::vector<int>{0, 1});
+
+  // Tensor cores off (GpuTileShape::mma): SIMT for f16 too.
+  opt.gpu_tile.mma = false;
+  ScheduledKernel ro = check_legal(matmul(DType::f16), opt, sizes);
+  CHECK(tile_of(ro).mma == nullptr);
 }
 
 TEST_CASE("schedule: on the GPU a batch of rows runs a block per row, each row across threads") {
