@@ -1,11 +1,13 @@
 /** \file
  * Small algebra on the loop IR that several transforms share: rectangular loops, their trip
- * counts, and iterators replaced by expressions in a whole subtree (used to collapse loops into
- * one, scheduler/gpu_tile.h and scheduler/map_gpu.h).
+ * counts and bounds, iterators replaced by expressions in a whole subtree (used to collapse
+ * loops into one, scheduler/gpu_tile.h and scheduler/map_gpu.h), and the builders of loops,
+ * guards and nests that scheduler/register_tile.h assembles tiles from.
  */
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir/loop_ir.h"
 
@@ -23,6 +25,26 @@ bool is_int(const AstExpr& e, int64_t v);
 
 /** a + b, with a zero operand folded away. */
 AstExprPtr add(const AstExprPtr& a, const AstExprPtr& b);
+
+/** a - b, with a zero b folded away. */
+AstExprPtr sub(const AstExprPtr& a, const AstExprPtr& b);
+
+/** The bound the iterator of canonical loop `l` stays below (`iter < bound`,
+ *  `iter <= bound - 1`). */
+AstExprPtr upper(const LoopNode& l);
+
+/** `for (iter = init; cond; iter += step) body`, coincident, carrying nothing but reductions
+ *  (a loop over tiles or a tile's points that a transform builds). */
+LoopNodePtr coincident_loop(const std::string& iter, AstExprPtr init, AstExprPtr cond, int64_t step,
+                            std::vector<LoopNodePtr> body);
+
+/** `if (cond) body`. */
+LoopNodePtr make_guard(AstExprPtr cond, LoopNodePtr body);
+
+/** The perfect nest `loops` (outermost first) around `stmt`, rebuilt: the loop `skip` left
+ *  out (none when -1) and the innermost loop starting at `init` when that is not null. */
+LoopNodePtr rebuild_nest(const std::vector<const LoopNode*>& loops, const LoopNode& stmt, int skip,
+                         const AstExprPtr& init);
 
 /** The iterations of rectangular loop `l`, never negative. */
 AstExprPtr extent(const LoopNode& l);

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "scheduler/loop_algebra.h"
 #include "scheduler/map_loops.h"
 
 namespace kiln {
@@ -55,28 +56,6 @@ bool tileable_statement(const KernelPlan& plan, const Statement& s,
 }
 
 namespace {
-
-bool is_int(const AstExprPtr& e, int64_t v) {
-  return e->kind == AstExpr::Kind::integer && e->value == v;
-}
-
-/** a + b and a - b, with a zero operand folded away. */
-AstExprPtr add(const AstExprPtr& a, const AstExprPtr& b) {
-  if (is_int(a, 0)) return b;
-  if (is_int(b, 0)) return a;
-  return ast_op("add", {a, b});
-}
-
-AstExprPtr sub(const AstExprPtr& a, const AstExprPtr& b) {
-  return is_int(b, 0) ? a : ast_op("sub", {a, b});
-}
-
-/** The bound `iter` stays below in canonical loop `l` (`iter < bound`, `iter <= bound - 1`). */
-AstExprPtr upper(const LoopNode& l) {
-  const AstExpr& c = *l.cond;
-  if (c.op == "lt") return c.args[1];
-  return add(c.args[1], ast_int(1));
-}
 
 /** A reduction nest register_tile can tile inside row loop `row`: its loops outermost first
  *  (the reduction loops, then the lane loop) and its statement node. */
@@ -149,28 +128,6 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
   return t;
 }
 
-LoopNodePtr make_loop(const std::string& iter, AstExprPtr init, AstExprPtr cond, int64_t step,
-                      std::vector<LoopNodePtr> body) {
-  auto l = std::make_shared<LoopNode>();
-  l->kind = LoopNode::Kind::loop;
-  l->iter = iter;
-  l->init = std::move(init);
-  l->cond = std::move(cond);
-  l->step = step;
-  l->coincident = true;
-  l->only_reductions = true;
-  l->body = std::move(body);
-  return l;
-}
-
-LoopNodePtr make_guard(AstExprPtr cond, LoopNodePtr body) {
-  auto g = std::make_shared<LoopNode>();
-  g->kind = LoopNode::Kind::guard;
-  g->cond = std::move(cond);
-  g->body = {std::move(body)};
-  return g;
-}
-
 /** The statement iterators of stmt node `n` as the loop iterators that are their values (`from`
  *  renamed `to`); nothing when a value is not a plain loop iterator. */
 std::optional<std::map<std::string, IntExpr>> loop_values(const LoopNode& n,
@@ -196,21 +153,6 @@ AstExprPtr after_tiles(const AstExprPtr& start, const AstExprPtr& end, int64_t n
 /** The lanes a partial tile of `lanes` at `lane_t` holds: min(lanes, end - lane_t). */
 AstExprPtr remaining(const LoopNode& lane, const std::string& lane_t, int64_t lanes) {
   return ast_op("min", {ast_int(lanes), sub(upper(lane), ast_iter(lane_t))});
-}
-
-/** The perfect nest `loops` (outermost first) around `stmt`, rebuilt: the loop `skip` left
- *  out (none when -1) and the innermost loop starting at `init` when that is not null. */
-LoopNodePtr rebuild_nest(const std::vector<const LoopNode*>& loops, const LoopNode& stmt, int skip,
-                         const AstExprPtr& init) {
-  LoopNodePtr inner = std::make_shared<LoopNode>(stmt);
-  for (size_t a = loops.size(); a-- > 0;) {
-    if (static_cast<int>(a) == skip) continue;
-    auto copy = std::make_shared<LoopNode>(*loops[a]);
-    if (init && a + 1 == loops.size()) copy->init = init;
-    copy->body = {inner};
-    inner = copy;
-  }
-  return inner;
 }
 
 class Tiler {
@@ -385,15 +327,15 @@ class Tiler {
     const AstExprPtr& lane_origin = alloc->tile_lane_origin;
     AstExprPtr lane_end = add(
         lane_origin, alloc->tile_lane_count ? alloc->tile_lane_count : ast_int(alloc->tile_lanes));
-    LoopNodePtr nest =
-        make_loop(lane.iter, lane_origin, ast_op("lt", {ast_iter(lane.iter), lane_end}), 1, {stmt});
+    LoopNodePtr nest = coincident_loop(lane.iter, lane_origin,
+                                       ast_op("lt", {ast_iter(lane.iter), lane_end}), 1, {stmt});
     const AstExprPtr& row_origin = alloc->tile_row_origin;
     bool row_bound = row_origin->kind == AstExpr::Kind::iterator && row_origin->name == row.iter;
     AstExprPtr row_end =
         add(row_origin, alloc->tile_row_count ? alloc->tile_row_count : ast_int(alloc->tile_rows));
     if (!row_bound)  // a tile of several rows: its row loop; one row is the enclosing loop's
-      nest =
-          make_loop(row.iter, row_origin, ast_op("lt", {ast_iter(row.iter), row_end}), 1, {nest});
+      nest = coincident_loop(row.iter, row_origin, ast_op("lt", {ast_iter(row.iter), row_end}), 1,
+                             {nest});
     auto block = std::make_shared<LoopNode>();
     block->kind = LoopNode::Kind::block;
     block->body = {alloc, make_guard(last_block_, nest)};
@@ -507,7 +449,7 @@ class Tiler {
         row_blocks->body = {block};
         inner = row_blocks;
       }
-      auto blocks = std::make_shared<LoopNode>(*make_loop(
+      auto blocks = std::make_shared<LoopNode>(*coincident_loop(
           lane_c, lane.init, ast_op("lt", {ast_iter(lane_c), upper(lane)}), lanes, {inner}));
       blocks->tile = true;
       return blocks;
@@ -590,10 +532,10 @@ class Tiler {
     // The tiles of one row tile: 32 × 32 sums each, the last lanes and rows partial.
     matrix_ = true;
     AstExprPtr lane_end = ast_op("min", {add(ast_iter(lane_c), ast_int(lanes)), upper(lane)});
-    LoopNodePtr tiles =
-        make_loop(lane_t, ast_iter(lane_c), ast_op("lt", {ast_iter(lane_t), lane_end}), n,
-                  {tile_alloc(row, t, loops, n, true, n, row_t,
-                              ast_op("min", {ast_int(n), sub(upper(row), ast_iter(row_t))}))});
+    LoopNodePtr tiles = coincident_loop(
+        lane_t, ast_iter(lane_c), ast_op("lt", {ast_iter(lane_t), lane_end}), n,
+        {tile_alloc(row, t, loops, n, true, n, row_t,
+                    ast_op("min", {ast_int(n), sub(upper(row), ast_iter(row_t))}))});
     matrix_ = false;
 
     // A matrix pack of one k block of `t`'s statement.
@@ -642,9 +584,9 @@ class Tiler {
     k_pairs->step = plan_.buffers.at(b->buffer).dtype == DType::bf16 ? 2 : 4;
     LoopNodePtr fill =
         b_along_k ? nest({b_lanes, k_pairs}, *t.stmt) : nest({k_pairs, b_lanes}, *t.stmt);
-    b_pack->body = {
-        make_loop(lane_t, ast_iter(lane_c), ast_op("lt", {ast_iter(lane_t), lane_end}), n, {fill}),
-        row_tiles};
+    b_pack->body = {coincident_loop(lane_t, ast_iter(lane_c),
+                                    ast_op("lt", {ast_iter(lane_t), lane_end}), n, {fill}),
+                    row_tiles};
     block->body = {b_pack};
 
     auto row_blocks = std::make_shared<LoopNode>(row);
@@ -653,7 +595,7 @@ class Tiler {
     row_blocks->step = rows;
     row_blocks->tile = true;
     row_blocks->body = {block};
-    auto blocks = std::make_shared<LoopNode>(*make_loop(
+    auto blocks = std::make_shared<LoopNode>(*coincident_loop(
         lane_c, lane.init, ast_op("lt", {ast_iter(lane_c), upper(lane)}), lanes, {row_blocks}));
     blocks->tile = true;
     return blocks;
@@ -678,7 +620,7 @@ class Tiler {
     }
     end = ast_op("min", {add(ast_iter(lane_c), ast_int(block)), end});
     auto lane_loop = [&](LoopNodePtr body) {
-      return make_loop(lane_t, first, ast_op("lt", {ast_iter(lane_t), end}), lanes, {body});
+      return coincident_loop(lane_t, first, ast_op("lt", {ast_iter(lane_t), end}), lanes, {body});
     };
     auto row_tiles = std::make_shared<LoopNode>(row);
     row_tiles->iter = row_t;
@@ -782,7 +724,8 @@ class Tiler {
         rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr)};
     row_tiles->mapping = Mapping::serial;
     AstExprPtr last = partial ? upper(lane) : sub(upper(lane), ast_int(lanes - 1));
-    return make_loop(lane_t, start, ast_op("lt", {ast_iter(lane_t), last}), lanes, {row_tiles});
+    return coincident_loop(lane_t, start, ast_op("lt", {ast_iter(lane_t), last}), lanes,
+                           {row_tiles});
   }
 
   const KernelPlan& plan_;
