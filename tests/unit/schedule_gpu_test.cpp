@@ -1,0 +1,291 @@
+// Scheduler tests of the GPU's loop IR: contractions in block tiles, tensor cores and their
+// copy pipeline chosen in the IR, batches of rows a block each (tests/unit/schedule_sim.h
+// simulates the loop IR).
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "ir/mma.h"
+#include "tests/unit/schedule_sim.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elements in registers") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;                   // a kernel the block tile applies to is not tiled by isl
+  opt.gpu_tile = {64, 64, 4, 4, 8};  // 16 × 16 threads
+  // Full and partial tiles of rows and lanes; 11 row tiles (a group of 8, then one of 3); one
+  // tile; an empty reduction; an empty matrix.
+  std::vector<Env> sizes = {{{"M", 130}, {"N", 70}, {"K", 9}},
+                            {{"M", 645}, {"N", 130}, {"K", 2}},
+                            {{"M", 3}, {"N", 5}, {"K", 2}},
+                            {{"M", 2}, {"N", 65}, {"K", 0}},
+                            {{"M", 0}, {"N", 4}, {"K", 3}}};
+  ScheduledKernel r = check_legal(matmul(), opt, sizes);
+  report("matmul, GPU block tile", r);
+  CHECK(transforms_to_text(r.transforms).find("gpu block tile 64x64, 4x4 per thread") !=
+        std::string::npos);
+  CHECK(transforms_to_text(r.transforms).find("tile 32") == std::string::npos);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 2);
+  const LoopNode& tile = *found[0];
+  CHECK(tile.space == MemorySpace::shared);
+  CHECK(tile.statement == 1);
+  CHECK(tile.pack_depth == 8);
+  CHECK(found[1]->space == MemorySpace::local);  // the accumulator inside
+  // One loop over the tiles, across blocks; the k loop inside.
+  std::vector<const LoopNode*> all = loops(*r.nest.root);
+  REQUIRE(all.size() == 2);
+  CHECK(all[0]->mapping == Mapping::block_x);
+  CHECK(all[1]->reduction);
+
+  // A batch dimension is walked with the tiles: B × ⌈M/64⌉ × ⌈N/64⌉ blocks.
+  KernelBuilder bmm;
+  int a = bmm.buffer("a", {B, M, K}), bb = bmm.buffer("b", {B, K, N}),
+      c = bmm.buffer("c", {B, M, N});
+  bmm.stmt(Statement::Kind::reduce_init, {B, M, N}, c, {it(0), it(1), it(2)});
+  bmm.stmt(Statement::Kind::reduce_update, {B, M, N, K}, c, {it(0), it(1), it(2)},
+           op(Op::mul, {load(a, {it(0), it(1), it(3)}), load(bb, {it(0), it(3), it(2)})}));
+  ScheduledKernel rb = check_legal(bmm, opt, {{{"B", 3}, {"M", 70}, {"N", 66}, {"K", 5}}});
+  report("bmm, GPU block tile", rb);
+  found.clear();
+  allocs(*rb.nest.root, found);
+  REQUIRE(found.size() == 2);
+  CHECK(found[0]->space == MemorySpace::shared);
+
+  // A load that moves along both i and j (an elementwise factor inside the sum) has no row or
+  // lane to stage by: the plain mapping stays.
+  KernelBuilder e;
+  int x = e.buffer("x", {M, K}), y = e.buffer("y", {K, N}), m = e.buffer("m", {M, N}),
+      z = e.buffer("z", {M, N});
+  e.stmt(Statement::Kind::reduce_init, {M, N}, z, {it(0), it(1)});
+  e.stmt(Statement::Kind::reduce_update, {M, N, K}, z, {it(0), it(1)},
+         op(Op::mul, {op(Op::mul, {load(x, {it(0), it(2)}), load(y, {it(2), it(1)})}),
+                      load(m, {it(0), it(1)})}));
+  ScheduledKernel re = check_legal(e, opt, {{{"M", 3}, {"N", 5}, {"K", 2}}});
+  // A comparison of positions that moves along the rows and k only (a causal mask) belongs to
+  // the rows' operand: still a block tile.
+  KernelBuilder causal;
+  int cx = causal.buffer("x", {M, K}), cy = causal.buffer("y", {K, N}),
+      cz = causal.buffer("z", {M, N});
+  auto position = [](int k) {
+    auto v = std::make_shared<ScalarExpr>();
+    v->kind = ScalarExpr::Kind::iterator;
+    v->dtype = DType::i64;
+    v->index = {it(k)};
+    return v;
+  };
+  auto zero = std::make_shared<ScalarExpr>();
+  causal.stmt(Statement::Kind::reduce_init, {M, N}, cz, {it(0), it(1)});
+  causal.stmt(Statement::Kind::reduce_update, {M, N, K}, cz, {it(0), it(1)},
+              op(Op::mul, {op(Op::where, {op(Op::cmplt, {position(2), position(0)}),
+                                          load(cx, {it(0), it(2)}), zero}),
+                           load(cy, {it(2), it(1)})}));
+  ScheduledKernel rc = check_legal(causal, opt, {{{"M", 70}, {"N", 5}, {"K", 66}}});
+  found.clear();
+  allocs(*rc.nest.root, found);
+  REQUIRE_FALSE(found.empty());
+  CHECK(found[0]->space == MemorySpace::shared);
+  found.clear();
+  allocs(*re.nest.root, found);
+  for (const LoopNode* f : found)
+    CHECK(f->space != MemorySpace::shared);
+}
+
+TEST_CASE(
+    "schedule: a GPU block tile of a 16-bit product runs on tensor cores, chosen in the loop IR") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;
+  opt.gpu_tile = {};  // 128x128, 8x8 per thread; tensor cores in warps of 64x32, k blocks of 32
+  std::vector<Env> sizes = {{{"M", 130}, {"N", 70}, {"K", 33}}, {{"M", 3}, {"N", 5}, {"K", 0}}};
+  auto tile_of = [](const ScheduledKernel& r) -> const LoopNode& {
+    std::vector<const LoopNode*> found;
+    allocs(*r.nest.root, found);
+    REQUIRE_FALSE(found.empty());
+    REQUIRE(found[0]->space == MemorySpace::shared);
+    return *found[0];
+  };
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(dtype_name(t));
+    ScheduledKernel r = check_legal(matmul(t), opt, sizes);
+    const LoopNode& tile = tile_of(r);
+    REQUIRE(tile.mma != nullptr);
+    CHECK(tile.mma == find_mma(t, t, DType::f32));
+    CHECK(tile.warp_rows == 64);
+    CHECK(tile.warp_lanes == 32);
+    CHECK(tile.thread_rows == 8);  // 4 m16 tiles of 2 rows each
+    CHECK(tile.thread_lanes == 8);
+    CHECK(tile.pack_depth == 32);
+    // a[i, k]: by row, k first, as stored [rows][k] in 16-byte chunks; b[k, j]: by lane, along
+    // its lanes, [k][lanes] (ldmatrix.trans), 16-byte chunks.
+    REQUIRE(tile.staged.size() == 2);
+    const StagedOperand &a = tile.staged[0], &b = tile.staged[1];
+    CHECK(a.path == std::vector<int>{0});
+    CHECK_FALSE(a.by_lane);
+    CHECK(a.k_first);
+    CHECK_FALSE(a.k_major);
+    CHECK(a.vector == 8);
+    CHECK(a.as_stored);
+    CHECK(b.path == std::vector<int>{1});
+    CHECK(b.by_lane);
+    CHECK_FALSE(b.k_first);
+    CHECK(b.k_major);
+    CHECK(b.vector == 8);
+    // Both copied in 16-byte chunks contiguous in shared memory: a pipeline of 3 stages, the
+    // addresses strided along the one reduction loop.
+    CHECK(tile.stages == 3);
+    CHECK(tile.k_strided);
+    std::string text = loop_nest_to_text(r.nest);
+    CHECK(text.find("tensor cores " + tile.mma->name +
+                    " in warps of 64x32; a pipeline of 3 "
+                    "stages; addresses strided along k") != std::string::npos);
+    CHECK(text.find("[0] by row, k first, [rows][k + 8], chunks of 8, as stored") !=
+          std::string::npos);
+  }
+
+  // x[i, k] · w[j, k] (nn.Linear's layout): both operands read along k, [rows or lanes][k].
+  KernelBuilder lin;
+  int x = lin.buffer("x", {M, K}), w = lin.buffer("w", {N, K}), y = lin.buffer("y", {M, N});
+  for (Buffer& buf : lin.plan.buffers)
+    buf.dtype = DType::f16;
+  lin.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+  lin.stmt(Statement::Kind::reduce_update, {M, N, K}, y, {it(0), it(1)},
+           op(Op::mul, {load(x, {it(0), it(2)}), load(w, {it(1), it(2)})}));
+  ScheduledKernel rl = check_legal(lin, opt, sizes);
+  const LoopNode& lt = tile_of(rl);
+  REQUIRE(lt.mma != nullptr);
+  REQUIRE(lt.staged.size() == 2);
+  CHECK(lt.staged[1].by_lane);
+  CHECK(lt.staged[1].k_first);
+  CHECK_FALSE(lt.staged[1].k_major);
+  CHECK(lt.staged[1].vector == 8);
+
+  // aᵀ · b: a[k, i] is read along its rows, element by element, so no pipeline (cp.async
+  // copies 16-byte chunks): one buffer, tensor cores still.
+  KernelBuilder at = matmul(DType::f16);
+  Statement& atu = at.plan.kernels[0].statements[1];
+  auto a_t = std::const_pointer_cast<ScalarExpr>(atu.value->args[0]);
+  a_t->index = {it(2), it(0)};
+  at.plan.buffers[0].shape = {K, M};
+  ScheduledKernel rat = check_legal(at, opt, sizes);
+  const LoopNode& att = tile_of(rat);
+  REQUIRE(att.mma != nullptr);
+  CHECK(att.staged[0].vector == 1);
+  CHECK(att.stages == 1);
+  // Tensor cores with 2 stages (GPU_MMA's S).
+  ScheduleOptions two_stages = opt;
+  two_stages.gpu_tile.mma_stages = 2;
+  ScheduledKernel r2 = check_legal(matmul(DType::bf16), two_stages, sizes);
+  CHECK(tile_of(r2).stages == 2);
+
+  // f32 has no instruction: SIMT, [k][rows or lanes] in the compute type, padded by 4.
+  ScheduledKernel rf = check_legal(matmul(DType::f32), opt, sizes);
+  const LoopNode& f32 = tile_of(rf);
+  CHECK(f32.mma == nullptr);
+  CHECK(f32.pack_depth == 8);
+  REQUIRE(f32.staged.size() == 2);
+  for (const StagedOperand& o : f32.staged) {
+    CHECK(o.k_major);
+    CHECK_FALSE(o.as_stored);
+    CHECK(o.pad == 4);
+  }
+
+  // A scaled product (a · b) · 2 is not one instruction's: SIMT with the same operands.
+  KernelBuilder scaled = matmul(DType::f16);
+  Statement& u = scaled.plan.kernels[0].statements[1];
+  auto two = std::make_shared<ScalarExpr>();
+  two->kind = ScalarExpr::Kind::constant;
+  two->dtype = DType::f16;
+  u.value = op(Op::mul, {u.value, two});
+  ScheduledKernel rs = check_legal(scaled, opt, sizes);
+  const LoopNode& st = tile_of(rs);
+  CHECK(st.mma == nullptr);
+  REQUIRE(st.staged.size() == 2);
+  CHECK(st.staged[0].path == std::vector<int>{0, 0});
+  CHECK(st.staged[1].path == std::vector<int>{0, 1});
+
+  // Tensor cores off (GpuTileShape::mma): SIMT for f16 too.
+  opt.gpu_tile.mma = false;
+  ScheduledKernel ro = check_legal(matmul(DType::f16), opt, sizes);
+  CHECK(tile_of(ro).mma == nullptr);
+}
+
+TEST_CASE("schedule: on the GPU a batch of rows runs a block per row, each row across threads") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.gpu_tile.rows = 0;  // no block tiles: the plain mapping of every nest
+  const std::vector<Env> sizes = {{{"B", 3}, {"M", 5}, {"N", 7}, {"K", 4}},
+                                  {{"B", 1}, {"M", 2}, {"N", 1}, {"K", 1}},
+                                  {{"B", 2}, {"M", 0}, {"N", 3}, {"K", 2}}};
+  auto root_loop = [](const ScheduledKernel& r) -> const LoopNode& {
+    std::vector<const LoopNode*> top = top_level(*r.nest.root);
+    REQUIRE(top.size() == 1);
+    REQUIRE(top[0]->kind == LoopNode::Kind::loop);
+    return *top[0];
+  };
+
+  // The max of each row and the row's exponentials, batched: a thread per (batch, row) would walk
+  // its row N elements apart from its neighbours' rows. One block per (batch, row) instead, the
+  // row across its threads.
+  KernelBuilder rows;
+  int x = rows.buffer("x", {B, M, N}), m = rows.buffer("m", {B, M}),
+      e = rows.buffer("e", {B, M, N});
+  rows.stmt(Statement::Kind::reduce_init, {B, M}, m, {it(0), it(1)}).reduce = ReduceKind::max;
+  rows.stmt(Statement::Kind::reduce_update, {B, M, N}, m, {it(0), it(1)},
+            load(x, {it(0), it(1), it(2)}))
+      .reduce = ReduceKind::max;
+  rows.stmt(
+      Statement::Kind::assign, {B, M, N}, e, {it(0), it(1), it(2)},
+      op(Op::exp2,
+         {op(Op::add, {load(x, {it(0), it(1), it(2)}), op(Op::neg, {load(m, {it(0), it(1)})})})}));
+  ScheduledKernel r = check_legal(rows, opt, sizes);
+  report("batched row max and exponentials, GPU", r);
+  const LoopNode& block = root_loop(r);
+  CHECK(block.mapping == Mapping::block_x);
+  CHECK(block.iter.rfind("g_", 0) == 0);  // the batch and row loops collapsed into one
+  std::vector<const LoopNode*> all = loops(block);
+  int threads = 0;
+  for (const LoopNode* l : all)
+    if (l != &block) {
+      CHECK(l->mapping == Mapping::thread_x);  // the reduction and the exponentials
+      ++threads;
+    }
+  CHECK(threads == 2);
+
+  // A transposing copy: nothing inside walks memory, so the last loop stays on the threads and
+  // the loops outside it are one block loop.
+  KernelBuilder copy;
+  int a = copy.buffer("a", {B, N, M}), t = copy.buffer("t", {B, M, N});
+  copy.stmt(Statement::Kind::assign, {B, M, N}, t, {it(0), it(1), it(2)},
+            load(a, {it(0), it(2), it(1)}));
+  ScheduledKernel rc = check_legal(copy, opt, sizes);
+  report("batched transposing copy, GPU", rc);
+  const LoopNode& outer = root_loop(rc);
+  CHECK(outer.mapping == Mapping::block_x);
+  CHECK(outer.iter.rfind("g_", 0) == 0);
+  std::vector<const LoopNode*> inner = loops(outer);
+  REQUIRE(inner.size() == 2);
+  CHECK(inner[1]->mapping == Mapping::thread_x);
+
+  // A batched product without block tiles: threads on j read b[k, j] side by side, a[i, k] is the
+  // same for all of them; each thread keeps its k loop.
+  KernelBuilder bmm;
+  int pa = bmm.buffer("a", {B, M, K}), pb = bmm.buffer("b", {B, K, N}),
+      pc = bmm.buffer("c", {B, M, N});
+  bmm.stmt(Statement::Kind::reduce_init, {B, M, N}, pc, {it(0), it(1), it(2)});
+  bmm.stmt(Statement::Kind::reduce_update, {B, M, N, K}, pc, {it(0), it(1), it(2)},
+           op(Op::mul, {load(pa, {it(0), it(1), it(3)}), load(pb, {it(0), it(3), it(2)})}));
+  ScheduledKernel rb = check_legal(bmm, opt, sizes);
+  report("batched matmul, GPU, no block tile", rb);
+  const LoopNode& tiles = root_loop(rb);
+  CHECK(tiles.mapping == Mapping::block_x);
+  std::vector<const LoopNode*> below = loops(tiles);
+  REQUIRE(below.size() == 3);
+  CHECK(below[1]->mapping == Mapping::thread_x);
+  CHECK(below[2]->mapping == Mapping::serial);  // k, in a register
+}
