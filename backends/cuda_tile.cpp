@@ -246,6 +246,14 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   auto in_domain = [&](size_t q) {
     return N + "_f < " + N + "_K && " + (by_lane[q] ? lane_ok : row_ok);
   };
+  // The last element of chunk q along its rows or lanes is in the domain too.
+  auto last_in = [&](size_t q) {
+    const int64_t V = chunk[q];
+    return k_first[q] ? N + "_f + " + str(V - 1) + " < " + N + "_K"
+                      : ast_expr_to_c(*substitute(
+                            by_lane[q] ? n.tile_lane_cond : n.tile_row_cond, by_lane[q] ? li : ri,
+                            ast_op("add", {ast_iter(by_lane[q] ? li : ri), ast_int(V - 1)})));
+  };
   // Loads the operands of the reduction block from `base` into the thread's registers, zeros
   // outside the domain: values in the compute type, or as stored for the tensor cores. A chunk
   // wholly inside the domain at a 16-byte aligned address is one 16-byte load.
@@ -266,14 +274,9 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
       if (V > 1) {
         // The first and the last element in the domain (its bounds are rectangular), then the
         // address of the first.
-        std::string last_ok =
-            k_first[q] ? N + "_f + " + str(V - 1) + " < " + N + "_K"
-                       : ast_expr_to_c(*substitute(
-                             by_lane[q] ? n.tile_lane_cond : n.tile_row_cond, by_lane[q] ? li : ri,
-                             ast_op("add", {ast_iter(by_lane[q] ? li : ri), ast_int(V - 1)})));
         body += p3 + "bool " + N + "_done = false;\n" + p3 + "{\n";
         body += p4 + coords(q, base, "0");
-        body += p4 + "if (" + in_domain(q) + " && " + last_ok + ") {\n";
+        body += p4 + "if (" + in_domain(q) + " && " + last_in(q) + ") {\n";
         body += split_k(N + "_f", p5) + bind_iterators(p.update->args, p5);
         body += p5 + "const " + storage_type(dt) + "* " + N + "_a = &" +
                 render_index(c, loads[q]->buffer, loads[q]->index) + ";\n";
@@ -322,14 +325,6 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     const bool strided = n.k_strided && !c.options.bounds_checks;
     auto ptr = [&](size_t q) { return N + "_g" + str(q) + "[" + N + "_p]"; };
     auto inside = [&](size_t q) { return N + "_in" + str(q) + "[" + N + "_p]"; };
-    // The last element of chunk q along its rows or lanes is in the domain too.
-    auto last_in = [&](size_t q) {
-      const int64_t V = chunk[q];
-      return k_first[q] ? N + "_f + " + str(V - 1) + " < " + N + "_K"
-                        : ast_expr_to_c(*substitute(
-                              by_lane[q] ? n.tile_lane_cond : n.tile_row_cond, by_lane[q] ? li : ri,
-                              ast_op("add", {ast_iter(by_lane[q] ? li : ri), ast_int(V - 1)})));
-    };
     if (strided)
       for (size_t q = 0; q < loads.size(); ++q) {
         const int64_t extent = by_lane[q] ? L : R, V = chunk[q];
