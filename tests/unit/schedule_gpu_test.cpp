@@ -103,6 +103,9 @@ TEST_CASE(
   opt.tile = true;
   opt.gpu_tile = {};  // 128x128, 8x8 per thread; tensor cores in warps of 64x32, k blocks of 32
   std::vector<Env> sizes = {{{"M", 130}, {"N", 70}, {"K", 33}}, {{"M", 3}, {"N", 5}, {"K", 0}}};
+  // The variants after the first two: two row tiles, a part of a lane tile, two k blocks (the
+  // simulator walks every instance: a tenth of the time).
+  const std::vector<Env> narrow = {{{"M", 130}, {"N", 9}, {"K", 33}}};
   auto tile_of = [](const ScheduledKernel& r) -> const LoopNode& {
     std::vector<const LoopNode*> found;
     allocs(*r.nest.root, found);
@@ -156,7 +159,7 @@ TEST_CASE(
   lin.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
   lin.stmt(Statement::Kind::reduce_update, {M, N, K}, y, {it(0), it(1)},
            op(Op::mul, {load(x, {it(0), it(2)}), load(w, {it(1), it(2)})}));
-  ScheduledKernel rl = check_legal(lin, opt, sizes);
+  ScheduledKernel rl = check_legal(lin, opt, narrow);
   const LoopNode& lt = tile_of(rl);
   REQUIRE(lt.mma != nullptr);
   REQUIRE(lt.staged.size() == 2);
@@ -172,7 +175,7 @@ TEST_CASE(
   auto a_t = std::const_pointer_cast<ScalarExpr>(atu.value->args[0]);
   a_t->index = {it(2), it(0)};
   at.plan.buffers[0].shape = {K, M};
-  ScheduledKernel rat = check_legal(at, opt, sizes);
+  ScheduledKernel rat = check_legal(at, opt, narrow);
   const LoopNode& att = tile_of(rat);
   REQUIRE(att.mma != nullptr);
   CHECK(att.staged[0].vector == 1);
@@ -180,11 +183,11 @@ TEST_CASE(
   // Tensor cores with 2 stages (GPU_MMA's S).
   ScheduleOptions two_stages = opt;
   two_stages.gpu_tile.mma_stages = 2;
-  ScheduledKernel r2 = check_legal(matmul(DType::bf16), two_stages, sizes);
+  ScheduledKernel r2 = check_legal(matmul(DType::bf16), two_stages, narrow);
   CHECK(tile_of(r2).stages == 2);
 
   // f32 has no instruction: SIMT, [k][rows or lanes] in the compute type, padded by 4.
-  ScheduledKernel rf = check_legal(matmul(DType::f32), opt, sizes);
+  ScheduledKernel rf = check_legal(matmul(DType::f32), opt, narrow);
   const LoopNode& f32 = tile_of(rf);
   CHECK(f32.mma == nullptr);
   CHECK(f32.pack_depth == 8);
@@ -202,7 +205,7 @@ TEST_CASE(
   two->kind = ScalarExpr::Kind::constant;
   two->dtype = DType::f16;
   u.value = op(Op::mul, {u.value, two});
-  ScheduledKernel rs = check_legal(scaled, opt, sizes);
+  ScheduledKernel rs = check_legal(scaled, opt, narrow);
   const LoopNode& st = tile_of(rs);
   CHECK(st.mma == nullptr);
   REQUIRE(st.staged.size() == 2);
@@ -211,7 +214,7 @@ TEST_CASE(
 
   // Tensor cores off (GpuTileShape::mma): SIMT for f16 too.
   opt.gpu_tile.mma = false;
-  ScheduledKernel ro = check_legal(matmul(DType::f16), opt, sizes);
+  ScheduledKernel ro = check_legal(matmul(DType::f16), opt, narrow);
   CHECK(tile_of(ro).mma == nullptr);
 }
 
