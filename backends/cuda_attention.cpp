@@ -167,8 +167,12 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   std::vector<LoopNode> nodes;
   for (const LoopNodePtr& b : n.body) {
     nodes.push_back(*b);
-    for (int k = 0; k < rank - 2; ++k)
-      nodes.back().args.at(k) = ast_iter(n.name + "_b" + std::to_string(k));
+    // The output's statements (from the seventh) walk the batch iterators in their own order.
+    const bool output = nodes.size() > 6;
+    for (size_t p = 0; p < nodes.back().args.size(); ++p) {
+      const int k = output ? f->out_axes.at(p) : static_cast<int>(p);
+      if (k < rank - 2) nodes.back().args[p] = ast_iter(n.name + "_b" + std::to_string(k));
+    }
   }
   const LoopNode &score_node = nodes[1], &max_node = nodes[3], &out_node = nodes[7];
   const DType half = c.plan.buffers[f->a->buffer].dtype;

@@ -13,6 +13,7 @@
 #include "scheduler/coalesce_dims.h"
 #include "scheduler/cut_kernels.h"
 #include "scheduler/flatten_statements.h"
+#include "scheduler/online_softmax.h"
 #include "scheduler/plan_buffers.h"
 #include "scheduler/register_tile.h"
 #include "scheduler/schedule_cache.h"
@@ -31,6 +32,25 @@ struct State {
   LoweredProgram out;
   int vector_bytes = 32;  ///< the register tiles' vectors, as the schedule stage chose them
 };
+
+/** The values' plan and the kernel IR built from it (online: weights of a softmax-weighted
+ *  sum stay inline for an online softmax). */
+void plan_kernels(State& s, bool online) {
+  ValueOptions values;
+  values.online_softmax = online;
+  ValuePlan plan = plan_values(s.out.graph, values);
+  s.out.values = value_plan_to_text(s.out.graph, plan);
+  s.out.plan = build_statements(s.out.graph, plan, s.opt.build);
+}
+
+/** Bounded contractions made rectangular where block tiles want them, then the kernels cut. */
+std::string cut(State& s) {
+  int rectangular = s.opt.cut.tile_bounded_contractions ? tile_bounded_contractions(s.out.plan) : 0;
+  CutCount n = cut_kernels(s.out.plan, s.opt.cut);
+  return "// " + std::to_string(rectangular) +
+         " bounded contraction(s) made rectangular for block tiles, " + std::to_string(n.kernels) +
+         " kernel(s), " + std::to_string(n.materialized) + " value(s) stored across a cut";
+}
 
 /** One stage: its name, the --debug level that prints its result, and the work. Stages of
  *  phase 0 plan the program, those of phase 1 generate its code. */
@@ -56,22 +76,21 @@ const std::vector<Stage>& stages() {
        }},
       {"kernels", 0, 2,
        [](State& s) {
-         ValueOptions values;
-         values.online_softmax = s.opt.cut.fuse_softmax_contractions;
-         ValuePlan plan = plan_values(s.out.graph, values);
-         s.out.values = value_plan_to_text(s.out.graph, plan);
-         s.out.plan = build_statements(s.out.graph, plan, s.opt.build);
+         plan_kernels(s, s.opt.cut.fuse_softmax_contractions);
          return s.out.values + plan_to_text(s.out.plan);
        }},
       {"cut", 0, 2,
        [](State& s) {
-         int rectangular =
-             s.opt.cut.tile_bounded_contractions ? tile_bounded_contractions(s.out.plan) : 0;
-         CutCount n = cut_kernels(s.out.plan, s.opt.cut);
-         return "// " + std::to_string(rectangular) +
-                " bounded contraction(s) made rectangular for block tiles, " +
-                std::to_string(n.kernels) + " kernel(s), " + std::to_string(n.materialized) +
-                " value(s) stored across a cut";
+         std::string text = cut(s);
+         // Softmax weights left inline for an online softmax that did not form would be
+         // recomputed per output lane (scheduler/online_softmax.h): plan again, weights stored.
+         bool recomputed = false;
+         if (s.opt.cut.fuse_softmax_contractions)
+           for (const Kernel& k : s.out.plan.kernels)
+             recomputed = recomputed || recomputes_softmax_weights(s.out.plan, k);
+         if (!recomputed) return text;
+         plan_kernels(s, false);
+         return "// no online softmax formed: the values planned again without it\n" + cut(s);
        }},
       {"store", 0, 2,
        [](State& s) {

@@ -417,8 +417,9 @@ CutCount cut_kernels(KernelPlan& plan, const CutOptions& opt) {
   CutCount count;
   std::vector<Kernel> out;
   std::vector<Kernel> in = std::move(plan.kernels);
-  for (const Kernel& k : in) {
+  for (Kernel& k : in) {
     int materialized = 0;
+    if (opt.fuse_softmax_contractions) gather_softmax_contractions(plan, k);
     std::vector<Kernel> parts = Cutter(plan, k, opt).cut(materialized);
     count.materialized += materialized;
     for (Kernel& part : parts)

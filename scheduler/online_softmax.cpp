@@ -1,7 +1,9 @@
 #include "scheduler/online_softmax.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <set>
 
 #include "scheduler/gpu_tile.h"
 #include "scheduler/isl_text.h"
@@ -149,7 +151,6 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     if (used.count(d)) return std::nullopt;
   }
   // m[..., r] max= X, reading the scores at their own element only.
-  const std::vector<IntExpr> rows(E.begin(), E.end() - 1);
   if (mx.extents != E || !prefix(st(2).extents, E, n - 1)) return std::nullopt;
   std::vector<const ScalarExpr*> loads;
   collect_loads(*mx.value, loads);
@@ -171,44 +172,79 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     return std::nullopt;
   f.weight_score = x;
   f.weight_max = m;
-  // o[..., r, c] += W · F(r) · v(j, c) over (..., r, c, j).
-  const std::string c = iterator_name(n - 1), jo = iterator_name(n);
-  if (out.extents.size() != static_cast<size_t>(n + 1) || !prefix(rows, out.extents, n - 1) ||
-      out.extents[n] != E[n - 1] || !prefix(st(6).extents, out.extents, n))
+  // o[..., r, c] += W · F(r) · v(j, c) over (..., r, c, j), its iterators (but the sum's j,
+  // last) in any order: a [B, L, H, D] output walks (b, r, h, c). Each order whose extents agree
+  // is tried, the scores' own first; W must then read what the sum's value reads.
+  if (out.extents.size() != static_cast<size_t>(n + 1) || out.extents[n] != E[n - 1] ||
+      !prefix(st(6).extents, out.extents, n))
     return std::nullopt;
   std::vector<const ScalarExpr*> factors;
   factors_of(out.value.get(), factors);
-  const std::map<std::string, IntExpr> rename = {{c, IntExpr::var("@c")}, {jo, iter(n - 1)}};
-  bool weight = false;
-  for (const ScalarExpr* q : factors) {
-    if (!weight && same_value(*sum.value, *q, rename)) {
-      weight = true;
-    } else if (!uses_vars(*q, {c, jo})) {
-      f.row_factors.push_back(q);
-    } else if (!f.v && q->kind == ScalarExpr::Kind::load && q->mask.empty() &&
-               plan.buffers[q->buffer].dtype == plan.buffers[f.a->buffer].dtype &&
-               !uses_vars(*q, {r})) {
-      f.v = q;
-    } else {
-      return std::nullopt;
+  // canon[q]: the scores' iterator for canonical position q (batch..., r), "@c" for the lanes.
+  std::vector<IntExpr> canon;
+  for (int q = 0; q < n - 1; ++q)
+    canon.push_back(iter(q));
+  canon.push_back(IntExpr::var("@c"));
+  std::vector<int> axes(n);  // out iterator p is at canonical position axes[p]
+  for (int p = 0; p < n; ++p)
+    axes[p] = p;
+  auto try_order = [&](SoftmaxContraction& g) {
+    std::map<std::string, IntExpr> rename = {{iterator_name(n), iter(n - 1)}};
+    for (int p = 0; p < n; ++p) {
+      if (axes[p] < n - 1 && out.extents[p] != E[axes[p]]) return false;
+      rename[iterator_name(p)] = canon[axes[p]];
     }
-  }
-  if (!weight || !f.v) return std::nullopt;
+    const std::string rv = iterator_name(std::find(axes.begin(), axes.end(), n - 2) - axes.begin());
+    const std::string cv = iterator_name(std::find(axes.begin(), axes.end(), n - 1) - axes.begin());
+    g.row_factors.clear();
+    g.v = nullptr;
+    bool weight = false;
+    for (const ScalarExpr* q : factors) {
+      if (!weight && same_value(*sum.value, *q, rename)) {
+        weight = true;
+      } else if (!uses_vars(*q, {cv, iterator_name(n)})) {
+        g.row_factors.push_back(q);
+      } else if (!g.v && q->kind == ScalarExpr::Kind::load && q->mask.empty() &&
+                 plan.buffers[q->buffer].dtype == plan.buffers[g.a->buffer].dtype &&
+                 !uses_vars(*q, {rv})) {
+        g.v = q;
+      } else {
+        return false;
+      }
+    }
+    if (!weight || !g.v) return false;
+    g.out_axes = axes;
+    g.out_axes.push_back(n);
+    g.out_rename = rename;
+    return true;
+  };
+  bool found = false;
+  do {
+    found = try_order(f);
+  } while (!found && std::next_permutation(axes.begin(), axes.end()));
+  if (!found) return std::nullopt;
+  const std::map<std::string, IntExpr>& to_scores = f.out_rename;
+  // Whether load `l` of the output's iterator space reads its row's element of m or l.
+  auto at_row = [&](const ScalarExpr& l, const std::vector<IntExpr>& index) {
+    if (l.index.size() != index.size()) return false;
+    for (size_t i = 0; i < index.size(); ++i)
+      if (l.index[i].substitute(to_scores) != index[i]) return false;
+    return true;
+  };
   // A bounded domain (causal attention's j <= r): the same bounds over (batch, r, j) on the
   // four updates, using neither the head nor the lanes.
   f.domain = mx.domain;
-  const std::map<std::string, IntExpr> keys_at_j = {{jo, iter(n - 1)}};
   auto same_domain = [&](const Statement& s, const std::map<std::string, IntExpr>& sub,
                          const std::string& unused) {
     if (s.domain.size() != f.domain.size()) return false;
     for (size_t i = 0; i < s.domain.size(); ++i) {
       std::set<std::string> used;
-      s.domain[i].collect_vars(used);
+      s.domain[i].substitute(sub).collect_vars(used);
       if (used.count(unused) || s.domain[i].substitute(sub) != f.domain[i]) return false;
     }
     return true;
   };
-  if (!same_domain(score, {}, d) || !same_domain(sum, {}, d) || !same_domain(out, keys_at_j, c))
+  if (!same_domain(score, {}, d) || !same_domain(sum, {}, d) || !same_domain(out, to_scores, "@c"))
     return std::nullopt;
   // The temporaries: s, m and l read by these statements only, o by the epilogue at its element.
   const std::vector<IntExpr> element(out.extents.begin(), out.extents.end() - 1);
@@ -228,8 +264,8 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     for (const ScalarExpr* l : loads) {
       const bool epilogue = i >= from + 8 && i < f.end && l->mask.empty();
       if (l->buffer == score.buffer ||
-          (l->buffer == mx.buffer && !(epilogue && l->index == mx.index)) ||
-          (l->buffer == sum.buffer && !(epilogue && l->index == sum.index)))
+          (l->buffer == mx.buffer && !(epilogue && at_row(*l, mx.index))) ||
+          (l->buffer == sum.buffer && !(epilogue && at_row(*l, sum.index))))
         return std::nullopt;
       if (l->buffer == out.buffer && (i >= f.end || !is_load_of(*l, out.buffer, out.index)))
         return std::nullopt;
@@ -239,11 +275,102 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     collect_loads(*q, loads = {});
     for (const ScalarExpr* l : loads)
       if (l->buffer == score.buffer || l->buffer == out.buffer ||
-          ((l->buffer == mx.buffer || l->buffer == sum.buffer) && l->index != mx.index &&
-           l->index != sum.index))
+          ((l->buffer == mx.buffer || l->buffer == sum.buffer) && !at_row(*l, mx.index) &&
+           !at_row(*l, sum.index)))
         return std::nullopt;
   }
   return f;
+}
+
+namespace {
+
+/** The buffers statement `s` reads. */
+std::set<int> reads_of(const Statement& s) {
+  std::set<int> out(s.args.begin(), s.args.end());
+  if (s.kind == Statement::Kind::reduce_update || s.kind == Statement::Kind::scatter)
+    out.insert(s.buffer);
+  if (!s.value) return out;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  for (const ScalarExpr* l : loads)
+    out.insert(l->buffer);
+  return out;
+}
+
+}  // namespace
+
+int gather_softmax_contractions(const KernelPlan& plan, Kernel& k) {
+  int moved = 0;
+  const int total = static_cast<int>(k.statements.size());
+  for (int p = 0; p + 8 <= total; ++p) {
+    const Statement& first = k.statements[p];
+    if (first.kind != Statement::Kind::reduce_init || first.reduce != ReduceKind::sum ||
+        find_softmax_contraction(plan, k, p))
+      continue;
+    // The next eight statements that depend on the ones kept before them, the assignments
+    // between them that do not (reading nothing they write, writing nothing they touch).
+    std::vector<int> kept, hoisted;
+    std::set<int> written, touched;
+    for (int q = p; q < total && kept.size() < 8; ++q) {
+      const Statement& s = k.statements[q];
+      std::set<int> reads = reads_of(s);
+      bool independent = s.kind == Statement::Kind::assign && !touched.count(s.buffer);
+      for (int b : reads)
+        independent = independent && !written.count(b);
+      if (independent && !kept.empty()) {
+        hoisted.push_back(q);
+        continue;
+      }
+      kept.push_back(q);
+      written.insert(s.buffer);
+      touched.insert(s.buffer);
+      touched.insert(reads.begin(), reads.end());
+    }
+    if (hoisted.empty() || kept.size() < 8) continue;
+    Kernel moved_k = k;
+    int at = p;
+    for (int q : hoisted)
+      moved_k.statements[at++] = k.statements[q];
+    for (int q : kept)
+      moved_k.statements[at++] = k.statements[q];
+    if (!find_softmax_contraction(plan, moved_k, p + static_cast<int>(hoisted.size()))) continue;
+    k = std::move(moved_k);
+    moved += static_cast<int>(hoisted.size());
+    p += static_cast<int>(hoisted.size()) + 7;
+  }
+  return moved;
+}
+
+bool recomputes_softmax_weights(const KernelPlan& plan, const Kernel& k) {
+  if (is_softmax_contraction_kernel(plan, k)) return false;
+  std::set<int> maxima;  // buffers a max reduction writes, in any kernel
+  for (const Kernel& other : plan.kernels)
+    for (const Statement& s : other.statements)
+      if (s.kind == Statement::Kind::reduce_update && s.reduce == ReduceKind::max)
+        maxima.insert(s.buffer);
+  for (const Statement& s : k.statements) {
+    if (s.kind != Statement::Kind::reduce_update || !s.value) continue;
+    std::set<std::string> all;
+    for (size_t i = 0; i < s.extents.size(); ++i)
+      all.insert(iterator_name(static_cast<int>(i)));
+    std::function<bool(const ScalarExpr&)> walk = [&](const ScalarExpr& e) {
+      if (e.kind == ScalarExpr::Kind::op && e.op == Op::exp2) {
+        std::vector<const ScalarExpr*> loads;
+        collect_loads(e, loads);
+        bool of_max = false;
+        for (const ScalarExpr* l : loads)
+          of_max = of_max || maxima.count(l->buffer);
+        if (of_max)
+          for (const std::string& it : all)
+            if (!uses_vars(e, {it})) return true;
+      }
+      for (const ScalarExprPtr& a : e.args)
+        if (walk(*a)) return true;
+      return false;
+    };
+    if (walk(*s.value)) return true;
+  }
+  return false;
 }
 
 bool is_softmax_contraction_kernel(const KernelPlan& plan, const Kernel& k) {
@@ -297,6 +424,14 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
     a.insert(a.end(), tail.begin(), tail.end());
     return a;
   };
+  // The output's statements walk (batch..., r, c, j) in their own order (out_axes).
+  auto out_args = [&](bool with_keys) {
+    std::vector<AstExprPtr> canon = batch, a;
+    canon.insert(canon.end(), {r, c, j});
+    for (size_t p = 0; p + (with_keys ? 0 : 1) < f->out_axes.size(); ++p)
+      a.push_back(canon.at(f->out_axes[p]));
+    return a;
+  };
   auto tile = std::make_shared<LoopNode>();
   tile->kind = LoopNode::Kind::alloc;
   tile->space = MemorySpace::shared;
@@ -313,12 +448,12 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
   tile->tile_row_cond = ast_op("lt", {r, int_expr_to_ast(E[n - 2])});
   tile->tile_lane_cond = ast_op("lt", {c, int_expr_to_ast(out.extents[n - 1])});
   tile->body = {
-      stmt_node(f->statement(0), args({r, j})), stmt_node(f->statement(1), args({r, j, d})),
-      stmt_node(f->statement(2), args({r})),    stmt_node(f->statement(3), args({r, j})),
-      stmt_node(f->statement(4), args({r})),    stmt_node(f->statement(5), args({r, j})),
-      stmt_node(f->statement(6), args({r, c})), stmt_node(f->statement(7), args({r, c, j}))};
+      stmt_node(f->statement(0), args({r, j})),    stmt_node(f->statement(1), args({r, j, d})),
+      stmt_node(f->statement(2), args({r})),       stmt_node(f->statement(3), args({r, j})),
+      stmt_node(f->statement(4), args({r})),       stmt_node(f->statement(5), args({r, j})),
+      stmt_node(f->statement(6), out_args(false)), stmt_node(f->statement(7), out_args(true))};
   for (int s = f->statement(8); s < f->end; ++s)
-    tile->body.push_back(stmt_node(s, args({r, c})));
+    tile->body.push_back(stmt_node(s, out_args(false)));
   LoopNest nest;
   nest.root = block_tile_loop(t, total, tile);
   return nest;

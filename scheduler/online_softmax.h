@@ -14,7 +14,8 @@
  * Since W(X, m') = W(X, m) · W(m, m') (W is an exponential of X - m), the three reductions over
  * j run in one pass over blocks of keys: per block the scores of the block, their maximum m',
  * then l and o rescaled by W(m, m') before the block's terms are added, and at the end o · F.
- * The match is structural (any scale, mask, batch rank or epilogue); the scores' operands and v
+ * The match is structural (any scale, mask, batch rank or epilogue, the output's iterators in any
+ * order: a [B, L, H, D] layout); the scores' operands and v
  * must be unmasked f16 or bf16 loads (the kernel runs both products on tensor cores), and s, m,
  * l and o temporaries that nothing else reads but the epilogue, which may read m and l at its
  * row. The four updates may share a bounded domain over (r, j) (a causal triangle), where a
@@ -22,7 +23,9 @@
  */
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/kernel_ir.h"
@@ -44,6 +47,12 @@ struct SoftmaxContraction {
   /** The bounds of the updates' domain over the max's iterators (batch..., r, j), each >= 0;
    *  empty for the whole box. Outside it a score weighs nothing. */
   std::vector<IntExpr> domain;
+  /** The output's statements (o's init and update, the epilogue) walk the canonical iterators
+   *  (batch..., r, c, j), numbered 0..n, in their own order: their iterator p is canonical
+   *  position out_axes[p] (a [B, L, H, D] output: b, r, h, c, j). */
+  std::vector<int> out_axes;
+  /** The output's iterators renamed to the scores' (the lanes' to "@c"). */
+  std::map<std::string, IntExpr> out_rename;
   /** Statement k of the eight, k = 0..7 (8: the first of the epilogue). */
   int statement(int k) const { return first + k; }
 };
@@ -60,6 +69,19 @@ struct SoftmaxTileShape {
   int keys = 64;
   int depth = 64;
 };
+
+/** Moves assignments that sit among the statements of a softmax-weighted contraction and
+ *  depend on none of them (the layout copy of a view that P·V reads, build_statements) to just
+ *  before its first statement, where that makes the eight contiguous; the order stays legal.
+ *  Returns how many statements moved. */
+int gather_softmax_contractions(const KernelPlan& plan, Kernel& k);
+
+/** Whether a contraction of kernel `k` (not a fused softmax contraction) recomputes an
+ *  exponential of a difference from a max reduction along an iterator the exponential does not
+ *  use: softmax weights left inline for an online softmax (plan_values' online_softmax) that
+ *  did not form, evaluated once per output lane. The pipeline then plans the values again with
+ *  the weights stored. */
+bool recomputes_softmax_weights(const KernelPlan& plan, const Kernel& k);
 
 /** Whether the whole of kernel `k` is one softmax-weighted contraction and its epilogue. */
 bool is_softmax_contraction_kernel(const KernelPlan& plan, const Kernel& k);

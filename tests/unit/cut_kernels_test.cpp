@@ -649,3 +649,69 @@ TEST_CASE(
   CHECK(n.kernels == 1);
   CHECK(n.materialized == 0);
 }
+
+TEST_CASE("cut: attention on [B, L, H, D] tensors and grouped-query heads are online softmaxes") {
+  const CutOptions opt = gpu_cut_options();
+  const char* const file = "tests/regressions/attention_variants.toml:";
+  const SizeBindings sizes = {{"B", 2}, {"H", 4}, {"G", 2}, {"L", 3}, {"S", 5}, {"D", 6}};
+  // y[b, i, h, d]: the output's statements walk (b, r, h, c); the tile's binds them in that
+  // order, the scores' in theirs.
+  KernelPlan blhd = plan_of(std::string(file) + "attn_blhd", sizes, DType::f16, {}, true);
+  REQUIRE(cut_kernels(blhd, opt).kernels == 1);
+  const Kernel& k = blhd.kernels[0];
+  std::optional<SoftmaxContraction> f = find_softmax_contraction(blhd, k, 0);
+  REQUIRE(f);
+  REQUIRE(f->n == 4);
+  CHECK(f->out_axes == std::vector<int>{0, 2, 1, 3, 4});  // b, r, h, c, j
+  LoopNest nest = softmax_contraction_nest(blhd, k, SoftmaxTileShape{});
+  const LoopNode& tile = *nest.root->body.at(0);
+  const LoopNode &score = *tile.body.at(1), &out = *tile.body.at(7);
+  REQUIRE(score.args.size() == 5);
+  REQUIRE(out.args.size() == 5);
+  CHECK(loop_expr_to_text(*out.args[1]) == "c1");  // the row
+  CHECK(loop_expr_to_text(*out.args[3]) == "c2");  // the lane
+  CHECK(loop_expr_to_text(*out.args[4]) == "c3");  // the key
+  CHECK(loop_expr_to_text(*out.args[2]) == loop_expr_to_text(*score.args[1]));  // h, the block's
+  CHECK(loop_expr_to_text(*out.args[0]) == loop_expr_to_text(*score.args[0]));  // b
+
+  // k[b, h / 2, j, d]: the layout copies of k and v (build_statements) move before the scores,
+  // the eight statements then one kernel.
+  KernelPlan gqa = plan_of(std::string(file) + "attn_gqa", sizes, DType::f16, {}, true);
+  Kernel before = gqa.kernels.at(0);
+  CHECK_FALSE(find_softmax_contraction(gqa, before, 1));
+  CHECK(gather_softmax_contractions(gqa, before) == 1);
+  CutCount n = cut_kernels(gqa, opt);
+  check_order(gqa);
+  REQUIRE(n.kernels == 2);
+  CHECK(gqa.kernels[0].statements.size() == 2);  // the copies
+  CHECK(is_softmax_contraction_kernel(gqa, gqa.kernels[1]));
+}
+
+TEST_CASE("cut: softmax weights recomputed per output lane are found, and only then") {
+  const CutOptions opt = gpu_cut_options();
+  const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}};
+  // Values scaled by a per-key gate: no online softmax, and P·V, with the weights inline for
+  // one, recomputes them for every lane.
+  KernelPlan gated = plan_of("tests/regressions/attention_variants.toml:attn_vexpr", sizes,
+                             DType::f16, {}, true);
+  cut_kernels(gated, opt);
+  bool recomputed = false;
+  for (const Kernel& k : gated.kernels)
+    recomputed = recomputed || recomputes_softmax_weights(gated, k);
+  CHECK(recomputed);
+  // Planned without the online softmax, the weights are stored.
+  KernelPlan stored = plan_of("tests/regressions/attention_variants.toml:attn_vexpr", sizes,
+                              DType::f16, {}, false);
+  cut_kernels(stored, opt);
+  for (const Kernel& k : stored.kernels)
+    CHECK_FALSE(recomputes_softmax_weights(stored, k));
+  // The fused attention and a plain softmax recompute nothing.
+  for (const char* target : {"ops/nn.toml:attention", "ops/nn.toml:softmax"}) {
+    CAPTURE(target);
+    KernelPlan p = plan_of(target, {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}, {"N", 7}},
+                           DType::f16, {}, true);
+    cut_kernels(p, opt);
+    for (const Kernel& k : p.kernels)
+      CHECK_FALSE(recomputes_softmax_weights(p, k));
+  }
+}
