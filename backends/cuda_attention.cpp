@@ -235,6 +235,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   hoist(*sum.value);
   for (const ScalarExpr* rf : f->row_factors)
     hoist(*rf);
+  for (const ScalarExpr* kf : f->key_factors)
+    hoist(*kf);
   auto reset = [&] {
     c.bound = invariants;
     c.index_bound.clear();
@@ -462,6 +464,20 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   p += in2 + "  " + v("l") + "[" + e + " / 2] += " + v("pe") + ";\n" + in2 + "  " + se + " = " +
        v("pe") + ";\n";
   s += element(p, in2);
+  // The factors along the keys (a gate, a dropout mask) scale the weights P·V reads, at
+  // elements whose row and key exist (elsewhere the weight is 0 already).
+  if (!f->key_factors.empty()) {
+    reset();
+    std::string g;
+    for (const ScalarExpr* kf : f->key_factors)
+      g += (g.empty() ? "" : " * ") + ("(float)(" + render_value(c, *kf) + ")");
+    p = in2 + "  if (" + v("rok") + "[" + e + " / 2] && " + v("j0") + " + " + col_of + " < " +
+        v("J") + ") {\n";
+    p += in2 + "    const int64_t c1 = " + row_of + ", c2 = 0, c3 = " + v("j0") + " + " + col_of +
+         ";\n" + in2 + "    (void)c2;\n" + bind_iterators(out_node.args, in2 + "    ");
+    p += in2 + "    " + se + " *= " + g + ";\n" + in2 + "  }\n";
+    s += element(p, in2);
+  }
   // This block's values have landed (the next keys may still be in flight).
   s += in2 + "kiln_cp_async_wait_one();\n" + in2 + "__syncthreads();\n";
   // The weights as the next product's a fragments (the accumulator layout of two n8 tiles is

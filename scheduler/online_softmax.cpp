@@ -197,6 +197,7 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     const std::string rv = iterator_name(std::find(axes.begin(), axes.end(), n - 2) - axes.begin());
     const std::string cv = iterator_name(std::find(axes.begin(), axes.end(), n - 1) - axes.begin());
     g.row_factors.clear();
+    g.key_factors.clear();
     g.v = nullptr;
     bool weight = false;
     for (const ScalarExpr* q : factors) {
@@ -206,8 +207,10 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
         g.row_factors.push_back(q);
       } else if (!g.v && q->kind == ScalarExpr::Kind::load && q->mask.empty() &&
                  plan.buffers[q->buffer].dtype == plan.buffers[g.a->buffer].dtype &&
-                 !uses_vars(*q, {rv})) {
+                 uses_vars(*q, {cv}) && !uses_vars(*q, {rv})) {
         g.v = q;
+      } else if (!uses_vars(*q, {cv})) {
+        g.key_factors.push_back(q);
       } else {
         return false;
       }
@@ -270,6 +273,13 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
       if (l->buffer == out.buffer && (i >= f.end || !is_load_of(*l, out.buffer, out.index)))
         return std::nullopt;
     }
+  }
+  for (const ScalarExpr* q : f.key_factors) {
+    collect_loads(*q, loads = {});
+    for (const ScalarExpr* l : loads)
+      if (l->buffer == score.buffer || l->buffer == out.buffer || l->buffer == mx.buffer ||
+          l->buffer == sum.buffer)
+        return std::nullopt;
   }
   for (const ScalarExpr* q : f.row_factors) {
     collect_loads(*q, loads = {});

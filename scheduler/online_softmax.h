@@ -8,7 +8,8 @@
  *     s[r, j]  = 0;    s[r, j] += a[r, d] · b[j, d]           // the scores, a contraction
  *     m[r]     = -inf; m[r] max= X(s[r, j], r, j)            // X: scale, causal mask, ...
  *     l[r]     = 0;    l[r] += W(X, m[r])                     // W = exp2(C · (X - m))
- *     o[r, c]  = 0;    o[r, c] += W(X, m[r]) · F(r) · v[j, c] // F: 1 / l[r], ...
+ *     o[r, c]  = 0;    o[r, c] += W(X, m[r]) · F(r) · G(r, j) · v[j, c]
+ *                                                         // F: 1 / l[r]; G: a gate, a mask
  *     y[r, c]  = E(o[r, c])                                   // epilogue statements
  *
  * Since W(X, m') = W(X, m) · W(m, m') (W is an exponential of X - m), the three reductions over
@@ -44,6 +45,9 @@ struct SoftmaxContraction {
   const ScalarExpr* weight_score = nullptr;    ///< X inside W (the sum's value)
   const ScalarExpr* weight_max = nullptr;      ///< the load of m inside W
   std::vector<const ScalarExpr*> row_factors;  ///< F: the output's factors along the rows only
+  /** G: the output's factors along the keys (and rows), not the lanes: a gate on the values,
+   *  a dropout mask on the weights. They scale the weights P·V reads, not the row sum. */
+  std::vector<const ScalarExpr*> key_factors;
   /** The bounds of the updates' domain over the max's iterators (batch..., r, j), each >= 0;
    *  empty for the whole box. Outside it a score weighs nothing. */
   std::vector<IntExpr> domain;

@@ -101,7 +101,7 @@ bench scatter_add_4096x4096_f32_vs_torch -- "$ops/index.toml:scatter_add" \
 # Attention as users write it (tests/regressions/attention_variants.toml), f16, 8x16x2048, D = 64,
 # each against SDPA with the equivalent mask (eager PyTorch for the soft-cap).
 variants="$bundle/share/kiln/tests/regressions/attention_variants.toml"
-for v in bias softcap alibi blhd gqa mask window vexpr; do
+for v in bias softcap alibi blhd gqa mask window vexpr dropout; do
   attr=()
   [ "$v" = window ] && attr=(--attr W=256)
   bench "attn_${v}_f16_vs_torch" -- "$variants:attn_$v" --dtype T=f16 \

@@ -685,23 +685,35 @@ TEST_CASE("cut: attention on [B, L, H, D] tensors and grouped-query heads are on
   REQUIRE(n.kernels == 2);
   CHECK(gqa.kernels[0].statements.size() == 2);  // the copies
   CHECK(is_softmax_contraction_kernel(gqa, gqa.kernels[1]));
+
+  // A gate on the values (g[b, h, j]) and a dropout mask on the weights (keep[b, h, i, j]) are
+  // factors along the keys: they scale the weights P·V reads, not the row sum.
+  for (const char* name : {"attn_vexpr", "attn_dropout"}) {
+    CAPTURE(name);
+    KernelPlan p = plan_of(std::string(file) + name, sizes, DType::f16, {}, true);
+    REQUIRE(cut_kernels(p, opt).kernels == 1);
+    std::optional<SoftmaxContraction> g = find_softmax_contraction(p, p.kernels[0], 0);
+    REQUIRE(g);
+    CHECK(g->key_factors.size() == 1);
+    CHECK(g->v->buffer != g->key_factors[0]->buffer);
+  }
 }
 
 TEST_CASE("cut: softmax weights recomputed per output lane are found, and only then") {
   const CutOptions opt = gpu_cut_options();
   const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}};
-  // Values scaled by a per-key gate: no online softmax, and P·V, with the weights inline for
+  // Values scaled per row and lane: no online softmax, and P·V, with the weights inline for
   // one, recomputes them for every lane.
-  KernelPlan gated = plan_of("tests/regressions/attention_variants.toml:attn_vexpr", sizes,
-                             DType::f16, {}, true);
+  KernelPlan gated = plan_of("tests/regressions/attention_variants.toml:attn_row_lane_scale",
+                             sizes, DType::f16, {}, true);
   cut_kernels(gated, opt);
   bool recomputed = false;
   for (const Kernel& k : gated.kernels)
     recomputed = recomputed || recomputes_softmax_weights(gated, k);
   CHECK(recomputed);
   // Planned without the online softmax, the weights are stored.
-  KernelPlan stored = plan_of("tests/regressions/attention_variants.toml:attn_vexpr", sizes,
-                              DType::f16, {}, false);
+  KernelPlan stored = plan_of("tests/regressions/attention_variants.toml:attn_row_lane_scale",
+                              sizes, DType::f16, {}, false);
   cut_kernels(stored, opt);
   for (const Kernel& k : stored.kernels)
     CHECK_FALSE(recomputes_softmax_weights(stored, k));
