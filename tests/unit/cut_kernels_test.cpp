@@ -668,9 +668,9 @@ TEST_CASE("cut: attention on [B, L, H, D] tensors and grouped-query heads are on
   const LoopNode &score = *tile.body.at(1), &out = *tile.body.at(7);
   REQUIRE(score.args.size() == 5);
   REQUIRE(out.args.size() == 5);
-  CHECK(loop_expr_to_text(*out.args[1]) == "c1");  // the row
-  CHECK(loop_expr_to_text(*out.args[3]) == "c2");  // the lane
-  CHECK(loop_expr_to_text(*out.args[4]) == "c3");  // the key
+  CHECK(loop_expr_to_text(*out.args[1]) == "c1");                               // the row
+  CHECK(loop_expr_to_text(*out.args[3]) == "c2");                               // the lane
+  CHECK(loop_expr_to_text(*out.args[4]) == "c3");                               // the key
   CHECK(loop_expr_to_text(*out.args[2]) == loop_expr_to_text(*score.args[1]));  // h, the block's
   CHECK(loop_expr_to_text(*out.args[0]) == loop_expr_to_text(*score.args[0]));  // b
 
@@ -704,8 +704,8 @@ TEST_CASE("cut: softmax weights recomputed per output lane are found, and only t
   const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}};
   // Values scaled per row and lane: no online softmax, and P·V, with the weights inline for
   // one, recomputes them for every lane.
-  KernelPlan gated = plan_of("tests/regressions/attention_variants.toml:attn_row_lane_scale",
-                             sizes, DType::f16, {}, true);
+  KernelPlan gated = plan_of("tests/regressions/attention_variants.toml:attn_row_lane_scale", sizes,
+                             DType::f16, {}, true);
   cut_kernels(gated, opt);
   bool recomputed = false;
   for (const Kernel& k : gated.kernels)
