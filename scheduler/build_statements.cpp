@@ -441,7 +441,7 @@ class Builder {
           inner.push_back(x.substitute(sub));
         bool input = g_[n.operands[0]].op == Op::input;
         if (in_reduction_ && affine_in_iterators(index) && !affine_in_iterators(inner) &&
-            !windowed(n.view.index) && (opt_.copy_input_views || !input))
+            !batch_quotients(inner) && !windowed(n.view.index) && (opt_.copy_input_views || !input))
           return layout_load(id, index);
         ScalarExprPtr src = expr(n.operands[0], inner);
         if (n.view.mask.empty()) return src;
@@ -486,6 +486,36 @@ class Builder {
               if (is_iterator_name(v)) return false;
           }
     }
+    return true;
+  }
+
+  /** Whether every position of `index` is affine in the iterators but for floor divisions by
+   *  positive constants of affine expressions in iterators the reduction neither reduces nor
+   *  runs along its lanes: grouped-query heads `k[b, h / 2, j, d]`. isl sees such an access
+   *  exactly, and a tile's rows, lanes and k steps keep their strides, so the view is read in
+   *  place (a layout copy would move the heads' data and split the kernel). */
+  bool batch_quotients(const Index& index) const {
+    for (const IntExpr& e : index)
+      for (const IntExpr::Term& t : e.terms()) {
+        int iterators = 0;
+        for (const auto& f : t.factors) {
+          if (f->kind == IntAtom::Kind::var) {
+            iterators += is_iterator_name(f->name);
+            continue;
+          }
+          std::optional<int64_t> d = f->b.as_constant();
+          if (f->kind != IntAtom::Kind::floordiv || !d || *d <= 0 || t.factors.size() != 1)
+            return false;
+          std::set<std::string> inside;
+          f->a.collect_vars(inside);
+          for (const std::string& v : inside)
+            if (is_iterator_name(v) &&
+                (reduction_iters_.count(v) || v == lane_iter_ || !affine_coefficient(f->a, v)))
+              return false;
+        }
+        // coeff · iterator or a product of sizes: affine with a constant coefficient
+        if (iterators > 1 || (iterators == 1 && t.factors.size() != 1)) return false;
+      }
     return true;
   }
 
