@@ -112,6 +112,7 @@ std::string OpenMPRenderer::loop_annotation(const LoopNode& loop, const LoopSite
   }
   if (loop.mapping != Mapping::simd) return "";
   std::string s = "#pragma omp simd";
+  if (loop.simd_lanes > 0) s += " simdlen(" + std::to_string(loop.simd_lanes) + ")";
   if (loop.reduction && site.accumulator) {
     ReduceKind r = site.kernel.statements.at(site.accumulator->statement).reduce;
     if (r == ReduceKind::sum) s += " reduction(+:" + site.accumulator->name + ")";

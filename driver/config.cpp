@@ -246,6 +246,19 @@ std::vector<Knob> make_knobs() {
           "PARALLEL", KnobStage::scheduler,
           "1: the outermost coincident loops run across threads, on backends with threads (openmp)",
           "1", [](auto& o) -> auto& { return o.schedule.parallel; }),
+      {"SIMD", KnobStage::scheduler,
+       "CPU: the bytes a vector of the float loops mapped to vector lanes (openmp): auto (the "
+       "CPU's full width: 64 where AVX-512 runs at full width, else 32), 32 (the C compiler's "
+       "choice) or 64; docs/decisions.md",
+       "auto", true,
+       [](const std::string& v, CompileOptions& o) {
+         if (v != "auto" && v != "32" && v != "64") bad_value("SIMD", "auto, 32 or 64", v);
+         o.schedule.simd_auto = v == "auto";
+         if (v != "auto") o.schedule.simd_bytes = std::stoi(v);
+       },
+       [](const CompileOptions& o) {
+         return o.schedule.simd_auto ? std::string("auto") : std::to_string(o.schedule.simd_bytes);
+       }},
       flag_knob(
           "SIMPLIFY", KnobStage::simplifier, "0: the rewrite rules are not applied", "1",
           [](auto& o) -> auto& { return o.simplify.enabled; }),

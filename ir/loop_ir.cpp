@@ -170,6 +170,7 @@ std::string node_line(const LoopNode& n) {
                         unwrap(expr_text(*n.cond)) + "; " + n.iter +
                         " += " + std::to_string(n.step) + ")";
       out += std::string("  // ") + mapping_name(n.mapping);
+      if (n.simd_lanes > 0) out += " " + std::to_string(n.simd_lanes) + " lanes";
       std::string notes = loop_notes(n);
       return out + (notes.empty() ? "" : " (" + notes + ")");
     }

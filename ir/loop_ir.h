@@ -130,7 +130,10 @@ struct LoopNode {
    *  (scheduler/stream_stores.h). */
   int64_t stream_bytes = 0;
   Mapping mapping = Mapping::serial;  ///< loop; a carried alloc (see `carried`)
-  int statement = -1;                 ///< stmt, alloc: index into Kernel::statements
+  /** loop mapped to simd: the vector lanes it runs at, chosen by map_simd from the target's
+   *  full-width vectors (scheduler/map_loops.h); 0: the C compiler's choice. */
+  int simd_lanes = 0;
+  int statement = -1;            ///< stmt, alloc: index into Kernel::statements
   std::vector<AstExprPtr> args;  ///< stmt, alloc: the value of each statement iterator i0, i1...
   MemorySpace space = MemorySpace::local;  ///< alloc
   std::string name;                        ///< alloc: the register's name, e.g. "acc0"

@@ -1,5 +1,7 @@
 #include "scheduler/map_loops.h"
 
+#include <algorithm>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -106,8 +108,27 @@ bool has_loop(const LoopNode& n) {
   return false;
 }
 
+/** The lanes a float loop runs at in vectors of `vector_bytes`: one lane per element of the
+ *  widest buffer its statements write (f16 and bf16 compute in f32); 0 when one writes an
+ *  integer or bool buffer (left to the compiler, which packs narrow integers tighter). */
+int simd_lanes(const KernelPlan& plan, const Kernel& k, const LoopNode& n, int vector_bytes) {
+  if (vector_bytes <= 0) return 0;
+  int widest = 0;
+  std::function<bool(const LoopNode&)> floats = [&](const LoopNode& m) {
+    if (m.kind == LoopNode::Kind::stmt) {
+      DType t = plan.buffers.at(k.statements.at(m.statement).buffer).dtype;
+      widest = std::max(widest, std::max(4, dtype_bits(t) / 8));
+      return is_float(t);
+    }
+    for (const LoopNodePtr& c : m.body)
+      if (!floats(*c)) return false;
+    return true;
+  };
+  return floats(n) && widest > 0 ? vector_bytes / widest : 0;
+}
+
 LoopNodePtr map_simd_node(const KernelPlan& plan, const Kernel& k, const LoopNodePtr& n,
-                          const LoopNode* accumulator, int& count) {
+                          const LoopNode* accumulator, int vector_bytes, int& count) {
   if (n->kind == LoopNode::Kind::stmt) return n;
   if (n->kind == LoopNode::Kind::loop && n->mapping == Mapping::serial && !has_loop(*n)) {
     bool reduction_ok = false;
@@ -120,8 +141,10 @@ LoopNodePtr map_simd_node(const KernelPlan& plan, const Kernel& k, const LoopNod
       unit = unit && vectorizable(plan, k, *c, n->iter, accumulator ? accumulator->statement : -1);
     if (((n->coincident && !n->reduction) || reduction_ok) && canonical_loop(*n) && unit) {
       ++count;
-      return rebuild(n, [](LoopNode& copy) {
+      int lanes = simd_lanes(plan, k, *n, vector_bytes);
+      return rebuild(n, [lanes](LoopNode& copy) {
         copy.mapping = Mapping::simd;
+        copy.simd_lanes = lanes;
         return true;
       });
     }
@@ -132,7 +155,7 @@ LoopNodePtr map_simd_node(const KernelPlan& plan, const Kernel& k, const LoopNod
   return rebuild(n, [&](LoopNode& copy) {
     bool changed = false;
     for (LoopNodePtr& c : copy.body) {
-      LoopNodePtr m = map_simd_node(plan, k, c, acc, count);
+      LoopNodePtr m = map_simd_node(plan, k, c, acc, vector_bytes, count);
       changed |= m != c;
       c = m;
     }
@@ -197,9 +220,9 @@ int map_parallel(LoopNest& nest, int max_collapse) {
   return count;
 }
 
-int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest) {
+int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest, int vector_bytes) {
   int count = 0;
-  if (nest.root) nest.root = map_simd_node(plan, k, nest.root, nullptr, count);
+  if (nest.root) nest.root = map_simd_node(plan, k, nest.root, nullptr, vector_bytes, count);
   return count;
 }
 

@@ -17,6 +17,9 @@
  *   every access of its statements is unit-stride or invariant in
  *   it: the loop's iterator drives one statement iterator with coefficient 1, which the last
  *   index dimension of each access uses with coefficient 1 (and no other dimension uses).
+ *   Given the target's full-width vector bytes, a loop whose statements all write floats runs
+ *   at that many bytes a vector (LoopNode::simd_lanes: 16 lanes of f32 in 64 bytes); the C
+ *   compiler would otherwise keep to its preferred width.
  */
 #pragma once
 
@@ -30,9 +33,9 @@ namespace kiln {
 /** Maps loops of `nest` to Mapping::parallel; returns how many nests got a parallel loop. */
 int map_parallel(LoopNest& nest, int max_collapse);
 
-/** Maps loops of `nest` (the loop IR of kernel `k` of `plan`) to Mapping::simd; returns how
- *  many. */
-int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest);
+/** Maps loops of `nest` (the loop IR of kernel `k` of `plan`) to Mapping::simd, float loops at
+ *  `vector_bytes` a vector where > 0; returns how many. */
+int map_simd(const KernelPlan& plan, const Kernel& k, LoopNest& nest, int vector_bytes = 0);
 
 /** Whether statement node `stmt` (of kernel `k`) accesses memory unit-stride or invariantly in
  *  loop iterator `iter`: `iter` drives at most one statement iterator, with coefficient 1, which

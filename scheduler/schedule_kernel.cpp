@@ -405,7 +405,7 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
         map_parallel(nest, t.max_collapse);
         break;
       case Transform::Kind::map_simd:
-        map_simd(plan, k, nest);
+        map_simd(plan, k, nest, t.vector_bytes);
         break;
       case Transform::Kind::map_gpu:
         map_gpu(k, nest);
@@ -461,7 +461,14 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     t.max_collapse = opt.max_collapse;
     list.push_back(t);
   }
-  if (opt.vectorize && opt.backend_simd) list.push_back({Transform::Kind::map_simd});
+  if (opt.vectorize && opt.backend_simd) {
+    // Where the target runs wider vectors than the C compiler prefers at Kiln's flags (32
+    // bytes), float loops take them: a 16-lane libmvec exp2f is 1.5x the 8-lane one's speed
+    // (docs/decisions.md, "Vector loops at the target's full width").
+    Transform t{Transform::Kind::map_simd};
+    if (opt.simd_bytes > 32) t.vector_bytes = opt.simd_bytes;
+    list.push_back(t);
+  }
   // After the mappings: a carried loop is serial, and map_gpu spreads the loops of a promoted
   // accumulator over a block's threads.
   if (has_scan(plan, k)) {

@@ -45,6 +45,10 @@ struct ScheduleOptions {
    *  for host runtimes: 64 on AVX-512 machines with full-width units); MICRO=auto's one-loop
    *  tile takes them. 32 when the target is not known (goldens, the C++ API's defaults). */
   int full_width_bytes = 32;
+  /** SIMD=auto: float loops mapped to vector lanes run at `full_width_bytes` a vector; else at
+   *  `simd_bytes` (32: the C compiler's preferred width under Kiln's flags; 64: AVX-512). */
+  bool simd_auto = true;
+  int simd_bytes = 32;
   /** MATRIX=auto: `amx_bf16` follows the target (driver/host_cpu.h sets it for host runtimes on
    *  CPUs with AMX-BF16 whose tile data the OS grants); MATRIX=1 sets it, MATRIX=0 clears it. The
    *  register tile then runs bf16 contractions on the matrix unit (scheduler/register_tile.h). */

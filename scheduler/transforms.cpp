@@ -43,6 +43,7 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
         break;
       case Transform::Kind::map_simd:
         out += "map simd";
+        if (t.vector_bytes > 0) out += " (" + std::to_string(t.vector_bytes) + "-byte vectors)";
         break;
       case Transform::Kind::map_gpu:
         out += "map gpu blocks and threads";

@@ -52,6 +52,9 @@ struct Transform {
   GpuTileShape gpu;          ///< gpu_tile
   SoftmaxTileShape softmax;  ///< online_softmax
   int64_t stream_bytes = 0;  ///< stream_stores: the smallest buffer streamed
+  /** map_simd: float loops run in vectors of this many bytes (simd_lanes); 0: the C compiler
+   *  picks (32 bytes under Kiln's runtimes' -mprefer-vector-width=256) */
+  int vector_bytes = 0;
 };
 
 /** "tile 32x32x32 (bands of 3+ members), promote accumulators, map parallel (collapse 2)". */

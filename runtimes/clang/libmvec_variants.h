@@ -15,7 +15,8 @@ namespace kiln {
 
 /** Adds the `vector-function-abi-variant` attribute to calls of exp2 and log2 (f32 and f64,
  *  the intrinsics and the libm names) and declares the variants, on x86-64 with SSE4.1 (2 and
- *  4 lanes) and AVX2 (4 and 8 lanes). */
+ *  4 lanes), AVX2 (4 and 8 lanes) and AVX-512F (8 and 16 lanes: the vectoriser takes them where
+ *  the target prefers 512-bit vectors). */
 class LibmvecVariants : public llvm::PassInfoMixin<LibmvecVariants> {
  public:
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am);

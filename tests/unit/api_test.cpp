@@ -212,8 +212,8 @@ TEST_CASE("api: an unknown config key or a bad value throws std::invalid_argumen
     CHECK_THROWS_WITH_AS(
         kiln::compile(spec, "softmax", runtime, typo),
         "unknown --config key 'TIEL' (did you mean TILE?); known keys: BLAS, "
-        "CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, PARALLEL, SIMPLIFY, "
-        "STREAM, THREADS, TILE, "
+        "CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, PARALLEL, SIMD, "
+        "SIMPLIFY, STREAM, THREADS, TILE, "
         "VECTORIZE",
         std::invalid_argument);
     kiln::CompileSettings bad;

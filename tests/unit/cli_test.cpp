@@ -323,6 +323,7 @@ TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2")
   const std::string known =
       "known keys: BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, "
       "PARALLEL, "
+      "SIMD, "
       "SIMPLIFY, "
       "STREAM, "
       "THREADS, "

@@ -29,6 +29,7 @@ std::string error_of(const std::map<std::string, std::string>& config,
 const char* kKnown =
     "known keys: BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, "
     "PARALLEL, "
+    "SIMD, "
     "SIMPLIFY, "
     "STREAM, "
     "THREADS, TILE, "

@@ -52,6 +52,34 @@ TEST_CASE("schedule: 2-D elementwise gives a parallel outer loop and a vector in
     CHECK(l->mapping == Mapping::serial);
 }
 
+TEST_CASE(
+    "schedule: float vector loops take the target's full width, integer ones the compiler's") {
+  // y[m, n] = x[m, n] + x[m, n], the rows across threads (collapse 1), the columns in vectors.
+  auto elementwise = [](DType t) {
+    KernelBuilder b;
+    int in = b.buffer("x", {M, N}), out = b.buffer("y", {M, N});
+    b.plan.buffers[in].dtype = b.plan.buffers[out].dtype = t;
+    b.stmt(Statement::Kind::assign, {M, N}, out, {it(0), it(1)},
+           op(Op::add, {load(in, {it(0), it(1)}), load(in, {it(0), it(1)})}));
+    return b;
+  };
+  auto lanes = [&](DType t, int simd_bytes) {
+    ScheduleOptions opt = untiled();
+    opt.backend_threads = opt.backend_simd = true;
+    opt.max_collapse = 1;
+    opt.simd_bytes = simd_bytes;
+    ScheduledKernel r = check_legal(elementwise(t), opt, {{{"M", 3}, {"N", 5}}});
+    const LoopNode* inner = loops(*r.nest.root).at(1);
+    REQUIRE(inner->mapping == Mapping::simd);
+    return inner->simd_lanes;
+  };
+  CHECK(lanes(DType::f32, 64) == 16);
+  CHECK(lanes(DType::f64, 64) == 8);
+  CHECK(lanes(DType::f16, 64) == 16);  // computed in f32
+  CHECK(lanes(DType::i32, 64) == 0);   // narrow integers pack tighter than a float width says
+  CHECK(lanes(DType::f32, 32) == 0);   // the compiler's preferred width already
+}
+
 TEST_CASE("schedule: reduction init runs before its update, then the result is read") {
   KernelBuilder b;
   int x = b.buffer("x", {M, K}), acc = b.buffer("acc", {M}), y = b.buffer("y", {M});
