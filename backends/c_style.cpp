@@ -175,18 +175,20 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
                                    const RenderOptions& options) const {
   std::string s = prelude() + extern_helpers(plan) + plan_declarations(plan);
   if (options.bounds_checks) s += bounds_check_helpers();
-  bool vectors = false, matrix = false;  // register tiles or streaming stores; AMX tiles
+  // Register tiles or streaming stores; AMX tiles; VNNI tiles.
+  bool vectors = false, amx = false, dot = false;
   for (const LoopNest& n : nests)
     if (n.root) {
       for (const LoopNode* l : nodes_of(*n.root, LoopNode::Kind::alloc)) {
         vectors |= l->tile_rows > 0 && l->space != MemorySpace::shared;
-        matrix |= l->matrix;
+        amx |= l->matrix && l->dot_bytes == 0;
+        dot |= l->matrix && l->dot_bytes > 0;
       }
       for (const LoopNode* l : loops_of(*n.root))
         vectors |= l->stream_bytes > 0 && !options.bounds_checks;
     }
   if (vectors) s += vector_helpers(options);
-  if (matrix) s += matrix_helpers();
+  if (amx || dot) s += matrix_helpers(amx, dot);
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
   return s;

@@ -4,7 +4,11 @@
 // `tdpbf16ps` from the packs, and stored. The instructions are inline assembly, which GCC and
 // clang both take without intrinsics headers. The module asks Linux for the tile data itself
 // before its first tile configuration (the driver has asked already; a module loaded
-// elsewhere, `kiln compile --object`, has not).
+// elsewhere, `kiln compile --object`, has not). A matrix tile of 8-bit integers on VNNI
+// vectors instead (LoopNode::dot_bytes): the same packs (a's bytes and b's quads, with the
+// xor and the sums its signs need), and the tile's rows × vectors of i32 sums in vector
+// registers, one `vpdpbusd` per row and vector per k quad.
+#include <functional>
 #include <stdexcept>
 
 #include "backends/c_style.h"
@@ -38,6 +42,38 @@ KILN_FN void kiln_amx_begin(void) {
 }
 KILN_FN void kiln_amx_end(void) { __asm__ volatile("tilerelease" : :); }
 )amx";
+
+/** VNNI vectors of 64 and 32 bytes of i32 sums (unsigned: they wrap) and the dot product of
+ *  bytes: each 32-bit lane of `acc` plus the four products of u's bytes, unsigned, by s's,
+ *  signed (vpdpbusd, not the saturating vpdpbusds). Where the compiler targets no such
+ *  instruction (VNNI=64 on another CPU) the same sums in plain vector code. */
+const char* const kDotHelpers =
+    R"dot(typedef uint32_t kiln_vdot64 __attribute__((vector_size(64)));
+typedef int32_t kiln_vdoti64 __attribute__((vector_size(64)));
+typedef uint32_t kiln_vdot32 __attribute__((vector_size(32)));
+typedef int32_t kiln_vdoti32 __attribute__((vector_size(32)));
+#define KILN_DPBUSD_SUMS(V, VI) \
+  for (int q = 0; q < 32; q += 8) \
+    acc += (V)((VI)((u >> q) & 0xff) * (((VI)(s << (24 - q))) >> 24));
+KILN_FN kiln_vdot64 kiln_dpbusd64(kiln_vdot64 acc, kiln_vdot64 u, kiln_vdot64 s) {
+#if defined(__AVX512VNNI__) && defined(__x86_64__)
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+#else
+  KILN_DPBUSD_SUMS(kiln_vdot64, kiln_vdoti64)
+#endif
+  return acc;
+}
+KILN_FN kiln_vdot32 kiln_dpbusd32(kiln_vdot32 acc, kiln_vdot32 u, kiln_vdot32 s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__x86_64__)
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+#elif defined(__AVXVNNI__) && defined(__x86_64__)
+  __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+#else
+  KILN_DPBUSD_SUMS(kiln_vdot32, kiln_vdoti32)
+#endif
+  return acc;
+}
+)dot";
 
 /** A stmt's args with iterator `iter` replaced by `value` (an iterator the fill does not bind). */
 std::vector<AstExprPtr> with(const std::vector<AstExprPtr>& args, const std::string& iter,
@@ -74,6 +110,37 @@ const ScalarExpr& packed_load(const Kernel& k, const LoopNode& pack) {
   return packed_load(k, pack, *fills[0], args);
 }
 
+/** The lines that start matrix tile `n`'s sums, indented by `in`: `load` (lines at `in`), or
+ *  where the tile starts fresh (its first k block, the init folded in) `zero` instead. */
+std::string zero_or_load(const LoopNode& n, const std::string& zero, const std::string& load,
+                         const std::string& in) {
+  if (!n.tile_fresh) return load;
+  std::string s = in + "if (" + ast_expr_to_c(*n.tile_fresh) + ") {\n" + zero + in + "} else {\n";
+  for (size_t at = 0; at < load.size();) {  // the load, indented one more level
+    size_t end = load.find('\n', at);
+    s += "  " + load.substr(at, end - at + 1);
+    at = end + 1;
+  }
+  return s + in + "}\n";
+}
+
+/** Whether matrix pack `pack` also sums its values per row (a row pack) or per lane (a lane
+ *  pack) for the correction of its tiles' signs (ir/loop_ir.h, DotSigns): the array
+ *  `<name>_s` of i32, one per row or per lane of the pack, over the k block. */
+bool sums_values(const LoopNode& pack) {
+  if (pack.dot_bytes == 0) return false;
+  return pack.tile_rows > 0 ? pack.dot_signs == DotSigns::unsigned_unsigned
+                            : pack.dot_signs == DotSigns::signed_signed;
+}
+
+/** Whether matrix pack `pack` holds its values xor 0x80 (DotSigns): a's for two i8 operands,
+ *  b's for two u8 ones. */
+bool flips_values(const LoopNode& pack) {
+  if (pack.dot_bytes == 0) return false;
+  return pack.tile_rows > 0 ? pack.dot_signs == DotSigns::signed_signed
+                            : pack.dot_signs == DotSigns::unsigned_unsigned;
+}
+
 /** Bytes of one value in the packs of statement `st`: 2 (bf16, summing in f32) or 1 (8-bit
  *  integers, summing in i32). */
 int value_bytes(const KernelPlan& plan, const Statement& st) {
@@ -82,8 +149,8 @@ int value_bytes(const KernelPlan& plan, const Statement& st) {
 
 }  // namespace
 
-std::string CStyleRenderer::matrix_helpers() const {
-  return kMatrixHelpers;
+std::string CStyleRenderer::matrix_helpers(bool amx, bool dot) const {
+  return std::string(amx ? kMatrixHelpers : "") + (dot ? kDotHelpers : "");
 }
 
 std::string CStyleRenderer::render_matrix_pack(const Context& c, const LoopNode& n,
@@ -109,6 +176,13 @@ std::string CStyleRenderer::render_matrix_pack(const Context& c, const LoopNode&
   c.local_args += ", " + count + ", " + array;
   s += in + type + " " + array + "[" + std::to_string(elements) +
        "] __attribute__((aligned(64)));\n";
+  if (sums_values(n)) {
+    const std::string sums = n.name + "_s";
+    s += in + "int32_t " + sums + "[" + std::to_string(rows ? n.tile_rows : n.pack_lanes) +
+         "] = {0};\n";
+    c.local_params += ", int32_t* restrict " + sums;
+    c.local_args += ", " + sums;
+  }
   // The k rows past the last block's end, up to the next step of the unit, are read as zeros.
   s += in + "if (" + count + " < " + std::to_string(n.pack_depth) + ") __builtin_memset(" + array +
        ", 0, sizeof " + array + ");\n";
@@ -118,10 +192,11 @@ std::string CStyleRenderer::render_matrix_pack(const Context& c, const LoopNode&
   c.filling = filling;
   const LoopNode* outer = rows ? c.row_pack : c.pack;
   (rows ? c.row_pack : c.pack) = &n;
-  if (rows) s += in + "kiln_amx_begin();\n";
+  const bool amx = rows && n.dot_bytes == 0;
+  if (amx) s += in + "kiln_amx_begin();\n";
   for (size_t i = 1; i < n.body.size(); ++i)
     s += render_node(c, *n.body[i], depth + 1);
-  if (rows) s += in + "kiln_amx_end();\n";
+  if (amx) s += in + "kiln_amx_end();\n";
   (rows ? c.row_pack : c.pack) = outer;
   c.local_params = params;
   c.local_args = args;
@@ -150,9 +225,18 @@ std::string CStyleRenderer::render_matrix_fill(const Context& c, const LoopNode&
   };
   const std::string k = "(" + p.pack_iter + " - " + ast_expr_to_c(*p.pack_origin) + ")";
   const std::string d = std::to_string(p.pack_depth), pad(2 * depth, ' ');
+  // For VNNI's signs (DotSigns): the value xor 0x80, and its sum per row or lane.
+  const bool flip = flips_values(p), sum = sums_values(p);
+  auto stored = [&](const std::string& v) { return flip ? "(" + bits + ")(" + v + " ^ 0x80)" : v; };
+  const std::string row =
+      rows ? "(" + p.tile_row + " - " + ast_expr_to_c(*p.tile_row_origin) + ")" : "";
+  if (rows && (flip || sum))
+    return pad + "{ " + bind_line(args) + "const " + bits + " kiln_v = " + value() + "; " + p.name +
+           "_0[" + row + " * " + d + " + " + k + "] = " + stored("kiln_v") + ";" +
+           (sum ? " " + p.name + "_s[" + row + "] += kiln_v;" : "") + " }\n";
   if (rows)
-    return pad + "{ " + bind_line(args) + p.name + "_0[(" + p.tile_row + " - " +
-           ast_expr_to_c(*p.tile_row_origin) + ") * " + d + " + " + k + "] = " + value() + "; }\n";
+    return pad + "{ " + bind_line(args) + p.name + "_0[" + row + " * " + d + " + " + k +
+           "] = " + value() + "; }\n";
   // The values of k rows k, k + 1 (, k + 2, k + 3) as one word, k's lowest; 0 past the block.
   const int group = 4 / bytes;
   const std::string origin = ast_expr_to_c(*p.tile_lane_origin);
@@ -161,20 +245,60 @@ std::string CStyleRenderer::render_matrix_fill(const Context& c, const LoopNode&
                    (group == 2 ? "1" : "2") + ") * " + std::to_string(p.tile_lanes) + " + (" +
                    p.tile_lane + " - " + origin + ")";
   std::string s = pad + "{\n" + pad + "  uint32_t kiln_w;\n";
-  s += pad + "  { " + bind_line(args) + "kiln_w = (uint32_t)" + value() + "; }\n";
+  // A value of the quad (its word's bits from `shift`), summed into its lane's column sum.
+  auto quad_value = [&](const std::string& op, const std::string& shift) {
+    if (!flip && !sum) return "kiln_w " + op + " (uint32_t)" + value() + shift + ";";
+    return "const " + bits + " kiln_v = " + value() + "; kiln_w " + op + " (uint32_t)" +
+           stored("kiln_v") + shift + ";" +
+           (sum ? " " + p.name + "_s[" + p.tile_lane + " - " + p.name + "_base] += (int8_t)kiln_v;"
+                : "");
+  };
+  s += pad + "  { " + bind_line(args) + quad_value("=", "") + " }\n";
   for (int g = 1; g < group; ++g) {
     std::vector<AstExprPtr> next =
         with(args, p.pack_iter, ast_op("add", {ast_iter(p.pack_iter), ast_int(g)}));
     s += pad + "  if (" + k + " + " + std::to_string(g) + " < " + p.name + "_k) { " +
-         bind_line(next) + "kiln_w |= (uint32_t)" + value() + " << " +
-         std::to_string(8 * bytes * g) + "; }\n";
+         bind_line(next) + quad_value("|=", " << " + std::to_string(8 * bytes * g)) + " }\n";
   }
   s += pad + "  " + p.name + "_0[" + at + "] = kiln_w;\n";
   return s + pad + "}\n";
 }
 
+std::string CStyleRenderer::tile_corner(const Context& c, const LoopNode& n,
+                                        const std::string& in) const {
+  const Statement& st = c.kernel.statements.at(n.statement);
+  const std::string t = n.name;
+  const std::string offset = int_expr_to_c(linear_index(c, st.buffer, st.index), c.sizes);
+  AstExprPtr row1 = ast_op("add", {n.tile_row_origin, ast_int(1)});
+  std::vector<AstExprPtr> at0, at1;
+  for (const AstExprPtr& e : n.args) {
+    at0.push_back(e ? substitute(substitute(e, n.tile_row, n.tile_row_origin), n.tile_lane,
+                                 n.tile_lane_origin)
+                    : nullptr);
+    at1.push_back(e ? substitute(substitute(e, n.tile_row, row1), n.tile_lane, n.tile_lane_origin)
+                    : nullptr);
+  }
+  const std::string rows = std::to_string(n.tile_rows), lanes = std::to_string(n.tile_lanes);
+  std::string s =
+      in + "const int64_t " + t +
+      "_rows = " + (n.tile_row_count ? ast_expr_to_c(*n.tile_row_count) : rows) + ", " + t +
+      "_lanes = " + (n.tile_lane_count ? ast_expr_to_c(*n.tile_lane_count) : lanes) + ";\n";
+  // The sums' first element and the elements from one row to the next, in the buffer.
+  s += in + "int64_t " + t + "_at, " + t + "_ld;\n";
+  s += in + "{ " + bind_line(at0) + t + "_at = " + offset + "; }\n";
+  s += in + "{ " + bind_line(at1) + t + "_ld = " + offset + " - " + t + "_at; }\n";
+  // A whole tile moves between the buffer and the registers directly; a partial one (and
+  // every one under bounds checks) through a local copy.
+  s +=
+      in + "const int " + t + "_direct = " +
+      (c.options.bounds_checks ? "0" : t + "_rows == " + rows + " && " + t + "_lanes == " + lanes) +
+      ";\n";
+  return s;
+}
+
 std::string CStyleRenderer::render_matrix_tile(const Context& c, const LoopNode& n,
                                                int depth) const {
+  if (n.dot_bytes > 0) return render_dot_tile(c, n, depth);
   const LoopNode *a = c.row_pack, *b = c.pack;
   if (!a || !b || !a->matrix || !b->matrix || n.tile_rows != 32 || n.tile_lanes != 32 ||
       b->tile_lanes != 32 || a->tile_rows != 32)
@@ -190,29 +314,7 @@ std::string CStyleRenderer::render_matrix_tile(const Context& c, const LoopNode&
   };
   const std::string op = bf16 ? "tdpbf16ps" : std::string("tdpb") + sign(*a) + sign(*b) + "d";
   const std::string sum_type = bf16 ? "float" : "int32_t", zero = bf16 ? "0.0f" : "0";
-  const std::string offset = int_expr_to_c(linear_index(c, st.buffer, st.index), c.sizes);
-  AstExprPtr row1 = ast_op("add", {n.tile_row_origin, ast_int(1)});
-  std::vector<AstExprPtr> at0, at1;
-  for (const AstExprPtr& e : n.args) {
-    at0.push_back(e ? substitute(substitute(e, n.tile_row, n.tile_row_origin), n.tile_lane,
-                                 n.tile_lane_origin)
-                    : nullptr);
-    at1.push_back(e ? substitute(substitute(e, n.tile_row, row1), n.tile_lane, n.tile_lane_origin)
-                    : nullptr);
-  }
-  std::string s = pad + "{\n";
-  s += in + "const int64_t " + t +
-       "_rows = " + (n.tile_row_count ? ast_expr_to_c(*n.tile_row_count) : "32") + ", " + t +
-       "_lanes = " + (n.tile_lane_count ? ast_expr_to_c(*n.tile_lane_count) : "32") + ";\n";
-  // The sums' first element and the elements from one row to the next, in the buffer.
-  s += in + "int64_t " + t + "_at, " + t + "_ld;\n";
-  s += in + "{ " + bind_line(at0) + t + "_at = " + offset + "; }\n";
-  s += in + "{ " + bind_line(at1) + t + "_ld = " + offset + " - " + t + "_at; }\n";
-  // A whole tile moves between the buffer and the tile registers directly; a partial one (and
-  // every one under bounds checks) through a local copy.
-  s += in + "const int " + t +
-       "_direct = " + (c.options.bounds_checks ? "0" : t + "_rows == 32 && " + t + "_lanes == 32") +
-       ";\n";
+  std::string s = pad + "{\n" + tile_corner(c, n, in);
   s += in + sum_type + " " + sums + "[1024] __attribute__((aligned(64)));\n";
   const std::string element = "(" + t + "_at + r * " + t + "_ld + l)";
   auto moves = [&](const std::string& op, const std::string& pad) {
@@ -238,20 +340,10 @@ std::string CStyleRenderer::render_matrix_tile(const Context& c, const LoopNode&
                            local("KILN_AMX_LOAD", in + "  ");
   std::string load = in + "if (" + t + "_direct) {\n" + moves("KILN_AMX_LOAD", in + "  ") + in +
                      "} else {\n" + load_local + in + "}\n";
-  if (n.tile_fresh) {  // the first block starts from 0 (the init folded in)
-    s += in + "if (" + ast_expr_to_c(*n.tile_fresh) + ") {\n";
-    for (int q = 0; q < 4; ++q)
-      s += in + "  KILN_AMX_ZERO(" + std::to_string(q) + ");\n";
-    s += in + "} else {\n";
-    for (size_t at = 0; at < load.size();) {  // the load, indented one more level
-      size_t end = load.find('\n', at);
-      s += "  " + load.substr(at, end - at + 1);
-      at = end + 1;
-    }
-    s += in + "}\n";
-  } else {
-    s += load;
-  }
+  std::string zeros;
+  for (int q = 0; q < 4; ++q)
+    zeros += in + "  KILN_AMX_ZERO(" + std::to_string(q) + ");\n";
+  s += zero_or_load(n, zeros, load, in);
   // 64 bytes of k a step: rows 0-15 and 16-31 of the row pack, lanes 0-15 and 16-31 of the
   // lane pack (its words: k / (4 / bytes) rows of 32 lanes).
   const std::string d = std::to_string(a->pack_depth),
@@ -274,6 +366,139 @@ std::string CStyleRenderer::render_matrix_tile(const Context& c, const LoopNode&
        "_rows; ++r)\n" + in + "    for (int64_t l = 0; l < " + t + "_lanes; ++l)\n" + in +
        "      " + render_access(c, st.buffer, element) + " = " + sums + "[r * 32 + l];\n" + in +
        "}\n";
+  return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_dot_tile(const Context& c, const LoopNode& n, int depth) const {
+  const LoopNode *a = c.row_pack, *b = c.pack;
+  const int per = n.dot_bytes / 4;  // i32 lanes a vector
+  if (!a || !b || !a->matrix || !b->matrix || a->dot_bytes != n.dot_bytes ||
+      b->dot_bytes != n.dot_bytes || a->tile_rows != n.tile_rows || b->tile_lanes != n.tile_lanes ||
+      per <= 0 || n.tile_lanes % per != 0)
+    throw std::logic_error("a VNNI tile outside its two packs");
+  std::string pad(2 * depth, ' '), in = pad + "  ", in2 = in + "  ";
+  const Statement& st = c.kernel.statements.at(n.statement);
+  const std::string t = n.name, buffer = "b" + std::to_string(st.buffer);
+  const std::string v = "kiln_vdot" + std::to_string(n.dot_bytes),
+                    dp = "kiln_dpbusd" + std::to_string(n.dot_bytes);
+  const int64_t rows = n.tile_rows, vectors = n.tile_lanes / per, lanes = n.tile_lanes;
+  auto acc = [&](int64_t r, int64_t q) {
+    return t + "_" + std::to_string(r) + "_" + std::to_string(q);
+  };
+  auto each = [&](const std::function<std::string(int64_t, int64_t)>& line,
+                  const std::string& pad) {
+    std::string o;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t q = 0; q < vectors; ++q)
+        o += pad + line(r, q) + "\n";
+    return o;
+  };
+  std::string s = pad + "{\n" + tile_corner(c, n, in);
+  for (int64_t r = 0; r < rows; ++r) {
+    s += in + v;
+    for (int64_t q = 0; q < vectors; ++q)
+      s += std::string(q ? "," : "") + " " + acc(r, q);
+    s += ";\n";
+  }
+  // A whole tile's vectors straight from the buffer; a partial one through a local copy whose
+  // missing rows and lanes are zeros.
+  const std::string local = t + "_c", element = "(" + t + "_at + r * " + t + "_ld + l)";
+  const std::string size = std::to_string(per * 4), l_str = std::to_string(lanes);
+  auto vector_at = [&](int64_t r, int64_t q) {
+    return "&" + buffer + "[" + t + "_at + " + std::to_string(r) + " * " + t + "_ld + " +
+           std::to_string(q * per) + "]";
+  };
+  auto local_at = [&](int64_t r, int64_t q) {
+    return "&" + local + "[" + std::to_string(r * lanes + q * per) + "]";
+  };
+  s += in + "int32_t " + local + "[" + std::to_string(rows * lanes) +
+       "] __attribute__((aligned(64)));\n";
+  std::string load =
+      in + "if (" + t + "_direct) {\n" +
+      each(
+          [&](int64_t r, int64_t q) {
+            return "__builtin_memcpy(&" + acc(r, q) + ", " + vector_at(r, q) + ", " + size + ");";
+          },
+          in2) +
+      in + "} else {\n" + in2 + "for (int64_t r = 0; r < " + std::to_string(rows) + "; ++r)\n" +
+      in2 + "  for (int64_t l = 0; l < " + l_str + "; ++l)\n" + in2 + "    " + local + "[r * " +
+      l_str + " + l] = r < " + t + "_rows && l < " + t + "_lanes ? " +
+      render_access(c, st.buffer, element) + " : 0;\n" +
+      each(
+          [&](int64_t r, int64_t q) {
+            return "__builtin_memcpy(&" + acc(r, q) + ", " + local_at(r, q) + ", " + size + ");";
+          },
+          in2) +
+      in + "}\n";
+  s += zero_or_load(
+      n, each([&](int64_t r, int64_t q) { return acc(r, q) + " = (" + v + "){0};"; }, in2), load,
+      in);
+  // Each row's bytes in the row pack (rows past the count read the last one's), the lane
+  // pack's words of this tile: per k quad `lanes` words, four k of a lane in each.
+  const std::string d = std::to_string(a->pack_depth);
+  for (int64_t r = 0; r < rows; ++r)
+    s += in + "const uint8_t* restrict " + t + "_a" + std::to_string(r) + " = &" + a->name +
+         "_0[(" + std::to_string(r) + " < " + t + "_rows ? " + std::to_string(r) + " : " + t +
+         "_rows - 1) * " + d + "];\n";
+  const std::string lane_origin =
+      "(" + ast_expr_to_c(*n.tile_lane_origin) + " - " + b->name + "_base)";
+  s += in + "const uint32_t* restrict " + t + "_b = &" + b->name + "_0[" + lane_origin + " * " +
+       std::to_string(b->pack_depth / 4) + "];\n";
+  s += in + "for (int64_t kiln_kk = 0; kiln_kk < " + b->name + "_k; kiln_kk += 4) {\n";
+  for (int64_t q = 0; q < vectors; ++q)
+    s += in2 + v + " kiln_b" + std::to_string(q) + "; __builtin_memcpy(&kiln_b" +
+         std::to_string(q) + ", &" + t + "_b[(kiln_kk >> 2) * " + l_str + " + " +
+         std::to_string(q * per) + "], " + size + ");\n";
+  // a's bytes unsigned and b's signed, or the roles swapped (ir/loop_ir.h, DotSigns).
+  const bool swapped = n.dot_signs == DotSigns::signed_unsigned;
+  for (int64_t r = 0; r < rows; ++r) {
+    s += in2 + "{ uint32_t kiln_x; __builtin_memcpy(&kiln_x, " + t + "_a" + std::to_string(r) +
+         " + kiln_kk, 4); const " + v + " kiln_a = (" + v + "){0} + kiln_x;\n";
+    for (int64_t q = 0; q < vectors; ++q) {
+      const std::string bq = "kiln_b" + std::to_string(q);
+      s += in2 + "  " + acc(r, q) + " = " + dp + "(" + acc(r, q) + ", " +
+           (swapped ? bq + ", kiln_a" : "kiln_a, " + bq) + ");\n";
+    }
+    s += in2 + "}\n";
+  }
+  s += in + "}\n";
+  // The signs' corrections for this k block: −128 × each lane's column sum of b (a was
+  // packed + 128), or +128 × each row's sum of a (b was packed − 128).
+  if (n.dot_signs == DotSigns::signed_signed) {
+    for (int64_t q = 0; q < vectors; ++q)
+      s += in + "{ " + v + " kiln_cs; __builtin_memcpy(&kiln_cs, &" + b->name + "_s[" +
+           lane_origin + " + " + std::to_string(q * per) + "], " + size + "); kiln_cs <<= 7;" +
+           [&] {
+             std::string o;
+             for (int64_t r = 0; r < rows; ++r)
+               o += " " + acc(r, q) + " -= kiln_cs;";
+             return o;
+           }() +
+           " }\n";
+  } else if (n.dot_signs == DotSigns::unsigned_unsigned) {
+    for (int64_t r = 0; r < rows; ++r) {
+      s += in + "{ const " + v + " kiln_rs = (" + v + "){0} + ((uint32_t)" + a->name + "_s[" +
+           std::to_string(r) + " < " + t + "_rows ? " + std::to_string(r) + " : 0] << 7);";
+      for (int64_t q = 0; q < vectors; ++q)
+        s += " " + acc(r, q) + " += kiln_rs;";
+      s += " }\n";
+    }
+  }
+  s += in + "if (" + t + "_direct) {\n" +
+       each(
+           [&](int64_t r, int64_t q) {
+             return "__builtin_memcpy(" + vector_at(r, q) + ", &" + acc(r, q) + ", " + size + ");";
+           },
+           in2) +
+       in + "} else {\n" +
+       each(
+           [&](int64_t r, int64_t q) {
+             return "__builtin_memcpy(" + local_at(r, q) + ", &" + acc(r, q) + ", " + size + ");";
+           },
+           in2) +
+       in2 + "for (int64_t r = 0; r < " + t + "_rows; ++r)\n" + in2 + "  for (int64_t l = 0; l < " +
+       t + "_lanes; ++l)\n" + in2 + "    " + render_access(c, st.buffer, element) + " = " + local +
+       "[r * " + l_str + " + l];\n" + in + "}\n";
   return s + pad + "}\n";
 }
 

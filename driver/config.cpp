@@ -281,6 +281,21 @@ std::vector<Knob> make_knobs() {
           "VECTORIZE", KnobStage::scheduler,
           "1: innermost unit-stride loops run across vector lanes, on backends with SIMD (openmp)",
           "1", [](auto& o) -> auto& { return o.schedule.vectorize; }),
+      {"VNNI", KnobStage::scheduler,
+       "CPU: contractions of two 8-bit integers summing in i32 run on vectors of B bytes with "
+       "dot products of bytes (vpdpbusd) where the matrix unit does not take them: auto (64 "
+       "with AVX512-VNNI, 32 with AVX-VNNI, else 0), 64 or 1 (AVX512-VNNI code, exact on other "
+       "CPUs too but slow there), 32 (AVX-VNNI), 0: off; docs/decisions.md",
+       "auto", true,
+       [](const std::string& v, CompileOptions& o) {
+         if (v != "auto" && v != "0" && v != "1" && v != "32" && v != "64")
+           bad_value("VNNI", "auto, 0, 1, 32 or 64", v);
+         o.schedule.dot_auto = v == "auto";
+         o.schedule.dot_bytes = v == "32" ? 32 : v == "1" || v == "64" ? 64 : 0;
+       },
+       [](const CompileOptions& o) {
+         return o.schedule.dot_auto ? std::string("auto") : std::to_string(o.schedule.dot_bytes);
+       }},
   };
   std::sort(k.begin(), k.end(),
             [](const Knob& a, const Knob& b) { return std::string(a.name) < b.name; });

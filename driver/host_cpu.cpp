@@ -59,6 +59,12 @@ HostCpu host_cpu() {
       bool amx = tiles && ((d >> 24) & 1) && (((d >> 22) & 1) || ((d >> 25) & 1)) && grant_amx();
       cpu.amx_bf16 = amx && ((d >> 22) & 1);
       cpu.amx_int8 = amx && ((d >> 25) & 1);
+      // AVX512-VNNI (with VL: its 32-byte forms too); AVX-VNNI in subleaf 1.
+      cpu.avx512_vnni = cpu.avx512f && ((b >> 31) & 1) && ((c >> 11) & 1);
+      if (a >= 1) {
+        __cpuid_count(7, 1, a, b, c, d);
+        cpu.avx_vnni = cpu.avx2 && ((a >> 4) & 1);
+      }
     }
   }
 #endif
@@ -69,6 +75,11 @@ int full_width_vector_bytes(const HostCpu& cpu) {
   if (!cpu.avx512f) return 32;
   if (cpu.vendor == "AuthenticAMD" && cpu.family == 0x19) return 32;  // Zen 4: two halves
   return 64;
+}
+
+int dot_vector_bytes(const HostCpu& cpu) {
+  if (cpu.avx512_vnni && full_width_vector_bytes(cpu) == 64) return 64;
+  return cpu.avx512_vnni || cpu.avx_vnni ? 32 : 0;
 }
 
 }  // namespace kiln

@@ -18,6 +18,9 @@ struct HostCpu {
    *  runs AMX code only once granted, and the grant lasts for the process). */
   bool amx_bf16 = false;
   bool amx_int8 = false;  ///< likewise with AMX-INT8
+  /** Dot products of unsigned by signed bytes into i32 (vpdpbusd): AVX512-VNNI on 64-byte
+   *  vectors (with AVX512VL, so that its 32-byte forms exist too), AVX-VNNI on 32-byte ones. */
+  bool avx512_vnni = false, avx_vnni = false;
 };
 
 /** The host CPU (cpuid; all false off x86). */
@@ -26,5 +29,10 @@ HostCpu host_cpu();
 /** The widest vectors, in bytes, `cpu` runs at full width: 64 with AVX-512 (AVX512F), except
  *  AMD family 19h (Zen 4), whose 512-bit operations run as two 256-bit halves; 32 otherwise. */
 int full_width_vector_bytes(const HostCpu& cpu);
+
+/** The vectors, in bytes, that 8-bit products take on `cpu` (VNNI=auto,
+ *  RegisterTileShape::dot_bytes): 64 with AVX512-VNNI where 64-byte operations run at full
+ *  width, 32 with AVX-VNNI or AVX512-VNNI otherwise, 0 without VNNI. */
+int dot_vector_bytes(const HostCpu& cpu);
 
 }  // namespace kiln

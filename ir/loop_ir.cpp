@@ -123,6 +123,15 @@ std::string alloc_line(const LoopNode& n) {
            unwrap(expr_text(*n.tile_lane_cond)) + "; " + std::to_string(n.thread_rows) + "x" +
            std::to_string(n.thread_lanes) + " per thread, reduction blocks of " +
            std::to_string(n.pack_depth) + staged_text(n);
+  // A matrix node on VNNI vectors: their width and how the signs meet vpdpbusd's.
+  std::string dot;
+  if (n.dot_bytes > 0) {
+    static const char* const signs[] = {"u8 by i8", "i8 by u8, roles swapped",
+                                        "i8 by i8, a xor 0x80, -128 x column sums",
+                                        "u8 by u8, b xor 0x80, +128 x row sums"};
+    dot = " on " + std::to_string(n.dot_bytes) + "-byte VNNI vectors (" +
+          signs[static_cast<int>(n.dot_signs)] + ")";
+  }
   if (n.pack_depth > 0 && n.matrix) {
     std::string count =
         n.pack_count ? ", k rows below " + unwrap(expr_text(*n.pack_count)) : std::string();
@@ -132,11 +141,11 @@ std::string alloc_line(const LoopNode& n) {
              range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
              range(n.tile_row, n.tile_row_origin, n.tile_rows) +
              (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "") +
-             count;
+             count + dot;
     return "pack " + n.name + " = the lane operand of S" + std::to_string(n.statement) +
            " in k pairs (bf16) or quads (8 bits) for the matrix unit, for " +
            range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
-           range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below + count;
+           range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below + count + dot;
   }
   if (n.pack_depth > 0)
     return "pack " + n.name + " = the row-shared lane operands of S" + std::to_string(n.statement) +
@@ -150,13 +159,17 @@ std::string alloc_line(const LoopNode& n) {
   out += ")";
   if (n.carried && n.mapping == Mapping::parallel) out += ", split across threads";
   if (n.tile_rows > 0)
-    out += ", a " + tile + (n.matrix ? " matrix-unit tile: " : " register tile: ") +
+    out += ", a " + tile +
+           (!n.matrix         ? " register tile: "
+            : n.dot_bytes > 0 ? " dot-product tile: "
+                              : " matrix-unit tile: ") +
            range(n.tile_row, n.tile_row_origin, n.tile_rows) +
            (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "") + ", " +
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below +
            (n.tile_fresh ? ", S" + std::to_string(n.tile_init) + " in registers where " +
                                unwrap(expr_text(*n.tile_fresh))
-                         : "");
+                         : "") +
+           dot;
   return out;
 }
 

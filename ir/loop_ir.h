@@ -87,6 +87,20 @@ struct StagedOperand {
   int64_t element_bytes = 4;
 };
 
+/** How a vector dot product of unsigned by signed bytes (vpdpbusd) takes the row operand a and
+ *  the lane operand b of an 8-bit matrix tile on vector registers (LoopNode::dot_bytes); every
+ *  form is exact in wrapping i32 arithmetic. */
+enum class DotSigns {
+  unsigned_signed,  ///< a u8, b i8: a's bytes unsigned, b's signed, as they are
+  signed_unsigned,  ///< a i8, b u8: the roles swapped (b's quads unsigned, a's bytes signed)
+  /** both i8: the row pack holds a xor 0x80 (a + 128, unsigned), the lane pack its lanes'
+   *  sums Σ_k b[k, n], and each lane's sums take −128 times its column sum per k block. */
+  signed_signed,
+  /** both u8: the lane pack holds b xor 0x80 (b − 128, signed), the row pack its rows' sums
+   *  Σ_k a[m, k], and each row's sums take +128 times its row sum per k block. */
+  unsigned_unsigned,
+};
+
 /** A node of the loop IR.
  *  - block: `body` in order.
  *  - loop: `for (iter = init; cond; iter += step) body`, with its annotations.
@@ -195,6 +209,15 @@ struct LoopNode {
   /** alloc, a matrix pack: how many of its pack_depth k rows exist (fewer in the last k block);
    *  null when all do. */
   AstExprPtr pack_count;
+  /** alloc, a matrix tile or pack of 8-bit integers: when > 0 it runs on vector registers of
+   *  this many bytes with dot products of unsigned by signed bytes (VNNI `vpdpbusd`: 64 bytes
+   *  AVX512-VNNI, 32 AVX-VNNI; RegisterTileShape::dot_bytes) instead of the matrix unit. The
+   *  tile keeps tile_rows × tile_lanes i32 sums in vectors; per k quad it loads the lane pack's
+   *  tile_lanes words (four k of a lane side by side, as for AMX-INT8) and broadcasts each row's
+   *  four bytes of the row pack as one 32-bit value. `dot_signs` says how the operands' signs
+   *  meet the instruction's. */
+  int dot_bytes = 0;
+  DotSigns dot_signs = DotSigns::unsigned_signed;
   /** alloc in `shared` space: a GPU block tile of contraction `statement`
    *  (scheduler/gpu_tile.h). The block computes tile_rows × tile_lanes elements, `tile_row` =
    *  tile_row_origin + 0..tile_rows-1 and `tile_lane` = tile_lane_origin + 0..tile_lanes-1 (those

@@ -205,7 +205,7 @@ class Tiler {
       std::vector<std::optional<TileNest>> found;
       int score = -1;
       for (const LoopNodePtr& c : children) {
-        found.push_back(tile_nest(plan_, kernel_, *band[r], *c, shape_.amx_bf16, shape_.amx_int8));
+        found.push_back(tile_nest(plan_, kernel_, *band[r], *c, shape_.amx_bf16, int8()));
         if (found.back()) score = std::max(score, 0) + shared_operands(*found.back(), *band[r]);
       }
       if (score > best) row = r, best = score, nests = std::move(found);
@@ -342,6 +342,17 @@ class Tiler {
     return block;
   }
 
+  /** Whether 8-bit products run on a matrix tile: on the matrix unit (AMX-INT8) or on VNNI
+   *  vectors. */
+  bool int8() const { return shape_.amx_int8 || shape_.dot_bytes > 0; }
+
+  /** Whether statement `s`'s matrix tiles run on VNNI vectors: 8-bit products summing in i32
+   *  on a target with VNNI and no AMX-INT8. */
+  bool dot(const Statement& s) const {
+    return !shape_.amx_int8 && shape_.dot_bytes > 0 &&
+           plan_.buffers.at(s.buffer).dtype == DType::i32;
+  }
+
   static bool candidate(const LoopNode& n) {
     return n.kind == LoopNode::Kind::loop && n.coincident && n.step == 1 && canonical_loop(n);
   }
@@ -472,7 +483,7 @@ class Tiler {
   std::optional<std::pair<const ScalarExpr*, const ScalarExpr*>> matrix_operands(
       const TileNest& t, const LoopNode& row) const {
     const Statement& s = kernel_.statements.at(t.stmt->statement);
-    if (!matrix_statement(plan_, s, shape_.amx_bf16, shape_.amx_int8)) return std::nullopt;
+    if (!matrix_statement(plan_, s, shape_.amx_bf16, int8())) return std::nullopt;
     DType sum = plan_.buffers.at(s.buffer).dtype;
     std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
                           rows = driven_iterators(*t.stmt, row.iter);
@@ -510,11 +521,18 @@ class Tiler {
 
   /** Nest `t` on the matrix unit (file comment): lane blocks by row blocks around `block`, the
    *  k blocks, each packing b's block in bf16 k pairs, then per row tile a's rows, then the
-   *  32 × 32 matrix tiles of the row tile. */
+   *  32 × 32 matrix tiles of the row tile. On VNNI vectors (dot) the same nest with tiles of
+   *  dot_rows rows by dot_vectors vectors, b's block in quads of k. */
   LoopNodePtr matrix_blocked(const LoopNode& row, const TileNest& t,
                              const std::vector<const LoopNode*>& loops,
                              const std::shared_ptr<LoopNode>& block) {
-    const int64_t n = 32, lanes = shape_.matrix_block_lanes, rows = shape_.matrix_block_rows;
+    const Statement& s = kernel_.statements.at(t.stmt->statement);
+    const bool vnni = dot(s);
+    // Rows and lanes of a tile; lane blocks and row blocks of whole tiles.
+    const int64_t n = vnni ? shape_.dot_rows : 32,
+                  nl = vnni ? int64_t{shape_.dot_vectors} * shape_.dot_bytes / 4 : 32;
+    const int64_t lanes = std::max<int64_t>(1, shape_.matrix_block_lanes / nl) * nl,
+                  rows = std::max<int64_t>(1, shape_.matrix_block_rows / n) * n;
     const LoopNode& lane = *t.loops.back();
     const LoopNode& k = *loops.front();  // the k loop of one block
     const std::string lane_c = lane.iter + "c", row_c = row.iter + "c";
@@ -525,18 +543,31 @@ class Tiler {
       return ks.size() == 1 && unit_stride(l.index, plan_.buffers.at(l.buffer).shape, *ks.begin());
     };
     const bool a_along_k = along_k(*a), b_along_k = along_k(*b);
+    // vpdpbusd multiplies unsigned bytes by signed ones (ir/loop_ir.h, DotSigns).
+    const bool a_u8 = plan_.buffers.at(a->buffer).dtype == DType::u8,
+               b_u8 = plan_.buffers.at(b->buffer).dtype == DType::u8;
+    const DotSigns signs = a_u8 ? (b_u8 ? DotSigns::unsigned_unsigned : DotSigns::unsigned_signed)
+                                : (b_u8 ? DotSigns::signed_unsigned : DotSigns::signed_signed);
+    auto on_vectors = [&](LoopNode& node) {
+      if (!vnni) return;
+      node.dot_bytes = shape_.dot_bytes;
+      node.dot_signs = signs;
+    };
     AstExprPtr k_count =
         ast_op("min", {ast_int(block->step), sub(upper(*t.loops.front()), ast_iter(block->iter))});
     LoopNodePtr k_loop = std::make_shared<LoopNode>(k);
 
-    // The tiles of one row tile: 32 × 32 sums each, the last lanes and rows partial.
+    // The tiles of one row tile: n × nl sums each, the last lanes and rows partial.
     matrix_ = true;
     AstExprPtr lane_end = ast_op("min", {add(ast_iter(lane_c), ast_int(lanes)), upper(lane)});
+    dot_bytes_ = vnni ? shape_.dot_bytes : 0;
+    dot_signs_ = signs;
     LoopNodePtr tiles = coincident_loop(
-        lane_t, ast_iter(lane_c), ast_op("lt", {ast_iter(lane_t), lane_end}), n,
-        {tile_alloc(row, t, loops, n, true, n, row_t,
+        lane_t, ast_iter(lane_c), ast_op("lt", {ast_iter(lane_t), lane_end}), nl,
+        {tile_alloc(row, t, loops, nl, true, n, row_t,
                     ast_op("min", {ast_int(n), sub(upper(row), ast_iter(row_t))}))});
     matrix_ = false;
+    dot_bytes_ = 0;
 
     // A matrix pack of one k block of `t`'s statement.
     auto matrix_pack = [&]() {
@@ -552,6 +583,7 @@ class Tiler {
       p->pack_iter = k.iter;
       p->pack_origin = k.init;
       p->pack_count = k_count;
+      on_vectors(*p);
       return p;
     };
     // a's rows of the row tile, k inner where a moves along k.
@@ -573,19 +605,19 @@ class Tiler {
 
     // b's block, lane tile by lane tile, in k pairs; k inner where b moves along k.
     auto b_pack = matrix_pack();
-    b_pack->tile_lanes = n;
+    b_pack->tile_lanes = nl;
     b_pack->tile_lane_origin = ast_iter(lane_t);
-    b_pack->tile_lane_count = remaining(lane, lane_t, n);
+    b_pack->tile_lane_count = remaining(lane, lane_t, nl);
     b_pack->pack_lane_base = ast_iter(lane_c);
     b_pack->pack_lanes = lanes;
     // Its k loop takes the pairs of bf16 (quads of 8-bit integers): each instance fills them.
-    LoopNodePtr b_lanes = restricted(lane, ast_iter(lane_t), n);
+    LoopNodePtr b_lanes = restricted(lane, ast_iter(lane_t), nl);
     auto k_pairs = std::make_shared<LoopNode>(k);
     k_pairs->step = plan_.buffers.at(b->buffer).dtype == DType::bf16 ? 2 : 4;
     LoopNodePtr fill =
         b_along_k ? nest({b_lanes, k_pairs}, *t.stmt) : nest({k_pairs, b_lanes}, *t.stmt);
     b_pack->body = {coincident_loop(lane_t, ast_iter(lane_c),
-                                    ast_op("lt", {ast_iter(lane_t), lane_end}), n, {fill}),
+                                    ast_op("lt", {ast_iter(lane_t), lane_end}), nl, {fill}),
                     row_tiles};
     block->body = {b_pack};
 
@@ -682,6 +714,8 @@ class Tiler {
     alloc->tile_lane_origin = ast_iter(lane_t);
     if (partial) alloc->tile_lane_count = remaining(lane, lane_t, lanes);
     alloc->matrix = matrix_;
+    alloc->dot_bytes = dot_bytes_;
+    alloc->dot_signs = dot_signs_;
     if (init_) {
       alloc->tile_fresh = first_block_;
       alloc->tile_init = init_->statement;
@@ -732,7 +766,9 @@ class Tiler {
   const Kernel& kernel_;
   RegisterTileShape shape_;
   int count_ = 0, packs_ = 0;
-  bool matrix_ = false;                 ///< tile_alloc makes matrix-unit tiles
+  bool matrix_ = false;  ///< tile_alloc makes matrix-unit tiles
+  int dot_bytes_ = 0;    ///< ... on VNNI vectors of this many bytes when > 0
+  DotSigns dot_signs_ = DotSigns::unsigned_signed;  ///< ... with these operand signs
   const LoopNode* epilogue_ = nullptr;  ///< the epilogue of the nest being blocked, or null
   std::string epilogue_lane_;           ///< its lane loop's iterator
   AstExprPtr last_block_;               ///< true in the last block of the nest being blocked

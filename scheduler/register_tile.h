@@ -66,6 +66,19 @@
  * Lanes and rows past a tile's counts compute on whatever the packs hold there and are never
  * stored; the k rows past the last block's end up to a multiple of 32 are zeros.
  *
+ * Where the target has VNNI and no AMX-INT8 (RegisterTileShape::dot_bytes) the 8-bit product
+ * takes the same nest with its tiles in vector registers: 6 rows by 4 vectors of 16 i32 sums
+ * (64 lanes; 6 × 2 vectors of 8 with 32-byte AVX-VNNI), b's block packed in quads of k as for
+ * AMX-INT8 (the same fill), a's 6 rows per row tile as they are. Per k quad a tile loads 4 of
+ * b's vectors and broadcasts each row's 4 bytes as one 32-bit value into `vpdpbusd` (unsigned
+ * bytes by signed ones, four products summed into each i32 lane, wrapping: exact). The signs
+ * of a and b pick its form, recorded on the tile and both packs (ir/loop_ir.h, DotSigns): u8 ·
+ * i8 as it is; i8 · u8 with the roles swapped; i8 · i8 with a packed xor 0x80 (a + 128) and
+ * 128 × b's column sums, summed by b's fill, taken off each lane per k block; u8 · u8 with b
+ * packed xor 0x80 (b − 128) and 128 × a's row sums, summed by a's fill, added to each row.
+ * Rows past a tile's count read the last row's bytes. Without either unit an i32 sum keeps no
+ * tile (docs/decisions.md, "VNNI tiles").
+ *
  * The nest right after the reduction in the row loop (`for j S2`: a bias, an activation)
  * runs on each tile instead of in a pass of its own when it reads the reduced buffer only at
  * the tile's elements: after the tile's store in the last k block, over the tile's rows and
@@ -106,6 +119,15 @@ struct RegisterTileShape {
   int64_t matrix_depth = 1024;
   int64_t matrix_block_lanes = 256;
   int64_t matrix_block_rows = 512;
+  /** The target's vectors of this many bytes take dot products of unsigned by signed bytes
+   *  into i32 (VNNI `vpdpbusd`: 64 with AVX512-VNNI, 32 with AVX-VNNI; VNNI=auto), 0: none.
+   *  Where it has no AMX-INT8, one-loop contractions of two 8-bit integers summing in i32 then
+   *  take the matrix unit's nest with tiles of dot_rows rows by dot_vectors such vectors of
+   *  sums in vector registers (file comment), over k blocks of matrix_depth as well (1024 k
+   *  took 2.29 ms at 1024³ on one Zen 5 core against 2.41 at 512 and 2.48 at 256). */
+  int dot_bytes = 0;
+  int dot_rows = 6;
+  int dot_vectors = 4;
 };
 
 /** Whether statement `s` is a sum reduction of f32 or f64 whose value computes across vector

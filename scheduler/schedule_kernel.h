@@ -55,6 +55,12 @@ struct ScheduleOptions {
   bool amx_auto = true;
   bool amx_bf16 = false;
   bool amx_int8 = false;  ///< likewise for AMX-INT8 (i8 and u8 products summing in i32)
+  /** VNNI=auto: `dot_bytes` follows the target (driver/host_cpu.h dot_vector_bytes for host
+   *  runtimes); VNNI=64 or 32 sets it, VNNI=0 clears it. 8-bit products then run on vectors of
+   *  that many bytes with vpdpbusd where the target has no AMX-INT8
+   *  (RegisterTileShape::dot_bytes). */
+  bool dot_auto = true;
+  int dot_bytes = 0;
   /** CPU: outputs written once stream (non-temporal stores) when they have at least this many
    *  bytes (scheduler/stream_stores.h; STREAM); 0: never. */
   int64_t stream_bytes = int64_t{16} << 20;

@@ -25,6 +25,11 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
                     ? std::string(", ") + (t.micro.amx_bf16 ? "bf16" : "") +
                           (t.micro.amx_bf16 && t.micro.amx_int8 ? " and " : "") +
                           (t.micro.amx_int8 ? "int8" : "") + " products in 32x32 AMX tiles"
+                    : "") +
+               (t.micro.dot_bytes > 0 && !t.micro.amx_int8
+                    ? ", int8 products in " + std::to_string(t.micro.dot_rows) + " rows x " +
+                          std::to_string(t.micro.dot_vectors) + " vectors of " +
+                          std::to_string(t.micro.dot_bytes) + " bytes (VNNI)"
                     : "");
         break;
       case Transform::Kind::promote_accumulators:

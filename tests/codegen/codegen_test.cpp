@@ -39,6 +39,7 @@ struct GoldenCase {
   std::string backend = "c";  ///< whose renderer and loop mappings
   bool amx = false;            ///< MATRIX=1: code for a CPU with AMX-BF16
   int mma_stages = 0;          ///< GPU_MMA's pipeline stages where > 0
+  int dot_bytes = 0;           ///< VNNI=64 or 32: code for a CPU with VNNI (and no AMX)
 };
 
 const std::vector<GoldenCase>& golden_cases() {
@@ -53,6 +54,7 @@ const std::vector<GoldenCase>& golden_cases() {
       {"dense_gelu", "ops/nn.toml:dense_gelu", {{"T", DType::f32}}, 0},
       {"matmul_cuda_f16", "ops/nn.toml:matmul", {{"T", DType::f16}}, 0, "cuda"},
       {"matmul_bf16_amx", "ops/nn.toml:matmul", {{"T", DType::bf16}}, 0, "c", true},
+      {"matmul_i8_vnni", "ops/quant.toml:matmul_i8", {{"A", DType::i8}}, 0, "c", false, 0, 64},
   };
   return cases;
 }
@@ -77,6 +79,8 @@ std::string render_source(const GoldenCase& c) {
   backend_for(c.backend).configure_cuts(options.cut);
   options.schedule.amx_auto = false;
   options.schedule.amx_bf16 = c.amx;
+  options.schedule.dot_auto = false;
+  options.schedule.dot_bytes = c.dot_bytes;
   if (c.mma_stages > 0) options.schedule.gpu_tile.mma_stages = c.mma_stages;
   return lower_program(g, backend_for(c.backend), options).source;
 }
@@ -214,6 +218,21 @@ TEST_CASE("codegen: matmul bf16 with AMX: 32x32 tiles of f32 sums over bf16 pack
         std::string::npos);
   // The vector tile is not there: one copy of the reduction.
   CHECK(src.find("kiln_vf32 tile") == std::string::npos);
+}
+
+TEST_CASE("codegen: matmul i8 with VNNI: 6x64 tiles of i32 sums by vpdpbusd over 8-bit packs") {
+  check_golden(golden_cases()[10]);
+  std::string src = render_source(golden_cases()[10]);
+  // Two i8 operands: a packed xor 0x80 (a + 128, unsigned), b in quads of k with its column
+  // sums; per k quad four of b's vectors and each row's four bytes broadcast; per k block
+  // -128 times the column sums.
+  CHECK(src.find("uint32_t pack1_0[65536] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(src.find("int32_t pack1_s[256] = {0};") != std::string::npos);
+  CHECK(src.find("uint8_t pack0_0[6144] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(src.find("= (uint8_t)(kiln_v ^ 0x80);") != std::string::npos);
+  CHECK(src.find("tile0_3_3 = kiln_dpbusd64(tile0_3_3, kiln_a, kiln_b3);") != std::string::npos);
+  CHECK(src.find("tile0_5_3 -= kiln_cs;") != std::string::npos);
+  CHECK(src.find("kiln_amx_begin") == std::string::npos);
 }
 
 TEST_CASE("codegen: gelu f32, batch rank 1, matches its golden source") {

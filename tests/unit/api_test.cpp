@@ -214,7 +214,7 @@ TEST_CASE("api: an unknown config key or a bad value throws std::invalid_argumen
         "unknown --config key 'TIEL' (did you mean TILE?); known keys: BLAS, "
         "CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, PARALLEL, SIMD, "
         "SIMPLIFY, STREAM, THREADS, TILE, "
-        "VECTORIZE",
+        "VECTORIZE, VNNI",
         std::invalid_argument);
     kiln::CompileSettings bad;
     bad.config = {{"THREADS", "many"}};

@@ -328,7 +328,7 @@ TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2")
       "STREAM, "
       "THREADS, "
       "TILE, "
-      "VECTORIZE\n";
+      "VECTORIZE, VNNI\n";
   struct Case {
     std::string args;
     int code;

@@ -33,12 +33,12 @@ const char* kKnown =
     "SIMPLIFY, "
     "STREAM, "
     "THREADS, TILE, "
-    "VECTORIZE";
+    "VECTORIZE, VNNI";
 
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 15);
+  REQUIRE(knobs().size() == 17);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {
@@ -77,6 +77,15 @@ TEST_CASE("config: values reach the typed options") {
   CHECK(o.simplify.fastmath);
   CHECK_FALSE(o.simplify.enabled);
   CHECK_FALSE(config_options({{"TILE", "0"}}, nullptr).schedule.tile);
+  // VNNI: auto follows the host; 1 or 64 forces AVX512-VNNI code, 32 AVX-VNNI's, 0 none.
+  CHECK(config_options({}, nullptr).schedule.dot_auto);
+  for (const auto& [value, bytes] :
+       std::vector<std::pair<std::string, int>>{{"0", 0}, {"1", 64}, {"64", 64}, {"32", 32}}) {
+    CompileOptions v = config_options({{"VNNI", value}}, nullptr);
+    CHECK_FALSE(v.schedule.dot_auto);
+    CHECK(v.schedule.dot_bytes == bytes);
+  }
+  CHECK_THROWS_AS(config_options({{"VNNI", "16"}}, nullptr), ConfigError);
   // MICRO: auto (the default) lets the program choose; RxVxD keeps 32-byte vectors, RxVxDxB
   // names them.
   CHECK(config_options({}, nullptr).schedule.micro_auto);

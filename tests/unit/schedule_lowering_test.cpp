@@ -490,6 +490,84 @@ TEST_CASE("schedule: an 8-bit integer product summing in i32 runs on the matrix 
   }
 }
 
+TEST_CASE("schedule: an 8-bit integer product runs on VNNI vectors where there is no AMX") {
+  // With VNNI (RegisterTileShape::dot_bytes) and no AMX-INT8 the same nest as the matrix
+  // unit's, its tiles 6 rows by 4 vectors of 16 i32 sums (64 lanes) on vector registers, b's
+  // fill in quads of k; the signs of a and b pick how vpdpbusd takes them (DotSigns), marked on
+  // the tile and both packs. With AMX-INT8 too the matrix unit wins; with neither, or with the
+  // knob off (VNNI=0: dot_bytes 0), an i32 sum keeps no tile.
+  auto typed = [](ScalarExprPtr e, DType t) {
+    std::const_pointer_cast<ScalarExpr>(e)->dtype = t;
+    return e;
+  };
+  const std::pair<std::pair<DType, DType>, DotSigns> cases[] = {
+      {{DType::u8, DType::i8}, DotSigns::unsigned_signed},
+      {{DType::i8, DType::u8}, DotSigns::signed_unsigned},
+      {{DType::i8, DType::i8}, DotSigns::signed_signed},
+      {{DType::u8, DType::u8}, DotSigns::unsigned_unsigned}};
+  for (const auto& [types, signs] : cases) {
+    const auto [at, bt] = types;
+    CAPTURE(dtype_name(at));
+    CAPTURE(dtype_name(bt));
+    KernelBuilder b;
+    int A = b.buffer("A", {M, K}), Bm = b.buffer("B", {K, N}), C = b.buffer("C", {M, N});
+    b.plan.buffers[A].dtype = at;
+    b.plan.buffers[Bm].dtype = bt;
+    b.plan.buffers[C].dtype = DType::i32;
+    b.stmt(Statement::Kind::reduce_init, {M, N}, C, {it(0), it(1)});
+    b.stmt(
+        Statement::Kind::reduce_update, {M, N, K}, C, {it(0), it(1)},
+        typed(op(Op::mul, {typed(op(Op::cast, {typed(load(A, {it(0), it(2)}), at)}), DType::i32),
+                           typed(op(Op::cast, {typed(load(Bm, {it(2), it(1)}), bt)}), DType::i32)}),
+              DType::i32));
+    ScheduleOptions opt;
+    opt.micro = {3, 2, 64, 32};
+    opt.micro.dot_bytes = 64;
+    opt.micro.matrix_depth = 64;
+    opt.micro.matrix_block_lanes = 128;
+    opt.micro.matrix_block_rows = 12;
+    // Partial row tiles (M = 7, 13), partial lane tiles and two lane blocks (N = 70, 130), k
+    // blocks of 64 with a partial last one and k not a multiple of 4 (K = 150, 3), K = 1.
+    std::vector<Env> sizes = {{{"M", 7}, {"N", 130}, {"K", 150}},
+                              {{"M", 13}, {"N", 70}, {"K", 3}},
+                              {{"M", 1}, {"N", 5}, {"K", 1}}};
+    ScheduledKernel r = check_legal(b, opt, sizes);
+    int tiles = 0, row_packs = 0, quads = 0;
+    for (const LoopNode* a : nodes_of(*r.nest.root, LoopNode::Kind::alloc)) {
+      if (!a->matrix) continue;
+      CHECK(a->dot_bytes == 64);
+      CHECK(a->dot_signs == signs);
+      if (a->pack_depth == 0) {
+        ++tiles;
+        CHECK(a->tile_rows == 6);
+        CHECK(a->tile_lanes == 64);
+      } else if (a->tile_rows > 0) {
+        ++row_packs;
+        CHECK(a->tile_rows == 6);
+      } else {
+        CHECK(a->tile_lanes == 64);
+        CHECK(a->pack_lanes == 128);
+        std::vector<const LoopNode*> fill = loops(*a->body.at(0));
+        REQUIRE(fill.size() == 3);
+        quads += fill[1]->iter == a->pack_iter && fill[1]->step == 4;
+      }
+    }
+    CHECK(tiles == 1);
+    CHECK(row_packs == 1);
+    CHECK(quads == 1);
+    CHECK(loop_nest_to_text(r.nest).find("dot-product tile") != std::string::npos);
+
+    ScheduleOptions amx = opt;
+    amx.micro.amx_int8 = true;
+    for (const LoopNode* a : nodes_of(*check_legal(b, amx, sizes).nest.root, LoopNode::Kind::alloc))
+      CHECK(a->dot_bytes == 0);
+    ScheduleOptions off = opt;
+    off.micro.dot_bytes = 0;
+    for (const LoopNode* a : nodes_of(*check_legal(b, off, sizes).nest.root, LoopNode::Kind::alloc))
+      CHECK(a->tile_rows == 0);
+  }
+}
+
 TEST_CASE("schedule: a product written into merged heads, o[n, D·h + d], keeps its tile") {
   // P·V of attention computed straight into [N, H·D] (build_statements writes a reduce through
   // the view that merges the heads): isl cannot multiply the size D by the iterator h, so it
