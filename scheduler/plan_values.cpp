@@ -130,6 +130,7 @@ class Planner {
     inline_cost_.assign(g_.size(), 0);
     traps_.assign(g_.size(), false);
     reads_.assign(g_.size(), false);
+    loads_.assign(g_.size(), 0);
     auto buffer = [&](NodeId id) { return has_buffer_by_nature(id) || stored[id]; };
     for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id) {
       const Node& n = g_[id];
@@ -139,6 +140,7 @@ class Planner {
       if (has_buffer_by_nature(id)) continue;
       for (NodeId o : n.operands) {
         reads_[id] = reads_[id] || reads_[o] || stored[o];
+        loads_[id] = std::min(loads_[id] + (buffer(o) ? 1 : loads_[o]), 2);
         if (buffer(o)) continue;
         // Not constants and indices; saturating: a DAG's costs grow with its paths.
         if (reads_[o]) inline_cost_[id] = std::min(inline_cost_[id] + inline_cost_[o], kCostCap);
@@ -226,11 +228,18 @@ class Planner {
       d.reason = "inline: online softmax";
       return;
     }
-    if (f > opt_.max_factor) {
+    // Past the bound, a value of one load whose extra evaluations cost less than one memory
+    // access per element (attention's scaled score, read by the max and the exponential)
+    // stays inline: each reader loads one element either way, and storing it would add a pass
+    // over memory (a store, where its readers sit in another kernel).
+    if (f > opt_.max_factor &&
+        (loads_[id] > 1 || static_cast<double>(f - 1) * static_cast<double>(inline_cost_[id]) >
+                               static_cast<double>(kMemoryCost))) {
       d.kind = ValueDecision::Kind::stored;
       d.reason = "stored: multiplied";
       return;
     }
+    if (f > opt_.max_factor) d.reason = "inline: one load, cheaper than a store";
     // Read f times inline, or stored once and read back f times.
     if (f > 1 && static_cast<double>(f - 1) * static_cast<double>(inline_cost_[id]) >
                      static_cast<double>(kMemoryCost) * (static_cast<double>(f) + 1)) {
@@ -350,6 +359,7 @@ class Planner {
   std::vector<int64_t> inline_cost_;
   std::vector<bool> traps_;
   std::vector<bool> reads_;  ///< the inline expression reads a buffer
+  std::vector<int> loads_;   ///< the loads of its inline expression, 2 standing for 2 or more
   std::map<NodeId, bool> softmax_;
 };
 

@@ -14,9 +14,13 @@
  * - an output that other nodes read is computed once, into the output, and read back
  *   (`output read back`);
  * - a node with arithmetic is stored when its factor exceeds ValueOptions::max_factor
- *   (`stored: multiplied`), or when it is read more than once and recomputing it costs more
- *   than storing it and reading it back (`stored: shared`): per element, (factor - 1) times the
- *   cost of its inline expression against kMemoryCost for the store and each read;
+ *   (`stored: multiplied`) unless its inline expression reads one element and its extra
+ *   evaluations cost at most one memory access, (factor - 1) × cost <= kMemoryCost (`inline:
+ *   one load, cheaper than a store`: attention's scaled score, read by the max and the
+ *   exponential, is recomputed from the scores rather than written as a second copy), or when it is
+ * read more than once and recomputing it costs more than storing it and reading it back (`stored:
+ * shared`): per element, (factor - 1) times the cost of its inline expression against kMemoryCost
+ * for the store and each read;
  * - everything else is inlined. Views, constants and index ops cost nothing and are always
  *   inlined (they are index arithmetic), and so is a node whose inline expression divides
  *   integers (stored over its whole shape it could divide by zero where a `where` guarded it).

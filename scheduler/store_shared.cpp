@@ -27,10 +27,11 @@ bool same_value(const ScalarExpr& a, const ScalarExpr& b) {
   return true;
 }
 
-/** Whether `e` has an op that costs far more than a load: a transcendental or a square root. */
+/** Whether `e` has an op that costs far more than a load, a transcendental or a square root,
+ *  on a value that varies (ir/kernel_ir.h: `recip(sqrt(D))` is computed once). */
 bool costly(const ScalarExpr& e) {
   if (e.kind == ScalarExpr::Kind::op &&
-      (e.op == Op::exp2 || e.op == Op::log2 || e.op == Op::sin || e.op == Op::sqrt))
+      (e.op == Op::exp2 || e.op == Op::log2 || e.op == Op::sin || e.op == Op::sqrt) && varies(e))
     return true;
   for (const ScalarExprPtr& a : e.args)
     if (costly(*a)) return true;

@@ -184,7 +184,9 @@ TEST_CASE("plan_values: the GPU's online softmax keeps attention's weights inlin
   }
 }
 
-TEST_CASE("plan_values: no value of ops/ or tests/regressions is evaluated more than twice") {
+TEST_CASE(
+    "plan_values: no value of ops/ or tests/regressions is evaluated more than twice, but cheap "
+    "ones of one load") {
   // The bound of docs/decisions.md: an inlined value with arithmetic costs at most
   // max_factor evaluations per element, for every composite, at every dtype it allows.
   std::vector<std::string> files;
@@ -213,9 +215,13 @@ TEST_CASE("plan_values: no value of ops/ or tests/regressions is evaluated more 
       for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
         const ValueDecision& d = p.nodes[id];
         if (d.kind != ValueDecision::Kind::inlined) continue;
-        CHECK_MESSAGE(nominal(d.factor) <= 2, spec.target << " %" << id << " " << op_name(g[id].op)
-                                                          << " x" << d.factor.str() << " "
-                                                          << d.reason);
+        // Past twice only a value of one load whose extra evaluations cost less than one
+        // memory access (one operation or four: at most 1 + kMemoryCost evaluations).
+        bool cheap = d.reason == "inline: one load, cheaper than a store" &&
+                     nominal(d.factor) <= 1 + kMemoryCost;
+        CHECK_MESSAGE((nominal(d.factor) <= 2 || cheap),
+                      spec.target << " %" << id << " " << op_name(g[id].op) << " x"
+                                  << d.factor.str() << " " << d.reason);
       }
       ++checked;
     }
