@@ -13,6 +13,7 @@
 
 #include "driver/compare.h"
 #include "driver/executable.h"
+#include "driver/host_cpu.h"
 #include "tests/support/harness.h"
 #include "tests/support/runtime_sweep.h"
 
@@ -41,6 +42,21 @@ TEST_CASE("runtime ops: every composite under openmp matches the interpreter") {
   MESSAGE("skipped under AddressSanitizer");
 #else
   check_runtime("openmp");
+#endif
+}
+
+TEST_CASE("runtime ops: the contractions and rows of ops/ built for AVX2 without AVX-512") {
+#if defined(__SANITIZE_ADDRESS__)
+  // Kiln's own code is the same as under openmp; the difference is in the generated code.
+  MESSAGE("skipped under AddressSanitizer");
+#else
+  // The register tile's AVX2 shape (3 rows of 8 32-byte vectors), 32-byte vector loops and the
+  // f16 conversions of F16C, as a CPU without AVX-512 runs them (tests/data/openmp_avx2.toml).
+  if (!host_cpu().avx2) {
+    MESSAGE("skipped: this CPU has no AVX2");
+    return;
+  }
+  check_runtime("tests/data/openmp_avx2.toml", {"ops/nn.toml", "ops/quant.toml"});
 #endif
 }
 
