@@ -46,18 +46,35 @@ KILN_FN void kiln_amx_end(void) { __asm__ volatile("tilerelease" : :); }
 /** VNNI vectors of 64 and 32 bytes of i32 sums (unsigned: they wrap) and the dot product of
  *  bytes: each 32-bit lane of `acc` plus the four products of u's bytes, unsigned, by s's,
  *  signed (vpdpbusd, not the saturating vpdpbusds). Where the compiler targets no such
- *  instruction (VNNI=64 on another CPU) the same sums in plain vector code. */
+ *  instruction, the bytes widened to 16 bits and two vpmaddwd (AVX512BW, AVX2), else the same
+ *  sums in plain vector code. */
 const char* const kDotHelpers =
     R"dot(typedef uint32_t kiln_vdot64 __attribute__((vector_size(64)));
 typedef int32_t kiln_vdoti64 __attribute__((vector_size(64)));
 typedef uint32_t kiln_vdot32 __attribute__((vector_size(32)));
 typedef int32_t kiln_vdoti32 __attribute__((vector_size(32)));
+typedef int16_t kiln_vdoth64 __attribute__((vector_size(64)));
+typedef uint16_t kiln_vdothu64 __attribute__((vector_size(64)));
+typedef int16_t kiln_vdoth32 __attribute__((vector_size(32)));
+typedef uint16_t kiln_vdothu32 __attribute__((vector_size(32)));
 #define KILN_DPBUSD_SUMS(V, VI) \
   for (int q = 0; q < 32; q += 8) \
     acc += (V)((VI)((u >> q) & 0xff) * (((VI)(s << (24 - q))) >> 24));
+/* Without VNNI: the bytes widened to 16 bits, even and odd ones apart, and two vpmaddwd
+   (16-bit products summed in pairs into 32 bits: exact for bytes). */
+#define KILN_DPBUSD_WORDS(V, H, HU, R) \
+  { \
+    H ue = (H)((HU)u & 0xff), uo = (H)((HU)u >> 8), se = (H)((HU)s << 8) >> 8, so = (H)s >> 8; \
+    V e, o; \
+    __asm__("vpmaddwd %2, %1, %0" : "=" R(e) : R(ue), R(se)); \
+    __asm__("vpmaddwd %2, %1, %0" : "=" R(o) : R(uo), R(so)); \
+    acc += e + o; \
+  }
 KILN_FN kiln_vdot64 kiln_dpbusd64(kiln_vdot64 acc, kiln_vdot64 u, kiln_vdot64 s) {
 #if defined(__AVX512VNNI__) && defined(__x86_64__)
   __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+#elif defined(__AVX512BW__) && defined(__x86_64__)
+  KILN_DPBUSD_WORDS(kiln_vdot64, kiln_vdoth64, kiln_vdothu64, "v")
 #else
   KILN_DPBUSD_SUMS(kiln_vdot64, kiln_vdoti64)
 #endif
@@ -68,6 +85,8 @@ KILN_FN kiln_vdot32 kiln_dpbusd32(kiln_vdot32 acc, kiln_vdot32 u, kiln_vdot32 s)
   __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
 #elif defined(__AVXVNNI__) && defined(__x86_64__)
   __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+#elif defined(__AVX2__) && defined(__x86_64__)
+  KILN_DPBUSD_WORDS(kiln_vdot32, kiln_vdoth32, kiln_vdothu32, "x")
 #else
   KILN_DPBUSD_SUMS(kiln_vdot32, kiln_vdoti32)
 #endif

@@ -283,9 +283,10 @@ std::vector<Knob> make_knobs() {
           "1", [](auto& o) -> auto& { return o.schedule.vectorize; }),
       {"VNNI", KnobStage::scheduler,
        "CPU: contractions of two 8-bit integers summing in i32 run on vectors of B bytes with "
-       "dot products of bytes (vpdpbusd) where the matrix unit does not take them: auto (64 "
-       "with AVX512-VNNI, 32 with AVX-VNNI, else 0), 64 or 1 (AVX512-VNNI code, exact on other "
-       "CPUs too but slow there), 32 (AVX-VNNI), 0: off; docs/decisions.md",
+       "dot products of bytes (vpdpbusd; without VNNI the bytes widened for two vpmaddwd) "
+       "where the matrix unit does not take them: auto (64 with AVX512-VNNI, 32 with AVX-VNNI, "
+       "else 64 with AVX512BW, 32 with AVX2), 64 or 1, 32, 0: off (scalar loops); "
+       "docs/decisions.md",
        "auto", true,
        [](const std::string& v, CompileOptions& o) {
          if (v != "auto" && v != "0" && v != "1" && v != "32" && v != "64")

@@ -55,6 +55,7 @@ HostCpu host_cpu() {
       __cpuid_count(7, 0, a, b, c, d);
       cpu.avx2 = ymm && ((b >> 5) & 1);
       cpu.avx512f = zmm && ((b >> 16) & 1);
+      cpu.avx512bw = cpu.avx512f && ((b >> 30) & 1);
       bool tiles = (xcr0_lo & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
       bool amx = tiles && ((d >> 24) & 1) && (((d >> 22) & 1) || ((d >> 25) & 1)) && grant_amx();
       cpu.amx_bf16 = amx && ((d >> 22) & 1);
@@ -78,8 +79,11 @@ int full_width_vector_bytes(const HostCpu& cpu) {
 }
 
 int dot_vector_bytes(const HostCpu& cpu) {
-  if (cpu.avx512_vnni && full_width_vector_bytes(cpu) == 64) return 64;
-  return cpu.avx512_vnni || cpu.avx_vnni ? 32 : 0;
+  const bool wide = full_width_vector_bytes(cpu) == 64;
+  if (cpu.avx512_vnni && wide) return 64;
+  if (cpu.avx512_vnni || cpu.avx_vnni) return 32;
+  if (cpu.avx512bw && wide) return 64;  // without VNNI: bytes widened, vpmaddwd
+  return cpu.avx2 ? 32 : 0;
 }
 
 }  // namespace kiln

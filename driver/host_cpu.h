@@ -13,6 +13,7 @@ struct HostCpu {
   std::string vendor;  ///< "GenuineIntel", "AuthenticAMD", ... ("" off x86)
   int family = 0;      ///< base family plus extended family
   bool avx2 = false, avx512f = false;
+  bool avx512bw = false;  ///< AVX-512's byte and word operations (vpmaddwd on 64 bytes)
   /** AMX tiles with BF16 dot products, their state enabled by the OS (XCR0) and this process
    *  granted the tile data (Linux's arch_prctl ARCH_REQ_XCOMP_PERM, asked for here: a process
    *  runs AMX code only once granted, and the grant lasts for the process). */
@@ -32,7 +33,9 @@ int full_width_vector_bytes(const HostCpu& cpu);
 
 /** The vectors, in bytes, that 8-bit products take on `cpu` (VNNI=auto,
  *  RegisterTileShape::dot_bytes): 64 with AVX512-VNNI where 64-byte operations run at full
- *  width, 32 with AVX-VNNI or AVX512-VNNI otherwise, 0 without VNNI. */
+ *  width, 32 with AVX-VNNI or AVX512-VNNI otherwise; without VNNI, where the generated code's
+ *  dot product widens the bytes to 16 bits for two `vpmaddwd`, 64 with AVX512BW at full width
+ *  and 32 with AVX2; 0 elsewhere (off x86). */
 int dot_vector_bytes(const HostCpu& cpu);
 
 }  // namespace kiln

@@ -211,7 +211,8 @@ struct LoopNode {
   AstExprPtr pack_count;
   /** alloc, a matrix tile or pack of 8-bit integers: when > 0 it runs on vector registers of
    *  this many bytes with dot products of unsigned by signed bytes (VNNI `vpdpbusd`: 64 bytes
-   *  AVX512-VNNI, 32 AVX-VNNI; RegisterTileShape::dot_bytes) instead of the matrix unit. The
+   *  AVX512-VNNI, 32 AVX-VNNI; two `vpmaddwd` of widened bytes without VNNI;
+   *  RegisterTileShape::dot_bytes) instead of the matrix unit. The
    *  tile keeps tile_rows × tile_lanes i32 sums in vectors; per k quad it loads the lane pack's
    *  tile_lanes words (four k of a lane side by side, as for AMX-INT8) and broadcasts each row's
    *  four bytes of the row pack as one 32-bit value. `dot_signs` says how the operands' signs

@@ -76,8 +76,10 @@
  * i8 as it is; i8 · u8 with the roles swapped; i8 · i8 with a packed xor 0x80 (a + 128) and
  * 128 × b's column sums, summed by b's fill, taken off each lane per k block; u8 · u8 with b
  * packed xor 0x80 (b − 128) and 128 × a's row sums, summed by a's fill, added to each row.
- * Rows past a tile's count read the last row's bytes. Without either unit an i32 sum keeps no
- * tile (docs/decisions.md, "VNNI tiles").
+ * Rows past a tile's count read the last row's bytes. A target without VNNI (AVX2, AVX-512
+ * without VNNI) takes the same tiles: the generated dot product widens the bytes to 16 bits
+ * and sums them with two `vpmaddwd` (exact too). Only with none of these (VNNI=0, off x86)
+ * does an i32 sum keep no tile (docs/decisions.md, "VNNI tiles").
  *
  * The nest right after the reduction in the row loop (`for j S2`: a bias, an activation)
  * runs on each tile instead of in a pass of its own when it reads the reduced buffer only at
@@ -120,11 +122,13 @@ struct RegisterTileShape {
   int64_t matrix_block_lanes = 256;
   int64_t matrix_block_rows = 512;
   /** The target's vectors of this many bytes take dot products of unsigned by signed bytes
-   *  into i32 (VNNI `vpdpbusd`: 64 with AVX512-VNNI, 32 with AVX-VNNI; VNNI=auto), 0: none.
-   *  Where it has no AMX-INT8, one-loop contractions of two 8-bit integers summing in i32 then
-   *  take the matrix unit's nest with tiles of dot_rows rows by dot_vectors such vectors of
-   *  sums in vector registers (file comment), over k blocks of matrix_depth as well (1024 k
-   *  took 2.29 ms at 1024³ on one Zen 5 core against 2.41 at 512 and 2.48 at 256). */
+   *  into i32 (VNNI `vpdpbusd`: 64 with AVX512-VNNI, 32 with AVX-VNNI; without VNNI the
+   *  generated code widens the bytes for `vpmaddwd`: 64 with AVX512BW, 32 with AVX2;
+   *  VNNI=auto), 0: none. Where it has no AMX-INT8, one-loop contractions of two 8-bit
+   *  integers summing in i32 then take the matrix unit's nest with tiles of dot_rows rows by
+   *  dot_vectors such vectors of sums in vector registers (file comment), over k blocks of
+   *  matrix_depth as well (1024 k took 2.29 ms at 1024³ on one Zen 5 core, 512 k 2.41 ms,
+   *  256 k 2.48 ms). */
   int dot_bytes = 0;
   int dot_rows = 6;
   int dot_vectors = 4;

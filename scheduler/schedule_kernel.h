@@ -57,7 +57,8 @@ struct ScheduleOptions {
   bool amx_int8 = false;  ///< likewise for AMX-INT8 (i8 and u8 products summing in i32)
   /** VNNI=auto: `dot_bytes` follows the target (driver/host_cpu.h dot_vector_bytes for host
    *  runtimes); VNNI=64 or 32 sets it, VNNI=0 clears it. 8-bit products then run on vectors of
-   *  that many bytes with vpdpbusd where the target has no AMX-INT8
+   *  that many bytes with vpdpbusd (vpmaddwd on widened bytes without VNNI) where the target
+   *  has no AMX-INT8
    *  (RegisterTileShape::dot_bytes). */
   bool dot_auto = true;
   int dot_bytes = 0;

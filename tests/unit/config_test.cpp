@@ -221,6 +221,27 @@ TEST_CASE("did_you_mean: the closest name within two edits, never a wild guess")
   CHECK(edit_distance("", "abc") == 3);
 }
 
+TEST_CASE("host cpu: VNNI=auto's vectors for 8-bit products follow the CPU's dot products") {
+  // AVX512-VNNI at full width: 64 bytes; on Zen 4 (two halves) or with AVX-VNNI alone: 32.
+  // Without VNNI the bytes are widened (vpmaddwd): 64 with AVX512BW at full width, 32 on AVX2.
+  auto cpu = [](const char* vendor, int family, bool avx512, bool avx512_vnni, bool avx_vnni) {
+    HostCpu c;
+    c.vendor = vendor;
+    c.family = family;
+    c.avx2 = true;
+    c.avx512f = c.avx512bw = avx512;
+    c.avx512_vnni = avx512_vnni;
+    c.avx_vnni = avx_vnni;
+    return c;
+  };
+  CHECK(dot_vector_bytes(cpu("AuthenticAMD", 0x1a, true, true, true)) == 64);
+  CHECK(dot_vector_bytes(cpu("AuthenticAMD", 0x19, true, true, false)) == 32);
+  CHECK(dot_vector_bytes(cpu("GenuineIntel", 6, false, false, true)) == 32);
+  CHECK(dot_vector_bytes(cpu("GenuineIntel", 6, true, false, false)) == 64);
+  CHECK(dot_vector_bytes(cpu("GenuineIntel", 6, false, false, false)) == 32);
+  CHECK(dot_vector_bytes({}) == 0);
+}
+
 TEST_CASE("host cpu: MICRO=auto's full-width vectors follow the CPU's vector units") {
   // AVX-512 at full width: Intel, and AMD from Zen 5 (family 1Ah); Zen 4 (19h) runs 512-bit
   // operations as two halves, AVX2 machines have 32-byte vectors.
