@@ -272,13 +272,23 @@ std::string CStyleRenderer::render_matrix_fill(const Context& c, const LoopNode&
            (sum ? " " + p.name + "_s[" + p.tile_lane + " - " + p.name + "_base] += (int8_t)kiln_v;"
                 : "");
   };
-  s += pad + "  { " + bind_line(args) + quad_value("=", "") + " }\n";
-  for (int g = 1; g < group; ++g) {
-    std::vector<AstExprPtr> next =
-        with(args, p.pack_iter, ast_op("add", {ast_iter(p.pack_iter), ast_int(g)}));
-    s += pad + "  if (" + k + " + " + std::to_string(g) + " < " + p.name + "_k) { " +
-         bind_line(next) + quad_value("|=", " << " + std::to_string(8 * bytes * g)) + " }\n";
-  }
+  // The values of the group, each k past the block's count left 0 where `guarded`.
+  auto values = [&](bool guarded, const std::string& in) {
+    std::string o = in + "{ " + bind_line(args) + quad_value("=", "") + " }\n";
+    for (int g = 1; g < group; ++g) {
+      std::vector<AstExprPtr> next =
+          with(args, p.pack_iter, ast_op("add", {ast_iter(p.pack_iter), ast_int(g)}));
+      o += in + (guarded ? "if (" + k + " + " + std::to_string(g) + " < " + p.name + "_k) " : "") +
+           "{ " + bind_line(next) + quad_value("|=", " << " + std::to_string(8 * bytes * g)) +
+           " }\n";
+    }
+    return o;
+  };
+  // A whole group without tests (the compiler hoists the branch out of the lane loop and
+  // vectorises it), the block's last, partial one with them.
+  s += pad + "  if (" + k + " + " + std::to_string(group - 1) + " < " + p.name + "_k) {\n" +
+       values(false, pad + "    ") + pad + "  } else {\n" + values(true, pad + "    ") + pad +
+       "  }\n";
   s += pad + "  " + p.name + "_0[" + at + "] = kiln_w;\n";
   return s + pad + "}\n";
 }

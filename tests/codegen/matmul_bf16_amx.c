@@ -234,8 +234,13 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
               for (int64_t c1 = c1t; c1 < ((c1t + 32) < s_N ? (c1t + 32) : s_N); c1 += 1) {
                 {
                   uint32_t kiln_w;
-                  { const int64_t i0 = 0, i1 = c1, i2 = c2; kiln_w = (uint32_t)(uint16_t)b1[(s_N * i2 + i1)]; }
-                  if ((c2 - c2t) + 1 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 1); kiln_w |= (uint32_t)(uint16_t)b1[(s_N * i2 + i1)] << 16; }
+                  if ((c2 - c2t) + 1 < pack1_k) {
+                    { const int64_t i0 = 0, i1 = c1, i2 = c2; kiln_w = (uint32_t)(uint16_t)b1[(s_N * i2 + i1)]; }
+                    { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 1); kiln_w |= (uint32_t)(uint16_t)b1[(s_N * i2 + i1)] << 16; }
+                  } else {
+                    { const int64_t i0 = 0, i1 = c1, i2 = c2; kiln_w = (uint32_t)(uint16_t)b1[(s_N * i2 + i1)]; }
+                    if ((c2 - c2t) + 1 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 1); kiln_w |= (uint32_t)(uint16_t)b1[(s_N * i2 + i1)] << 16; }
+                  }
                   pack1_0[(c1t - pack1_base) * 512 + ((c2 - c2t) >> 1) * 32 + (c1 - c1t)] = kiln_w;
                 }
               }

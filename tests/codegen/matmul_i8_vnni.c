@@ -259,10 +259,17 @@ static void kiln_matmul_i8_0_loops(const int64_t s_M, const int64_t s_K, const i
               for (int64_t c1 = c1t; c1 < ((c1t + 64) < s_N ? (c1t + 64) : s_N); c1 += 1) {
                 {
                   uint32_t kiln_w;
-                  { const int64_t i0 = 0, i1 = c1, i2 = c2; const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w = (uint32_t)kiln_v; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
-                  if ((c2 - c2t) + 1 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 1); const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w |= (uint32_t)kiln_v << 8; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
-                  if ((c2 - c2t) + 2 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 2); const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w |= (uint32_t)kiln_v << 16; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
-                  if ((c2 - c2t) + 3 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 3); const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w |= (uint32_t)kiln_v << 24; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
+                  if ((c2 - c2t) + 3 < pack1_k) {
+                    { const int64_t i0 = 0, i1 = c1, i2 = c2; const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w = (uint32_t)kiln_v; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
+                    { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 1); const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w |= (uint32_t)kiln_v << 8; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
+                    { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 2); const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w |= (uint32_t)kiln_v << 16; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
+                    { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 3); const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w |= (uint32_t)kiln_v << 24; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
+                  } else {
+                    { const int64_t i0 = 0, i1 = c1, i2 = c2; const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w = (uint32_t)kiln_v; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
+                    if ((c2 - c2t) + 1 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 1); const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w |= (uint32_t)kiln_v << 8; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
+                    if ((c2 - c2t) + 2 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 2); const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w |= (uint32_t)kiln_v << 16; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
+                    if ((c2 - c2t) + 3 < pack1_k) { const int64_t i0 = 0, i1 = c1, i2 = (c2 + 3); const uint8_t kiln_v = (uint8_t)b1[(s_N * i2 + i1)]; kiln_w |= (uint32_t)kiln_v << 24; pack1_s[c1 - pack1_base] += (int8_t)kiln_v; }
+                  }
                   pack1_0[(c1t - pack1_base) * 256 + ((c2 - c2t) >> 2) * 64 + (c1 - c1t)] = kiln_w;
                 }
               }
