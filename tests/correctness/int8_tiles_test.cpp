@@ -18,7 +18,7 @@ const std::vector<std::string> kSpecs = {"tests/regressions/int8_contractions.to
 /** Whether the sweep runs here: not under AddressSanitizer (the difference is in the generated
  *  code, which it does not instrument) and only where the CPU runs the code (`runs`). */
 bool runs_here(bool runs, const char* what) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   (void)runs;
   (void)what;
   MESSAGE("skipped under AddressSanitizer");

@@ -26,7 +26,7 @@ TEST_CASE("runtime ops: every composite under clang matches the interpreter") {
 }
 
 TEST_CASE("runtime ops: every composite under cc matches the interpreter") {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   // cc differs from clang in its plugin only (a compiler subprocess, then dlopen), which the
   // normal build's run covers; the sanitizer build's time goes to Kiln's own code under clang.
   MESSAGE("skipped under AddressSanitizer");
@@ -36,7 +36,7 @@ TEST_CASE("runtime ops: every composite under cc matches the interpreter") {
 }
 
 TEST_CASE("runtime ops: every composite under openmp matches the interpreter") {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   // Kiln's own code on this path is clang's sweep above plus the OpenMP renderer, which the
   // regression specs under openmp exercise below; CI's sanitizer time goes to those.
   MESSAGE("skipped under AddressSanitizer");
@@ -46,7 +46,7 @@ TEST_CASE("runtime ops: every composite under openmp matches the interpreter") {
 }
 
 TEST_CASE("runtime ops: the contractions and rows of ops/ built for AVX2 without AVX-512") {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   // Kiln's own code is the same as under openmp; the difference is in the generated code.
   MESSAGE("skipped under AddressSanitizer");
 #else
@@ -61,7 +61,7 @@ TEST_CASE("runtime ops: the contractions and rows of ops/ built for AVX2 without
 }
 
 TEST_CASE("runtime ops: every composite under clang with CHECK=1 (every access in bounds)") {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   // The checks are in the generated code, which the sanitizers do not instrument: the normal
   // build's run says all there is to say, and CI's time is better spent elsewhere.
   MESSAGE("skipped under AddressSanitizer");
@@ -72,7 +72,7 @@ TEST_CASE("runtime ops: every composite under clang with CHECK=1 (every access i
 
 TEST_CASE(
     "runtime ops: every composite under openmp with STREAM=1 (every streaming loop streams)") {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   // The non-temporal stores are in the generated code, which the sanitizers do not instrument.
   MESSAGE("skipped under AddressSanitizer");
 #else
@@ -94,7 +94,7 @@ namespace {
 
 void check_regressions(const char* runtime, const std::map<std::string, std::string>& config,
                        bool under_sanitizers) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   if (!under_sanitizers) {
     MESSAGE("skipped under AddressSanitizer");
     return;
@@ -171,7 +171,7 @@ TEST_CASE("runtime ops: every composite cut into as many kernels as it can be, w
 
 TEST_CASE(
     "runtime ops: every regression spec cut into as many kernels as it can be, with CHECK=1") {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   // Ten minutes under the sanitizers (six times the normal build): the cutting code runs there
   // on every composite of ops/ above, and the regression specs run uncut under clang.
   MESSAGE("skipped under AddressSanitizer");

@@ -30,7 +30,7 @@ std::string no_device_reason() {
 }  // namespace
 
 TEST_CASE("gpu: every composite of ops/ compiles through NVRTC") {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   // NVRTC is not instrumented and the rendering is the normal build's: one file is enough here,
   // and CI's time is better spent elsewhere.
   test::SweepCount n = test::check_runtime("cuda", {"ops/nn.toml"}, {}, {}, true);

@@ -29,7 +29,7 @@ TEST_CASE("cli: a cache entry that does not load is dropped with one warning, th
     TempDir tmp;
     const fs::path dir = tmp.path / "cache";
     std::string env = "KILN_CACHE=" + dir.string();
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
     // LeakSanitizer's exit-time scan crashed ("Tracer caught signal 11") in the child that
     // dropped a planted entry and recompiled, after it printed PASS, twice in a row on the CI
     // machine (never here); the scan is off for these children, ASan and UBSan stay on (as for

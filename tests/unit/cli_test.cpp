@@ -458,7 +458,7 @@ TEST_CASE("cli: bench --vs openblas times cblas sgemm on a matmul and checks its
   if (!std::getenv("KILN_BIN")) return;
   TempDir tmp;
   std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   // As for libomp below: LeakSanitizer's exit-time scan crashed ("Tracer caught signal 11") in
   // this child after its run passed, with OpenBLAS's threads in the process.
   env += " ASAN_OPTIONS=detect_leaks=0";
@@ -617,7 +617,7 @@ TEST_CASE("cli: --runtime openmp runs a composite and passes against the interpr
   if (!std::getenv("KILN_BIN")) return;
   TempDir tmp;
   std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
   // LeakSanitizer's exit-time scan crashes ("Tracer caught signal 11") in a process that ran
   // this softmax on libomp, after the run passed; the scan is off for this child (as for the
   // correctness suite: docs/decisions.md, "libomp under the sanitizers").

@@ -237,7 +237,7 @@ ScheduledKernel check_legal(const KernelBuilder& b, const ScheduleOptions& opt,
   ScheduledKernel r = schedule_kernel(b.plan, b.kernel(), opt);
   for (const Env& sizes : size_sets) {
     std::vector<Instance> want = sequential(b.kernel(), sizes), got;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
     // The walk below is this file's code, not Kiln's, and runs some twenty times slower under
     // the sanitizers (a few GPU block tiles took minutes): there, only small size sets are
     // walked; the normal build walks them all. Kiln's scheduling above runs either way.

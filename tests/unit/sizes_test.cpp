@@ -133,7 +133,7 @@ TEST_CASE("sizes: Tensor checks its element count") {
   CHECK_THROWS_AS(t.numel(), SizeError);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KILN_SANITIZED)
 #define KILN_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
