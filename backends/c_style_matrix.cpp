@@ -43,25 +43,15 @@ KILN_FN void kiln_amx_begin(void) {
 KILN_FN void kiln_amx_end(void) { __asm__ volatile("tilerelease" : :); }
 )amx";
 
-/** VNNI vectors of 64 and 32 bytes of i32 sums (unsigned: they wrap) and the dot product of
- *  bytes: each 32-bit lane of `acc` plus the four products of u's bytes, unsigned, by s's,
- *  signed (vpdpbusd, not the saturating vpdpbusds). Where the compiler targets no such
- *  instruction, the bytes widened to 16 bits and two vpmaddwd (AVX512BW, AVX2), else the same
- *  sums in plain vector code. */
-const char* const kDotHelpers =
-    R"dot(typedef uint32_t kiln_vdot64 __attribute__((vector_size(64)));
-typedef int32_t kiln_vdoti64 __attribute__((vector_size(64)));
-typedef uint32_t kiln_vdot32 __attribute__((vector_size(32)));
-typedef int32_t kiln_vdoti32 __attribute__((vector_size(32)));
-typedef int16_t kiln_vdoth64 __attribute__((vector_size(64)));
-typedef uint16_t kiln_vdothu64 __attribute__((vector_size(64)));
-typedef int16_t kiln_vdoth32 __attribute__((vector_size(32)));
-typedef uint16_t kiln_vdothu32 __attribute__((vector_size(32)));
-#define KILN_DPBUSD_SUMS(V, VI) \
+/** The dot product of bytes (both widths): each 32-bit lane of `acc` plus the four products of
+ *  u's bytes, unsigned, by s's, signed (vpdpbusd, not the saturating vpdpbusds). Where the
+ *  compiler targets no such instruction, the bytes widened to 16 bits and two vpmaddwd (16-bit
+ *  products summed in pairs into 32 bits: exact for bytes; AVX512BW, AVX2), else the same sums
+ *  in plain vector code. */
+const char* const kDotMacros =
+    R"dot(#define KILN_DPBUSD_SUMS(V, VI) \
   for (int q = 0; q < 32; q += 8) \
     acc += (V)((VI)((u >> q) & 0xff) * (((VI)(s << (24 - q))) >> 24));
-/* Without VNNI: the bytes widened to 16 bits, even and odd ones apart, and two vpmaddwd
-   (16-bit products summed in pairs into 32 bits: exact for bytes). */
 #define KILN_DPBUSD_WORDS(V, H, HU, R) \
   { \
     H ue = (H)((HU)u & 0xff), uo = (H)((HU)u >> 8), se = (H)((HU)s << 8) >> 8, so = (H)s >> 8; \
@@ -70,29 +60,55 @@ typedef uint16_t kiln_vdothu32 __attribute__((vector_size(32)));
     __asm__("vpmaddwd %2, %1, %0" : "=" R(o) : R(uo), R(so)); \
     acc += e + o; \
   }
-KILN_FN kiln_vdot64 kiln_dpbusd64(kiln_vdot64 acc, kiln_vdot64 u, kiln_vdot64 s) {
-#if defined(__AVX512VNNI__) && defined(__x86_64__)
+)dot";
+
+/** VNNI vectors of $B bytes of i32 sums (unsigned: they wrap), their 16-bit halves, and their
+ *  dot product of bytes; $-names are filled in by dot_helpers. */
+const char* const kDotHelpers =
+    R"dot(typedef uint32_t kiln_vdot$B __attribute__((vector_size($B)));
+typedef int32_t kiln_vdoti$B __attribute__((vector_size($B)));
+typedef int16_t kiln_vdoth$B __attribute__((vector_size($B)));
+typedef uint16_t kiln_vdothu$B __attribute__((vector_size($B)));
+KILN_FN kiln_vdot$B kiln_dpbusd$B(kiln_vdot$B acc, kiln_vdot$B u, kiln_vdot$B s) {
+#if $VNNI && defined(__x86_64__)
   __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
-#elif defined(__AVX512BW__) && defined(__x86_64__)
-  KILN_DPBUSD_WORDS(kiln_vdot64, kiln_vdoth64, kiln_vdothu64, "v")
-#else
-  KILN_DPBUSD_SUMS(kiln_vdot64, kiln_vdoti64)
-#endif
-  return acc;
-}
-KILN_FN kiln_vdot32 kiln_dpbusd32(kiln_vdot32 acc, kiln_vdot32 u, kiln_vdot32 s) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__x86_64__)
-  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
-#elif defined(__AVXVNNI__) && defined(__x86_64__)
+#elif $VEX && defined(__x86_64__)
   __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
-#elif defined(__AVX2__) && defined(__x86_64__)
-  KILN_DPBUSD_WORDS(kiln_vdot32, kiln_vdoth32, kiln_vdothu32, "x")
+#elif $WIDE && defined(__x86_64__)
+  KILN_DPBUSD_WORDS(kiln_vdot$B, kiln_vdoth$B, kiln_vdothu$B, "$R")
 #else
-  KILN_DPBUSD_SUMS(kiln_vdot32, kiln_vdoti32)
+  KILN_DPBUSD_SUMS(kiln_vdot$B, kiln_vdoti$B)
 #endif
   return acc;
 }
 )dot";
+
+/** kDotMacros, then kDotHelpers for 64-byte vectors (AVX512-VNNI; AVX512BW) and for 32-byte
+ *  ones (AVX512-VNNI with VL or AVX-VNNI, whose VEX form GNU as and LLVM take with the `{vex}`
+ *  prefix; AVX2). */
+std::string dot_helpers() {
+  std::string s = kDotMacros;
+  const std::vector<std::pair<std::string, std::string>> widths[] = {
+      {{"$VNNI", "defined(__AVX512VNNI__)"},
+       {"$VEX", "0"},
+       {"$WIDE", "defined(__AVX512BW__)"},
+       {"$R", "v"},
+       {"$B", "64"}},
+      {{"$VNNI", "defined(__AVX512VNNI__) && defined(__AVX512VL__)"},
+       {"$VEX", "defined(__AVXVNNI__)"},
+       {"$WIDE", "defined(__AVX2__)"},
+       {"$R", "x"},
+       {"$B", "32"}}};
+  for (const auto& subst : widths) {
+    std::string text = kDotHelpers;
+    for (const auto& [from, to] : subst)
+      for (size_t at = text.find(from); at != std::string::npos;
+           at = text.find(from, at + to.size()))
+        text.replace(at, from.size(), to);
+    s += text;
+  }
+  return s;
+}
 
 /** A stmt's args with iterator `iter` replaced by `value` (an iterator the fill does not bind). */
 std::vector<AstExprPtr> with(const std::vector<AstExprPtr>& args, const std::string& iter,
@@ -169,7 +185,7 @@ int value_bytes(const KernelPlan& plan, const Statement& st) {
 }  // namespace
 
 std::string CStyleRenderer::matrix_helpers(bool amx, bool dot) const {
-  return std::string(amx ? kMatrixHelpers : "") + (dot ? kDotHelpers : "");
+  return std::string(amx ? kMatrixHelpers : "") + (dot ? dot_helpers() : "");
 }
 
 std::string CStyleRenderer::render_matrix_pack(const Context& c, const LoopNode& n,

@@ -200,19 +200,9 @@ KILN_FN void kiln_sfence(void) {
   __builtin_ia32_sfence();
 #endif
 }
-typedef uint32_t kiln_vdot64 __attribute__((vector_size(64)));
-typedef int32_t kiln_vdoti64 __attribute__((vector_size(64)));
-typedef uint32_t kiln_vdot32 __attribute__((vector_size(32)));
-typedef int32_t kiln_vdoti32 __attribute__((vector_size(32)));
-typedef int16_t kiln_vdoth64 __attribute__((vector_size(64)));
-typedef uint16_t kiln_vdothu64 __attribute__((vector_size(64)));
-typedef int16_t kiln_vdoth32 __attribute__((vector_size(32)));
-typedef uint16_t kiln_vdothu32 __attribute__((vector_size(32)));
 #define KILN_DPBUSD_SUMS(V, VI) \
   for (int q = 0; q < 32; q += 8) \
     acc += (V)((VI)((u >> q) & 0xff) * (((VI)(s << (24 - q))) >> 24));
-/* Without VNNI: the bytes widened to 16 bits, even and odd ones apart, and two vpmaddwd
-   (16-bit products summed in pairs into 32 bits: exact for bytes). */
 #define KILN_DPBUSD_WORDS(V, H, HU, R) \
   { \
     H ue = (H)((HU)u & 0xff), uo = (H)((HU)u >> 8), se = (H)((HU)s << 8) >> 8, so = (H)s >> 8; \
@@ -221,9 +211,15 @@ typedef uint16_t kiln_vdothu32 __attribute__((vector_size(32)));
     __asm__("vpmaddwd %2, %1, %0" : "=" R(o) : R(uo), R(so)); \
     acc += e + o; \
   }
+typedef uint32_t kiln_vdot64 __attribute__((vector_size(64)));
+typedef int32_t kiln_vdoti64 __attribute__((vector_size(64)));
+typedef int16_t kiln_vdoth64 __attribute__((vector_size(64)));
+typedef uint16_t kiln_vdothu64 __attribute__((vector_size(64)));
 KILN_FN kiln_vdot64 kiln_dpbusd64(kiln_vdot64 acc, kiln_vdot64 u, kiln_vdot64 s) {
 #if defined(__AVX512VNNI__) && defined(__x86_64__)
   __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+#elif 0 && defined(__x86_64__)
+  __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
 #elif defined(__AVX512BW__) && defined(__x86_64__)
   KILN_DPBUSD_WORDS(kiln_vdot64, kiln_vdoth64, kiln_vdothu64, "v")
 #else
@@ -231,6 +227,10 @@ KILN_FN kiln_vdot64 kiln_dpbusd64(kiln_vdot64 acc, kiln_vdot64 u, kiln_vdot64 s)
 #endif
   return acc;
 }
+typedef uint32_t kiln_vdot32 __attribute__((vector_size(32)));
+typedef int32_t kiln_vdoti32 __attribute__((vector_size(32)));
+typedef int16_t kiln_vdoth32 __attribute__((vector_size(32)));
+typedef uint16_t kiln_vdothu32 __attribute__((vector_size(32)));
 KILN_FN kiln_vdot32 kiln_dpbusd32(kiln_vdot32 acc, kiln_vdot32 u, kiln_vdot32 s) {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__x86_64__)
   __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
