@@ -43,6 +43,30 @@ bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer, co
   return false;
 }
 
+/** Whether coincident loop `outer` may sink below `child` so that its statement's accesses run
+ *  unit-stride: `child` is a perfect nest of canonical coincident loops whose bounds do not use
+ *  `outer`'s iterator around a statement that is not a reduction's, and that statement accesses
+ *  memory unit-stride or invariantly in `outer` but not in the nest's innermost loop
+ *  (`for j for i y[i, j] = x[i, j] - mean[j]`, which walks y and x by columns). */
+bool interchangeable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer,
+                     const LoopNode& child) {
+  if (child.kind != LoopNode::Kind::loop || !child.coincident) return false;
+  std::vector<const LoopNode*> loops;
+  const LoopNode* stmt = perfect_nest(child, loops);
+  if (!stmt || stmt->statement < 0) return false;
+  for (const LoopNode* l : loops)
+    if (!l->coincident || !canonical_loop(*l) || uses_iterator(*l->init, outer.iter) ||
+        uses_iterator(*l->cond, outer.iter))
+      return false;
+  const Statement& s = k.statements.at(stmt->statement);
+  if (s.kind != Statement::Kind::assign) return false;
+  for (const LoopNode* l : loops)
+    for (const std::string& it : driven_iterators(*stmt, l->iter))
+      if (carried_load(plan, s, it)) return false;
+  return unit_stride_statement(plan, k, *stmt, outer.iter) &&
+         !unit_stride_statement(plan, k, *stmt, loops.back()->iter);
+}
+
 /** `loop` with `body` as its body. */
 LoopNodePtr with_body(const LoopNode& loop, std::vector<LoopNodePtr> body) {
   auto copy = std::make_shared<LoopNode>(loop);
@@ -73,16 +97,41 @@ LoopNodePtr sink(const KernelPlan& plan, const Kernel& k, const LoopNodePtr& n, 
   std::vector<LoopNodePtr> children;
   flatten_blocks(self->body, children);
 
-  bool any = false;
-  for (const LoopNodePtr& c : children)
+  bool any = false, strided = false;
+  for (const LoopNodePtr& c : children) {
     any |= sinkable(plan, k, *self, *c, packed);
+    strided |= interchangeable(plan, k, *self, *c);
+  }
+  if (!any && strided) {
+    // Distributed into runs of the other children, which keep one copy of the loop between them
+    // (a reduction's init and update stay together for promote_accumulators), and the strided
+    // nests, below which it sinks.
+    ++count;
+    auto seq = std::make_shared<LoopNode>();
+    seq->kind = LoopNode::Kind::block;
+    std::vector<LoopNodePtr> run;
+    auto close_run = [&] {
+      if (!run.empty()) seq->body.push_back(with_body(*self, std::move(run)));
+      run.clear();
+    };
+    for (const LoopNodePtr& c : children) {
+      if (!interchangeable(plan, k, *self, *c)) {
+        run.push_back(c);
+        continue;
+      }
+      close_run();
+      seq->body.push_back(wrap_innermost(c, *with_body(*self, {})));
+    }
+    close_run();
+    return seq;
+  }
   if (!any) return self;
   // Distributed over the children; below the reduction loops where it can go.
   ++count;
   auto seq = std::make_shared<LoopNode>();
   seq->kind = LoopNode::Kind::block;
   for (const LoopNodePtr& c : children)
-    seq->body.push_back(sinkable(plan, k, *self, *c, packed)
+    seq->body.push_back(sinkable(plan, k, *self, *c, packed) || interchangeable(plan, k, *self, *c)
                             ? wrap_innermost(c, *with_body(*self, {}))
                             : with_body(*self, {c}));
   return seq;

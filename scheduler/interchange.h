@@ -13,6 +13,15 @@
  * A scan along a leading axis (scheduler/carry_scans.h) sinks the same way: `for j for k
  * y[k, j] = y[k - 1, j] + x[k, j]` walks columns with stride N; `for k for j` walks rows, its
  * inner loop across vector lanes.
+ *
+ * So does a coincident loop above a nest of coincident loops around an assignment that runs
+ * unit-stride along the outer loop and not along the nest's innermost one: isl orders a band by
+ * its dependences, not by the layout, and a column reduction's consumer (`mean[j] = sum(x[i, j],
+ * i) / M; y[i, j] = x[i, j] - mean[j]`: batch normalisation, a quantised linear layer's zero-point
+ * correction by its weights' row sums) came out as `for j for i`, every access N elements apart
+ * (36x slower than the same kernel over rows at 2048²). The loop is distributed (the children
+ * between the strided nests keep one copy of it, so a reduction's init and update stay
+ * together) and sunk below those nests: `for i for j`.
  */
 #pragma once
 

@@ -37,9 +37,26 @@ const LoopNodePtr* only_child(const LoopNode& n) {
   return &c;
 }
 
+bool has_loop(const LoopNode& n);
+bool vectorizable(const KernelPlan& plan, const Kernel& k, const LoopNode& n,
+                  const std::string& iter, int promoted);
+
+/** What map_parallel leaves out of a collapse: with `kernel` set, an innermost loop whose
+ *  statements run unit-stride along it, which map_simd takes across vector lanes. */
+struct VectorLoops {
+  const KernelPlan* plan = nullptr;
+  const Kernel* kernel = nullptr;
+  bool keeps(const LoopNode& inner) const {
+    if (!plan || !kernel || has_loop(inner)) return false;
+    for (const LoopNodePtr& c : inner.body)
+      if (!vectorizable(*plan, *kernel, *c, inner.iter, -1)) return false;
+    return true;
+  }
+};
+
 /** Maps `loop` and up to `more` loops perfectly nested in it; returns the new node. */
-LoopNodePtr map_collapsed(const LoopNodePtr& loop, int more,
-                          const std::vector<std::string>& outer) {
+LoopNodePtr map_collapsed(const LoopNodePtr& loop, int more, const std::vector<std::string>& outer,
+                          const VectorLoops& vector) {
   auto copy = std::make_shared<LoopNode>(*loop);
   copy->mapping = Mapping::parallel;
   const LoopNodePtr* child = only_child(*loop);
@@ -47,24 +64,25 @@ LoopNodePtr map_collapsed(const LoopNodePtr& loop, int more,
   const LoopNode& inner = **child;
   std::vector<std::string> iters = outer;
   iters.push_back(loop->iter);
-  if (!inner.coincident || !canonical_loop(inner)) return copy;
+  if (!inner.coincident || !canonical_loop(inner) || vector.keeps(inner)) return copy;
   for (const std::string& it : iters)
     if (uses_iterator(*inner.init, it) || uses_iterator(*inner.cond, it)) return copy;
-  copy->body = {map_collapsed(*child, more - 1, iters)};
+  copy->body = {map_collapsed(*child, more - 1, iters, vector)};
   return copy;
 }
 
-LoopNodePtr map_parallel_node(const LoopNodePtr& n, int max_collapse, int& count) {
+LoopNodePtr map_parallel_node(const LoopNodePtr& n, int max_collapse, const VectorLoops& vector,
+                              int& count) {
   if (n->kind == LoopNode::Kind::loop && !(n->tile && !n->coincident)) {
     if (!n->coincident || !canonical_loop(*n)) return n;
     ++count;
-    return map_collapsed(n, max_collapse - 1, {});
+    return map_collapsed(n, max_collapse - 1, {}, vector);
   }
   if (n->kind == LoopNode::Kind::stmt) return n;
   return rebuild(n, [&](LoopNode& copy) {
     bool changed = false;
     for (LoopNodePtr& c : copy.body) {
-      LoopNodePtr m = map_parallel_node(c, max_collapse, count);
+      LoopNodePtr m = map_parallel_node(c, max_collapse, vector, count);
       changed |= m != c;
       c = m;
     }
@@ -214,9 +232,10 @@ bool canonical_loop(const LoopNode& loop) {
          !uses_iterator(*c.args[1], loop.iter);
 }
 
-int map_parallel(LoopNest& nest, int max_collapse) {
+int map_parallel(LoopNest& nest, int max_collapse, const KernelPlan* plan, const Kernel* k) {
   int count = 0;
-  if (nest.root) nest.root = map_parallel_node(nest.root, max_collapse, count);
+  VectorLoops vector{plan, k};
+  if (nest.root) nest.root = map_parallel_node(nest.root, max_collapse, vector, count);
   return count;
 }
 

@@ -402,7 +402,8 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
         gpu_tile(plan, k, nest, t.gpu);
         break;
       case Transform::Kind::map_parallel:
-        map_parallel(nest, t.max_collapse);
+        map_parallel(nest, t.max_collapse, t.keep_vector_loops ? &plan : nullptr,
+                     t.keep_vector_loops ? &k : nullptr);
         break;
       case Transform::Kind::map_simd:
         map_simd(plan, k, nest, t.vector_bytes);
@@ -460,6 +461,7 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
   if (opt.parallel && opt.backend_threads) {
     Transform t{Transform::Kind::map_parallel};
     t.max_collapse = opt.max_collapse;
+    t.keep_vector_loops = opt.vectorize && opt.backend_simd;
     list.push_back(t);
   }
   if (opt.vectorize && opt.backend_simd) {

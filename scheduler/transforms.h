@@ -43,7 +43,9 @@ struct Transform {
   } kind;
   TileOptions tile;      ///< tile
   int max_collapse = 2;  ///< map_parallel: loops mapped together, the outermost included
-  bool half = false;     ///< promote_accumulators: f16 and bf16 accumulate in registers too
+  /** map_parallel: an innermost unit-stride loop stays out of the collapse, for map_simd */
+  bool keep_vector_loops = false;
+  bool half = false;  ///< promote_accumulators: f16 and bf16 accumulate in registers too
   /** sink: a register tile follows, whose packed panels gather operands that every row shares
    *  (interchange.h) */
   bool packed = false;

@@ -634,16 +634,24 @@ TEST_CASE("cli: --runtime openmp runs a composite and passes against the interpr
 TEST_CASE("cli: show prints each loop's mapping and the openmp pragmas they give") {
   if (!std::getenv("KILN_BIN")) return;
   const std::string softmax = "show ops/nn.toml:softmax --batch 4 ";
-  Result r = kiln(softmax + "--runtime openmp --stage schedule");
+  // SIMD=32: the C compiler's vector width, whatever this CPU's (64 where AVX-512 runs at full
+  // width, below).
+  Result r = kiln(softmax + "--runtime openmp --stage schedule --config SIMD=32");
   CAPTURE(r.out);
   CHECK(r.code == 0);
   CHECK(has(r, "map parallel (collapse 2), map simd"));
   CHECK(has(r, "// parallel (band 0.0, coincident)"));
   CHECK(has(r, "// simd (band 2.0, reduction)"));
   CHECK(has(r, "alloc local acc1 = element of S4(c0, _)"));  // S3 stores the exponential
-  r = kiln(softmax + "--runtime openmp --stage code");
+  r = kiln(softmax + "--runtime openmp --stage code --config SIMD=32");
   CHECK(has(r, "#pragma omp parallel for schedule(static)"));
   CHECK(has(r, "#pragma omp simd reduction(+:acc1)"));
+  // SIMD=64: the float loops take 16 lanes of 64 bytes, which the pragma asks for.
+  r = kiln(softmax + "--runtime openmp --stage schedule --config SIMD=64");
+  CHECK(has(r, "map simd (64-byte vectors)"));
+  CHECK(has(r, "// simd 16 lanes (band 2.0, reduction)"));
+  r = kiln(softmax + "--runtime openmp --stage code --config SIMD=64");
+  CHECK(has(r, "#pragma omp simd simdlen(16) reduction(+:acc1)"));
   // The plain C backend maps nothing: no thread or vector mapping, no pragma.
   r = kiln(softmax + "--runtime clang --stage schedule");
   CHECK(has(r, "// serial (band 0.0, coincident)"));

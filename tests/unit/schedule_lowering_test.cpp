@@ -144,6 +144,36 @@ TEST_CASE("schedule: a contraction's parallel loop sinks below its reduction, ac
   CHECK(found.size() == 1);  // the dot product over k stays in a register
 }
 
+TEST_CASE("schedule: a column reduction's consumer walks rows, not columns") {
+  // mean[j] = sum(x[i, j], i); y[i, j] = x[i, j] - mean[j]: isl orders y's band (j, i) after the
+  // dependence on mean[j]; the j loop sinks below y's i loop, so that y and x run along rows
+  // across vector lanes, and the rows go to threads (the j loop out of the collapse).
+  KernelBuilder b;
+  int x = b.buffer("x", {M, N}), mean = b.buffer("mean", {N}), y = b.buffer("y", {M, N});
+  b.stmt(Statement::Kind::reduce_init, {N}, mean, {it(0)});
+  b.stmt(Statement::Kind::reduce_update, {N, M}, mean, {it(0)}, load(x, {it(1), it(0)}));
+  b.stmt(Statement::Kind::assign, {M, N}, y, {it(0), it(1)},
+         op(Op::add, {load(x, {it(0), it(1)}), op(Op::neg, {load(mean, {it(1)})})}));
+  ScheduleOptions opt = untiled();
+  opt.backend_threads = opt.backend_simd = true;
+  ScheduledKernel r = check_legal(b, opt, {{{"M", 3}, {"N", 5}}, {{"M", 1}, {"N", 4}}});
+  report("column reduction and its consumer", r);
+  int consumers = 0;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<const LoopNode*> inner = loops(*l);
+    if (inner.size() != 2) continue;
+    std::string text = loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*l)});
+    if (text.find("S2(") == std::string::npos) continue;
+    ++consumers;
+    // for (cA ...) for (cB ...) S2(cA, cB): the outer loop drives y's row i0, the inner its
+    // column i1.
+    CHECK(text.find("S2(" + l->iter + ", " + inner[1]->iter + ")") != std::string::npos);
+    CHECK(l->mapping == Mapping::parallel);
+    CHECK(inner[1]->mapping == Mapping::simd);
+  }
+  CHECK(consumers == 1);
+}
+
 TEST_CASE("schedule: simd needs unit-stride accesses; a column walk stays serial") {
   KernelBuilder b;
   int x = b.buffer("x", {M, N}), y = b.buffer("y", {M, N}), t = b.buffer("t", {N, M});

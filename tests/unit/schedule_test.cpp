@@ -33,10 +33,19 @@ TEST_CASE("schedule: 2-D elementwise gives a parallel outer loop and a vector in
   CHECK(ls[0]->band == ls[1]->band);
   CHECK(ls[0]->member == 0);
   CHECK(ls[1]->member == 1);
-  // Both loops are mapped to threads, for a backend to collapse.
+  // The rows go to threads; the columns, unit-stride, stay out of the collapse for vector lanes
+  // (collapsed, each iteration would recover both iterators by a division).
   CHECK(ls[0]->mapping == Mapping::parallel);
-  CHECK(ls[1]->mapping == Mapping::parallel);
+  CHECK(ls[1]->mapping == Mapping::simd);
   CHECK(ls[0]->body.at(0).get() == ls[1]);
+
+  // A backend with threads and no vector lanes maps both, for it to collapse.
+  ScheduleOptions threads = untiled();
+  threads.backend_threads = true;
+  ScheduledKernel both = check_legal(b, threads, {{{"M", 3}, {"N", 5}}});
+  ls = loops(*both.nest.root);
+  CHECK(ls.at(0)->mapping == Mapping::parallel);
+  CHECK(ls.at(1)->mapping == Mapping::parallel);
 
   // Without collapsing, the inner loop goes to vector lanes.
   opt.max_collapse = 1;
