@@ -175,20 +175,21 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
                                    const RenderOptions& options) const {
   std::string s = prelude() + extern_helpers(plan) + plan_declarations(plan);
   if (options.bounds_checks) s += bounds_check_helpers();
-  // Register tiles or streaming stores; AMX tiles; VNNI tiles.
-  bool vectors = false, amx = false, dot = false;
+  // Register tiles or streaming stores; AMX tiles; VNNI tiles; bf16 dot-product tiles.
+  bool vectors = false, amx = false, dot = false, bf16_dot = false;
   for (const LoopNest& n : nests)
-    if (n.root) {
-      for (const LoopNode* l : nodes_of(*n.root, LoopNode::Kind::alloc)) {
+    if (const LoopNode* root = n.root.get()) {
+      for (const LoopNode* l : nodes_of(*root, LoopNode::Kind::alloc)) {
         vectors |= l->tile_rows > 0 && l->space != MemorySpace::shared;
         amx |= l->matrix && l->dot_bytes == 0;
-        dot |= l->matrix && l->dot_bytes > 0;
+        if (l->matrix && l->dot_bytes > 0)
+          (l->dot_signs == DotSigns::bf16_pairs ? bf16_dot : dot) = true;
       }
-      for (const LoopNode* l : loops_of(*n.root))
+      for (const LoopNode* l : loops_of(*root))
         vectors |= l->stream_bytes > 0 && !options.bounds_checks;
     }
   if (vectors) s += vector_helpers(options);
-  if (amx || dot) s += matrix_helpers(amx, dot);
+  if (amx || dot || bf16_dot) s += matrix_helpers(amx, dot, bf16_dot);
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
   return s;

@@ -203,16 +203,17 @@ class CStyleRenderer {
   std::string pack_element(const Context& c, const LoopNode& pack, size_t k, int64_t lane) const;
   /** The matrix unit (LoopNode::matrix, c_style_matrix.cpp): its helpers (tile configuration,
    *  loads, stores and bf16 dot products as inline assembly, for `amx`; the VNNI vector types
-   *  and their dot product of bytes, for `dot`), a pack of bf16 or 8-bit operands, one
+   *  and their dot product of bytes, for `dot`; the f32 vectors and their dot product of bf16
+   *  pairs, for `bf16_dot`), a pack of bf16 or 8-bit operands, one
    *  element of its fill, and a 32 × 32 tile of f32 or i32 sums (render_dot_tile where it runs
    *  on VNNI vectors, LoopNode::dot_bytes). */
-  std::string matrix_helpers(bool amx, bool dot) const;
+  std::string matrix_helpers(bool amx, bool dot, bool bf16_dot) const;
   std::string render_matrix_pack(const Context& c, const LoopNode& n, int depth) const;
   std::string render_matrix_fill(const Context& c, const LoopNode& n, int depth) const;
   std::string render_matrix_tile(const Context& c, const LoopNode& n, int depth) const;
-  /** A tile of i32 sums on VNNI vectors: its rows × vectors of sums loaded (or zeroed), one
-   *  `kiln_dpbusd` per row and vector per k quad from the two packs, the signs' corrections,
-   *  stored. */
+  /** A tile of i32 sums on VNNI vectors (f32 sums of bf16 products): its rows × vectors of sums
+   *  loaded (or zeroed), one `kiln_dpbusd` per row and vector per k quad (`kiln_dpbf16ps` per k
+   *  pair) from the two packs, the signs' corrections, stored. */
   std::string render_dot_tile(const Context& c, const LoopNode& n, int depth) const;
   /** The lines that start matrix tile `n` (AMX or VNNI), indented by `in`: its row and lane
    *  counts (`<name>_rows`, `<name>_lanes`), its first element in the buffer and the elements

@@ -7,7 +7,9 @@
 // elsewhere, `kiln compile --object`, has not). A matrix tile of 8-bit integers on VNNI
 // vectors instead (LoopNode::dot_bytes): the same packs (a's bytes and b's quads, with the
 // xor and the sums its signs need), and the tile's rows × vectors of i32 sums in vector
-// registers, one `vpdpbusd` per row and vector per k quad.
+// registers, one `vpdpbusd` per row and vector per k quad. A matrix tile of bf16 values on
+// vectors (AVX512-BF16): the same with b's pairs of k and f32 sums, one `vdpbf16ps` per row and
+// vector per k pair.
 #include <functional>
 #include <stdexcept>
 
@@ -83,6 +85,41 @@ KILN_FN kiln_vdot$B kiln_dpbusd$B(kiln_vdot$B acc, kiln_vdot$B u, kiln_vdot$B s)
 }
 )dot";
 
+/** Vectors of $B bytes of f32 sums and of bf16 pairs, and their dot product: each f32 lane of
+ *  `acc` plus the two products of a's pair by b's (vdpbf16ps, which flushes denormals). Where
+ *  the compiler targets no such instruction, the pairs widened to f32 (a bf16 is the upper half
+ *  of its f32) in plain vector code. */
+const char* const kBf16DotHelpers =
+    R"dot(typedef float kiln_vdpbf$B __attribute__((vector_size($B)));
+typedef uint32_t kiln_vdpbfu$B __attribute__((vector_size($B)));
+KILN_FN kiln_vdpbf$B kiln_dpbf16ps$B(kiln_vdpbf$B acc, kiln_vdpbfu$B a, kiln_vdpbfu$B b) {
+#if $BF16 && defined(__x86_64__)
+  __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+#else
+  const kiln_vdpbfu$B high = (kiln_vdpbfu$B){0} + 0xffff0000u;
+  acc += (kiln_vdpbf$B)(a << 16) * (kiln_vdpbf$B)(b << 16) +
+         (kiln_vdpbf$B)(a & high) * (kiln_vdpbf$B)(b & high);
+#endif
+  return acc;
+}
+)dot";
+
+/** `text` with each $-name of `subst` replaced. */
+std::string substituted(std::string text,
+                        const std::vector<std::pair<std::string, std::string>>& subst) {
+  for (const auto& [from, to] : subst)
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  return text;
+}
+
+/** kBf16DotHelpers for 64-byte vectors (AVX512-BF16) and 32-byte ones (with AVX512VL). */
+std::string bf16_dot_helpers() {
+  return substituted(kBf16DotHelpers, {{"$BF16", "defined(__AVX512BF16__)"}, {"$B", "64"}}) +
+         substituted(kBf16DotHelpers,
+                     {{"$BF16", "defined(__AVX512BF16__) && defined(__AVX512VL__)"}, {"$B", "32"}});
+}
+
 /** kDotMacros, then kDotHelpers for 64-byte vectors (AVX512-VNNI; AVX512BW) and for 32-byte
  *  ones (AVX512-VNNI with VL or AVX-VNNI, whose VEX form GNU as and LLVM take with the `{vex}`
  *  prefix; AVX2). */
@@ -99,14 +136,8 @@ std::string dot_helpers() {
        {"$WIDE", "defined(__AVX2__)"},
        {"$R", "x"},
        {"$B", "32"}}};
-  for (const auto& subst : widths) {
-    std::string text = kDotHelpers;
-    for (const auto& [from, to] : subst)
-      for (size_t at = text.find(from); at != std::string::npos;
-           at = text.find(from, at + to.size()))
-        text.replace(at, from.size(), to);
-    s += text;
-  }
+  for (const auto& subst : widths)
+    s += substituted(kDotHelpers, subst);
   return s;
 }
 
@@ -184,8 +215,9 @@ int value_bytes(const KernelPlan& plan, const Statement& st) {
 
 }  // namespace
 
-std::string CStyleRenderer::matrix_helpers(bool amx, bool dot) const {
-  return std::string(amx ? kMatrixHelpers : "") + (dot ? dot_helpers() : "");
+std::string CStyleRenderer::matrix_helpers(bool amx, bool dot, bool bf16_dot) const {
+  return std::string(amx ? kMatrixHelpers : "") + (dot ? dot_helpers() : "") +
+         (bf16_dot ? bf16_dot_helpers() : "");
 }
 
 std::string CStyleRenderer::render_matrix_pack(const Context& c, const LoopNode& n,
@@ -218,9 +250,29 @@ std::string CStyleRenderer::render_matrix_pack(const Context& c, const LoopNode&
     c.local_params += ", int32_t* restrict " + sums;
     c.local_args += ", " + sums;
   }
-  // The k rows past the last block's end, up to the next step of the unit, are read as zeros.
-  s += in + "if (" + count + " < " + std::to_string(n.pack_depth) + ") __builtin_memset(" + array +
-       ", 0, sizeof " + array + ");\n";
+  // The k rows past the last block's end, up to the next step of the unit (a k group for dot
+  // products on vectors, 64 bytes of k for AMX), are read as zeros: each row's tail in a row
+  // pack, each lane tile's words from the first group past the end in a lane pack (the fill
+  // zeroes the rest of the group it ends in). Only that much: the whole array is up to 512 KiB.
+  const int group = 4 / bytes, step = n.dot_bytes > 0 ? group : 64 / bytes;
+  const std::string d = std::to_string(n.pack_depth), end = "kiln_end";
+  s += in + "if (" + count + " < " + d + ") {\n";
+  s += in + "  const int64_t " + end + " = (" + count + " + " + std::to_string(step - 1) + ") / " +
+       std::to_string(step) + " * " + std::to_string(step) + ";\n";
+  if (rows) {
+    s += in + "  for (int64_t r = 0; r < " + std::to_string(n.tile_rows) +
+         "; ++r) __builtin_memset(&" + array + "[r * " + d + " + " + count + "], 0, (" + end +
+         " - " + count + ") * sizeof *" + array + ");\n";
+  } else {
+    const std::string lanes = std::to_string(n.tile_lanes), from = "(" + count + " + " +
+                                                                   std::to_string(group - 1) +
+                                                                   ") / " + std::to_string(group);
+    s += in + "  for (int64_t t = 0; t < " + std::to_string(n.pack_lanes / n.tile_lanes) +
+         "; ++t) __builtin_memset(&" + array + "[(t * " + std::to_string(n.pack_depth / group) +
+         " + " + from + ") * " + lanes + "], 0, (" + end + " / " + std::to_string(group) + " - " +
+         from + ") * " + lanes + " * sizeof *" + array + ");\n";
+  }
+  s += in + "}\n";
   const LoopNode* filling = c.filling;
   c.filling = &n;
   s += render_node(c, *n.body.at(0), depth + 1);
@@ -420,12 +472,19 @@ std::string CStyleRenderer::render_dot_tile(const Context& c, const LoopNode& n,
   if (!a || !b || !a->matrix || !b->matrix || a->dot_bytes != n.dot_bytes ||
       b->dot_bytes != n.dot_bytes || a->tile_rows != n.tile_rows || b->tile_lanes != n.tile_lanes ||
       per <= 0 || n.tile_lanes % per != 0)
-    throw std::logic_error("a VNNI tile outside its two packs");
+    throw std::logic_error("a dot-product tile outside its two packs");
   std::string pad(2 * depth, ' '), in = pad + "  ", in2 = in + "  ";
   const Statement& st = c.kernel.statements.at(n.statement);
   const std::string t = n.name, buffer = "b" + std::to_string(st.buffer);
-  const std::string v = "kiln_vdot" + std::to_string(n.dot_bytes),
-                    dp = "kiln_dpbusd" + std::to_string(n.dot_bytes);
+  // bf16 pairs into f32 sums (vdpbf16ps), or 8-bit quads into i32 ones (vpdpbusd): `group`
+  // values of k a 32-bit word.
+  const bool bf16 = n.dot_signs == DotSigns::bf16_pairs;
+  const int group = bf16 ? 2 : 4;
+  const std::string group_shift = bf16 ? "1" : "2";
+  const std::string width = std::to_string(n.dot_bytes);
+  const std::string v = (bf16 ? "kiln_vdpbf" : "kiln_vdot") + width,
+                    words = bf16 ? "kiln_vdpbfu" + width : v,
+                    dp = (bf16 ? "kiln_dpbf16ps" : "kiln_dpbusd") + width;
   const int64_t rows = n.tile_rows, vectors = n.tile_lanes / per, lanes = n.tile_lanes;
   auto acc = [&](int64_t r, int64_t q) {
     return t + "_" + std::to_string(r) + "_" + std::to_string(q);
@@ -456,7 +515,7 @@ std::string CStyleRenderer::render_dot_tile(const Context& c, const LoopNode& n,
   auto local_at = [&](int64_t r, int64_t q) {
     return "&" + local + "[" + std::to_string(r * lanes + q * per) + "]";
   };
-  s += in + "int32_t " + local + "[" + std::to_string(rows * lanes) +
+  s += in + (bf16 ? "float " : "int32_t ") + local + "[" + std::to_string(rows * lanes) +
        "] __attribute__((aligned(64)));\n";
   std::string load =
       in + "if (" + t + "_direct) {\n" +
@@ -478,27 +537,28 @@ std::string CStyleRenderer::render_dot_tile(const Context& c, const LoopNode& n,
   s += zero_or_load(
       n, each([&](int64_t r, int64_t q) { return acc(r, q) + " = (" + v + "){0};"; }, in2), load,
       in);
-  // Each row's bytes in the row pack (rows past the count read the last one's), the lane
-  // pack's words of this tile: per k quad `lanes` words, four k of a lane in each.
+  // Each row's values in the row pack (rows past the count read the last one's), the lane
+  // pack's words of this tile: per k group `lanes` words, the group's k of a lane in each.
   const std::string d = std::to_string(a->pack_depth);
   for (int64_t r = 0; r < rows; ++r)
-    s += in + "const uint8_t* restrict " + t + "_a" + std::to_string(r) + " = &" + a->name +
-         "_0[(" + std::to_string(r) + " < " + t + "_rows ? " + std::to_string(r) + " : " + t +
-         "_rows - 1) * " + d + "];\n";
+    s += in + (bf16 ? "const uint16_t* restrict " : "const uint8_t* restrict ") + t + "_a" +
+         std::to_string(r) + " = &" + a->name + "_0[(" + std::to_string(r) + " < " + t +
+         "_rows ? " + std::to_string(r) + " : " + t + "_rows - 1) * " + d + "];\n";
   const std::string lane_origin =
       "(" + ast_expr_to_c(*n.tile_lane_origin) + " - " + b->name + "_base)";
   s += in + "const uint32_t* restrict " + t + "_b = &" + b->name + "_0[" + lane_origin + " * " +
-       std::to_string(b->pack_depth / 4) + "];\n";
-  s += in + "for (int64_t kiln_kk = 0; kiln_kk < " + b->name + "_k; kiln_kk += 4) {\n";
+       std::to_string(b->pack_depth / group) + "];\n";
+  s += in + "for (int64_t kiln_kk = 0; kiln_kk < " + b->name +
+       "_k; kiln_kk += " + std::to_string(group) + ") {\n";
   for (int64_t q = 0; q < vectors; ++q)
-    s += in2 + v + " kiln_b" + std::to_string(q) + "; __builtin_memcpy(&kiln_b" +
-         std::to_string(q) + ", &" + t + "_b[(kiln_kk >> 2) * " + l_str + " + " +
+    s += in2 + words + " kiln_b" + std::to_string(q) + "; __builtin_memcpy(&kiln_b" +
+         std::to_string(q) + ", &" + t + "_b[(kiln_kk >> " + group_shift + ") * " + l_str + " + " +
          std::to_string(q * per) + "], " + size + ");\n";
   // a's bytes unsigned and b's signed, or the roles swapped (ir/loop_ir.h, DotSigns).
   const bool swapped = n.dot_signs == DotSigns::signed_unsigned;
   for (int64_t r = 0; r < rows; ++r) {
     s += in2 + "{ uint32_t kiln_x; __builtin_memcpy(&kiln_x, " + t + "_a" + std::to_string(r) +
-         " + kiln_kk, 4); const " + v + " kiln_a = (" + v + "){0} + kiln_x;\n";
+         " + kiln_kk, 4); const " + words + " kiln_a = (" + words + "){0} + kiln_x;\n";
     for (int64_t q = 0; q < vectors; ++q) {
       const std::string bq = "kiln_b" + std::to_string(q);
       s += in2 + "  " + acc(r, q) + " = " + dp + "(" + acc(r, q) + ", " +

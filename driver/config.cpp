@@ -223,6 +223,23 @@ std::vector<Knob> make_knobs() {
           "to program order (0: no limit); docs/decisions.md",
           "1000000", "a count of isl operations (0: no limit)",
           [](auto& o) -> auto& { return o.schedule.max_operations; }),
+      {"BF16DOT", KnobStage::scheduler,
+       "CPU: contractions of two bf16 values summing in f32 run on vectors of B bytes with dot "
+       "products of bf16 pairs (vdpbf16ps; without AVX512-BF16 the pairs widened to f32 in "
+       "plain vector code) where the matrix unit does not take them: auto (the CPU's full "
+       "width with AVX512-BF16, else 0), 64 or 1, 32, 0: off (bf16 widened to f32 in the "
+       "packs of the f32 register tile); docs/decisions.md",
+       "auto", true,
+       [](const std::string& v, CompileOptions& o) {
+         if (v != "auto" && v != "0" && v != "1" && v != "32" && v != "64")
+           bad_value("BF16DOT", "auto, 0, 1, 32 or 64", v);
+         o.schedule.bf16_dot_auto = v == "auto";
+         o.schedule.bf16_dot_bytes = v == "32" ? 32 : v == "1" || v == "64" ? 64 : 0;
+       },
+       [](const CompileOptions& o) {
+         return o.schedule.bf16_dot_auto ? std::string("auto")
+                                         : std::to_string(o.schedule.bf16_dot_bytes);
+       }},
       {"MATRIX", KnobStage::scheduler,
        "CPU: contractions of two bf16 operands, or of two 8-bit integers summing in i32, run on "
        "the matrix unit (AMX tiles): auto (where the CPU has AMX-BF16 or AMX-INT8 and the OS "

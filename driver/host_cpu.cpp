@@ -65,6 +65,7 @@ HostCpu host_cpu() {
       if (a >= 1) {
         __cpuid_count(7, 1, a, b, c, d);
         cpu.avx_vnni = cpu.avx2 && ((a >> 4) & 1);
+        cpu.avx512_bf16 = cpu.avx512f && ((a >> 5) & 1);
       }
     }
   }
@@ -84,6 +85,10 @@ int dot_vector_bytes(const HostCpu& cpu) {
   if (cpu.avx512_vnni || cpu.avx_vnni) return 32;
   if (cpu.avx512bw && wide) return 64;  // without VNNI: bytes widened, vpmaddwd
   return cpu.avx2 ? 32 : 0;
+}
+
+int bf16_dot_vector_bytes(const HostCpu& cpu) {
+  return cpu.avx512_bf16 ? full_width_vector_bytes(cpu) : 0;
 }
 
 }  // namespace kiln

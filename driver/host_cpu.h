@@ -22,6 +22,9 @@ struct HostCpu {
   /** Dot products of unsigned by signed bytes into i32 (vpdpbusd): AVX512-VNNI on 64-byte
    *  vectors (with AVX512VL, so that its 32-byte forms exist too), AVX-VNNI on 32-byte ones. */
   bool avx512_vnni = false, avx_vnni = false;
+  /** Dot products of bf16 pairs into f32 (vdpbf16ps): AVX512-BF16, on 64-byte vectors and (with
+   *  AVX512VL) 32-byte ones. */
+  bool avx512_bf16 = false;
 };
 
 /** The host CPU (cpuid; all false off x86). */
@@ -37,5 +40,11 @@ int full_width_vector_bytes(const HostCpu& cpu);
  *  dot product widens the bytes to 16 bits for two `vpmaddwd`, 64 with AVX512BW at full width
  *  and 32 with AVX2; 0 elsewhere (off x86). */
 int dot_vector_bytes(const HostCpu& cpu);
+
+/** The vectors, in bytes, that bf16 products take on `cpu` (BF16DOT=auto,
+ *  RegisterTileShape::bf16_dot_bytes): with AVX512-BF16 the CPU's full width (64, or 32 where
+ *  64-byte operations run as two halves); 0 without it (the bf16 values are then widened to f32
+ *  in the packs of the f32 register tile). */
+int bf16_dot_vector_bytes(const HostCpu& cpu);
 
 }  // namespace kiln

@@ -153,6 +153,7 @@ CompileOptions compile_options(const SpecFile& file,
       opt.schedule.amx_int8 = cpu.amx_int8;
     }
     if (opt.schedule.dot_auto) opt.schedule.dot_bytes = dot_vector_bytes(cpu);
+    if (opt.schedule.bf16_dot_auto) opt.schedule.bf16_dot_bytes = bf16_dot_vector_bytes(cpu);
   }
   opt.cut.fuse_softmax_contractions &= opt.schedule.gpu_tile.rows > 0;
   opt.cut.tile_bounded_contractions &= opt.schedule.gpu_tile.rows > 0;

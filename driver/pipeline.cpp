@@ -122,6 +122,7 @@ const std::vector<Stage>& stages() {
          options.micro.amx_bf16 = options.amx_bf16;
          options.micro.amx_int8 = options.amx_int8;
          options.micro.dot_bytes = options.dot_bytes;
+         options.micro.bf16_dot_bytes = options.bf16_dot_bytes;
          // 6 rows of 4 64-byte vectors: 24 of AVX-512's 32 registers; of 2 32-byte: 12 of 16.
          options.micro.dot_vectors = options.dot_bytes == 32 ? 2 : 4;
          s.vector_bytes = options.micro.vector_bytes;

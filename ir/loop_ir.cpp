@@ -123,14 +123,16 @@ std::string alloc_line(const LoopNode& n) {
            unwrap(expr_text(*n.tile_lane_cond)) + "; " + std::to_string(n.thread_rows) + "x" +
            std::to_string(n.thread_lanes) + " per thread, reduction blocks of " +
            std::to_string(n.pack_depth) + staged_text(n);
-  // A matrix node on VNNI vectors: their width and how the signs meet vpdpbusd's.
+  // A matrix node on VNNI vectors: their width and how the signs meet vpdpbusd's (or bf16's).
   std::string dot;
   if (n.dot_bytes > 0) {
     static const char* const signs[] = {"u8 by i8", "i8 by u8, roles swapped",
                                         "i8 by i8, a xor 0x80, -128 x column sums",
                                         "u8 by u8, b xor 0x80, +128 x row sums"};
-    dot = " on " + std::to_string(n.dot_bytes) + "-byte VNNI vectors (" +
-          signs[static_cast<int>(n.dot_signs)] + ")";
+    dot = n.dot_signs == DotSigns::bf16_pairs
+              ? " on " + std::to_string(n.dot_bytes) + "-byte vdpbf16ps vectors (bf16 pairs)"
+              : " on " + std::to_string(n.dot_bytes) + "-byte VNNI vectors (" +
+                    signs[static_cast<int>(n.dot_signs)] + ")";
   }
   if (n.pack_depth > 0 && n.matrix) {
     std::string count =

@@ -89,7 +89,7 @@ struct StagedOperand {
 
 /** How a vector dot product of unsigned by signed bytes (vpdpbusd) takes the row operand a and
  *  the lane operand b of an 8-bit matrix tile on vector registers (LoopNode::dot_bytes); every
- *  form is exact in wrapping i32 arithmetic. */
+ *  form is exact in wrapping i32 arithmetic. A tile of bf16 products is bf16_pairs. */
 enum class DotSigns {
   unsigned_signed,  ///< a u8, b i8: a's bytes unsigned, b's signed, as they are
   signed_unsigned,  ///< a i8, b u8: the roles swapped (b's quads unsigned, a's bytes signed)
@@ -99,6 +99,8 @@ enum class DotSigns {
   /** both u8: the lane pack holds b xor 0x80 (b − 128, signed), the row pack its rows' sums
    *  Σ_k a[m, k], and each row's sums take +128 times its row sum per k block. */
   unsigned_unsigned,
+  /** not bytes: bf16 pairs into f32 sums (vdpbf16ps), the operands as they are. */
+  bf16_pairs,
 };
 
 /** A node of the loop IR.
@@ -216,7 +218,9 @@ struct LoopNode {
    *  tile keeps tile_rows × tile_lanes i32 sums in vectors; per k quad it loads the lane pack's
    *  tile_lanes words (four k of a lane side by side, as for AMX-INT8) and broadcasts each row's
    *  four bytes of the row pack as one 32-bit value. `dot_signs` says how the operands' signs
-   *  meet the instruction's. */
+   *  meet the instruction's. A tile of f32 sums (bf16 products) takes the same form with
+   *  `vdpbf16ps` per k pair: the lane pack's words hold two k of a lane (as for AMX-BF16), each
+   *  row's pair is broadcast, and dot_signs is bf16_pairs. */
   int dot_bytes = 0;
   DotSigns dot_signs = DotSigns::unsigned_signed;
   /** alloc in `shared` space: a GPU block tile of contraction `statement`

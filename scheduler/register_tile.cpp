@@ -159,7 +159,7 @@ class Tiler {
       std::vector<std::optional<TileNest>> found;
       int score = -1;
       for (const LoopNodePtr& c : children) {
-        found.push_back(tile_nest(plan_, kernel_, *band[r], *c, shape_.amx_bf16, int8()));
+        found.push_back(tile_nest(plan_, kernel_, *band[r], *c, bf16(), int8()));
         if (found.back()) score = std::max(score, 0) + shared_operands(*found.back(), *band[r]);
       }
       if (score > best) row = r, best = score, nests = std::move(found);
@@ -299,12 +299,17 @@ class Tiler {
   /** Whether 8-bit products run on a matrix tile: on the matrix unit (AMX-INT8) or on VNNI
    *  vectors. */
   bool int8() const { return shape_.amx_int8 || shape_.dot_bytes > 0; }
+  /** Whether bf16 products run on a matrix tile: on the matrix unit (AMX-BF16) or on vectors
+   *  with bf16 pair dot products. */
+  bool bf16() const { return shape_.amx_bf16 || shape_.bf16_dot_bytes > 0; }
 
-  /** Whether statement `s`'s matrix tiles run on VNNI vectors: 8-bit products summing in i32
-   *  on a target with VNNI and no AMX-INT8. */
-  bool dot(const Statement& s) const {
-    return !shape_.amx_int8 && shape_.dot_bytes > 0 &&
-           plan_.buffers.at(s.buffer).dtype == DType::i32;
+  /** The bytes of the vectors statement `s`'s matrix tiles run on, 0 for the matrix unit: 8-bit
+   *  products summing in i32 on a target with VNNI (or vpmaddwd) and no AMX-INT8, bf16
+   *  products summing in f32 on one with AVX512-BF16 and no AMX-BF16. */
+  int dot(const Statement& s) const {
+    return plan_.buffers.at(s.buffer).dtype == DType::i32
+               ? (shape_.amx_int8 ? 0 : shape_.dot_bytes)
+               : (shape_.amx_bf16 ? 0 : shape_.bf16_dot_bytes);
   }
 
   static bool candidate(const LoopNode& n) {
@@ -437,7 +442,7 @@ class Tiler {
   std::optional<std::pair<const ScalarExpr*, const ScalarExpr*>> matrix_operands(
       const TileNest& t, const LoopNode& row) const {
     const Statement& s = kernel_.statements.at(t.stmt->statement);
-    if (!matrix_statement(plan_, s, shape_.amx_bf16, int8())) return std::nullopt;
+    if (!matrix_statement(plan_, s, bf16(), int8())) return std::nullopt;
     DType sum = plan_.buffers.at(s.buffer).dtype;
     std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
                           rows = driven_iterators(*t.stmt, row.iter);
@@ -481,12 +486,15 @@ class Tiler {
                              const std::vector<const LoopNode*>& loops,
                              const std::shared_ptr<LoopNode>& block) {
     const Statement& s = kernel_.statements.at(t.stmt->statement);
-    const bool vnni = dot(s);
+    const int dot_bytes = dot(s);
+    const bool vnni = dot_bytes > 0, i32 = plan_.buffers.at(s.buffer).dtype == DType::i32;
     // Rows and lanes of a tile; lane blocks and row blocks of whole tiles.
-    const int64_t n = vnni ? shape_.dot_rows : 32,
-                  nl = vnni ? int64_t{shape_.dot_vectors} * shape_.dot_bytes / 4 : 32;
+    const int64_t vectors = i32 ? shape_.dot_vectors : kBf16DotVectors;
+    const int64_t n = vnni ? shape_.dot_rows : 32, nl = vnni ? vectors * dot_bytes / 4 : 32;
+    // Row blocks round up to whole tiles: 512 rows of 6-row tiles are one block of 516, not
+    // one of 510 and one of 2 that would pack b's block again for those 2.
     const int64_t lanes = std::max<int64_t>(1, shape_.matrix_block_lanes / nl) * nl,
-                  rows = std::max<int64_t>(1, shape_.matrix_block_rows / n) * n;
+                  rows = (shape_.matrix_block_rows + n - 1) / n * n;
     const LoopNode& lane = *t.loops.back();
     const LoopNode& k = *loops.front();  // the k loop of one block
     const std::string lane_c = lane.iter + "c", row_c = row.iter + "c";
@@ -497,14 +505,16 @@ class Tiler {
       return ks.size() == 1 && unit_stride(l.index, plan_.buffers.at(l.buffer).shape, *ks.begin());
     };
     const bool a_along_k = along_k(*a), b_along_k = along_k(*b);
-    // vpdpbusd multiplies unsigned bytes by signed ones (ir/loop_ir.h, DotSigns).
+    // vpdpbusd multiplies unsigned bytes by signed ones (ir/loop_ir.h, DotSigns); vdpbf16ps
+    // takes bf16 pairs as they are.
     const bool a_u8 = plan_.buffers.at(a->buffer).dtype == DType::u8,
                b_u8 = plan_.buffers.at(b->buffer).dtype == DType::u8;
-    const DotSigns signs = a_u8 ? (b_u8 ? DotSigns::unsigned_unsigned : DotSigns::unsigned_signed)
-                                : (b_u8 ? DotSigns::signed_unsigned : DotSigns::signed_signed);
+    const DotSigns signs = !i32   ? DotSigns::bf16_pairs
+                           : a_u8 ? (b_u8 ? DotSigns::unsigned_unsigned : DotSigns::unsigned_signed)
+                                  : (b_u8 ? DotSigns::signed_unsigned : DotSigns::signed_signed);
     auto on_vectors = [&](LoopNode& node) {
       if (!vnni) return;
-      node.dot_bytes = shape_.dot_bytes;
+      node.dot_bytes = dot_bytes;
       node.dot_signs = signs;
     };
     AstExprPtr k_count =
@@ -514,7 +524,7 @@ class Tiler {
     // The tiles of one row tile: n × nl sums each, the last lanes and rows partial.
     matrix_ = true;
     AstExprPtr lane_end = ast_op("min", {add(ast_iter(lane_c), ast_int(lanes)), upper(lane)});
-    dot_bytes_ = vnni ? shape_.dot_bytes : 0;
+    dot_bytes_ = dot_bytes;
     dot_signs_ = signs;
     LoopNodePtr tiles = coincident_loop(
         lane_t, ast_iter(lane_c), ast_op("lt", {ast_iter(lane_t), lane_end}), nl,
@@ -721,7 +731,7 @@ class Tiler {
   RegisterTileShape shape_;
   int count_ = 0, packs_ = 0;
   bool matrix_ = false;  ///< tile_alloc makes matrix-unit tiles
-  int dot_bytes_ = 0;    ///< ... on VNNI vectors of this many bytes when > 0
+  int dot_bytes_ = 0;    ///< ... on vectors of this many bytes when > 0 (LoopNode::dot_bytes)
   DotSigns dot_signs_ = DotSigns::unsigned_signed;  ///< ... with these operand signs
   const LoopNode* epilogue_ = nullptr;  ///< the epilogue of the nest being blocked, or null
   std::string epilogue_lane_;           ///< its lane loop's iterator

@@ -81,6 +81,12 @@
  * and sums them with two `vpmaddwd` (exact too). Only with none of these (VNNI=0, off x86)
  * does an i32 sum keep no tile (docs/decisions.md, "VNNI tiles").
  *
+ * Likewise, where the target has AVX512-BF16 and no AMX-BF16 (RegisterTileShape::bf16_dot_bytes)
+ * a bf16 product summing in f32 takes the same nest with tiles of 6 rows by 4 vectors of 16 f32
+ * sums, b's block packed in pairs of k as for AMX-BF16, a's rows as bf16: per k pair a tile
+ * loads 4 of b's vectors and broadcasts each row's pair into `vdpbf16ps` (docs/decisions.md,
+ * "bf16 dot-product tiles").
+ *
  * The nest right after the reduction in the row loop (`for j S2`: a bias, an activation)
  * runs on each tile instead of in a pass of its own when it reads the reduced buffer only at
  * the tile's elements: after the tile's store in the last k block, over the tile's rows and
@@ -132,7 +138,18 @@ struct RegisterTileShape {
   int dot_bytes = 0;
   int dot_rows = 6;
   int dot_vectors = 4;
+  /** Likewise for products of two bf16 values summing in f32 where the target has no AMX-BF16:
+   *  vectors of this many bytes take dot products of bf16 pairs into f32 (AVX512-BF16
+   *  `vdpbf16ps`; BF16DOT=auto), 0: none (the f32 register tile then runs them, the packs
+   *  widening bf16 to f32). The tiles are dot_rows rows by dot_vectors vectors of f32 sums, b's
+   *  block packed in pairs of k as for AMX-BF16. */
+  int bf16_dot_bytes = 0;
 };
+
+/** The vectors a row of a bf16 dot tile holds (RegisterTileShape::bf16_dot_bytes): AVX512-BF16
+ *  comes with 32 vector registers, so 6 rows of 4 keep 24 sums and leave room for b's 4 vectors
+ *  and a's broadcast, at either width. */
+constexpr int kBf16DotVectors = 4;
 
 /** Whether statement `s` is a sum reduction of f32 or f64 whose value computes across vector
  *  lanes along the statement iterators `lanes` (lane_value) and does not read the element it

@@ -430,9 +430,10 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     return list;
   }
   bool cpu_sink = opt.sink && !opt.backend_gpu;
-  bool micro = cpu_sink && opt.micro.rows > 0 &&
-               has_register_tile_candidate(plan, k, opt.micro.amx_bf16,
-                                           opt.micro.amx_int8 || opt.micro.dot_bytes > 0);
+  bool micro =
+      cpu_sink && opt.micro.rows > 0 &&
+      has_register_tile_candidate(plan, k, opt.micro.amx_bf16 || opt.micro.bf16_dot_bytes > 0,
+                                  opt.micro.amx_int8 || opt.micro.dot_bytes > 0);
   bool block_tile = opt.backend_gpu && opt.gpu_tile.rows > 0 && has_gpu_tile_candidate(plan, k);
   if (opt.tile && !micro && !block_tile) {
     Transform t{Transform::Kind::tile};

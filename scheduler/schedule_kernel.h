@@ -62,6 +62,12 @@ struct ScheduleOptions {
    *  (RegisterTileShape::dot_bytes). */
   bool dot_auto = true;
   int dot_bytes = 0;
+  /** BF16DOT=auto: `bf16_dot_bytes` follows the target (driver/host_cpu.h
+   *  bf16_dot_vector_bytes); BF16DOT=64 or 32 sets it, BF16DOT=0 clears it. Products of two bf16
+   *  values summing in f32 then run on vectors of that many bytes with vdpbf16ps where the
+   *  target has no AMX-BF16 (RegisterTileShape::bf16_dot_bytes). */
+  bool bf16_dot_auto = true;
+  int bf16_dot_bytes = 0;
   /** CPU: outputs written once stream (non-temporal stores) when they have at least this many
    *  bytes (scheduler/stream_stores.h; STREAM); 0: never. */
   int64_t stream_bytes = int64_t{16} << 20;

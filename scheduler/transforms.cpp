@@ -30,6 +30,11 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
                     ? ", int8 products in " + std::to_string(t.micro.dot_rows) + " rows x " +
                           std::to_string(t.micro.dot_vectors) + " vectors of " +
                           std::to_string(t.micro.dot_bytes) + " bytes (VNNI)"
+                    : "") +
+               (t.micro.bf16_dot_bytes > 0 && !t.micro.amx_bf16
+                    ? ", bf16 products in " + std::to_string(t.micro.dot_rows) + " rows x " +
+                          std::to_string(kBf16DotVectors) + " vectors of " +
+                          std::to_string(t.micro.bf16_dot_bytes) + " bytes (vdpbf16ps)"
                     : "");
         break;
       case Transform::Kind::promote_accumulators:

@@ -40,6 +40,7 @@ struct GoldenCase {
   bool amx = false;            ///< MATRIX=1: code for a CPU with AMX-BF16
   int mma_stages = 0;          ///< GPU_MMA's pipeline stages where > 0
   int dot_bytes = 0;           ///< VNNI=64 or 32: code for a CPU with VNNI (and no AMX)
+  int bf16_dot_bytes = 0;      ///< BF16DOT=64 or 32: code for a CPU with AVX512-BF16 (no AMX)
 };
 
 const std::vector<GoldenCase>& golden_cases() {
@@ -55,6 +56,7 @@ const std::vector<GoldenCase>& golden_cases() {
       {"matmul_cuda_f16", "ops/nn.toml:matmul", {{"T", DType::f16}}, 0, "cuda"},
       {"matmul_bf16_amx", "ops/nn.toml:matmul", {{"T", DType::bf16}}, 0, "c", true},
       {"matmul_i8_vnni", "ops/quant.toml:matmul_i8", {{"A", DType::i8}}, 0, "c", false, 0, 64},
+      {"matmul_bf16_dot", "ops/nn.toml:matmul", {{"T", DType::bf16}}, 0, "c", false, 0, 0, 64},
   };
   return cases;
 }
@@ -81,6 +83,8 @@ std::string render_source(const GoldenCase& c) {
   options.schedule.amx_bf16 = c.amx;
   options.schedule.dot_auto = false;
   options.schedule.dot_bytes = c.dot_bytes;
+  options.schedule.bf16_dot_auto = false;
+  options.schedule.bf16_dot_bytes = c.bf16_dot_bytes;
   if (c.mma_stages > 0) options.schedule.gpu_tile.mma_stages = c.mma_stages;
   return lower_program(g, backend_for(c.backend), options).source;
 }
@@ -232,6 +236,25 @@ TEST_CASE("codegen: matmul i8 with VNNI: 6x64 tiles of i32 sums by vpdpbusd over
   CHECK(src.find("= (uint8_t)(kiln_v ^ 0x80);") != std::string::npos);
   CHECK(src.find("tile0_3_3 = kiln_dpbusd64(tile0_3_3, kiln_a, kiln_b3);") != std::string::npos);
   CHECK(src.find("tile0_5_3 -= kiln_cs;") != std::string::npos);
+  CHECK(src.find("kiln_amx_begin") == std::string::npos);
+}
+
+TEST_CASE("codegen: matmul bf16 with AVX512-BF16: 6x64 tiles of f32 sums by vdpbf16ps over bf16 packs") {
+  check_golden(golden_cases()[11]);
+  std::string src = render_source(golden_cases()[11]);
+  // b's block of 256 lanes by 1024 k in pairs of k (one 32-bit word a pair, as for AMX), a's 6
+  // rows as they are; per k pair four of b's vectors and each row's pair broadcast; no sign
+  // corrections.
+  CHECK(src.find("uint32_t pack1_0[131072] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(src.find("uint16_t pack0_0[6144] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(src.find("kiln_w |= (uint32_t)(uint16_t)b1[(s_N * i2 + i1)] << 16; }") != std::string::npos);
+  CHECK(src.find("kiln_kk += 2) {") != std::string::npos);
+  CHECK(src.find("tile0_3_3 = kiln_dpbf16ps64(tile0_3_3, kiln_a, kiln_b3);") != std::string::npos);
+  CHECK(src.find("vdpbf16ps %2, %1, %0") != std::string::npos);
+  // Past the last block's end only the rest of the k pair is zeroed, not the whole pack.
+  CHECK(src.find("sizeof pack1_0") == std::string::npos);
+  CHECK(src.find("kiln_cs") == std::string::npos);
+  CHECK(src.find("kiln_dpbusd") == std::string::npos);
   CHECK(src.find("kiln_amx_begin") == std::string::npos);
 }
 

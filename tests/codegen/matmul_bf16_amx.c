@@ -228,7 +228,10 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
           const int64_t pack1_base = c1c;
           const int64_t pack1_k = (1024 < (s_K - c2t) ? 1024 : (s_K - c2t));
           uint32_t pack1_0[131072] __attribute__((aligned(64)));
-          if (pack1_k < 1024) __builtin_memset(pack1_0, 0, sizeof pack1_0);
+          if (pack1_k < 1024) {
+            const int64_t kiln_end = (pack1_k + 31) / 32 * 32;
+            for (int64_t t = 0; t < 8; ++t) __builtin_memset(&pack1_0[(t * 512 + (pack1_k + 1) / 2) * 32], 0, (kiln_end / 2 - (pack1_k + 1) / 2) * 32 * sizeof *pack1_0);
+          }
           for (int64_t c1t = c1c; c1t < ((c1c + 256) < s_N ? (c1c + 256) : s_N); c1t += 32) {
             for (int64_t c2 = c2t; c2 < ((c2t + 1024) < s_K ? (c2t + 1024) : s_K); c2 += 2) {
               for (int64_t c1 = c1t; c1 < ((c1t + 32) < s_N ? (c1t + 32) : s_N); c1 += 1) {
@@ -250,7 +253,10 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             {
               const int64_t pack0_k = (1024 < (s_K - c2t) ? 1024 : (s_K - c2t));
               uint16_t pack0_0[32768] __attribute__((aligned(64)));
-              if (pack0_k < 1024) __builtin_memset(pack0_0, 0, sizeof pack0_0);
+              if (pack0_k < 1024) {
+                const int64_t kiln_end = (pack0_k + 31) / 32 * 32;
+                for (int64_t r = 0; r < 32; ++r) __builtin_memset(&pack0_0[r * 1024 + pack0_k], 0, (kiln_end - pack0_k) * sizeof *pack0_0);
+              }
               for (int64_t c0 = c0t; c0 < ((c0t + 32) < s_M ? (c0t + 32) : s_M); c0 += 1) {
                 for (int64_t c2 = c2t; c2 < ((c2t + 1024) < s_K ? (c2t + 1024) : s_K); c2 += 1) {
                   { const int64_t i0 = c0, i1 = 0, i2 = c2; pack0_0[(c0 - c0t) * 1024 + (c2 - c2t)] = (uint16_t)b0[(s_K * i0 + i2)]; }

@@ -246,14 +246,17 @@ KILN_FN kiln_vdot32 kiln_dpbusd32(kiln_vdot32 acc, kiln_vdot32 u, kiln_vdot32 s)
 
 static void kiln_matmul_i8_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const int8_t* restrict b0 /* a */, const int8_t* restrict b1 /* b */, int32_t* restrict b2 /* y */) {
   for (int64_t c1c = 0; c1c < s_N; c1c += 256) {
-    for (int64_t c0c = 0; c0c < s_M; c0c += 510) {
+    for (int64_t c0c = 0; c0c < s_M; c0c += 516) {
       for (int64_t c2t = 0; c2t < s_K; c2t += 1024) {
         {
           const int64_t pack1_base = c1c;
           const int64_t pack1_k = (1024 < (s_K - c2t) ? 1024 : (s_K - c2t));
           uint32_t pack1_0[65536] __attribute__((aligned(64)));
           int32_t pack1_s[256] = {0};
-          if (pack1_k < 1024) __builtin_memset(pack1_0, 0, sizeof pack1_0);
+          if (pack1_k < 1024) {
+            const int64_t kiln_end = (pack1_k + 3) / 4 * 4;
+            for (int64_t t = 0; t < 4; ++t) __builtin_memset(&pack1_0[(t * 256 + (pack1_k + 3) / 4) * 64], 0, (kiln_end / 4 - (pack1_k + 3) / 4) * 64 * sizeof *pack1_0);
+          }
           for (int64_t c1t = c1c; c1t < ((c1c + 256) < s_N ? (c1c + 256) : s_N); c1t += 64) {
             for (int64_t c2 = c2t; c2 < ((c2t + 1024) < s_K ? (c2t + 1024) : s_K); c2 += 4) {
               for (int64_t c1 = c1t; c1 < ((c1t + 64) < s_N ? (c1t + 64) : s_N); c1 += 1) {
@@ -275,11 +278,14 @@ static void kiln_matmul_i8_0_loops(const int64_t s_M, const int64_t s_K, const i
               }
             }
           }
-          for (int64_t c0t = c0c; c0t < ((c0c + 510) < s_M ? (c0c + 510) : s_M); c0t += 6) {
+          for (int64_t c0t = c0c; c0t < ((c0c + 516) < s_M ? (c0c + 516) : s_M); c0t += 6) {
             {
               const int64_t pack0_k = (1024 < (s_K - c2t) ? 1024 : (s_K - c2t));
               uint8_t pack0_0[6144] __attribute__((aligned(64)));
-              if (pack0_k < 1024) __builtin_memset(pack0_0, 0, sizeof pack0_0);
+              if (pack0_k < 1024) {
+                const int64_t kiln_end = (pack0_k + 3) / 4 * 4;
+                for (int64_t r = 0; r < 6; ++r) __builtin_memset(&pack0_0[r * 1024 + pack0_k], 0, (kiln_end - pack0_k) * sizeof *pack0_0);
+              }
               for (int64_t c0 = c0t; c0 < ((c0t + 6) < s_M ? (c0t + 6) : s_M); c0 += 1) {
                 for (int64_t c2 = c2t; c2 < ((c2t + 1024) < s_K ? (c2t + 1024) : s_K); c2 += 1) {
                   { const int64_t i0 = c0, i1 = 0, i2 = c2; const uint8_t kiln_v = (uint8_t)b0[(s_K * i0 + i2)]; pack0_0[(c0 - c0t) * 1024 + (c2 - c2t)] = (uint8_t)(kiln_v ^ 0x80); }

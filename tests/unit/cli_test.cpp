@@ -321,7 +321,8 @@ TEST_CASE("cli: past the isl limits, program order (a schedule that took 110 s)"
 TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2") {
   if (!std::getenv("KILN_BIN")) return;
   const std::string known =
-      "known keys: BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, "
+      "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, "
+      "MICRO, "
       "PARALLEL, "
       "SIMD, "
       "SIMPLIFY, "
@@ -371,7 +372,8 @@ TEST_CASE("cli: a descriptor's [config] key that is no knob is an error naming t
   Result r = kiln("run tests/data/cli.toml:scale --test N=4 --runtime " + bad);
   CAPTURE(r.out);
   CHECK(r.code == 2);
-  CHECK(has(r, "kiln: error: " + bad + ": unknown [config] key 'omp'; known keys: BLAS, CHECK"));
+  CHECK(has(
+      r, "kiln: error: " + bad + ": unknown [config] key 'omp'; known keys: BF16DOT, BLAS, CHECK"));
   r = kiln("show ops/nn.toml:matmul --stage code --runtime cc");
   CHECK(has(r, "c2t += 256"));  // register-tiled in k blocks by default
   CHECK_FALSE(has(r, "(s_M - 1), 32)"));

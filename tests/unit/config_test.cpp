@@ -27,7 +27,8 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, MICRO, "
+    "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, "
+    "MICRO, "
     "PARALLEL, "
     "SIMD, "
     "SIMPLIFY, "
@@ -38,7 +39,7 @@ const char* kKnown =
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 17);
+  REQUIRE(knobs().size() == 18);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {
@@ -86,6 +87,15 @@ TEST_CASE("config: values reach the typed options") {
     CHECK(v.schedule.dot_bytes == bytes);
   }
   CHECK_THROWS_AS(config_options({{"VNNI", "16"}}, nullptr), ConfigError);
+  // BF16DOT likewise for bf16 pairs (vdpbf16ps).
+  CHECK(config_options({}, nullptr).schedule.bf16_dot_auto);
+  for (const auto& [value, bytes] :
+       std::vector<std::pair<std::string, int>>{{"0", 0}, {"1", 64}, {"64", 64}, {"32", 32}}) {
+    CompileOptions v = config_options({{"BF16DOT", value}}, nullptr);
+    CHECK_FALSE(v.schedule.bf16_dot_auto);
+    CHECK(v.schedule.bf16_dot_bytes == bytes);
+  }
+  CHECK_THROWS_AS(config_options({{"BF16DOT", "yes"}}, nullptr), ConfigError);
   // MICRO: auto (the default) lets the program choose; RxVxD keeps 32-byte vectors, RxVxDxB
   // names them.
   CHECK(config_options({}, nullptr).schedule.micro_auto);
@@ -240,6 +250,19 @@ TEST_CASE("host cpu: VNNI=auto's vectors for 8-bit products follow the CPU's dot
   CHECK(dot_vector_bytes(cpu("GenuineIntel", 6, true, false, false)) == 64);
   CHECK(dot_vector_bytes(cpu("GenuineIntel", 6, false, false, false)) == 32);
   CHECK(dot_vector_bytes({}) == 0);
+}
+
+TEST_CASE("host cpu: BF16DOT=auto's vectors for bf16 products follow AVX512-BF16") {
+  // With AVX512-BF16: the full width (64; 32 on Zen 4's halves); without it none.
+  HostCpu zen5{"AuthenticAMD", 0x1a, true, true};
+  zen5.avx512_bf16 = true;
+  CHECK(bf16_dot_vector_bytes(zen5) == 64);
+  HostCpu zen4 = zen5;
+  zen4.family = 0x19;
+  CHECK(bf16_dot_vector_bytes(zen4) == 32);
+  zen5.avx512_bf16 = false;
+  CHECK(bf16_dot_vector_bytes(zen5) == 0);
+  CHECK(bf16_dot_vector_bytes({}) == 0);
 }
 
 TEST_CASE("host cpu: MICRO=auto's full-width vectors follow the CPU's vector units") {

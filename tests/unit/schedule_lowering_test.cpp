@@ -598,6 +598,83 @@ TEST_CASE("schedule: an 8-bit integer product runs on VNNI vectors where there i
   }
 }
 
+TEST_CASE("schedule: a bf16 product runs on vdpbf16ps vectors where there is no AMX-BF16") {
+  // With AVX512-BF16 (RegisterTileShape::bf16_dot_bytes) and no AMX-BF16 the matrix unit's nest
+  // with tiles of 6 rows by 4 vectors of 16 f32 sums on vector registers, b's fill in pairs of
+  // k, for b[k, n] and for w[n, k] alike; the operands as they are (DotSigns::bf16_pairs).
+  // With AMX-BF16 the matrix unit wins; with the knob off the f32 register tile takes it.
+  for (bool transposed : {false, true}) {
+    CAPTURE(transposed);
+    KernelBuilder b;
+    int A = b.buffer("A", {M, K}), Bm = transposed ? b.buffer("W", {N, K}) : b.buffer("B", {K, N}),
+        C = b.buffer("C", {M, N});
+    b.plan.buffers[A].dtype = DType::bf16;
+    b.plan.buffers[Bm].dtype = DType::bf16;
+    auto bf16 = [](ScalarExprPtr e) {
+      std::const_pointer_cast<ScalarExpr>(e)->dtype = DType::bf16;
+      return e;
+    };
+    // The product of the bf16 loads computes in f32, as build_statements writes it.
+    b.stmt(Statement::Kind::reduce_init, {M, N}, C, {it(0), it(1)});
+    b.stmt(Statement::Kind::reduce_update, {M, N, K}, C, {it(0), it(1)},
+           op(Op::mul, {bf16(load(A, {it(0), it(2)})),
+                        bf16(transposed ? load(Bm, {it(1), it(2)}) : load(Bm, {it(2), it(1)}))}));
+    ScheduleOptions opt;
+    opt.micro = {3, 2, 64, 32};
+    opt.micro.bf16_dot_bytes = 64;
+    opt.micro.matrix_depth = 64;
+    opt.micro.matrix_block_lanes = 128;
+    opt.micro.matrix_block_rows = 12;
+    std::vector<Env> sizes = {{{"M", 7}, {"N", 130}, {"K", 150}},
+                              {{"M", 13}, {"N", 70}, {"K", 3}},
+                              {{"M", 1}, {"N", 5}, {"K", 1}}};
+    ScheduledKernel r = check_legal(b, opt, sizes);
+    int tiles = 0, row_packs = 0, pairs = 0;
+    for (const LoopNode* a : nodes_of(*r.nest.root, LoopNode::Kind::alloc)) {
+      if (!a->matrix) continue;
+      CHECK(a->dot_bytes == 64);
+      CHECK(a->dot_signs == DotSigns::bf16_pairs);
+      if (a->pack_depth == 0) {
+        ++tiles;
+        CHECK(a->tile_rows == 6);
+        CHECK(a->tile_lanes == 64);
+      } else if (a->tile_rows > 0) {
+        ++row_packs;
+        CHECK(a->tile_rows == 6);
+      } else {
+        CHECK(a->tile_lanes == 64);
+        CHECK(a->pack_lanes == 128);
+        for (const LoopNode* l : loops(*a->body.at(0)))
+          pairs += l->iter == a->pack_iter && l->step == 2;
+      }
+    }
+    CHECK(tiles == 1);
+    CHECK(row_packs == 1);
+    CHECK(pairs == 1);
+    CHECK(loop_nest_to_text(r.nest).find("64-byte vdpbf16ps vectors (bf16 pairs)") !=
+          std::string::npos);
+
+    ScheduleOptions amx = opt;
+    amx.micro.amx_bf16 = true;
+    int amx_tiles = 0;
+    for (const LoopNode* a :
+         nodes_of(*check_legal(b, amx, sizes).nest.root, LoopNode::Kind::alloc)) {
+      CHECK(a->dot_bytes == 0);
+      amx_tiles += a->matrix && a->pack_depth == 0 && a->tile_rows == 32;
+    }
+    CHECK(amx_tiles == 1);
+    ScheduleOptions off = opt;
+    off.micro.bf16_dot_bytes = 0;
+    int vector_tiles = 0;
+    for (const LoopNode* a :
+         nodes_of(*check_legal(b, off, sizes).nest.root, LoopNode::Kind::alloc)) {
+      CHECK_FALSE(a->matrix);
+      vector_tiles += a->tile_rows == 3;
+    }
+    CHECK(vector_tiles > 0);
+  }
+}
+
 TEST_CASE("schedule: a product written into merged heads, o[n, D·h + d], keeps its tile") {
   // P·V of attention computed straight into [N, H·D] (build_statements writes a reduce through
   // the view that merges the heads): isl cannot multiply the size D by the iterator h, so it
