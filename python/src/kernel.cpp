@@ -234,8 +234,16 @@ void Kernel::bind_sizes(Call& c, nb::handle sizes) const {
           (where() + ": sizes= names '" + name +
            "', which is no size variable; its size variables: " + join(vars_, ", "))
               .c_str());
-    int64_t n;
-    if (!nb::try_cast(val, n, /*convert=*/false) || n < 0)
+    int64_t n = -1;  // an int, a NumPy integer, anything with __index__; not a float
+    if (PyObject* i = PyNumber_Index(val.ptr())) {
+      n = PyLong_AsLongLong(i);
+      Py_DECREF(i);
+    }
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      n = -1;
+    }
+    if (n < 0)
       throw nb::value_error((where() + ": sizes= gives " + name + " = " +
                              nb::cast<std::string>(nb::repr(val)) +
                              "; expected a non-negative integer")
