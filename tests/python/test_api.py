@@ -1,6 +1,8 @@
 """The Python API on NumPy arrays: loading, compiling, size binding, out=, zero copy, and every
 error path (docs/python.md)."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -314,3 +316,59 @@ def test_a_large_input_costs_no_memory():
         del x
     assert growth["clang"] < 16
     assert growth["interp"] > 100
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    """DLPack's DLTensor followed by the manager context and a deleter (NULL here)."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64),
+                ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+class _FakeDeviceArray:
+    """A DLPack producer of an f32 array that claims to live on a CUDA device (there is no GPU
+    here): its data is never read, Kiln refuses it first."""
+
+    def __init__(self, shape, device=(2, 1)):
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        self._t = _DLManagedTensor()
+        self._t.data = 4096
+        self._t.device = _DLDevice(*device)
+        self._t.ndim = len(shape)
+        self._t.dtype = _DLDataType(2, 32, 1)
+        self._t.shape = ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64))
+        self._device = device
+
+    def __dlpack_device__(self):
+        return self._device
+
+    def __dlpack__(self, stream=None, max_version=None, **kwargs):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                       ctypes.c_void_p]
+        return new(ctypes.addressof(self._t), b"dltensor", None)
+
+
+def test_arrays_on_another_device_are_refused(softmax):
+    with pytest.raises(ValueError, match=r"softmax: input 'x' is on cuda:1; the clang runtime "
+                                         r"takes arrays in CPU memory"):
+        softmax(_FakeDeviceArray((2, 3)))
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(ValueError, match="out= for output 'y' is on cuda:1"):
+        softmax(x, out=_FakeDeviceArray((2, 3)))
+
+
+def test_an_output_numpy_cannot_hold(math):
+    uniform = kiln.load("std:random.toml").compile("uniform", "clang", dtype={"T": "bf16"})
+    with pytest.raises(TypeError, match="an output of dtype bf16 cannot be a NumPy array"):
+        uniform(sizes={"M": 2, "N": 3})  # no inputs: outputs are NumPy arrays

@@ -115,3 +115,11 @@ def test_bool_and_integer_tensors(math):
     torch.testing.assert_close(add(a, a), 2 * a)
     with pytest.raises(TypeError, match="input 'a' has dtype i32; expected i64"):
         add(a.int(), a.int())
+
+
+def test_sizes_from_out_alone():
+    uniform = kiln.load("std:random.toml").compile("uniform", "clang", dtype={"T": torch.bfloat16})
+    out = torch.empty(2, 3, dtype=torch.bfloat16)
+    assert uniform(out=out) is out  # no inputs: M and N come from out's shape
+    assert bool(((out >= 0) & (out < 1)).all())
+    assert uniform.bind(out=out) == {"M": 2, "N": 3}
