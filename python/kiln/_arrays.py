@@ -27,10 +27,22 @@ def _numpy_dtype(dtype):
     return _numpy_dtypes[dtype]
 
 
+_torch_dtypes = {}  # Kiln name -> torch.dtype
+
+
+def _torch_empty(torch, like, shape, dtype):
+    t = _torch_dtypes.get(dtype)
+    if t is None:
+        t = _torch_dtypes[dtype] = getattr(torch, _TORCH_NAMES[dtype])
+    if like.dtype is t and like.shape == shape:  # an elementwise output: 0.8 us, not 1.2
+        return torch.empty_like(like, memory_format=torch.contiguous_format)
+    return torch.empty(shape, dtype=t, device=like.device)
+
+
 def allocate(like, shape, dtype):
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(like, torch.Tensor):
-        return torch.empty(shape, dtype=getattr(torch, _TORCH_NAMES[dtype]), device=like.device)
+        return _torch_empty(torch, like, shape, dtype)
     np_dtype = _numpy_dtypes.get(dtype) or _numpy_dtype(dtype)
     return _numpy_empty(shape, np_dtype)
 

@@ -7,8 +7,9 @@
 namespace kiln::py {
 
 struct Kernel::Call {
-  std::vector<int64_t> value;     ///< per size variable; -1 while unbound
-  std::vector<std::string> from;  ///< per size variable: "input 'a' dimension 1"
+  std::vector<int64_t> value;  ///< per size variable; -1 while unbound
+  /** Per size variable, what bound it: a port and its dimension; no port for sizes=. */
+  std::vector<std::pair<const Port*, size_t>> from;
   std::vector<InArray> in;
   std::vector<nb::handle> in_obj;
   std::vector<OutArray> out;
@@ -79,13 +80,11 @@ void refuse_autograd(const std::string& composite, const std::string& role, cons
   if (!is_tensor(h) || !nb::cast<bool>(h.attr("requires_grad"))) return;
   nb::object torch = nb::module_::import_("torch");
   if (!nb::cast<bool>(torch.attr("is_grad_enabled")())) return;
-  throw nb::type_error((composite + ": " + role +
-                        " requires grad while autograd is on: Kiln kernels are not "
-                        "differentiable; pass " +
-                        name +
-                        ".detach() or call under "
-                        "torch.no_grad()")
-                           .c_str());
+  std::string why =
+      " requires grad while autograd is on: Kiln kernels are not differentiable; "
+      "pass " +
+      name + ".detach() or call under torch.no_grad()";
+  throw nb::type_error((composite + ": " + role + why).c_str());
 }
 
 }  // namespace
@@ -118,7 +117,7 @@ Kernel::Port Kernel::port(const std::string& name, const std::string& role) cons
   return p;
 }
 
-std::string Kernel::where() const {
+const std::string& Kernel::where() const {
   return compiled_.composite();
 }
 
@@ -136,28 +135,29 @@ std::string Kernel::repr() const {
          join(ins, ", ") + " -> " + join(outs, ", ") + ")";
 }
 
-/** The checks every argument passes: dtype, device, rank, layout; then its dimensions bind. */
-static void check_array(const std::string& composite, const std::string& role,
-                        const std::string& runtime, const std::string& want_dtype,
-                        const std::optional<nb::dlpack::dtype>& dl, size_t rank,
-                        const std::string& want, const InArray& a) {
-  std::string at = composite + ": " + role;
-  if (!dl || a.dtype() != *dl)
-    throw nb::type_error((at + " has dtype " + dtype_name(a.dtype()) + "; expected " + want_dtype +
-                          " (" + want + ")")
+std::string Kernel::bound_by(const Call& c, size_t v) const {
+  auto [port, dim] = c.from[v];
+  return port ? port->role + " dimension " + std::to_string(dim) : "sizes=";
+}
+
+void Kernel::check_array(const Port& p, const InArray& a) const {
+  auto at = [&] { return where() + ": " + p.role; };
+  if (!p.dl || a.dtype() != *p.dl)
+    throw nb::type_error((at() + " has dtype " + dtype_name(a.dtype()) + "; expected " + p.dtype +
+                          " (" + expected(p) + ")")
                              .c_str());
   if (!on_host(a))
-    throw nb::value_error((at + " is on " + device_str(a) + "; the " + runtime +
+    throw nb::value_error((at() + " is on " + device_str(a) + "; the " + compiled_.runtime() +
                            " runtime takes arrays in CPU memory")
                               .c_str());
-  if (a.ndim() != rank)
-    throw nb::value_error((at + " has " + std::to_string(a.ndim()) + " dimension" +
+  if (a.ndim() != p.dims.size())
+    throw nb::value_error((at() + " has " + std::to_string(a.ndim()) + " dimension" +
                            (a.ndim() == 1 ? "" : "s") + ", shape " + shape_str(a) + "; expected " +
-                           std::to_string(rank) + ": " + want)
+                           std::to_string(p.dims.size()) + ": " + expected(p))
                               .c_str());
   if (!c_contiguous(a))
     throw nb::value_error(
-        (at + " is not contiguous (shape " + shape_str(a) + ", strides " + strides_str(a) +
+        (at() + " is not contiguous (shape " + shape_str(a) + ", strides " + strides_str(a) +
          " in elements); Kiln reads dense row-major arrays in place and never copies: pass "
          "numpy.ascontiguousarray(a) or a.contiguous()")
             .c_str());
@@ -166,22 +166,21 @@ static void check_array(const std::string& composite, const std::string& role,
 void Kernel::bind_dims(Call& c, const Port& p, const InArray& a) const {
   for (size_t d = 0; d < p.dims.size(); ++d) {
     int64_t got = static_cast<int64_t>(a.shape(d));
-    std::string dim = "dimension " + std::to_string(d);
     if (p.literal[d] >= 0 && got != p.literal[d])
       throw nb::value_error((where() + ": " + p.role + " has shape " + shape_str(a) +
-                             "; expected " + expected(p) + " (" + dim + " is " +
-                             std::to_string(p.literal[d]) + ")")
+                             "; expected " + expected(p) + " (dimension " + std::to_string(d) +
+                             " is " + std::to_string(p.literal[d]) + ")")
                                 .c_str());
     int v = p.var[d];
     if (v < 0) continue;
     if (c.value[v] < 0) {
       c.value[v] = got;
-      c.from[v] = p.role + " " + dim;
+      c.from[v] = {&p, d};
     } else if (c.value[v] != got) {
       throw nb::value_error((where() + ": " + p.role + " has shape " + shape_str(a) +
                              "; expected " + expected(p) + " with " + vars_[v] + " = " +
-                             std::to_string(c.value[v]) + " (from " + c.from[v] + "), but " + dim +
-                             " is " + std::to_string(got))
+                             std::to_string(c.value[v]) + " (from " + bound_by(c, v) +
+                             "), but dimension " + std::to_string(d) + " is " + std::to_string(got))
                                 .c_str());
     }
   }
@@ -196,7 +195,7 @@ void Kernel::take_input(Call& c, size_t k, nb::handle h) const {
                           kind_of(h))
                              .c_str());
   refuse_autograd(where(), p.role, p.name, h);
-  check_array(where(), p.role, compiled_.runtime(), p.dtype, p.dl, p.dims.size(), expected(p), a);
+  check_array(p, a);
   bind_dims(c, p, a);
   c.in[k] = std::move(a);
   c.in_obj[k] = h;
@@ -212,8 +211,7 @@ void Kernel::take_output(Call& c, size_t k, nb::handle h) const {
     throw nb::type_error((where() + ": " + p.role + " " + why + "; got " + kind_of(h)).c_str());
   }
   refuse_autograd(where(), p.role, p.name, h);
-  check_array(where(), p.role, compiled_.runtime(), p.dtype, p.dl, p.dims.size(), expected(p),
-              InArray(a));
+  check_array(p, InArray(a));
   bind_dims(c, p, InArray(a));
   c.out[k] = std::move(a);
   c.out_obj[k] = nb::borrow(h);
@@ -250,10 +248,10 @@ void Kernel::bind_sizes(Call& c, nb::handle sizes) const {
                                 .c_str());
     if (c.value[v] >= 0 && c.value[v] != n)
       throw nb::value_error((where() + ": sizes= gives " + name + " = " + std::to_string(n) +
-                             ", but " + c.from[v] + " makes it " + std::to_string(c.value[v]))
+                             ", but " + bound_by(c, v) + " makes it " + std::to_string(c.value[v]))
                                 .c_str());
     c.value[v] = n;
-    c.from[v] = "sizes=";
+    c.from[v] = {nullptr, 0};
   }
 }
 
@@ -296,7 +294,7 @@ void Kernel::prepare(Call& c, nb::args args, nb::handle out, nb::handle sizes,
                              .c_str());
   }
   c.value.assign(vars_.size(), -1);
-  c.from.assign(vars_.size(), "");
+  c.from.assign(vars_.size(), {nullptr, 0});
   c.in.resize(n_in);
   c.in_obj.resize(n_in);
   c.out.resize(n_out);

@@ -49,7 +49,11 @@ class Kernel {
   struct Call;
 
   Port port(const std::string& name, const std::string& role) const;
-  std::string where() const;
+  const std::string& where() const;
+  /** "input 'a' dimension 1", or "sizes=": what bound size variable `v` in call `c`. */
+  std::string bound_by(const Call& c, size_t v) const;
+  /** dtype, device, rank and layout; TypeError or ValueError naming the argument. */
+  void check_array(const Port& p, const InArray& a) const;
   std::string expected(const Port& p) const;
   void take_input(Call& c, size_t k, nb::handle h) const;
   void take_output(Call& c, size_t k, nb::handle h) const;
