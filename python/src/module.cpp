@@ -63,12 +63,20 @@ NB_MODULE(_core, m) {
       .def("has", &kiln::Spec::has, "name"_a)
       .def("doc", &kiln::Spec::doc, "name"_a);
 
-  nb::class_<kiln::py::Kernel>(m, "Kernel")
+  nb::class_<kiln::py::Kernel>(m, "Kernel",
+                               "A composite compiled for one runtime, callable at any sizes "
+                               "(docs/python.md); made by Spec.compile.")
       .def("__call__", &kiln::py::Kernel::call, "args"_a, nb::kw_only(), "out"_a = nb::none(),
-           "sizes"_a = nb::none())
+           "sizes"_a = nb::none(),
+           "Runs on the inputs (arrays in declaration order) and returns the output, or a tuple "
+           "of them, allocated like the first input; out= passes output arrays (or a tuple with "
+           "an array or None per output), sizes= binds size variables no shape gives.")
       .def("bind", &kiln::py::Kernel::bind, "args"_a, nb::kw_only(), "out"_a = nb::none(),
-           "sizes"_a = nb::none())
-      .def("weights_changed", [](const kiln::py::Kernel& k) { k.compiled().weights_changed(); })
+           "sizes"_a = nb::none(),
+           "The sizes a call with these arguments binds, every check made; runs nothing.")
+      .def(
+          "weights_changed", [](const kiln::py::Kernel& k) { k.compiled().weights_changed(); },
+          "A const input was changed in place: the next call packs it afresh.")
       .def_prop_ro("composite", [](const kiln::py::Kernel& k) { return k.compiled().composite(); })
       .def_prop_ro("runtime", [](const kiln::py::Kernel& k) { return k.compiled().runtime(); })
       .def_prop_ro("inputs", [](const kiln::py::Kernel& k) { return k.compiled().inputs(); })

@@ -372,3 +372,26 @@ def test_an_output_numpy_cannot_hold(math):
     uniform = kiln.load("std:random.toml").compile("uniform", "clang", dtype={"T": "bf16"})
     with pytest.raises(TypeError, match="an output of dtype bf16 cannot be a NumPy array"):
         uniform(sizes={"M": 2, "N": 3})  # no inputs: outputs are NumPy arrays
+
+
+def test_threads_call_one_kernel_at_once(nn):
+    """Calls release the GIL while they run: threads share a kernel, each with its own arrays
+    (and its own const weight, whose packed panels must not leak into another's call)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    dense = nn.compile("dense_gelu", "openmp", config={"THREADS": 1})
+    ref = nn.compile("dense_gelu", "interp")
+    rng = np.random.default_rng(6)
+    jobs = [(rng.standard_normal((5, 300), dtype=np.float32),
+             rng.standard_normal((300, 70), dtype=np.float32),
+             rng.standard_normal(70, dtype=np.float32)) for _ in range(4)]
+    want = [ref(*job) for job in jobs]
+
+    def work(k):
+        return [dense(*jobs[k]) for _ in range(10)]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(4)))
+    for k, got in enumerate(results):
+        for y in got:
+            np.testing.assert_allclose(y, want[k], rtol=1e-4, atol=1e-4)
