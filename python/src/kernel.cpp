@@ -30,6 +30,13 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return s;
 }
 
+/** str(h). */
+std::string text_of(nb::handle h) {
+  nb::object s = nb::steal(PyObject_Str(h.ptr()));
+  if (!s.is_valid()) throw nb::python_error();
+  return nb::cast<std::string>(s);
+}
+
 std::string kind_of(nb::handle h) {
   return nb::type_name(h.type()).c_str();
 }
@@ -186,14 +193,22 @@ void Kernel::bind_dims(Call& c, const Port& p, const InArray& a) const {
   }
 }
 
+std::string Kernel::unreadable(const Port& p, nb::handle h) const {
+  std::string got = kind_of(h);
+  if (nb::hasattr(h, "dtype")) got += " of dtype " + text_of(h.attr("dtype"));
+  if (nb::hasattr(h, "__dlpack__") || PyObject_CheckBuffer(h.ptr()))
+    return where() + ": " + p.role +
+           " cannot be read through DLPack or the buffer protocol "
+           "(a dtype they cannot express?); got " +
+           got;
+  return where() + ": " + p.role +
+         " must be an array (NumPy, PyTorch or anything with __dlpack__); got " + got;
+}
+
 void Kernel::take_input(Call& c, size_t k, nb::handle h) const {
   const Port& p = inputs_[k];
   InArray a;
-  if (!as_array(h, a))
-    throw nb::type_error((where() + ": " + p.role +
-                          " must be an array (NumPy, PyTorch or anything with __dlpack__); got " +
-                          kind_of(h))
-                             .c_str());
+  if (!as_array(h, a)) throw nb::type_error(unreadable(p, h).c_str());
   refuse_autograd(where(), p.role, p.name, h);
   check_array(p, a);
   bind_dims(c, p, a);
@@ -207,8 +222,9 @@ void Kernel::take_output(Call& c, size_t k, nb::handle h) const {
   if (!as_array(h, a)) {
     InArray ro;
     bool readable = as_array(h, ro);
-    std::string why = readable ? "is read-only" : "must be an array";
-    throw nb::type_error((where() + ": " + p.role + " " + why + "; got " + kind_of(h)).c_str());
+    throw nb::type_error(
+        (readable ? where() + ": " + p.role + " is read-only; got " + kind_of(h) : unreadable(p, h))
+            .c_str());
   }
   refuse_autograd(where(), p.role, p.name, h);
   check_array(p, InArray(a));
@@ -223,7 +239,7 @@ void Kernel::bind_sizes(Call& c, nb::handle sizes) const {
     throw nb::type_error(
         (where() + ": sizes= must be a dict such as {'N': 8}; got " + kind_of(sizes)).c_str());
   for (auto [key, val] : nb::borrow<nb::dict>(sizes)) {
-    std::string name = nb::cast<std::string>(nb::str(key));
+    std::string name = text_of(key);
     int v = -1;
     for (size_t i = 0; i < vars_.size(); ++i)
       if (vars_[i] == name) v = static_cast<int>(i);

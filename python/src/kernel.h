@@ -52,6 +52,8 @@ class Kernel {
   const std::string& where() const;
   /** "input 'a' dimension 1", or "sizes=": what bound size variable `v` in call `c`. */
   std::string bound_by(const Call& c, size_t v) const;
+  /** The message for an argument that is no array nanobind can read. */
+  std::string unreadable(const Port& p, nb::handle h) const;
   /** dtype, device, rank and layout; TypeError or ValueError naming the argument. */
   void check_array(const Port& p, const InArray& a) const;
   std::string expected(const Port& p) const;

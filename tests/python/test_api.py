@@ -169,8 +169,11 @@ def test_argument_count_kind_and_sizes(softmax, matmul):
         softmax([[1.0, 2.0]])
     with pytest.raises(TypeError, match="out= must be an array or a tuple of 1"):
         softmax(a, out=(a, a))
-    with pytest.raises(TypeError, match="out= for output 'y' must be an array; got int"):
+    with pytest.raises(TypeError, match="out= for output 'y' must be an array .*; got int"):
         softmax(a, out=3)
+    with pytest.raises(TypeError, match="input 'x' cannot be read through DLPack or the buffer "
+                                        "protocol .*; got ndarray of dtype object"):
+        softmax(np.array([[1, "a"]], dtype=object))
     assert softmax.bind(a, sizes={"N": 3}) == {"batch0": 2, "N": 3}
     with pytest.raises(ValueError, match=r"sizes= gives N = 4, but input 'x' dimension 1 makes it 3"):
         softmax(a, sizes={"N": 4})
@@ -184,6 +187,8 @@ def test_argument_count_kind_and_sizes(softmax, matmul):
     assert softmax.bind(a, sizes={"N": np.int64(3)}) == {"batch0": 2, "N": 3}
     with pytest.raises(TypeError, match="sizes= must be a dict"):
         softmax(a, sizes=[3])
+    with pytest.raises(ValueError, match="sizes= names '1', which is no size variable"):
+        softmax(a, sizes={1: 3})
 
 
 def test_read_only_and_overlapping_outputs_are_refused(softmax, add):
