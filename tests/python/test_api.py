@@ -400,3 +400,15 @@ def test_threads_call_one_kernel_at_once(nn):
     for k, got in enumerate(results):
         for y in got:
             np.testing.assert_allclose(y, want[k], rtol=1e-4, atol=1e-4)
+
+
+def test_threads_compile_from_one_spec(nn, tmp_path):
+    """Compiling releases the GIL: threads compile the composites of one spec at once, each
+    twice, into one fresh cache."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = nn.composites[:8] * 2
+    with ThreadPoolExecutor(4) as pool:
+        kernels = list(pool.map(lambda n: nn.compile(n, "clang", cache_dir=tmp_path), names))
+    assert [k.composite for k in kernels] == names
+    assert kiln.cache.stats(tmp_path)["entries"] == 8
