@@ -412,3 +412,21 @@ def test_threads_compile_from_one_spec(nn, tmp_path):
         kernels = list(pool.map(lambda n: nn.compile(n, "clang", cache_dir=tmp_path), names))
     assert [k.composite for k in kernels] == names
     assert kiln.cache.stats(tmp_path)["entries"] == 8
+
+
+NUMPY_DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "i64": np.int64,
+                "i32": np.int32, "i16": np.int16, "i8": np.int8, "u64": np.uint64,
+                "u32": np.uint32, "u16": np.uint16, "u8": np.uint8, "bool": np.bool_}
+
+
+@pytest.mark.parametrize("dtype", list(NUMPY_DTYPES))
+def test_every_numpy_dtype_passes_through(math, dtype):
+    """`where` takes every Kiln dtype: NumPy's dtype of each name goes in and comes out."""
+    select = math.compile("where", "clang", dtype={"T": dtype})
+    rng = np.random.default_rng(7)
+    cond = rng.random(11) < 0.5
+    a = rng.integers(0, 100, 11).astype(NUMPY_DTYPES[dtype])
+    b = rng.integers(0, 100, 11).astype(NUMPY_DTYPES[dtype])
+    y = select(cond, a, b)
+    assert y.dtype == NUMPY_DTYPES[dtype]
+    np.testing.assert_array_equal(y, np.where(cond, a, b))

@@ -123,3 +123,21 @@ def test_sizes_from_out_alone():
     assert uniform(out=out) is out  # no inputs: M and N come from out's shape
     assert bool(((out >= 0) & (out < 1)).all())
     assert uniform.bind(out=out) == {"M": 2, "N": 3}
+
+
+TORCH_DTYPES = ["float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+                "uint64", "uint32", "uint16", "uint8", "bool"]
+
+
+@pytest.mark.parametrize("name", TORCH_DTYPES)
+def test_every_torch_dtype_passes_through(math, name):
+    dtype = getattr(torch, name)
+    select = math.compile("where", "clang", dtype={"T": dtype})
+    g = torch.Generator().manual_seed(7)
+    cond = torch.rand(11, generator=g) < 0.5
+    a = torch.randint(0, 100, (11,), generator=g).to(dtype)
+    b = torch.randint(0, 100, (11,), generator=g).to(dtype)
+    y = select(cond, a, b)
+    assert y.dtype == dtype
+    want = torch.where(cond, a.to(torch.float64), b.to(torch.float64))
+    assert torch.equal(y.to(torch.float64), want)
