@@ -344,6 +344,25 @@ void Kernel::prepare(Call& c, nb::args args, nb::handle out, nb::handle sizes,
     check_shape(c, inputs_[k], c.in[k]);
   for (size_t k = 0; k < n_out; ++k)
     if (c.out_obj[k].is_valid()) check_shape(c, outputs_[k], InArray(c.out[k]));
+  // Kernels treat buffers as restrict: an output the caller passed may share no byte with
+  // another buffer (the outputs allocated below are fresh memory).
+  for (size_t k = 0; k < n_out; ++k) {
+    if (!c.out_obj[k].is_valid()) continue;
+    auto [lo, hi] = byte_range(InArray(c.out[k]));
+    auto overlaps = [&](const InArray& other) {
+      auto [olo, ohi] = byte_range(other);
+      return olo < ohi && lo < hi && olo < hi && lo < ohi;
+    };
+    for (size_t j = 0; j < n_in; ++j)
+      if (overlaps(c.in[j]))
+        throw nb::value_error((where() + ": " + outputs_[k].role + " overlaps " + inputs_[j].role +
+                               "; Kiln kernels do not run in place")
+                                  .c_str());
+    for (size_t j = 0; j < k; ++j)
+      if (c.out_obj[j].is_valid() && overlaps(InArray(c.out[j])))
+        throw nb::value_error(
+            (where() + ": " + outputs_[k].role + " overlaps " + outputs_[j].role).c_str());
+  }
   if (!allocate) return;
   nb::handle like = n_in ? args[0] : nb::none();
   for (size_t k = 0; k < n_out; ++k) {
@@ -357,24 +376,6 @@ void Kernel::prepare(Call& c, nb::args args, nb::handle out, nb::handle sizes,
       throw nb::type_error(
           (where() + ": the allocator gave no writable array for output '" + outputs_[k].name + "'")
               .c_str());
-  }
-  // Kernels treat buffers as restrict: an output may share no byte with another buffer.
-  for (size_t k = 0; k < n_out; ++k) {
-    auto [lo, hi] = byte_range(InArray(c.out[k]));
-    if (lo == hi) continue;
-    auto overlaps = [&](const InArray& other) {
-      auto [olo, ohi] = byte_range(other);
-      return olo < hi && lo < ohi;
-    };
-    for (size_t j = 0; j < n_in; ++j)
-      if (overlaps(c.in[j]))
-        throw nb::value_error((where() + ": " + outputs_[k].role + " overlaps " + inputs_[j].role +
-                               "; Kiln kernels do not run in place")
-                                  .c_str());
-    for (size_t j = 0; j < k; ++j)
-      if (overlaps(InArray(c.out[j])))
-        throw nb::value_error(
-            (where() + ": " + outputs_[k].role + " overlaps " + outputs_[j].role).c_str());
   }
 }
 

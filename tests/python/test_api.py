@@ -203,6 +203,18 @@ def test_read_only_and_overlapping_outputs_are_refused(softmax, add):
     a = np.ones(8, np.float32)
     with pytest.raises(ValueError, match="overlaps input 'a'"):
         add(a[:4], a[4:], out=a[2:6])
+    with pytest.raises(ValueError, match="overlaps input 'x'"):
+        softmax.bind(x, out=x)  # bind makes every check
+    rnd = kiln.load("std:random.toml").compile("threefry_round", "clang")
+    w = np.arange(4, dtype=np.int64)
+    buf = np.zeros(8, np.int64)
+    with pytest.raises(ValueError, match="out= for output 'y1' overlaps out= for output 'y0'"):
+        rnd(w, w, out=(buf[:4], buf[2:6]))
+    y0, y1 = rnd(w, w, out=(buf[:4], None))  # None: allocated
+    assert y0.base is buf and y1.base is None
+    np.testing.assert_array_equal(y0, 2 * w)
+    empty = np.zeros(0, np.float32)  # no bytes: overlaps nothing
+    assert add(empty, empty, out=a[:0]).shape == (0,)
 
 
 def test_empty_and_other_dtypes(math):
