@@ -131,6 +131,16 @@ Spec Spec::load(const std::string& path) {
   return Spec(std::move(impl));
 }
 
+Spec Spec::from_string(const std::string& toml_text, const std::string& name) {
+  auto impl = std::make_unique<Impl>();
+  try {
+    impl->file = &impl->lib.load_text(toml_text, name);
+  } catch (const SpecError& e) {
+    throw to_invalid_spec(e);
+  }
+  return Spec(std::move(impl));
+}
+
 std::vector<std::string> Spec::composites() const {
   std::vector<std::string> names;
   for (const auto& c : impl_->file->composites)
@@ -233,6 +243,10 @@ std::vector<std::string> Compiled::outputs() const {
 
 std::vector<std::string> Compiled::size_vars() const {
   return impl_->graph.size_vars;
+}
+
+bool Compiled::is_const(const std::string& name) const {
+  return find_port(impl_->graph, name).constant_input;
 }
 
 std::string Compiled::dtype(const std::string& name) const {

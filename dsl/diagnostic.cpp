@@ -1,10 +1,39 @@
 #include "dsl/diagnostic.h"
 
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
 
 namespace kiln {
 
+namespace {
+
+std::mutex remembered_mutex;
+/** Spec texts that have no file (parse_spec_text), by name. */
+std::map<std::string, std::string>& remembered() {
+  static std::map<std::string, std::string> texts;
+  return texts;
+}
+
+}  // namespace
+
+void remember_source(const std::string& file, const std::string& text) {
+  std::lock_guard<std::mutex> lock(remembered_mutex);
+  remembered()[file] = text;
+}
+
 std::string source_line(const std::string& file, int line) {
+  {
+    std::lock_guard<std::mutex> lock(remembered_mutex);
+    if (auto it = remembered().find(file); it != remembered().end()) {
+      std::istringstream in(it->second);
+      std::string text;
+      for (int i = 1; i <= line && std::getline(in, text); ++i)
+        if (i == line) return text;
+      return "";
+    }
+  }
   std::ifstream in(file);
   std::string text;
   for (int i = 1; i <= line && std::getline(in, text); ++i)

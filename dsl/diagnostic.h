@@ -33,8 +33,14 @@ class SpecError : public std::runtime_error {
 };
 
 /** Formats `file:line:col: error: message`, the source line and a caret, plus the call trace:
- *  a note with its own line and caret for each call site. Reads the lines from disk. */
+ *  a note with its own line and caret for each call site. Reads the lines from disk, or from the
+ *  text remembered for the file (remember_source). */
 std::string format_error(const SpecError& e);
+
+/** Keeps `text` as the contents of the spec called `file` for the source lines of diagnostics:
+ *  a spec parsed from a string (parse_spec_text) has no file to read. The latest text given for
+ *  a name wins; thread-safe. */
+void remember_source(const std::string& file, const std::string& text);
 
 /** Formats `file:line:col: SEVERITY: message` ("warning", "note"), the source line and a caret,
  *  plus a note for each call site of `trace`, as format_error does. */

@@ -34,6 +34,18 @@ const SpecFile& Library::load(const std::string& path) {
   return f;
 }
 
+const SpecFile& Library::load_text(const std::string& text, const std::string& name) {
+  // Not a path: a key no file's canonical path can take.
+  std::string key = "\x01string:" + name;
+  auto parsed = parse_spec_text(text, name);
+  SpecFile* f = parsed.get();
+  files_[key] = std::move(parsed);
+  for (const auto& [p, loc] : f->uses)
+    f->used.push_back(&load_file(p, loc));
+  check_call_cycles(*f);
+  return *f;
+}
+
 const SpecFile& Library::load_file(const std::string& path, const SourceLoc& used_at) {
   std::error_code ec;
   std::string key = std::filesystem::weakly_canonical(path, ec).string();

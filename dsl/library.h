@@ -18,6 +18,9 @@ class Library {
   /** Loads `path` and every file it uses, then checks for call cycles; `std:NAME` is NAME in the
    *  standard library of composites (ir/data_dirs.h), as in a `use` entry. Throws SpecError. */
   const SpecFile& load(const std::string& path);
+  /** Parses `text` as a spec file called `name` (dsl/spec.h parse_spec_text), loads the files it
+   *  uses and checks for call cycles. Throws SpecError. */
+  const SpecFile& load_text(const std::string& text, const std::string& name);
 
   /** The composite `name` as seen from `from`: its own file first, then the files it uses, in
    *  order. nullptr when there is none. */

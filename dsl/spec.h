@@ -108,4 +108,8 @@ struct SpecFile {
 /** Reads and parses one spec file (not the files it uses). Throws SpecError. */
 std::unique_ptr<SpecFile> load_spec_file(const std::string& path);
 
+/** Parses `text` as a spec file called `name` (in messages; `use` paths relative to its folder)
+ *  and remembers the text for diagnostics (remember_source). Throws SpecError. */
+std::unique_ptr<SpecFile> parse_spec_text(const std::string& text, const std::string& name);
+
 }  // namespace kiln

@@ -31,7 +31,11 @@ class Loader {
     if (!in) throw SpecError(SourceLoc{path_, 0, 0}, "cannot read spec file '" + path_ + "'");
     std::stringstream buf;
     buf << in.rdbuf();
-    std::string text = buf.str();
+    return parse(buf.str());
+  }
+
+  /** Parses `text` as the contents of the file called path_. */
+  std::unique_ptr<SpecFile> parse(const std::string& text) {
     std::string line;
     std::istringstream ls(text);
     while (std::getline(ls, line))
@@ -489,6 +493,11 @@ const Composite* SpecFile::find(const std::string& name) const {
 
 std::unique_ptr<SpecFile> load_spec_file(const std::string& path) {
   return Loader(path).load();
+}
+
+std::unique_ptr<SpecFile> parse_spec_text(const std::string& text, const std::string& name) {
+  remember_source(name, text);
+  return Loader(name).parse(text);
 }
 
 }  // namespace kiln

@@ -12,6 +12,12 @@ packages=(build-essential cmake ninja-build pkg-config
 # builds the fuzz target alone
 targets=()
 case " $* " in *" -DKILN_FUZZ=ON "*) packages+=(libclang-rt-19-dev); targets=(kiln_spec_fuzzer) ;; esac
+# The Python package (python/, docs/python.md) is built with the default build: a virtual
+# environment BUILD/venv from Debian's Python with nanobind, scikit-build-core, NumPy and pytest
+# from PyPI. Not for the sanitizer and fuzzing builds, nor with -DKILN_PYTHON=OFF.
+python=1
+case " $* " in *" -DKILN_SANITIZE=ON "* | *" -DKILN_FUZZ=ON "* | *" -DKILN_PYTHON=OFF "*) python=0 ;; esac
+[ $python -eq 0 ] || packages+=(python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,5 +32,17 @@ fi
 
 build_dir="${1:-build}"
 shift || true
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+python_args=()
+if [ $python -eq 1 ]; then
+  venv="$build_dir/venv"
+  if ! "$venv/bin/python" -c "import nanobind, numpy, pytest, scikit_build_core" 2>/dev/null; then
+    echo "setup: making $venv (nanobind, scikit-build-core, numpy, pytest from PyPI)"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "nanobind==3.1.0" \
+      "scikit-build-core>=0.10" numpy pytest ||
+      { echo "setup: pip failed; for a build without the Python package pass -DKILN_PYTHON=OFF" >&2; exit 1; }
+  fi
+  python_args=(-DPython_EXECUTABLE="$(cd "$venv" && pwd)/bin/python")
+fi
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${python_args[@]}" "$@" >/dev/null
 ninja -C "$build_dir" "${targets[@]}"

@@ -42,6 +42,10 @@ class Spec {
  public:
   /** Loads `path` and every file it uses (`[meta] use`). Throws InvalidSpec. */
   static Spec load(const std::string& path);
+  /** Parses `toml_text` as a spec file called `name`: `name` is the file in diagnostics (their
+   *  source lines come from the text) and `use` paths are relative to its folder (the current
+   *  directory for a bare name), `std:` names the standard library. Throws InvalidSpec. */
+  static Spec from_string(const std::string& toml_text, const std::string& name = "<string>");
 
   /** The names of the file's own composites, in the order written. */
   std::vector<std::string> composites() const;
@@ -114,6 +118,8 @@ class Compiled {
   std::vector<std::string> outputs() const;
   /** The size variables run() needs bound, in declaration order (batch0, ... included). */
   std::vector<std::string> size_vars() const;
+  /** True when input `name` is declared `const` (a weight whose packed panels run() may keep). */
+  bool is_const(const std::string& name) const;
   /** The dtype of input or output `name`: "f32", "i64", "bool", ... */
   std::string dtype(const std::string& name) const;
   /** The symbolic shape of input or output `name`, one expression per dimension: {"M", "N"}. */
@@ -145,5 +151,43 @@ class Compiled {
  *  composite, runtime, dtype, attribute or config item, std::runtime_error when compiling fails. */
 Compiled compile(const Spec& spec, const std::string& composite,
                  const std::string& runtime = "clang", const CompileSettings& settings = {});
+
+/** One compiler knob of README "--config knobs" (CompileSettings::config). */
+struct ConfigKnob {
+  std::string name;          /**< upper case, as `--config` spells it */
+  std::string stage;         /**< "simplifier", "scheduler", "codegen" or "runtime" */
+  std::string default_value; /**< as text */
+  std::string help;          /**< one line */
+  bool in_cache_key = false; /**< whether it changes the generated code */
+};
+
+/** Every knob, sorted by name. */
+std::vector<ConfigKnob> config_knobs();
+
+/** One runtime descriptor found (`kiln runtimes`). */
+struct RuntimeInfo {
+  std::string name;       /**< what compile() takes: "clang", "openmp", "cc", ... */
+  std::string descriptor; /**< the descriptor file */
+  std::string backend;    /**< "c", "openmp", "cuda"; empty when the runtime did not open */
+  std::string device;     /**< the device it runs on; empty when it did not open */
+  bool usable = false;    /**< it can run kernels here */
+  std::string note;       /**< why not, when it is not usable */
+};
+
+/** Every runtime descriptor found, by name ("interp", the reference interpreter, is not one).
+ *  Opens each runtime's plugin to probe it. */
+std::vector<RuntimeInfo> runtimes();
+
+/** The compiled-code cache's folder and totals (`kiln cache stats`). */
+struct CacheInfo {
+  std::string dir;    /**< empty when the cache is off (KILN_CACHE=off) */
+  size_t entries = 0; /**< compiled programs stored */
+  uint64_t bytes = 0; /**< their size on disk */
+};
+
+/** The cache in `dir`, or the default one ($KILN_CACHE, else the user cache) when empty. */
+CacheInfo cache_info(const std::string& dir = "");
+/** Deletes every entry of the cache in `dir` (default as cache_info); returns how many. */
+size_t clear_cache(const std::string& dir = "");
 
 }  // namespace kiln

@@ -1,0 +1,98 @@
+"""Type stubs of the kiln package (docs/python.md)."""
+
+import os
+from typing import Any, Mapping, NamedTuple, Sequence, Union
+
+__version__: str
+
+_Path = Union[str, os.PathLike[str]]
+_Array = Any  # a NumPy array, a PyTorch tensor, or anything with __dlpack__
+_DType = Any  # "f32", numpy.float32, torch.bfloat16, ...
+
+class SpecError(Exception):
+    """A spec with an error; str(e) is the diagnostic with the line and a caret."""
+
+    diagnostic: str
+    file: str
+    line: int
+    column: int
+    def __init__(self, diagnostic: str, file: str = ..., line: int = ..., column: int = ...) -> None: ...
+
+class Kernel:
+    """A composite compiled for one runtime, callable at any sizes."""
+
+    composite: str
+    runtime: str
+    inputs: list[str]
+    outputs: list[str]
+    size_vars: list[str]
+    def __call__(
+        self,
+        *args: _Array,
+        out: Union[_Array, Sequence[Union[_Array, None]], None] = None,
+        sizes: Union[Mapping[str, int], None] = None,
+    ) -> Any:
+        """Runs on the inputs; returns the output (or a tuple of them), allocated like the first
+        input unless passed with out=."""
+    def bind(
+        self,
+        *args: _Array,
+        out: Union[_Array, Sequence[Union[_Array, None]], None] = None,
+        sizes: Union[Mapping[str, int], None] = None,
+    ) -> dict[str, int]:
+        """The size variables a call with these arguments binds, checking them; runs nothing."""
+    def weights_changed(self) -> None:
+        """A const input was changed in place: the next call reads it afresh."""
+    def dtype(self, name: str) -> str: ...
+    def symbolic_shape(self, name: str) -> list[str]: ...
+    def shape(self, name: str, sizes: Mapping[str, int]) -> list[int]: ...
+    def is_const(self, name: str) -> bool: ...
+
+class Spec:
+    """A loaded spec file or string and the files it uses."""
+
+    name: str
+    @staticmethod
+    def from_string(text: str, name: str = "<string>") -> Spec: ...
+    @property
+    def composites(self) -> list[str]: ...
+    def __contains__(self, name: str) -> bool: ...
+    def doc(self, name: str) -> str: ...
+    def compile(
+        self,
+        composite: str,
+        runtime: str = "clang",
+        *,
+        dtype: Union[Mapping[str, _DType], None] = None,
+        attrs: Union[Mapping[str, Any], None] = None,
+        config: Union[Mapping[str, Any], None] = None,
+        batch_rank: int = 0,
+        specialize: Union[Mapping[str, int], None] = None,
+        cache_dir: Union[_Path, None] = None,
+    ) -> Kernel: ...
+
+def load(path: _Path) -> Spec: ...
+
+class RuntimeInfo(NamedTuple):
+    name: str
+    descriptor: str
+    backend: str
+    device: str
+    usable: bool
+    note: str
+
+class ConfigKey(NamedTuple):
+    name: str
+    stage: str
+    default: str
+    help: str
+    in_cache_key: bool
+
+def runtimes() -> list[RuntimeInfo]: ...
+def config_keys() -> list[ConfigKey]: ...
+
+class Cache:
+    def stats(self, dir: _Path = "") -> dict[str, Any]: ...
+    def clear(self, dir: _Path = "") -> int: ...
+
+cache: Cache

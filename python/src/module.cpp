@@ -1,0 +1,146 @@
+// kiln._core: the nanobind extension under the `kiln` package (python/kiln/__init__.py wraps
+// it; docs/python.md). Specs, compiling, kernels (kernel.h), the knobs, the runtimes and the
+// cache, all through the public C++ API (include/kiln/kiln.h). Spec errors become
+// kiln.SpecError with the file, line and column; caller mistakes ValueError or TypeError.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "kernel.h"
+#include "kiln/kiln.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+/** kiln::InvalidSpec as kiln.SpecError (kiln/_errors.py), with its position. */
+void translate_spec_error(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const kiln::InvalidSpec& e) {
+    try {
+      nb::object cls = nb::module_::import_("kiln._errors").attr("SpecError");
+      std::string text = e.what();
+      while (!text.empty() && text.back() == '\n')
+        text.pop_back();
+      nb::object exc = cls(text, e.file(), e.line(), e.column());
+      PyErr_SetObject(cls.ptr(), exc.ptr());
+    } catch (nb::python_error& pe) {
+      pe.restore();
+    }
+  }
+}
+
+kiln::Compiled compile(const kiln::Spec& spec, const std::string& composite,
+                       const std::string& runtime, std::map<std::string, std::string> dtypes,
+                       std::map<std::string, std::string> attrs, int batch_rank,
+                       std::map<std::string, std::string> config,
+                       std::map<std::string, int64_t> fixed_sizes, const std::string& cache_dir) {
+  kiln::CompileSettings s;
+  s.dtypes = std::move(dtypes);
+  s.attrs = std::move(attrs);
+  s.batch_rank = batch_rank;
+  s.config = std::move(config);
+  s.fixed_sizes = std::move(fixed_sizes);
+  s.cache_dir = cache_dir;
+  nb::gil_scoped_release release;  // compiling takes milliseconds to seconds
+  return kiln::compile(spec, composite, runtime, s);
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "Kiln's compiler and kernels; use the kiln package, not this module.";
+  nb::register_exception_translator(translate_spec_error);
+
+  nb::class_<kiln::Spec>(m, "Spec")
+      .def_static("load", &kiln::Spec::load, "path"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def_static("from_string", &kiln::Spec::from_string, "text"_a, "name"_a = "<string>",
+                  nb::call_guard<nb::gil_scoped_release>())
+      .def("composites", &kiln::Spec::composites)
+      .def("has", &kiln::Spec::has, "name"_a)
+      .def("doc", &kiln::Spec::doc, "name"_a);
+
+  nb::class_<kiln::py::Kernel>(m, "Kernel",
+                               "A composite compiled for one runtime, callable at any sizes "
+                               "(docs/python.md); made by Spec.compile.")
+      .def("__call__", &kiln::py::Kernel::call, "args"_a, nb::kw_only(), "out"_a = nb::none(),
+           "sizes"_a = nb::none(),
+           "Runs on the inputs (arrays in declaration order) and returns the output, or a tuple "
+           "of them, allocated like the first input; out= passes output arrays (or a tuple with "
+           "an array or None per output), sizes= binds size variables no shape gives.")
+      .def("bind", &kiln::py::Kernel::bind, "args"_a, nb::kw_only(), "out"_a = nb::none(),
+           "sizes"_a = nb::none(),
+           "The sizes a call with these arguments binds, every check made; runs nothing.")
+      .def(
+          "weights_changed", [](const kiln::py::Kernel& k) { k.compiled().weights_changed(); },
+          "A const input was changed in place: the next call packs it afresh.")
+      .def_prop_ro("composite", [](const kiln::py::Kernel& k) { return k.compiled().composite(); })
+      .def_prop_ro("runtime", [](const kiln::py::Kernel& k) { return k.compiled().runtime(); })
+      .def_prop_ro("inputs", [](const kiln::py::Kernel& k) { return k.compiled().inputs(); })
+      .def_prop_ro("outputs", [](const kiln::py::Kernel& k) { return k.compiled().outputs(); })
+      .def_prop_ro("size_vars", [](const kiln::py::Kernel& k) { return k.compiled().size_vars(); })
+      .def(
+          "dtype",
+          [](const kiln::py::Kernel& k, const std::string& n) { return k.compiled().dtype(n); },
+          "name"_a)
+      .def(
+          "symbolic_shape",
+          [](const kiln::py::Kernel& k, const std::string& n) {
+            return k.compiled().symbolic_shape(n);
+          },
+          "name"_a)
+      .def(
+          "shape",
+          [](const kiln::py::Kernel& k, const std::string& n,
+             const std::map<std::string, int64_t>& sizes) { return k.compiled().shape(n, sizes); },
+          "name"_a, "sizes"_a)
+      .def(
+          "is_const",
+          [](const kiln::py::Kernel& k, const std::string& n) { return k.compiled().is_const(n); },
+          "name"_a)
+      .def("__repr__", &kiln::py::Kernel::repr);
+
+  m.def(
+      "compile",
+      [](const kiln::Spec& spec, const std::string& composite, const std::string& runtime,
+         std::map<std::string, std::string> dtypes, std::map<std::string, std::string> attrs,
+         int batch_rank, std::map<std::string, std::string> config,
+         std::map<std::string, int64_t> fixed_sizes, const std::string& cache_dir,
+         nb::object allocate) {
+        return kiln::py::Kernel(
+            compile(spec, composite, runtime, std::move(dtypes), std::move(attrs), batch_rank,
+                    std::move(config), std::move(fixed_sizes), cache_dir),
+            std::move(allocate));
+      },
+      "spec"_a, "composite"_a, "runtime"_a, "dtypes"_a, "attrs"_a, "batch_rank"_a, "config"_a,
+      "fixed_sizes"_a, "cache_dir"_a, "allocate"_a);
+
+  m.def("config_knobs", [] {
+    nb::list out;
+    for (const kiln::ConfigKnob& k : kiln::config_knobs())
+      out.append(nb::make_tuple(k.name, k.stage, k.default_value, k.help, k.in_cache_key));
+    return out;
+  });
+  m.def("runtimes", [] {
+    std::vector<kiln::RuntimeInfo> found;
+    {
+      nb::gil_scoped_release release;  // opens and probes every plugin
+      found = kiln::runtimes();
+    }
+    nb::list out;
+    for (const kiln::RuntimeInfo& r : found)
+      out.append(nb::make_tuple(r.name, r.descriptor, r.backend, r.device, r.usable, r.note));
+    return out;
+  });
+  m.def(
+      "cache_info",
+      [](const std::string& dir) {
+        kiln::CacheInfo c = kiln::cache_info(dir);
+        return nb::make_tuple(c.dir, c.entries, c.bytes);
+      },
+      "dir"_a = "");
+  m.def("clear_cache", &kiln::clear_cache, "dir"_a = "");
+}
