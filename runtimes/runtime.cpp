@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -24,13 +26,29 @@
 
 namespace kiln {
 
+namespace {
+
+/** The settings each plugin library last took (kiln_plugin::configure), by its dlopen handle:
+ *  every Runtime on one library (one runtime compiled twice, two descriptors naming the same
+ *  plugin) shares the plugin's state, so what it has seen is the library's to remember, not a
+ *  Runtime's. */
+std::mutex applied_mutex;
+std::map<void*, RuntimeConfig> applied_configs;
+
+}  // namespace
+
 /** A dlopened plugin library and its function table. */
 struct LoadedPlugin {
   void* library = nullptr;
   const kiln_plugin* table = nullptr;
   std::string path;
   ~LoadedPlugin() {
-    if (library) dlclose(library);
+    if (!library) return;
+    {
+      std::lock_guard<std::mutex> lock(applied_mutex);
+      applied_configs.erase(library);  // configure again next time, whatever remains loaded
+    }
+    dlclose(library);
   }
 };
 
@@ -166,7 +184,11 @@ std::shared_ptr<LoadedPlugin> load_plugin(const RuntimeDescriptor& desc) {
   }
   auto plugin = std::make_shared<LoadedPlugin>();
   plugin->path = path;
-  plugin->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A plugin stays in the process once loaded (RTLD_NODELETE): its static state may hold what
+  // must not be torn down and set up again, such as the openmp plugin's hold on libomp, which
+  // it loads for good (a second omp_pause_hard at a second unload made the next launch crash
+  // in libomp); its destructors run at exit.
+  plugin->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!plugin->library)
     throw std::runtime_error("runtime '" + desc.name + "': cannot load plugin " + path + ": " +
                              dlerror());
@@ -541,10 +563,15 @@ void Runtime::copy_to_host(void* dst, const void* src, size_t bytes) {
 }
 
 void Runtime::configure(const RuntimeConfig& config) {
-  if (configured_ && config == config_) return;
   if (config.threads < 0)
     throw std::runtime_error(desc_.name + " runtime: a thread count must be 0 (every core) or " +
                              "more, got " + std::to_string(config.threads));
+  std::lock_guard<std::mutex> lock(applied_mutex);
+  auto seen = applied_configs.find(plugin_->library);
+  if (seen != applied_configs.end() && seen->second == config) {
+    config_ = config;
+    return;
+  }
   if (table().configure) {
     kiln_runtime_config c{};
     c.struct_size = sizeof c;
@@ -552,8 +579,8 @@ void Runtime::configure(const RuntimeConfig& config) {
     char* error = nullptr;
     if (table().configure(&c, &error) != 0) fail(table(), "configure failed", error);
   }
+  applied_configs[plugin_->library] = config;
   config_ = config;
-  configured_ = true;
 }
 
 void Runtime::launch(void* kernel, void* const* buffers, const int64_t* sizes,

@@ -174,7 +174,8 @@ class Runtime {
   void free(void* ptr);
   void copy_to_device(void* dst, const void* src, size_t bytes);
   void copy_to_host(void* dst, const void* src, size_t bytes);
-  /** Hands `config` to the plugin's `configure` unless it is the one last handed (Runtime::open
+  /** Hands `config` to the plugin's `configure` unless its library last took that one (from any
+   *  Runtime on it; Runtime::open
    *  hands the defaults). Throws std::runtime_error with the plugin's message. */
   void configure(const RuntimeConfig& config);
   const RuntimeConfig& config() const { return config_; }
@@ -212,8 +213,7 @@ class Runtime {
   bool prepared_ = false;      ///< prepare ran, and no load since has taken what it made
   std::jthread preparing_;     ///< declared last: joins before the members it reads go
   std::unique_ptr<Cache> cache_;
-  RuntimeConfig config_;
-  bool configured_ = false;  ///< the plugin has seen config_
+  RuntimeConfig config_;  ///< the settings of this Runtime's last configure()
 };
 
 }  // namespace kiln

@@ -396,9 +396,9 @@ def test_threads_call_one_kernel_at_once(nn):
     (and its own const weight, whose packed panels must not leak into another's call)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    # clang, not openmp: libomp crashes once the openmp plugin has unloaded (omp_pause_hard)
-    # after kernels ran on several threads (docs/python.md, "Threads")
-    dense = nn.compile("dense_gelu", "clang")
+    # On openmp: once this test's kernels are freed, later openmp kernels in the run must still
+    # launch (the plugin used to unload and pause libomp each time, and libomp then crashed).
+    dense = nn.compile("dense_gelu", "openmp", config={"THREADS": 1})
     ref = nn.compile("dense_gelu", "interp")
     rng = np.random.default_rng(6)
     jobs = [(rng.standard_normal((5, 300), dtype=np.float32),

@@ -203,6 +203,15 @@ TEST_CASE("CompileOptions::threads and the launch geometry reach the plugin") {
   CHECK(rec.threads == 3);
   CHECK(rec.configures == 4);
   CHECK_THROWS_WITH_AS(rt->configure({-2}), doctest::Contains("thread count"), std::runtime_error);
+  // A second runtime on the same plugin library shares the plugin's settings: opening it hands
+  // the defaults, so the first runtime's executable hands its own again (what the library last
+  // took is remembered per library, not per Runtime).
+  {
+    std::unique_ptr<Runtime> again = Runtime::open(descriptor.string());
+    CHECK(rec.threads == 0);
+    exe.run(run.inputs, run.sizes);
+    CHECK(rec.threads == 3);
+  }
 
   // The argument counts a GPU plugin packs into the kernel's parameter struct.
   // An executable hands every buffer (inputs, outputs, temp slots) and every size.
