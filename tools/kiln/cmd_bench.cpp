@@ -123,6 +123,11 @@ std::unique_ptr<Subject> make_torch(const BenchOptions& o, const Loaded& l, cons
   std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
   r.device = rt->backend() == "cuda" ? "cuda" : "cpu";
   r.threads = r.device == "cpu" ? runtime_threads(*rt, compile_options(o.config, 0, *rt, l)) : 0;
+  // Idle OpenMP threads wait passively on both sides: the helper's (PyTorch's pool) and this
+  // process's (libomp reads it at the first launch, which comes after this) would otherwise
+  // spin between their own runs on the cores the other's run needs (two threads on two cores:
+  // Kiln's median doubled, docs/decisions.md). A value set by the user is kept.
+  if (r.device == "cpu" && r.threads > 1) setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   auto tensor = [&](const std::string& name, NodeId id) {
     const Node& n = g[id];
     return TorchTensor{name, n.dtype,
