@@ -16,37 +16,23 @@ namespace {
 
 const std::vector<std::string> kSpecs = {"tests/regressions/bf16_contractions.toml"};
 
-/** Whether the sweep runs here: not under AddressSanitizer (the difference is in the generated
- *  code, which it does not instrument) and only where the CPU runs the code (`runs`). */
-bool runs_here(bool runs, const char* what) {
-#if defined(KILN_SANITIZED)
-  (void)runs;
-  (void)what;
-  MESSAGE("skipped under AddressSanitizer");
-  return false;
-#else
-  if (!runs) MESSAGE("skipped: this CPU has no " << what);
-  return runs;
-#endif
-}
-
 }  // namespace
 
 TEST_CASE("bf16 tiles: every layout on 32-byte vdpbf16ps vectors (BF16DOT=32)") {
-  if (runs_here(host_cpu().avx512_bf16, "AVX512-BF16"))
+  if (sweep_runs_here(host_cpu().avx512_bf16, "AVX512-BF16"))
     check_runtime("clang", kSpecs, {{"BF16DOT", "32"}});
 }
 
 TEST_CASE("bf16 tiles: every layout on AVX-512 without AVX512-BF16 (pairs widened to f32)") {
-  if (runs_here(host_cpu().avx512f, "AVX-512"))
+  if (sweep_runs_here(host_cpu().avx512f, "AVX-512"))
     check_runtime("tests/data/clang_no_bf16.toml", kSpecs);
 }
 
 TEST_CASE("bf16 tiles: every layout on AVX2 (pairs widened to f32 on 32-byte vectors)") {
-  if (runs_here(host_cpu().avx2, "AVX2"))
+  if (sweep_runs_here(host_cpu().avx2, "AVX2"))
     check_runtime("tests/data/openmp_avx2.toml", kSpecs, {{"BF16DOT", "32"}});
 }
 
 TEST_CASE("bf16 tiles: off (BF16DOT=0): the f32 register tile, bf16 widened in its packs") {
-  if (runs_here(true, "")) check_runtime("clang", kSpecs, {{"BF16DOT", "0"}});
+  if (sweep_runs_here(true, "")) check_runtime("clang", kSpecs, {{"BF16DOT", "0"}});
 }

@@ -15,34 +15,20 @@ namespace {
 
 const std::vector<std::string> kSpecs = {"tests/regressions/int8_contractions.toml"};
 
-/** Whether the sweep runs here: not under AddressSanitizer (the difference is in the generated
- *  code, which it does not instrument) and only where the CPU runs the code (`runs`). */
-bool runs_here(bool runs, const char* what) {
-#if defined(KILN_SANITIZED)
-  (void)runs;
-  (void)what;
-  MESSAGE("skipped under AddressSanitizer");
-  return false;
-#else
-  if (!runs) MESSAGE("skipped: this CPU has no " << what);
-  return runs;
-#endif
-}
-
 }  // namespace
 
 TEST_CASE("int8 tiles: every signedness on 32-byte VNNI vectors (VNNI=32)") {
   HostCpu cpu = host_cpu();
-  if (runs_here(cpu.avx512_vnni || cpu.avx_vnni, "VNNI"))
+  if (sweep_runs_here(cpu.avx512_vnni || cpu.avx_vnni, "VNNI"))
     check_runtime("clang", kSpecs, {{"VNNI", "32"}});
 }
 
 TEST_CASE("int8 tiles: every signedness on AVX-512 without VNNI (widened bytes, vpmaddwd)") {
-  if (runs_here(host_cpu().avx512bw, "AVX512BW"))
+  if (sweep_runs_here(host_cpu().avx512bw, "AVX512BW"))
     check_runtime("tests/data/clang_no_vnni.toml", kSpecs);
 }
 
 TEST_CASE("int8 tiles: every signedness on AVX2 without VNNI (widened bytes, vpmaddwd)") {
-  if (runs_here(host_cpu().avx2, "AVX2"))
+  if (sweep_runs_here(host_cpu().avx2, "AVX2"))
     check_runtime("tests/data/openmp_avx2.toml", kSpecs, {{"VNNI", "32"}});
 }

@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -31,5 +33,20 @@ SweepCount check_runtime(const std::string& runtime_name,
                          const std::vector<std::string>& files = spec_files("ops"),
                          const std::map<std::string, std::string>& config = {},
                          const CutOptions& cut = {}, bool compile_only = false);
+
+/** Whether a sweep of code for another CPU runs here: not under AddressSanitizer (the
+ *  difference is in the generated code, which it does not instrument) and only where this CPU
+ *  runs the code (`runs`; else a message names what it lacks, `what`). */
+inline bool sweep_runs_here(bool runs, const char* what) {
+#if defined(KILN_SANITIZED)
+  (void)runs;
+  (void)what;
+  MESSAGE("skipped under AddressSanitizer");
+  return false;
+#else
+  if (!runs) MESSAGE("skipped: this CPU has no " << what);
+  return runs;
+#endif
+}
 
 }  // namespace kiln::test
