@@ -10,10 +10,11 @@ from . import _core
 from ._errors import SpecError
 from ._info import Cache, ConfigKey, RuntimeInfo, config_keys, runtimes
 from ._spec import Spec, load
+from ._torch import torch_op
 
 Kernel = _core.Kernel
 cache = Cache()
 __version__ = "0.1.0"
 
 __all__ = ["Cache", "ConfigKey", "Kernel", "RuntimeInfo", "Spec", "SpecError", "cache",
-           "config_keys", "load", "runtimes"]
+           "config_keys", "load", "runtimes", "torch_op"]

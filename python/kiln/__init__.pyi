@@ -72,6 +72,9 @@ class Spec:
     ) -> Kernel: ...
 
 def load(path: _Path) -> Spec: ...
+def torch_op(kernel: Kernel, qualname: str) -> Any:
+    """Registers the kernel as the PyTorch operator ``qualname`` ("namespace::name"), usable in
+    torch.compile graphs; returns torch.ops.namespace.name."""
 
 class RuntimeInfo(NamedTuple):
     name: str

@@ -58,3 +58,8 @@ def test_type_stubs_name_what_the_package_has():
             assert hasattr(instance, attr), f"{cls}.{attr}"
     assert set(kiln.RuntimeInfo._fields) == members["RuntimeInfo"]
     assert set(kiln.ConfigKey._fields) == members["ConfigKey"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_torch_operator_example():
+    assert run(examples()[2]) == "torch.Size([4, 100])\n"

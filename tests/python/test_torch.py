@@ -141,3 +141,50 @@ def test_every_torch_dtype_passes_through(math, name):
     assert y.dtype == dtype
     want = torch.where(cond, a.to(torch.float64), b.to(torch.float64))
     assert torch.equal(y.to(torch.float64), want)
+
+
+def test_torch_op_runs_eagerly_and_in_torch_compile(nn, softmax):
+    """A kernel registered as a PyTorch operator (kiln.torch_op) runs through torch.ops and
+    inside a torch.compile graph, its fake implementation giving torch.compile the output
+    shape; the results are the kernel's."""
+    op = kiln.torch_op(softmax, "kiln_test::softmax")
+    assert op is torch.ops.kiln_test.softmax
+    x = torch.randn(3, 70)
+    torch.testing.assert_close(op(x), softmax(x))
+
+    def f(t):
+        return op(t * 2.0) + 1.0
+
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    y = torch.randn(5, 33)
+    torch.testing.assert_close(compiled(y), softmax(y * 2.0) + 1.0)
+    # a size the first trace did not see
+    z = torch.randn(2, 9)
+    torch.testing.assert_close(compiled(z), softmax(z * 2.0) + 1.0)
+
+
+def test_torch_op_several_outputs_and_expression_shapes():
+    """Several outputs come back as a tuple; an output whose shape is an expression of the sizes
+    gets it from the fake implementation too."""
+    spec = kiln.Spec.from_string("""
+[split_pad]
+in  = { x = "f32[N]" }
+out = { y = "f32[N + 2]", z = "f32[N]" }
+body = \"\"\"
+y = pad(x, 0, 1, 1)
+z = x * 2
+\"\"\"
+""", "split_pad.toml")
+    k = spec.compile("split_pad", "clang")
+    op = kiln.torch_op(k, "kiln_test::split_pad")
+    x = torch.arange(4, dtype=torch.float32)
+    y, z = op(x)
+    assert y.shape == (6,) and z.shape == (4,)
+    torch.testing.assert_close(z, x * 2)
+    compiled = torch.compile(lambda t: op(t)[0] * 1.0, backend="aot_eager", fullgraph=True)
+    torch.testing.assert_close(compiled(x), y)
+
+
+def test_torch_op_refuses_a_bad_name(softmax):
+    with pytest.raises(ValueError, match="namespace::name"):
+        kiln.torch_op(softmax, "no_namespace")
