@@ -216,6 +216,28 @@ void Compiled::run(const std::vector<void*>& buffers,
   run_staged(g, *impl_->runtime, *impl_->exe, buffers.data(), size_args.data(), sizes);
 }
 
+void Compiled::run_device(const std::vector<void*>& buffers,
+                          const std::map<std::string, int64_t>& sizes, void* stream) const {
+  const Graph& g = impl_->graph;
+  if (!device_memory())
+    throw std::invalid_argument("'" + g.name + "' runs on the " + impl_->runtime_name +
+                                " runtime, which reads host memory: call run(), not run_device()");
+  size_t want = g.inputs.size() + g.outputs.size();
+  if (buffers.size() != want)
+    throw std::invalid_argument("'" + g.name + "' takes " + std::to_string(want) +
+                                " buffers (inputs then outputs), got " +
+                                std::to_string(buffers.size()));
+  check_bound_sizes(g, sizes, false);
+  std::vector<int64_t> size_args;
+  for (const std::string& v : g.size_vars)
+    size_args.push_back(sizes.at(v));
+  impl_->exe->run_buffers(buffers.data(), size_args.data(), nullptr, stream);
+}
+
+bool Compiled::device_memory() const {
+  return impl_->exe && !impl_->host_memory;
+}
+
 void Compiled::weights_changed() const {
   if (impl_->exe) impl_->exe->forget_packs();
 }

@@ -199,6 +199,12 @@ std::vector<LaunchGeometry> Executable::launch_geometry(const int64_t* sizes) co
 }
 
 Executable::~Executable() {
+  if (inflight_stream_) {  // the temporaries go only when the caller's stream is done with them
+    try {
+      runtime_.synchronize_stream(inflight_stream_);
+    } catch (const std::exception&) {  // the stream's fault: its owner hears of it
+    }
+  }
   if (host_arena_.ptr) runtime_.free(host_arena_.ptr);
   for (const std::vector<Slot>* slots : {&workspace_, &packs_})
     for (const Slot& s : *slots)
@@ -242,7 +248,7 @@ void Executable::add_workspaces(std::vector<void*>& args, void* const* buffers,
 }
 
 void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
-                             std::vector<LaunchSpan>* spans) const {
+                             std::vector<LaunchSpan>* spans, void* stream) const {
   const KernelPlan& plan = program_.plan;
   SizeBindings bound;
   for (size_t k = 0; k < plan.size_vars.size(); ++k)
@@ -266,6 +272,15 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
   bool device = backend_.memory() == MemoryKind::device;
   std::unique_lock<std::mutex> hold(workspace_mutex_, std::defer_lock);
   if (device) hold.lock();
+  // The temporaries of a run left in flight on a caller's stream: a run on any other stream
+  // waits for it, and so does a run that must grow or poison them.
+  auto settle = [&] {
+    if (!inflight_stream_) return;
+    void* s = inflight_stream_;
+    inflight_stream_ = nullptr;
+    runtime_.synchronize_stream(s);
+  };
+  if (device && inflight_stream_ && (inflight_stream_ != stream || poison_temps_)) settle();
   DeviceBuffers temps(runtime_);
   workspace_.resize(plan.num_slots);
   // Host temporaries: the kept arena when no other run holds it, else one of this run's own.
@@ -296,6 +311,7 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
     } else {
       Slot& slot = workspace_[k];
       if (slot.bytes < std::max<size_t>(slot_bytes[k], 64)) {
+        settle();
         if (slot.ptr) runtime_.free(slot.ptr);
         slot = {};
         DeviceBuffers grown(runtime_);
@@ -330,7 +346,7 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
   const Clock::time_point started = now();
   for (size_t k = 0; k < kernels_.size(); ++k) {
     if (device) {  // one sequence, one wait: faults are the plugin's to report
-      runtime_.launch(kernels_[k], args.data(), sizes, geometry[k], nullptr, num_args, num_sizes);
+      runtime_.launch(kernels_[k], args.data(), sizes, geometry[k], stream, num_args, num_sizes);
       continue;
     }
     KernelFaultScope scope(contexts_[k]);
@@ -339,7 +355,9 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
     runtime_.synchronize();
     if (spans) spans->push_back({static_cast<int>(k), t0, since(t0)});
   }
-  if (device) {
+  if (device && stream) {
+    inflight_stream_ = stream;  // the caller waits when it likes; the next run may wait here
+  } else if (device) {
     runtime_.synchronize();
     if (spans) spans->push_back({-1, started, since(started)});
   }

@@ -56,9 +56,13 @@ class Executable {
    *  and kept while every const input is the same buffer and the sizes are the same: a const
    *  input's contents must not change between runs without forget_packs(). Runs that keep
    *  panels take turns. CHECK=1 fills them at every run. With `spans`, the launches are
-   *  appended to it (LaunchSpan). */
+   *  appended to it (LaunchSpan).
+   *  With a `stream` (a device backend's queue, e.g. a CUstream the caller owns) the kernels are
+   *  launched on it in order and the run returns without waiting: the temporaries are the
+   *  stream's until a later run on another stream (or none), or one that must grow them, waits
+   *  for it first (Runtime::synchronize_stream). */
   void run_buffers(void* const* buffers, const int64_t* sizes,
-                   std::vector<LaunchSpan>* spans = nullptr) const;
+                   std::vector<LaunchSpan>* spans = nullptr, void* stream = nullptr) const;
   /** The next run fills the packed panels of the const inputs afresh (their buffers' contents
    *  changed in place). */
   void forget_packs() const;
@@ -99,6 +103,8 @@ class Executable {
   };
   mutable std::vector<Slot> workspace_;
   mutable std::mutex workspace_mutex_;  ///< held by a device run, which uses workspace_
+  /** The caller's stream the last device run was left running on (run_buffers), or null. */
+  mutable void* inflight_stream_ = nullptr;
   /** A CPU backend's temporaries: one arena, kept between runs by the run that holds
    *  host_mutex_ (a concurrent run allocates its own); slots staggered (host_slot_offsets). */
   mutable Slot host_arena_;

@@ -2,6 +2,7 @@
 // command line share (driver/instantiate.h).
 #include "driver/instantiate.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <future>
 #include <iostream>
@@ -71,6 +72,15 @@ Graph lower_verified(const Library& lib, const Composite& c, const LowerOptions&
       }
     }
     throw std::invalid_argument("'" + c.name + "' with the fixed sizes: " + e.what());
+  }
+  if (!opt.fixed_sizes.empty()) {  // a size to fix that the composite lacks is a caller's typo
+    LowerOptions generic = opt;
+    generic.fixed_sizes.clear();
+    std::vector<std::string> vars = lower_composite(lib, c, generic).size_vars;
+    for (const auto& [name, value] : opt.fixed_sizes)
+      if (std::find(vars.begin(), vars.end(), name) == vars.end())
+        throw std::invalid_argument("'" + c.name + "' has no size variable '" + name +
+                                    "' to specialise" + did_you_mean(name, vars));
   }
   verify_or_throw(g);
   return g;

@@ -55,6 +55,10 @@ const SpecFile& Library::load_file(const std::string& path, const SourceLoc& use
     if (used_at.valid()) throw SpecError(used_at, "used spec file '" + path + "' does not exist");
     throw SpecError(SourceLoc{path, 0, 0}, "spec file '" + path + "' does not exist");
   }
+  if (std::filesystem::is_directory(path, ec)) {  // reads as an empty file: say what it is
+    std::string what = "'" + path + "' is a folder, not a spec file";
+    throw SpecError(used_at.valid() ? used_at : SourceLoc{path, 0, 0}, what);
+  }
   SpecFile* f = files_.emplace(key, load_spec_file(path)).first->second.get();
   for (const auto& [p, loc] : f->uses)
     f->used.push_back(&load_file(p, loc));

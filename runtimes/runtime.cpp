@@ -525,6 +525,14 @@ void Runtime::copy_device(void* dst, const void* src, size_t bytes) {
   if (fn(dst, src, bytes, &error) != 0) fail(table(), "device copy failed", error);
 }
 
+void Runtime::synchronize_stream(void* stream) {
+  using SyncStream = int (*)(void*, char**);
+  auto fn = reinterpret_cast<SyncStream>(dlsym(plugin_->library, KILN_PLUGIN_SYNC_STREAM));
+  if (!fn) return synchronize();
+  char* error = nullptr;
+  if (fn(stream, &error) != 0) fail(table(), "waiting for a stream failed", error);
+}
+
 std::optional<double> Runtime::device_ms() const {
   using DeviceMs = double (*)();
   auto fn = reinterpret_cast<DeviceMs>(dlsym(plugin_->library, KILN_PLUGIN_DEVICE_MS));

@@ -185,6 +185,9 @@ class Runtime {
               const LaunchGeometry& geometry = {}, void* stream = nullptr, uint32_t num_buffers = 0,
               uint32_t num_sizes = 0);
   void synchronize();
+  /** Waits for the work launched on `stream`, a caller's queue given to launch()
+   *  (KILN_PLUGIN_SYNC_STREAM; synchronize() where the plugin lacks it). */
+  void synchronize_stream(void* stream);
   /** The device time of the launches the last synchronize waited for, in milliseconds, when the
    *  plugin measures it (KILN_PLUGIN_DEVICE_MS); nothing otherwise. */
   std::optional<double> device_ms() const;

@@ -105,6 +105,21 @@ class Compiled {
    * with the same buffer pointers and sizes reuse it, so after changing a const input's contents
    * in place call weights_changed() before the next run. */
   void run(const std::vector<void*>& buffers, const std::map<std::string, int64_t>& sizes) const;
+  /** Runs on buffers in the runtime's device memory (a device_memory() runtime: for "cuda",
+   *  memory of CUDA device 0 in its primary context, such as PyTorch's), laid out and checked as
+   *  run()'s. The kernels are launched in order on `stream` (a CUstream the caller owns) and the
+   *  call returns without waiting: the outputs are ready when the stream's work is, and the inputs
+   *  must stay as they are until then. The temporaries a composite needs are kept between runs;
+   *  a run on another stream than the last run's waits for that stream first, so runs never share
+   *  them in flight. A null `stream` runs on the runtime's own queue and waits, as run() does
+   *  without the copies. Throws std::invalid_argument on a runtime of host memory (use run()) and
+   *  for the mistakes run() refuses, std::runtime_error when a launch fails (a fault inside a
+   *  kernel surfaces at the caller's next wait on the stream). */
+  void run_device(const std::vector<void*>& buffers, const std::map<std::string, int64_t>& sizes,
+                  void* stream) const;
+  /** True when the runtime's kernels read device memory ("cuda"): run() stages host buffers
+   *  through it, run_device() takes buffers already there. False for CPU runtimes and "interp". */
+  bool device_memory() const;
   /** The contents of const inputs changed in place: the next run() reads them afresh. */
   void weights_changed() const;
 

@@ -47,6 +47,11 @@ extern "C" {
  *  plugin's copy bandwidth: `kiln bench --vs copy` times it on such a runtime. */
 #define KILN_PLUGIN_COPY_DEVICE "kiln_copy_device"
 
+/** Optional export, `int kiln_synchronize_stream(void* stream, char** error)`: waits for the work
+ *  launched on `stream`, a queue a caller gave to `launch` (errors as the table's). Kiln calls it
+ *  before reusing, on another stream, the temporaries of a run it left in flight on `stream`
+ *  (kiln::Compiled::run_device); without it Kiln calls `synchronize`. */
+#define KILN_PLUGIN_SYNC_STREAM "kiln_synchronize_stream"
 /** Bytes owned by the plugin; release with kiln_plugin::free_blob. */
 typedef struct kiln_blob {
   void* data;

@@ -23,6 +23,8 @@ class Kernel:
 
     composite: str
     runtime: str
+    device: str
+    """"cuda" when the runtime's kernels read CUDA memory, else "cpu"."""
     inputs: list[str]
     outputs: list[str]
     size_vars: list[str]
@@ -31,9 +33,13 @@ class Kernel:
         *args: _Array,
         out: Union[_Array, Sequence[Union[_Array, None]], None] = None,
         sizes: Union[Mapping[str, int], None] = None,
+        stream: Any = None,
     ) -> Any:
         """Runs on the inputs; returns the output (or a tuple of them), allocated like the first
-        input unless passed with out=."""
+        input unless passed with out=. On CUDA the kernels are queued on ``stream`` (a
+        torch.cuda.Stream, a cupy.cuda.Stream or a CUstream as an int; default: PyTorch's
+        current stream when an argument is a tensor, else CUDA's default stream) and the call
+        returns without waiting."""
     def bind(
         self,
         *args: _Array,

@@ -1,5 +1,5 @@
 """Output arrays of the caller's kind: a PyTorch tensor when the first input is one, else a
-NumPy array (docs/python.md, "Outputs"). Called by kiln._core for every output the caller did
+NumPy array, or on CUDA a CuPy array or a tensor (docs/python.md, "Outputs"). Called by kiln._core for every output the caller did
 not pass with out=."""
 
 import sys
@@ -39,10 +39,31 @@ def _torch_empty(torch, like, shape, dtype):
     return torch.empty(shape, dtype=t, device=like.device)
 
 
-def allocate(like, shape, dtype):
+def _device_empty(like, shape, dtype):
+    """CUDA memory on device 0 for an output when the first input is no PyTorch tensor: a CuPy
+    array when it is one (or CuPy alone is loaded), else a PyTorch tensor."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and (isinstance(like, cupy.ndarray) or "torch" not in sys.modules):
+        if dtype not in _NUMPY_NAMES:
+            raise TypeError(f"an output of dtype {dtype} cannot be a CuPy array: pass out=")
+        with cupy.cuda.Device(0):
+            return cupy.empty(shape, _NUMPY_NAMES[dtype])
+    try:
+        import torch
+    except ImportError:
+        raise TypeError("a CUDA kernel's outputs are allocated with PyTorch or CuPy, and neither "
+                        "is installed: pass the outputs with out=") from None
+    return torch.empty(shape, dtype=getattr(torch, _TORCH_NAMES[dtype]), device="cuda:0")
+
+
+def allocate(like, shape, dtype, device=False):
+    """An output array: of the first input's kind (``like``) and on its device; ``device`` says
+    that the kernel runs on CUDA device 0."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(like, torch.Tensor):
         return _torch_empty(torch, like, shape, dtype)
+    if device:
+        return _device_empty(like, shape, dtype)
     np_dtype = _numpy_dtypes.get(dtype) or _numpy_dtype(dtype)
     return _numpy_empty(shape, np_dtype)
 

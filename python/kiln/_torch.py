@@ -36,8 +36,9 @@ def torch_op(kernel, qualname):
     """Registers ``kernel`` as the PyTorch operator ``qualname`` ("namespace::name") and returns
     it (the same as ``torch.ops.namespace.name``). It takes the kernel's inputs as tensors, in
     order, and returns its output (a tuple for several). Its fake implementation computes the
-    output shapes from the input shapes, so ``torch.compile`` traces through it; the CPU
-    implementation calls the kernel on the tensors (contiguous, on the CPU). It has no
+    output shapes from the input shapes, so ``torch.compile`` traces through it; the
+    implementation for the kernel's device (CPU, or CUDA for the cuda runtime, on the current
+    stream) calls the kernel on the tensors (contiguous). It has no
     autograd formula: calling it on a tensor that requires grad raises, as the kernel does."""
     import torch
 
@@ -69,7 +70,7 @@ def torch_op(kernel, qualname):
             for o in outputs)
         return made[0] if len(made) == 1 else made
 
-    library.impl(name, run, "CPU")
+    library.impl(name, run, "CUDA" if kernel.device == "cuda" else "CPU")
     torch.library.register_fake(qualname, fake, lib=library)
     _libraries.append(library)
     return getattr(getattr(torch.ops, namespace), name)

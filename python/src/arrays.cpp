@@ -78,6 +78,12 @@ bool on_host(const InArray& a) {
          a.device_type() == nb::device::cuda_host::value;
 }
 
+bool on_cuda_device(const InArray& a, int id) {
+  return (a.device_type() == nb::device::cuda::value ||
+          a.device_type() == nb::device::cuda_managed::value) &&
+         a.device_id() == id;
+}
+
 std::string device_str(const InArray& a) {
   std::string id = ":" + std::to_string(a.device_id());
   switch (a.device_type()) {

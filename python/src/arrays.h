@@ -39,6 +39,10 @@ std::string strides_str(const InArray& a);
 /** True for memory the CPU reads: DLPack's CPU and CUDA host (pinned) devices. */
 bool on_host(const InArray& a);
 
+/** True for memory of CUDA device `id` that kernels there read: DLPack's CUDA and CUDA managed
+ *  devices. */
+bool on_cuda_device(const InArray& a, int id);
+
 /** "cuda:0", "cpu", "device type 8:0": where the array lives, for messages. */
 std::string device_str(const InArray& a);
 

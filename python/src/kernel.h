@@ -18,14 +18,17 @@ namespace kiln::py {
 
 class Kernel {
  public:
-  /** `allocate(like, shape, dtype)` makes an output array: `like` is the first input (or None),
-   *  `shape` a tuple, `dtype` a Kiln dtype name (kiln/_arrays.py). */
+  /** `allocate(like, shape, dtype, device)` makes an output array: `like` is the first input (or
+   *  None), `shape` a tuple, `dtype` a Kiln dtype name, `device` true for CUDA memory
+   *  (kiln/_arrays.py). */
   Kernel(Compiled compiled, nb::object allocate);
 
   /** Runs on `args` (the inputs, in declaration order); `out` is None, an array (one output)
    *  or a sequence of arrays and Nones, one per output; `sizes` a dict binding size variables
-   *  that no argument's shape gives. Returns the output, or a tuple of them. */
-  nb::object call(nb::args args, nb::handle out, nb::handle sizes);
+   *  that no argument's shape gives; `stream` (CUDA runtimes) the stream to launch on, None:
+   *  PyTorch's current stream when an argument is a tensor, else CUDA's default stream. Returns
+   *  the output, or a tuple of them; on CUDA without waiting for the kernels. */
+  nb::object call(nb::args args, nb::handle out, nb::handle sizes, nb::handle stream);
 
   /** The sizes the call would bind, without running: {name: value}. */
   nb::dict bind(nb::args args, nb::handle out, nb::handle sizes);
@@ -64,8 +67,13 @@ class Kernel {
   void check_shape(Call& c, const Port& p, const InArray& a) const;
   std::vector<int64_t> out_shape(Call& c, const Port& p) const;
   void prepare(Call& c, nb::args args, nb::handle out, nb::handle sizes, bool allocate) const;
+  /** True when an output of port `p` and `shape` has `a`'s dtype and shape. */
+  bool same_kind(const InArray& a, const Port& p, const std::vector<int64_t>& shape) const;
+  /** The CUstream a device run launches on (call's `stream`). */
+  void* stream_for(nb::args args, nb::handle stream) const;
 
   Compiled compiled_;
+  bool device_ = false;  ///< the runtime reads device memory (Compiled::device_memory)
   nb::object allocate_;
   std::vector<std::string> vars_;
   std::vector<Port> inputs_, outputs_;

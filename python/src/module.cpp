@@ -67,10 +67,12 @@ NB_MODULE(_core, m) {
                                "A composite compiled for one runtime, callable at any sizes "
                                "(docs/python.md); made by Spec.compile.")
       .def("__call__", &kiln::py::Kernel::call, "args"_a, nb::kw_only(), "out"_a = nb::none(),
-           "sizes"_a = nb::none(),
+           "sizes"_a = nb::none(), "stream"_a = nb::none(),
            "Runs on the inputs (arrays in declaration order) and returns the output, or a tuple "
            "of them, allocated like the first input; out= passes output arrays (or a tuple with "
-           "an array or None per output), sizes= binds size variables no shape gives.")
+           "an array or None per output), sizes= binds size variables no shape gives. On CUDA "
+           "the kernels are queued on stream= (default: PyTorch's current stream for tensors, "
+           "else CUDA's default stream) and the call returns without waiting.")
       .def("bind", &kiln::py::Kernel::bind, "args"_a, nb::kw_only(), "out"_a = nb::none(),
            "sizes"_a = nb::none(),
            "The sizes a call with these arguments binds, every check made; runs nothing.")
@@ -79,6 +81,9 @@ NB_MODULE(_core, m) {
           "A const input was changed in place: the next call packs it afresh.")
       .def_prop_ro("composite", [](const kiln::py::Kernel& k) { return k.compiled().composite(); })
       .def_prop_ro("runtime", [](const kiln::py::Kernel& k) { return k.compiled().runtime(); })
+      .def_prop_ro(
+          "device",
+          [](const kiln::py::Kernel& k) { return k.compiled().device_memory() ? "cuda" : "cpu"; })
       .def_prop_ro("inputs", [](const kiln::py::Kernel& k) { return k.compiled().inputs(); })
       .def_prop_ro("outputs", [](const kiln::py::Kernel& k) { return k.compiled().outputs(); })
       .def_prop_ro("size_vars", [](const kiln::py::Kernel& k) { return k.compiled().size_vars(); })

@@ -37,6 +37,7 @@ static struct {
   CUcontext ctx;
   CUstream stream;
   CUstream external; /* the last caller-given stream, synchronized by synchronize */
+  int stream_busy;   /* a flushed sequence may still run on `stream` */
   CUevent start, end;
   int timed; /* start and end bracket the last flushed sequence */
   int major, minor, sms, driver;
@@ -362,6 +363,7 @@ static int flush(char** error) {
   int count = pending.count;
   if (count == 0) return 0;
   pending.count = 0; /* the sequence runs once, whatever happens */
+  dev.stream_busy = 1;
   free(dev.inflight);
   dev.inflight = describe_sequence(pending.recs, count);
   int timed = cu.event_record(dev.start, dev.stream) == CUDA_SUCCESS;
@@ -378,6 +380,7 @@ static int flush(char** error) {
 /** Waits for `stream`; an error names the kernels of the sequence that was running. */
 static int sync_stream(CUstream stream, const char* what, CUresult rc, char** error) {
   if (rc == CUDA_SUCCESS) rc = cu.stream_sync(stream);
+  if (rc == CUDA_SUCCESS && stream == dev.stream) dev.stream_busy = 0;
   if (rc == CUDA_SUCCESS) {
     free(dev.inflight);
     dev.inflight = NULL;
@@ -574,8 +577,11 @@ static int cuda_launch(void* kernel, void* const* buffers, const int64_t* sizes,
     pending.count++;
     return 0;
   }
-  /* A caller's stream: run what is pending on ours and wait, then this launch on theirs. */
-  if (!begin(error) || sync_stream(dev.stream, "cuStreamSynchronize", CUDA_SUCCESS, error))
+  /* A caller's stream: run what is pending on ours and wait, then this launch on theirs. Only a
+   * flush leaves work on ours (copies wait), so a caller's launches after a wait cost no round
+   * trip. */
+  if (!begin(error) ||
+      (dev.stream_busy && sync_stream(dev.stream, "cuStreamSynchronize", CUDA_SUCCESS, error)))
     return 1;
   dev.external = geometry->stream;
   return launch_one(r, dev.external, error);
@@ -651,6 +657,15 @@ __attribute__((visibility("default"))) double kiln_device_ms(void) {
       cu.event_elapsed(&ms, dev.start, dev.end) != CUDA_SUCCESS)
     return -1;
   return ms;
+}
+
+/** KILN_PLUGIN_SYNC_STREAM: waits for a caller's stream that launches were given. */
+__attribute__((visibility("default"))) int kiln_synchronize_stream(void* stream, char** error) {
+  if (take_deferred(error)) return 1;
+  if (!dev.ok) return 0; /* nothing can have been launched */
+  if (!begin(error)) return 1;
+  if (dev.external == stream) dev.external = NULL;
+  return sync_stream((CUstream)stream, "cuStreamSynchronize", CUDA_SUCCESS, error);
 }
 
 /** KILN_PLUGIN_COPY_DEVICE: copies `bytes` from one buffer of device memory to another and waits,

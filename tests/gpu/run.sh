@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh [BUNDLE] [all|tests|bench]: everything Kiln checks and measures on a GPU
-# machine, in one call (all, about 11 minutes on an H100), or in two under a 10-minute limit per
-# call: `tests` (steps 1, 2 and 4, about 6 minutes) and `bench` (steps 1, 3 and 4).
+# tests/gpu/run.sh [BUNDLE] [all|tests|bench|python]: everything Kiln checks and measures on a
+# GPU machine, in one call (all, about 13 minutes on an H100), or in two under a 10-minute limit
+# per call: `tests` (steps 1, 2, 3 and 5, about 8 minutes) and `bench` (steps 1, 4 and 5);
+# `python` is steps 1, 3 and 5.
 #
 #  1. the folder of tools/gpu/bundle.sh (with the GPU suite, KILN_BUNDLE_TESTS=1): BUNDLE, else
 #     .gpu/bundle, built here when missing (a GPU machine without Kiln's build dependencies needs
@@ -9,9 +10,13 @@
 #  2. tests/gpu (kiln_gpu_tests): every composite of ops/ through NVRTC, then on the GPU against
 #     the interpreter at every size of its test table, for every dtype and batch shape, and
 #     again with CHECK=1; one line per composite, dtype and batch goes to sweep.tsv;
-#  3. the GPU benchmarks (kiln bench --json, one line each to bench.jsonl);
-#  4. results.md: the date, the GPU, the commit the bundle was built from, the benchmark table
-#     and the per-composite table.
+#  3. the Python package on the GPU: the extension built here with this machine's python3 and
+#     nanobind against the bundle's libkiln (cmake -S python -DKILN_PREFIX=BUNDLE), then
+#     tests/gpu/python (pytest: CUDA tensors, streams, every ops/ composite) to python.log and
+#     tools/perf/python_overhead.py --runtime cuda to python_overhead.txt;
+#  4. the GPU benchmarks (kiln bench --json, one line each to bench.jsonl);
+#  5. results.md: the date, the GPU, the commit the bundle was built from, the benchmark table,
+#     the Python package's results and the per-composite table.
 #
 # Results go to $KILN_GPU_RESULTS, else $OUT (the device tool's folder), else .gpu/results.
 # Exits non-zero when a test failed.
@@ -19,8 +24,8 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bundle=$(realpath -m "${1:-$root/.gpu/bundle}")
 part=${2:-all}
-case "$part" in all | tests | bench) ;; *)
-  echo "usage: tests/gpu/run.sh [BUNDLE] [all|tests|bench]" >&2
+case "$part" in all | tests | bench | python) ;; *)
+  echo "usage: tests/gpu/run.sh [BUNDLE] [all|tests|bench|python]" >&2
   exit 2
   ;;
 esac
@@ -34,13 +39,14 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/nu
 commit=$(cat "$bundle/share/kiln/COMMIT" 2>/dev/null || echo unknown)
 export KILN_CACHE=$(mktemp -d)  # a fresh cache: every compile a real one
 # Each part starts its own file afresh and keeps the other's (results.md shows both).
-[ "$part" = bench ] || rm -f "$out/sweep.tsv"
-[ "$part" = tests ] || rm -f "$out/bench.jsonl"
+case "$part" in all | tests) rm -f "$out/sweep.tsv" ;; esac
+case "$part" in all | bench) rm -f "$out/bench.jsonl" ;; esac
+case "$part" in all | tests | python) rm -f "$out/python.log" "$out/python_overhead.txt" ;; esac
 echo "== $(date -u +%F) on ${gpu:-no GPU found}, commit $commit"
 "$kiln" run "$bundle/share/kiln/ops/nn.toml:softmax" --runtime cuda --test N=1000 --debug 1
 
 tests_rc=0
-if [ "$part" != bench ]; then
+if [ "$part" = all ] || [ "$part" = tests ]; then
   echo "== tests/gpu"
   start=$(date +%s)
   (cd "$bundle/share/kiln" && KILN_SWEEP_REPORT="$out/sweep.tsv" \
@@ -50,8 +56,31 @@ if [ "$part" != bench ]; then
   echo "tests/gpu: exit $tests_rc in $(($(date +%s) - start)) s"
 fi
 
+if [ "$part" != bench ]; then
+  echo "== python"
+  start=$(date +%s)
+  pybuild=$(mktemp -d)
+  if cmake -S "$root/python" -B "$pybuild" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DKILN_PREFIX="$bundle" -DPython_EXECUTABLE="$(command -v python3)" >"$out/python.log" 2>&1 &&
+    ninja -C "$pybuild" >>"$out/python.log" 2>&1; then
+    export PYTHONPATH="$pybuild${PYTHONPATH:+:$PYTHONPATH}"
+    # libkiln's carried isl and GMP (tools/gpu/bundle.sh)
+    export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    (cd "$root" && PYTHONUNBUFFERED=1 python3 -m pytest -q -p no:cacheprovider \
+      tests/gpu/python) >>"$out/python.log" 2>&1 || tests_rc=1
+    python3 "$root/tools/perf/python_overhead.py" --runtime cuda >"$out/python_overhead.txt" 2>&1 ||
+      tests_rc=1
+  else
+    echo "python: the extension did not build" >>"$out/python.log"
+    tests_rc=1
+  fi
+  tail -n 15 "$out/python.log"
+  cat "$out/python_overhead.txt" 2>/dev/null
+  echo "python: $(($(date +%s) - start)) s"
+fi
+
 touch "$out/bench.jsonl"
-[ "$part" = tests ] || {
+[ "$part" = tests ] || [ "$part" = python ] || {
 echo "== benchmarks"
 ops="$bundle/share/kiln/ops"
 bench() {  # NAME ENV... -- kiln bench arguments
@@ -144,6 +173,17 @@ for l in open(f"{out}/bench.jsonl"):
 rows = [l.rstrip("\n").split("\t") for l in open(f"{out}/sweep.tsv")] if \
     __import__("os").path.exists(f"{out}/sweep.tsv") else []
 bad = sum(int(r[5]) > 0 or r[7] != "" for r in rows)
+import os
+if os.path.exists(f"{out}/python.log"):
+    log = open(f"{out}/python.log").read().splitlines()
+    summary = next((l for l in reversed(log) if " passed" in l or " failed" in l or "error" in l),
+                   "no pytest summary")
+    lines += ["", "## The Python package on CUDA tensors (tests/gpu/python; "
+              "tools/perf/python_overhead.py --runtime cuda)", "", f"pytest: {summary.strip('= ')}",
+              "", "```"]
+    if os.path.exists(f"{out}/python_overhead.txt"):
+        lines += open(f"{out}/python_overhead.txt").read().splitlines()
+    lines += ["```"]
 lines += ["", f"## Every composite against the interpreter (tests/gpu: exit {rc}; "
           f"{len(rows)} programs, {sum(int(r[4]) for r in rows)} runs, {bad} failing)", "",
           "| runtime | composite | dtype | batch rank | cases | failed | max rel err | note |",

@@ -297,6 +297,10 @@ def test_caller_mistakes_at_compile(nn):
         nn.compile("softmax", "clang", config={"TIEL": 64})
     with pytest.raises(TypeError, match="no Kiln dtype"):
         nn.compile("matmul", "interp", dtype={"T": complex})
+    with pytest.raises(ValueError, match="'matmul' has no size variable 'Q' to specialise"):
+        nn.compile("matmul", "clang", specialize={"Q": 4})
+    with pytest.raises(kiln.SpecError, match="is a folder, not a spec file"):
+        kiln.load(ROOT / "ops")
 
 
 def test_runtimes_config_keys_and_cache(tmp_path, nn):
@@ -383,6 +387,14 @@ def test_arrays_on_another_device_are_refused(softmax):
     x = np.ones((2, 3), np.float32)
     with pytest.raises(ValueError, match="out= for output 'y' is on cuda:1"):
         softmax(x, out=_FakeDeviceArray((2, 3)))
+
+
+def test_stream_is_for_cuda_runtimes(softmax):
+    assert softmax.device == "cpu"
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(TypeError, match="softmax: stream= is for a CUDA runtime; the clang "
+                                        "runtime runs on the CPU"):
+        softmax(x, stream=0)
 
 
 def test_an_output_numpy_cannot_hold(math):

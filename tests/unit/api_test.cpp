@@ -201,6 +201,21 @@ TEST_CASE("api: caller mistakes throw std::invalid_argument") {
   CHECK_THROWS_AS(matmul.run({buf.data(), buf.data(), buf.data()}, {{"M", 1}}),
                   std::invalid_argument);
   CHECK_THROWS_AS(matmul.dtype("z"), std::invalid_argument);
+  // run_device is for runtimes of device memory; the interpreter and CPU runtimes read the host's.
+  CHECK_FALSE(matmul.device_memory());
+  CHECK_THROWS_WITH_AS(matmul.run_device({buf.data(), buf.data(), buf.data()},
+                                         {{"M", 1}, {"K", 1}, {"N", 1}}, nullptr),
+                       doctest::Contains("call run(), not run_device()"), std::invalid_argument);
+  kiln::Compiled on_cpu = kiln::compile(spec, "matmul", "clang");
+  CHECK_FALSE(on_cpu.device_memory());
+  CHECK_THROWS_AS(on_cpu.run_device({buf.data(), buf.data(), buf.data()},
+                                    {{"M", 1}, {"K", 1}, {"N", 1}}, nullptr),
+                  std::invalid_argument);
+  // A size to specialise that the composite does not have is a mistake, not a no-op.
+  kiln::CompileSettings stray;
+  stray.fixed_sizes = {{"Q", 4}};
+  CHECK_THROWS_WITH_AS(kiln::compile(spec, "matmul", "interp", stray), doctest::Contains("'Q'"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("api: an unknown config key or a bad value throws std::invalid_argument") {

@@ -63,6 +63,7 @@ TEST_CASE("cli: exit codes and output") {
       {"frobnicate", 2, ""},
       {"run tests/data/cli.toml:shift --test N=5", 4, "outside its source"},
       {"check tests/data/missing.toml", 1, "does not exist"},
+      {"check tests/data", 1, "'tests/data' is a folder, not a spec file"},
       {"show docs/examples/scaled_tanh.toml:tanh2 --stage simplified", 0,
        "const 2.885390043258667"},
       {"show ops/math.toml:tanh --stage simplified --rules docs/examples/rules/pow2.toml", 0,

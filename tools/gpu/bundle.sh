@@ -4,9 +4,13 @@
 #
 #   OUT_DIR/kiln                    sh wrapper: LD_LIBRARY_PATH=OUT_DIR/lib, then bin/kiln
 #   OUT_DIR/bin/kiln                stripped; isl linked in statically; RUNPATH $ORIGIN/../lib
-#   OUT_DIR/lib/                    libtomlplusplus.so.3, libnettle.so.8 (found with ldd)
+#   OUT_DIR/lib/                    libtomlplusplus.so.3, libnettle.so.8, and libkiln's shared isl
+#                                   and GMP (Debian's archives are not PIC) (found with ldd)
 #   OUT_DIR/lib/kiln/               the plugins without LLVM: kiln_runtime_cc (and _cuda if built)
 #   OUT_DIR/share/kiln/             rules/, runtimes/ (descriptors of bundled plugins), ops/, baselines/
+#   OUT_DIR/lib/libkiln.so.V        the public C++ API (include/kiln/kiln.h), by its soname
+#   OUT_DIR/include/kiln/           its headers: python/ builds the Python extension against them
+#                                   on the GPU machine (cmake -S python -DKILN_PREFIX=OUT_DIR)
 #   with KILN_BUNDLE_TESTS=1 also:  bin/kiln_gpu_tests and share/kiln/tests/regressions/, the GPU
 #                                   conformance suite, run from share/kiln (tests/gpu/run.sh)
 #
@@ -47,13 +51,17 @@ for p in kiln_runtime_cc kiln_runtime_cuda; do
 done
 tests=()
 if [ "${KILN_BUNDLE_TESTS:-0}" = 1 ]; then tests=(kiln_gpu_tests); fi
-nice ninja -C "$build" ${KILN_BUNDLE_JOBS:+-j"$KILN_BUNDLE_JOBS"} kiln "${plugins[@]}" "${tests[@]}"
+nice ninja -C "$build" ${KILN_BUNDLE_JOBS:+-j"$KILN_BUNDLE_JOBS"} kiln kiln_shared "${plugins[@]}" \
+  "${tests[@]}"
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/kiln" "$out/share/kiln/rules" "$out/share/kiln/runtimes" \
-  "$out/share/kiln/ops" "$out/share/kiln/baselines"
+  "$out/share/kiln/ops" "$out/share/kiln/baselines" "$out/include/kiln"
 out=$(cd "$out" && pwd -P)
 strip -o "$out/bin/kiln" "$build/kiln"
+soname=$(readelf -d "$build/driver/libkiln.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+strip -o "$out/lib/${soname:-libkiln.so}" "$build/driver/libkiln.so"
+cp "$root"/include/kiln/*.h "$out/include/kiln/"
 if [ ${#tests[@]} -gt 0 ]; then
   strip -o "$out/bin/kiln_gpu_tests" "$build/tests/kiln_gpu_tests"
   mkdir -p "$out/share/kiln/tests/regressions"
@@ -63,7 +71,8 @@ for p in "${plugins[@]}"; do
   strip -o "$out/lib/kiln/lib$p.so" "$build/runtimes/lib$p.so"
 done
 
-# The two libraries the GPU machine lacks, by the paths the build machine's loader picks.
+# The libraries the GPU machine lacks, by the paths the build machine's loader picks.
+carried=(libtomlplusplus.so.3 libnettle.so.8)
 for lib in libtomlplusplus.so.3 libnettle.so.8; do
   path=$(ldd "$build/kiln" | awk -v l="$lib" '$1 == l { print $3 }')
   if [ -z "$path" ] || [ ! -f "$path" ]; then
@@ -72,6 +81,11 @@ for lib in libtomlplusplus.so.3 libnettle.so.8; do
   fi
   cp -L "$path" "$out/lib/$lib"
 done
+# libkiln links isl and GMP as shared libraries (the static archives are not position-independent).
+while read -r lib path; do
+  cp -L "$path" "$out/lib/$lib"
+  carried+=("$lib")
+done < <(ldd "$build/driver/libkiln.so" | awk '$1 ~ /^lib(isl|gmp)\.so/ { print $1, $3 }')
 
 cp "$root"/simplifier/rules/*.toml "$out/share/kiln/rules/"
 # What the bundle was built from, for tests/gpu/run.sh's results table.
@@ -103,13 +117,19 @@ chmod +x "$out/kiln"
 # the system's toml++ and Nettle must not appear.
 allowed='^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|/lib/ld-linux-aarch64\.so\.1|ld-linux.*|libc\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0)$'
 bad=0
-for f in "$out"/bin/* "$out"/lib/kiln/*.so; do
+for f in "$out"/bin/* "$out"/lib/libkiln.so* "$out"/lib/kiln/*.so; do
   echo "ldd ${f#"$out"/}:"
-  deps=$(env -u LD_LIBRARY_PATH ldd "$f")
+  if [[ $f == */libkiln.so* ]]; then
+    # The carried isl finds its GMP through the loader's path, not libkiln's RUNPATH (which
+    # covers libkiln's own needs only): the extension runs with LD_LIBRARY_PATH=OUT_DIR/lib.
+    deps=$(env LD_LIBRARY_PATH="$out/lib" ldd "$f")
+  else
+    deps=$(env -u LD_LIBRARY_PATH ldd "$f")
+  fi
   echo "$deps" | sed 's/^/  /'
   while read -r name _ path _; do
     [ -z "$name" ] && continue
-    if [ "$name" = libtomlplusplus.so.3 ] || [ "$name" = libnettle.so.8 ]; then
+    if [[ " ${carried[*]} " == *" $name "* ]]; then
       if [ "$(readlink -f "$path")" != "$out/lib/$name" ]; then
         echo "bundle.sh: ${f#"$out"/} loads $name from $path, not from lib/" >&2
         bad=1
