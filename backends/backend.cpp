@@ -19,6 +19,13 @@ void cpu_cuts(CutOptions& cut) {
   cut.contractions_reuse_an_operand = true;
 }
 
+/** The CPU's kernel IR: reductions read inputs through their views, and padding a contraction
+ *  reads many times is stored once (BuildOptions). */
+void cpu_build(BuildOptions& build) {
+  build.copy_input_views = false;
+  build.store_padding = true;
+}
+
 /** Plain C: one thread; the C compiler vectorises on its own. */
 class CBackend : public Backend {
  public:
@@ -28,7 +35,7 @@ class CBackend : public Backend {
     opt.backend_simd = false;
   }
   void configure_cuts(CutOptions& cut) const override { cpu_cuts(cut); }
-  void configure_build(BuildOptions& build) const override { build.copy_input_views = false; }
+  void configure_build(BuildOptions& build) const override { cpu_build(build); }
   const CStyleRenderer& renderer() const override { return renderer_; }
 
  private:
@@ -44,7 +51,7 @@ class OpenMPBackend : public Backend {
     opt.backend_simd = true;
   }
   void configure_cuts(CutOptions& cut) const override { cpu_cuts(cut); }
-  void configure_build(BuildOptions& build) const override { build.copy_input_views = false; }
+  void configure_build(BuildOptions& build) const override { cpu_build(build); }
   const CStyleRenderer& renderer() const override { return renderer_; }
 
  private:

@@ -379,7 +379,30 @@ std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
     if (lanes.size() == 1 && e.mask.empty()) {
       const std::string& v = *lanes.begin();
       std::map<std::string, IntExpr> next = {{v, IntExpr::var(v) + IntExpr(1)}};
-      if (linear.substitute(next) - linear != IntExpr(1)) return lane_by_lane(c, e, v, type, width);
+      IntExpr step = linear.substitute(next) - linear;
+      if (step == IntExpr(2)) {
+        // Every second element (a window of stride 2): two vectors and their even lanes. The
+        // loads are masked to the elements the lanes need (the last lane's, or a partial
+        // tile's last), so none reads past them (kiln_vldm loads whole vectors where the
+        // buffer has room).
+        std::string even;
+        for (int l = 0; l < width; ++l)
+          even += ", " + std::to_string(2 * l);
+        std::string vt = "kiln_v" + type, w = std::to_string(width);
+        std::string first = "kiln_vld_" + type + "(" +
+                            render_vector_address(c, e.buffer, offset, width) + ")",
+                    second_hi = std::to_string(width - 1);
+        if (!c.lane_limit.empty()) {
+          std::string need = "(2 * (" + c.lane_limit + ") - 1)";
+          first =
+              masked_vector(c, e.buffer, offset, "0", "kiln_min_int(" + w + ", " + need + ")", "");
+          second_hi = "(" + need + " - " + w + ")";
+        }
+        return "({ " + vt + " kiln_e0 = " + first + "; " + vt + " kiln_e1 = " +
+               masked_vector(c, e.buffer, "(" + offset + ") + " + w, "0", second_hi, "") +
+               "; __builtin_shufflevector(kiln_e0, kiln_e1" + even + "); })";
+      }
+      if (step != IntExpr(1)) return lane_by_lane(c, e, v, type, width);
     }
     if (e.mask.empty() && c.lane_limit.empty())
       return "kiln_vld_" + type + "(" + render_vector_address(c, e.buffer, offset, width) + ")";

@@ -17,6 +17,7 @@
 #include "scheduler/plan_buffers.h"
 #include "scheduler/register_tile.h"
 #include "scheduler/schedule_cache.h"
+#include "scheduler/split_padding.h"
 #include "scheduler/store_shared.h"
 #include "scheduler/tile_bounded.h"
 #include "simplifier/engine.h"
@@ -38,6 +39,10 @@ struct State {
 void plan_kernels(State& s, bool online) {
   ValueOptions values;
   values.online_softmax = online;
+  if (s.opt.build.store_padding) {
+    split_padding(s.out.graph);
+    values.masked_view_cost = kMaskedViewCost;
+  }
   ValuePlan plan = plan_values(s.out.graph, values);
   s.out.values = value_plan_to_text(s.out.graph, plan);
   s.out.plan = build_statements(s.out.graph, plan, s.opt.build);

@@ -31,6 +31,11 @@ struct BuildOptions {
    *  create no dependence isl must see exactly, and their register tile packs a strided
    *  operand per k block anyway; GPU backends copy, so that their tiles load coalesced. */
   bool copy_input_views = true;
+  /** CPU backends: padding read through a window is split out of it (scheduler/split_padding.h)
+   *  and the value planner costs its bounds tests (ValueOptions::masked_view_cost), so that a
+   *  padded operand a contraction reads many times is stored once and its register tile loads
+   *  whole vectors. GPU backends keep the tests inline (a predicated load). */
+  bool store_padding = false;
 };
 
 /** Lowers a verified graph to a kernel plan, storing the values `values` stores. */

@@ -11,7 +11,8 @@ namespace {
 
 /** Whether `child` is a reduction nest that loop `outer` may sink into: a perfect nest of
  *  canonical, non-coincident loops whose bounds do not use `outer`'s iterator, ending in a
- *  reduction update that writes along `outer` and reads unit-stride or invariantly in it. */
+ *  reduction update that writes along `outer` and reads unit-stride or invariantly in it (or as
+ *  a register tile reads, `packed`). */
 bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer, const LoopNode& child,
               bool packed) {
   if (child.kind != LoopNode::Kind::loop || child.coincident) return false;
@@ -29,8 +30,11 @@ bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer, co
     for (const std::string& it : driven_iterators(*stmt, l->iter))
       scan |= carried_load(plan, s, it) != nullptr;
   if (s.kind != Statement::Kind::reduce_update && !scan) return false;
+  // Under a register tile (`packed`) an operand may also be read at every second element, or
+  // gathered by the pack of a one-loop reduction (register_tile.h).
   if (!unit_stride_statement(plan, k, *stmt, outer.iter) &&
-      !(packed && !scan && loops.size() == 1 && packable_statement(plan, k, *stmt, outer.iter)))
+      !(packed && !scan && loops.size() == 1 && packable_statement(plan, k, *stmt, outer.iter)) &&
+      !(packed && !scan && stride2_statement(plan, k, *stmt, outer.iter)))
     return false;
   // The element written moves with `outer`: the reduction is over the inner loops only.
   std::set<std::string> written;

@@ -188,6 +188,35 @@ bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNo
   return stmt.kind == LoopNode::Kind::stmt && vectorizable(plan, k, stmt, iter, -1);
 }
 
+bool stride2_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
+                       const std::string& iter) {
+  if (stmt.kind != LoopNode::Kind::stmt) return false;
+  const Statement& s = k.statements.at(stmt.statement);
+  if (s.kind != Statement::Kind::reduce_update || !s.value) return false;
+  std::string var;
+  for (size_t a = 0; a < stmt.args.size(); ++a) {
+    if (!stmt.args[a] || !uses_iterator(*stmt.args[a], iter)) continue;
+    if (!var.empty() || !plus_iterator(*stmt.args[a], iter)) return false;
+    var = iterator_name(static_cast<int>(a));
+  }
+  if (var.empty() || !unit_stride(s.index, plan.buffers.at(s.buffer).shape, var)) return false;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  bool strided = false;
+  for (const ScalarExpr* l : loads) {
+    const Shape& shape = plan.buffers.at(l->buffer).shape;
+    if (unit_stride(l->index, shape, var)) continue;
+    // Every second element of the last dimension: 2 there, nothing elsewhere, no mask.
+    if (!l->mask.empty() || l->index.size() != shape.size() || l->index.empty()) return false;
+    for (size_t d = 0; d < l->index.size(); ++d) {
+      std::optional<int64_t> c = affine_coefficient(l->index[d], var);
+      if (!c || *c != (d + 1 == l->index.size() ? 2 : 0)) return false;
+    }
+    strided = true;
+  }
+  return strided;
+}
+
 bool packable_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
                         const std::string& iter, std::string row) {
   if (stmt.kind != LoopNode::Kind::stmt) return false;

@@ -50,6 +50,14 @@ bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNo
                            const std::string& iter);
 
 /** Whether a register tile may run contraction update `stmt` (of kernel `k`) with loop `iter`
+ *  across its vector lanes reading some operands at every second element: the element written
+ *  moves unit-stride along `iter` (as unit_stride_statement) and every load either does so or,
+ *  unmasked, moves along the last dimension by 2 (a window of stride 2, a strided convolution's
+ *  input), which the renderer loads as two vectors and their even lanes. */
+bool stride2_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
+                       const std::string& iter);
+
+/** Whether a register tile may run contraction update `stmt` (of kernel `k`) with loop `iter`
  *  across its vector lanes when its panel of row-shared operands is packed (register_tile.h):
  *  the element written moves unit-stride along `iter`, and every load that moves along it
  *  either does so unit-stride or is unmasked and does not read the statement iterator `row`

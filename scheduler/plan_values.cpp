@@ -134,7 +134,7 @@ class Planner {
     auto buffer = [&](NodeId id) { return has_buffer_by_nature(id) || stored[id]; };
     for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id) {
       const Node& n = g_[id];
-      inline_cost_[id] = op_cost(n.op);
+      inline_cost_[id] = masked_view(id) ? opt_.masked_view_cost : op_cost(n.op);
       traps_[id] = (n.op == Op::idiv || n.op == Op::mod) && !is_float(n.dtype);
       reads_[id] = has_buffer_by_nature(id);
       if (has_buffer_by_nature(id)) continue;
@@ -151,6 +151,12 @@ class Planner {
 
   /** The largest inline cost counted: far above any decision's threshold, far below overflow. */
   static constexpr int64_t kCostCap = int64_t(1) << 40;
+
+  /** A view with bounds tests (pad) whose tests the options cost. */
+  bool masked_view(NodeId id) const {
+    const Node& n = g_[id];
+    return opt_.masked_view_cost > 0 && n.op == Op::view && !n.view.mask.empty();
+  }
 
   bool has_buffer_by_nature(NodeId id) const {
     Op op = g_[id].op;
@@ -188,7 +194,8 @@ class Planner {
                          n.op != Op::scatter && n.op != Op::extern_call
                      ? "a gather's source or a call's operand"
                      : std::string(op_name(n.op));
-    } else if (n.op == Op::view || inline_cost_[id] == 0 || !reads_[id]) {
+    } else if ((n.op == Op::view && !(masked_view(id) && nominal(total) > opt_.max_factor)) ||
+               inline_cost_[id] == 0 || !reads_[id]) {
       // Views are index arithmetic over their operand, which is stored if anything is; a
       // value that reads no memory is constants and indices, which compilers hoist or fold.
       d.kind = ValueDecision::Kind::free;

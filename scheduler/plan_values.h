@@ -56,6 +56,11 @@ struct ValueOptions {
   int64_t max_factor = 2;
   /** GPU backends: weights of a softmax-weighted sum stay inline (scheduler/online_softmax.h). */
   bool online_softmax = false;
+  /** The cost of one evaluation of a masked view (pad) past the factor bound: its bounds tests.
+   *  0: views are index arithmetic, always inline; above 0 a masked view read more than
+   *  max_factor times per element is stored or inlined like a computed value (CPU backends,
+   *  after scheduler/split_padding.h). */
+  int64_t masked_view_cost = 0;
   /** Whether the planner stores anything (0: every value inline, as before the planner). */
   bool enabled = true;
 };
@@ -72,6 +77,9 @@ constexpr int64_t kMemoryCost = 4;
 /** The cost of one evaluation of `op`, in units of an add: divisions, square roots and
  *  transcendentals take several; data ops (views, copies, constants) cost nothing. */
 int64_t op_cost(Op op);
+/** The cost of a masked view's evaluation on a CPU: its bounds tests and the masked vector load
+ *  they make of a register tile's plain one (ValueOptions::masked_view_cost). */
+constexpr int64_t kMaskedViewCost = 3;
 /** The size a symbolic factor assumes for each size variable. */
 constexpr int64_t kNominalSize = 64;
 

@@ -41,9 +41,12 @@ std::optional<TileNest> tile_nest(const KernelPlan& plan, const Kernel& k, const
   if (lanes.size() != 1 || rows.size() != 1 || lanes == rows) return std::nullopt;
   // An operand every row shares may move along the lanes with a stride where the reduction is
   // one loop: the packed panel gathers it (lane_block() below, map_loops.h packable_statement).
+  // An operand read at every second element along the lanes (a window of stride 2) loads as
+  // two vectors and their even lanes (backends/c_style_expr.cpp, render_lanes).
   if (!tileable_statement(plan, s, lanes, bf16, int8) ||
       (!unit_stride_statement(plan, k, *t.stmt, lane.iter) &&
-       !(t.loops.size() == 2 && packable_statement(plan, k, *t.stmt, lane.iter, *rows.begin()))))
+       !(t.loops.size() == 2 && packable_statement(plan, k, *t.stmt, lane.iter, *rows.begin())) &&
+       !(!matrix_statement(plan, s, bf16, int8) && stride2_statement(plan, k, *t.stmt, lane.iter))))
     return std::nullopt;
   // Each row and lane a distinct element: the row by +1 into an iterator that some index
   // dimension but the last moves with, the lane by +1 along the last; the reduction

@@ -351,6 +351,31 @@ bool has_contraction(const Kernel& k) {
   return false;
 }
 
+/** Whether `e` uses iterator `var`. */
+bool mentions(const IntExpr& e, const std::string& var) {
+  std::set<std::string> vars;
+  e.collect_vars(vars);
+  return vars.count(var) > 0;
+}
+
+/** Whether tiling can bring `k` locality: false for a kernel of assignments (no reduction) whose
+ *  every access, the write and each load, walks along the statement's innermost iterator in its
+ *  last dimension (a copy, a pad, an elementwise op: each access streams in the loop order
+ *  already, so tiles only shorten the inner loop). A transposed load, a reduction or a
+ *  contraction may gain. */
+bool gains_from_tiles(const Kernel& k) {
+  for (const Statement& s : k.statements) {
+    if (s.kind != Statement::Kind::assign || s.extents.empty() || !s.value) return true;
+    std::string inner = iterator_name(static_cast<int>(s.extents.size()) - 1);
+    if (s.index.empty() || !mentions(s.index.back(), inner)) return true;
+    std::vector<const ScalarExpr*> loads;
+    collect_loads(*s.value, loads);
+    for (const ScalarExpr* l : loads)
+      if (!l->args.empty() || l->index.empty() || !mentions(l->index.back(), inner)) return true;
+  }
+  return false;
+}
+
 /** The smallest band worth tiling: 2 in a kernel with a contraction, else opt.min_tile_depth. */
 int tile_depth(const Kernel& k, const ScheduleOptions& opt) {
   return has_contraction(k) ? 2 : opt.min_tile_depth;
@@ -435,7 +460,7 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
       has_register_tile_candidate(plan, k, opt.micro.amx_bf16 || opt.micro.bf16_dot_bytes > 0,
                                   opt.micro.amx_int8 || opt.micro.dot_bytes > 0);
   bool block_tile = opt.backend_gpu && opt.gpu_tile.rows > 0 && has_gpu_tile_candidate(plan, k);
-  if (opt.tile && !micro && !block_tile) {
+  if (opt.tile && !micro && !block_tile && gains_from_tiles(k)) {
     Transform t{Transform::Kind::tile};
     t.tile = {opt.tile_sizes, tile_depth(k, opt)};
     list.push_back(t);

@@ -352,6 +352,37 @@ TEST_CASE("schedule: x · wᵀ keeps a register tile; the packed panel gathers w
     CHECK(f->tile_rows == 0);
 }
 
+TEST_CASE("schedule: a window of stride 2 keeps a register tile; stride 3 does not") {
+  // y[m, n] = sum(x[k, 2n + r] * w[m, k, r], k, r): a strided convolution's rows (filters m)
+  // by lanes (outputs n), its input read at every second element along the lanes. The tile
+  // loads two vectors and their even lanes (backends/c_style_expr.cpp); the reduction is two
+  // loops, so there is no packed panel to gather it.
+  auto strided = [](int64_t stride) {
+    KernelBuilder b;
+    int x = b.buffer("x", {K, IntExpr(stride) * N + R}), w = b.buffer("w", {M, K, R}),
+        y = b.buffer("y", {M, N});
+    b.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+    b.stmt(Statement::Kind::reduce_update, {M, N, K, R}, y, {it(0), it(1)},
+           op(Op::mul,
+              {load(x, {it(2), IntExpr(stride) * it(1) + it(3)}), load(w, {it(0), it(2), it(3)})}));
+    return b;
+  };
+  ScheduleOptions opt;
+  opt.micro = {3, 2, 64, 32};
+  std::vector<Env> sizes = {{{"M", 7}, {"N", 37}, {"K", 5}, {"R", 3}},
+                            {{"M", 3}, {"N", 16}, {"K", 2}, {"R", 1}},
+                            {{"M", 2}, {"N", 5}, {"K", 3}, {"R", 2}}};
+  ScheduledKernel two = check_legal(strided(2), opt, sizes);
+  report("stride 2, register-tiled", two);
+  int tiles = 0;
+  for (const LoopNode* a : nodes_of(*two.nest.root, LoopNode::Kind::alloc))
+    tiles += a->tile_rows > 0;
+  CHECK(tiles >= 1);
+  ScheduledKernel three = check_legal(strided(3), opt, sizes);
+  for (const LoopNode* a : nodes_of(*three.nest.root, LoopNode::Kind::alloc))
+    CHECK(a->tile_rows == 0);
+}
+
 TEST_CASE("schedule: an f16 or bf16 product accumulating in f32 keeps a register tile") {
   // build_statements accumulates an f16 or bf16 sum in an f32 temp; the product of the narrow
   // loads computes in f32 (the C renderers convert at loads), so the tile applies as in f32:
