@@ -356,4 +356,17 @@ std::optional<int64_t> affine_coefficient(const IntExpr& e, const std::string& v
   return c;
 }
 
+std::optional<int64_t> eval_at(const IntExpr& e, int64_t value) {
+  std::set<std::string> vars;
+  e.collect_vars(vars);
+  std::map<std::string, int64_t> env;
+  for (const std::string& v : vars)
+    env[v] = value;
+  try {
+    return e.eval(env);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace kiln

@@ -100,4 +100,8 @@ std::optional<int64_t> affine_coefficient(const IntExpr& e, const std::string& v
 /** Evaluates every dimension. */
 std::vector<int64_t> eval_shape(const Shape& s, const std::map<std::string, int64_t>& env);
 
+/** `e` with every variable in it at `value` (a cost model's nominal size); nullopt where it does
+ *  not evaluate (a division by zero). */
+std::optional<int64_t> eval_at(const IntExpr& e, int64_t value);
+
 }  // namespace kiln

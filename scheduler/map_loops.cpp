@@ -188,18 +188,29 @@ bool unit_stride_statement(const KernelPlan& plan, const Kernel& k, const LoopNo
   return stmt.kind == LoopNode::Kind::stmt && vectorizable(plan, k, stmt, iter, -1);
 }
 
-bool stride2_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
-                       const std::string& iter) {
-  if (stmt.kind != LoopNode::Kind::stmt) return false;
+/** For a reduction update node `stmt` of `k`: the one statement iterator loop `iter` drives by
+ *  +1, when the element written moves unit-stride with it (a register tile's lanes); empty
+ *  otherwise. */
+std::string written_lanes(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
+                          const std::string& iter) {
+  if (stmt.kind != LoopNode::Kind::stmt) return "";
   const Statement& s = k.statements.at(stmt.statement);
-  if (s.kind != Statement::Kind::reduce_update || !s.value) return false;
+  if (s.kind != Statement::Kind::reduce_update || !s.value) return "";
   std::string var;
   for (size_t a = 0; a < stmt.args.size(); ++a) {
     if (!stmt.args[a] || !uses_iterator(*stmt.args[a], iter)) continue;
-    if (!var.empty() || !plus_iterator(*stmt.args[a], iter)) return false;
+    if (!var.empty() || !plus_iterator(*stmt.args[a], iter)) return "";
     var = iterator_name(static_cast<int>(a));
   }
-  if (var.empty() || !unit_stride(s.index, plan.buffers.at(s.buffer).shape, var)) return false;
+  if (var.empty() || !unit_stride(s.index, plan.buffers.at(s.buffer).shape, var)) return "";
+  return var;
+}
+
+bool stride2_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
+                       const std::string& iter) {
+  const std::string var = written_lanes(plan, k, stmt, iter);
+  if (var.empty()) return false;
+  const Statement& s = k.statements.at(stmt.statement);
   std::vector<const ScalarExpr*> loads;
   collect_loads(*s.value, loads);
   bool strided = false;
@@ -219,16 +230,9 @@ bool stride2_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& 
 
 bool packable_statement(const KernelPlan& plan, const Kernel& k, const LoopNode& stmt,
                         const std::string& iter, std::string row) {
-  if (stmt.kind != LoopNode::Kind::stmt) return false;
+  const std::string var = written_lanes(plan, k, stmt, iter);
+  if (var.empty()) return false;
   const Statement& s = k.statements.at(stmt.statement);
-  if (s.kind != Statement::Kind::reduce_update || !s.value) return false;
-  std::string var;
-  for (size_t a = 0; a < stmt.args.size(); ++a) {
-    if (!stmt.args[a] || !uses_iterator(*stmt.args[a], iter)) continue;
-    if (!var.empty() || !plus_iterator(*stmt.args[a], iter)) return false;
-    var = iterator_name(static_cast<int>(a));
-  }
-  if (var.empty() || !unit_stride(s.index, plan.buffers.at(s.buffer).shape, var)) return false;
   if (row.empty()) {  // the written index's moving dimension before the lane's
     std::string last;
     for (const IntExpr& e : s.index) {

@@ -76,16 +76,7 @@ IntExpr factor_of(const Use& u) {
 
 /** `f` with every size variable at kNominalSize. */
 int64_t nominal(const IntExpr& f) {
-  std::set<std::string> vars;
-  f.collect_vars(vars);
-  std::map<std::string, int64_t> env;
-  for (const std::string& v : vars)
-    env[v] = kNominalSize;
-  try {
-    return f.eval(env);
-  } catch (const std::exception&) {
-    return kNominalSize;
-  }
+  return eval_at(f, kNominalSize).value_or(kNominalSize);
 }
 
 class Planner {

@@ -8,26 +8,12 @@ namespace kiln {
 
 namespace {
 
-/** `e` with every size variable at `size`; nullopt when it does not evaluate. */
-std::optional<int64_t> at_size(const IntExpr& e, int64_t size) {
-  std::set<std::string> vars;
-  e.collect_vars(vars);
-  std::map<std::string, int64_t> env;
-  for (const std::string& v : vars)
-    env[v] = size;
-  try {
-    return e.eval(env);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
 /** The padding P adds along a dimension, `extra`, is a few elements: at most kMaxPadding at
  *  two very different sizes (a pad's amount, whatever the sizes; not a range that grows). */
 constexpr int64_t kMaxPadding = 256;
 bool small_padding(const IntExpr& extra) {
   for (int64_t size : {64, 4096}) {
-    std::optional<int64_t> v = at_size(extra, size);
+    std::optional<int64_t> v = eval_at(extra, size);
     if (!v || *v < 0 || *v > kMaxPadding) return false;
   }
   return true;
