@@ -2,6 +2,7 @@
 // register tile (scheduler/register_tile.h automatic_tile_shape).
 #include "driver/host_cpu.h"
 
+#include <algorithm>
 #include <cstring>
 
 #if defined(__linux__)
@@ -27,6 +28,26 @@ bool grant_amx() {
   return granted;
 #else
   return false;
+#endif
+}
+
+/** The L1d and L2 sizes from the deterministic cache parameters at `leaf` (4 on Intel,
+ *  0x8000001D on AMD): one subleaf per cache, until one of type 0. */
+void cache_sizes(unsigned leaf, HostCpu& cpu) {
+#if defined(__x86_64__) || defined(__i386__)
+  for (unsigned i = 0; i < 16; ++i) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __cpuid_count(leaf, i, a, b, c, d);
+    unsigned type = a & 0x1f, level = (a >> 5) & 0x7;
+    if (type == 0) break;
+    int64_t bytes = int64_t((b >> 22) + 1) * int64_t(((b >> 12) & 0x3ff) + 1) *
+                    int64_t((b & 0xfff) + 1) * (int64_t(c) + 1);
+    if (level == 1 && type == 1) cpu.l1d_bytes = bytes;  // data
+    if (level == 2 && (type == 3 || type == 1)) cpu.l2_bytes = bytes;
+  }
+#else
+  (void)leaf;
+  (void)cpu;
 #endif
 }
 
@@ -69,8 +90,18 @@ HostCpu host_cpu() {
       }
     }
   }
+  if (cpu.vendor == "GenuineIntel" && max_leaf >= 4) cache_sizes(4, cpu);
+  if (cpu.vendor == "AuthenticAMD" && __get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x8000001d &&
+      __get_cpuid(0x80000001, &a, &b, &c, &d) && ((c >> 22) & 1))
+    cache_sizes(0x8000001d, cpu);  // with the topology extensions
 #endif
   return cpu;
+}
+
+int64_t pack_block_bytes(const HostCpu& cpu) {
+  const int64_t most = 512 << 10, least = 64 << 10;
+  if (cpu.l2_bytes <= 0) return most;
+  return std::clamp<int64_t>(cpu.l2_bytes / 2, least, most);
 }
 
 int full_width_vector_bytes(const HostCpu& cpu) {

@@ -25,10 +25,19 @@ struct HostCpu {
   /** Dot products of bf16 pairs into f32 (vdpbf16ps): AVX512-BF16, on 64-byte vectors and (with
    *  AVX512VL) 32-byte ones. */
   bool avx512_bf16 = false;
+  /** A core's level-1 data and level-2 caches, in bytes (cpuid's deterministic cache
+   *  parameters: leaf 4 on Intel, 8000001Dh on AMD); 0 when unknown. */
+  int64_t l1d_bytes = 0, l2_bytes = 0;
 };
 
 /** The host CPU (cpuid; all false off x86). */
 HostCpu host_cpu();
+
+/** The bytes of b's packed block of a one-loop contraction under MICRO=auto
+ *  (RegisterTileShape::block_bytes, BLIS's N block): half of `cpu`'s L2, so that the block stays
+ *  there while the row tiles run over it, between 64 KiB and 512 KiB (a local array on the
+ *  thread's stack); 512 KiB when the L2 is unknown. */
+int64_t pack_block_bytes(const HostCpu& cpu);
 
 /** The widest vectors, in bytes, `cpu` runs at full width: 64 with AVX-512 (AVX512F), except
  *  AMD family 19h (Zen 4), whose 512-bit operations run as two 256-bit halves; 32 otherwise. */

@@ -157,6 +157,7 @@ CompileOptions compile_options(const SpecFile& file,
   if (backend_for(rt.backend()).memory() == MemoryKind::host) {
     HostCpu cpu = host_cpu();
     opt.schedule.full_width_bytes = full_width_vector_bytes(cpu);
+    opt.schedule.pack_block_bytes = pack_block_bytes(cpu);
     if (opt.schedule.simd_auto) opt.schedule.simd_bytes = opt.schedule.full_width_bytes;
     if (opt.schedule.amx_auto) {
       opt.schedule.amx_bf16 = cpu.amx_bf16;

@@ -122,8 +122,10 @@ const std::vector<Stage>& stages() {
        [](State& s) {
          std::string text;
          ScheduleOptions options = s.opt.schedule;
-         if (options.micro_auto && options.micro.rows > 0)
+         if (options.micro_auto && options.micro.rows > 0) {
            options.micro = automatic_tile_shape(s.out.plan, options.full_width_bytes);
+           options.micro.block_bytes = options.pack_block_bytes;
+         }
          options.micro.amx_bf16 = options.amx_bf16;
          options.micro.amx_int8 = options.amx_int8;
          options.micro.dot_bytes = options.dot_bytes;

@@ -45,6 +45,9 @@ struct ScheduleOptions {
    *  for host runtimes: 64 on AVX-512 machines with full-width units); MICRO=auto's one-loop
    *  tile takes them. 32 when the target is not known (goldens, the C++ API's defaults). */
   int full_width_bytes = 32;
+  /** MICRO=auto: the bytes of b's packed block (RegisterTileShape::block_bytes), half the
+   *  target's L2 (driver/host_cpu.h pack_block_bytes sets it for host runtimes). */
+  int64_t pack_block_bytes = 512 << 10;
   /** SIMD=auto: float loops mapped to vector lanes run at `full_width_bytes` a vector; else at
    *  `simd_bytes` (32: the C compiler's preferred width under Kiln's flags; 64: AVX-512). */
   bool simd_auto = true;

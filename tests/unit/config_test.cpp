@@ -265,6 +265,36 @@ TEST_CASE("host cpu: BF16DOT=auto's vectors for bf16 products follow AVX512-BF16
   CHECK(bf16_dot_vector_bytes({}) == 0);
 }
 
+TEST_CASE("host cpu: the caches come from cpuid; MICRO=auto's packed block is half the L2") {
+  HostCpu c;
+  CHECK(pack_block_bytes(c) == 512 << 10);  // unknown: the default
+  c.l2_bytes = 2 << 20;                     // 2 MiB (Sapphire Rapids): capped by the stack
+  CHECK(pack_block_bytes(c) == 512 << 10);
+  c.l2_bytes = 512 << 10;  // Zen 2
+  CHECK(pack_block_bytes(c) == 256 << 10);
+  c.l2_bytes = 64 << 10;
+  CHECK(pack_block_bytes(c) == 64 << 10);
+  // This machine's, against Linux's own reading where it has one.
+  HostCpu here = host_cpu();
+  if (here.vendor == "GenuineIntel" || here.vendor == "AuthenticAMD") {
+    CHECK(here.l1d_bytes >= (8 << 10));
+    CHECK(here.l1d_bytes <= (4 << 20));
+    CHECK(here.l2_bytes >= (128 << 10));
+    CHECK(here.l2_bytes <= (256 << 20));
+    for (int index = 0; index < 8; ++index) {
+      std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+      std::ifstream level(dir + "level"), type(dir + "type"), size(dir + "size");
+      int l = 0;
+      std::string t, text;
+      if (!(level >> l) || !(type >> t) || !(size >> text) || text.empty() || text.back() != 'K')
+        continue;
+      int64_t bytes = std::stoll(text) << 10;
+      if (l == 1 && t == "Data") CHECK(here.l1d_bytes == bytes);
+      if (l == 2) CHECK(here.l2_bytes == bytes);
+    }
+  }
+}
+
 TEST_CASE("host cpu: MICRO=auto's full-width vectors follow the CPU's vector units") {
   // AVX-512 at full width: Intel, and AMD from Zen 5 (family 1Ah); Zen 4 (19h) runs 512-bit
   // operations as two halves, AVX2 machines have 32-byte vectors.
