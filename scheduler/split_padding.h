@@ -9,11 +9,11 @@
  *
  * when V reads elements of P more than once (a window, whose index adds two variables, or a
  * broadcast, a variable no index uses) and P adds a few elements to S (at most 256 along a
- * dimension, at two very different sizes). The value planner then sees P as a value of its own and stores it
- * once where its reads multiply (ValueOptions::masked_view_cost), so the contraction loads whole
- * vectors from P. A view qualifies when every mask constraint of it tests one source dimension's
- * bounds (`0 <= index[d] < S.shape[d]`, as pad makes) and each such index is affine in the
- * view's variables with integer coefficients.
+ * dimension, at two very different sizes). The value planner then sees P as a value of its own and
+ * stores it once where its reads multiply (ValueOptions::masked_view_cost), so the contraction
+ * loads whole vectors from P. A view qualifies when every mask constraint of it tests one source
+ * dimension's bounds (`0 <= index[d] < S.shape[d]`, as pad makes) and each such index is affine in
+ * the view's variables with integer coefficients.
  */
 #pragma once
 

@@ -62,10 +62,9 @@ TEST_CASE("split_padding: conv2d's padded input becomes a value; the window read
 
 TEST_CASE("split_padding: strided and dilated windows, and pads read once, stay as they are") {
   SizeBindings sizes{{"B", 1}, {"C", 2}, {"H", 11}, {"W", 10}, {"F", 3}, {"R", 3}, {"S", 2}};
-  test::Run r = lowered("ops/nn.toml:conv2d", sizes,
-                        {{"pad", test::attr_int(2)},
-                         {"stride", test::attr_int(2)},
-                         {"dilation", test::attr_int(2)}});
+  test::Run r = lowered(
+      "ops/nn.toml:conv2d", sizes,
+      {{"pad", test::attr_int(2)}, {"stride", test::attr_int(2)}, {"dilation", test::attr_int(2)}});
   Graph g = r.graph;
   CHECK(split_padding(g) == 1);
   std::vector<Tensor> got = interpret(g, r.sizes, r.inputs);
