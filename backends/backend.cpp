@@ -17,6 +17,9 @@ namespace {
 void cpu_cuts(CutOptions& cut) {
   cut.cut_around_contractions = true;
   cut.contractions_reuse_an_operand = true;
+  cut.tile_bounded_contractions = true;
+  cut.tile_bounded_for_registers = true;
+  cut.restrict_demanded = true;
 }
 
 /** The CPU's kernel IR: reductions read inputs through their views, and padding a contraction

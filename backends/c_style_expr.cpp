@@ -420,6 +420,13 @@ std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
         return "(" + arg(0) + " * " + arg(1) + ")";
       case Op::mulacc:
         return "(" + arg(0) + " * " + arg(1) + " + " + arg(2) + ")";
+      case Op::where: {
+        // One condition for every lane: either value, each made a vector (a scalar joins a
+        // zero vector: C's ?: wants one type).
+        const std::string v = t == DType::f64 ? "kiln_vf64" : "kiln_vf32";
+        return "((" + render_value(c, *e.args[0]) + ") ? ((" + v + "){0} + " + arg(1) + ") : ((" +
+               v + "){0} + " + arg(2) + "))";
+      }
       default:
         break;
     }

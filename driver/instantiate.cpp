@@ -167,7 +167,9 @@ CompileOptions compile_options(const SpecFile& file,
     if (opt.schedule.bf16_dot_auto) opt.schedule.bf16_dot_bytes = bf16_dot_vector_bytes(cpu);
   }
   opt.cut.fuse_softmax_contractions &= opt.schedule.gpu_tile.rows > 0;
-  opt.cut.tile_bounded_contractions &= opt.schedule.gpu_tile.rows > 0;
+  opt.cut.tile_bounded_contractions &= opt.cut.tile_bounded_for_registers
+                                           ? opt.schedule.micro.rows > 0 && opt.schedule.sink
+                                           : opt.schedule.gpu_tile.rows > 0;
   return opt;
 }
 

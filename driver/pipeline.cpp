@@ -12,6 +12,7 @@
 #include "scheduler/build_statements.h"
 #include "scheduler/coalesce_dims.h"
 #include "scheduler/cut_kernels.h"
+#include "scheduler/demanded_domains.h"
 #include "scheduler/flatten_statements.h"
 #include "scheduler/online_softmax.h"
 #include "scheduler/plan_buffers.h"
@@ -50,11 +51,17 @@ void plan_kernels(State& s, bool online) {
 
 /** Bounded contractions made rectangular where block tiles want them, then the kernels cut. */
 std::string cut(State& s) {
-  int rectangular = s.opt.cut.tile_bounded_contractions ? tile_bounded_contractions(s.out.plan) : 0;
+  int demanded = s.opt.cut.restrict_demanded ? restrict_demanded_domains(s.out.plan) : 0;
+  int rectangular = s.opt.cut.tile_bounded_contractions
+                        ? tile_bounded_contractions(s.out.plan, s.opt.cut.tile_bounded_for_registers
+                                                                    ? BoundedTiles::cpu_registers
+                                                                    : BoundedTiles::gpu_blocks)
+                        : 0;
   CutCount n = cut_kernels(s.out.plan, s.opt.cut);
-  return "// " + std::to_string(rectangular) +
-         " bounded contraction(s) made rectangular for block tiles, " + std::to_string(n.kernels) +
-         " kernel(s), " + std::to_string(n.materialized) + " value(s) stored across a cut";
+  return "// " + std::to_string(demanded) + " value(s) computed where read only, " +
+         std::to_string(rectangular) + " bounded contraction(s) made rectangular for tiles, " +
+         std::to_string(n.kernels) + " kernel(s), " + std::to_string(n.materialized) +
+         " value(s) stored across a cut";
 }
 
 /** One stage: its name, the --debug level that prints its result, and the work. Stages of

@@ -87,6 +87,11 @@ bool lane_value(const KernelPlan& plan, const ScalarExpr& e, const std::set<std:
     return fits(plan.buffers.at(e.buffer).dtype);
   }
   if (e.kind != ScalarExpr::Kind::op || !e.mask.empty()) return false;
+  // A select whose condition is one scalar for all the lanes (a bound of the rows and the
+  // reduction, tile_bounded.h): either value across the lanes.
+  if (e.op == Op::where)
+    return e.args.size() == 3 && !uses_vars(*e.args[0], vars) &&
+           lane_value(plan, *e.args[1], vars, t) && lane_value(plan, *e.args[2], vars, t);
   if (e.op != Op::add && e.op != Op::mul && e.op != Op::neg && e.op != Op::copy &&
       e.op != Op::mulacc)
     return false;

@@ -131,8 +131,9 @@ const ScalarExpr& subexpression(const ScalarExpr& root, const std::vector<int>& 
 /** Whether `e` can be computed across vector lanes along the iterators `vars`, in dtype `t`:
  *  every subexpression that uses them is a load of a `t` buffer (whose mask bounds, if any,
  *  move by -1, 0 or +1 along each of `vars`), or `+`, `×`,
- *  negation, copy or multiply-add of such values, all of dtype `t`; the parts that do not use
- *  them are scalars, whatever they compute (scheduler/register_tile.h). */
+ *  negation, copy or multiply-add of such values, all of dtype `t`, or a `where` of two such
+ *  values whose condition does not use them; the parts that do not use them are scalars,
+ *  whatever they compute (scheduler/register_tile.h). */
 bool lane_value(const KernelPlan& plan, const ScalarExpr& e, const std::set<std::string>& vars,
                 DType t);
 

@@ -63,9 +63,14 @@ struct CutOptions {
   /** A softmax-weighted contraction (attention, scheduler/online_softmax.h) and its epilogue
    *  form a kernel of their own, uncut (GPU backends, unless GPU_TILE=0). */
   bool fuse_softmax_contractions = false;
-  /** Before cutting, give bounded sums that gpu_tile would block-tile a rectangular domain
-   *  (scheduler/tile_bounded.h; GPU backends, unless GPU_TILE=0). */
+  /** Before cutting, give bounded sums that the tiles would take a rectangular domain
+   *  (scheduler/tile_bounded.h): gpu_tile's block tiles (GPU backends, unless GPU_TILE=0), or
+   *  register_tile's (CPU backends, tile_bounded_for_registers, unless MICRO=0). */
   bool tile_bounded_contractions = false;
+  bool tile_bounded_for_registers = false;
+  /** Before that, bound stored values that every reader reads inside one bound to it
+   *  (scheduler/demanded_domains.h; CPU backends). */
+  bool restrict_demanded = false;
   /** Store a costly value that a reduction and an output statement share once, in the output
    *  (scheduler/store_shared.h); CPU backends only, where one thread runs the whole row. */
   bool store_shared = true;

@@ -28,15 +28,77 @@ UnionMap compute_dependences(const UnionMap& reads, const UnionMap& writes, cons
   return give(ctx, isl_union_map_intersect(pairs, earlier), "dependences");
 }
 
-Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Set& context) {
-  isl_ctx* ctx = isl_union_set_get_ctx(domain.keep());
+namespace {
+
+isl_schedule* schedule_once(const UnionSet& domain, const UnionMap& deps, const Set& context) {
   isl_schedule_constraints* sc =
       isl_schedule_constraints_on_domain(isl_union_set_copy(domain.keep()));
   sc = isl_schedule_constraints_set_context(sc, isl_set_copy(context.keep()));
   sc = isl_schedule_constraints_set_validity(sc, isl_union_map_copy(deps.keep()));
   sc = isl_schedule_constraints_set_proximity(sc, isl_union_map_copy(deps.keep()));
   sc = isl_schedule_constraints_set_coincidence(sc, isl_union_map_copy(deps.keep()));
-  return give(ctx, isl_schedule_constraints_compute_schedule(sc), "compute_schedule");
+  return isl_schedule_constraints_compute_schedule(sc);
+}
+
+/** Whether an affine expression moves along two or more of its statement's iterators. */
+isl_stat count_skew(isl_set* set, isl_aff* aff, void* user) {
+  isl_set_free(set);
+  int moving = 0;
+  isl_size n = isl_aff_dim(aff, isl_dim_in);
+  for (int i = 0; i < n; ++i) {
+    isl_val* c = isl_aff_get_coefficient_val(aff, isl_dim_in, i);
+    if (!isl_val_is_zero(c)) ++moving;
+    isl_val_free(c);
+  }
+  isl_aff_free(aff);
+  if (moving >= 2) *static_cast<bool*>(user) = true;
+  return isl_stat_ok;
+}
+
+isl_stat map_skewed(isl_map* map, void* user) {
+  isl_pw_multi_aff* f = isl_pw_multi_aff_from_map(map);
+  isl_size n = isl_pw_multi_aff_dim(f, isl_dim_out);
+  for (int d = 0; d < n && !*static_cast<bool*>(user); ++d) {
+    isl_pw_aff* member = isl_pw_multi_aff_get_at(f, d);
+    isl_pw_aff_foreach_piece(member, count_skew, user);
+    isl_pw_aff_free(member);
+  }
+  isl_pw_multi_aff_free(f);
+  return isl_stat_ok;
+}
+
+/** Whether some loop of `s` runs along a combination of a statement's iterators (a skew:
+ *  `c = i + j`) rather than one of them. */
+bool skewed(isl_schedule* s) {
+  bool found = false;
+  isl_union_map* map = isl_schedule_get_map(s);
+  isl_union_map_foreach_map(map, map_skewed, &found);
+  isl_union_map_free(map);
+  return found;
+}
+
+}  // namespace
+
+Schedule compute_schedule(const UnionSet& domain, const UnionMap& deps, const Set& context) {
+  isl_ctx* ctx = isl_union_set_get_ctx(domain.keep());
+  isl_schedule* s = schedule_once(domain, deps, context);
+  if (s && skewed(s)) {
+    // One ILP over the whole component fuses phases that a reduction separates (a row's
+    // bounded max, then the exponentials that read it) by skewing the later ones past the
+    // first (`for c < L + i: if (c <= i) max(i, c); if (c >= i) exp(i, c - i)`): one serial
+    // loop with guards, no vector lanes. isl's per-SCC scheduling with clustering keeps
+    // such phases in loops of their own; taken when it finds no skew (docs/decisions.md).
+    isl_options_set_schedule_whole_component(ctx, 0);
+    isl_schedule* apart = schedule_once(domain, deps, context);
+    isl_options_set_schedule_whole_component(ctx, 1);
+    if (apart && !skewed(apart)) {
+      isl_schedule_free(s);
+      s = apart;
+    } else {
+      isl_schedule_free(apart);
+    }
+  }
+  return give(ctx, s, "compute_schedule");
 }
 
 Schedule sequential_schedule(const std::vector<UnionSet>& domains) {

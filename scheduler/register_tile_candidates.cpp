@@ -81,6 +81,12 @@ bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k, bool b
     for (size_t a = 0; a < s.extents.size(); ++a)
       all.insert(iterator_name(static_cast<int>(a)));
     if (tileable_statement(plan, s, all, bf16, int8)) return true;
+    // A select whose condition uses some iterators is a lane value only along the others: try
+    // the lanes the statement's last written dimension moves along.
+    std::set<std::string> last;
+    for (size_t d = s.index.size(); d-- > 0 && last.empty();)
+      s.index[d].collect_vars(last);
+    if (!last.empty() && tileable_statement(plan, s, last, bf16, int8)) return true;
   }
   return false;
 }

@@ -358,20 +358,50 @@ bool mentions(const IntExpr& e, const std::string& var) {
   return vars.count(var) > 0;
 }
 
-/** Whether tiling can bring `k` locality: false for a kernel of assignments (no reduction) whose
- *  every access, the write and each load, walks along the statement's innermost iterator in its
- *  last dimension (a copy, a pad, an elementwise op: each access streams in the loop order
- *  already, so tiles only shorten the inner loop). A transposed load, a reduction or a
- *  contraction may gain. */
+/** Whether an access walks along `inner` in its last dimension that moves at all (a kept
+ *  dimension of extent 1 after it is a constant), or not at all (a value the inner loop holds
+ *  still: a row's maximum read by its exponentials, an accumulator). */
+bool streams(const std::vector<IntExpr>& index, const std::string& inner) {
+  bool last = true;
+  for (size_t d = index.size(); d-- > 0;) {
+    std::set<std::string> vars;
+    index[d].collect_vars(vars);
+    if (vars.empty()) continue;
+    if (vars.count(inner)) return last;
+    last = false;
+  }
+  return true;
+}
+
+/** Whether `index` uses each of the first `n` iterators. */
+bool uses_all(const std::vector<IntExpr>& index, size_t n) {
+  std::set<std::string> vars;
+  for (const IntExpr& e : index)
+    e.collect_vars(vars);
+  for (size_t a = 0; a < n; ++a)
+    if (!vars.count(iterator_name(static_cast<int>(a)))) return false;
+  return true;
+}
+
+/** Whether tiling can bring `k` locality: false for a kernel whose every access, the write and
+ *  each load, walks along its statement's innermost iterator in its last dimension or holds
+ *  still along it, and whose reductions read each element once (a copy, a pad, an elementwise
+ *  op, a row's max and sum over stored scores: each access streams in the loop order already,
+ *  so tiles only shorten the inner loop and break its vectors). A transposed load or a
+ *  contraction (an operand reused across the iterators it does not use) may gain. */
 bool gains_from_tiles(const Kernel& k) {
   for (const Statement& s : k.statements) {
-    if (s.kind != Statement::Kind::assign || s.extents.empty() || !s.value) return true;
+    bool update = s.kind == Statement::Kind::reduce_update;
+    bool plain = s.kind == Statement::Kind::assign || s.kind == Statement::Kind::reduce_init;
+    if (!(plain || update) || s.extents.empty()) return true;
     std::string inner = iterator_name(static_cast<int>(s.extents.size()) - 1);
-    if (s.index.empty() || !mentions(s.index.back(), inner)) return true;
+    if (!streams(s.index, inner)) return true;
     std::vector<const ScalarExpr*> loads;
-    collect_loads(*s.value, loads);
-    for (const ScalarExpr* l : loads)
-      if (!l->args.empty() || l->index.empty() || !mentions(l->index.back(), inner)) return true;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* l : loads) {
+      if (!l->args.empty() || !streams(l->index, inner)) return true;
+      if (update && !uses_all(l->index, s.extents.size())) return true;
+    }
   }
   return false;
 }

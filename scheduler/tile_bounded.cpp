@@ -4,6 +4,7 @@
 
 #include "scheduler/gpu_tile.h"
 #include "scheduler/online_softmax.h"
+#include "scheduler/register_tile.h"
 
 namespace kiln {
 
@@ -53,8 +54,17 @@ std::set<std::string> kept_iterators(const Statement& s) {
   return kept;
 }
 
-/** Whether gpu_tile would block-tile `s` (scheduler/gpu_tile.h, has_gpu_tile_candidate). */
-bool tiled(const KernelPlan& plan, const Statement& s) {
+/** Whether `tiles` would tile `s`: gpu_tile's block tile (has_gpu_tile_candidate), or a CPU
+ *  register tile whose lanes are the iterator of s's last index dimension that has one (a
+ *  reduction's kept dimension of extent 1 comes after). */
+bool tiled(const KernelPlan& plan, const Statement& s, BoundedTiles tiles) {
+  if (tiles == BoundedTiles::cpu_registers) {
+    if (s.extents.size() < 3) return false;
+    std::set<std::string> lanes;
+    for (size_t d = s.index.size(); d-- > 0 && lanes.empty();)
+      s.index[d].collect_vars(lanes);
+    return lanes.size() == 1 && tileable_statement(plan, s, lanes);
+  }
   Kernel alone;
   alone.statements = {s};
   return has_gpu_tile_candidate(plan, alone);
@@ -74,7 +84,7 @@ std::set<int> fused_statements(const KernelPlan& plan, const Kernel& k) {
 
 }  // namespace
 
-int tile_bounded_contractions(KernelPlan& plan) {
+int tile_bounded_contractions(KernelPlan& plan, BoundedTiles tiles) {
   int count = 0;
   for (Kernel& k : plan.kernels) {
     const std::set<int> fused = fused_statements(plan, k);
@@ -106,7 +116,7 @@ int tile_bounded_contractions(KernelPlan& plan) {
       if (!element_only)
         box.value =
             op(Op::where, s.value->dtype, {inside(s.domain), s.value, zero_of(s.value->dtype)});
-      if (!tiled(plan, box)) {
+      if (!tiled(plan, box, tiles)) {
         out.push_back(s);
         continue;
       }

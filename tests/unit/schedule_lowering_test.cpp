@@ -498,3 +498,121 @@ TEST_CASE("schedule: a scan carries its running value in a register; a leading a
   CHECK(walk[1]->coincident);
   CHECK(walk[1]->mapping != Mapping::serial);  // across threads, or lanes without them
 }
+
+namespace {
+
+/** Every stmt node under `n`, in pre-order. */
+void stmt_nodes(const LoopNode& n, std::vector<const LoopNode*>& out) {
+  if (n.kind == LoopNode::Kind::stmt) out.push_back(&n);
+  for (const LoopNodePtr& c : n.body)
+    stmt_nodes(*c, out);
+}
+
+/** A row's bounded max, the exponentials over the square that read it, and their bounded sum
+ *  (causal attention's softmax after its scores); `e_bounded` gives the exponentials the sum's
+ *  bound too (scheduler/demanded_domains.h). */
+KernelBuilder causal_softmax(bool e_bounded) {
+  KernelBuilder b;
+  int sc = b.buffer("sc", {H, N, N}), mx = b.buffer("mx", {H, N}), e = b.buffer("e", {H, N, N}),
+      sm = b.buffer("sm", {H, N});
+  const std::vector<IntExpr> below = {it(1) - it(2)};  // j <= i
+  b.stmt(Statement::Kind::reduce_init, {H, N}, mx, {it(0), it(1)}).reduce = ReduceKind::max;
+  Statement& m = b.stmt(Statement::Kind::reduce_update, {H, N, N}, mx, {it(0), it(1)},
+                        load(sc, {it(0), it(1), it(2)}));
+  m.reduce = ReduceKind::max;
+  m.domain = below;
+  Statement& x = b.stmt(Statement::Kind::assign, {H, N, N}, e, {it(0), it(1), it(2)},
+                        op(Op::exp2, {op(Op::add, {load(sc, {it(0), it(1), it(2)}),
+                                                   op(Op::neg, {load(mx, {it(0), it(1)})})})}));
+  if (e_bounded) x.domain = below;
+  b.stmt(Statement::Kind::reduce_init, {H, N}, sm, {it(0), it(1)});
+  b.stmt(Statement::Kind::reduce_update, {H, N, N}, sm, {it(0), it(1)},
+         load(e, {it(0), it(1), it(2)}))
+      .domain = below;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("schedule: a row's bounded max and the exponentials after it are not fused by a skew") {
+  // One ILP over the whole component skews the exponentials past the max (`for c < N + i: if
+  // (c <= i) max(i, c); if (c >= i) exp(i, c - i)`): a serial loop with guards. The schedule
+  // keeps each phase in a loop of its own over plain iterators, and a kernel whose accesses all
+  // stream along its inner loop is not tiled (default options: isl's tiling on).
+  for (bool bounded : {false, true}) {
+    CAPTURE(bounded);
+    KernelBuilder b = causal_softmax(bounded);
+    ScheduledKernel r = schedule_kernel(b.plan, b.kernel(), isl_tiled());
+    report("causal softmax", r);
+    std::vector<const LoopNode*> stmts;
+    stmt_nodes(*r.nest.root, stmts);
+    CHECK(stmts.size() == 5);
+    for (const LoopNode* s : stmts)
+      for (const AstExprPtr& a : s->args)
+        if (a) CHECK(a->kind == AstExpr::Kind::iterator);
+    for (const Transform& t : r.transforms)
+      CHECK(t.kind != Transform::Kind::tile);
+    for (const LoopNode* l : loops(*r.nest.root))
+      CHECK_FALSE(l->tile);
+    if (!bounded) continue;
+    // With the exponentials under the sum's bound they share its loop: one loop over j <= i
+    // that computes, stores and adds each one (a vector loop where the backend has lanes).
+    bool shared = false;
+    for (const LoopNode* l : loops(*r.nest.root)) {
+      std::vector<const LoopNode*> inside;
+      for (const LoopNodePtr& c : l->body)
+        stmt_nodes(*c, inside);
+      std::set<int> which;
+      for (const LoopNode* s : inside)
+        which.insert(s->statement);
+      shared |= which == std::set<int>{2, 4};
+    }
+    CHECK(shared);
+  }
+}
+
+TEST_CASE(
+    "schedule: a register tile's reduction stops where a select on its term is false for every "
+    "row") {
+  // P·V of causal attention made rectangular (tile_bounded.h): o[h, i, d] += (j <= i ? p[h, i,
+  // j] · v[h, j, d] : 0) over the whole box. Past the tile's last row the term is zero for all
+  // its rows: the j loop of each tile ends at origin + rows.
+  KernelBuilder b;
+  const IntExpr D = IntExpr::var("D");
+  int p = b.buffer("p", {H, N, N}), v = b.buffer("v", {H, N, D}), o = b.buffer("o", {H, N, D});
+  auto at = std::make_shared<ScalarExpr>();
+  at->kind = ScalarExpr::Kind::iterator;
+  at->dtype = DType::i64;
+  at->index = {it(1) - it(3)};
+  auto minus_one = std::make_shared<ScalarExpr>();
+  minus_one->dtype = DType::i64;
+  minus_one->int_value = -1;
+  auto below = op(Op::cmplt, {minus_one, at});
+  std::const_pointer_cast<ScalarExpr>(below)->dtype = DType::boolean;
+  auto zero = std::make_shared<ScalarExpr>();
+  b.stmt(Statement::Kind::reduce_init, {H, N, D}, o, {it(0), it(1), it(2)});
+  b.stmt(Statement::Kind::reduce_update, {H, N, D, N}, o, {it(0), it(1), it(2)},
+         op(Op::where,
+            {below, op(Op::mul, {load(p, {it(0), it(1), it(3)}), load(v, {it(0), it(3), it(2)})}),
+             zero}));
+  ScheduleOptions opt;
+  opt.micro = {6, 2, 256, 64};
+  ScheduledKernel r = schedule_kernel(b.plan, b.kernel(), opt);
+  report("causal P·V", r);
+  std::vector<const LoopNode*> tiles;
+  allocs(*r.nest.root, tiles);
+  int narrowed = 0, register_tiles = 0;
+  for (const LoopNode* t : tiles) {
+    if (t->tile_rows == 0) continue;  // a pack
+    ++register_tiles;
+    REQUIRE(!t->body.empty());
+    std::vector<const LoopNode*> inner = loops(*t);
+    REQUIRE(!inner.empty());
+    const std::string cond = loop_expr_to_text(*inner[0]->cond);
+    const std::string origin = loop_expr_to_text(*t->tile_row_origin);
+    CAPTURE(cond);
+    narrowed += cond.find(origin + " + 5") != std::string::npos;
+  }
+  CHECK(register_tiles > 0);
+  CHECK(narrowed == register_tiles);
+}
