@@ -18,6 +18,11 @@ extern const char* const kCPreludeHead;
  *  (backends/cuda_prelude.h has the CUDA head). */
 extern const char* const kPreludeFunctions;
 
+/** The C backends' math functions, after kPreludeFunctions: `kiln_exp2_f32`, f32 2^x through
+ *  the runtime's vector math library (where its flags define KILN_VECLIB) with masked lanes kept
+ *  off its slow path, else as a polynomial that vectorises. The CUDA backend uses its own. */
+extern const char* const kCPreludeMath;
+
 /** Under --config CHECK=1: `kiln_check(offset, count, buffer)` returns `offset` when it is inside
  *  a buffer of `count` elements; else it fills the exported `kiln_check_record` (buffer, offset,
  *  count, 1) and traps, and the host's fault handler reports it (driver/fault_guard.h). */

@@ -168,6 +168,8 @@ std::string statement_to_text(const KernelPlan& plan, const Statement& st) {
     dom += (d ? ", " : "") + iterator_name(static_cast<int>(d)) + " < " + st.extents[d].str();
   for (const IntExpr& e : st.domain)
     dom += ", " + e.str() + " >= 0";
+  for (const IntExpr& e : st.needed)
+    dom += ", read where " + e.str() + " >= 0";
   std::string target = plan.buffers[st.buffer].name;
   if (st.kind != Statement::Kind::call) target += index_str(st.index);
   std::string s = st.name + " {" + dom + "}: " + target;

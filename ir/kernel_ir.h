@@ -90,6 +90,10 @@ struct Statement {
   /** More bounds of the domain (a bounded reduction's triangle or band): the points where
    *  every expression, affine in the iterators and sizes, is >= 0. */
   std::vector<IntExpr> domain;
+  /** Bounds outside which no reader reads what the statement writes (scheduler/tile_bounded.h
+   *  sets them on a sum it made rectangular): a transform may skip those points of the domain
+   *  (register_tile.h narrows its lane tiles to them). Empty: every point is read. */
+  std::vector<IntExpr> needed;
   int buffer = -1;             ///< the buffer written
   std::vector<IntExpr> index;  ///< where it writes, affine in the iterators
   ScalarExprPtr value;         ///< assign, reduce_update and scatter: the value (for update:

@@ -73,6 +73,8 @@ void apply(Statement& s, const Rewrite& r, Shape extents) {
   s.index = rewrite_index(s.index, r);
   for (IntExpr& e : s.domain)
     e = e.substitute(r.single);
+  for (IntExpr& e : s.needed)
+    e = e.substitute(r.single);
   s.extents = std::move(extents);
 }
 
@@ -121,6 +123,8 @@ void raw_accesses(const Statement& s, std::vector<std::pair<int, const Index*>>&
                   std::set<std::string>& pinned) {
   out.push_back({s.buffer, &s.index});
   for (const IntExpr& e : s.domain)
+    e.collect_vars(pinned);
+  for (const IntExpr& e : s.needed)
     e.collect_vars(pinned);
   if (!s.value) return;
   std::set<const ScalarExpr*> seen;

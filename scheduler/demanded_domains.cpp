@@ -40,8 +40,13 @@ std::set<std::string> iterators_of(const Statement& s) {
   return out;
 }
 
-/** The bounds `r` puts on the buffer it reads at `index`, in terms of "d<k>" (buffer dimension
- *  k); nullopt where a bound uses an iterator that does not index the buffer. */
+/** The name standing for buffer dimension `d` in bounds on a buffer (no spec name has an `@`). */
+std::string dim_var(int d) {
+  return "@d" + std::to_string(d);
+}
+
+/** The bounds `r` puts on the buffer it reads at `index`, in terms of dim_var(k) (buffer
+ *  dimension k); nullopt where a bound uses an iterator that does not index the buffer. */
 std::optional<std::vector<IntExpr>> bounds_on_buffer(const Statement& r,
                                                      const std::vector<IntExpr>& index) {
   std::set<std::string> its = iterators_of(r);
@@ -49,7 +54,7 @@ std::optional<std::vector<IntExpr>> bounds_on_buffer(const Statement& r,
   if (!dims) return std::nullopt;
   std::map<std::string, IntExpr> to_dim;
   for (const auto& [d, v] : *dims)
-    to_dim[v] = IntExpr::var("d" + std::to_string(d));
+    to_dim[v] = IntExpr::var(dim_var(d));
   std::vector<IntExpr> out;
   for (const IntExpr& b : r.domain) {
     std::set<std::string> vars;
@@ -95,6 +100,33 @@ bool reads_of(const KernelPlan& plan, int b,
 
 }  // namespace
 
+std::optional<std::vector<IntExpr>> read_bounds(const KernelPlan& plan, int b,
+                                                const Statement& writer) {
+  std::optional<std::map<int, std::string>> dims = plain_index(writer.index, iterators_of(writer));
+  if (!dims) return std::nullopt;
+  std::vector<std::pair<const Statement*, const ScalarExpr*>> reads;
+  if (!reads_of(plan, b, reads) || reads.empty()) return std::nullopt;
+  std::optional<std::vector<IntExpr>> bounds;
+  for (const auto& [r, load] : reads) {
+    std::optional<std::vector<IntExpr>> on = bounds_on_buffer(*r, load->index);
+    if (!on || on->empty() || (bounds && key(*bounds) != key(*on))) return std::nullopt;
+    bounds = on;
+  }
+  std::map<std::string, IntExpr> to_iterator;
+  for (const auto& [d, v] : *dims)
+    to_iterator[dim_var(d)] = IntExpr::var(v);
+  std::vector<IntExpr> out;
+  for (const IntExpr& e : *bounds) {
+    // A bound on a dimension the writer holds constant says nothing of its iterators.
+    std::set<std::string> vars;
+    e.collect_vars(vars);
+    for (const std::string& v : vars)
+      if (v.rfind("@d", 0) == 0 && !to_iterator.count(v)) return std::nullopt;
+    out.push_back(e.substitute(to_iterator));
+  }
+  return out;
+}
+
 int restrict_demanded_domains(KernelPlan& plan) {
   // The one statement writing each temporary, or null where several (or a reduction) do.
   std::map<int, Statement*> writer;
@@ -108,27 +140,11 @@ int restrict_demanded_domains(KernelPlan& plan) {
   int count = 0;
   for (auto& [b, w] : writer) {
     if (shared.count(b) || plan.buffers[b].kind != BufferKind::temp || !w->domain.empty()) continue;
-    std::set<std::string> its = iterators_of(*w);
-    std::optional<std::map<int, std::string>> dims = plain_index(w->index, its);
-    if (!dims || dims->size() != its.size()) continue;
-    std::vector<std::pair<const Statement*, const ScalarExpr*>> reads;
-    if (!reads_of(plan, b, reads) || reads.empty()) continue;
-    std::optional<std::vector<IntExpr>> bounds;
-    bool agree = true;
-    for (const auto& [r, load] : reads) {
-      std::optional<std::vector<IntExpr>> on = bounds_on_buffer(*r, load->index);
-      if (!on || on->empty() || (bounds && key(*bounds) != key(*on))) {
-        agree = false;
-        break;
-      }
-      bounds = on;
-    }
-    if (!agree) continue;
-    std::map<std::string, IntExpr> to_iterator;
-    for (const auto& [d, v] : *dims)
-      to_iterator["d" + std::to_string(d)] = IntExpr::var(v);
-    for (const IntExpr& e : *bounds)
-      w->domain.push_back(e.substitute(to_iterator));
+    std::optional<std::map<int, std::string>> dims = plain_index(w->index, iterators_of(*w));
+    if (!dims || dims->size() != w->extents.size()) continue;
+    std::optional<std::vector<IntExpr>> bounds = read_bounds(plan, b, *w);
+    if (!bounds) continue;
+    w->domain = *bounds;
     ++count;
   }
   return count;

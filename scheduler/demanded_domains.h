@@ -16,6 +16,9 @@
  */
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "ir/kernel_ir.h"
 
 namespace kiln {
@@ -23,5 +26,12 @@ namespace kiln {
 /** Gives each stored value of `plan` that its readers read only inside one bound that bound;
  *  returns how many statements it bounded. */
 int restrict_demanded_domains(KernelPlan& plan);
+
+/** The one bound inside which every statement of `plan` that reads buffer `b` reads it, in the
+ *  iterators of `writer` (a statement writing `b` whose index moves each dimension by one of its
+ *  iterators alone, or holds it constant); nullopt where a reader reads it without bounds, reads
+ *  it gathered, or readers disagree, or where nothing reads it. */
+std::optional<std::vector<IntExpr>> read_bounds(const KernelPlan& plan, int b,
+                                                const Statement& writer);
 
 }  // namespace kiln

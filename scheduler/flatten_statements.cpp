@@ -65,7 +65,9 @@ void accesses(const Kernel& k, std::vector<std::set<int>>& writes,
 bool qualifies(const KernelPlan& plan, const Kernel& k, size_t at,
                const std::vector<std::set<int>>& writes, const std::vector<std::set<int>>& reads) {
   const Statement& s = k.statements[at];
-  if (s.kind != Statement::Kind::assign || s.extents.size() < 2 || !s.value) return false;
+  if (s.kind != Statement::Kind::assign || s.extents.size() < 2 || !s.value || !s.domain.empty() ||
+      !s.needed.empty())
+    return false;
   if (!walks_domain(s.index, plan.buffers[s.buffer].shape, s)) return false;
   std::set<const ScalarExpr*> seen;
   std::set<int> read;

@@ -200,6 +200,49 @@ LoopNodePtr narrowed_to_rows(const Statement& s, const LoopNode& stmt, const Loo
   return out;
 }
 
+/** The end (exclusive) of the lane tile origins of a tile of `n` rows from loop iterator
+ *  `origin` that hold a point `s` must compute: where `s.needed` bounds the lane iterator from
+ *  above by the row (`j <= r` on causal attention's scores, tile_bounded.h), a tile whose first
+ *  lane is past the bound at its last row holds nothing anyone reads. `stmt` gives the statement
+ *  iterators' loop values, `loops` are the tile's loops (the reduction loops, then the lanes) and
+ *  `row_iter` the row loop's iterator; null where no bound narrows. */
+AstExprPtr needed_lane_end(const Statement& s, const LoopNode& stmt,
+                           const std::vector<const LoopNode*>& loops, const std::string& row_iter,
+                           const std::string& origin, int64_t n,
+                           const std::vector<std::string>& sizes) {
+  if (s.needed.empty()) return nullptr;
+  std::set<std::string> ls = driven_iterators(stmt, loops.back()->iter),
+                        rs = driven_iterators(stmt, row_iter);
+  if (ls.size() != 1 || rs.size() != 1) return nullptr;
+  const std::string &x = *ls.begin(), &r = *rs.begin();
+  AstExprPtr end;
+  for (const IntExpr& e : s.needed) {
+    if (!e.is_affine()) continue;
+    std::optional<int64_t> a = affine_coefficient(e, x), b = affine_coefficient(e, r);
+    if (!a || !b || *a != -1) continue;
+    // e = f - x >= 0: lanes up to f, largest at the row that makes f largest.
+    IntExpr f = e + IntExpr::var(x);
+    std::map<std::string, AstExprPtr> values;
+    for (size_t p = 0; p < stmt.args.size(); ++p)
+      if (stmt.args[p]) values[iterator_name(static_cast<int>(p))] = stmt.args[p];
+    values[r] = add(ast_iter(origin), ast_int(*b > 0 ? n - 1 : 0));
+    std::set<std::string> vars;
+    f.collect_vars(vars);
+    bool bound = true;
+    for (const std::string& v : vars)
+      bound &= values.count(v) > 0 || std::find(sizes.begin(), sizes.end(), v) != sizes.end();
+    if (!bound) continue;
+    AstExprPtr at = bind_params(int_expr_to_ast(f), values);
+    bool moves = uses_iterator(*at, row_iter);
+    for (const LoopNode* l : loops)
+      moves |= uses_iterator(*at, l->iter);
+    if (moves) continue;
+    AstExprPtr past = add(at, ast_int(1));
+    end = end ? ast_op("min", {end, past}) : past;
+  }
+  return end;
+}
+
 class Tiler {
  public:
   Tiler(const KernelPlan& plan, const Kernel& k, const RegisterTileShape& shape)
@@ -709,6 +752,15 @@ class Tiler {
     auto lane_loop = [&](LoopNodePtr body) {
       return coincident_loop(lane_t, first, ast_op("lt", {ast_iter(lane_t), end}), lanes, {body});
     };
+    // The row tiles' lane tiles stop where no lane is read any more (Statement::needed); the
+    // pack still fills the block's every tile.
+    const Statement& st = kernel_.statements.at(t.stmt->statement);
+    AstExprPtr read_end =
+        needed_lane_end(st, *t.stmt, t.loops, row.iter, row_t, rows, plan_.size_vars);
+    auto tile_lanes = [&](LoopNodePtr body) {
+      AstExprPtr stop = read_end ? ast_op("min", {end, read_end}) : end;
+      return coincident_loop(lane_t, first, ast_op("lt", {ast_iter(lane_t), stop}), lanes, {body});
+    };
     auto row_tiles = std::make_shared<LoopNode>(row);
     row_tiles->iter = row_t;
     row_tiles->cond = ast_op("lt", {ast_iter(row_t), upper(row)});
@@ -719,7 +771,7 @@ class Tiler {
                         ast_op("min", {add(ast_iter(row_c), ast_int(block_rows)), upper(row)})});
     }
     row_tiles->step = rows;
-    row_tiles->body = {lane_loop(tile_alloc(
+    row_tiles->body = {tile_lanes(tile_alloc(
         row, t, loops, lanes, partial, rows, row_t,
         rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr))};
     row_tiles->mapping = Mapping::serial;

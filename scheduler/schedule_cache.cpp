@@ -71,7 +71,8 @@ std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
   std::string key;
   for (const Statement& s : k.statements) {
     key += std::to_string(static_cast<int>(s.kind)) + " " + index_text(s.extents) + " ";
-    key += names.buffer(s.buffer) + index_text(s.index) + index_text(s.domain);
+    key +=
+        names.buffer(s.buffer) + index_text(s.index) + index_text(s.domain) + index_text(s.needed);
     // Register tiling depends on the reduction and on what the value computes along each
     // iterator (scheduler/register_tile.h).
     if (s.kind == Statement::Kind::reduce_update) {

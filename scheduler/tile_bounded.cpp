@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "scheduler/demanded_domains.h"
 #include "scheduler/gpu_tile.h"
 #include "scheduler/online_softmax.h"
 #include "scheduler/register_tile.h"
@@ -70,6 +71,11 @@ bool tiled(const KernelPlan& plan, const Statement& s, BoundedTiles tiles) {
   return has_gpu_tile_candidate(plan, alone);
 }
 
+/** Whether two lists of bounds are the same bounds, in any order. */
+bool same_bounds(const std::vector<IntExpr>& a, const std::vector<IntExpr>& b) {
+  return std::set<IntExpr>(a.begin(), a.end()) == std::set<IntExpr>(b.begin(), b.end());
+}
+
 /** The statements of `k` inside a softmax-weighted contraction, which keep their bounds. */
 std::set<int> fused_statements(const KernelPlan& plan, const Kernel& k) {
   std::set<int> fused;
@@ -119,6 +125,18 @@ int tile_bounded_contractions(KernelPlan& plan, BoundedTiles tiles) {
       if (!tiled(plan, box, tiles)) {
         out.push_back(s);
         continue;
+      }
+      // Where every reader reads the sum inside its bounds only (the scores of causal attention,
+      // whose max and exponentials take the same bounds, demanded_domains.h), the points
+      // outside them need no identity: they are never read, and the tiles may skip them.
+      if (element_only) {
+        std::optional<std::vector<IntExpr>> read = read_bounds(plan, s.buffer, s);
+        if (read && same_bounds(*read, s.domain)) {
+          box.needed = s.domain;
+          out.push_back(box);
+          ++count;
+          continue;
+        }
       }
       // The epilogue over the init's domain, whose iterators the bounds use (the index is the
       // same).

@@ -539,10 +539,11 @@ TEST_CASE("cli: bench refuses what it cannot time and a kernel that disagrees wi
     CHECK(has(same, "\"baseline\": \"" + vs + "\""));
     CHECK(has(same, "\"outputs_match\": true"));
   }
-  // A baseline whose kernel is wrong (exp2 compiled as sqrt): exit 3 and no ratio.
+  // A baseline whose kernel is wrong (exp2 compiled as sqrt: the prelude's libm path, taken
+  // under KILN_VECLIB, calls __builtin_exp2f): exit 3 and no ratio.
   std::ofstream(tmp.path / "wrong.toml")
       << "name = \"wrong\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
-      << "flags = [\"-std=c11\", \"-D__builtin_exp2f=__builtin_sqrtf\"]\n";
+      << "flags = [\"-std=c11\", \"-DKILN_VECLIB=1\", \"-D__builtin_exp2f=__builtin_sqrtf\"]\n";
   Result r = kiln(softmax + "--json --vs runtime:" + (tmp.path / "wrong.toml").string(), env);
   CAPTURE(r.out);
   CHECK(r.code == 3);

@@ -431,6 +431,22 @@ TEST_CASE(
   CHECK(bounded == 2);
   KernelPlan prefix = plan_of("ops/reduce.toml:prefix_sum_bounded", {{"N", 7}});
   CHECK(tile_bounded_contractions(prefix, BoundedTiles::cpu_registers) == 0);
+
+  // Where every reader reads the scores inside their bound (the row max, and the exponentials
+  // once demanded_domains gave them the bound), no epilogue puts the identity back outside it:
+  // the box statement records the bound as the points that are read.
+  KernelPlan read = plan_of("ops/nn.toml:causal_attention", sizes);
+  const size_t before = read.kernels[0].statements.size();
+  REQUIRE(restrict_demanded_domains(read) == 1);
+  CHECK(tile_bounded_contractions(read, BoundedTiles::cpu_registers) == 2);
+  CHECK(read.kernels[0].statements.size() == before);
+  int needed = 0, epilogues = 0;
+  for (const Statement& st : read.kernels[0].statements) {
+    needed += !st.needed.empty();
+    epilogues += st.kind == Statement::Kind::assign && st.value->op == Op::where;
+  }
+  CHECK(needed == 1);
+  CHECK(epilogues == 0);
 }
 
 /** The statement of `plan` that writes buffer `b` by assignment, or null. */

@@ -616,3 +616,39 @@ TEST_CASE(
   CHECK(register_tiles > 0);
   CHECK(narrowed == register_tiles);
 }
+
+TEST_CASE("schedule: a register tile's lane tiles stop where no lane is read (Statement::needed)") {
+  // Causal attention's scores made rectangular for the tiles (tile_bounded.h), read only where
+  // j <= i: s[h, i, j] += q[h, i, d] · k[h, j, d] over the box, needed where i - j >= 0. In each
+  // row tile the lane tiles end past the tile's last row.
+  KernelBuilder b;
+  const IntExpr D = IntExpr::var("D");
+  int q = b.buffer("q", {H, N, D}), kk = b.buffer("k", {H, N, D}), sc = b.buffer("s", {H, N, N});
+  b.stmt(Statement::Kind::reduce_init, {H, N, N}, sc, {it(0), it(1), it(2)});
+  b.stmt(Statement::Kind::reduce_update, {H, N, N, D}, sc, {it(0), it(1), it(2)},
+         op(Op::mul, {load(q, {it(0), it(1), it(3)}), load(kk, {it(0), it(2), it(3)})}))
+      .needed = {it(1) - it(2)};
+  ScheduleOptions opt;
+  opt.micro = {6, 2, 256, 64};
+  ScheduledKernel r = schedule_kernel(b.plan, b.kernel(), opt);
+  report("causal scores", r);
+  std::vector<const LoopNode*> tiles;
+  allocs(*r.nest.root, tiles);
+  int register_tiles = 0;
+  for (const LoopNode* t : tiles) {
+    if (t->tile_rows == 0) continue;  // a pack
+    ++register_tiles;
+    const std::string origin = loop_expr_to_text(*t->tile_row_origin);
+    const std::string lane = loop_expr_to_text(*t->tile_lane_origin);
+    // The loop of the tile's lane origin, the tile's parent.
+    const LoopNode* lanes = nullptr;
+    for (const LoopNode* l : loops(*r.nest.root))
+      for (const LoopNodePtr& c : l->body)
+        if (c.get() == t && l->iter == lane) lanes = l;
+    REQUIRE(lanes);
+    const std::string cond = loop_expr_to_text(*lanes->cond);
+    CAPTURE(cond);
+    CHECK(cond.find(origin + " + 5") != std::string::npos);
+  }
+  CHECK(register_tiles > 0);
+}
