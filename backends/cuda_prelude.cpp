@@ -137,6 +137,10 @@ KILN_FN void kiln_cp_async16(void* smem, const void* global) {
                "l"(global)
                : "memory");
 }
+/* The same to a shared-memory address (kiln_smem_addr's). */
+KILN_FN void kiln_cp_async16_to(uint32_t smem, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(global) : "memory");
+}
 KILN_FN void kiln_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
@@ -151,6 +155,29 @@ KILN_FN uint32_t kiln_smem_addr(const void* p) {
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   return a;
 }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* Hopper's warpgroup instructions (sm_90a; backends/cuda_tile.cpp). A shared-memory matrix
+   descriptor: the start address, the leading and stride byte offsets (16-byte units) and the
+   128-byte swizzle (ir/loop_ir.h StagedOperand::swizzle). */
+KILN_FN uint64_t kiln_wgmma_desc(uint32_t addr, uint32_t leading, uint32_t stride) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(leading >> 4) << 16 |
+         (uint64_t)(stride >> 4) << 32 | 1ull << 62;
+}
+/* Orders the block's earlier register and shared-memory writes before the next wgmma. */
+KILN_FN void kiln_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+KILN_FN void kiln_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+/* Waits until at most N groups of this warpgroup's wgmma are running. */
+template <int N>
+KILN_FN void kiln_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+/* Ties register r to the order of the asm statements around it: the accumulators of wgmma,
+   which run asynchronously, are read only after the wait that ends them. */
+KILN_FN void kiln_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+/* Makes this thread's shared-memory writes (cp.async and stores) visible to the tensor cores'
+   reads, which go through the async proxy. */
+KILN_FN void kiln_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#endif
 
 template <class To, class From>
 KILN_FN To kiln_bitcast(From a) {

@@ -50,6 +50,59 @@ std::string str(int64_t v) {
   return std::to_string(v);
 }
 
+/** One reduction block of a tile on warpgroup instructions (ir/mma.h, LoopNode::mma with
+ *  warpgroup set): per k step of the instruction and m64 tile of the warpgroup's rows, one
+ *  wgmma reading a and b from this block's stage `stage` through matrix descriptors, then the
+ *  block's group committed and all but mma_in_flight groups waited for. An operand held
+ *  [rows or lanes][k] (128-byte rows, swizzled) is the instruction's K-major form: its k steps
+ *  are 32 bytes apart within the rows, 8 rows 1 KiB apart. One held [k][rows or lanes] is the
+ *  MN-major form, transposed by the instruction: k steps 16 rows of 128 bytes apart, blocks of
+ *  64 rows or lanes D rows of 128 bytes apart. */
+std::string render_warpgroup_steps(const LoopNode& n, const std::vector<bool>& by_lane,
+                                   const std::vector<bool>& k_major, const std::string& stage,
+                                   const std::string& in) {
+  const MmaInstruction& mma = *n.mma;
+  const std::string N = n.name;
+  const size_t a = by_lane[0] ? 1 : 0, b = 1 - a;
+  const int64_t D = n.pack_depth, TM = n.warp_rows / mma.m, steps = D / mma.k;
+  const int64_t row_bytes = 128;  // one swizzled row
+  // The byte offset of the warpgroup's first row (or lane) `first` in operand q's stage.
+  auto origin = [&](size_t q, const std::string& first) {
+    return k_major[q] ? "(" + first + ") / 64 * " + str(D * row_bytes)
+                      : "(" + first + ") * " + str(row_bytes);
+  };
+  auto k_step = [&](size_t q) { return k_major[q] ? mma.k * row_bytes : mma.k * 2; };
+  auto leading = [&](size_t q) { return k_major[q] ? D * row_bytes : int64_t{16}; };
+  std::string s = in + "const uint32_t " + N + "_ua = kiln_smem_addr(" + N + "_s" + str(a) + "[" +
+                  stage + "]) + " + origin(a, N + "_wm * " + str(n.warp_rows)) + ";\n";
+  s += in + "const uint32_t " + N + "_ub = kiln_smem_addr(" + N + "_s" + str(b) + "[" + stage +
+       "]) + " + origin(b, N + "_wn * " + str(n.warp_lanes)) + ";\n";
+  s += in + "kiln_wgmma_fence();\n";
+  const std::string t = N + "_t", m = N + "_m";
+  s += in + "#pragma unroll\n" + in + "for (int " + t + " = 0; " + t + " < " + str(steps) + "; ++" +
+       t + ")\n";
+  s += in + "#pragma unroll\n" + in + "for (int " + m + " = 0; " + m + " < " + str(TM) + "; ++" +
+       m + ") {\n";
+  const int elements = mma.fc.elements;
+  std::string regs, outs;
+  for (int e = 0; e < elements; ++e) {
+    regs += (e ? ", %" : "%") + std::to_string(e);
+    outs +=
+        std::string(e ? ", " : "") + "\"+f\"(" + N + "_acc[" + m + "][" + std::to_string(e) + "])";
+  }
+  s += in + "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n" + mma.ptx + " {" + regs +
+       "}, %" + std::to_string(elements) + ", %" + std::to_string(elements + 1) + ", p, 1, 1, " +
+       (k_major[a] ? "1" : "0") + ", " + (k_major[b] ? "1" : "0") + ";\\n}\\n\"\n";
+  s += in + "               : " + outs + "\n";
+  s += in + "               : \"l\"(kiln_wgmma_desc(" + N + "_ua + " + m + " * " +
+       (k_major[a] ? str(D * row_bytes) : str(64 * row_bytes)) + " + " + t + " * " +
+       str(k_step(a)) + ", " + str(leading(a)) + ", 1024)), \"l\"(kiln_wgmma_desc(" + N + "_ub + " +
+       t + " * " + str(k_step(b)) + ", " + str(leading(b)) + ", 1024)));\n";
+  s += in + "}\n";
+  s += in + "kiln_wgmma_commit();\n" + in + "kiln_wgmma_wait<" + str(n.mma_in_flight) + ">();\n";
+  return s;
+}
+
 }  // namespace
 
 int64_t block_tile_shared_bytes(const LoopNode& tile) {
@@ -57,6 +110,7 @@ int64_t block_tile_shared_bytes(const LoopNode& tile) {
   int64_t bytes = 0;
   for (const StagedOperand& o : tile.staged) {
     const int64_t extent = o.by_lane ? tile.tile_lanes : tile.tile_rows, D = tile.pack_depth;
+    if (o.swizzle) bytes = (bytes + 1023) / 1024 * 1024;  // swizzled stages start at 1 KiB
     bytes +=
         tile.stages * (o.k_major ? D * (extent + o.pad) : extent * (D + o.pad)) * o.element_bytes;
   }
@@ -96,8 +150,11 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   const ScalarExpr& v = *st.value;
   const int64_t r = n.thread_rows, l = n.thread_lanes, D = n.pack_depth;
   const int64_t thread_rows = R / r, thread_cols = L / l;
+  // Threads of a warp, or of a warpgroup for wgmma.
+  const bool group = mma && mma->warpgroup;
+  const int64_t G = group ? 128 : 32;
   if (mma ? (n.warp_rows <= 0 || n.warp_lanes <= 0 ||
-             (R / n.warp_rows) * (L / n.warp_lanes) * 32 != kCudaBlockThreads)
+             (R / n.warp_rows) * (L / n.warp_lanes) * G != kCudaBlockThreads)
           : (R % r || L % l || r % 4 || l % 4 || thread_rows * thread_cols != kCudaBlockThreads))
     throw std::logic_error("a block tile that does not split over " + str(kCudaBlockThreads) +
                            " threads");
@@ -119,22 +176,31 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     col = "((" + j + " / 4) * " + str(thread_cols * 4) + " + " + N + "_tc * 4 + " + j + " % 4)";
   }
 
-  std::string s = pad + "{\n" + in + "/* " + N + ": a " + str(R) + "x" + str(L) +
-                  " block tile of " + st.name +
-                  (mma ? ", on tensor cores (mma.sync " + mma->name + ")" : std::string()) + ", " +
-                  str(r) + "x" + str(l) + " per thread (scheduler/gpu_tile.h) */\n";
+  std::string s =
+      pad + "{\n" + in + "/* " + N + ": a " + str(R) + "x" + str(L) + " block tile of " + st.name +
+      (mma ? std::string(", on tensor cores (") + (group ? "wgmma " : "mma.sync ") + mma->name + ")"
+           : std::string()) +
+      ", " + str(r) + "x" + str(l) + " per thread (scheduler/gpu_tile.h) */\n";
   // [k][rows or lanes] or [rows or lanes][k], as stored or in the compute type, each row
   // padded; 16-byte aligned (kiln_lds4 reads groups of 4, ldmatrix rows of 16 bytes). A
   // pipeline's stages lie one after another in the kernel's dynamic shared memory, each
-  // operand's after the previous one's.
+  // operand's after the previous one's. Swizzled operands (StagedOperand::swizzle) are one
+  // array per stage, indexed by swizzled_at, each stage at a multiple of 1 KiB (the swizzle's
+  // period, which the descriptors assume).
   const int64_t S = n.stages;
   int64_t offset = 0;
-  if (S > 1) s += in + "extern __shared__ __align__(16) unsigned char kiln_shared[];\n";
+  if (S > 1) s += in + "extern __shared__ __align__(1024) unsigned char kiln_shared[];\n";
   for (size_t q = 0; q < loads.size(); ++q) {
     const int64_t extent = by_lane[q] ? L : R;
     const int64_t rows_q = k_major[q] ? D : extent,
                   cols_q = k_major[q] ? extent + pads[q] : D + pads[q];
-    const std::string dims = "[" + str(rows_q) + "][" + str(cols_q) + "]";
+    const bool swz = n.staged[q].swizzle > 0;
+    if (swz && (S <= 1 || n.staged[q].swizzle != 128 || D * n.staged[q].element_bytes != 128 ||
+                (k_major[q] && extent % 64) || (rows_q * cols_q * 2) % 1024))
+      throw std::logic_error("a swizzled operand that is not 128-byte rows in a pipeline");
+    if (swz) offset = (offset + 1023) / 1024 * 1024;
+    const std::string dims =
+        swz ? "[" + str(rows_q * cols_q) + "]" : "[" + str(rows_q) + "][" + str(cols_q) + "]";
     const std::string T =
         n.staged[q].as_stored ? storage_type(dtype_of(q)) : compute_type(dtype_of(q));
     if (S > 1) {
@@ -146,9 +212,9 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     }
   }
   if (mma)
-    s += in + "const int " + N + "_q = threadIdx.x % 32, " + N + "_wm = threadIdx.x / " +
-         str(32 * (L / n.warp_lanes)) + ", " + N + "_wn = (threadIdx.x / 32) % " +
-         str(L / n.warp_lanes) + ";\n";
+    s += in + "const int " + N + "_q = threadIdx.x % " + str(G) + ", " + N +
+         "_wm = threadIdx.x / " + str(G * (L / n.warp_lanes)) + ", " + N + "_wn = (threadIdx.x / " +
+         str(G) + ") % " + str(L / n.warp_lanes) + ";\n";
   else
     s += in + "const int " + N + "_tr = threadIdx.x / " + str(thread_cols) + ", " + N +
          "_tc = threadIdx.x % " + str(thread_cols) + ";\n";
@@ -309,10 +375,21 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   };
   // Where chunk element i of operand q lies in shared memory (`stage` a C expression, or empty
   // for the one buffer).
+  // The element of swizzled operand q at row or lane xi, reduction index ki in its stage: 128-
+  // byte rows of 8 chunks of 8 values, chunk c of row r at c xor r % 8; [x][k] one row per row
+  // or lane, [k][x] blocks of 64 rows or lanes, D rows of k each.
+  auto swizzled_at = [&](size_t q, const std::string& xi, const std::string& ki) {
+    const std::string X = "(" + xi + ")", K = "(" + ki + ")";
+    if (!k_major[q])
+      return X + " * " + str(D) + " + (((" + K + " / 8) ^ (" + X + " % 8)) * 8) + " + K + " % 8";
+    return X + " / 64 * " + str(64 * D) + " + " + K + " * 64 + (((" + X + " % 64 / 8) ^ (" + K +
+           " % 8)) * 8) + " + X + " % 8";
+  };
   auto shared_at = [&](size_t q, const std::string& stage, const std::string& i) {
     std::string xi = k_first[q] ? x : x + " + " + i, ki = k_first[q] ? kk + " + " + i : kk;
-    return N + "_s" + str(q) + (stage.empty() ? "" : "[" + stage + "]") +
-           (k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]");
+    const std::string array = N + "_s" + str(q) + (stage.empty() ? "" : "[" + stage + "]");
+    if (n.staged[q].swizzle) return array + "[" + swizzled_at(q, xi, ki) + "]";
+    return array + (k_major[q] ? "[" + ki + "][" + xi + "]" : "[" + xi + "][" + ki + "]");
   };
   if (S > 1) {
     // Copies block `base`'s operands into stage `stage` asynchronously: each 16-byte chunk
@@ -322,9 +399,51 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     // whether its rows or lanes are in the domain are computed once per tile; a block's
     // address is then that plus k0 times the operand's stride.
     // (Not under bounds checks: every access then computes and checks its own index.)
-    const bool strided = n.k_strided && !c.options.bounds_checks;
+    // Warpgroup tiles hold half a thread's registers in accumulators: their copies keep one
+    // address per operand instead (`lean`, below).
+    const bool lean = group && n.k_strided && !c.options.bounds_checks;
+    const bool strided = n.k_strided && !c.options.bounds_checks && !lean;
     auto ptr = [&](size_t q) { return N + "_g" + str(q) + "[" + N + "_p]"; };
     auto inside = [&](size_t q) { return N + "_in" + str(q) + "[" + N + "_p]"; };
+    // lean: a thread's chunk p of operand q lies `step` rows (or k rows) past its chunk 0, and
+    // memory holds the operand affinely in both: its address is chunk 0's at block 0 (N_g),
+    // plus p times the chunks' stride (N_dp), plus k0 times the reduction's (N_d).
+    auto chunk_step = [&](size_t q) {
+      const int64_t extent = by_lane[q] ? L : R, V = chunk[q];
+      const int64_t across = k_first[q] ? D / V : extent / V;  // chunks along a row of the walk
+      if ((extent * D / V) % kCudaBlockThreads || kCudaBlockThreads % across)
+        throw std::logic_error("a warpgroup tile whose copies do not split evenly");
+      return kCudaBlockThreads / across;
+    };
+    if (lean)
+      for (size_t q = 0; q < loads.size(); ++q) {
+        const int64_t extent = by_lane[q] ? L : R, V = chunk[q], step = chunk_step(q);
+        const std::string T = storage_type(dtype_of(q)), Q = str(q),
+                          at = render_index(c, loads[q]->buffer, loads[q]->index);
+        s += in + "const int " + N + "_x0_" + Q + " = " +
+             (k_first[q] ? "threadIdx.x / " + str(D / V)
+                         : "threadIdx.x % " + str(extent / V) + " * " + str(V)) +
+             ", " + N + "_kk0_" + Q + " = " +
+             (k_first[q] ? "threadIdx.x % " + str(D / V) + " * " + str(V)
+                         : "threadIdx.x / " + str(extent / V)) +
+             ";\n";
+        // The address of (x, kk) at reduction index f.
+        auto address = [&](const std::string& name, const std::string& xs, const std::string& ks,
+                           const std::string& f) {
+          return in + "const " + T + "* " + name + ";\n" + in + "{\n" + in2 + "const int64_t " +
+                 ri + " = " + N + "_r0" + (by_lane[q] ? "" : " + " + xs) + ", " + li + " = " + N +
+                 "_l0" + (by_lane[q] ? " + " + xs : "") + ", " + N + "_f = " + f + " + " + ks +
+                 ";\n" + split_k(N + "_f", in2) + bind_iterators(p.update->args, in2) + in2 + name +
+                 " = &" + at + ";\n" + in + "}\n";
+        };
+        const std::string x0 = N + "_x0_" + Q, k00 = N + "_kk0_" + Q;
+        s += address(N + "_g" + Q, x0, k00, "0");
+        s += address(N + "_g" + Q + "f", x0, k00, "1");
+        s += address(N + "_g" + Q + "p", k_first[q] ? x0 + " + " + str(step) : x0,
+                     k_first[q] ? k00 : k00 + " + " + str(step), "0");
+        s += in + "const int64_t " + N + "_d" + Q + " = " + N + "_g" + Q + "f - " + N + "_g" + Q +
+             ", " + N + "_dp" + Q + " = " + N + "_g" + Q + "p - " + N + "_g" + Q + ";\n";
+      }
     if (strided)
       for (size_t q = 0; q < loads.size(); ++q) {
         const int64_t extent = by_lane[q] ? L : R, V = chunk[q];
@@ -352,9 +471,54 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
       }
     // Copies block `base`'s operands into stage `stage` asynchronously: each 16-byte chunk
     // wholly inside the domain at an aligned address is one cp.async; the others (at the
-    // edges) are loaded element by element, zeros outside the domain, and stored.
+    // edges) are loaded element by element, zeros outside the domain, and stored. The edge
+    // loops and the first blocks' copies stay rolled: unrolled, they were most of the
+    // module's code, which NVRTC compiles at every first use (docs/performance.md).
+    // lean: the same per chunk from the operand's one address; each chunk's shared address is
+    // the stage's plus its swizzled offset.
+    auto fetch_lean = [&](const std::string& base, const std::string& stage,
+                          const std::string& pad2) {
+      std::string t;
+      const std::string p2 = pad2 + "  ", p3 = p2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ";
+      for (size_t q = 0; q < loads.size(); ++q) {
+        const int64_t extent = by_lane[q] ? L : R, V = chunk[q], step = chunk_step(q);
+        const int64_t per = extent * D / V / kCudaBlockThreads;
+        const DType dt = dtype_of(q);
+        const std::string T = storage_type(dt), Q = str(q);
+        t += pad2 + "{\n" + p2 + "const " + T + "* " + N + "_ab = " + N + "_g" + Q + " + " + base +
+             " * " + N + "_d" + Q + ";\n";
+        t += p2 + "const uint32_t " + N + "_sb = kiln_smem_addr(" + N + "_s" + Q + "[" + stage +
+             "]);\n";
+        t += p2 + "#pragma unroll\n" + p2 + "for (int " + N + "_p = 0; " + N + "_p < " + str(per) +
+             "; ++" + N + "_p) {\n";
+        t += p3 + "const int " + x + " = " + N + "_x0_" + Q +
+             (k_first[q] ? " + " + str(step) + " * " + N + "_p" : "") + ", " + kk + " = " + N +
+             "_kk0_" + Q + (k_first[q] ? "" : " + " + str(step) + " * " + N + "_p") + ";\n";
+        t += p3 + "const " + T + "* " + N + "_a = " + N + "_ab + " + N + "_p * " + N + "_dp" + Q +
+             ";\n";
+        t += p3 + "bool " + N + "_done = false;\n" + p3 + "{\n" + p4 + coords(q, base, "0");
+        t += p4 + "if (" + in_domain(q) + " && " + last_in(q) + " && ((uint64_t)" + N +
+             "_a & 15) == 0) {\n";
+        t += p5 + "kiln_cp_async16_to(" + N + "_sb + " + str(n.staged[q].element_bytes) + " * (" +
+             swizzled_at(q, x, kk) + "), " + N + "_a);\n";
+        t += p5 + N + "_done = true;\n" + p4 + "}\n" + p3 + "}\n";
+        const std::string ie = N + "_i";
+        t += p3 + "if (!" + N + "_done)\n" + p3 + "#pragma unroll 1\n" + p3 + "for (int " + ie +
+             " = 0; " + ie + " < " + str(V) + "; ++" + ie + ") {\n";
+        t += p4 + coords(q, base, ie);
+        t += p4 + T + " " + N + "_v = 0;\n";
+        t += p4 + "if (" + in_domain(q) + ") {\n";
+        t += split_k(N + "_f", p5) + bind_iterators(p.update->args, p5);
+        t += p5 + N + "_v = " + render_index(c, loads[q]->buffer, loads[q]->index) + ";\n" + p4 +
+             "}\n";
+        t += p4 + shared_at(q, stage, ie) + " = " + N + "_v;\n" + p3 + "}\n";
+        t += p2 + "}\n" + pad2 + "}\n";
+      }
+      return t;
+    };
     auto fetch_async = [&](const std::string& base, const std::string& stage,
                            const std::string& pad2) {
+      if (lean) return fetch_lean(base, stage, pad2);
       std::string t;
       const std::string p3 = pad2 + "    ", p4 = p3 + "  ", p5 = p4 + "  ";
       for (size_t q = 0; q < loads.size(); ++q) {
@@ -380,7 +544,7 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
         if (!strided) body += p4 + "}\n";
         body += p3 + "}\n";
         const std::string ie = N + "_i";
-        body += p3 + "if (!" + N + "_done)\n" + p3 + "#pragma unroll\n" + p3 + "for (int " + ie +
+        body += p3 + "if (!" + N + "_done)\n" + p3 + "#pragma unroll 1\n" + p3 + "for (int " + ie +
                 " = 0; " + ie + " < " + str(V) + "; ++" + ie + ") {\n";
         body += p4 + coords(q, base, ie);
         body += p4 + storage_type(dt) + " " + N + "_v = 0;\n";
@@ -393,29 +557,35 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
       }
       return t;
     };
-    // The first S - 1 blocks' copies, a group each; then per block: wait for its group, a
-    // barrier (every warp is past the previous block, whose stage the next copies reuse), the
-    // copies of block b + S - 1, this block's updates.
+    // The first A = S - 1 - F blocks' copies, a group each (F: blocks of warpgroup
+    // instructions left running, LoopNode::mma_in_flight); then per block: wait for its group,
+    // a barrier (every warp is past block b - 1 - F, whose stage the next copies reuse), the
+    // copies of block b + A, this block's updates. The tensor cores' reads of warpgroup
+    // instructions go through the async proxy: each thread fences its copies first.
+    const int64_t F = group ? n.mma_in_flight : 0, A = S - 1 - F;
+    if (A < 1) throw std::logic_error("a pipeline with no stage to copy ahead into");
     const std::string b = N + "_b", nb = N + "_nb", st0 = N + "_st";
     s += in + "const int64_t " + nb + " = (" + N + "_K + " + str(D - 1) + ") / " + str(D) + ";\n";
-    s += in + "#pragma unroll\n" + in + "for (int " + b + " = 0; " + b + " < " + str(S - 1) +
-         "; ++" + b + ") {\n";
+    s += in + "#pragma unroll 1\n" + in + "for (int " + b + " = 0; " + b + " < " + str(A) + "; ++" +
+         b + ") {\n";
     s += in2 + "if (" + b + " < " + nb + ") {\n" + in3 + "const int64_t " + k0 + " = " + b + " * " +
          str(D) + ";\n" + fetch_async(k0, b, in3) + in2 + "}\n";
     s += in2 + "kiln_cp_async_commit();\n" + in + "}\n";
     // The stage this block reads and the one its copies write, counted round.
     const std::string rs = N + "_rs", ws = N + "_ws";
-    s += in + "int " + rs + " = 0, " + ws + " = " + str(S - 1) + ";\n";
+    s += in + "int " + rs + " = 0, " + ws + " = " + str(A) + ";\n";
     s += in + "for (int64_t " + b + " = 0; " + b + " < " + nb + "; ++" + b + ") {\n";
-    s += in2 + "kiln_cp_async_wait<" + str(S - 2) + ">();\n" + in2 + "__syncthreads();\n";
-    s += in2 + "if (" + b + " + " + str(S - 1) + " < " + nb + ") {\n" + in3 + "const int64_t " +
-         k0 + " = (" + b + " + " + str(S - 1) + ") * " + str(D) + ";\n" + fetch_async(k0, ws, in3) +
-         in2 + "}\n";
+    s += in2 + "kiln_cp_async_wait<" + str(A - 1) + ">();\n";
+    if (group) s += in2 + "kiln_fence_proxy_async();\n";
+    s += in2 + "__syncthreads();\n";
+    s += in2 + "if (" + b + " + " + str(A) + " < " + nb + ") {\n" + in3 + "const int64_t " + k0 +
+         " = (" + b + " + " + str(A) + ") * " + str(D) + ";\n" + fetch_async(k0, ws, in3) + in2 +
+         "}\n";
     s += in2 + "kiln_cp_async_commit();\n";
     s += in2 + "const int " + st0 + " = " + rs + ";\n";
     s += in2 + rs + " = " + rs + " == " + str(S - 1) + " ? 0 : " + rs + " + 1;\n";
     s += in2 + ws + " = " + ws + " == " + str(S - 1) + " ? 0 : " + ws + " + 1;\n";
-    for (size_t q = 0; q < loads.size(); ++q) {
+    for (size_t q = 0; q < loads.size() && !group; ++q) {
       const int64_t extent = by_lane[q] ? L : R;
       const int64_t cols_q = k_major[q] ? extent + pads[q] : D + pads[q];
       const std::string T =
@@ -471,7 +641,9 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   }
   c.bound.clear();
   c.index_bound.clear();
-  if (mma) {
+  if (group) {
+    s += render_warpgroup_steps(n, by_lane, k_major, N + "_st", in2);
+  } else if (mma) {
     // Per k step of the instruction: each warp's a fragments (TM m tiles) and b fragments (TN
     // n tiles) from shared memory through ldmatrix, pairs of 16-bit values as 32-bit words,
     // then the TM × TN products; the next step's fragments are loaded before this step's
@@ -594,18 +766,64 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     s += in3 + "}\n" + in2 + "}\n";
   }
   if (S > 1)  // every copy done and every warp past the last block before the stages are reused
-    s += in + "}\n" + in + "kiln_cp_async_wait<0>();\n" + in + "__syncthreads();\n";
+    s += in + "}\n" +
+         (group ? in + "kiln_wgmma_wait<0>();\n" + in + "#pragma unroll\n" + in + "for (int " + m +
+                      " = 0; " + m + " < " + str(r) + "; ++" + m + ")\n" + in + "#pragma unroll\n" +
+                      in + "for (int " + j + " = 0; " + j + " < " + str(l) + "; ++" + j + ")\n" +
+                      in + "  kiln_fence_operand(" + acc + ");\n"
+                : std::string()) +
+         in + "kiln_cp_async_wait<0>();\n" + in + "__syncthreads();\n";
   else
     s += in2 + "__syncthreads();\n" + in + "}\n";
   c.bound.clear();
 
-  // Store each element, then the statements after the reduction.
+  // Store each element, then the statements after the reduction; where the result lives in
+  // registers only (LoopNode::result_in_registers), they read the accumulator instead. With
+  // the epilogue staged (LoopNode::epilogue_staged), the accumulators go to shared memory
+  // first, [rows][lanes + 8] in the compute type (a warp's pairs then fall in distinct banks),
+  // and the block's threads take the elements in row order, one copy of the epilogue's code
+  // in a loop, consecutive threads on consecutive lanes.
+  const bool staged_out = n.epilogue_staged;
+  const std::string v_out = staged_out ? N + "_v" : acc;
   std::string body = in + "  if (" + row_ok + " && " + lane_ok + ") {\n";
-  body += in + "    {\n" + bind_iterators(p.reduction->args, in + "      ");
-  body += in + "      " + element + " = " + to_storage(dtype, acc) + ";\n" + in + "    }\n";
+  if (staged_out)
+    body += in + "    const " + acc_type + " " + v_out + " = " + N + "_o[" + N + "_e / " + str(L) +
+            "][" + N + "_e % " + str(L) + "];\n";
+  std::vector<const ScalarExpr*> reads;
+  if (n.result_in_registers) {
+    for (const LoopNode* a : p.after)
+      if (const Statement& t = c.kernel.statements.at(a->statement); t.value)
+        collect_loads(*t.value, reads);
+    for (const ScalarExpr* l : reads)
+      if (l->buffer == st.buffer) c.preloaded[l] = from_storage(dtype, to_storage(dtype, v_out));
+  } else {
+    body += in + "    {\n" + bind_iterators(p.reduction->args, in + "      ");
+    body += in + "      " + element + " = " + to_storage(dtype, v_out) + ";\n" + in + "    }\n";
+  }
   for (const LoopNode* a : p.after)
     body += render_node(c, *a, depth + 3);
-  s += each_element(body + in + "  }\n");
+  for (const ScalarExpr* l : reads)
+    c.preloaded.erase(l);
+  if (!staged_out) {
+    s += each_element(body + in + "  }\n");
+    return s + pad + "}\n";
+  }
+  if (S <= 1 || (R * (L + 8) * 4 > block_tile_shared_bytes(n)))
+    throw std::logic_error("a staged epilogue without the shared memory to hold it");
+  const std::string O = N + "_o";
+  s += in + acc_type + " (*const " + O + ")[" + str(L + 8) + "] = (" + acc_type + " (*)[" +
+       str(L + 8) + "])kiln_shared;\n";
+  s += in + "#pragma unroll\n" + in + "for (int " + m + " = 0; " + m + " < " + str(r) + "; ++" + m +
+       ")\n" + in + "#pragma unroll\n" + in + "for (int " + j + " = 0; " + j + " < " + str(l) +
+       "; ++" + j + ")\n";
+  s += in + "  " + O + "[" + row + "][" + col + "] = " + acc + ";\n";
+  s += in + "__syncthreads();\n";
+  s += in + "for (int " + N + "_e = threadIdx.x; " + N + "_e < " + str(R * L) + "; " + N +
+       "_e += " + str(kCudaBlockThreads) + ") {\n";
+  s += in + "  const int64_t " + ri + " = " + N + "_r0 + " + N + "_e / " + str(L) + ", " + li +
+       " = " + N + "_l0 + " + N + "_e % " + str(L) + ";\n";
+  s += body + in + "  }\n" + in + "}\n";
+  s += in + "__syncthreads();\n";  // before the next tile's copies reuse the stages
   return s + pad + "}\n";
 }
 

@@ -181,6 +181,34 @@ std::string show_gpu_mma(const CompileOptions& o) {
          std::to_string(g.mma_depth) + "x" + std::to_string(g.mma_stages);
 }
 
+void parse_gpu_wgmma(const std::string& value, CompileOptions& o) {
+  std::vector<int64_t> n = counts_of(value);
+  bool off = value == "0";
+  bool ok = off || (n.size() == 3 && value.back() != 'x' &&
+                    std::count(value.begin(), value.end(), 'x') == 2);
+  // Two warpgroups of R / 2 rows (whole m64 instructions) by L lanes (an instruction's n, in
+  // blocks of 64 for operands held along their lanes), at least three stages.
+  ok = ok && (off || ((n[0] == 128 || n[0] == 256) && (n[1] == 64 || n[1] == 128 || n[1] == 256) &&
+                      n[0] * n[1] <= 128 * 256 && n[2] >= 3 && n[2] <= 8));
+  if (!ok)
+    bad_value("GPU_WGMMA",
+              "RxLxS: block tiles of R rows (128 or 256) and L lanes (64, 128 or 256; R x L at "
+              "most 128 x 256), S pipeline stages (3 to 8); or 0",
+              value);
+  GpuTileShape& g = o.schedule.gpu_tile;
+  g.wgmma_rows = off ? 0 : static_cast<int>(n[0]);
+  if (off) return;
+  g.wgmma_lanes = static_cast<int>(n[1]);
+  g.wgmma_stages = static_cast<int>(n[2]);
+}
+
+std::string show_gpu_wgmma(const CompileOptions& o) {
+  const GpuTileShape& g = o.schedule.gpu_tile;
+  if (g.wgmma_rows <= 0) return "0";
+  return std::to_string(g.wgmma_rows) + "x" + std::to_string(g.wgmma_lanes) + "x" +
+         std::to_string(g.wgmma_stages);
+}
+
 std::vector<Knob> make_knobs() {
   std::vector<Knob> k = {
       {"BLAS", KnobStage::simplifier,
@@ -211,6 +239,12 @@ std::vector<Knob> make_knobs() {
        "GPU block tile of contractions: R rows x L lanes per block, r x l per thread, "
        "reduction blocks of D (RxLxrxlxD); 0: off; docs/performance.md",
        "128x128x8x8x8", true, parse_gpu_tile, show_gpu_tile},
+      {"GPU_WGMMA", KnobStage::scheduler,
+       "GPU with warpgroup instructions (sm_90a): block tiles of products of two f16 or bf16 "
+       "operands, each contiguous in memory along k or along its rows or lanes, run as wgmma "
+       "from swizzled shared memory in tiles of R rows x L lanes (two warpgroups), S cp.async "
+       "stages (RxLxS); 0: off (GPU_MMA's mma.sync); docs/decisions.md",
+       "128x256x4", true, parse_gpu_wgmma, show_gpu_wgmma},
       count_knob(
           "ISL_MS", KnobStage::scheduler,
           "the milliseconds isl may spend on one kernel's schedule before the kernel "

@@ -165,6 +165,9 @@ CompileOptions compile_options(const SpecFile& file,
     }
     if (opt.schedule.dot_auto) opt.schedule.dot_bytes = dot_vector_bytes(cpu);
     if (opt.schedule.bf16_dot_auto) opt.schedule.bf16_dot_bytes = bf16_dot_vector_bytes(cpu);
+  } else {
+    // Device runtimes name the architecture they compile for first ("sm_90a NVIDIA H100 ...").
+    opt.schedule.gpu_tile.wgmma = rt.target().rfind("sm_90a", 0) == 0;
   }
   opt.cut.fuse_softmax_contractions &= opt.schedule.gpu_tile.rows > 0;
   opt.cut.tile_bounded_contractions &= opt.cut.tile_bounded_for_registers

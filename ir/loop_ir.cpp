@@ -87,7 +87,11 @@ std::string staged_text(const LoopNode& n) {
     out += "; tensor cores " + n.mma->name + " in warps of " + std::to_string(n.warp_rows) + "x" +
            std::to_string(n.warp_lanes);
   if (n.stages > 1) out += "; a pipeline of " + std::to_string(n.stages) + " stages";
+  if (n.mma_in_flight > 0)
+    out += ", " + std::to_string(n.mma_in_flight) + " block of instructions in flight";
   if (n.k_strided) out += "; addresses strided along k";
+  if (n.result_in_registers) out += "; the result in registers only";
+  if (n.epilogue_staged) out += "; the epilogue through shared memory";
   for (size_t q = 0; q < n.staged.size(); ++q) {
     const StagedOperand& o = n.staged[q];
     std::string path;
@@ -96,7 +100,10 @@ std::string staged_text(const LoopNode& n) {
     const std::string side = o.by_lane ? "lanes" : "rows", pad = " + " + std::to_string(o.pad);
     out += std::string(q ? "" : "; staged:") + " [" + (path.empty() ? "value" : path) + "] by " +
            (o.by_lane ? "lane" : "row") + (o.k_first ? ", k first, " : ", ") +
-           (o.k_major ? "[k][" + side + pad + "]" : "[" + side + "][k" + pad + "]") +
+           (o.swizzle ? (o.k_major ? "[k][" + side + "]" : "[" + side + "][k]") + ", swizzled " +
+                            std::to_string(o.swizzle) + "B"
+            : o.k_major ? "[k][" + side + pad + "]"
+                        : "[" + side + "][k" + pad + "]") +
            (o.vector > 1 ? ", chunks of " + std::to_string(o.vector) : "") +
            (o.as_stored ? ", as stored" : "") + (q + 1 < n.staged.size() ? ";" : "");
   }

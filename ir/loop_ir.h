@@ -83,6 +83,13 @@ struct StagedOperand {
   int64_t pad = 0;
   /** Copied as stored (16-bit values for tensor cores), else in its compute type. */
   bool as_stored = false;
+  /** 128: shared rows of 128 bytes whose 16-byte chunks are permuted within each group of 8
+   *  rows (chunk c of row r at c xor r % 8), the layout warpgroup instructions read through
+   *  their descriptors (ir/mma.h) and whose 8 rows of a chunk column fall in different banks;
+   *  no padding. [rows or lanes][k] holds one row of D values (128 bytes) per row or lane;
+   *  [k][rows or lanes] holds the rows or lanes in blocks of 128 bytes, one block after
+   *  another, each D rows of k. 0: plain rows (padded by `pad`). */
+  int64_t swizzle = 0;
   /** The bytes of one element as shared memory holds it. */
   int64_t element_bytes = 4;
 };
@@ -244,6 +251,20 @@ struct LoopNode {
    *  thread_rows × thread_lanes registers; each reduction block runs in steps of its k. */
   const MmaInstruction* mma = nullptr;
   int64_t warp_rows = 0, warp_lanes = 0;
+  /** alloc in `shared` space: the reduced element lives in its accumulator only. Its buffer is
+   *  a temporary that no other kernel accesses and that this kernel reads only in the
+   *  statements after the reduction, at the element's own index: they read the accumulator,
+   *  and the element is never stored (a product's f32 sum cast to f16, say). */
+  bool result_in_registers = false;
+  /** alloc in `shared` space, pipelined: after the reduction the accumulators go through the
+   *  stages' shared memory, and the block's threads run the element statements after it (the
+   *  epilogue) over the tile's elements in row order: one copy of their code, coalesced
+   *  stores. */
+  bool epilogue_staged = false;
+  /** alloc in `shared` space, a warpgroup instruction: the instruction groups of this many
+   *  reduction blocks may still run when the next block's are issued (its stage is reused
+   *  only after they are done: copies run stages - 1 - mma_in_flight blocks ahead). */
+  int64_t mma_in_flight = 0;
   /** alloc in `shared` space: when > 1, the reduction blocks stream through this many buffers
    *  of shared memory (a software pipeline): the copies of block b + stages - 1 are issued
    *  asynchronously (cp.async) before block b's updates run, one barrier per block. Else one

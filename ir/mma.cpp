@@ -40,16 +40,54 @@ MmaInstruction m16n8k16(DType t) {
   return i;
 }
 
+/** wgmma m64nNk16 with 16-bit a and b into f32 (sm_90a): each warp w of the group holds rows
+ *  16 w + q / 4 (+ 8 for (e / 2) odd) of the accumulator, columns 8 (e / 4) + 2 (q % 4) + e % 2:
+ *  the m16n8 accumulator repeated along n (the PTX ISA's figure for m64nNk16). */
+MmaInstruction m64nk16(DType t, int n) {
+  MmaInstruction i;
+  const std::string type = t == DType::bf16 ? "bf16" : "f16";
+  i.name = "m64n" + std::to_string(n) + "k16." + type;
+  i.ptx = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + type + "." + type;
+  i.m = 64;
+  i.n = n;
+  i.k = 16;
+  i.a = i.b = t;
+  i.acc = DType::f32;
+  i.fc = {64,
+          n,
+          n / 2,
+          {lane(32, 4, 16), lane(4, 8, 1), element(2, 2, 8)},
+          {element(4, n / 8, 8), lane(1, 4, 2), element(1, 2, 1)}};
+  // A thread's accumulators of one instruction are one row of n / 2 (element e at (0, e)).
+  i.acc_rows = 1;
+  i.acc_cols = n / 2;
+  i.min_sm = 90;
+  i.warpgroup = true;
+  return i;
+}
+
 }  // namespace
 
 const std::vector<MmaInstruction>& mma_instructions() {
-  static const std::vector<MmaInstruction> table = {m16n8k16(DType::f16), m16n8k16(DType::bf16)};
+  static const std::vector<MmaInstruction> table = [] {
+    std::vector<MmaInstruction> t = {m16n8k16(DType::f16), m16n8k16(DType::bf16)};
+    for (DType d : {DType::f16, DType::bf16})
+      for (int n : {64, 128, 256})
+        t.push_back(m64nk16(d, n));
+    return t;
+  }();
   return table;
 }
 
 const MmaInstruction* find_mma(DType a, DType b, DType acc) {
   for (const MmaInstruction& i : mma_instructions())
-    if (i.a == a && i.b == b && i.acc == acc) return &i;
+    if (!i.warpgroup && i.a == a && i.b == b && i.acc == acc) return &i;
+  return nullptr;
+}
+
+const MmaInstruction* find_warpgroup_mma(DType a, DType b, DType acc, int n) {
+  for (const MmaInstruction& i : mma_instructions())
+    if (i.warpgroup && i.a == a && i.b == b && i.acc == acc && i.n == n) return &i;
   return nullptr;
 }
 

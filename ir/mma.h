@@ -10,6 +10,11 @@
  * row terms and column Σ of the column terms, each term ((q or e) / div) % mod · scale (CuTe's
  * layouts, written out). For m16n8k16 the accumulator's element e of thread q is at row
  * q / 4 + 8 · (e / 2), column 2 · (q % 4) + e % 2 (the PTX ISA's figure for that shape).
+ *
+ * Hopper's warpgroup instructions (`wgmma.mma_async`, sm_90a) are entries too: four warps (128
+ * threads, q their thread index in the group) multiply a and b read from shared memory through
+ * matrix descriptors (no register fragments) into accumulators held as `fc` says, and run
+ * asynchronously until the group waits for them.
  */
 #pragma once
 
@@ -48,13 +53,21 @@ struct MmaInstruction {
    *  (four for a, two for b), so shared memory reaches them through it. */
   bool ldmatrix = false;
   int min_sm = 80;  ///< the oldest architecture that has it (sm_80)
+  /** A warpgroup instruction (wgmma): 128 threads, a and b from shared memory through matrix
+   *  descriptors (fa and fb are empty), asynchronous; it needs the architecture-specific
+   *  target (sm_90a). */
+  bool warpgroup = false;
 };
 
 /** Every instruction Kiln knows. */
 const std::vector<MmaInstruction>& mma_instructions();
 
-/** The instruction multiplying a by b into acc, the first of the table (null where none). */
+/** The warp instruction multiplying a by b into acc, the first of the table (null where none). */
 const MmaInstruction* find_mma(DType a, DType b, DType acc);
+
+/** The warpgroup instruction (wgmma) multiplying a by b into acc with n columns (null where
+ *  none). */
+const MmaInstruction* find_warpgroup_mma(DType a, DType b, DType acc, int n);
 
 /** The coordinate `terms` give to thread `lane` and element `element` (C expressions or
  *  numbers), as C: "(q / 4) % 8 + ((e / 2) % 2) * 8". */

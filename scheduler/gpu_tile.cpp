@@ -87,12 +87,116 @@ std::optional<ElementBody> element_body(const Kernel& k, const std::vector<LoopN
   return e;
 }
 
+/** Whether memory holds load `ld` (staged as `o`) contiguously along the fill's walk (the
+ *  reduction for k_first, else its rows or lanes): the walk's loop drives one statement
+ *  iterator by +1, which only the load's last index dimension uses, with coefficient 1. */
+bool contiguous_fill(const ElementBody& e, const LoopNode& tile, const ScalarExpr& ld,
+                     const StagedOperand& o) {
+  const LoopNode& update = *e.update;
+  if (ld.kind != ScalarExpr::Kind::load || !ld.mask.empty() || ld.index.empty() ||
+      (o.k_first && e.loops.size() != 1))
+    return false;
+  const std::string it = o.k_first   ? e.loops.back()->iter
+                         : o.by_lane ? tile.tile_lane
+                                     : tile.tile_row;
+  std::set<std::string> driven = driven_iterators(update, it);
+  if (driven.size() != 1) return false;
+  const std::string v = *driven.begin();
+  const AstExprPtr& arg = update.args.at(std::stoul(v.substr(1)));
+  if (!arg || !plus_iterator(*arg, it)) return false;
+  for (size_t d = 0; d + 1 < ld.index.size(); ++d)
+    if (affine_coefficient(ld.index[d], v) != std::optional<int64_t>(0)) return false;
+  return affine_coefficient(ld.index.back(), v) == std::optional<int64_t>(1);
+}
+
+/** Whether every operand's address moves by a constant stride along the one reduction loop. */
+bool strided_along_k(const ElementBody& e, const std::vector<const ScalarExpr*>& ops) {
+  bool strided = e.loops.size() == 1 && e.loops[0]->step == 1;
+  const std::set<std::string> k_vars = driven_iterators(*e.update, e.loops.back()->iter);
+  for (const ScalarExpr* op : ops) {
+    strided = strided && op->kind == ScalarExpr::Kind::load && op->mask.empty();
+    for (size_t d = 0; strided && d < op->index.size(); ++d)
+      for (const std::string& v : k_vars)
+        strided = strided && affine_coefficient(op->index[d], v).has_value();
+  }
+  return strided;
+}
+
+/** Whether every operand's index is affine in the tile's row and lane iterators. */
+bool affine_in(const ElementBody& e, const LoopNode& tile,
+               const std::vector<const ScalarExpr*>& ops) {
+  std::set<std::string> vars = driven_iterators(*e.update, tile.tile_row);
+  for (const std::string& v : driven_iterators(*e.update, tile.tile_lane))
+    vars.insert(v);
+  for (const ScalarExpr* op : ops)
+    for (const IntExpr& d : op->index)
+      for (const std::string& v : vars)
+        if (!affine_coefficient(d, v).has_value()) return false;
+  return true;
+}
+
+/** Plans `tile` (R × L) on warpgroup instructions (GpuTileShape::wgmma) for a product of the
+ *  two loads `ops`: two warpgroups of R / 2 rows × L lanes, m64nLk16 instructions, reduction
+ *  blocks of 64 16-bit values (one 128-byte swizzled shared row), each operand copied in
+ *  16-byte chunks along the dimension memory holds contiguously (k: [rows or lanes][k], the
+ *  instruction's K-major form; rows or lanes: [k][rows or lanes] in blocks of 64, its
+ *  MN-major form, transposed by the instruction). False where that does not apply. */
+bool plan_warpgroup_tile(const KernelPlan& plan, const ElementBody& e, const GpuTileShape& shape,
+                         const std::vector<const ScalarExpr*>& ops,
+                         std::vector<StagedOperand> staged, LoopNode& tile) {
+  const int64_t R = tile.tile_rows, L = tile.tile_lanes, D = 64;
+  if (!shape.wgmma || shape.wgmma_stages < 3 || R % 128 || e.loops.size() != 1 ||
+      e.loops[0]->step != 1)
+    return false;
+  const size_t a = staged[0].by_lane ? 1 : 0;
+  const MmaInstruction* mma =
+      find_warpgroup_mma(plan.buffers[ops[a]->buffer].dtype, plan.buffers[ops[1 - a]->buffer].dtype,
+                         DType::f32, static_cast<int>(L));
+  if (!mma) return false;
+  for (size_t q = 0; q < staged.size(); ++q) {
+    StagedOperand& o = staged[q];
+    if (!contiguous_fill(e, tile, *ops[q], o)) {
+      // The other walk: along its rows or lanes where the reduction is not contiguous.
+      o.k_first = !o.k_first;
+      if (!contiguous_fill(e, tile, *ops[q], o)) return false;
+    }
+    if (!o.k_first && (o.by_lane ? L : R) % 64) return false;
+    o.k_major = !o.k_first;
+    o.as_stored = true;
+    o.element_bytes = 2;
+    o.vector = 8;
+    o.pad = 0;
+    o.swizzle = 128;
+  }
+  tile.mma = mma;
+  tile.warp_rows = R / 2;
+  tile.warp_lanes = L;
+  tile.thread_rows = R / 2 / mma->m * mma->acc_rows;
+  tile.thread_lanes = mma->acc_cols;
+  tile.pack_depth = D;
+  tile.stages = shape.wgmma_stages;
+  tile.mma_in_flight = 1;
+  // The accumulators take half a thread's registers: the copies keep one address per operand
+  // (LoopNode::k_strided; for a warpgroup tile the address is affine in the rows or lanes too).
+  tile.k_strided = strided_along_k(e, ops) && affine_in(e, tile, ops);
+  if (!tile.k_strided) return false;
+  // The epilogue through the stages' shared memory: 128 accumulators a thread, unrolled, would
+  // be 128 copies of its code (a tanh GELU: 200 KiB of instructions).
+  int64_t stage_bytes = 0;
+  for (const StagedOperand& o : staged)
+    stage_bytes += (o.by_lane ? L : R) * D * o.element_bytes;
+  tile.epilogue_staged = R * (L + 8) * 4 <= tile.stages * stage_bytes;
+  tile.staged = std::move(staged);
+  return true;
+}
+
 /** How block tile `tile` (rows `ri`, lanes `li`, its tile_rows × tile_lanes set) runs update
  *  `s` at stmt node `e.update`: its staged operands, and tensor cores where they apply. Sets
  *  staged, mma, warp_rows/warp_lanes, thread_rows/thread_lanes and pack_depth; false where the
- *  shape does not split over the block's threads. */
+ *  shape does not split over the block's threads. With `warpgroup`, only a tile on warpgroup
+ *  instructions (GpuTileShape::wgmma) is planned, else false. */
 bool plan_tile(const KernelPlan& plan, const Statement& s, const ElementBody& e,
-               const GpuTileShape& shape, LoopNode& tile) {
+               const GpuTileShape& shape, bool warpgroup, LoopNode& tile) {
   const LoopNode& update = *e.update;
   const int64_t R = tile.tile_rows, L = tile.tile_lanes;
   const std::set<std::string> lanes = driven_iterators(update, tile.tile_lane),
@@ -133,36 +237,19 @@ bool plan_tile(const KernelPlan& plan, const Statement& s, const ElementBody& e,
     return ops[q]->kind == ScalarExpr::Kind::load ? plan.buffers[ops[q]->buffer].dtype
                                                   : ops[q]->dtype;
   };
-  // Whether memory holds operand q's elements contiguously along the fill's walk (the
-  // reduction for k_first, else its rows or lanes): the walk's loop drives one statement
-  // iterator by +1, which only the load's last index dimension uses, with coefficient 1.
-  auto contiguous = [&](size_t q) {
-    const ScalarExpr& ld = *ops[q];
-    const StagedOperand& o = staged[q];
-    if (ld.kind != ScalarExpr::Kind::load || !ld.mask.empty() || ld.index.empty() ||
-        (o.k_first && e.loops.size() != 1))
-      return false;
-    const std::string it = o.k_first   ? e.loops.back()->iter
-                           : o.by_lane ? tile.tile_lane
-                                       : tile.tile_row;
-    std::set<std::string> driven = driven_iterators(update, it);
-    if (driven.size() != 1) return false;
-    const std::string v = *driven.begin();
-    const AstExprPtr& arg = update.args.at(std::stoul(v.substr(1)));
-    if (!arg || !plus_iterator(*arg, it)) return false;
-    for (size_t d = 0; d + 1 < ld.index.size(); ++d)
-      if (affine_coefficient(ld.index[d], v) != std::optional<int64_t>(0)) return false;
-    return affine_coefficient(ld.index.back(), v) == std::optional<int64_t>(1);
-  };
+  auto contiguous = [&](size_t q) { return contiguous_fill(e, tile, *ops[q], staged[q]); };
   // Tensor cores: the update is a × b, one unmasked load per side, of the types an instruction
   // takes (copied as stored), on a tile the instruction's warps cover.
   const ScalarExpr& v = *s.value;
   const MmaInstruction* mma = nullptr;
-  if (shape.mma && ops.size() == 2 && staged[0].by_lane != staged[1].by_lane &&
-      v.kind == ScalarExpr::Kind::op && v.op == Op::mul && v.mask.empty() && v.args.size() == 2 &&
-      v.args[0].get() == ops[0] && v.args[1].get() == ops[1] &&
-      ops[0]->kind == ScalarExpr::Kind::load && ops[1]->kind == ScalarExpr::Kind::load &&
-      ops[0]->mask.empty() && ops[1]->mask.empty()) {
+  const bool product = shape.mma && ops.size() == 2 && staged[0].by_lane != staged[1].by_lane &&
+                       v.kind == ScalarExpr::Kind::op && v.op == Op::mul && v.mask.empty() &&
+                       v.args.size() == 2 && v.args[0].get() == ops[0] &&
+                       v.args[1].get() == ops[1] && ops[0]->kind == ScalarExpr::Kind::load &&
+                       ops[1]->kind == ScalarExpr::Kind::load && ops[0]->mask.empty() &&
+                       ops[1]->mask.empty();
+  if (warpgroup) return product && plan_warpgroup_tile(plan, e, shape, ops, staged, tile);
+  if (product) {
     const size_t a = staged[0].by_lane ? 1 : 0;
     mma = find_mma(dtype_of(a), dtype_of(1 - a), DType::f32);
     const int64_t wr = shape.mma_warp_rows, wl = shape.mma_warp_lanes;
@@ -214,18 +301,56 @@ bool plan_tile(const KernelPlan& plan, const Statement& s, const ElementBody& e,
   for (const StagedOperand& o : staged)
     async = async && o.vector > 1 && o.k_major != o.k_first;
   tile.stages = async ? shape.mma_stages : 1;
-  // Addresses that move by a constant stride along the one reduction loop.
-  bool strided = e.loops.size() == 1 && e.loops[0]->step == 1;
-  const std::set<std::string> k_vars = driven_iterators(update, e.loops.back()->iter);
-  for (const ScalarExpr* op : ops) {
-    strided = strided && op->kind == ScalarExpr::Kind::load && op->mask.empty();
-    for (size_t d = 0; strided && d < op->index.size(); ++d)
-      for (const std::string& v : k_vars)
-        strided = strided && affine_coefficient(op->index[d], v).has_value();
-  }
-  tile.k_strided = strided;
+  tile.k_strided = strided_along_k(e, ops);
   tile.staged = std::move(staged);
   return true;
+}
+
+/** Whether the element statement `s` of kernel `k` reduces lives in registers only
+ *  (LoopNode::result_in_registers): its buffer is a temporary no other kernel of `plan`
+ *  accesses, and the statements of `k` other than those of the element body (`e.nodes`) do not
+ *  access it; those after the reduction only read it, at the element's index. */
+bool reads_buffer(const Statement& t, int buffer) {
+  std::vector<const ScalarExpr*> loads;
+  if (t.value) collect_loads(*t.value, loads);
+  for (const ScalarExpr* l : loads)
+    if (l->buffer == buffer) return true;
+  return false;
+}
+
+bool result_in_registers(const KernelPlan& plan, const Kernel& k, const Statement& s,
+                         const ElementBody& e) {
+  auto reads = [&](const Statement& t, bool at_element) {
+    std::vector<const ScalarExpr*> loads;
+    if (t.value) collect_loads(*t.value, loads);
+    for (const ScalarExpr* l : loads)
+      if (l->buffer == s.buffer && (!at_element || l->index != s.index)) return true;
+    return false;
+  };
+  std::set<int> body = {e.update->statement};
+  bool after = false;
+  for (const LoopNodePtr& n : e.nodes) {
+    if (n.get() == e.reduction) after = true;
+    if (n->kind != LoopNode::Kind::stmt) continue;
+    body.insert(n->statement);
+    const Statement& t = k.statements.at(n->statement);
+    if (n->statement == e.update->statement) continue;
+    if (t.buffer == s.buffer && !(t.kind == Statement::Kind::reduce_init && !after)) return false;
+    if (reads(t, after)) return false;  // before: any read; after: one elsewhere
+    // A read after the reduction names the element only if the statement's iterators are the
+    // element's.
+    if (after && reads_buffer(t, s.buffer)) {
+      if (n->args.size() > e.reduction->args.size()) return false;
+      for (size_t a = 0; a < n->args.size(); ++a)
+        if (!n->args[a] || !e.reduction->args[a] || !same_expr(*n->args[a], *e.reduction->args[a]))
+          return false;
+    }
+  }
+  for (size_t i = 0; i < k.statements.size(); ++i)
+    if (!body.count(static_cast<int>(i)) &&
+        (k.statements[i].buffer == s.buffer || reads_buffer(k.statements[i], s.buffer)))
+      return false;
+  return private_temporary(plan, k, s.buffer);
 }
 
 /** Row tiles per group of the walk over a matrix's tiles. */
@@ -277,14 +402,20 @@ class Tiler {
       if (!rows.empty() && !lanes.empty() && leaves_split(*s.value, rows, lanes)) row = chain[r];
     }
     if (!row) return nullptr;
-    return build(chain, *row, *lane, *e);
+    // Warpgroup instructions where the target has them and they apply, else the block tile.
+    if (shape_.wgmma && shape_.wgmma_rows > 0)
+      if (LoopNodePtr t =
+              build(chain, *row, *lane, *e, shape_.wgmma_rows, shape_.wgmma_lanes, true))
+        return t;
+    return build(chain, *row, *lane, *e, shape_.rows, shape_.lanes, false);
   }
 
   LoopNodePtr build(const std::vector<const LoopNode*>& chain, const LoopNode& row,
-                    const LoopNode& lane, const ElementBody& e) {
+                    const LoopNode& lane, const ElementBody& e, int64_t R, int64_t L,
+                    bool warpgroup) {
     std::string t = "t_" + row.iter + "_" + lane.iter;
-    AstExprPtr rows_of = ceil_div(extent(row), shape_.rows);
-    AstExprPtr lanes_of = ceil_div(extent(lane), shape_.lanes);
+    AstExprPtr rows_of = ceil_div(extent(row), R);
+    AstExprPtr lanes_of = ceil_div(extent(lane), L);
     // t = ((outer loops...) · rows_of + row tile) · lanes_of + lane tile
     // t = (outer loops...) · tiles + u, the tiles of one matrix in groups of kGroupRows row
     // tiles walked column by column: consecutive blocks share the lanes' operands of a column
@@ -317,16 +448,18 @@ class Tiler {
     tile->space = MemorySpace::shared;
     tile->statement = e.update->statement;
     tile->name = "tile" + std::to_string(count);
-    tile->tile_rows = shape_.rows;
-    tile->tile_lanes = shape_.lanes;
+    tile->tile_rows = R;
+    tile->tile_lanes = L;
     tile->tile_row = row.iter;
     tile->tile_lane = lane.iter;
-    tile->tile_row_origin = add(row.init, ast_op("mul", {ast_int(shape_.rows), row_tile}));
-    tile->tile_lane_origin = add(lane.init, ast_op("mul", {ast_int(shape_.lanes), lane_tile}));
+    tile->tile_row_origin = add(row.init, ast_op("mul", {ast_int(R), row_tile}));
+    tile->tile_lane_origin = add(lane.init, ast_op("mul", {ast_int(L), lane_tile}));
     tile->tile_row_cond = row.cond;
     tile->tile_lane_cond = lane.cond;
-    if (!plan_tile(plan_, kernel_.statements.at(e.update->statement), e, shape_, *tile))
+    if (!plan_tile(plan_, kernel_.statements.at(e.update->statement), e, shape_, warpgroup, *tile))
       return nullptr;
+    tile->result_in_registers =
+        result_in_registers(plan_, kernel_, kernel_.statements.at(e.update->statement), e);
     tile->body = std::move(nodes);
     ++count;
     return block_tile_loop(t, total, tile);
@@ -338,6 +471,20 @@ class Tiler {
 };
 
 }  // namespace
+
+bool private_temporary(const KernelPlan& plan, const Kernel&, int buffer) {
+  if (plan.buffers.at(buffer).kind != BufferKind::temp) return false;
+  // `k` writes it: no second kernel of the plan may access it (kernels share names, and `k`
+  // may be a copy of the plan's).
+  int accessing = 0;
+  for (const Kernel& other : plan.kernels) {
+    bool touches = false;
+    for (const Statement& t : other.statements)
+      touches = touches || t.buffer == buffer || reads_buffer(t, buffer);
+    accessing += touches;
+  }
+  return accessing <= 1;
+}
 
 LoopNodePtr block_tile_loop(const std::string& iter, const AstExprPtr& count,
                             const LoopNodePtr& tile) {

@@ -64,6 +64,17 @@ struct GpuTileShape {
   /** Shared-memory buffers of a tensor-core tile's pipeline (LoopNode::stages) where every
    *  operand is copied in 16-byte chunks laid out contiguously in shared memory too. */
   int mma_stages = 3;
+  /** The target has warpgroup instructions (wgmma, sm_90a: set from the runtime's target).
+   *  Where it does and `wgmma_rows` > 0, a product of two 16-bit operands each held
+   *  contiguously in memory along k or along its rows or lanes runs on a block tile of
+   *  wgmma_rows × wgmma_lanes instead: two warpgroups of 128 threads, each wgmma_rows / 2 rows
+   *  × wgmma_lanes lanes as m64nNk16 instructions (N = wgmma_lanes), operands in 128-byte
+   *  swizzled shared rows (reduction blocks of 64), wgmma_stages stages of cp.async copies, one
+   *  block of instructions in flight. */
+  bool wgmma = false;
+  int wgmma_rows = 128;
+  int wgmma_lanes = 256;
+  int wgmma_stages = 4;
 };
 
 /** Whether statement `s` is a sum whose value is loads (none of the element it updates) under
@@ -78,6 +89,10 @@ LoopNodePtr block_tile_loop(const std::string& iter, const AstExprPtr& count,
 /** Block-tiles the contractions of `nest` (the loop IR of kernel `k` of `plan`) and maps each
  *  tile loop to blocks; returns how many it tiled. */
 int gpu_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest, const GpuTileShape& shape);
+
+/** Whether `buffer` is a temporary that no kernel of `plan` but `k` accesses: a block tile may
+ *  keep such a reduction's result in registers (LoopNode::result_in_registers). */
+bool private_temporary(const KernelPlan& plan, const Kernel& k, int buffer);
 
 /** Whether kernel `k` has a statement gpu_tile may apply to (a sum reduction over a domain of
  *  rank 3 or more whose loads each leave some iterator unused): schedule_kernel then leaves its

@@ -202,15 +202,19 @@ static int ready(char** error) {
   return 1;
 }
 
-/** The architecture compiled for: the device's, else $KILN_CUDA_ARCH, else sm_90. */
+/** The architecture compiled for: the device's, else $KILN_CUDA_ARCH, else sm_90a. A Hopper
+ *  device (9.0) gets its architecture-specific target, sm_90a, whose warpgroup instructions
+ *  (wgmma) the scheduler then uses: the CUBIN runs on that device only, as every CUBIN Kiln
+ *  compiles does. */
 const char* kiln_cuda_arch(void) {
   static __thread char text[64];
   pthread_once(&dev.once, device_init);
   const char* env = getenv("KILN_CUDA_ARCH");
   if (dev.ok)
-    snprintf(text, sizeof text, "sm_%d%d", dev.major, dev.minor);
+    snprintf(text, sizeof text, "sm_%d%d%s", dev.major, dev.minor,
+             dev.major == 9 && dev.minor == 0 ? "a" : "");
   else
-    snprintf(text, sizeof text, "%s", env && *env ? env : "sm_90");
+    snprintf(text, sizeof text, "%s", env && *env ? env : "sm_90a");
   return text;
 }
 

@@ -41,6 +41,7 @@ struct GoldenCase {
   int mma_stages = 0;          ///< GPU_MMA's pipeline stages where > 0
   int dot_bytes = 0;           ///< VNNI=64 or 32: code for a CPU with VNNI (and no AMX)
   int bf16_dot_bytes = 0;      ///< BF16DOT=64 or 32: code for a CPU with AVX512-BF16 (no AMX)
+  bool wgmma = false;          ///< code for a GPU with warpgroup instructions (sm_90a)
 };
 
 const std::vector<GoldenCase>& golden_cases() {
@@ -57,6 +58,8 @@ const std::vector<GoldenCase>& golden_cases() {
       {"matmul_bf16_amx", "ops/nn.toml:matmul", {{"T", DType::bf16}}, 0, "c", true},
       {"matmul_i8_vnni", "ops/quant.toml:matmul_i8", {{"A", DType::i8}}, 0, "c", false, 0, 64},
       {"matmul_bf16_dot", "ops/nn.toml:matmul", {{"T", DType::bf16}}, 0, "c", false, 0, 0, 64},
+      {"matmul_cuda_f16_wgmma", "ops/nn.toml:matmul", {{"T", DType::f16}}, 0, "cuda", false, 0, 0,
+       0, true},
   };
   return cases;
 }
@@ -86,6 +89,7 @@ std::string render_source(const GoldenCase& c) {
   options.schedule.bf16_dot_auto = false;
   options.schedule.bf16_dot_bytes = c.bf16_dot_bytes;
   if (c.mma_stages > 0) options.schedule.gpu_tile.mma_stages = c.mma_stages;
+  options.schedule.gpu_tile.wgmma = c.wgmma;
   return lower_program(g, backend_for(c.backend), options).source;
 }
 
@@ -392,6 +396,35 @@ TEST_CASE("codegen: f16 matmul on cuda: tensor cores, fragments from shared memo
   CHECK(reg.find("__shared__ __align__(16) uint16_t tile0_s0[128][40];") != std::string::npos);
   CHECK(reg.find("kiln_ld16(&tile0_p0[tile0_p * 8], tile0_a);") != std::string::npos);
   CHECK(reg.find("_shared_bytes") == std::string::npos);
+}
+
+TEST_CASE("codegen: f16 matmul for sm_90a: wgmma from swizzled shared memory") {
+  check_golden(golden_cases()[12]);
+  std::string src = render_source(golden_cases()[12]);
+  // A 128x256 tile of two warpgroups: a as [rows][k] and b as [k][lanes] in 128-byte swizzled
+  // rows, four stages (192 KiB) at 1 KiB boundaries; one m64n256k16 per k step, b transposed
+  // by the instruction (its N-major form), a K-major; the accumulators' last reads after the
+  // final wait.
+  CHECK(src.find("uint16_t (*const tile0_s0)[8192] = (uint16_t (*)[8192])(kiln_shared + 0);") !=
+        std::string::npos);
+  CHECK(src.find("extern \"C\" __device__ unsigned kiln_matmul_0_shared_bytes = 196608;") !=
+        std::string::npos);
+  CHECK(src.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, ") !=
+        std::string::npos);
+  CHECK(src.find("p, 1, 1, 0, 1;") != std::string::npos);
+  CHECK(src.find("kiln_wgmma_desc(tile0_ub + tile0_t * 2048, 8192, 1024)") != std::string::npos);
+  CHECK(src.find("kiln_wgmma_desc(tile0_ua + tile0_m * 8192 + tile0_t * 32, 16, 1024)") !=
+        std::string::npos);
+  // Copies: one address per operand, chunks at constant steps, swizzled shared offsets; the
+  // copies fenced for the async proxy before the barrier; one block of wgmma left running.
+  CHECK(src.find("kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) * 64 + ((((tile0_kk) / 8) ^ "
+                 "((tile0_x) % 8)) * 8) + (tile0_kk) % 8), tile0_a);") != std::string::npos);
+  CHECK(src.find("kiln_fence_proxy_async();\n        __syncthreads();") != std::string::npos);
+  CHECK(src.find("kiln_wgmma_wait<1>();") != std::string::npos);
+  CHECK(src.find("kiln_fence_operand(tile0_acc[tile0_m][tile0_n]);") < src.find("tile0_o["));
+  // The f32 sum never reaches memory: the epilogue reads it from shared memory and casts it.
+  CHECK(src.find("b3[") == std::string::npos);
+  CHECK(src.find("kiln_f32_to_f16((float)tile0_v)") != std::string::npos);
 }
 
 TEST_CASE("codegen: f16 attention on cuda: one kernel, the scores in registers only") {

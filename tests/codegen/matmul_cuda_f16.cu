@@ -251,6 +251,10 @@ KILN_FN void kiln_cp_async16(void* smem, const void* global) {
                "l"(global)
                : "memory");
 }
+/* The same to a shared-memory address (kiln_smem_addr's). */
+KILN_FN void kiln_cp_async16_to(uint32_t smem, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(global) : "memory");
+}
 KILN_FN void kiln_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
@@ -265,6 +269,29 @@ KILN_FN uint32_t kiln_smem_addr(const void* p) {
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   return a;
 }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* Hopper's warpgroup instructions (sm_90a; backends/cuda_tile.cpp). A shared-memory matrix
+   descriptor: the start address, the leading and stride byte offsets (16-byte units) and the
+   128-byte swizzle (ir/loop_ir.h StagedOperand::swizzle). */
+KILN_FN uint64_t kiln_wgmma_desc(uint32_t addr, uint32_t leading, uint32_t stride) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(leading >> 4) << 16 |
+         (uint64_t)(stride >> 4) << 32 | 1ull << 62;
+}
+/* Orders the block's earlier register and shared-memory writes before the next wgmma. */
+KILN_FN void kiln_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+KILN_FN void kiln_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+/* Waits until at most N groups of this warpgroup's wgmma are running. */
+template <int N>
+KILN_FN void kiln_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+/* Ties register r to the order of the asm statements around it: the accumulators of wgmma,
+   which run asynchronously, are read only after the wait that ends them. */
+KILN_FN void kiln_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+/* Makes this thread's shared-memory writes (cp.async and stores) visible to the tensor cores'
+   reads, which go through the async proxy. */
+KILN_FN void kiln_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#endif
 
 template <class To, class From>
 KILN_FN To kiln_bitcast(From a) {
@@ -283,7 +310,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
   for (int64_t t_c0_c1 = 0 + (int64_t)blockIdx.x; t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128)); t_c0_c1 += (int64_t)gridDim.x) {
     {
       /* tile0: a 128x128 block tile of S1, on tensor cores (mma.sync m16n8k16.f16), 8x8 per thread (scheduler/gpu_tile.h) */
-      extern __shared__ __align__(16) unsigned char kiln_shared[];
+      extern __shared__ __align__(1024) unsigned char kiln_shared[];
       uint16_t (*const tile0_s0)[128][40] = (uint16_t (*)[128][40])(kiln_shared + 0);
       uint16_t (*const tile0_s1)[32][136] = (uint16_t (*)[32][136])(kiln_shared + 30720);
       const int tile0_q = threadIdx.x % 32, tile0_wm = threadIdx.x / 128, tile0_wn = (threadIdx.x / 32) % 4;
@@ -380,7 +407,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
         tile0_d1 = tile0_a1 - tile0_a0;
       }
       const int64_t tile0_nb = (tile0_K + 31) / 32;
-      #pragma unroll
+      #pragma unroll 1
       for (int tile0_b = 0; tile0_b < 2; ++tile0_b) {
         if (tile0_b < tile0_nb) {
           const int64_t tile0_k = tile0_b * 32;
@@ -400,7 +427,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                   }
               }
               if (!tile0_done)
-              #pragma unroll
+              #pragma unroll 1
               for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
                 const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + tile0_i;
                 uint16_t tile0_v = 0;
@@ -431,7 +458,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                   }
               }
               if (!tile0_done)
-              #pragma unroll
+              #pragma unroll 1
               for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
                 const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_k + tile0_kk;
                 uint16_t tile0_v = 0;
@@ -471,7 +498,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                   }
               }
               if (!tile0_done)
-              #pragma unroll
+              #pragma unroll 1
               for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
                 const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + tile0_i;
                 uint16_t tile0_v = 0;
@@ -502,7 +529,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                   }
               }
               if (!tile0_done)
-              #pragma unroll
+              #pragma unroll 1
               for (int tile0_i = 0; tile0_i < 8; ++tile0_i) {
                 const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_k + tile0_kk;
                 uint16_t tile0_v = 0;
@@ -575,12 +602,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           {
             const int64_t i0 = c0;
             const int64_t i1 = c1;
-            b3[(s_N * i0 + i1)] = tile0_acc[tile0_m][tile0_n];
-          }
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b2[(s_N * i0 + i1)] = kiln_f32_to_f16((float)b3[(s_N * i0 + i1)]);
+            b2[(s_N * i0 + i1)] = kiln_f32_to_f16((float)tile0_acc[tile0_m][tile0_n]);
           }
         }
       }

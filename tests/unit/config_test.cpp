@@ -27,7 +27,8 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, ISL_MS, ISL_OPS, MATRIX, "
+    "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, GPU_WGMMA, ISL_MS, ISL_OPS, "
+    "MATRIX, "
     "MICRO, "
     "PARALLEL, "
     "SIMD, "
@@ -39,7 +40,7 @@ const char* kKnown =
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 18);
+  REQUIRE(knobs().size() == 19);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {
@@ -117,6 +118,13 @@ TEST_CASE("config: values reach the typed options") {
   CHECK(g.mma_depth == 64);
   CHECK(g.mma_stages == 4);
   CHECK_FALSE(config_options({{"GPU_MMA", "0"}}, nullptr).schedule.gpu_tile.mma);
+  // GPU_WGMMA: RxLxS for targets with warpgroup instructions; 0 leaves them to mma.sync.
+  g = config_options({{"GPU_WGMMA", "256x128x5"}}, nullptr).schedule.gpu_tile;
+  CHECK(g.wgmma_rows == 256);
+  CHECK(g.wgmma_lanes == 128);
+  CHECK(g.wgmma_stages == 5);
+  CHECK_FALSE(g.wgmma);  // whether the target has them is the runtime's (driver/instantiate.cpp)
+  CHECK(config_options({{"GPU_WGMMA", "0"}}, nullptr).schedule.gpu_tile.wgmma_rows == 0);
   CHECK(config_options({{"TILE", "8"}}, nullptr).schedule.tile_sizes ==
         std::vector<int64_t>{8, 8, 8});
 }
@@ -148,6 +156,10 @@ TEST_CASE("config: a bad value is an error naming the knob") {
   CHECK(error_of({{"GPU_MMA", "64x24x32x3"}}).find("multiples of 16") != std::string::npos);
   CHECK(error_of({{"GPU_MMA", "64x32x32x9"}}) != "");  // 9 stages
   CHECK(error_of({{"GPU_MMA", "64x32x32"}}) != "");
+  CHECK(error_of({{"GPU_WGMMA", "256x256x4"}}).find("at most 128 x 256") != std::string::npos);
+  CHECK(error_of({{"GPU_WGMMA", "128x96x4"}}) != "");   // no m64n96 tile in blocks of 64
+  CHECK(error_of({{"GPU_WGMMA", "128x256x2"}}) != "");  // a stage in flight needs three
+  CHECK(error_of({{"GPU_WGMMA", "128x256"}}) != "");
 }
 
 TEST_CASE("config: an unknown key lists the known keys and suggests the closest") {

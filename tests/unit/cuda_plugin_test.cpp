@@ -8,8 +8,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -105,6 +107,24 @@ TEST_CASE("NVRTC compiles CUDA C with the toolkit's fp16 and bf16 headers to a C
   CHECK(info.cache_hit);
 }
 
+TEST_CASE("NVRTC compiles the CUDA goldens, the warpgroup (sm_90a) one for sm_90a") {
+  CudaRuntime cuda;
+  if (!cuda.has_nvrtc()) return;
+  if (cuda.has_device() && !cuda.rt->target().starts_with("sm_90a")) {
+    MESSAGE("skipped: the device is not sm_90a (" << cuda.rt->target() << ")");
+    return;
+  }
+  unsetenv("KILN_CUDA_ARCH");  // sm_90a with no device
+  for (const char* name : {"matmul_cuda", "matmul_cuda_f16", "matmul_cuda_f16_wgmma"}) {
+    CAPTURE(name);
+    std::ifstream f(std::string("tests/codegen/") + name + ".cu");
+    std::stringstream text;
+    text << f.rdbuf();
+    REQUIRE_FALSE(text.str().empty());
+    CHECK(is_elf(cuda.build(text.str())));
+  }
+}
+
 TEST_CASE("an NVRTC error names the module's kernels and carries the whole log") {
   CudaRuntime cuda;
   if (!cuda.has_nvrtc()) return;
@@ -130,7 +150,7 @@ TEST_CASE("with no device, KILN_CUDA_ARCH picks the architecture, which enters t
     return;
   }
   unsetenv("KILN_CUDA_ARCH");
-  CHECK(cuda.rt->target() == "sm_90 (no device)");
+  CHECK(cuda.rt->target() == "sm_90a (no device)");
   std::string key90 = cuda.rt->cache_key(kScale, {});
   setenv("KILN_CUDA_ARCH", "sm_80", 1);
   CHECK(cuda.rt->target() == "sm_80 (no device)");

@@ -218,6 +218,144 @@ TEST_CASE(
   CHECK(tile_of(ro).mma == nullptr);
 }
 
+TEST_CASE("schedule: on a target with warpgroup instructions a 16-bit product runs on wgmma") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;
+  opt.gpu_tile = {};
+  opt.gpu_tile.wgmma = true;  // sm_90a: 128x256 tiles of two warpgroups, 4 stages
+  const std::vector<Env> sizes = {{{"M", 130}, {"N", 9}, {"K", 70}},
+                                  {{"M", 3}, {"N", 5}, {"K", 0}}};
+  auto tile_of = [](const ScheduledKernel& r) -> const LoopNode& {
+    std::vector<const LoopNode*> found;
+    allocs(*r.nest.root, found);
+    REQUIRE_FALSE(found.empty());
+    REQUIRE(found[0]->space == MemorySpace::shared);
+    return *found[0];
+  };
+  auto swizzled = [](const StagedOperand& o, bool k_first) {
+    CHECK(o.swizzle == 128);
+    CHECK(o.k_first == k_first);
+    CHECK(o.k_major == !k_first);  // [rows or lanes][k] where k is contiguous, else [k][...]
+    CHECK(o.vector == 8);
+    CHECK(o.pad == 0);
+    CHECK(o.as_stored);
+  };
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(dtype_name(t));
+    ScheduledKernel r = check_legal(matmul(t), opt, sizes);
+    const LoopNode& tile = tile_of(r);
+    REQUIRE(tile.mma != nullptr);
+    CHECK(tile.mma == find_warpgroup_mma(t, t, DType::f32, 256));
+    CHECK(tile.tile_rows == 128);
+    CHECK(tile.tile_lanes == 256);
+    CHECK(tile.warp_rows == 64);  // a warpgroup's rows
+    CHECK(tile.warp_lanes == 256);
+    CHECK(tile.thread_rows == 1);  // one m64 instruction tile of 128 accumulators a thread
+    CHECK(tile.thread_lanes == 128);
+    CHECK(tile.pack_depth == 64);  // one 128-byte row of k
+    CHECK(tile.stages == 4);
+    CHECK(tile.mma_in_flight == 1);
+    REQUIRE(tile.staged.size() == 2);
+    swizzled(tile.staged[0], true);   // a[i, k]: K-major
+    swizzled(tile.staged[1], false);  // b[k, j]: along its lanes, transposed by the instruction
+    std::string text = loop_nest_to_text(r.nest);
+    CHECK(text.find("tensor cores " + tile.mma->name +
+                    " in warps of 64x256; a pipeline of 4 stages, 1 block of instructions in "
+                    "flight") != std::string::npos);
+    CHECK(text.find("[0] by row, k first, [rows][k], swizzled 128B, chunks of 8, as stored") !=
+          std::string::npos);
+  }
+  // x[i, k] · w[j, k] (nn.Linear's layout): both K-major.
+  KernelBuilder lin;
+  int x = lin.buffer("x", {M, K}), w = lin.buffer("w", {N, K}), y = lin.buffer("y", {M, N});
+  for (Buffer& buf : lin.plan.buffers)
+    buf.dtype = DType::f16;
+  lin.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+  lin.stmt(Statement::Kind::reduce_update, {M, N, K}, y, {it(0), it(1)},
+           op(Op::mul, {load(x, {it(0), it(2)}), load(w, {it(1), it(2)})}));
+  const LoopNode& lt = tile_of(check_legal(lin, opt, sizes));
+  REQUIRE(lt.mma != nullptr);
+  CHECK(lt.mma->warpgroup);
+  swizzled(lt.staged[0], true);
+  swizzled(lt.staged[1], true);
+  // aᵀ · b: a[k, i] is contiguous along its rows: MN-major, transposed by the instruction too
+  // (the warp instruction's tile copies it element by element).
+  KernelBuilder at = matmul(DType::f16);
+  auto a_t = std::const_pointer_cast<ScalarExpr>(at.plan.kernels[0].statements[1].value->args[0]);
+  a_t->index = {it(2), it(0)};
+  at.plan.buffers[0].shape = {K, M};
+  const LoopNode& att = tile_of(check_legal(at, opt, sizes));
+  REQUIRE(att.mma != nullptr);
+  CHECK(att.mma->warpgroup);
+  swizzled(att.staged[0], false);
+  swizzled(att.staged[1], false);
+  // GPU_WGMMA's shape: 128x128 tiles take m64n128k16.
+  ScheduleOptions narrow = opt;
+  narrow.gpu_tile.wgmma_lanes = 128;
+  const LoopNode& nt = tile_of(check_legal(matmul(DType::f16), narrow, sizes));
+  CHECK(nt.mma == find_warpgroup_mma(DType::f16, DType::f16, DType::f32, 128));
+  CHECK(nt.thread_lanes == 64);
+  // f32 and a scaled product take no instruction: the SIMT tile of GPU_TILE; GPU_WGMMA=0 or a
+  // target without them: mma.sync on 128x128 tiles.
+  CHECK(tile_of(check_legal(matmul(DType::f32), opt, sizes)).mma == nullptr);
+  ScheduleOptions off = opt;
+  off.gpu_tile.wgmma_rows = 0;
+  const LoopNode& ot = tile_of(check_legal(matmul(DType::f16), off, sizes));
+  REQUIRE(ot.mma != nullptr);
+  CHECK_FALSE(ot.mma->warpgroup);
+  CHECK(ot.tile_lanes == 128);
+  CHECK(ot.staged[0].swizzle == 0);
+  off = opt;
+  off.gpu_tile.wgmma = false;
+  CHECK_FALSE(tile_of(check_legal(matmul(DType::f16), off, sizes)).mma->warpgroup);
+}
+
+TEST_CASE(
+    "schedule: a block tile keeps a temporary's sum in registers only where no one else reads it") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;
+  opt.gpu_tile = {};
+  const std::vector<Env> sizes = {{{"M", 130}, {"N", 9}, {"K", 70}}};
+  // t[i, j] = Σ a[i, k] b[k, j] in f32 (a temporary), y = f16(t) after it, in one kernel.
+  auto product = [] {
+    KernelBuilder b;
+    int a = b.buffer("a", {M, K}), w = b.buffer("b", {K, N}), t = b.buffer("t", {M, N}),
+        y = b.buffer("y", {M, N});
+    b.plan.buffers[a].dtype = b.plan.buffers[w].dtype = b.plan.buffers[y].dtype = DType::f16;
+    b.plan.buffers[y].kind = BufferKind::output;
+    b.stmt(Statement::Kind::reduce_init, {M, N}, t, {it(0), it(1)});
+    b.stmt(Statement::Kind::reduce_update, {M, N, K}, t, {it(0), it(1)},
+           op(Op::mul, {load(a, {it(0), it(2)}), load(w, {it(2), it(1)})}));
+    auto cast = load(t, {it(0), it(1)});
+    b.stmt(Statement::Kind::assign, {M, N}, y, {it(0), it(1)}, cast);
+    return b;
+  };
+  auto tile_of = [](const ScheduledKernel& r) -> const LoopNode& {
+    std::vector<const LoopNode*> found;
+    allocs(*r.nest.root, found);
+    REQUIRE_FALSE(found.empty());
+    return *found[0];
+  };
+  KernelBuilder alone = product();
+  CHECK(tile_of(check_legal(alone, opt, sizes)).result_in_registers);
+  CHECK(
+      loop_nest_to_text(check_legal(alone, opt, sizes).nest).find("the result in registers only") !=
+      std::string::npos);
+  // A second kernel reads t: it must be stored.
+  KernelBuilder shared = product();
+  shared.plan.kernels.push_back(shared.plan.kernels[0]);
+  shared.plan.kernels[1].statements.erase(shared.plan.kernels[1].statements.begin(),
+                                          shared.plan.kernels[1].statements.begin() + 2);
+  CHECK_FALSE(private_temporary(shared.plan, shared.plan.kernels[0], 2));
+  CHECK_FALSE(tile_of(check_legal(shared, opt, sizes)).result_in_registers);
+  // An output is stored whoever reads it.
+  KernelBuilder out = product();
+  out.plan.buffers[2].kind = BufferKind::output;
+  CHECK_FALSE(tile_of(check_legal(out, opt, sizes)).result_in_registers);
+}
+
 TEST_CASE("schedule: on the GPU a batch of rows runs a block per row, each row across threads") {
   ScheduleOptions opt = untiled();
   opt.backend_gpu = true;
