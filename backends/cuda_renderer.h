@@ -99,4 +99,13 @@ int64_t block_tile_shared_bytes(const LoopNode& tile);
  *  one. */
 LaunchGeometry cuda_launch_geometry(const KernelPlan& plan, const Kernel& k, const int64_t* sizes);
 
+/** One reduction block of block tile `n` on warpgroup instructions (LoopNode::mma with
+ *  warpgroup set; backends/cuda_warpgroup.cpp): per k step and m64 tile one wgmma reading this
+ *  block's stage `stage` of the staged operands through matrix descriptors, the group committed
+ *  and all but LoopNode::mma_in_flight groups waited for. `by_lane` and `k_major` are the staged
+ *  operands'; each line starts with `in`. */
+std::string render_warpgroup_steps(const LoopNode& n, const std::vector<bool>& by_lane,
+                                   const std::vector<bool>& k_major, const std::string& stage,
+                                   const std::string& in);
+
 }  // namespace kiln
