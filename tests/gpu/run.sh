@@ -116,6 +116,20 @@ bench sgemm_4096_vs_torch -- "$ops/nn.toml:matmul" --test M=4096,K=4096,N=4096 -
   --repeat 5
 bench hgemm_4096_vs_torch -- "$ops/nn.toml:matmul" --dtype T=f16 --test M=4096,K=4096,N=4096 \
   --vs torch --repeat 5
+# GEMM layouts and batches on the tensor cores (wgmma on sm_90a; docs/performance.md).
+bench hgemm_8192_vs_torch -- "$ops/nn.toml:matmul" --dtype T=f16 --test M=8192,K=8192,N=8192 \
+  --vs torch --repeat 3
+bench bf16gemm_4096_vs_torch -- "$ops/nn.toml:matmul" --dtype T=bf16 --test M=4096,K=4096,N=4096 \
+  --vs torch --repeat 5
+tc="$bundle/share/kiln/tests/regressions/tensor_core_contractions.toml"
+bench linear_gelu_f16_4096_vs_torch -- "$tc:tc_linear" --dtype T=f16 --test M=4096,K=4096,N=4096 \
+  --vs torch --repeat 5
+bench at_b_f16_4096_vs_torch -- "$tc:tc_at_b" --dtype T=f16 --test M=4096,K=4096,N=4096 \
+  --vs torch --repeat 5
+bench bmm_f16_32x512_vs_torch -- "$ops/nn.toml:bmm" --dtype T=f16 --test B=32,M=512,K=512,N=512 \
+  --vs torch --repeat 5
+bench gpt2_mlp_f16_vs_torch -- "$bundle/share/kiln/tests/regressions/gpt2_mlp_half.toml:gpt2_mlp_half" \
+  --dtype T=f16 --test S=8192,C=768,F=3072 --vs torch --repeat 3
 bench attention_f16_vs_torch -- "$ops/nn.toml:attention" --dtype T=f16 \
   --test B=8,H=16,L=2048,S=2048,D=64 --vs torch --repeat 3
 bench attention_causal_f16_vs_torch -- "$ops/nn.toml:attention" --dtype T=f16 --attr causal=true \
