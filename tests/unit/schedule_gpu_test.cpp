@@ -12,6 +12,22 @@
 using namespace kiln;
 using namespace kiln::test;
 
+namespace {
+
+/** y[i, j] = Σ_k x[i, k] · w[j, k] in f16 (nn.Linear's layout). */
+KernelBuilder linear_f16() {
+  KernelBuilder lin;
+  int x = lin.buffer("x", {M, K}), w = lin.buffer("w", {N, K}), y = lin.buffer("y", {M, N});
+  for (Buffer& buf : lin.plan.buffers)
+    buf.dtype = DType::f16;
+  lin.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+  lin.stmt(Statement::Kind::reduce_update, {M, N, K}, y, {it(0), it(1)},
+           op(Op::mul, {load(x, {it(0), it(2)}), load(w, {it(1), it(2)})}));
+  return lin;
+}
+
+}  // namespace
+
 TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elements in registers") {
   ScheduleOptions opt = untiled();
   opt.backend_gpu = true;
@@ -152,13 +168,7 @@ TEST_CASE(
   }
 
   // x[i, k] · w[j, k] (nn.Linear's layout): both operands read along k, [rows or lanes][k].
-  KernelBuilder lin;
-  int x = lin.buffer("x", {M, K}), w = lin.buffer("w", {N, K}), y = lin.buffer("y", {M, N});
-  for (Buffer& buf : lin.plan.buffers)
-    buf.dtype = DType::f16;
-  lin.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
-  lin.stmt(Statement::Kind::reduce_update, {M, N, K}, y, {it(0), it(1)},
-           op(Op::mul, {load(x, {it(0), it(2)}), load(w, {it(1), it(2)})}));
+  KernelBuilder lin = linear_f16();
   ScheduledKernel rl = check_legal(lin, opt, narrow);
   const LoopNode& lt = tile_of(rl);
   REQUIRE(lt.mma != nullptr);
@@ -267,13 +277,7 @@ TEST_CASE("schedule: on a target with warpgroup instructions a 16-bit product ru
           std::string::npos);
   }
   // x[i, k] · w[j, k] (nn.Linear's layout): both K-major.
-  KernelBuilder lin;
-  int x = lin.buffer("x", {M, K}), w = lin.buffer("w", {N, K}), y = lin.buffer("y", {M, N});
-  for (Buffer& buf : lin.plan.buffers)
-    buf.dtype = DType::f16;
-  lin.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
-  lin.stmt(Statement::Kind::reduce_update, {M, N, K}, y, {it(0), it(1)},
-           op(Op::mul, {load(x, {it(0), it(2)}), load(w, {it(1), it(2)})}));
+  KernelBuilder lin = linear_f16();
   const LoopNode& lt = tile_of(check_legal(lin, opt, sizes));
   REQUIRE(lt.mma != nullptr);
   CHECK(lt.mma->warpgroup);
