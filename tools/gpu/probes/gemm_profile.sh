@@ -16,7 +16,7 @@ echo "== probe (first variant: n256, b N-major, 4 stages, one group in flight)"
 ncu --clock-control none -k regex:gemm --launch-skip 1 --launch-count 1 $sections \
   "$out/w" >"$out/ncu_probe.txt" 2>&1; grep -vE "^==PROF==|^ *-+ *$|^$" "$out/ncu_probe.txt" | tail -60
 echo "== kiln hgemm 4096"
-ncu --clock-control none -k regex:kiln_matmul --launch-skip 2 --launch-count 1 $sections \
+KILN_CUDA_GRAPHS=0 ncu --clock-control none -k regex:kiln_matmul --launch-skip 2 --launch-count 1 $sections \
   "$bundle/kiln" bench "$bundle/share/kiln/ops/nn.toml:matmul" --runtime cuda --dtype T=f16 \
   --test M=4096,K=4096,N=4096 --repeat 3 >"$out/ncu_kiln.txt" 2>&1; grep -vE "^==PROF==|^ *-+ *$|^$" "$out/ncu_kiln.txt" | tail -60
 "$bundle/kiln" compile "$bundle/share/kiln/ops/nn.toml:matmul" --runtime cuda --dtype T=f16 -o "$out/kiln_hgemm.cu" >/dev/null
