@@ -350,7 +350,7 @@ bool result_in_registers(const KernelPlan& plan, const Kernel& k, const Statemen
     if (!body.count(static_cast<int>(i)) &&
         (k.statements[i].buffer == s.buffer || reads_buffer(k.statements[i], s.buffer)))
       return false;
-  return private_temporary(plan, k, s.buffer);
+  return private_temporary(plan, s.buffer);
 }
 
 /** Row tiles per group of the walk over a matrix's tiles. */
@@ -472,10 +472,10 @@ class Tiler {
 
 }  // namespace
 
-bool private_temporary(const KernelPlan& plan, const Kernel&, int buffer) {
+bool private_temporary(const KernelPlan& plan, int buffer) {
   if (plan.buffers.at(buffer).kind != BufferKind::temp) return false;
-  // `k` writes it: no second kernel of the plan may access it (kernels share names, and `k`
-  // may be a copy of the plan's).
+  // Counted, not compared with the kernel that writes it: kernels share names, and the one
+  // being scheduled may be a copy of the plan's.
   int accessing = 0;
   for (const Kernel& other : plan.kernels) {
     bool touches = false;

@@ -90,9 +90,10 @@ LoopNodePtr block_tile_loop(const std::string& iter, const AstExprPtr& count,
  *  tile loop to blocks; returns how many it tiled. */
 int gpu_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest, const GpuTileShape& shape);
 
-/** Whether `buffer` is a temporary that no kernel of `plan` but `k` accesses: a block tile may
- *  keep such a reduction's result in registers (LoopNode::result_in_registers). */
-bool private_temporary(const KernelPlan& plan, const Kernel& k, int buffer);
+/** Whether `buffer` is a temporary that at most one kernel of `plan` accesses: a block tile of
+ *  that kernel may keep such a reduction's result in registers
+ *  (LoopNode::result_in_registers). */
+bool private_temporary(const KernelPlan& plan, int buffer);
 
 /** Whether kernel `k` has a statement gpu_tile may apply to (a sum reduction over a domain of
  *  rank 3 or more whose loads each leave some iterator unused): schedule_kernel then leaves its

@@ -81,7 +81,7 @@ std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
         key += tileable_statement(plan, s, {iterator_name(static_cast<int>(a))}) ? "t" : "-";
       key += gpu_contraction_statement(s) ? "g" : "-";  // scheduler/gpu_tile.h
       // A block tile keeps the result of a temporary no other kernel accesses in registers.
-      key += private_temporary(plan, k, s.buffer) ? "p" : "-";
+      key += private_temporary(plan, s.buffer) ? "p" : "-";
       if (s.value) key += " " + value_shape(*s.value);
       // The matrix unit takes products of bf16 or 8-bit loads only, the operands' types.
       key += matrix_statement(plan, s, true, true) ? "m" : "-";

@@ -343,16 +343,15 @@ TEST_CASE(
     return *found[0];
   };
   KernelBuilder alone = product();
-  CHECK(tile_of(check_legal(alone, opt, sizes)).result_in_registers);
-  CHECK(
-      loop_nest_to_text(check_legal(alone, opt, sizes).nest).find("the result in registers only") !=
-      std::string::npos);
+  const ScheduledKernel ra = check_legal(alone, opt, sizes);
+  CHECK(tile_of(ra).result_in_registers);
+  CHECK(loop_nest_to_text(ra.nest).find("the result in registers only") != std::string::npos);
   // A second kernel reads t: it must be stored.
   KernelBuilder shared = product();
   shared.plan.kernels.push_back(shared.plan.kernels[0]);
   shared.plan.kernels[1].statements.erase(shared.plan.kernels[1].statements.begin(),
                                           shared.plan.kernels[1].statements.begin() + 2);
-  CHECK_FALSE(private_temporary(shared.plan, shared.plan.kernels[0], 2));
+  CHECK_FALSE(private_temporary(shared.plan, 2));
   CHECK_FALSE(tile_of(check_legal(shared, opt, sizes)).result_in_registers);
   // An output is stored whoever reads it.
   KernelBuilder out = product();
