@@ -278,7 +278,8 @@ TEST_CASE("schedule: on a target with warpgroup instructions a 16-bit product ru
   }
   // x[i, k] · w[j, k] (nn.Linear's layout): both K-major.
   KernelBuilder lin = linear_f16();
-  const LoopNode& lt = tile_of(check_legal(lin, opt, sizes));
+  const ScheduledKernel r_lt = check_legal(lin, opt, sizes);
+  const LoopNode& lt = tile_of(r_lt);
   REQUIRE(lt.mma != nullptr);
   CHECK(lt.mma->warpgroup);
   swizzled(lt.staged[0], true);
@@ -289,7 +290,8 @@ TEST_CASE("schedule: on a target with warpgroup instructions a 16-bit product ru
   auto a_t = std::const_pointer_cast<ScalarExpr>(at.plan.kernels[0].statements[1].value->args[0]);
   a_t->index = {it(2), it(0)};
   at.plan.buffers[0].shape = {K, M};
-  const LoopNode& att = tile_of(check_legal(at, opt, sizes));
+  const ScheduledKernel r_att = check_legal(at, opt, sizes);
+  const LoopNode& att = tile_of(r_att);
   REQUIRE(att.mma != nullptr);
   CHECK(att.mma->warpgroup);
   swizzled(att.staged[0], false);
@@ -297,7 +299,8 @@ TEST_CASE("schedule: on a target with warpgroup instructions a 16-bit product ru
   // GPU_WGMMA's shape: 128x128 tiles take m64n128k16.
   ScheduleOptions narrow = opt;
   narrow.gpu_tile.wgmma_lanes = 128;
-  const LoopNode& nt = tile_of(check_legal(matmul(DType::f16), narrow, sizes));
+  const ScheduledKernel r_nt = check_legal(matmul(DType::f16), narrow, sizes);
+  const LoopNode& nt = tile_of(r_nt);
   CHECK(nt.mma == find_warpgroup_mma(DType::f16, DType::f16, DType::f32, 128));
   CHECK(nt.thread_lanes == 64);
   // f32 and a scaled product take no instruction: the SIMT tile of GPU_TILE; GPU_WGMMA=0 or a
@@ -305,7 +308,8 @@ TEST_CASE("schedule: on a target with warpgroup instructions a 16-bit product ru
   CHECK(tile_of(check_legal(matmul(DType::f32), opt, sizes)).mma == nullptr);
   ScheduleOptions off = opt;
   off.gpu_tile.wgmma_rows = 0;
-  const LoopNode& ot = tile_of(check_legal(matmul(DType::f16), off, sizes));
+  const ScheduledKernel r_ot = check_legal(matmul(DType::f16), off, sizes);
+  const LoopNode& ot = tile_of(r_ot);
   REQUIRE(ot.mma != nullptr);
   CHECK_FALSE(ot.mma->warpgroup);
   CHECK(ot.tile_lanes == 128);

@@ -231,11 +231,13 @@ TEST_CASE("schedule: an 8-bit integer product runs on VNNI vectors where there i
 
     ScheduleOptions amx = opt;
     amx.micro.amx_int8 = true;
-    for (const LoopNode* a : nodes_of(*check_legal(b, amx, sizes).nest.root, LoopNode::Kind::alloc))
+    const ScheduledKernel ra = check_legal(b, amx, sizes);
+    for (const LoopNode* a : nodes_of(*ra.nest.root, LoopNode::Kind::alloc))
       CHECK(a->dot_bytes == 0);
     ScheduleOptions off = opt;
     off.micro.dot_bytes = 0;
-    for (const LoopNode* a : nodes_of(*check_legal(b, off, sizes).nest.root, LoopNode::Kind::alloc))
+    const ScheduledKernel ro = check_legal(b, off, sizes);
+    for (const LoopNode* a : nodes_of(*ro.nest.root, LoopNode::Kind::alloc))
       CHECK(a->tile_rows == 0);
   }
 }
@@ -299,8 +301,8 @@ TEST_CASE("schedule: a bf16 product runs on vdpbf16ps vectors where there is no 
     ScheduleOptions amx = opt;
     amx.micro.amx_bf16 = true;
     int amx_tiles = 0;
-    for (const LoopNode* a :
-         nodes_of(*check_legal(b, amx, sizes).nest.root, LoopNode::Kind::alloc)) {
+    const ScheduledKernel ra = check_legal(b, amx, sizes);
+    for (const LoopNode* a : nodes_of(*ra.nest.root, LoopNode::Kind::alloc)) {
       CHECK(a->dot_bytes == 0);
       amx_tiles += a->matrix && a->pack_depth == 0 && a->tile_rows == 32;
     }
@@ -308,8 +310,8 @@ TEST_CASE("schedule: a bf16 product runs on vdpbf16ps vectors where there is no 
     ScheduleOptions off = opt;
     off.micro.bf16_dot_bytes = 0;
     int vector_tiles = 0;
-    for (const LoopNode* a :
-         nodes_of(*check_legal(b, off, sizes).nest.root, LoopNode::Kind::alloc)) {
+    const ScheduledKernel ro = check_legal(b, off, sizes);
+    for (const LoopNode* a : nodes_of(*ro.nest.root, LoopNode::Kind::alloc)) {
       CHECK_FALSE(a->matrix);
       vector_tiles += a->tile_rows == 3;
     }
