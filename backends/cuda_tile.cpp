@@ -390,6 +390,18 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
                      k_first[q] ? k00 : k00 + " + " + str(step), "0");
         s += in + "const int64_t " + N + "_d" + Q + " = " + N + "_g" + Q + "f - " + N + "_g" + Q +
              ", " + N + "_dp" + Q + " = " + N + "_g" + Q + "p - " + N + "_g" + Q + ";\n";
+        // Whether every chunk of the operand lies inside the tile's rows (or lanes) at an
+        // aligned address at every block: its last row or lane in the domain (the bounds are
+        // rectangular, as last_in assumes), chunk 0 aligned, and the chunks' and blocks'
+        // strides whole chunks. Blocks wholly inside the reduction then copy without a check.
+        const std::string last_x = by_lane[q] ? li : ri;
+        const AstExprPtr last = ast_op(
+            "add", {ast_iter(N + (by_lane[q] ? "_l0" : "_r0")), ast_int((by_lane[q] ? L : R) - 1)});
+        s += in + "const bool " + N + "_full" + Q + " = " +
+             ast_expr_to_c(
+                 *substitute(by_lane[q] ? n.tile_lane_cond : n.tile_row_cond, last_x, last)) +
+             " && ((uint64_t)" + N + "_g" + Q + " & 15) == 0 && " + N + "_dp" + Q + " % " + str(V) +
+             " == 0 && (" + N + "_d" + Q + " * " + str(D) + ") % " + str(V) + " == 0;\n";
       }
     if (strided)
       for (size_t q = 0; q < loads.size(); ++q) {
@@ -436,11 +448,22 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
              " * " + N + "_d" + Q + ";\n";
         t += p2 + "const uint32_t " + N + "_sb = kiln_smem_addr(" + N + "_s" + Q + "[" + stage +
              "]);\n";
+        // Inside the domain: one cp.async a chunk, no checks.
+        auto at_p = [&](const std::string& indent) {
+          return indent + "const int " + x + " = " + N + "_x0_" + Q +
+                 (k_first[q] ? " + " + str(step) + " * " + N + "_p" : "") + ", " + kk + " = " + N +
+                 "_kk0_" + Q + (k_first[q] ? "" : " + " + str(step) + " * " + N + "_p") + ";\n";
+        };
+        t +=
+            p2 + "if (" + N + "_full" + Q + " && " + base + " + " + str(D) + " <= " + N + "_K) {\n";
+        t += p3 + "#pragma unroll\n" + p3 + "for (int " + N + "_p = 0; " + N + "_p < " + str(per) +
+             "; ++" + N + "_p) {\n" + at_p(p4);
+        t += p4 + "kiln_cp_async16_to(" + N + "_sb + " + str(n.staged[q].element_bytes) + " * (" +
+             swizzled_at(q, x, kk) + "), " + N + "_ab + " + N + "_p * " + N + "_dp" + Q + ");\n";
+        t += p3 + "}\n" + p2 + "} else\n";
         t += p2 + "#pragma unroll\n" + p2 + "for (int " + N + "_p = 0; " + N + "_p < " + str(per) +
              "; ++" + N + "_p) {\n";
-        t += p3 + "const int " + x + " = " + N + "_x0_" + Q +
-             (k_first[q] ? " + " + str(step) + " * " + N + "_p" : "") + ", " + kk + " = " + N +
-             "_kk0_" + Q + (k_first[q] ? "" : " + " + str(step) + " * " + N + "_p") + ";\n";
+        t += at_p(p3);
         t += p3 + "const " + T + "* " + N + "_a = " + N + "_ab + " + N + "_p * " + N + "_dp" + Q +
              ";\n";
         t += p3 + "bool " + N + "_done = false;\n" + p3 + "{\n" + p4 + coords(q, base, "0");

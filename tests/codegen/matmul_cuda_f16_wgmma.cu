@@ -357,6 +357,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
         tile0_g0p = &b0[(s_K * i0 + i2)];
       }
       const int64_t tile0_d0 = tile0_g0f - tile0_g0, tile0_dp0 = tile0_g0p - tile0_g0;
+      const bool tile0_full0 = ((tile0_r0 + 127) < s_M) && ((uint64_t)tile0_g0 & 15) == 0 && tile0_dp0 % 8 == 0 && (tile0_d0 * 64) % 8 == 0;
       const int tile0_x0_1 = threadIdx.x % 32 * 8, tile0_kk0_1 = threadIdx.x / 32;
       const uint16_t* tile0_g1;
       {
@@ -386,6 +387,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
         tile0_g1p = &b1[(s_N * i2 + i1)];
       }
       const int64_t tile0_d1 = tile0_g1f - tile0_g1, tile0_dp1 = tile0_g1p - tile0_g1;
+      const bool tile0_full1 = ((tile0_l0 + 255) < s_N) && ((uint64_t)tile0_g1 & 15) == 0 && tile0_dp1 % 8 == 0 && (tile0_d1 * 64) % 8 == 0;
       const int64_t tile0_nb = (tile0_K + 63) / 64;
       #pragma unroll 1
       for (int tile0_b = 0; tile0_b < 2; ++tile0_b) {
@@ -394,6 +396,13 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           {
             const uint16_t* tile0_ab = tile0_g0 + tile0_k * tile0_d0;
             const uint32_t tile0_sb = kiln_smem_addr(tile0_s0[tile0_b]);
+            if (tile0_full0 && tile0_k + 64 <= tile0_K) {
+              #pragma unroll
+              for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+                const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
+                kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) * 64 + ((((tile0_kk) / 8) ^ ((tile0_x) % 8)) * 8) + (tile0_kk) % 8), tile0_ab + tile0_p * tile0_dp0);
+              }
+            } else
             #pragma unroll
             for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
               const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
@@ -425,6 +434,13 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           {
             const uint16_t* tile0_ab = tile0_g1 + tile0_k * tile0_d1;
             const uint32_t tile0_sb = kiln_smem_addr(tile0_s1[tile0_b]);
+            if (tile0_full1 && tile0_k + 64 <= tile0_K) {
+              #pragma unroll
+              for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
+                const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
+                kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) / 64 * 4096 + (tile0_kk) * 64 + ((((tile0_x) % 64 / 8) ^ ((tile0_kk) % 8)) * 8) + (tile0_x) % 8), tile0_ab + tile0_p * tile0_dp1);
+              }
+            } else
             #pragma unroll
             for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
               const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
@@ -466,6 +482,13 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           {
             const uint16_t* tile0_ab = tile0_g0 + tile0_k * tile0_d0;
             const uint32_t tile0_sb = kiln_smem_addr(tile0_s0[tile0_ws]);
+            if (tile0_full0 && tile0_k + 64 <= tile0_K) {
+              #pragma unroll
+              for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+                const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
+                kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) * 64 + ((((tile0_kk) / 8) ^ ((tile0_x) % 8)) * 8) + (tile0_kk) % 8), tile0_ab + tile0_p * tile0_dp0);
+              }
+            } else
             #pragma unroll
             for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
               const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
@@ -497,6 +520,13 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           {
             const uint16_t* tile0_ab = tile0_g1 + tile0_k * tile0_d1;
             const uint32_t tile0_sb = kiln_smem_addr(tile0_s1[tile0_ws]);
+            if (tile0_full1 && tile0_k + 64 <= tile0_K) {
+              #pragma unroll
+              for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
+                const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
+                kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) / 64 * 4096 + (tile0_kk) * 64 + ((((tile0_x) % 64 / 8) ^ ((tile0_kk) % 8)) * 8) + (tile0_x) % 8), tile0_ab + tile0_p * tile0_dp1);
+              }
+            } else
             #pragma unroll
             for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
               const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
