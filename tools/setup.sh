@@ -5,13 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config
-          libtomlplusplus-dev libisl-dev doctest-dev libcli11-dev nettle-dev
+          libtomlplusplus-dev libisl-dev doctest-dev libcli11-dev nettle-dev nlohmann-json3-dev
           llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libomp-19-dev
           libopenblas-dev)
 # the libFuzzer build (-DKILN_FUZZ=ON, docs/testing.md) needs clang's runtime libraries too and
 # builds the fuzz target alone
 targets=()
-case " $* " in *" -DKILN_FUZZ=ON "*) packages+=(libclang-rt-19-dev); targets=(kiln_spec_fuzzer) ;; esac
+case " $* " in *" -DKILN_FUZZ=ON "*) packages+=(libclang-rt-19-dev); targets=(kiln_spec_fuzzer kiln_safetensors_fuzzer) ;; esac
 # The Python package (python/, docs/python.md) is built with the default build: a virtual
 # environment BUILD/venv from Debian's Python with nanobind, scikit-build-core, NumPy and pytest
 # from PyPI. Not for the sanitizer and fuzzing builds, nor with -DKILN_PYTHON=OFF.

@@ -160,6 +160,49 @@ class Compiled {
   std::unique_ptr<Impl> impl_;
 };
 
+/** A safetensors weights file (the format models are shipped in: docs/api.md "Weights"),
+ *  mapped read-only for as long as the object lives. A tensor's data() points into the
+ *  mapping — nothing is read or copied until a kernel touches it — and goes to Compiled::run()
+ *  as an input buffer as it is. Move-only. */
+class Weights {
+ public:
+  /** Maps and checks the file. Throws std::runtime_error naming the file (and the tensor) for
+   *  a file that cannot be read or is not a well-formed safetensors file: truncated, a header
+   *  longer than the file, offsets outside the data or overlapping, a byte count that is not
+   *  its shape's, an unknown dtype. */
+  static Weights open(const std::string& path);
+
+  /** The tensors' names, in the order of their data. */
+  std::vector<std::string> names() const;
+  bool has(const std::string& name) const;
+  /** Kiln's spelling of its dtype ("f32", "bf16", "bool", ...). */
+  std::string dtype(const std::string& name) const;
+  std::vector<int64_t> shape(const std::string& name) const;
+  /** Its elements, dense and row-major, in the mapping; aligned as the file places them (files
+   *  that the safetensors library writes align each tensor to its element size). */
+  const void* data(const std::string& name) const;
+  size_t byte_size(const std::string& name) const;
+  /** The header's "__metadata__" strings. */
+  std::map<std::string, std::string> metadata() const;
+  /** Checks tensor `name` (default: `input`) against input `input` of `c` — its dtype, its
+   *  rank and each dimension — and returns the size variables its dimensions bind (a dimension
+   *  that is one size variable binds it; any other must equal the value it evaluates to from
+   *  `sizes` and the bindings so far). Throws std::invalid_argument naming both on a mismatch
+   *  or an unknown name. */
+  std::map<std::string, int64_t> bind(const Compiled& c, const std::string& input,
+                                      const std::string& name = "",
+                                      const std::map<std::string, int64_t>& sizes = {}) const;
+
+  Weights(Weights&&) noexcept;
+  Weights& operator=(Weights&&) noexcept;
+  ~Weights();
+  struct Impl;
+
+ private:
+  explicit Weights(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 /** Compiles composite `composite` of `spec` for `runtime`: a runtime name ("clang", "cc"), a
  *  descriptor path ending in `.toml`, or "interp" (the reference interpreter, no compiler).
  *  Throws InvalidSpec when lowering finds an error, std::invalid_argument for an unknown

@@ -266,7 +266,7 @@ TEST_CASE("cli: run --save writes each output as .npy; --input reads one, bindin
     std::string args, expect;
   };
   const Case bad[] = {
-      {"--input x=" + file + " --test N=11", "--test N=11, but x's file has 10 there"},
+      {"--input x=" + file + " --test N=11", "--test N=11, but --input x has 10 there"},
       {"--input x=" + file + " --dtype T=f16", "the input is f16, the file holds f32"},
       {"--input y=" + file, "'softmax' has no input 'y'"},
       {"--input x=" + dir + "/none.npy", "cannot open it"},

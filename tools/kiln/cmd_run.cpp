@@ -25,6 +25,7 @@ struct RunOptions : RunRequest {
   int debug = 0;
   bool no_check = false;  ///< no interpreter: the compiled code's outputs are not compared
   std::vector<std::string> inputs;  ///< --input NAME=FILE.npy
+  std::string weights;              ///< --weights FILE.safetensors
   std::string save;                 ///< --save DIR
   std::string trace;                ///< --trace FILE.json
 };
@@ -103,6 +104,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "An input from a NumPy file, NAME=FILE.npy (repeatable); its shape binds the "
                   "sizes it spells and the batch dimensions")
       ->delimiter(',');
+  cmd->add_option("--weights", o->weights,
+                  "Inputs from a safetensors file: each input the file holds under its name (or "
+                  "with '.' for '_'); their shapes bind sizes as --input's do");
   cmd->add_option("--save", o->save, "Write each output to DIR/NAME.npy");
   cmd->add_option("--trace", o->trace,
                   "Write a Chrome/Perfetto trace (JSON) of lowering, the pipeline stages, "
@@ -125,7 +129,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
     Loaded l;
     load_selection(o->sel, l);
     if (trace) trace->span_since("load spec", "front end", t0);
-    std::map<std::string, Tensor> given = read_inputs(o->inputs);
+    GivenInputs given = read_inputs(o->inputs);
+    if (!o->weights.empty()) read_weights(o->weights, l, given);
     SizeBindings sizes = given.empty() ? bind_sizes(l, o->test)
                                        : bind_from_inputs(l, given, o->test, o->sel.batch.empty());
     if (o->specialize) l.options.fixed_sizes = sizes;

@@ -1,9 +1,12 @@
 #include "tools/kiln/run_files.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "ir/npy.h"
+#include "ir/safetensors.h"
 
 namespace kiln::cli {
 
@@ -18,8 +21,8 @@ std::string dims_str(const std::vector<int64_t>& dims) {
 
 }  // namespace
 
-std::map<std::string, Tensor> read_inputs(const std::vector<std::string>& items) {
-  std::map<std::string, Tensor> out;
+GivenInputs read_inputs(const std::vector<std::string>& items) {
+  GivenInputs out;
   for (const std::string& item : items) {
     auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
@@ -27,7 +30,7 @@ std::map<std::string, Tensor> read_inputs(const std::vector<std::string>& items)
     std::string name = item.substr(0, eq), path = item.substr(eq + 1);
     if (out.count(name)) throw UsageError("--input names '" + name + "' twice");
     try {
-      out[name] = read_npy(path);
+      out[name] = {read_npy(path), "--input " + name};
     } catch (const NpyError& e) {
       throw UsageError(std::string("--input ") + name + ": " + e.what());
     }
@@ -35,25 +38,24 @@ std::map<std::string, Tensor> read_inputs(const std::vector<std::string>& items)
   return out;
 }
 
-SizeBindings bind_from_inputs(Loaded& l, const std::map<std::string, Tensor>& given,
-                              const std::string& test, bool batch_from_files) {
+SizeBindings bind_from_inputs(Loaded& l, const GivenInputs& given, const std::string& test,
+                              bool batch_from_files) {
   for (const auto& [name, t] : given) {
     bool known = false;
     for (const Param& p : l.comp->inputs)
       known |= p.name == name;
-    if (!known)
-      throw UsageError("--input " + name + ": '" + l.comp->name + "' has no input '" + name + "'");
+    if (!known) throw UsageError(t.origin + ": '" + l.comp->name + "' has no input '" + name + "'");
   }
   if (batch_from_files)
     for (const Param& p : l.comp->inputs) {
       auto it = given.find(p.name);
       if (it == given.end() || !p.type.batch) continue;
-      int64_t extra =
-          static_cast<int64_t>(it->second.dims.size()) - static_cast<int64_t>(p.type.dims.size());
+      const std::vector<int64_t>& dims = it->second.tensor.dims;
+      int64_t extra = static_cast<int64_t>(dims.size()) - static_cast<int64_t>(p.type.dims.size());
       if (extra < 0)
-        throw UsageError("--input " + p.name + ": the file's shape " + dims_str(it->second.dims) +
+        throw UsageError(it->second.origin + ": the file's shape " + dims_str(dims) +
                          " has fewer dimensions than " + p.type.text);
-      l.batch.assign(it->second.dims.begin(), it->second.dims.begin() + extra);
+      l.batch.assign(dims.begin(), dims.begin() + extra);
       l.settings.batch_rank = static_cast<int>(extra);
       l.options = usage_error_of([&] { return lower_options(*l.comp, l.settings); });
       break;
@@ -66,16 +68,16 @@ SizeBindings bind_from_inputs(Loaded& l, const std::map<std::string, Tensor>& gi
     auto it = given.find(g[in].name);
     if (it == given.end()) continue;
     const Shape& shape = g[in].shape;
-    const std::vector<int64_t>& dims = it->second.dims;
+    const std::vector<int64_t>& dims = it->second.tensor.dims;
     if (dims.size() != shape.size())
-      throw UsageError("--input " + it->first + ": the file's shape " + dims_str(dims) + " has " +
+      throw UsageError(it->second.origin + ": the file's shape " + dims_str(dims) + " has " +
                        std::to_string(dims.size()) + " dimensions; the input has " +
                        std::to_string(shape.size()) + " (" + shape_str(shape) + ")");
     for (size_t d = 0; d < dims.size(); ++d)
       if (std::optional<std::string> v = shape[d].as_var()) {
         if (named.count(*v) && named.at(*v) != dims[d])
           throw UsageError("--test " + *v + "=" + std::to_string(named.at(*v)) + ", but " +
-                           it->first + "'s file has " + std::to_string(dims[d]) + " there");
+                           it->second.origin + " has " + std::to_string(dims[d]) + " there");
         sizes[*v] = dims[d];
       }
   }
@@ -83,20 +85,20 @@ SizeBindings bind_from_inputs(Loaded& l, const std::map<std::string, Tensor>& gi
     auto it = given.find(g[in].name);
     if (it == given.end()) continue;
     std::vector<int64_t> want = usage_error_of([&] { return eval_shape(g[in].shape, sizes); });
-    if (want != it->second.dims)
-      throw UsageError("--input " + it->first + ": the file's shape " + dims_str(it->second.dims) +
-                       " is not the input's " + shape_str(g[in].shape) + " = " + dims_str(want));
+    if (want != it->second.tensor.dims)
+      throw UsageError(it->second.origin + ": the file's shape " +
+                       dims_str(it->second.tensor.dims) + " is not the input's " +
+                       shape_str(g[in].shape) + " = " + dims_str(want));
   }
   return sizes;
 }
 
-void use_given_inputs(const Graph& g, const std::map<std::string, Tensor>& given,
-                      std::vector<Tensor>& inputs) {
+void use_given_inputs(const Graph& g, const GivenInputs& given, std::vector<Tensor>& inputs) {
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const Node& n = g[g.inputs[k]];
     auto it = given.find(n.name);
     if (it == given.end()) continue;
-    const Tensor& file = it->second;
+    const Tensor& file = it->second.tensor;
     if (file.dtype == n.dtype) {
       inputs[k] = file;
     } else if (n.dtype == DType::bf16 && (file.dtype == DType::f32 || file.dtype == DType::f16)) {
@@ -105,11 +107,50 @@ void use_given_inputs(const Graph& g, const std::map<std::string, Tensor>& given
         t.set(e, file.at(e));
       inputs[k] = std::move(t);
     } else {
-      throw UsageError("--input " + n.name + ": the input is " + std::string(dtype_name(n.dtype)) +
+      throw UsageError(it->second.origin + ": the input is " + std::string(dtype_name(n.dtype)) +
                        ", the file holds " + std::string(dtype_name(file.dtype)) +
                        " (convert it, or choose the dtype with --dtype)");
     }
   }
+}
+
+void read_weights(const std::string& path, const Loaded& l, GivenInputs& given) {
+  std::optional<SafetensorsFile> file;
+  try {
+    file.emplace(path);
+  } catch (const SafetensorsError& e) {
+    throw UsageError(std::string("--weights ") + e.what());
+  }
+  // Each tensor under its name and under its name with '.' read as '_'.
+  std::map<std::string, std::vector<const SafetensorsEntry*>> as_identifier;
+  for (const SafetensorsEntry& e : file->header().tensors) {
+    std::string id = e.name;
+    std::replace(id.begin(), id.end(), '.', '_');
+    if (id != e.name) as_identifier[id].push_back(&e);
+  }
+  std::string names;
+  size_t found = 0;
+  for (const Param& p : l.comp->inputs) {
+    names += (names.empty() ? "" : ", ") + p.name;
+    const SafetensorsEntry* e = file->find(p.name);
+    if (!e && as_identifier.count(p.name)) {
+      const std::vector<const SafetensorsEntry*>& v = as_identifier.at(p.name);
+      if (v.size() > 1)
+        throw UsageError("--weights " + path + ": tensors '" + v[0]->name + "' and '" + v[1]->name +
+                         "' both read as input '" + p.name + "'");
+      e = v[0];
+    }
+    if (!e) continue;
+    if (given.count(p.name))
+      throw UsageError("--weights " + path + ": input '" + p.name + "' is given by " +
+                       given.at(p.name).origin + " too");
+    given[p.name] = {file->tensor(*e), "--weights " + path + ": tensor '" + e->name + "'" +
+                                           (e->name == p.name ? "" : " (input " + p.name + ")")};
+    ++found;
+  }
+  if (found == 0)
+    throw UsageError("--weights " + path + ": the file holds none of '" + l.comp->name +
+                     "''s inputs (" + names + ")");
 }
 
 void save_outputs(const std::string& dir, const Graph& g, const std::vector<Tensor>& outputs) {
