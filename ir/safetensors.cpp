@@ -158,7 +158,9 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
-    void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    // Copy-on-write: a caller that writes into a tensor (a PyTorch tensor over it) changes its
+    // own pages, never the file.
+    void* m = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) {
       const int err = errno;
       ::close(fd);

@@ -50,7 +50,8 @@ struct SafetensorsHeader {
  *  messages. Throws SafetensorsError. */
 SafetensorsHeader parse_safetensors(const void* data, size_t size, const std::string& name);
 
-/** A safetensors file mapped into memory, read-only, for as long as the object lives. */
+/** A safetensors file mapped into memory for as long as the object lives: copy-on-write, so
+ *  that a write into a tensor changes this process's pages and never the file. */
 class SafetensorsFile {
  public:
   /** Maps and checks the file at `path`. Throws SafetensorsError. */

@@ -11,10 +11,11 @@ from ._errors import SpecError
 from ._info import Cache, ConfigKey, RuntimeInfo, config_keys, runtimes
 from ._spec import Spec, load
 from ._torch import torch_op
+from ._weights import Weights
 
 Kernel = _core.Kernel
 cache = Cache()
 __version__ = "0.1.0"
 
-__all__ = ["Cache", "ConfigKey", "Kernel", "RuntimeInfo", "Spec", "SpecError", "cache",
+__all__ = ["Cache", "ConfigKey", "Kernel", "RuntimeInfo", "Spec", "SpecError", "Weights", "cache",
            "config_keys", "load", "runtimes", "torch_op"]

@@ -3,6 +3,7 @@
 // cache, all through the public C++ API (include/kiln/kiln.h). Spec errors become
 // kiln.SpecError with the file, line and column; caller mistakes ValueError or TypeError.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -47,6 +48,32 @@ kiln::Compiled compile(const kiln::Spec& spec, const std::string& composite,
   s.cache_dir = cache_dir;
   nb::gil_scoped_release release;  // compiling takes milliseconds to seconds
   return kiln::compile(spec, composite, runtime, s);
+}
+
+/** A dtype spelling as DLPack's, for arrays over a weights file. */
+nb::dlpack::dtype dlpack_dtype(const std::string& t) {
+  using Code = nb::dlpack::dtype_code;
+  auto of = [](Code c, int bits) {
+    return nb::dlpack::dtype{static_cast<uint8_t>(c), static_cast<uint8_t>(bits), 1};
+  };
+  if (t == "f64" || t == "f32" || t == "f16") return of(Code::Float, std::stoi(t.substr(1)));
+  if (t == "bf16") return of(Code::Bfloat, 16);
+  if (t == "bool") return of(Code::Bool, 8);
+  if (t[0] == 'u') return of(Code::UInt, std::stoi(t.substr(1)));
+  return of(Code::Int, std::stoi(t.substr(1)));
+}
+
+/** Tensor `name` of the Weights `self` as an array over its mapping, which `self` keeps. A bf16
+ *  tensor reads as its uint16 bits where `bits_for_bf16` (NumPy has no bfloat16). */
+template <class Framework>
+nb::ndarray<Framework> weight_array(nb::handle self, const std::string& name, bool bits_for_bf16) {
+  const kiln::Weights& w = nb::cast<const kiln::Weights&>(self);
+  const std::vector<int64_t> dims = w.shape(name);
+  std::vector<size_t> shape(dims.begin(), dims.end());
+  std::string t = w.dtype(name);
+  if (bits_for_bf16 && t == "bf16") t = "u16";
+  return nb::ndarray<Framework>(const_cast<void*>(w.data(name)), shape.size(), shape.data(), self,
+                                nullptr, dlpack_dtype(t));
 }
 
 }  // namespace
@@ -122,6 +149,26 @@ NB_MODULE(_core, m) {
       },
       "spec"_a, "composite"_a, "runtime"_a, "dtypes"_a, "attrs"_a, "batch_rank"_a, "config"_a,
       "fixed_sizes"_a, "cache_dir"_a, "allocate"_a);
+
+  nb::class_<kiln::Weights>(m, "Weights")
+      .def_static("open", &kiln::Weights::open, "path"_a)
+      .def_prop_ro("names", &kiln::Weights::names)
+      .def_prop_ro("metadata", &kiln::Weights::metadata)
+      .def("has", &kiln::Weights::has, "name"_a)
+      .def("dtype", &kiln::Weights::dtype, "name"_a)
+      .def("shape", &kiln::Weights::shape, "name"_a)
+      .def(
+          "array",
+          [](nb::handle self, const std::string& name) {
+            return weight_array<nb::numpy>(self, name, true);
+          },
+          "name"_a)
+      .def(
+          "tensor",
+          [](nb::handle self, const std::string& name) {
+            return weight_array<nb::pytorch>(self, name, false);
+          },
+          "name"_a);
 
   m.def("config_knobs", [] {
     nb::list out;

@@ -31,7 +31,7 @@ def test_torch_example():
     assert run(examples()[1]).startswith("tensor([1.0000, 1.5000, 2.0000,")
 
 
-def test_type_stubs_name_what_the_package_has():
+def test_type_stubs_name_what_the_package_has(tmp_path):
     import ast
 
     import kiln
@@ -52,6 +52,9 @@ def test_type_stubs_name_what_the_package_has():
     spec = kiln.load("std:math.toml")
     instances = {"Kernel": spec.compile("add", "interp"), "Spec": spec, "Cache": kiln.cache,
                  "SpecError": kiln.SpecError("x", "f.toml", 1, 2)}
+    header = b'{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
+    (tmp_path / "w.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
+    instances["Weights"] = kiln.Weights(tmp_path / "w.safetensors")
     assert set(members) == set(instances) | {"RuntimeInfo", "ConfigKey"}
     for cls, instance in instances.items():
         for attr in members[cls] - {"__init__"}:
