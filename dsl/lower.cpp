@@ -588,6 +588,7 @@ Value Lowerer::eval_name(const Expr& e, Scope& s) {
 
 Value Lowerer::eval_call(const Expr& e, Scope& s) {
   if (is_builtin(e.text)) return call_builtin(e, s);
+  if (e.text == "repeat") return eval_repeat(e, s);
   const Composite* c = lib_.resolve(*s.comp->file, e.text);
   if (!c) {
     std::vector<std::string> known = builtin_names();

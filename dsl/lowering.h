@@ -151,6 +151,8 @@ class Lowerer {
   void run_body(const Composite& c, Scope& s);
   Value eval_name(const Expr& e, Scope& s);
   Value eval_call(const Expr& e, Scope& s);
+  /** `repeat(block, n, carried..., stacked or shared...)`, unrolled (dsl/repeat.cpp). */
+  Value eval_repeat(const Expr& e, Scope& s);
   /** A size variable of the top composite: symbolic (a graph size variable) unless fixed. */
   IntExpr top_size(const std::string& name, const LowerOptions& opt);
   void bind_inputs(const Composite& c, const std::vector<Value>& args, Scope& s,

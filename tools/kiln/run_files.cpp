@@ -1,12 +1,9 @@
 #include "tools/kiln/run_files.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <iostream>
-#include <optional>
 
 #include "ir/npy.h"
-#include "ir/safetensors.h"
 
 namespace kiln::cli {
 
@@ -112,45 +109,6 @@ void use_given_inputs(const Graph& g, const GivenInputs& given, std::vector<Tens
                        " (convert it, or choose the dtype with --dtype)");
     }
   }
-}
-
-void read_weights(const std::string& path, const Loaded& l, GivenInputs& given) {
-  std::optional<SafetensorsFile> file;
-  try {
-    file.emplace(path);
-  } catch (const SafetensorsError& e) {
-    throw UsageError(std::string("--weights ") + e.what());
-  }
-  // Each tensor under its name and under its name with '.' read as '_'.
-  std::map<std::string, std::vector<const SafetensorsEntry*>> as_identifier;
-  for (const SafetensorsEntry& e : file->header().tensors) {
-    std::string id = e.name;
-    std::replace(id.begin(), id.end(), '.', '_');
-    if (id != e.name) as_identifier[id].push_back(&e);
-  }
-  std::string names;
-  size_t found = 0;
-  for (const Param& p : l.comp->inputs) {
-    names += (names.empty() ? "" : ", ") + p.name;
-    const SafetensorsEntry* e = file->find(p.name);
-    if (!e && as_identifier.count(p.name)) {
-      const std::vector<const SafetensorsEntry*>& v = as_identifier.at(p.name);
-      if (v.size() > 1)
-        throw UsageError("--weights " + path + ": tensors '" + v[0]->name + "' and '" + v[1]->name +
-                         "' both read as input '" + p.name + "'");
-      e = v[0];
-    }
-    if (!e) continue;
-    if (given.count(p.name))
-      throw UsageError("--weights " + path + ": input '" + p.name + "' is given by " +
-                       given.at(p.name).origin + " too");
-    given[p.name] = {file->tensor(*e), "--weights " + path + ": tensor '" + e->name + "'" +
-                                           (e->name == p.name ? "" : " (input " + p.name + ")")};
-    ++found;
-  }
-  if (found == 0)
-    throw UsageError("--weights " + path + ": the file holds none of '" + l.comp->name +
-                     "''s inputs (" + names + ")");
 }
 
 void save_outputs(const std::string& dir, const Graph& g, const std::vector<Tensor>& outputs) {

@@ -25,9 +25,12 @@ GivenInputs read_inputs(const std::vector<std::string>& items);
 
 /** Adds the inputs of `l`'s composite that the safetensors file at `path` holds: the tensor of
  *  the input's name, or else the one whose name reads as it with each '.' an '_'
- *  ("h.0.attn.c_attn.weight" for `h_0_attn_c_attn_weight`). A UsageError for a bad file, an
- *  input given twice, two tensors that both read as one input, or a file that holds none of the
- *  composite's inputs. */
+ *  ("h.0.attn.c_attn.weight" for `h_0_attn_c_attn_weight`), or else the tensors of numbered
+ *  blocks stacked along a new leading axis ("h.0.ln_1.weight" … "h.11.ln_1.weight" for
+ *  `h_ln_1_weight`, the blocks 0 .. n - 1 each once, of one dtype and shape; in
+ *  tools/kiln/run_weights.cpp). A UsageError for a bad file, an input given twice, two tensors
+ *  that both read as one input, a stack with a block missing or of another shape, or a file that
+ *  holds none of the composite's inputs. */
 void read_weights(const std::string& path, const Loaded& l, GivenInputs& given);
 
 /** The sizes of a run whose inputs `given` come from files: the batch dimensions from the first
