@@ -273,9 +273,8 @@ void GradContext::accumulate(NodeId node, NodeId contribution) {
 void GradContext::refuse(NodeId node, const std::string& why) const {
   const Node& n = g[node];
   std::string attrs = node_attributes(n);
-  throw GradError(node, "cannot differentiate through %" + std::to_string(node) + " = " +
-                            std::string(op_name(n.op)) + (attrs.empty() ? "" : " " + attrs) +
-                            " : " + node_type(n) + ": " + why);
+  throw GradError(node, "at %" + std::to_string(node) + " = " + std::string(op_name(n.op)) +
+                            (attrs.empty() ? "" : " " + attrs) + " : " + node_type(n) + ": " + why);
 }
 
 NodeId GradContext::constant_like(NodeId node, double value) {

@@ -28,7 +28,7 @@ class GradContext {
   bool active(NodeId node) const { return node < NodeId(active_.size()) && active_[node]; }
   /** The adjoint of `node`, or -1 when none reached it. */
   NodeId adjoint(NodeId node) const { return adjoint_[node]; }
-  /** Throws GradError at `node`: "cannot differentiate through %N = <node>: WHY". */
+  /** Throws GradError at `node`: "at %N = <node>: WHY". */
   [[noreturn]] void refuse(NodeId node, const std::string& why) const;
   /** A constant of node's dtype and shape. */
   NodeId constant_like(NodeId node, double value);

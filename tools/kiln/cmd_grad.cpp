@@ -58,8 +58,10 @@ int check(const Graph& forward, const Graph& backward, const GradOptions& o, Loa
   GradCheckOptions opt{o.eps, o.rtol, o.atol};
   bool ok = true;
   for (const GradCheck& c : check_gradient(forward, backward, o.wrt, sizes, inputs, opt)) {
-    std::printf("d%s: %s (worst element %zu: backward %.10g, finite difference %.10g)\n",
-                c.input.c_str(), c.ok ? "ok" : "MISMATCH", c.worst, c.analytic, c.numeric);
+    std::printf(
+        "d%s: %s (largest difference %.3g at element %zu: backward %.10g, finite "
+        "difference %.10g)\n",
+        c.input.c_str(), c.ok ? "ok" : "MISMATCH", c.max_error, c.worst, c.analytic, c.numeric);
     ok = ok && c.ok;
   }
   return ok ? Exit::ok : Exit::test_failed;

@@ -1,0 +1,54 @@
+// `kiln grad` end to end (docs/autodiff.md): the printed backward composite loads again and
+// runs, --check passes and fails by exit code, and every refusal is one located error.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tests/support/cli.h"
+
+using namespace clitest;
+
+TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a location") {
+  if (!std::getenv("KILN_BIN")) {
+    MESSAGE("KILN_BIN is not set; skipping the command-line tests");
+    return;
+  }
+  struct Case {
+    std::string args;
+    int code;
+    const char* expect;
+  };
+  const std::string data = "tests/data/autodiff.toml:";
+  const Case cases[] = {
+      {"grad " + data + "bias_add --wrt x,b", 0,
+       "in   = { x = \"f64[M, N]\", b = \"f64[N]\", dy = \"f64[M, N]\", ds = \"f64[N]\" }"},
+      {"grad " + data + "bias_add --wrt b --format text", 0, "= input ds : f64[N]"},
+      {"grad std:nn.toml:softmax --wrt x --dtype T=f64 --check", 0, "dx: ok"},
+      {"grad " + data + "cast_chain --wrt x --check", 3, "dx: MISMATCH"},
+      {"grad " + data + "cast_chain --wrt x --check --eps 1e-2 --rtol 1e-4", 0, "dx: ok"},
+      {"grad " + data + "through_int --wrt x", 1,
+       "autodiff.toml:102:8: error: cannot differentiate 'y' of 'through_int' with respect to "
+       "'x': at %5 = cast : f64[N]: a cast from i32 has no derivative"},
+      {"grad " + data + "scan_mul --wrt x", 1, "a scan with 'mul' has no gradient rule yet"},
+      {"grad " + data + "lookup --wrt ids", 2, "input 'ids' of 'lookup' is i32"},
+      {"grad " + data + "lookup --wrt tabel", 2, "'lookup' has no input 'tabel'"},
+      {"grad " + data + "lookup", 2, "--wrt is required"},
+  };
+  for (const Case& c : cases) {
+    Result r = run_kiln(c.args);
+    CAPTURE(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == c.code);
+    CHECK(r.out.find(c.expect) != std::string::npos);
+  }
+  // the printed composite is a spec: it checks and runs on its own test table
+  std::string spec = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                     "/kiln_grad_view_chain.toml";
+  REQUIRE(run_kiln("grad " + data + "view_chain --wrt x -o " + spec).code == 0);
+  CHECK(run_kiln("check " + spec).code == 0);
+  Result run = run_kiln("run " + spec + ":view_chain_grad");
+  CAPTURE(run.out);
+  CHECK(run.code == 0);
+  CHECK(run.out.find("out dx : f64[2, 4, 3]") != std::string::npos);
+}
