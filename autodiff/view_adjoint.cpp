@@ -117,6 +117,22 @@ NodeId scatter_adjoint(Graph& g, const View& w, const Shape& src, NodeId ct) {
   return g.view(sum, views::reshape({stride}, src));
 }
 
+/** The view of a tensor of shape `shape` without the dimensions k whose `%k` is not `used` (all
+ *  of size 1 here): index 0 in those, the kept dimensions' own variables in the rest. Affine,
+ *  where a reshape would divide. */
+View squeeze(const Shape& shape, const std::set<std::string>& used) {
+  View out;
+  for (int k = 0; k < int(shape.size()); ++k) {
+    if (!used.count(index_var(k))) {
+      out.index.push_back(0);
+      continue;
+    }
+    out.index.push_back(IntExpr::index(int(out.shape.size())));
+    out.shape.push_back(shape[k]);
+  }
+  return out;
+}
+
 }  // namespace
 
 NodeId int_expr_node(Graph& g, const IntExpr& e, Shape shape) {
@@ -171,7 +187,7 @@ NodeId view_adjoint(Graph& g, NodeId n, NodeId ct) {
   for (const MaskBound& m : v.mask)
     w.mask.push_back({m.expr.substitute(renumber), m.bound});
   NodeId c = g.reduce(ReduceKind::sum, ct, summed);
-  c = g.view(c, views::reshape(g[c].shape, w.shape));
+  c = g.view(c, squeeze(g[c].shape, used));
   if (std::optional<View> inv = affine_inverse(w, src)) return g.view(c, *inv);
   if (w.mask.empty())
     if (auto inv = invert(w, src, SizeFacts{})) return g.view(c, View{src, *inv, {}});

@@ -37,7 +37,8 @@ std::string expr_text(const IntExpr& e, const std::vector<std::string>& vars) {
       term = std::to_string(c) + " * " + term;
     out += out.empty() ? (t.coeff < 0 ? "-" : "") + term : (t.coeff < 0 ? " - " : " + ") + term;
   }
-  return out.empty() ? "0" : "(" + out + ")";
+  if (out.empty()) return "0";
+  return e.terms().size() == 1 && e.terms()[0].coeff > 0 ? out : "(" + out + ")";
 }
 
 std::string dims_text(const Shape& s) {

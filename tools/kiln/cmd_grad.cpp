@@ -78,7 +78,10 @@ int grad(const GradOptions& o) {
     std::cout << graph_to_text(backward);
     return Exit::ok;
   }
-  std::string doc = "Gradient of '" + l.comp->name + "' (" + l.comp->file->path + ")";
+  std::string wrt;
+  for (const std::string& w : o.wrt)
+    wrt += (wrt.empty() ? "" : ", ") + w;
+  std::string doc = "Gradient of " + o.sel.target + " with respect to " + wrt + ".";
   std::string text =
       "# kiln grad " + o.sel.target + "\n" + graph_to_spec(backward, {doc, test_table(l, sizes)});
   if (o.output.empty()) {
