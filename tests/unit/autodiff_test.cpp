@@ -5,6 +5,7 @@
 
 #include "autodiff/grad_check.h"
 #include "autodiff/gradient.h"
+#include "dsl/library.h"
 #include "ir/graph_spec.h"
 #include "ir/verifier.h"
 #include "tests/support/harness.h"
@@ -172,4 +173,49 @@ body = "y = where(x > 0, w, 2.0 * w) + take_along(w, cast(x > 0, i32), 0)"
   std::vector<Tensor> d = interpret(b, {{"N", 3}}, {x, w, dy});
   CHECK(d[0].f == std::vector<double>{0, 0, 0});
   CHECK(d[1].f == std::vector<double>{3, 3, 1});  // 2, 1, 1 from the where; 1, 2, 0 gathered
+}
+
+TEST_CASE(
+    "autodiff: every composite of ops/ is checked at its first test case, or refused by name") {
+  // Those with no gradient yet, and why: the rest must match finite differences in f64.
+  const std::map<std::string, std::string> refused = {
+      {"trunc", "a cast from i64"},     {"floor", "a cast from i64"},
+      {"ceil", "a cast from i64"},      {"round", "a cast from i64"},
+      {"cumprod", "a scan with 'mul'"}, {"cummax", "a scan with 'max'"},
+      {"cummin", "a scan with 'max'"},  {"scatter_max", "a scatter with 'max'"},
+  };
+  int checked = 0;
+  for (const char* file : {"math", "nn", "reduce", "tensor", "index", "quant", "random"}) {
+    Library lib;
+    const SpecFile& f = lib.load(std::string("std:") + file + ".toml");
+    for (const auto& comp : f.composites) {
+      CAPTURE(comp->name);
+      GradCase c{nullptr, {}, comp->test.case_sizes(0)};
+      std::string target = std::string("std:") + file + ".toml:" + comp->name;
+      c.target = target.c_str();
+      if (!comp->test.batches.empty()) c.batch = comp->test.batches[0];
+      test::RunSpec spec = spec_of(target, c.sizes);
+      spec.batch = c.batch;
+      for (const TypeVar& t : comp->types)
+        if (std::find(t.allowed.begin(), t.allowed.end(), DType::f64) != t.allowed.end())
+          spec.dtypes[t.name] = DType::f64;
+      test::Run r = test::run(spec);
+      for (NodeId id : r.graph.inputs)
+        if (r.graph[id].dtype == DType::f64) c.wrt.push_back(r.graph[id].name);
+      if (c.wrt.empty()) continue;
+      auto why = refused.find(comp->name);
+      if (why != refused.end()) {
+        CHECK_THROWS_WITH_AS(gradient(r.graph, c.wrt), doctest::Contains(why->second.c_str()),
+                             GradError);
+        continue;
+      }
+      Graph backward = gradient(r.graph, c.wrt);
+      for (const GradCheck& g : check_gradient(r.graph, backward, c.wrt, r.sizes, r.inputs)) {
+        CAPTURE(g.input);
+        CHECK(g.ok);
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked >= 60);
 }

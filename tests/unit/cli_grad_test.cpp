@@ -1,5 +1,6 @@
 // `kiln grad` end to end (docs/autodiff.md): the printed backward composite loads again and
-// runs, --check passes and fails by exit code, and every refusal is one located error.
+// runs, --check passes and fails by exit code, every refusal is one located error, and `run`,
+// `test` and `bench` take --grad.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -35,6 +36,13 @@ TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a lo
       {"grad " + data + "lookup --wrt ids", 2, "input 'ids' of 'lookup' is i32"},
       {"grad " + data + "lookup --wrt tabel", 2, "'lookup' has no input 'tabel'"},
       {"grad " + data + "lookup", 2, "--wrt is required"},
+      {"run std:nn.toml:softmax --grad x --test N=37 --runtime clang", 0,
+       "out dx : f32[37]  max abs err"},
+      {"run " + data + "through_int --grad x", 1, "a cast from i32 has no derivative"},
+      {"test " + data + "prefix --grad --runtime cc", 0, "1 passed, 0 failed (cc)"},
+      {"test " + data + " --grad --runtime cc", 0, "skip scan_mul: no gradient (cannot"},
+      {"bench std:nn.toml:softmax --grad x --runtime cc --vs torch", 2,
+       "--grad times the backward composite, which --vs torch does not compute"},
   };
   for (const Case& c : cases) {
     Result r = run_kiln(c.args);

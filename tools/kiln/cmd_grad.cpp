@@ -6,7 +6,6 @@
 #include <iostream>
 
 #include "autodiff/grad_check.h"
-#include "autodiff/gradient.h"
 #include "ir/graph_spec.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
@@ -22,22 +21,6 @@ struct GradOptions {
   bool check = false;
   double eps = 1e-6, rtol = 1e-5, atol = 1e-7;
 };
-
-/** The backward graph; a gradient that cannot be taken is a spec error at the body. */
-Graph backward_of(const Graph& forward, const GradOptions& o, const Loaded& l) {
-  try {
-    return usage_error_of([&] { return gradient(forward, o.wrt); });
-  } catch (const GradError& e) {
-    std::string outs;
-    for (const GraphOutput& out : forward.outputs)
-      outs += (outs.empty() ? "'" : ", '") + out.name + "'";
-    std::string wrt;
-    for (const std::string& w : o.wrt)
-      wrt += (wrt.empty() ? "'" : ", '") + w + "'";
-    throw SpecError(l.comp->body_loc, "cannot differentiate " + outs + " of '" + l.comp->name +
-                                          "' with respect to " + wrt + ": " + e.what());
-  }
-}
 
 /** The test table of the backward composite: the forward's first case and its input ranges. */
 std::string test_table(const Loaded& l, const SizeBindings& sizes) {
@@ -72,7 +55,7 @@ int grad(const GradOptions& o) {
   load_selection(o.sel, l);
   SizeBindings sizes = bind_sizes(l, o.test);
   Graph forward = lower_checked(l, &sizes, true);
-  Graph backward = backward_of(forward, o, l);
+  Graph backward = differentiate(forward, o.wrt, l);
   if (o.check) return check(forward, backward, o, l, sizes);
   if (o.format == "text") {
     std::cout << graph_to_text(backward);

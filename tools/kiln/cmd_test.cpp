@@ -2,6 +2,7 @@
 // composite's type variable allows, each batch shape, each size — compiled by the runtime and
 // compared with the interpreter. A progress bar on a terminal, plain lines otherwise; a summary
 // `N passed, N failed`; exit code 3 on any failure. A composite without a test table is skipped.
+// With --grad, each case's backward composite (autodiff/) is what is compiled and compared.
 #include <unistd.h>
 
 #include <iostream>
@@ -20,6 +21,7 @@ struct TestOptions {
   std::string target, runtime = "clang";
   std::vector<std::string> config, attrs, rules;
   uint64_t seed = 0;
+  bool grad = false;  ///< test each backward composite with respect to every float input
 };
 
 /** One program to test: a composite at one dtype and one batch shape. */
@@ -85,6 +87,10 @@ void add_test_command(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   cmd->add_option("--attr", o->attrs, "Attribute values for every composite, e.g. alpha=0.2");
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_flag("--grad", o->grad,
+                "Test the backward composite of each case instead, with respect to every float "
+                "input (docs/autodiff.md); a composite with none, or whose gradient is refused, "
+                "is skipped with the reason");
   cmd->add_option("--rules", o->rules, "A rule file for the simplifier (repeatable; docs/rules.md)")
       ->check(CLI::ExistingFile);
   cmd->callback([o, &exit_code] {
@@ -134,6 +140,22 @@ void add_test_command(CLI::App& app, int& exit_code) {
         };
         SizeBindings first = sizes_of(0);
         Graph g = lower_checked(l, &first, true);
+        if (o->grad) {
+          std::string why;
+          try {
+            std::vector<std::string> wrt = float_inputs(g);
+            if (wrt.empty()) throw UsageError("no float input");
+            g = differentiate(g, wrt, l);
+          } catch (const std::exception& e) {  // a SpecError or UsageError of this subject
+            why = e.what();
+          }
+          if (!why.empty()) {
+            if (tty) std::cout << "\r\x1b[K";
+            std::cout << "skip " << what << ": no gradient (" << why << ")\n";
+            skipped += cases;
+            continue;
+          }
+        }
         Executable exe(g, *rt, compile_options(o->config, 0, *rt, l));
         for (int k = 0; k < cases; ++k) {
           progress(tty, passed + failed + skipped + ok, total, what);
