@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "autodiff/gradient.h"
+#include "autodiff/scan_scatter_rules.h"
 #include "autodiff/view_adjoint.h"
 
 namespace kiln::autodiff {
@@ -36,11 +37,6 @@ NodeId where_else_zero(GradContext& c, NodeId cond, NodeId v) {
   return c.g.ternary(Op::where, cond, v, c.constant_like(v, 0));
 }
 
-void refuse_active(GradContext& c, NodeId n, const std::string& why) {
-  for (NodeId o : c.g[n].operands)
-    if (c.active(o)) c.refuse(n, why);
-}
-
 void no_operands(GradContext&, NodeId, NodeId) {}
 
 void rule_copy(GradContext& c, NodeId n, NodeId ct) {
@@ -57,7 +53,7 @@ void rule_cast(GradContext& c, NodeId n, NodeId ct) {
 }
 
 void rule_bitcast(GradContext& c, NodeId n, NodeId) {
-  refuse_active(c, n, "a bitcast reinterprets bits and has no derivative");
+  c.refuse_if_active(n, "a bitcast reinterprets bits and has no derivative");
 }
 
 void rule_view(GradContext& c, NodeId n, NodeId ct) {
@@ -114,7 +110,7 @@ void rule_mod(GradContext& c, NodeId n, NodeId ct) {
   c.accumulate(b, c.g.unary(Op::neg, mul(c, ct, mul(c, whole, c.g.unary(Op::recip, b)))));
 }
 void no_derivative(GradContext& c, NodeId n, NodeId) {
-  refuse_active(c, n, "'" + std::string(op_name(c.g[n].op)) + "' has no derivative");
+  c.refuse_if_active(n, "'" + std::string(op_name(c.g[n].op)) + "' has no derivative");
 }
 
 void rule_where(GradContext& c, NodeId n, NodeId ct) {
@@ -180,41 +176,10 @@ void rule_reduce(GradContext& c, NodeId n, NodeId ct) {
   }
 }
 
-/** `x` reversed along `axis`. */
-NodeId flip(GradContext& c, NodeId x, int axis) {
-  const Shape s = c.g[x].shape;
-  return c.g.view(x, views::slice(s, axis, s[axis] - 1, s[axis], -1));
-}
-void rule_scan(GradContext& c, NodeId n, NodeId ct) {
-  int axis = c.g[n].axes.at(0);
-  if (c.g[n].combine != Op::add)
-    refuse_active(c, n,
-                  "a scan with '" + std::string(op_name(c.g[n].combine)) +
-                      "' has no gradient rule yet (only 'add', whose gradient is a reverse scan)");
-  NodeId reversed = c.g.scan(Op::add, flip(c, ct, axis), axis);
-  c.accumulate(operand(c, n, 0), flip(c, reversed, axis));
-}
-
-void rule_gather(GradContext& c, NodeId n, NodeId ct) {
-  NodeId src = operand(c, n, 0), index = operand(c, n, 1);
-  if (!c.active(src)) return;
-  NodeId zeros = c.g.constant(c.g[src].dtype, c.g[src].shape, 0);
-  c.accumulate(src, c.g.scatter(Op::add, zeros, index, ct, c.g[n].axis));
-}
-void rule_scatter(GradContext& c, NodeId n, NodeId ct) {
-  NodeId base = operand(c, n, 0), index = operand(c, n, 1), src = operand(c, n, 2);
-  if (c.g[n].combine != Op::add)
-    refuse_active(c, n,
-                  "a scatter with '" + std::string(op_name(c.g[n].combine)) +
-                      "' has no gradient rule yet (only 'add')");
-  c.accumulate(base, ct);
-  if (c.active(src)) c.accumulate(src, c.g.gather(ct, index, c.g[n].axis));
-}
-
 void rule_extern(GradContext& c, NodeId n, NodeId) {
-  refuse_active(c, n,
-                "extern calls come from rewrite rules and have no gradient; differentiate the "
-                "graph before simplifying it");
+  c.refuse_if_active(n,
+                     "extern calls come from rewrite rules and have no gradient; differentiate the "
+                     "graph before simplifying it");
 }
 
 // clang-format off
@@ -248,9 +213,9 @@ constexpr std::array<GradRule, kNumOps> kRules = {{
     {Op::where,        "da = where(c, ct, 0), db = where(c, 0, ct), none for c",     rule_where},
     {Op::mulacc,       "da = ct * b, db = ct * a, dc = ct",                          rule_mulacc},
     {Op::reduce,       "sum: expand(ct); max: expand(ct / ties) at the maxima; prod: product of the others", rule_reduce},
-    {Op::scan,         "add: dx = flip(scan(flip(ct))); others refused",             rule_scan},
+    {Op::scan,         "add: a reverse scan; mul: reverse scans of products, zeros exact; max: to the maxima, ties split", rule_scan},
     {Op::gather,       "dsrc = scatter(add, 0, index, ct), none for index",          rule_gather},
-    {Op::scatter,      "add: dbase = ct, dsrc = gather(ct, index); others refused",  rule_scatter},
+    {Op::scatter,      "add: dbase = ct, dsrc = gather(ct, index); max: to the maxima, ties split; mul refused", rule_scatter},
     {Op::extern_call,  "refused: differentiate before simplifying",                  rule_extern},
 }};
 // clang-format on
@@ -275,6 +240,11 @@ void GradContext::refuse(NodeId node, const std::string& why) const {
   std::string attrs = node_attributes(n);
   throw GradError(node, "at %" + std::to_string(node) + " = " + std::string(op_name(n.op)) +
                             (attrs.empty() ? "" : " " + attrs) + " : " + node_type(n) + ": " + why);
+}
+
+void GradContext::refuse_if_active(NodeId n, const std::string& why) const {
+  for (NodeId o : g[n].operands)
+    if (active(o)) refuse(n, why);
 }
 
 NodeId GradContext::constant_like(NodeId node, double value) {

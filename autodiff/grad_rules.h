@@ -30,6 +30,8 @@ class GradContext {
   NodeId adjoint(NodeId node) const { return adjoint_[node]; }
   /** Throws GradError at `node`: "at %N = <node>: WHY". */
   [[noreturn]] void refuse(NodeId node, const std::string& why) const;
+  /** refuse(n, why) when an operand of `n` is active. */
+  void refuse_if_active(NodeId n, const std::string& why) const;
   /** A constant of node's dtype and shape. */
   NodeId constant_like(NodeId node, double value);
 

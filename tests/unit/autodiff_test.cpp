@@ -111,6 +111,8 @@ TEST_CASE("autodiff: gradients against finite differences") {
       {"tests/data/autodiff.toml:reductions", {"x"}, {{"M", 3}, {"N", 4}}},
       {"tests/data/autodiff.toml:prefix", {"x"}, {{"N", 6}}},
       {"tests/data/autodiff.toml:lookup", {"table", "base"}, {{"V", 4}, {"D", 3}, {"S", 5}}},
+      {"tests/data/autodiff.toml:running", {"x"}, {{"N", 6}}},
+      {"tests/data/autodiff.toml:scatter_peak", {"base", "src"}, {{"M", 3}, {"N", 7}}},
       {"std:nn.toml:matmul", {"a", "b"}, {{"M", 3}, {"K", 4}, {"N", 2}}},
       {"std:nn.toml:softmax", {"x"}, {{"N", 5}}, {2}},
       {"std:nn.toml:layernorm", {"x", "gamma", "beta"}, {{"N", 5}}, {2}},
@@ -141,11 +143,45 @@ TEST_CASE("autodiff: the tie rule of max and the zeros of prod") {
   CHECK(grad_at("tests/data/autodiff.toml:prod_all", {0, 0, 3}) == std::vector<double>{0, 0, 0});
 }
 
+TEST_CASE("autodiff: zeros of a running product, ties of a running and a scattered maximum") {
+  Tensor x(DType::f64, {5}), ones(DType::f64, {5}), none(DType::f64, {5});
+  x.f = {2, 0, 3, 0, 5};
+  ones.f = {1, 1, 1, 1, 1};
+  test::RunSpec spec = spec_of("tests/data/autodiff.toml:running", {{"N", 5}});
+  spec.interpret = false;
+  test::Run r = test::run(spec);
+  Graph running = gradient(r.graph, {"x"});
+  // dp/dx with dp = 1: the products of the others up to each j, 0 past the second zero
+  CHECK(interpret(running, {{"N", 5}}, {x, ones, none}).at(0).f ==
+        std::vector<double>{1, 8, 0, 0, 0});
+  // dm/dx with dm = 1 at [1, 3, 3, 2, 3]: 3 is the maximum of prefixes 1..4, shared by 2 then 3
+  x.f = {1, 3, 3, 2, 3};
+  std::vector<double> dm = interpret(running, {{"N", 5}}, {x, none, ones}).at(0).f;
+  CHECK(dm[0] == 1);
+  CHECK(dm[1] == doctest::Approx(1 + 0.5 + 0.5 + 1.0 / 3));
+  CHECK(dm[2] == doctest::Approx(0.5 + 0.5 + 1.0 / 3));
+  CHECK(dm[3] == 0);
+  CHECK(dm[4] == doctest::Approx(1.0 / 3));
+  // base [1, 5], values 4, 4, 2 at 0, 0, 1 and 9 at -1 (dropped): y = [4, 5]
+  spec = spec_of("tests/data/autodiff.toml:scatter_peak", {{"M", 2}, {"N", 4}});
+  spec.interpret = false;
+  r = test::run(spec);
+  Tensor base(DType::f64, {2}), idx(DType::i32, {4}), src(DType::f64, {4}), dy(DType::f64, {2});
+  base.f = {1, 5};
+  idx.i = {0, 0, 1, -1};
+  src.f = {4, 4, 2, 9};
+  dy.f = {1, 1};
+  std::vector<Tensor> d =
+      interpret(gradient(r.graph, {"base", "src"}), {{"M", 2}, {"N", 4}}, {base, idx, src, dy});
+  CHECK(d[0].f == std::vector<double>{0, 1});
+  CHECK(d[1].f == std::vector<double>{0.5, 0.5, 0, 0});
+}
+
 TEST_CASE("autodiff: refusals name the op or the input") {
   CHECK(refusal("tests/data/autodiff.toml:through_int", {"x"})
             .find("= cast : f64[N]: a cast from i32 has no derivative") != std::string::npos);
-  CHECK(refusal("tests/data/autodiff.toml:scan_mul", {"x"})
-            .find("a scan with 'mul' has no gradient rule yet") != std::string::npos);
+  CHECK(refusal("tests/data/autodiff.toml:scatter_mul", {"src"})
+            .find("a scatter with 'mul' has no gradient rule yet") != std::string::npos);
   CHECK(
       refusal("tests/data/autodiff.toml:lookup", {"ids"}).find("input 'ids' of 'lookup' is i32") !=
       std::string::npos);
@@ -177,12 +213,12 @@ body = "y = where(x > 0, w, 2.0 * w) + take_along(w, cast(x > 0, i32), 0)"
 
 TEST_CASE(
     "autodiff: every composite of ops/ is checked at its first test case, or refused by name") {
-  // Those with no gradient yet, and why: the rest must match finite differences in f64.
+  // Those with no gradient, and why: the rest must match finite differences in f64.
   const std::map<std::string, std::string> refused = {
-      {"trunc", "a cast from i64"},     {"floor", "a cast from i64"},
-      {"ceil", "a cast from i64"},      {"round", "a cast from i64"},
-      {"cumprod", "a scan with 'mul'"}, {"cummax", "a scan with 'max'"},
-      {"cummin", "a scan with 'max'"},  {"scatter_max", "a scatter with 'max'"},
+      {"trunc", "a cast from i64"},
+      {"floor", "a cast from i64"},
+      {"ceil", "a cast from i64"},
+      {"round", "a cast from i64"},
   };
   int checked = 0;
   for (const char* file : {"math", "nn", "reduce", "tensor", "index", "quant", "random"}) {

@@ -32,7 +32,8 @@ TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a lo
       {"grad " + data + "through_int --wrt x", 1,
        "autodiff.toml:102:8: error: cannot differentiate 'y' of 'through_int' with respect to "
        "'x': at %5 = cast : f64[N]: a cast from i32 has no derivative"},
-      {"grad " + data + "scan_mul --wrt x", 1, "a scan with 'mul' has no gradient rule yet"},
+      {"grad " + data + "scatter_mul --wrt src", 1,
+       "a scatter with 'mul' has no gradient rule yet"},
       {"grad " + data + "lookup --wrt ids", 2, "input 'ids' of 'lookup' is i32"},
       {"grad " + data + "lookup --wrt tabel", 2, "'lookup' has no input 'tabel'"},
       {"grad " + data + "lookup", 2, "--wrt is required"},
@@ -40,7 +41,7 @@ TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a lo
        "out dx : f32[37]  max abs err"},
       {"run " + data + "through_int --grad x", 1, "a cast from i32 has no derivative"},
       {"test " + data + "prefix --grad --runtime cc", 0, "1 passed, 0 failed (cc)"},
-      {"test " + data + " --grad --runtime cc", 0, "skip scan_mul: no gradient (cannot"},
+      {"test " + data + " --grad --runtime cc", 0, "skip scatter_mul: no gradient (cannot"},
       {"bench std:nn.toml:softmax --grad x --runtime cc --vs torch", 2,
        "--grad times the backward composite, which --vs torch does not compute"},
   };
