@@ -52,9 +52,21 @@ TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a lo
     CHECK(r.code == c.code);
     CHECK(r.out.find(c.expect) != std::string::npos);
   }
+  // run --grad takes the cotangents from files too, checked against the backward composite
+  std::string tmp = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  REQUIRE(run_kiln("run std:nn.toml:softmax --test N=4 --save " + tmp + "/kiln_grad_dy").code == 0);
+  std::string dy = tmp + "/kiln_grad_dy/y.npy";
+  Result given = run_kiln("run std:nn.toml:softmax --grad x --test N=4 --input dy=" + dy);
+  CAPTURE(given.out);
+  CHECK(given.code == 0);
+  CHECK(run_kiln("run std:nn.toml:softmax --grad x --test N=5 --input dy=" + dy)
+            .out.find("--input dy: the file's shape [4] is not the input's [N] = [5]") !=
+        std::string::npos);
+  CHECK(run_kiln("run std:nn.toml:softmax --grad x --test N=4 --input dz=" + dy)
+            .out.find("'softmax_grad' has no input 'dz'; its inputs are x, dy") !=
+        std::string::npos);
   // the printed composite is a spec: it checks and runs on its own test table
-  std::string spec = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                     "/kiln_grad_view_chain.toml";
+  std::string spec = tmp + "/kiln_grad_view_chain.toml";
   REQUIRE(run_kiln("grad " + data + "view_chain --wrt x -o " + spec).code == 0);
   CHECK(run_kiln("check " + spec).code == 0);
   Result run = run_kiln("run " + spec + ":view_chain_grad");

@@ -126,12 +126,18 @@ void add_run_command(CLI::App& app, int& exit_code) {
     load_selection(o->sel, l);
     if (trace) trace->span_since("load spec", "front end", t0);
     std::map<std::string, Tensor> given = read_inputs(o->inputs);
+    std::map<std::string, Tensor> cotangents;
+    if (!o->grad.empty()) cotangents = take_cotangents(given, l);
     SizeBindings sizes = given.empty() ? bind_sizes(l, o->test)
                                        : bind_from_inputs(l, given, o->test, o->sel.batch.empty());
     if (o->specialize) l.options.fixed_sizes = sizes;
     t0 = std::chrono::steady_clock::now();
     Graph g = lower_checked(l, &sizes, true);  // the interpreter holds every node
-    if (!o->grad.empty()) g = differentiate(g, o->grad, l);
+    if (!o->grad.empty()) {
+      g = differentiate(g, o->grad, l);
+      check_cotangents(g, cotangents, sizes);
+      given.merge(cotangents);
+    }
     if (trace) trace->span_since("lower", "front end", t0);
     if (o->debug >= 2) std::cout << graph_to_text(g);
     std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o->seed);

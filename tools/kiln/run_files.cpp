@@ -90,6 +90,41 @@ SizeBindings bind_from_inputs(Loaded& l, const std::map<std::string, Tensor>& gi
   return sizes;
 }
 
+std::map<std::string, Tensor> take_cotangents(std::map<std::string, Tensor>& given,
+                                              const Loaded& l) {
+  std::map<std::string, Tensor> out;
+  for (auto it = given.begin(); it != given.end();) {
+    bool forward = false;
+    for (const Param& p : l.comp->inputs)
+      forward |= p.name == it->first;
+    if (forward) {
+      ++it;
+    } else {
+      out.insert(given.extract(it++));
+    }
+  }
+  return out;
+}
+
+void check_cotangents(const Graph& g, const std::map<std::string, Tensor>& cotangents,
+                      const SizeBindings& sizes) {
+  for (const auto& [name, t] : cotangents) {
+    const Node* input = nullptr;
+    std::string names;
+    for (NodeId id : g.inputs) {
+      names += (names.empty() ? "" : ", ") + g[id].name;
+      if (g[id].name == name) input = &g[id];
+    }
+    if (!input)
+      throw UsageError("--input " + name + ": '" + g.name + "' has no input '" + name +
+                       "'; its inputs are " + names);
+    std::vector<int64_t> want = eval_shape(input->shape, sizes);
+    if (t.dims != want)
+      throw UsageError("--input " + name + ": the file's shape " + dims_str(t.dims) +
+                       " is not the input's " + shape_str(input->shape) + " = " + dims_str(want));
+  }
+}
+
 void use_given_inputs(const Graph& g, const std::map<std::string, Tensor>& given,
                       std::vector<Tensor>& inputs) {
   for (size_t k = 0; k < g.inputs.size(); ++k) {

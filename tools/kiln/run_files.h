@@ -22,6 +22,16 @@ std::map<std::string, Tensor> read_inputs(const std::vector<std::string>& items)
 SizeBindings bind_from_inputs(Loaded& l, const std::map<std::string, Tensor>& given,
                               const std::string& test, bool batch_from_files);
 
+/** With `run --grad`: the files of `given` that name no input of the composite, moved out of
+ *  `given`: the cotangents of the backward composite (checked by check_cotangents). */
+std::map<std::string, Tensor> take_cotangents(std::map<std::string, Tensor>& given,
+                                              const Loaded& l);
+
+/** Each cotangent file must name an input of the backward graph `g` and have its shape under
+ *  `sizes`; a UsageError names the file otherwise. */
+void check_cotangents(const Graph& g, const std::map<std::string, Tensor>& cotangents,
+                      const SizeBindings& sizes);
+
 /** Replaces the inputs that `given` holds; a bf16 input takes an f32 or f16 file, rounded; any
  *  other dtype must match (a UsageError names both). */
 void use_given_inputs(const Graph& g, const std::map<std::string, Tensor>& given,
