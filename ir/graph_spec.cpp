@@ -183,7 +183,10 @@ std::string Printer::reduce_statement(const std::string& name, const Node& n) {
   args.insert(args.end(), reduced.begin(), reduced.end());
   for (const IntExpr& e : n.domain) {
     std::string bound;
-    for (int a : n.axes) {
+    std::vector<int> order = n.axes;  // a reduced index first; else it bounds the kept ones
+    for (int k = 0; k < int(in.size()); ++k)
+      if (std::find(n.axes.begin(), n.axes.end(), k) == n.axes.end()) order.push_back(k);
+    for (int a : order) {
       std::optional<int64_t> c = affine_coefficient(e, "%" + std::to_string(a));
       if (!c || (*c != 1 && *c != -1)) continue;
       IntExpr rest = e - *c * IntExpr::index(a);
@@ -193,7 +196,7 @@ std::string Printer::reduce_statement(const std::string& name, const Node& n) {
     }
     if (bound.empty())
       throw SpecPrintError("cannot print the bounded reduction '" + name + "': its bound " +
-                           e.str() + " >= 0 names no reduced index with coefficient 1");
+                           e.str() + " >= 0 names no index with coefficient 1 or -1");
     args.push_back(bound);
   }
   std::vector<std::string> kept_idx(kept.begin(), kept.end());
