@@ -256,11 +256,4 @@ void apply_rule(GradContext& ctx, NodeId n, NodeId ct) {
   r.rule(ctx, n, ct);
 }
 
-std::vector<std::string> rule_table_text() {
-  std::vector<std::string> out;
-  for (const GradRule& r : kRules)
-    out.push_back(std::string(op_name(r.op)) + ": " + r.algebra);
-  return out;
-}
-
 }  // namespace kiln::autodiff

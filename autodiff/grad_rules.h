@@ -45,7 +45,4 @@ class GradContext {
  *  active. */
 void apply_rule(GradContext& ctx, NodeId n, NodeId ct);
 
-/** One line per op: its name and its rule in algebra form, or why it has none (docs). */
-std::vector<std::string> rule_table_text();
-
 }  // namespace kiln::autodiff
