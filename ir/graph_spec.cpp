@@ -14,8 +14,23 @@ std::string join(const std::vector<std::string>& parts) {
   return out;
 }
 
-/** `e` in body syntax, index variable %k spelled `vars[k]`; `//` and `%` for floor division and
- *  modulus (the body's truncating ones: exact for the non-negative offsets views compute). */
+std::string expr_text(const IntExpr& e, const std::vector<std::string>& vars);
+
+/** IntExpr's floor division or modulus of `a` by `b` (a positive size in a view) from the body's
+ *  truncating `//` and `%`: m = ((a % b) + b) % b, and (a - m) // b, where `a` has an index. */
+std::string floor_text(const IntAtom& atom, const std::vector<std::string>& vars) {
+  std::string a = expr_text(atom.a, vars), b = expr_text(atom.b, vars);
+  std::set<std::string> used;
+  atom.a.collect_vars(used);
+  bool sizes_only = std::none_of(used.begin(), used.end(),
+                                 [](const std::string& v) { return v.starts_with("%"); });
+  if (sizes_only)  // sizes are never negative: the truncating forms agree
+    return "(" + a + (atom.kind == IntAtom::Kind::mod ? " % " : " // ") + b + ")";
+  std::string m = "((" + a + " % " + b + " + " + b + ") % " + b + ")";
+  return atom.kind == IntAtom::Kind::mod ? m : "((" + a + " - " + m + ") // " + b + ")";
+}
+
+/** `e` in body syntax, index variable %k spelled `vars[k]`. */
 std::string expr_text(const IntExpr& e, const std::vector<std::string>& vars) {
   std::string out;
   for (const IntExpr::Term& t : e.terms()) {
@@ -25,9 +40,7 @@ std::string expr_text(const IntExpr& e, const std::vector<std::string>& vars) {
       if (atom->kind == IntAtom::Kind::var)
         f = atom->name.starts_with("%") ? vars.at(std::stoi(atom->name.substr(1))) : atom->name;
       else
-        f = "((" + expr_text(atom->a, vars) +
-            (atom->kind == IntAtom::Kind::floordiv ? ") // (" : ") % (") +
-            expr_text(atom->b, vars) + "))";
+        f = floor_text(*atom, vars);
       term += (term.empty() ? "" : " * ") + f;
     }
     int64_t c = t.coeff < 0 ? -t.coeff : t.coeff;
@@ -216,9 +229,6 @@ std::string Printer::statement(NodeId id) {
   auto infix = [&](const std::string& op) { return name + " = " + a[0] + " " + op + " " + a[1]; };
   switch (n.op) {
     case Op::constant:
-      if (n.dtype == DType::boolean)
-        return name + " = full(0, " + dims_text(n.shape) + ", i8) " + (n.int_value ? "==" : "!=") +
-               " 0";
       return name + " = full(" + constant_str(n) + ", " + dims_text(n.shape) + ", " + dt + ")";
     case Op::index:
       return name + " = iota(" + dims_text(n.shape) + ", " + std::to_string(n.axis) + ", " + dt +
