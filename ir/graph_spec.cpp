@@ -307,6 +307,12 @@ std::string graph_to_spec(const Graph& g, const SpecPrintOptions& opt) {
   if (!opt.doc.empty()) out += "doc  = " + quoted(opt.doc) + "\n";
   out += "in   = { " + join(ins) + " }\n";
   out += "out  = { " + join(outs) + " }\n";
+  std::vector<std::string> facts;  // the checks the sizes must pass, kept as shape facts
+  for (const SizeCheck& c : g.checks)
+    if (std::string f = quoted(c.relation.str());
+        std::find(facts.begin(), facts.end(), f) == facts.end())
+      facts.push_back(f);
+  if (!facts.empty()) out += "where = [" + join(facts) + "]\n";
   out += "body = \"\"\"\n" + body + "\"\"\"\n";
   if (!opt.test.empty()) out += "test = " + opt.test + "\n";
   return out;

@@ -27,8 +27,8 @@ struct SpecPrintOptions {
   std::string test;  ///< the `test` table's inline text (`{ sizes = { N = 7 } }`), or none
 };
 
-/** `g` as one composite named `g.name`, a TOML table with doc, in, out, body and test. Throws
- *  SpecPrintError for a node it cannot print. */
+/** `g` as one composite named `g.name`, a TOML table with doc, in, out, where (the graph's size
+ *  checks as shape facts), body and test. Throws SpecPrintError for a node it cannot print. */
 std::string graph_to_spec(const Graph& g, const SpecPrintOptions& opt = {});
 
 }  // namespace kiln

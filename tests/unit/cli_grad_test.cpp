@@ -26,6 +26,7 @@ TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a lo
        "in   = { x = \"f64[M, N]\", b = \"f64[N]\", dy = \"f64[M, N]\", ds = \"f64[N]\" }"},
       {"grad " + data + "bias_add --wrt b --format text", 0, "= input ds : f64[N]"},
       {"show " + data + "prefix --format spec", 0, "reshape(x, [N])[t9_at[i0, i1]]"},
+      {"grad " + data + "prefix --wrt x", 0, "where = [\"(N % 2) == 0\"]"},
       {"show " + data + "prefix --format spec --stage kernels", 2,
        "--format spec prints --stage graph"},
       {"grad std:nn.toml:softmax --wrt x --dtype T=f64 --test N=5 --batch 2 --check", 0, "dx: ok"},
