@@ -61,6 +61,9 @@ struct TestSpec {
   std::vector<std::vector<int64_t>> batches;  ///< batch shapes to try; empty means none
   std::optional<double> rtol, atol;
   std::map<std::string, std::pair<double, double>> ranges;  ///< input -> [lo, hi) of random data
+  /** `grad = true`: `kiln test` also checks the backward composite with respect to every float
+   *  input (docs/autodiff.md). */
+  bool grad = false;
   /** Number of test cases: the longest list in `sizes` (at least 1). */
   size_t case_count() const;
   /** Size bindings of case k. */

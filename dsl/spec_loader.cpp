@@ -288,10 +288,14 @@ class Loader {
             throw SpecError(loc(*lohi), "a test range must be [low, high] with low < high");
           c.test.ranges[input] = {*lo, *hi};
         }
+      } else if (key == "grad") {
+        auto g = v->value<bool>();
+        if (!g || !v->is_boolean()) throw SpecError(loc(*v), "test grad must be true or false");
+        c.test.grad = *g;
       } else {
-        throw SpecError(
-            key_loc(*t, key, *v),
-            "unknown key '" + key + "' in test; expected sizes, batch, rtol, atol or range");
+        throw SpecError(key_loc(*t, key, *v), "unknown key '" + key +
+                                                  "' in test; expected sizes, batch, rtol, atol, "
+                                                  "range or grad");
       }
     }
   }

@@ -363,6 +363,12 @@ int bench(const BenchOptions& o) {
   SizeBindings sizes = bind_sizes(l, o.test);
   if (o.specialize) l.options.fixed_sizes = sizes;
   Graph g = lower_checked(l, &sizes, false);
+  if (!o.grad.empty()) {
+    if (!o.vs.empty() && o.vs != "copy" && !o.vs.starts_with("runtime:"))
+      throw UsageError("--grad times the backward composite, which --vs " + o.vs +
+                       " does not compute; compare it with --vs copy or --vs runtime:NAME");
+    g = differentiate(g, o.grad, l);
+  }
   std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o.seed);
 
   std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
@@ -383,7 +389,7 @@ int bench(const BenchOptions& o) {
   for (const std::string& w : kiln.executable().build_info().compile.warnings)
     std::cerr << "kiln: warning: " << w << "\n";
   Report r;
-  r.composite = l.comp->name;
+  r.composite = g.name;
   r.runtime = o.runtime;
   r.baseline = o.vs;
   r.sizes = sizes;

@@ -131,11 +131,18 @@ void add_run_command(CLI::App& app, int& exit_code) {
     if (trace) trace->span_since("load spec", "front end", t0);
     GivenInputs given = read_inputs(o->inputs);
     if (!o->weights.empty()) read_weights(o->weights, l, given);
+    GivenInputs cotangents;
+    if (!o->grad.empty()) cotangents = take_cotangents(given, l);
     SizeBindings sizes = given.empty() ? bind_sizes(l, o->test)
                                        : bind_from_inputs(l, given, o->test, o->sel.batch.empty());
     if (o->specialize) l.options.fixed_sizes = sizes;
     t0 = std::chrono::steady_clock::now();
     Graph g = lower_checked(l, &sizes, true);  // the interpreter holds every node
+    if (!o->grad.empty()) {
+      g = differentiate(g, o->grad, l);
+      check_cotangents(g, cotangents, sizes);
+      given.merge(cotangents);
+    }
     if (trace) trace->span_since("lower", "front end", t0);
     if (o->debug >= 2) std::cout << graph_to_text(g);
     std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o->seed);
@@ -149,7 +156,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     std::string bound;
     for (const auto& [k, v] : sizes)
       bound += (bound.empty() ? "" : ",") + k + "=" + std::to_string(v);
-    std::cout << l.comp->name << " [" << bound << "] on " << (rt ? rt->name() : o->runtime)
+    std::cout << g.name << " [" << bound << "] on " << (rt ? rt->name() : o->runtime)
               << (rt && o->no_check ? " (not checked)" : "") << "\n";
     for (size_t k = 0; k < inputs.size(); ++k)
       std::cout << "  in  " << g[g.inputs[k]].name << " : " << tensor_type_str(inputs[k]) << "\n";

@@ -3,11 +3,12 @@
 // their match statistics), the kernel plan with its buffer slots, each kernel's loop nest with
 // the stage times, or the source a runtime's backend renders. Every stage but code also draws
 // as Graphviz dot (ir/graph_dot.h, ir/kernel_dot.h, ir/loop_dot.h), and as SVG or PNG through
-// Graphviz's `dot` (tools/kiln/graphviz.h).
+// Graphviz's `dot` (tools/kiln/graphviz.h); the graph also as a spec (--format spec).
 #include <fstream>
 #include <iostream>
 
 #include "ir/graph_dot.h"
+#include "ir/graph_spec.h"
 #include "ir/kernel_dot.h"
 #include "ir/loop_dot.h"
 #include "simplifier/engine.h"
@@ -59,6 +60,7 @@ std::string stage_output(const ShowOptions& o, bool dot) {
   Loaded l;
   load_selection(o.req.sel, l);
   Graph g = lower_loaded(l, o.req.test, o.req.specialize);
+  if (o.stage == "graph" && o.format == "spec") return graph_to_spec(g);
   if (o.stage == "graph") return dot ? graph_to_dot(g) : graph_to_text(g);
   if (o.stage == "simplified") {
     CompileOptions opt = options_for(o.req, l);
@@ -84,11 +86,13 @@ std::string stage_output(const ShowOptions& o, bool dot) {
 }
 
 void show(const ShowOptions& o) {
-  bool picture = o.format != "text";
+  bool picture = o.format != "text" && o.format != "spec";
   if (picture && o.stage == "code")
     throw UsageError("--format " + o.format +
                      " draws --stage graph, simplified, kernels or schedule; --stage code is "
                      "source text (--format text)");
+  if (o.format == "spec" && o.stage != "graph")
+    throw UsageError("--format spec prints --stage graph, the lowered graph, as a composite");
   if (o.stats && o.stage != "simplified") throw UsageError("--stats applies to --stage simplified");
   if (o.stats && picture)
     throw UsageError("--stats prints text; it does not combine with --format " + o.format);
@@ -125,8 +129,9 @@ void add_show_command(CLI::App& app, int& exit_code) {
                 "tried, matched and applied");
   cmd->add_option("--format", o->format,
                   "Output format: text, dot (Graphviz), svg or png (drawn by Graphviz's dot, "
-                  "which must be on PATH); dot, svg and png for every stage but code")
-      ->check(CLI::IsMember({"text", "dot", "svg", "png"}))
+                  "which must be on PATH); dot, svg and png for every stage but code; spec: "
+                  "--stage graph as a composite of the spec language (ir/graph_spec.h)")
+      ->check(CLI::IsMember({"text", "dot", "svg", "png", "spec"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "Write to this file instead of standard output");
   cmd->callback([o, &exit_code] {

@@ -2,6 +2,8 @@
 // composite's type variable allows, each batch shape, each size — compiled by the runtime and
 // compared with the interpreter. A progress bar on a terminal, plain lines otherwise; a summary
 // `N passed, N failed`; exit code 3 on any failure. A composite without a test table is skipped.
+// A table with `grad = true` adds each case's backward composite (autodiff/), compiled and
+// compared the same way; --grad tests only the backward composites, of every composite.
 #include <unistd.h>
 
 #include <iostream>
@@ -20,6 +22,7 @@ struct TestOptions {
   std::string target, runtime = "clang";
   std::vector<std::string> config, attrs, rules;
   uint64_t seed = 0;
+  bool grad = false;  ///< --grad: only the backward composites, of every composite
 };
 
 /** One program to test: a composite at one dtype and one batch shape. */
@@ -27,6 +30,7 @@ struct Subject {
   const Composite* comp = nullptr;
   std::string dtype_choice;    ///< "T=f16", or empty where the composite has no type variable
   std::vector<int64_t> batch;  ///< bound to batch0, batch1, ...
+  bool grad = false;           ///< its backward composite, with respect to every float input
 };
 
 std::string batch_str(const std::vector<int64_t>& b) {
@@ -37,8 +41,10 @@ std::string batch_str(const std::vector<int64_t>& b) {
 }
 
 /** Every composite of the file (or the one named), each dtype its first type variable allows,
- *  each batch shape of its test table (none where no input takes `...`). */
-std::vector<Subject> subjects_of(const Loaded& l, bool one) {
+ *  each batch shape of its test table (none where no input takes `...`): its forward
+ *  composite unless `only_grad`, its backward composite where `only_grad` or its table says
+ *  `grad = true`. */
+std::vector<Subject> subjects_of(const Loaded& l, bool one, bool only_grad) {
   std::vector<Subject> out;
   for (const auto& c : l.file->composites) {
     if (one && c.get() != l.comp) continue;
@@ -53,9 +59,12 @@ std::vector<Subject> subjects_of(const Loaded& l, bool one) {
       for (DType d : c->types[0].allowed)
         dtypes.push_back(c->types[0].name + "=" + std::string(dtype_name(d)));
     }
-    for (const std::string& d : dtypes)
-      for (const auto& b : batches)
-        out.push_back({c.get(), d, b});
+    for (bool grad : {false, true}) {
+      if (grad ? !(only_grad || c->test.grad) : only_grad) continue;
+      for (const std::string& d : dtypes)
+        for (const auto& b : batches)
+          out.push_back({c.get(), d, b, grad});
+    }
   }
   return out;
 }
@@ -85,6 +94,10 @@ void add_test_command(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   cmd->add_option("--attr", o->attrs, "Attribute values for every composite, e.g. alpha=0.2");
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_flag("--grad", o->grad,
+                "Test the backward composite of each case instead, with respect to every float "
+                "input, as a test table's grad = true adds it (docs/autodiff.md); a composite "
+                "with none, or whose gradient is refused, is skipped with the reason");
   cmd->add_option("--rules", o->rules, "A rule file for the simplifier (repeatable; docs/rules.md)")
       ->check(CLI::ExistingFile);
   cmd->callback([o, &exit_code] {
@@ -102,7 +115,7 @@ void add_test_command(CLI::App& app, int& exit_code) {
     Selection sel;
     sel.attrs = o->attrs;
     sel.rules = o->rules;
-    std::vector<Subject> subjects = subjects_of(file, one);
+    std::vector<Subject> subjects = subjects_of(file, one, o->grad);
     int total = 0;
     for (const Subject& s : subjects)
       total += static_cast<int>(s.comp->test.case_count());
@@ -111,7 +124,8 @@ void add_test_command(CLI::App& app, int& exit_code) {
     for (const Subject& s : subjects) {
       std::string name = path + ":" + s.comp->name;
       std::string what = s.comp->name + (s.dtype_choice.empty() ? "" : " " + s.dtype_choice) +
-                         (s.batch.empty() ? "" : " batch " + batch_str(s.batch));
+                         (s.batch.empty() ? "" : " batch " + batch_str(s.batch)) +
+                         (s.grad ? " grad" : "");
       int cases = static_cast<int>(s.comp->test.case_count()), ok = 0;
       auto fail = [&](const std::string& why) {
         if (tty) std::cout << "\r\x1b[K";
@@ -134,6 +148,22 @@ void add_test_command(CLI::App& app, int& exit_code) {
         };
         SizeBindings first = sizes_of(0);
         Graph g = lower_checked(l, &first, true);
+        if (s.grad) {
+          std::string why;
+          try {
+            std::vector<std::string> wrt = float_inputs(g);
+            if (wrt.empty()) throw UsageError("no float input");
+            g = differentiate(g, wrt, l);
+          } catch (const std::exception& e) {  // a SpecError or UsageError of this subject
+            why = e.what();
+          }
+          if (!why.empty()) {
+            if (tty) std::cout << "\r\x1b[K";
+            std::cout << "skip " << what << ": no gradient (" << why << ")\n";
+            skipped += cases;
+            continue;
+          }
+        }
         Executable exe(g, *rt, compile_options(o->config, 0, *rt, l));
         for (int k = 0; k < cases; ++k) {
           progress(tty, passed + failed + skipped + ok, total, what);

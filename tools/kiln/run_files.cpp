@@ -90,6 +90,40 @@ SizeBindings bind_from_inputs(Loaded& l, const GivenInputs& given, const std::st
   return sizes;
 }
 
+GivenInputs take_cotangents(GivenInputs& given, const Loaded& l) {
+  GivenInputs out;
+  for (auto it = given.begin(); it != given.end();) {
+    bool forward = false;
+    for (const Param& p : l.comp->inputs)
+      forward |= p.name == it->first;
+    if (forward) {
+      ++it;
+    } else {
+      out.insert(given.extract(it++));
+    }
+  }
+  return out;
+}
+
+void check_cotangents(const Graph& g, const GivenInputs& cotangents, const SizeBindings& sizes) {
+  for (const auto& [name, given] : cotangents) {
+    const Tensor& t = given.tensor;
+    const Node* input = nullptr;
+    std::string names;
+    for (NodeId id : g.inputs) {
+      names += (names.empty() ? "" : ", ") + g[id].name;
+      if (g[id].name == name) input = &g[id];
+    }
+    if (!input)
+      throw UsageError("--input " + name + ": '" + g.name + "' has no input '" + name +
+                       "'; its inputs are " + names);
+    std::vector<int64_t> want = eval_shape(input->shape, sizes);
+    if (t.dims != want)
+      throw UsageError("--input " + name + ": the file's shape " + dims_str(t.dims) +
+                       " is not the input's " + shape_str(input->shape) + " = " + dims_str(want));
+  }
+}
+
 void use_given_inputs(const Graph& g, const GivenInputs& given, std::vector<Tensor>& inputs) {
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const Node& n = g[g.inputs[k]];

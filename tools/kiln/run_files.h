@@ -40,6 +40,14 @@ void read_weights(const std::string& path, const Loaded& l, GivenInputs& given);
 SizeBindings bind_from_inputs(Loaded& l, const GivenInputs& given, const std::string& test,
                               bool batch_from_files);
 
+/** With `run --grad`: the files of `given` that name no input of the composite, moved out of
+ *  `given`: the cotangents of the backward composite (checked by check_cotangents). */
+GivenInputs take_cotangents(GivenInputs& given, const Loaded& l);
+
+/** Each cotangent file must name an input of the backward graph `g` and have its shape under
+ *  `sizes`; a UsageError names the file otherwise. */
+void check_cotangents(const Graph& g, const GivenInputs& cotangents, const SizeBindings& sizes);
+
 /** Replaces the inputs that `given` holds; a bf16 input takes an f32 or f16 file, rounded; any
  *  other dtype must match (a UsageError names both). */
 void use_given_inputs(const Graph& g, const GivenInputs& given, std::vector<Tensor>& inputs);

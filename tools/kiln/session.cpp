@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "autodiff/gradient.h"
 #include "dsl/check.h"
 #include "ir/sizes.h"
 
@@ -190,6 +191,37 @@ void add_run_request_options(CLI::App& cmd, RunRequest& r, const std::string& ru
   add_rules_option(cmd, r.sel);
   cmd.add_flag("--specialize", r.specialize,
                "Compile for the bound sizes only (they become constants in the graph)");
+  cmd.add_option("--grad", r.grad,
+                 "Run the backward composite with respect to these float inputs instead, e.g. "
+                 "x,w: its inputs are the composite's and a cotangent per output, dy for y "
+                 "(docs/autodiff.md)")
+      ->delimiter(',');
+}
+
+Graph differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Loaded& l) {
+  try {
+    return usage_error_of([&] { return gradient(forward, wrt); });
+  } catch (const GradError& e) {
+    auto quoted_list = [](const std::vector<std::string>& names) {
+      std::string out;
+      for (const std::string& n : names)
+        out += (out.empty() ? "'" : ", '") + n + "'";
+      return out;
+    };
+    std::vector<std::string> outs;
+    for (const GraphOutput& o : forward.outputs)
+      outs.push_back(o.name);
+    throw SpecError(l.comp->body_loc, "cannot differentiate " + quoted_list(outs) + " of '" +
+                                          l.comp->name + "' with respect to " + quoted_list(wrt) +
+                                          ": " + e.what());
+  }
+}
+
+std::vector<std::string> float_inputs(const Graph& g) {
+  std::vector<std::string> out;
+  for (NodeId id : g.inputs)
+    if (is_float(g[id].dtype)) out.push_back(g[id].name);
+  return out;
 }
 
 Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted) {

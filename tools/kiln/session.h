@@ -91,6 +91,14 @@ void add_code_options(CLI::App& cmd, CodeRequest& r);
  *  in memory when `interpreted`); a failure is a UsageError naming the tensor and the sizes. */
 Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted);
 
+/** The backward graph of `forward`, the loaded composite's graph, with respect to the inputs
+ *  `wrt` (autodiff/gradient.h): a bad name is a UsageError, a gradient that cannot be taken a
+ *  SpecError at the composite's body naming the node where it stops. */
+Graph differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Loaded& l);
+
+/** The names of the float inputs of `g`, in order: what `kiln test --grad` differentiates. */
+std::vector<std::string> float_inputs(const Graph& g);
+
 /** Lowers and verifies the loaded composite, specialized on bind_sizes(l, test) when asked. */
 Graph lower_loaded(Loaded& l, const std::string& test, bool specialize);
 
@@ -125,10 +133,12 @@ struct RunRequest {
   std::vector<std::string> config;
   uint64_t seed = 0;
   bool specialize = false;
+  /** --grad x,w: the backward composite with respect to these inputs instead (autodiff/). */
+  std::vector<std::string> grad;
 };
 
 /** Registers the options of a RunRequest (target, --runtime with `runtime_help`, --config,
- *  --test, --seed, --dtype, --attr, --batch, --rules, --specialize) on a subcommand. */
+ *  --test, --seed, --dtype, --attr, --batch, --rules, --specialize, --grad) on a subcommand. */
 void add_run_request_options(CLI::App& cmd, RunRequest& r, const std::string& runtime_help);
 
 /** --debug 1: each kernel, the stage times, compile time, cache hit or miss, load time. */

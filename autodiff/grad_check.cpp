@@ -1,0 +1,65 @@
+#include "autodiff/grad_check.h"
+
+#include <cmath>
+
+namespace kiln {
+
+namespace {
+
+/** sum over outputs of sum(dy * y). */
+double pairing(const std::vector<Tensor>& ys, const std::vector<Tensor>& dys) {
+  double sum = 0;
+  for (size_t o = 0; o < ys.size(); ++o)
+    if (!dys[o].f.empty())
+      for (size_t k = 0; k < ys[o].f.size(); ++k)
+        sum += ys[o].f[k] * dys[o].f[k];
+  return sum;
+}
+
+}  // namespace
+
+std::vector<GradCheck> check_gradient(const Graph& forward, const Graph& backward,
+                                      const std::vector<std::string>& wrt,
+                                      const SizeBindings& sizes, const std::vector<Tensor>& inputs,
+                                      const GradCheckOptions& opt) {
+  // the cotangents: one per float output, in the backward graph's inputs after the forward ones
+  std::vector<Tensor> ys = interpret(forward, sizes, inputs), dys(ys.size());
+  std::vector<Tensor> bwd_inputs = inputs;
+  for (size_t o = 0; o < ys.size(); ++o) {
+    if (!is_float(ys[o].dtype)) continue;
+    dys[o] = random_tensor(ys[o].dtype, ys[o].dims, opt.seed + o, -1, 1);
+    bwd_inputs.push_back(dys[o]);
+  }
+  std::vector<Tensor> grads = interpret(backward, sizes, bwd_inputs);
+  std::vector<GradCheck> out;
+  for (size_t w = 0; w < wrt.size(); ++w) {
+    size_t slot = 0;
+    while (forward[forward.inputs.at(slot)].name != wrt[w])
+      ++slot;
+    GradCheck c;
+    c.input = wrt[w];
+    std::vector<Tensor> moved = inputs;
+    for (size_t k = 0; k < inputs[slot].f.size(); ++k) {
+      double x = inputs[slot].f[k];
+      moved[slot].f[k] = x + opt.eps;
+      double up = pairing(interpret(forward, sizes, moved), dys);
+      moved[slot].f[k] = x - opt.eps;
+      double down = pairing(interpret(forward, sizes, moved), dys);
+      moved[slot].f[k] = x;
+      double numeric = (up - down) / (2 * opt.eps), analytic = grads[w].f[k];
+      double error = std::fabs(analytic - numeric) - opt.rtol * std::fabs(numeric);
+      if (!(error <= opt.atol)) c.ok = false;
+      double gap = std::fabs(analytic - numeric);
+      if (k == 0 || !(gap <= c.max_error)) {
+        c.max_error = std::isnan(gap) ? INFINITY : gap;
+        c.worst = k;
+        c.analytic = analytic;
+        c.numeric = numeric;
+      }
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace kiln
