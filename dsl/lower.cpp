@@ -592,6 +592,7 @@ Value Lowerer::eval_call(const Expr& e, Scope& s) {
   const Composite* c = lib_.resolve(*s.comp->file, e.text);
   if (!c) {
     std::vector<std::string> known = builtin_names();
+    known.push_back("repeat");
     std::vector<const SpecFile*> files = s.comp->file->used;
     files.push_back(s.comp->file);
     for (const SpecFile* f : files)
