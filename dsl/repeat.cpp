@@ -85,11 +85,17 @@ Value Lowerer::eval_repeat(const Expr& e, Scope& s) {
         step.push_back(args[k]);
         continue;
       }
+      // Slice l of the leading axis as one view reading [l, i0, i1, ...]: a slice and a
+      // reshape would clamp the slice to the symbolic axis and leave div and mod by sizes in
+      // every index (a contraction then reads its weight too opaquely to be register-tiled).
       const NodeId w = args[k].node;
-      const Shape src = g_[w].shape;
-      const NodeId one = g_.view(w, views::slice(src, 0, IntExpr(l), IntExpr(l + 1), 1));
-      Shape dst(src.begin() + 1, src.end());
-      step.push_back(Value::tensor(g_.view(one, views::reshape(g_[one].shape, dst))));
+      const Shape& src = g_[w].shape;
+      View select;
+      select.shape.assign(src.begin() + 1, src.end());
+      select.index.push_back(IntExpr(l));
+      for (size_t d = 0; d + 1 < src.size(); ++d)
+        select.index.push_back(IntExpr::index(static_cast<int>(d)));
+      step.push_back(Value::tensor(g_.view(w, select)));
     }
     std::vector<NodeId> outs = call(*c, step, kwargs, &s, e.loc);
     for (size_t k = 0; k < carried; ++k)

@@ -195,10 +195,14 @@ View reshape(const Shape& src, const Shape& dst) {
     IntExpr linear = 0;
     for (size_t k = j; k < j_end; ++k)
       if (dst[k] != IntExpr(1)) linear = linear * dst[k] + IntExpr::index(static_cast<int>(k));
+    // The group's first dimension that is not 1 takes the quotient whole: the ones before it
+    // are all 1, so it spans the group's leading factor (no mod by its size).
+    bool leading = true;
     for (size_t k = i; k < i_end; ++k) {
       if (src[k] == IntExpr(1)) continue;
       IntExpr index = floordiv(linear, product(src, k + 1, i_end));
-      v.index[k] = k == i ? index : mod(index, src[k]);
+      v.index[k] = leading ? index : mod(index, src[k]);
+      leading = false;
     }
     i = i_end;
     j = j_end;
