@@ -261,3 +261,19 @@ TEST_CASE("view: reshapes and permutes invert to affine maps; other views do not
   CHECK_FALSE(invert(views::pad({S, C}, 1, 1, 0), {S, C}, facts));
   CHECK_FALSE(invert(views::slice({S, C}, 0, S - 1, S, -1), {S, C}, facts));
 }
+
+TEST_CASE("view: a reshape that drops or adds leading unit dimensions reads plain indices") {
+  // [1, M, N] -> [M, N] (a squeeze, a stacked weight's slice): no mod by M; and back.
+  View squeeze = views::reshape({IntExpr(1), M, N}, {M, N});
+  REQUIRE(squeeze.index.size() == 3);
+  CHECK(squeeze.index[0] == IntExpr(0));
+  CHECK(squeeze.index[1] == IntExpr::index(0));
+  CHECK(squeeze.index[2] == IntExpr::index(1));
+  View unsqueeze = views::reshape({M, N}, {IntExpr(1), IntExpr(1), M, N});
+  CHECK(unsqueeze.index[0] == IntExpr::index(2));
+  CHECK(unsqueeze.index[1] == IntExpr::index(3));
+  // A merge after a unit dimension still splits with a mod where it must.
+  View split = views::reshape({IntExpr(1), M, N}, {M * N});
+  CHECK(split.index[1].str() == "(%0 / N)");
+  CHECK(split.index[2].str() == "(%0 % N)");
+}
