@@ -52,6 +52,59 @@ class Weights:
 
         return self._w.tensor(self._known(name))
 
+    def inputs_for(self, kernel, **given):
+        """The arrays a compiled kernel takes, in its input order, as `kiln run --weights` finds
+        them: the tensor of each input's name, else the one whose name reads as it with every '.'
+        an '_' (`ln_f.weight` for `ln_f_weight`), else numbered blocks stacked along a new leading
+        axis (`h.0.ln_1.weight` ... `h.11.ln_1.weight` for `h_ln_1_weight`: a copy). Inputs the
+        file does not hold come from `given` by name (token ids); one missing from both, two
+        tensors that read as one input, or a stack with a block missing or of another shape is a
+        ValueError naming it.
+
+            logits = gpt2(*w.inputs_for(gpt2, ids=ids))
+        """
+        import numpy as np
+
+        dotted, stacks = {}, {}
+        for name in self.keys():
+            dotted.setdefault(name.replace(".", "_"), []).append(name)
+            parts = name.split(".")
+            for i, part in enumerate(parts):
+                if part.isdigit():
+                    key = "_".join(parts[:i] + parts[i + 1:])
+                    stacks.setdefault(key, []).append((int(part), name))
+                    break
+        out = []
+        for input_name in kernel.inputs:
+            if input_name in given:
+                out.append(given[input_name])
+            elif input_name in self:
+                out.append(self[input_name])
+            elif input_name in dotted:
+                if len(dotted[input_name]) > 1:
+                    a, b = dotted[input_name][:2]
+                    raise ValueError(f"{self.path}: tensors {a!r} and {b!r} both read as input "
+                                     f"{input_name!r}")
+                out.append(self[dotted[input_name][0]])
+            elif input_name in stacks:
+                blocks = sorted(stacks[input_name])
+                for k, (index, name) in enumerate(blocks):
+                    if index != k:
+                        raise ValueError(f"{self.path}: input {input_name!r} stacks "
+                                         f"{blocks[0][1]!r} ...: block {k} is "
+                                         f"{'missing' if index > k else 'given twice'}")
+                arrays = [self[name] for _, name in blocks]
+                for (_, name), a in zip(blocks, arrays):
+                    if a.shape != arrays[0].shape or a.dtype != arrays[0].dtype:
+                        raise ValueError(f"{self.path}: input {input_name!r} stacks {name!r} of "
+                                         f"{a.dtype}{list(a.shape)} with {blocks[0][1]!r} of "
+                                         f"{arrays[0].dtype}{list(arrays[0].shape)}")
+                out.append(np.stack(arrays))
+            else:
+                raise ValueError(f"{self.path}: no tensor for input {input_name!r} of "
+                                 f"{kernel.composite!r}, and it is not given")
+        return out
+
     def items(self):
         return [(k, self[k]) for k in self.keys()]
 

@@ -75,3 +75,31 @@ def test_a_bad_file_is_one_value_error(tmp_path):
     (tmp_path / "junk.safetensors").write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00[1,2]")
     with pytest.raises(ValueError, match="not a JSON object"):
         kiln.Weights(tmp_path / "junk.safetensors")
+
+
+def test_a_checkpoint_runs_gpt2_through_inputs_for(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    path = tmp_path / "gpt2.safetensors"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "models" / "gpt2_checkpoint.py"),
+                    "--layers", "2", "--embd", "64", "--vocab", "11", "--positions", "8",
+                    "-o", str(path)], check=True, capture_output=True)
+    w = kiln.Weights(path)
+    spec = kiln.load("std:gpt2.toml")
+    gpt2 = spec.compile("gpt2")
+    reference = spec.compile("gpt2", "interp")
+    ids = np.array([3, 1, 4, 1, 5], dtype=np.int32)
+    args = w.inputs_for(gpt2, ids=ids)
+    assert [a.shape for a in args[:4]] == [(5,), (11, 64), (8, 64), (2, 64)]
+    logits = gpt2(*args)
+    assert logits.shape == (5, 11)
+    assert np.allclose(logits, reference(*args), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="no tensor for input 'ids' of 'gpt2', and it is not given"):
+        w.inputs_for(gpt2)
+    w2 = write(tmp_path / "gap.safetensors",
+               [("h.0.w", "F32", np.zeros(2, np.float32)), ("h.2.w", "F32", np.zeros(2, np.float32))])
+    with pytest.raises(ValueError, match="block 1 is missing"):
+        kiln.Weights(w2).inputs_for(type("K", (), {"inputs": ["h_w"], "composite": "k"})())
