@@ -161,9 +161,9 @@ class Compiled {
 };
 
 /** A safetensors weights file (the format models are shipped in: docs/api.md "Weights"),
- *  mapped (copy-on-write: writes never reach the file) for as long as the object lives. A tensor's data() points into the
- *  mapping — nothing is read or copied until a kernel touches it — and goes to Compiled::run()
- *  as an input buffer as it is. Move-only. */
+ *  mapped copy-on-write (writes never reach the file) for as long as the object lives. A
+ *  tensor's data() points into the mapping — nothing is read or copied until a kernel touches
+ *  it — and goes to Compiled::run() as an input buffer as it is. Move-only. */
 class Weights {
  public:
   /** Maps and checks the file. Throws std::runtime_error naming the file (and the tensor) for
