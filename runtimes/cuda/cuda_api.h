@@ -97,6 +97,8 @@ typedef struct cu_api {
   CUresult (*param_info)(CUfunction f, size_t index, size_t* offset, size_t* size);
   /* optional: a module's global, for a kernel's `<name>_shared_bytes` (cuda_plugin.c) */
   CUresult (*module_global)(CUdeviceptr* p, size_t* bytes, CUmodule m, const char* name);
+  /* optional: the blocks of a kernel one multiprocessor holds at once (cuda_plugin.c) */
+  CUresult (*occupancy)(int* blocks, CUfunction f, int block_size, size_t shared_bytes);
 } cu_api;
 
 /** One entry point of a dlopened library: `name`, else `fallback`, goes to `offset` in a table. */

@@ -56,6 +56,9 @@ typedef struct kfunc {
   /* dynamic shared memory the kernel itself asks for: its module's u32 `<name>_shared_bytes`
      (a block tile's staged operands, backends/cuda_tile.cpp); launches get at least this */
   unsigned shared_bytes;
+  /* the blocks the device holds at once at `resident_key` (block size, shared bytes); 0 unknown */
+  unsigned resident;
+  unsigned long resident_key;
   char name[];
 } kfunc;
 struct kmodule {
@@ -155,6 +158,8 @@ static void device_init(void) {
   memcpy(&cu.param_info, &p, sizeof p);
   p = dlsym(lib, "cuModuleGetGlobal_v2");
   memcpy(&cu.module_global, &p, sizeof p);
+  p = dlsym(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  memcpy(&cu.occupancy, &p, sizeof p);
   int count = 0;
   CUresult rc;
   const char* step;
@@ -233,6 +238,27 @@ static const char* cuda_target(void) {
 static int graphs_enabled(void) {
   const char* env = getenv("KILN_CUDA_GRAPHS");
   return !(env && strcmp(env, "0") == 0);
+}
+
+/** The blocks of a launch of `k`: the geometry's, but at most one wave of what the device holds
+ *  at once for a kernel that asks for its own dynamic shared memory (a block tile, whose
+ *  `block.x` loop strides over its tiles: backends/cuda_renderer.h). The geometry sizes a grid
+ *  by points (up to kCudaMaxBlocks); a tile kernel holds one or two blocks a multiprocessor, and
+ *  every block past the first wave would start, find no tile of its own left and end, each
+ *  taking the multiprocessor's whole shared memory while it does. KILN_CUDA_RESIDENT_GRID=0
+ *  launches the geometry as given (to measure the difference). */
+static unsigned launch_blocks(kfunc* k, unsigned grid, unsigned block, unsigned shared) {
+  const char* env = getenv("KILN_CUDA_RESIDENT_GRID");
+  if (!k->shared_bytes || !cu.occupancy || (env && strcmp(env, "0") == 0)) return grid;
+  unsigned long key = ((unsigned long)block << 32) | shared;
+  if (k->resident_key != key) {
+    int per_sm = 0;
+    k->resident_key = key;
+    k->resident = cu.occupancy(&per_sm, k->f, (int)block, shared) == CUDA_SUCCESS && per_sm > 0
+                      ? (unsigned)per_sm * (unsigned)dev.sms
+                      : 0;
+  }
+  return k->resident && k->resident < grid ? k->resident : grid;
 }
 
 static void graph_free(graph_entry* e) {
@@ -569,6 +595,8 @@ static int cuda_launch(void* kernel, void* const* buffers, const int64_t* sizes,
   r->k = k;
   memcpy(r->grid, geometry->grid, sizeof r->grid);
   memcpy(r->block, geometry->block, sizeof r->block);
+  if (r->grid[1] == 1 && r->grid[2] == 1)
+    r->grid[0] = launch_blocks(k, r->grid[0], r->block[0] * r->block[1] * r->block[2], shared);
   r->shared_bytes = shared;
   r->bytes = bytes;
   for (uint32_t i = 0; i < geometry->num_buffers; ++i) {
