@@ -403,7 +403,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                 kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) * 64 + ((((tile0_kk) / 8) ^ ((tile0_x) % 8)) * 8) + (tile0_kk) % 8), tile0_ab + tile0_p * tile0_dp0);
               }
             } else
-            #pragma unroll
+            #pragma unroll 1
             for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
               const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
               const uint16_t* tile0_a = tile0_ab + tile0_p * tile0_dp0;
@@ -441,7 +441,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                 kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) / 64 * 4096 + (tile0_kk) * 64 + ((((tile0_x) % 64 / 8) ^ ((tile0_kk) % 8)) * 8) + (tile0_x) % 8), tile0_ab + tile0_p * tile0_dp1);
               }
             } else
-            #pragma unroll
+            #pragma unroll 1
             for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
               const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
               const uint16_t* tile0_a = tile0_ab + tile0_p * tile0_dp1;
@@ -489,7 +489,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                 kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) * 64 + ((((tile0_kk) / 8) ^ ((tile0_x) % 8)) * 8) + (tile0_kk) % 8), tile0_ab + tile0_p * tile0_dp0);
               }
             } else
-            #pragma unroll
+            #pragma unroll 1
             for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
               const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
               const uint16_t* tile0_a = tile0_ab + tile0_p * tile0_dp0;
@@ -527,7 +527,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                 kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) / 64 * 4096 + (tile0_kk) * 64 + ((((tile0_x) % 64 / 8) ^ ((tile0_kk) % 8)) * 8) + (tile0_x) % 8), tile0_ab + tile0_p * tile0_dp1);
               }
             } else
-            #pragma unroll
+            #pragma unroll 1
             for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
               const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
               const uint16_t* tile0_a = tile0_ab + tile0_p * tile0_dp1;
