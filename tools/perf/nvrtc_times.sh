@@ -5,7 +5,8 @@
 # sm_90a); prints the median and the range of dlopen + first compile, and the median split of
 # NVRTC's phases (--time: front end, NVVM, ptxas) in ms.
 # Usage: [RUNS=N] [KILN=build/kiln] [OPTIONS="..."] tools/perf/nvrtc_times.sh [NAME...]
-#   OPTIONS are added to the plugin's (e.g. OPTIONS=--split-compile=0); NAMEs pick modules.
+#   OPTIONS replace the options the plugin adds to its descriptor's (default --split-compile=0;
+#   OPTIONS= for none); NAMEs pick modules.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${RUNS:-5}
@@ -29,7 +30,7 @@ names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(hgemm tc_linear gpt2_mlp attention_f16 attention_f32 softmax)
 med() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 range() { sort -n | awk 'NR==1{lo=$1} {hi=$1} END {print lo "-" hi}'; }
-echo "load $(cut -d' ' -f1-3 /proc/loadavg); $("$kiln" runtimes 2>/dev/null | grep -o 'NVRTC [0-9.]*' | head -1); $arch; extra options: ${OPTIONS:-none}"
+echo "load $(cut -d' ' -f1-3 /proc/loadavg); $("$kiln" runtimes 2>/dev/null | grep -o 'NVRTC [0-9.]*' | head -1); $arch; plugin options: ${OPTIONS---split-compile=0}"
 for name in "${names[@]}"; do
   # shellcheck disable=SC2086
   KILN_CUDA_ARCH=$arch "$kiln" compile ${targets[$name]} --runtime cuda -o "$tmp/$name.cu" >/dev/null
@@ -38,7 +39,7 @@ for name in "${names[@]}"; do
     rm -f "$tmp/time.csv"
     # shellcheck disable=SC2086
     out=$("$tmp/probe" "$tmp/$name.cu" -- "--gpu-architecture=$arch" "-I$cuda/include" \
-      --std=c++17 ${OPTIONS:-} "--time=$tmp/time.csv")
+      --std=c++17 ${OPTIONS---split-compile=0} "--time=$tmp/time.csv")
     echo "$out" | awk '/^dlopen/{d=$2} /^compile/{c=$2} END{print d+c}' >>"$tmp/total"
     grep -h 'Frontend' "$tmp/time.csv" | cut -d, -f3 >>"$tmp/fe"
     grep -h 'NVVM Optimizer' "$tmp/time.csv" | cut -d, -f3 >>"$tmp/nvvm"
