@@ -254,19 +254,21 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
                   const std::string& y_end, const std::string& others, const std::string& pad2) {
     std::set<std::string> driven = driven_iterators(node, y_it);
     const bool vector = driven.size() == 1 && contiguous_along(load, *driven.begin());
-    const std::string p3 = pad2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ";
+    const std::string p3 = pad2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ", p6 = p5 + "  ";
     const std::string to = "&" + dest + "[" + v("x") + "][" + v("y") + "]";
     std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + v("p") + " = 0; " + v("p") +
                     " < " + str(rows * 8 / kCudaBlockThreads) + "; ++" + v("p") + ") {\n";
     t += p3 + "const int " + v("e") + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " +
          v("p") + ", " + v("x") + " = " + v("e") + " / 8, " + v("y") + " = " + v("e") +
          " % 8 * 8;\n";
-    t += p3 + "uint4 " + v("u") + " = make_uint4(0, 0, 0, 0);\n" + p3 + "bool " + v("done") +
-         " = false;\n";
+    if (!vector) t += p3 + "uint4 " + v("u") + " = make_uint4(0, 0, 0, 0);\n";
+    t += p3 + "bool " + v("done") + " = false;\n";
     t += p3 + "{\n" + p4 + "const int64_t " + x_it + " = " + x0 + " + " + v("x") + ";\n";
     t += p4 + "if (" + x_ok + ") {\n";
     reset();
     const std::string at = render_index(c, load.buffer, load.index);
+    const std::string element =
+        p5 + "  const int64_t " + y_it + " = " + y0 + " + " + v("y") + " + " + v("i") + ";\n";
     if (vector) {
       t += p5 + "if (" + y0 + " + " + v("y") + " + 7 < " + y_end + ") {\n";
       t += p5 + "  const int64_t " + y_it + " = " + y0 + " + " + v("y") + ";\n" + p5 + "  " +
@@ -275,11 +277,27 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
       t += p5 + "  if (((uint64_t)" + v("a") + " & 15) == 0) {\n" + p5 + "    kiln_cp_async16(" +
            to + ", " + v("a") + ");\n" + p5 + "    " + v("done") + " = true;\n" + p5 + "  }\n" +
            p5 + "}\n";
-      t += p5 + "if (!" + v("done") + ")\n";
+      // The edge: a chunk that crosses y_end or lies at an unaligned address, element by
+      // element into shared memory in a rolled loop (unrolled in every fill, the edges were a
+      // quarter of attention's NVRTC time); a chunk wholly past y_end is zeros below.
+      t += p5 + "if (!" + v("done") + " && " + y0 + " + " + v("y") + " < " + y_end + ") {\n";
+      t += p6 + "#pragma unroll 1\n" + p6 + "for (int " + v("i") + " = 0; " + v("i") + " < 8; ++" +
+           v("i") + ") {\n";
+      t += p6 + "  const int64_t " + y_it + " = " + y0 + " + " + v("y") + " + " + v("i") + ";\n";
+      t += p6 + "  " + T + " " + v("ev") + " = 0;\n";
+      t += p6 + "  if (" + y_it + " < " + y_end + ") {\n" + p6 + "    " + others + "\n" +
+           bind_iterators(node.args, p6 + "    ");
+      t += p6 + "    " + v("ev") + " = " + at + ";\n" + p6 + "  }\n";
+      t += p6 + "  " + dest + "[" + v("x") + "][" + v("y") + " + " + v("i") + "] = " + v("ev") +
+           ";\n" + p6 + "}\n";
+      t += p6 + v("done") + " = true;\n" + p5 + "}\n";
+      t += p4 + "}\n" + p3 + "}\n";
+      t += p3 + "if (!" + v("done") + ") *(uint4*)" + to + " = make_uint4(0, 0, 0, 0);\n";
+      return t + pad2 + "}\n";
     }
     t += p5 + "#pragma unroll\n" + p5 + "for (int " + v("i") + " = 0; " + v("i") + " < 8; ++" +
          v("i") + ") {\n";
-    t += p5 + "  const int64_t " + y_it + " = " + y0 + " + " + v("y") + " + " + v("i") + ";\n";
+    t += element;
     t += p5 + "  if (" + y_it + " < " + y_end + ") {\n" + p5 + "    " + others + "\n" +
          bind_iterators(node.args, p5 + "    ");
     t += p5 + "    ((" + T + "*)&" + v("u") + ")[" + v("i") + "] = " + at + ";\n" + p5 + "  }\n" +

@@ -434,7 +434,9 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
     // loops and the first blocks' copies stay rolled: unrolled, they were most of the
     // module's code, which NVRTC compiles at every first use (docs/performance.md).
     // lean: the same per chunk from the operand's one address; each chunk's shared address is
-    // the stage's plus its swizzled offset.
+    // the stage's plus its swizzled offset. Only the path of a tile and block wholly inside
+    // the operand is unrolled; the edge path's loop over a thread's chunks stays rolled too
+    // (unrolled, it was a third of hgemm's NVRTC time for code that runs on edge tiles only).
     auto fetch_lean = [&](const std::string& base, const std::string& stage,
                           const std::string& pad2) {
       std::string t;
@@ -461,8 +463,8 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
         t += p4 + "kiln_cp_async16_to(" + N + "_sb + " + str(n.staged[q].element_bytes) + " * (" +
              swizzled_at(q, x, kk) + "), " + N + "_ab + " + N + "_p * " + N + "_dp" + Q + ");\n";
         t += p3 + "}\n" + p2 + "} else\n";
-        t += p2 + "#pragma unroll\n" + p2 + "for (int " + N + "_p = 0; " + N + "_p < " + str(per) +
-             "; ++" + N + "_p) {\n";
+        t += p2 + "#pragma unroll 1\n" + p2 + "for (int " + N + "_p = 0; " + N + "_p < " +
+             str(per) + "; ++" + N + "_p) {\n";
         t += at_p(p3);
         t += p3 + "const " + T + "* " + N + "_a = " + N + "_ab + " + N + "_p * " + N + "_dp" + Q +
              ";\n";

@@ -657,7 +657,7 @@ static void cuda_free_string(char* s) {
 static const kiln_plugin kTable = {
     .abi_version = KILN_PLUGIN_ABI_VERSION,
     .name = "cuda",
-    .version = "1",
+    .version = "2", /* part of every cache key: 2 compiles with --split-compile (nvrtc.c) */
     .compiler_version = kiln_cuda_compiler_version,
     .target = cuda_target,
     .compile = kiln_cuda_compile,

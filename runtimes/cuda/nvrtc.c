@@ -2,7 +2,8 @@
  * The cuda plugin's compiler: NVRTC, dlopened at first use (libnvrtc.so.13, .so.12, .so, then
  * $CUDA_HOME/lib64 and /usr/local/cuda/lib64), compiles a module's CUDA C, program name
  * "kiln.cu", to a CUBIN for kiln_cuda_kiln_cuda_arch(), with the toolkit's include folder (for
- * cuda_fp16.h and cuda_bf16.h) found beside the library. Needs no GPU and no driver.
+ * cuda_fp16.h and cuda_bf16.h) found beside the library, its kernels on every core
+ * (--split-compile=0 where NVRTC takes it). Needs no GPU and no driver.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -18,7 +19,7 @@
 #include "runtimes/cuda/cuda_api.h"
 
 typedef struct _nvrtcProgram* nvrtcProgram;
-enum { NVRTC_SUCCESS = 0 };
+enum { NVRTC_SUCCESS = 0, NVRTC_ERROR_INVALID_OPTION = 5 };
 
 typedef struct nvrtc_api {
   int (*version)(int* major, int* minor);
@@ -51,7 +52,13 @@ static struct {
   int major, minor;
   char reason[1024];
   char include[PATH_MAX + 8]; /* "-I<dir>" of the toolkit headers, or "" */
+  int no_split;               /* set once NVRTC has refused kSplitCompile */
 } nvrtc = {.once = PTHREAD_ONCE_INIT};
+
+/** NVVM and ptxas compile a module's kernels on a thread each, up to one per core: the same
+ *  code as one thread (docs/decisions.md, "Cold NVRTC compiles"). An NVRTC that refuses the
+ *  option compiles without it. */
+static const char kSplitCompile[] = "--split-compile=0";
 
 /** Takes `dir` (malloc'ed; freed) as the include folder if it holds cuda_fp16.h. */
 static int try_include(char* dir) {
@@ -171,15 +178,24 @@ int kiln_cuda_compile(const char* source, const char* flags, kiln_blob* artifact
   int n = 0;
   options[n++] = arch_option;
   if (nvrtc.include[0]) options[n++] = nvrtc.include;
-  for (const char* f = flags; f && *f && n < 256; f += strlen(f) + 1)
+  for (const char* f = flags; f && *f && n < 255; f += strlen(f) + 1)
     options[n++] = f;
+  const int split = !__atomic_load_n(&nvrtc.no_split, __ATOMIC_RELAXED);
+  if (split) options[n++] = kSplitCompile;
   nvrtcProgram prog = NULL;
-  int rc = nv.create(&prog, source, "kiln.cu", 0, NULL, NULL);
-  if (rc != NVRTC_SUCCESS) {
-    *error = kiln_cuda_format("nvrtcCreateProgram: %s", nv.error_string(rc));
-    return 1;
+  int rc = NVRTC_SUCCESS;
+  for (int attempt = 0; attempt < 1 + split; ++attempt) {
+    if (attempt) nv.destroy(&prog); /* refused an option: once more without kSplitCompile */
+    if ((rc = nv.create(&prog, source, "kiln.cu", 0, NULL, NULL)) != NVRTC_SUCCESS) {
+      *error = kiln_cuda_format("nvrtcCreateProgram: %s", nv.error_string(rc));
+      return 1;
+    }
+    rc = nv.compile(prog, n - attempt, options);
+    if (rc != NVRTC_ERROR_INVALID_OPTION) {
+      if (attempt) __atomic_store_n(&nvrtc.no_split, 1, __ATOMIC_RELAXED);
+      break;
+    }
   }
-  rc = nv.compile(prog, n, options);
   size_t size = 0;
   if (rc != NVRTC_SUCCESS) {
     char* log = NULL;

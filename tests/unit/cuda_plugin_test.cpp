@@ -143,6 +143,26 @@ TEST_CASE("an NVRTC error names the module's kernels and carries the whole log")
   CHECK(bad.find("NVRTC_ERROR_INVALID_OPTION") != std::string::npos);
 }
 
+TEST_CASE("a module's kernels compile on several threads to one CUBIN, also after a bad flag") {
+  CudaRuntime cuda;
+  if (!cuda.has_nvrtc()) return;
+  const std::string two = std::string(kScale) + R"(
+extern "C" __global__ void kiln_twice_1(Params p) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < p.n) p.y[i] = p.x[i] * p.x[i];
+}
+)";
+  // The plugin adds --split-compile; a flag NVRTC refuses makes it retry without it and fail.
+  CHECK(message_of([&] {
+          cuda.rt->build_artifact(two, [&] { return two; }, {"--no-such"});
+        }).find("NVRTC_ERROR_INVALID_OPTION") != std::string::npos);
+  std::vector<uint8_t> cubin = cuda.build(two);
+  REQUIRE(is_elf(cubin));
+  std::string bytes(cubin.begin(), cubin.end());
+  CHECK(bytes.find("kiln_scale_0") != std::string::npos);
+  CHECK(bytes.find("kiln_twice_1") != std::string::npos);
+}
+
 TEST_CASE("with no device, KILN_CUDA_ARCH picks the architecture, which enters the cache key") {
   CudaRuntime cuda;
   if (cuda.has_device()) {
