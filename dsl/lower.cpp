@@ -140,6 +140,26 @@ bool names_size_variable(const Composite& c, const std::string& name) {
   return false;
 }
 
+namespace {
+void collect_names(const Expr& e, std::set<std::string>& out) {
+  if (e.kind == Expr::Kind::name) out.insert(e.text);
+  for (const ExprPtr& x : e.items)
+    collect_names(*x, out);
+}
+}  // namespace
+
+std::vector<std::string> size_variables(const Composite& c) {
+  std::set<std::string> names;
+  for (const auto* list : {&c.inputs, &c.outputs})
+    for (const Param& p : *list)
+      for (const ExprPtr& d : p.type.dims)
+        collect_names(*d, names);
+  std::vector<std::string> out;
+  for (const std::string& n : names)
+    if (!c.attr(n)) out.push_back(n);
+  return out;
+}
+
 Graph lower_composite(const Library& lib, const Composite& c, const LowerOptions& opt) {
   Graph g;
   g.name = c.name;

@@ -31,4 +31,8 @@ Graph lower_composite(const Library& lib, const Composite& c, const LowerOptions
  *  (f32 for an undeclared variable). */
 std::map<std::string, DType> resolve_type_vars(const Composite& c, const LowerOptions& opt);
 
+/** The size variables of `c`: the names in the dimensions of its inputs' and outputs' types
+ *  that are not attributes, sorted. */
+std::vector<std::string> size_variables(const Composite& c);
+
 }  // namespace kiln

@@ -56,9 +56,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/** Turns a plugin error into an exception, releasing the plugin's string. */
-[[noreturn]] void fail(const kiln_plugin& p, const std::string& what, char* error) {
-  std::string msg = std::string(p.name) + " runtime: " + what;
+/** Turns a plugin error into an exception, releasing the plugin's string; the message names the
+ *  runtime by its descriptor's name (several descriptors may share one plugin). */
+[[noreturn]] void fail(const kiln_plugin& p, const std::string& runtime, const std::string& what,
+                       char* error) {
+  std::string msg = runtime + " runtime: " + what;
   if (error) {
     msg += ": " + std::string(error);
     p.free_string(error);
@@ -163,7 +165,14 @@ std::vector<std::string> plugin_dirs(const std::string& descriptor_dir) {
 std::shared_ptr<LoadedPlugin> load_plugin(const RuntimeDescriptor& desc) {
   fs::path descriptor_dir = fs::path(desc.path).parent_path();
   bool is_path = desc.plugin.find('/') != std::string::npos;
-  std::string file = is_path ? desc.plugin : "lib" + desc.plugin + ".so";
+  // A name as CMake names the target ("kiln_runtime_cc") becomes its library's file name; a
+  // file name ("libkiln_runtime_cc.so", "mine.so.1") is searched as written, and a name given
+  // with its "lib" ("libmine") takes only the ".so".
+  const std::string& name = desc.plugin;
+  const bool file_name = name.ends_with(".so") || name.find(".so.") != std::string::npos;
+  std::string file = is_path || file_name      ? name
+                     : name.starts_with("lib") ? name + ".so"
+                                               : "lib" + name + ".so";
   std::vector<std::string> dirs = plugin_dirs(descriptor_dir.string());
   std::string path;
   if (is_path) {
@@ -428,7 +437,7 @@ std::vector<uint8_t> Runtime::artifact(const std::string& identity,
       file << source;
       if (file.flush())
         why += (why.empty() ? "" : "\n") + ("the source is kept in " + kept.string());
-      throw std::runtime_error(std::string(table().name) + " runtime: compile failed: " + why);
+      throw std::runtime_error(desc_.name + " runtime: compile failed: " + why);
     }
     const auto* bytes = static_cast<const uint8_t*>(blob.data);
     artifact.emplace(bytes, bytes + blob.size);
@@ -477,7 +486,7 @@ CompiledModule Runtime::compile_identified(const std::string& identity,
     start = std::chrono::steady_clock::now();
     module = load_checked(bytes, symbols, &why);
   }
-  if (!module) throw std::runtime_error(std::string(table().name) + " runtime: " + why);
+  if (!module) throw std::runtime_error(desc_.name + " runtime: " + why);
   out.load_start = start;
   out.load_ms = ms_since(start);
   return std::move(*module);
@@ -520,9 +529,9 @@ bool Runtime::can_copy_device() const {
 
 void Runtime::copy_device(void* dst, const void* src, size_t bytes) {
   auto fn = reinterpret_cast<CopyDevice>(dlsym(plugin_->library, KILN_PLUGIN_COPY_DEVICE));
-  if (!fn) throw std::runtime_error(std::string(table().name) + " runtime has no device copy");
+  if (!fn) throw std::runtime_error(desc_.name + " runtime has no device copy");
   char* error = nullptr;
-  if (fn(dst, src, bytes, &error) != 0) fail(table(), "device copy failed", error);
+  if (fn(dst, src, bytes, &error) != 0) fail(table(), desc_.name, "device copy failed", error);
 }
 
 void Runtime::synchronize_stream(void* stream) {
@@ -530,7 +539,7 @@ void Runtime::synchronize_stream(void* stream) {
   auto fn = reinterpret_cast<SyncStream>(dlsym(plugin_->library, KILN_PLUGIN_SYNC_STREAM));
   if (!fn) return synchronize();
   char* error = nullptr;
-  if (fn(stream, &error) != 0) fail(table(), "waiting for a stream failed", error);
+  if (fn(stream, &error) != 0) fail(table(), desc_.name, "waiting for a stream failed", error);
 }
 
 std::optional<double> Runtime::device_ms() const {
@@ -545,14 +554,14 @@ std::optional<double> Runtime::device_ms() const {
 void Runtime::probe() {
   char* error = nullptr;
   void* p = table().alloc(64, &error);
-  if (!p) fail(table(), "cannot run kernels", error);
+  if (!p) fail(table(), desc_.name, "cannot run kernels", error);
   table().release(p);
 }
 
 void* Runtime::alloc(size_t bytes) {
   char* error = nullptr;
   void* p = table().alloc(bytes, &error);
-  if (!p) fail(table(), "alloc of " + std::to_string(bytes) + " bytes failed", error);
+  if (!p) fail(table(), desc_.name, "alloc of " + std::to_string(bytes) + " bytes failed", error);
   return p;
 }
 
@@ -562,12 +571,14 @@ void Runtime::free(void* ptr) {
 
 void Runtime::copy_to_device(void* dst, const void* src, size_t bytes) {
   char* error = nullptr;
-  if (table().copy_to_device(dst, src, bytes, &error) != 0) fail(table(), "copy failed", error);
+  if (table().copy_to_device(dst, src, bytes, &error) != 0)
+    fail(table(), desc_.name, "copy failed", error);
 }
 
 void Runtime::copy_to_host(void* dst, const void* src, size_t bytes) {
   char* error = nullptr;
-  if (table().copy_to_host(dst, src, bytes, &error) != 0) fail(table(), "copy failed", error);
+  if (table().copy_to_host(dst, src, bytes, &error) != 0)
+    fail(table(), desc_.name, "copy failed", error);
 }
 
 void Runtime::configure(const RuntimeConfig& config) {
@@ -585,7 +596,7 @@ void Runtime::configure(const RuntimeConfig& config) {
     c.struct_size = sizeof c;
     c.threads = config.threads;
     char* error = nullptr;
-    if (table().configure(&c, &error) != 0) fail(table(), "configure failed", error);
+    if (table().configure(&c, &error) != 0) fail(table(), desc_.name, "configure failed", error);
   }
   applied_configs[plugin_->library] = config;
   config_ = config;
@@ -607,12 +618,12 @@ void Runtime::launch(void* kernel, void* const* buffers, const int64_t* sizes,
   l.num_buffers = num_buffers;
   l.num_sizes = num_sizes;
   if (table().launch(kernel, buffers, sizes, &l, &error) != 0)
-    fail(table(), "launch failed", error);
+    fail(table(), desc_.name, "launch failed", error);
 }
 
 void Runtime::synchronize() {
   char* error = nullptr;
-  if (table().synchronize(&error) != 0) fail(table(), "synchronize failed", error);
+  if (table().synchronize(&error) != 0) fail(table(), desc_.name, "synchronize failed", error);
 }
 
 }  // namespace kiln

@@ -49,7 +49,7 @@ TEST_CASE("ops sweep: every composite runs at its test sizes for every allowed d
             } catch (const SpecError& e) {
               FAIL(format_error(e));
             } catch (const std::exception& e) {
-              FAIL(e.what());
+              FAIL(std::string(e.what()));  // a char* prints as its address
             }
             for (size_t o = 0; o < r.outputs.size(); ++o)
               CHECK(r.outputs[o].dims ==

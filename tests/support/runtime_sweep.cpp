@@ -126,7 +126,7 @@ SweepCount check_runtime(const std::string& runtime_name, const std::vector<std:
             }
             exe = std::make_unique<Executable>(first.graph, *rt, copt);
           } catch (const std::exception& e) {
-            FAIL_CHECK(e.what());
+            FAIL_CHECK(std::string(e.what()));  // a char* prints as its address
             outcome.note = e.what();
             report(runtime_name, spec, outcome);
             continue;
@@ -151,7 +151,7 @@ SweepCount check_runtime(const std::string& runtime_name, const std::vector<std:
               }
               outcome.failed += !ok;
             } catch (const std::exception& e) {
-              FAIL_CHECK(e.what());
+              FAIL_CHECK(std::string(e.what()));  // a char* prints as its address
               ++outcome.failed;
               outcome.note = e.what();
             }

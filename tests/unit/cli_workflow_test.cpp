@@ -87,7 +87,8 @@ TEST_CASE("cli: a failed compile keeps its source and says where") {
   Result r = kiln("run tests/data/cli.toml:scale --runtime " + bad, "KILN_CACHE=off");
   CAPTURE(r.out);
   CHECK(r.code == 4);
-  CHECK(has(r, "cc runtime: compile failed: "));
+  // Named by its descriptor, not by the plugin it shares with `cc`.
+  CHECK(has(r, "kiln: error: bad runtime: compile failed: "));
   const std::string mark = "the source is kept in ";
   size_t at = r.out.find(mark);
   REQUIRE(at != std::string::npos);
@@ -159,6 +160,17 @@ TEST_CASE("cli: kiln test runs every case of the test tables; exit 3 on a failur
   Result m = kiln("test ops/nn.toml:sofmax --runtime cc");
   CHECK(m.code == 2);
   CHECK(has(m, "(did you mean softmax?)"));
+  // Several targets: each line names its file; the totals cover them all.
+  Result s = kiln("test tests/data/cli.toml:scale ops/math.toml:neg --runtime cc");
+  CAPTURE(s.out);
+  CHECK(s.code == 0);
+  CHECK(has(s, "ok   tests/data/cli.toml:scale: 1 case\n"));
+  CHECK(has(s, "ok   ops/math.toml:neg T=f32"));
+  // A bad target among several stops before any test runs.
+  Result b = kiln("test tests/data/cli.toml:scale ops/math.toml:nope --runtime cc");
+  CHECK(b.code == 2);
+  CHECK(has(b, "no composite 'nope'"));
+  CHECK(!has(b, "ok   "));
 }
 
 TEST_CASE("cli: a spec outside the source tree uses the standard library by name or std:") {
@@ -207,6 +219,11 @@ TEST_CASE("cli: KILN_RUNTIME_PATH registers runtimes kept outside Kiln by name")
       << "flags = [\"-O1\", \"-std=c11\"]\n";
   std::ofstream(other / "cc.toml")
       << "name = \"cc\"\nbackend = \"c\"\nplugin = \"kiln_runtime_nope\"\n";
+  // The plugin named by its file name, and by its name with "lib": found as written.
+  std::ofstream(mine / "cc_file.toml")
+      << "name = \"cc_file\"\nbackend = \"c\"\nplugin = \"libkiln_runtime_cc.so\"\n";
+  std::ofstream(mine / "cc_lib.toml")
+      << "name = \"cc_lib\"\nbackend = \"c\"\nplugin = \"libkiln_runtime_cc\"\n";
   const std::string env = "KILN_CACHE=" + (tmp.path / "cache").string() +
                           " KILN_RUNTIME_PATH=" + mine.string() + ":" + other.string();
   Result r = kiln("run tests/data/cli.toml:scale --runtime cc_o1", env);
@@ -214,6 +231,12 @@ TEST_CASE("cli: KILN_RUNTIME_PATH registers runtimes kept outside Kiln by name")
   CHECK(r.code == 0);
   CHECK(has(r, "on cc_o1"));
   CHECK(has(r, "PASS"));
+  for (const char* name : {"cc_file", "cc_lib"}) {
+    Result n = kiln(std::string("run tests/data/cli.toml:scale --runtime ") + name, env);
+    CAPTURE(n.out);
+    CHECK(n.code == 0);
+    CHECK(has(n, "PASS"));
+  }
   Result list = kiln("runtimes", env);
   CAPTURE(list.out);
   CHECK(list.code == 0);

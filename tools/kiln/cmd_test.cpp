@@ -19,7 +19,8 @@ namespace kiln::cli {
 namespace {
 
 struct TestOptions {
-  std::string target, runtime = "clang";
+  std::vector<std::string> targets;
+  std::string runtime = "clang";
   std::vector<std::string> config, attrs, rules;
   uint64_t seed = 0;
   bool grad = false;  ///< --grad: only the backward composites, of every composite
@@ -27,6 +28,7 @@ struct TestOptions {
 
 /** One program to test: a composite at one dtype and one batch shape. */
 struct Subject {
+  std::string path;  ///< the spec file, as given
   const Composite* comp = nullptr;
   std::string dtype_choice;    ///< "T=f16", or empty where the composite has no type variable
   std::vector<int64_t> batch;  ///< bound to batch0, batch1, ...
@@ -44,7 +46,8 @@ std::string batch_str(const std::vector<int64_t>& b) {
  *  each batch shape of its test table (none where no input takes `...`): its forward
  *  composite unless `only_grad`, its backward composite where `only_grad` or its table says
  *  `grad = true`. */
-std::vector<Subject> subjects_of(const Loaded& l, bool one, bool only_grad) {
+std::vector<Subject> subjects_of(const std::string& path, const Loaded& l, bool one,
+                                 bool only_grad) {
   std::vector<Subject> out;
   for (const auto& c : l.file->composites) {
     if (one && c.get() != l.comp) continue;
@@ -63,7 +66,7 @@ std::vector<Subject> subjects_of(const Loaded& l, bool one, bool only_grad) {
       if (grad ? !(only_grad || c->test.grad) : only_grad) continue;
       for (const std::string& d : dtypes)
         for (const auto& b : batches)
-          out.push_back({c.get(), d, b, grad});
+          out.push_back({path, c.get(), d, b, grad});
     }
   }
   return out;
@@ -87,7 +90,7 @@ void add_test_command(CLI::App& app, int& exit_code) {
       "Run every case of the test tables against the interpreter: each dtype, batch shape "
       "and size");
   auto o = std::make_shared<TestOptions>();
-  cmd->add_option("target", o->target, "FILE or FILE:COMPOSITE")->required();
+  cmd->add_option("targets", o->targets, "FILE or FILE:COMPOSITE, one or more")->required();
   cmd->add_option("--runtime", o->runtime, "A runtime name (clang, openmp, cc) or descriptor path")
       ->capture_default_str();
   cmd->add_option("--config", o->config, "Compiler knobs KEY=VALUE, e.g. TILE=64,PARALLEL=0")
@@ -104,28 +107,35 @@ void add_test_command(CLI::App& app, int& exit_code) {
     config_items(o->config);
     std::unique_ptr<Runtime> rt = open_runtime(o->runtime);
     rt->probe();
-    // FILE tests every composite of the file, FILE:COMPOSITE that one.
-    auto [path, only] = split_target(o->target);
-    Loaded file;
-    file.file = &file.lib.load(path);
-    if (file.file->composites.empty()) throw UsageError(path + " holds no composite");
-    const bool one = !only.empty();
-    if (one)
-      file.comp = usage_error_of([&] { return &find_composite(file.lib, *file.file, only); });
+    // FILE tests every composite of the file, FILE:COMPOSITE that one; every target is loaded
+    // (and a bad one reported) before any test runs.
+    std::vector<std::unique_ptr<Loaded>> files;
+    std::vector<Subject> subjects;
+    for (const std::string& target : o->targets) {
+      auto [path, only] = split_target(target);
+      Loaded& file = *files.emplace_back(std::make_unique<Loaded>());
+      file.file = &file.lib.load(path);
+      if (file.file->composites.empty()) throw UsageError(path + " holds no composite");
+      const bool one = !only.empty();
+      if (one)
+        file.comp = usage_error_of([&] { return &find_composite(file.lib, *file.file, only); });
+      for (Subject& s : subjects_of(path, file, one, o->grad))
+        subjects.push_back(std::move(s));
+    }
+    const bool several = o->targets.size() > 1;
     Selection sel;
     sel.attrs = o->attrs;
     sel.rules = o->rules;
-    std::vector<Subject> subjects = subjects_of(file, one, o->grad);
     int total = 0;
     for (const Subject& s : subjects)
       total += static_cast<int>(s.comp->test.case_count());
     const bool tty = isatty(STDOUT_FILENO);
     int passed = 0, failed = 0, skipped = 0;
     for (const Subject& s : subjects) {
-      std::string name = path + ":" + s.comp->name;
-      std::string what = s.comp->name + (s.dtype_choice.empty() ? "" : " " + s.dtype_choice) +
-                         (s.batch.empty() ? "" : " batch " + batch_str(s.batch)) +
-                         (s.grad ? " grad" : "");
+      std::string name = s.path + ":" + s.comp->name;
+      std::string what =
+          (several ? name : s.comp->name) + (s.dtype_choice.empty() ? "" : " " + s.dtype_choice) +
+          (s.batch.empty() ? "" : " batch " + batch_str(s.batch)) + (s.grad ? " grad" : "");
       int cases = static_cast<int>(s.comp->test.case_count()), ok = 0;
       auto fail = [&](const std::string& why) {
         if (tty) std::cout << "\r\x1b[K";

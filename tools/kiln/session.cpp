@@ -7,7 +7,9 @@
 
 #include "autodiff/gradient.h"
 #include "dsl/check.h"
+#include "dsl/lower.h"
 #include "ir/sizes.h"
+#include "ir/suggest.h"
 
 namespace kiln::cli {
 
@@ -139,11 +141,29 @@ void load_selection(const Selection& sel, Loaded& out) {
   out.options = usage_error_of([&] { return lower_options(*out.comp, out.settings); });
 }
 
+namespace {
+std::string list_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+}  // namespace
+
 SizeBindings bind_sizes(const Loaded& l, const std::string& test) {
   // The composite's first test case, with what --test names in its place.
   SizeBindings sizes = l.comp->test.case_sizes(0);
-  for (const auto& [k, v] : parse_sizes(test))
+  const std::vector<std::string> known = size_variables(*l.comp);
+  for (const auto& [k, v] : parse_sizes(test)) {
+    // A name the composite does not size would be ignored: the run would not be what was asked.
+    if (!std::binary_search(known.begin(), known.end(), k))
+      throw UsageError("--test " + k + "=" + std::to_string(v) + ": '" + l.comp->name +
+                       "' has no size " + k + did_you_mean(k, known) +
+                       (known.empty() ? std::string("; it has no size variables")
+                                      : "; its sizes: " + list_names(known)) +
+                       " (batch dimensions are given by --batch)");
     sizes[k] = v;
+  }
   for (size_t k = 0; k < l.batch.size(); ++k)
     sizes["batch" + std::to_string(k)] = l.batch[k];
   return sizes;
