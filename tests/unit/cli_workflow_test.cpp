@@ -361,3 +361,56 @@ TEST_CASE("cli: a scattered position outside its axis is dropped, and is an erro
   CHECK(r.code == 4);
   CHECK(has(r, "(scatter): scattered index "));
 }
+
+TEST_CASE("cli: kiln test-runtime checks a runtime against the interpreter and writes a report") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string env = "KILN_CACHE=off";
+  // The shipped cc plugin: everything passes; the report has a row per composite and a column
+  // per dtype, empty where the composite does not take it.
+  const std::string good = (tmp.path / "good.md").string();
+  Result r = kiln(
+      "test-runtime cc --ops ops/math.toml:sqrt tests/data/cli.toml:scale --report " + good, env);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(
+      has(r, "13 passed, 0 failed, 0 in programs that did not compile, 0 skipped (cc, 5 programs"));
+  std::string report = read_file(good);
+  CAPTURE(report);
+  CHECK(report.find("# Conformance of the `cc` runtime") != std::string::npos);
+  CHECK(report.find("| composite | f32 | f64 | f16 | bf16 | untyped |") != std::string::npos);
+  CHECK(report.find("| math.toml:sqrt | pass (3) | pass (3) | pass (3) | pass (3) |  |") !=
+        std::string::npos);
+  CHECK(report.find("| cli.toml:scale |  |  |  |  | pass (1) |") != std::string::npos);
+  // A plugin that computes a wrong square root (its compiler told so): each bad case is a line,
+  // the cell says which element; exit 3.
+  std::ofstream(tmp.path / "wrong.toml")
+      << "name = \"wrong\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+      << "flags = [\"-std=gnu11\", \"-D__builtin_sqrtf(x)=(x)\"]\n";
+  const std::string bad = (tmp.path / "bad.md").string();
+  Result w = kiln("test-runtime " + (tmp.path / "wrong.toml").string() +
+                      " --ops ops/math.toml:sqrt --report " + bad,
+                  env);
+  CAPTURE(w.out);
+  CHECK(w.code == 3);
+  CHECK(has(w, "FAIL ops/math.toml:sqrt T=f32 batch [3]: [N=1,batch0=3] output y element 0: got"));
+  report = read_file(bad);
+  CHECK(report.find("| math.toml:sqrt | **fail** (3 of 3): [N=1,batch0=3] output y element 0") !=
+        std::string::npos);
+  CHECK(report.find("| pass (3) |") !=
+        std::string::npos);  // f64 takes libm's sqrt, which the flag leaves
+  // A plugin whose compiler fails: the compiler's own error line in the cell; exit 3.
+  std::ofstream(tmp.path / "broken.toml")
+      << "name = \"broken\"\nbackend = \"c\"\nplugin = \"kiln_runtime_cc\"\n"
+      << "flags = [\"-include/nonexistent/kiln_nope.h\"]\n";
+  Result b = kiln("test-runtime " + (tmp.path / "broken.toml").string() +
+                      " --ops tests/data/cli.toml:scale --report " + bad,
+                  env);
+  CHECK(b.code == 3);
+  CHECK(read_file(bad).find("**compile error**: broken runtime: compile failed: ") !=
+        std::string::npos);
+  CHECK(read_file(bad).find("kiln_nope.h") != std::string::npos);
+  Result u = kiln("test-runtime nope --ops tests/data/cli.toml:scale", env);
+  CHECK(u.code == 2);
+  CHECK(has(u, "no runtime 'nope'"));
+}
