@@ -103,6 +103,15 @@ code=$?
 set -e
 [ "$code" -ne 0 ] || fail "an unknown composite exited 0"
 expect "$out" "did you mean hot_softmax?" "a suggestion for an unknown composite"
+# A new runtime as a plugin author starts one: scaffolded, built against the install, checked.
+"$kiln" new-runtime mine --from cc --dir "$work" >/dev/null
+cmake -S "$work/mine" -B "$work/mine/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+ninja -C "$work/mine/build" >/dev/null
+out=$("$kiln" test-runtime "$work/mine/mine.toml" --ops std:nn.toml:softmax std:math.toml:add \
+  --report "$work/mine.md")
+expect "$out" "passed, 0 failed, 0 in programs that did not compile" "kiln test-runtime"
+expect "$(cat "$work/mine.md")" "| nn.toml:softmax | pass (6) |" "the test-runtime report"
+step "kiln new-runtime --from cc: built with find_package(Kiln); test-runtime passed"
 step "kiln from $prefix/bin: run --save/--input/--no-check, test, runtimes, rules check, cache ls,"
 step "  KILN_DUMP, KILN_CACHE=off, show --format dot, run --trace, did-you-mean"
 

@@ -414,3 +414,53 @@ TEST_CASE("cli: kiln test-runtime checks a runtime against the interpreter and w
   CHECK(u.code == 2);
   CHECK(has(u, "no runtime 'nope'"));
 }
+
+TEST_CASE("cli: kiln new-runtime makes a plugin that builds and passes kiln test-runtime") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string dir = tmp.path.string();
+  Result r = kiln("new-runtime mine --from cc --dir " + dir);
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  const std::filesystem::path mine = tmp.path / "mine";
+  for (const char* f : {"mine.toml", "mine_plugin.c", "CMakeLists.txt", "README.md"})
+    CHECK(std::filesystem::exists(mine / f));
+  const std::string plugin = read_file(mine / "mine_plugin.c");
+  CHECK(plugin.find(".name = \"mine\",") != std::string::npos);
+  CHECK(plugin.find(".launch = cc_launch, /* runs a kernel:") != std::string::npos);
+  CHECK(read_file(mine / "mine.toml").find("plugin = \"build/libkiln_runtime_mine.so\"") !=
+        std::string::npos);
+  CHECK(read_file(mine / "CMakeLists.txt").find("find_package(Kiln 0.1 REQUIRED)") !=
+        std::string::npos);
+  // Built as its CMakeLists.txt would (tests/install/check.sh builds it that way, against an
+  // install), then checked: its own name in the messages, everything passing.
+  std::filesystem::create_directories(mine / "build");
+  const std::string cc = "cc -std=c11 -O1 -shared -fPIC -fvisibility=hidden -Iinclude " +
+                         (mine / "mine_plugin.c").string() + " -o " +
+                         (mine / "build" / "libkiln_runtime_mine.so").string() + " -ldl";
+  REQUIRE(std::system(cc.c_str()) == 0);
+  Result t = kiln("test-runtime " + (mine / "mine.toml").string() +
+                      " --ops ops/math.toml:add tests/data/cli.toml:scale",
+                  "KILN_CACHE=off");
+  CAPTURE(t.out);
+  CHECK(t.code == 0);
+  CHECK(has(t, "passed, 0 failed, 0 in programs that did not compile, 0 skipped (mine, "));
+  // The cuda scaffold carries its NVRTC and driver glue beside it.
+  Result c = kiln("new-runtime gpu --from cuda --dir " + dir);
+  CHECK(c.code == 0);
+  for (const char* f : {"gpu.toml", "gpu_plugin.c", "nvrtc.c", "cuda_api.h"})
+    CHECK(std::filesystem::exists(tmp.path / "gpu" / f));
+  CHECK(read_file(tmp.path / "gpu" / "gpu_plugin.c").find("#include \"cuda_api.h\"") !=
+        std::string::npos);
+  // Bad requests: one line each, exit 2, nothing written.
+  Result name = kiln("new-runtime My-cc --from cc --dir " + dir);
+  CHECK(name.code == 2);
+  CHECK(has(name, "must be a C identifier"));
+  Result from = kiln("new-runtime other --from clang --dir " + dir);
+  CHECK(from.code == 2);
+  CHECK(has(from, "expected cc or cuda"));
+  CHECK(!std::filesystem::exists(tmp.path / "other"));
+  Result again = kiln("new-runtime mine --from cc --dir " + dir);
+  CHECK(again.code == 2);
+  CHECK(has(again, "exists and is not empty"));
+}
