@@ -170,6 +170,10 @@ Compiled compile(const Spec& spec, const std::string& composite, const std::stri
   impl->runtime_name = runtime;
   try {
     impl->graph = lower_verified(s.lib, c, lower_options(c, settings), runtime == "interp");
+    if (!settings.grad_wrt.empty()) {
+      impl->graph = differentiate(impl->graph, settings.grad_wrt, c);
+      impl->composite = impl->graph.name;
+    }
   } catch (const SpecError& e) {
     throw to_invalid_spec(e);
   }

@@ -7,6 +7,7 @@
 #include <future>
 #include <iostream>
 
+#include "autodiff/gradient.h"
 #include "backends/backend.h"
 #include "driver/host_cpu.h"
 #include "dsl/choices.h"
@@ -84,6 +85,29 @@ Graph lower_verified(const Library& lib, const Composite& c, const LowerOptions&
   }
   verify_or_throw(g);
   return g;
+}
+
+namespace {
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names)
+    out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+
+}  // namespace
+
+Graph differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Composite& c) {
+  try {
+    return gradient(forward, wrt);
+  } catch (const GradError& e) {
+    std::vector<std::string> outs;
+    for (const GraphOutput& o : forward.outputs)
+      outs.push_back(o.name);
+    throw SpecError(c.body_loc, "cannot differentiate " + quoted_list(outs) + " of '" + c.name +
+                                    "' with respect to " + quoted_list(wrt) + ": " + e.what());
+  }
 }
 
 UnboundSize::UnboundSize(const std::string& var, const std::string& composite)

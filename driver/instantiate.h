@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "driver/config.h"
 #include "dsl/lower.h"
@@ -34,6 +35,12 @@ LowerOptions lower_options(const Composite& c, const CompileSettings& s);
  *  where it can. Throws SpecError for an error in the spec. */
 Graph lower_verified(const Library& lib, const Composite& c, const LowerOptions& opt,
                      bool interpreted);
+
+/** The backward composite of `forward`, composite `c`'s lowered graph, with respect to the float
+ *  inputs `wrt` (autodiff/gradient.h; CompileSettings::grad_wrt, `kiln run --grad`). A bad name
+ *  is a std::invalid_argument; a gradient that cannot be taken a SpecError at `c`'s body naming
+ *  the outputs, the inputs and the node where it stops. */
+Graph differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Composite& c);
 
 /** A size variable of the graph with no binding; what() names it and the composite. */
 struct UnboundSize : std::invalid_argument {

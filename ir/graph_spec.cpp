@@ -19,7 +19,11 @@ std::string expr_text(const IntExpr& e, const std::vector<std::string>& vars);
 /** IntExpr's floor division or modulus of `a` by `b` (a positive size in a view) from the body's
  *  truncating `//` and `%`: m = ((a % b) + b) % b, and (a - m) // b, where `a` has an index. */
 std::string floor_text(const IntAtom& atom, const std::vector<std::string>& vars) {
-  std::string a = expr_text(atom.a, vars), b = expr_text(atom.b, vars);
+  auto operand = [&](const IntExpr& e) {  // `a % b * c` would read as `(a % b) * c`
+    std::string t = expr_text(e, vars);
+    return t.find(' ') == std::string::npos ? t : "(" + t + ")";
+  };
+  std::string a = operand(atom.a), b = operand(atom.b);
   std::set<std::string> used;
   atom.a.collect_vars(used);
   bool sizes_only = std::none_of(used.begin(), used.end(),

@@ -86,6 +86,13 @@ struct CompileSettings {
   /** The compile cache folder; empty means the default ($KILN_CACHE or the user cache;
    *  KILN_CACHE=off: no cache). */
   std::string cache_dir;
+  /** Float inputs to differentiate with respect to (`kiln run --grad x,w`): when not empty,
+   *  compile() compiles the composite's backward composite instead (docs/autodiff.md), named
+   *  `<composite>_grad`, whose inputs are the composite's followed by one cotangent per float
+   *  output (`dy` for `y`) and whose outputs are the gradients, one per name here in this order
+   *  (`dx` for `x`). compile() throws std::invalid_argument for a name that is no float input,
+   *  InvalidSpec (at the composite's body) when the gradient cannot be taken. */
+  std::vector<std::string> grad_wrt;
 };
 
 /** A composite compiled for one runtime, runnable for any binding of its size variables.

@@ -7,6 +7,7 @@ tensors without a copy (docs/python.md).
 """
 
 from . import _core
+from ._autograd import Function
 from ._errors import SpecError
 from ._info import Cache, ConfigKey, RuntimeInfo, config_keys, runtimes
 from ._spec import Spec, load
@@ -17,5 +18,5 @@ Kernel = _core.Kernel
 cache = Cache()
 __version__ = "0.1.0"
 
-__all__ = ["Cache", "ConfigKey", "Kernel", "RuntimeInfo", "Spec", "SpecError", "Weights", "cache",
+__all__ = ["Cache", "ConfigKey", "Function", "Kernel", "RuntimeInfo", "Spec", "SpecError", "Weights", "cache",
            "config_keys", "load", "runtimes", "torch_op"]

@@ -75,7 +75,27 @@ class Spec:
         batch_rank: int = 0,
         specialize: Union[Mapping[str, int], None] = None,
         cache_dir: Union[_Path, None] = None,
-    ) -> Kernel: ...
+        grad: Union[Sequence[str], None] = None,
+    ) -> Kernel:
+        """With ``grad``: the backward composite with respect to those float inputs instead."""
+    def function(
+        self, composite: str, runtime: str = "clang", *, wrt: Union[Sequence[str], None] = None,
+        **settings: Any,
+    ) -> Function:
+        """The composite and its backward composite as a torch.autograd.Function."""
+
+class Function:
+    """A compiled composite and its compiled backward composite with respect to ``wrt``; called
+    on PyTorch tensors it is differentiable (docs/python.md, "Autograd")."""
+
+    forward_kernel: Kernel
+    backward_kernel: Kernel
+    wrt: tuple[str, ...]
+    @property
+    def inputs(self) -> list[str]: ...
+    @property
+    def outputs(self) -> list[str]: ...
+    def __call__(self, *inputs: Any) -> Any: ...
 
 def load(path: _Path) -> Spec: ...
 def torch_op(kernel: Kernel, qualname: str) -> Any:

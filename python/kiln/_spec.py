@@ -50,24 +50,50 @@ class Spec:
         return self._core.doc(name)
 
     def compile(self, composite, runtime="clang", *, dtype=None, attrs=None, config=None,
-                batch_rank=0, specialize=None, cache_dir=None):
+                batch_rank=0, specialize=None, cache_dir=None, grad=None):
         """Compiles ``composite`` for ``runtime`` ("clang", "openmp", "cc", a descriptor path,
         or "interp", the reference interpreter) and returns a kiln.Kernel that runs it at any
         sizes. ``dtype`` binds type variables ({"T": "f16"}, NumPy or PyTorch dtypes too),
         ``attrs`` attributes ({"alpha": 0.2}), ``config`` the --config knobs
         (kiln.config_keys()), ``batch_rank`` the number of dimensions a leading ``...`` stands
         for, ``specialize`` sizes compiled as constants ({"K": 64}), ``cache_dir`` the
-        compiled-code cache's folder."""
+        compiled-code cache's folder. ``grad`` (a list of float input names) compiles the
+        composite's backward composite with respect to them instead, as ``kiln run --grad``
+        (docs/autodiff.md): its inputs are the composite's, then a cotangent per float output
+        (``dy`` for ``y``); its outputs the gradients (``dx`` for ``x``), in ``grad``'s order."""
         dtypes = {k: _arrays.dtype_name(v) for k, v in (dtype or {}).items()}
         attr_texts = {k: _attr_text(v) for k, v in (attrs or {}).items()}
         config_texts = {k: _config_text(v) for k, v in (config or {}).items()}
         fixed = {k: int(v) for k, v in (specialize or {}).items()}
         return _core.compile(self._core, composite, str(runtime), dtypes, attr_texts,
                              int(batch_rank), config_texts, fixed,
-                             os.fspath(cache_dir) if cache_dir else "", _arrays.allocate)
+                             os.fspath(cache_dir) if cache_dir else "", _names(grad, "grad"),
+                             _arrays.allocate)
+
+    def function(self, composite, runtime="clang", *, wrt=None, **settings):
+        """Compiles ``composite`` and its backward composite with respect to the float inputs
+        ``wrt`` (default: every float input) and returns a kiln.Function: called on PyTorch
+        tensors, it runs the forward kernel and records the backward kernel with autograd
+        (docs/python.md, "Autograd"). ``settings`` are compile()'s keyword arguments."""
+        from ._autograd import Function
+
+        return Function(self, composite, runtime, wrt, settings)
 
     def __repr__(self):
         return f"kiln.Spec({self.name!r}: {', '.join(self.composites)})"
+
+
+def _names(names, what):
+    """A list of input names from a list or tuple of strings (a lone string is one name)."""
+    if names is None:
+        return []
+    if isinstance(names, str):
+        names = [names]
+    names = list(names)
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"{what}= takes input names (strings), got {n!r}")
+    return names
 
 
 def load(path) -> Spec:

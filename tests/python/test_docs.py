@@ -51,7 +51,8 @@ def test_type_stubs_name_what_the_package_has(tmp_path):
     assert public == set(kiln.__all__)
     spec = kiln.load("std:math.toml")
     instances = {"Kernel": spec.compile("add", "interp"), "Spec": spec, "Cache": kiln.cache,
-                 "SpecError": kiln.SpecError("x", "f.toml", 1, 2)}
+                 "SpecError": kiln.SpecError("x", "f.toml", 1, 2),
+                 "Function": spec.function("exp", "interp", batch_rank=1)}
     header = b'{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
     (tmp_path / "w.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
     instances["Weights"] = kiln.Weights(tmp_path / "w.safetensors")
@@ -66,3 +67,8 @@ def test_type_stubs_name_what_the_package_has(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_torch_operator_example():
     assert run(next(e for e in examples() if "torch_op" in e)) == "torch.Size([4, 100])\n"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_autograd_example():
+    assert run(next(e for e in examples() if "gradcheck" in e)) == ""

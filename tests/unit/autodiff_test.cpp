@@ -114,6 +114,9 @@ TEST_CASE("autodiff: gradients against finite differences") {
       {"tests/data/autodiff.toml:running", {"x"}, {{"N", 6}}},
       {"tests/data/autodiff.toml:scatter_peak", {"base", "src"}, {{"M", 3}, {"N", 7}}},
       {"std:nn.toml:matmul", {"a", "b"}, {{"M", 3}, {"K", 4}, {"N", 2}}},
+      // a view adjoint through a scatter-add whose offsets divide by products (printed once
+      // without parentheses: `i % 4 * C` for `i % (4 * C)`)
+      {"std:nn.toml:avgpool2d", {"x"}, {{"B", 2}, {"C", 3}, {"H", 7}, {"W", 6}}},
       {"std:nn.toml:softmax", {"x"}, {{"N", 5}}, {2}},
       {"std:nn.toml:layernorm", {"x", "gamma", "beta"}, {{"N", 5}}, {2}},
       {"std:nn.toml:rmsnorm", {"x", "gamma"}, {{"N", 4}}, {2}},

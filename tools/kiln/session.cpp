@@ -5,7 +5,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "autodiff/gradient.h"
 #include "dsl/check.h"
 #include "dsl/lower.h"
 #include "ir/sizes.h"
@@ -219,22 +218,7 @@ void add_run_request_options(CLI::App& cmd, RunRequest& r, const std::string& ru
 }
 
 Graph differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Loaded& l) {
-  try {
-    return usage_error_of([&] { return gradient(forward, wrt); });
-  } catch (const GradError& e) {
-    auto quoted_list = [](const std::vector<std::string>& names) {
-      std::string out;
-      for (const std::string& n : names)
-        out += (out.empty() ? "'" : ", '") + n + "'";
-      return out;
-    };
-    std::vector<std::string> outs;
-    for (const GraphOutput& o : forward.outputs)
-      outs.push_back(o.name);
-    throw SpecError(l.comp->body_loc, "cannot differentiate " + quoted_list(outs) + " of '" +
-                                          l.comp->name + "' with respect to " + quoted_list(wrt) +
-                                          ": " + e.what());
-  }
+  return usage_error_of([&] { return kiln::differentiate(forward, wrt, *l.comp); });
 }
 
 std::vector<std::string> float_inputs(const Graph& g) {

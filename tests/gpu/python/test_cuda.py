@@ -228,3 +228,29 @@ def test_the_docs_cuda_example_runs():
     scope = {}
     exec(compile(example, "docs/python.md", "exec"), scope)
     torch.testing.assert_close(scope["y"], torch.softmax(scope["x"], -1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,shapes,batch_rank", [
+    ("softmax", [(3, 7)], 1),
+    ("layernorm", [(3, 6), (6,), (6,)], 1),
+    ("matmul", [(3, 4), (4, 5)], 0),
+    ("attention", [(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], 0),
+])
+def test_autograd_function_on_cuda(nn, name, shapes, batch_rank):
+    """kiln.Function on CUDA tensors (docs/python.md, "Autograd"): gradcheck in f64, both
+    kernels queued on the current stream, and the gradients against the clang kernels'."""
+    f = nn.function(name, "cuda", dtype={"T": "f64"}, batch_rank=batch_rank)
+    g = torch.Generator().manual_seed(3)
+    cpu = [torch.rand(s, dtype=torch.float64, generator=g).requires_grad_() for s in shapes]
+    cuda = [t.detach().cuda().requires_grad_() for t in cpu]
+    assert torch.autograd.gradcheck(f, tuple(cuda), eps=1e-6, atol=1e-7, rtol=1e-5)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        y = f(*cuda)
+        y.backward(torch.ones_like(y))
+    s.synchronize()
+    reference = nn.function(name, "clang", dtype={"T": "f64"}, batch_rank=batch_rank)
+    y_cpu = reference(*cpu)
+    y_cpu.backward(torch.ones_like(y_cpu))
+    for a, b in zip(cuda, cpu):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-10, atol=1e-12)
