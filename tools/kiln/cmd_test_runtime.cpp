@@ -158,8 +158,10 @@ void add_test_runtime_command(CLI::App& app, int& exit_code) {
           skipped += r.cases;
           break;
       }
-      const std::string row = std::filesystem::path(s.path).filename().string() + ":" +
-                              s.comp->name + (s.grad ? " (backward)" : "");
+      const std::string file =
+          s.path.starts_with("std:") ? s.path.substr(4) : s.path;  // a standard library file
+      const std::string row = std::filesystem::path(file).filename().string() + ":" + s.comp->name +
+                              (s.grad ? " (backward)" : "");
       const std::string col =
           s.dtype_choice.empty() ? "" : s.dtype_choice.substr(s.dtype_choice.find('=') + 1);
       if (!table.count(row)) rows.push_back(row);
