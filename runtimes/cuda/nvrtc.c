@@ -184,17 +184,22 @@ int kiln_cuda_compile(const char* source, const char* flags, kiln_blob* artifact
   if (split) options[n++] = kSplitCompile;
   nvrtcProgram prog = NULL;
   int rc = NVRTC_SUCCESS;
+  /* A failed compile with kSplitCompile runs once more without it: NVRTC 13.0 refuses the
+   * option where it lacks it (then it is dropped for good), and fails some modules with it that
+   * compile without it ("error: Failed to read bitcode": the backward composite of attention in
+   * f64, eight kernels). A module that is wrong either way is reported from the second try. */
+  int first = NVRTC_SUCCESS;
   for (int attempt = 0; attempt < 1 + split; ++attempt) {
-    if (attempt) nv.destroy(&prog); /* refused an option: once more without kSplitCompile */
+    if (attempt) nv.destroy(&prog);
     if ((rc = nv.create(&prog, source, "kiln.cu", 0, NULL, NULL)) != NVRTC_SUCCESS) {
       *error = kiln_cuda_format("nvrtcCreateProgram: %s", nv.error_string(rc));
       return 1;
     }
     rc = nv.compile(prog, n - attempt, options);
-    if (rc != NVRTC_ERROR_INVALID_OPTION) {
-      if (attempt) __atomic_store_n(&nvrtc.no_split, 1, __ATOMIC_RELAXED);
-      break;
-    }
+    if (attempt == 0) first = rc;
+    if (attempt && first == NVRTC_ERROR_INVALID_OPTION && rc != NVRTC_ERROR_INVALID_OPTION)
+      __atomic_store_n(&nvrtc.no_split, 1, __ATOMIC_RELAXED);
+    if (rc == NVRTC_SUCCESS) break;
   }
   size_t size = 0;
   if (rc != NVRTC_SUCCESS) {

@@ -238,7 +238,7 @@ def test_the_docs_cuda_example_runs():
 ])
 def test_autograd_function_on_cuda(nn, name, shapes, batch_rank):
     """kiln.Function on CUDA tensors (docs/python.md, "Autograd"): gradcheck in f64, both
-    kernels queued on the current stream, and the gradients against the clang kernels'."""
+    kernels queued on the current stream, and the gradients against the cc kernels'."""
     f = nn.function(name, "cuda", dtype={"T": "f64"}, batch_rank=batch_rank)
     g = torch.Generator().manual_seed(3)
     cpu = [torch.rand(s, dtype=torch.float64, generator=g).requires_grad_() for s in shapes]
@@ -249,7 +249,7 @@ def test_autograd_function_on_cuda(nn, name, shapes, batch_rank):
         y = f(*cuda)
         y.backward(torch.ones_like(y))
     s.synchronize()
-    reference = nn.function(name, "clang", dtype={"T": "f64"}, batch_rank=batch_rank)
+    reference = nn.function(name, "cc", dtype={"T": "f64"}, batch_rank=batch_rank)
     y_cpu = reference(*cpu)
     y_cpu.backward(torch.ones_like(y_cpu))
     for a, b in zip(cuda, cpu):
