@@ -18,5 +18,6 @@ void add_bench_command(CLI::App& app, int& exit_code);
 void add_runtimes_command(CLI::App& app, int& exit_code);
 void add_test_command(CLI::App& app, int& exit_code);
 void add_grad_command(CLI::App& app, int& exit_code);
+void add_generate_command(CLI::App& app, int& exit_code);
 
 }  // namespace kiln::cli

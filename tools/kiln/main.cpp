@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add_runtimes_command(app, exit_code);
   add_test_command(app, exit_code);
   add_grad_command(app, exit_code);
+  add_generate_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
