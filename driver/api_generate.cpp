@@ -107,8 +107,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 Generation generate(const Compiled& step, const std::map<std::string, const void*>& inputs,
                     const std::map<std::string, int64_t>& sizes, const std::vector<int32_t>& prompt,
-                    int new_tokens, const std::function<void(int32_t)>& on_token) {
+                    int new_tokens, const std::function<void(int32_t)>& on_token,
+                    const Compiled* decode_step) {
   const StepPorts ports = step_ports(step, inputs);
+  if (decode_step &&
+      (decode_step->composite() != step.composite() || decode_step->inputs() != step.inputs() ||
+       decode_step->outputs() != step.outputs()))
+    throw std::invalid_argument("generate: the decode step '" + decode_step->composite() +
+                                "' is not the step '" + step.composite() + "' compiled again");
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
   if (new_tokens < 0) throw std::invalid_argument("generate: a negative count of tokens");
   const std::vector<std::string> ids_shape = step.symbolic_shape(ports.ids);
@@ -161,7 +167,7 @@ Generation generate(const Compiled& step, const std::map<std::string, const void
   const std::string dtype = step.dtype(ports.logits);
   for (int k = 0; k < new_tokens; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
-    step.run(buffers(), bound);
+    (k > 0 && decode_step ? *decode_step : step).run(buffers(), bound);
     for (const auto& [out, in] : ports.state)
       owned.at(out).swap(owned.at(in));
     const int32_t next = argmax(dtype, logits.data(), vocab);

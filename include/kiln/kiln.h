@@ -233,12 +233,15 @@ struct Generation {
  *  call) and one i32 scalar (the first token's position); its outputs its states and one float
  *  vector, the logits over the vocabulary. A size variable that `sizes` leaves unbound and a
  *  state input spells as a dimension of its own (the cache's positions) is bound to
- *  prompt.size() + new_tokens. `on_token` sees each token as it comes. Throws
+ *  prompt.size() + new_tokens. `on_token` sees each token as it comes. `decode_step`, when
+ *  given, runs the one-token calls: the same composite compiled with the ids' size fixed to 1
+ *  (CompileSettings::fixed_sizes), which the scheduler can plan for one row. Throws
  *  std::invalid_argument for a step of another shape, an input not given, an empty prompt or a
  *  token id outside the vocabulary; what run() throws otherwise. */
 Generation generate(const Compiled& step, const std::map<std::string, const void*>& inputs,
                     const std::map<std::string, int64_t>& sizes, const std::vector<int32_t>& prompt,
-                    int new_tokens, const std::function<void(int32_t)>& on_token = {});
+                    int new_tokens, const std::function<void(int32_t)>& on_token = {},
+                    const Compiled* decode_step = nullptr);
 
 /** One compiler knob of README "--config knobs" (CompileSettings::config). */
 struct ConfigKnob {

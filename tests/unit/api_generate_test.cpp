@@ -113,6 +113,13 @@ TEST_CASE("api: gpt2_step's decode logits equal gpt2's prefill logits; generate 
       CHECK(t == argmax(all.data() + (seq.size() - 1) * V, V));
       seq.push_back(t);
     }
+    // The one-token calls on the step compiled for S = 1: the same tokens.
+    kiln::CompileSettings one;
+    one.fixed_sizes["S"] = 1;
+    const kiln::Compiled decode = kiln::compile(spec, "gpt2_step", runtime, one);
+    CHECK(kiln::generate(step, given, model, {3, 14, 15}, 5, {}, &decode).tokens == g.tokens);
+    CHECK_THROWS_AS(kiln::generate(step, given, model, {3}, 2, {}, &prefill),
+                    std::invalid_argument);
     CHECK_THROWS_WITH_AS(kiln::generate(step, given, model, {3, 23}, 2),
                          "generate: token id 23 at prompt position 1 is outside the vocabulary "
                          "[0, 23)",

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "driver/pipeline.h"
 #include "kiln/kiln.h"
@@ -22,6 +23,7 @@ struct GenerateOptions {
   std::vector<std::string> config;
   std::vector<int64_t> prompt;
   int tokens = 0;
+  bool generic = false;  ///< the one-token calls run the prompt's program too
 };
 
 std::string rate(int tokens, double seconds) {
@@ -58,6 +60,14 @@ void generate_command(const GenerateOptions& o) {
   settings.config = config_items(o.config);
   const Spec spec = Spec::load(split_target(o.sel.target).first);
   const Compiled step = compile(spec, l.comp->name, o.runtime, settings);
+  // The one-token calls get the step compiled for one token: the size of its i32 vector input
+  // that the weights do not give (the token ids) fixed to 1.
+  for (const std::string& in : step.inputs())
+    if (!given.count(in) && step.dtype(in) == "i32" && step.symbolic_shape(in).size() == 1)
+      settings.fixed_sizes.emplace(step.symbolic_shape(in)[0], 1);
+  std::optional<Compiled> decode;
+  if (!o.generic && o.runtime != "interp")
+    decode.emplace(compile(spec, l.comp->name, o.runtime, settings));
   const std::map<std::string, int64_t> sizes = sizes_of(step, given);
   std::map<std::string, std::vector<uint8_t>> bytes;  // each weight as the kernels read it
   std::map<std::string, const void*> inputs;
@@ -72,10 +82,13 @@ void generate_command(const GenerateOptions& o) {
             << " prompt tokens, " << o.tokens << " new\n";
   std::cout << "tokens:";
   Generation g = usage_error_of([&] {
-    return generate(step, inputs, sizes, prompt, o.tokens, [](int32_t t) {
-      std::cout << " " << t;
-      std::cout.flush();
-    });
+    return generate(
+        step, inputs, sizes, prompt, o.tokens,
+        [](int32_t t) {
+          std::cout << " " << t;
+          std::cout.flush();
+        },
+        decode ? &*decode : nullptr);
   });
   std::cout << "\nprefill " << prompt.size() << " tokens " << format_ms(g.prefill_seconds * 1e3)
             << "; decode " << (o.tokens > 0 ? o.tokens - 1 : 0) << " tokens "
@@ -103,6 +116,9 @@ void add_generate_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--config", o->config, "Compiler knobs KEY=VALUE, e.g. THREADS=2")
       ->delimiter(',');
+  cmd->add_flag("--generic", o->generic,
+                "Run the one-token calls on the prompt's program, not on one compiled for a "
+                "single token");
   cmd->add_option("--dtype", o->sel.dtypes, "Type variable choice, e.g. T=f16");
   cmd->add_option("--attr", o->sel.attrs, "Attribute values, e.g. layers=12");
   cmd->callback([o, &exit_code] {
