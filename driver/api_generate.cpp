@@ -167,7 +167,13 @@ Generation generate(const Compiled& step, const std::map<std::string, const void
   const std::string dtype = step.dtype(ports.logits);
   for (int k = 0; k < new_tokens; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
-    (k > 0 && decode_step ? *decode_step : step).run(buffers(), bound);
+    try {
+      (k > 0 && decode_step ? *decode_step : step).run(buffers(), bound);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("generate: a prompt of " + std::to_string(prompt.size()) +
+                                  " tokens and " + std::to_string(new_tokens) + " new (" +
+                                  std::to_string(positions) + " positions): " + e.what());
+    }
     for (const auto& [out, in] : ports.state)
       owned.at(out).swap(owned.at(in));
     const int32_t next = argmax(dtype, logits.data(), vocab);

@@ -78,18 +78,25 @@ void generate_command(const GenerateOptions& o) {
                        std::string(dtype_name(in.tensor.dtype)));
     inputs[name] = (bytes[name] = tensor_to_bytes(in.tensor)).data();
   }
-  std::cout << step.composite() << " on " << step.runtime() << ": " << prompt.size()
-            << " prompt tokens, " << o.tokens << " new\n";
-  std::cout << "tokens:";
+  // The header once the first call has run, so that a refused prompt prints only its error.
+  bool started = false;
+  auto start = [&] {
+    if (started) return;
+    started = true;
+    std::cout << step.composite() << " on " << step.runtime() << ": " << prompt.size()
+              << " prompt tokens, " << o.tokens << " new\ntokens:";
+  };
   Generation g = usage_error_of([&] {
     return generate(
         step, inputs, sizes, prompt, o.tokens,
-        [](int32_t t) {
+        [&](int32_t t) {
+          start();
           std::cout << " " << t;
           std::cout.flush();
         },
         decode ? &*decode : nullptr);
   });
+  start();
   std::cout << "\nprefill " << prompt.size() << " tokens " << format_ms(g.prefill_seconds * 1e3)
             << "; decode " << (o.tokens > 0 ? o.tokens - 1 : 0) << " tokens "
             << format_ms(g.decode_seconds * 1e3) << ", "
