@@ -30,6 +30,7 @@ struct Compiled::Impl {
   std::unique_ptr<Runtime> runtime;  // null for "interp"
   std::optional<Executable> exe;
   bool host_memory = false;  // the runtime's buffers are host memory: pass pointers straight
+  std::vector<std::pair<std::string, std::string>> state;  // {output, input}, as written
 };
 
 namespace {
@@ -168,6 +169,8 @@ Compiled compile(const Spec& spec, const std::string& composite, const std::stri
   auto impl = std::make_unique<Compiled::Impl>();
   impl->composite = composite;
   impl->runtime_name = runtime;
+  for (const StatePair& p : c.state)
+    impl->state.emplace_back(p.output, p.input);
   try {
     impl->graph = lower_verified(s.lib, c, lower_options(c, settings), runtime == "interp");
     if (!settings.grad_wrt.empty()) {
@@ -251,6 +254,10 @@ const std::string& Compiled::composite() const {
 }
 const std::string& Compiled::runtime() const {
   return impl_->runtime_name;
+}
+
+std::vector<std::pair<std::string, std::string>> Compiled::state() const {
+  return impl_->state;
 }
 
 std::vector<std::string> Compiled::inputs() const {

@@ -1,5 +1,6 @@
 // `repeat(block, n, ...)`: a composite applied n times, its outputs carried into its first
-// inputs, the other inputs stacked along a leading axis (one slice a step) or shared. Unrolled
+// inputs (all of them, or the first `carry`, the others stacked along a new leading axis), the
+// other inputs stacked along a leading axis (one slice a step) or shared. Unrolled
 // here, while lowering: the graph has no loops, and the simplifier and scheduler then see every
 // step's statements as they would hand-written calls (docs/spec-language.md "Repeated blocks").
 #include "dsl/lowering.h"
@@ -12,14 +13,34 @@ namespace {
 /** The most steps a repeat may unroll: a model's blocks, not a loop over data. */
 constexpr int64_t kMaxRepeat = 1024;
 
+/** The steps' values of one output that is not carried, as one tensor with a leading axis of
+ *  size n: step l's value at l (each a view padded along a new axis, the n views added). */
+NodeId stack_steps(Graph& g, const std::vector<NodeId>& steps) {
+  const IntExpr n(static_cast<int64_t>(steps.size()));
+  NodeId all = 0;
+  for (size_t l = 0; l < steps.size(); ++l) {
+    const Shape& shape = g[steps[l]].shape;
+    Shape one = shape;
+    one.insert(one.begin(), IntExpr(1));
+    const NodeId unit = g.view(steps[l], views::reshape(shape, one));
+    const IntExpr before(static_cast<int64_t>(l));
+    const NodeId placed = g.view(unit, views::pad(one, 0, before, n - before - IntExpr(1)));
+    all = l == 0 ? placed : g.binary(Op::add, all, placed);
+  }
+  return all;
+}
+
 }  // namespace
 
 Value Lowerer::eval_repeat(const Expr& e, Scope& s) {
   std::vector<const Arg*> pos;
   std::vector<Arg> kwargs;
+  const Arg* carry = nullptr;
   for (const Arg& a : e.args) {
     if (a.name.empty())
       pos.push_back(&a);
+    else if (a.name == "carry")
+      carry = &a;
     else
       kwargs.push_back(a);
   }
@@ -49,7 +70,20 @@ Value Lowerer::eval_repeat(const Expr& e, Scope& s) {
   if (*n < 0 || *n > kMaxRepeat)
     throw SpecError(pos[1]->loc, "repeat's count is " + std::to_string(*n) +
                                      "; it must be in [0, " + std::to_string(kMaxRepeat) + "]");
-  const size_t carried = c->outputs.size(), given = pos.size() - 2;
+  size_t carried = c->outputs.size();
+  const size_t given = pos.size() - 2;
+  if (carry) {
+    const std::optional<int64_t> k = eval_int(*carry->value, s, "repeat's carry").as_constant();
+    if (!k || *k < 0 || *k > static_cast<int64_t>(c->outputs.size()))
+      throw SpecError(carry->loc, "repeat's carry must be a known count in [0, " +
+                                      std::to_string(c->outputs.size()) + "], the outputs of '" +
+                                      c->name + "' carried into its first inputs");
+    carried = static_cast<size_t>(*k);
+    if (carried < c->outputs.size() && *n == 0)
+      throw SpecError(e.loc, "repeat of '" + c->name +
+                                 "' with count 0 has no step to stack its output '" +
+                                 c->outputs[carried].name + "' from");
+  }
   if (given != c->inputs.size())
     throw SpecError(e.loc, "repeat of '" + c->name + "': it takes " +
                                std::to_string(c->inputs.size()) + " inputs, given " +
@@ -78,6 +112,7 @@ Value Lowerer::eval_repeat(const Expr& e, Scope& s) {
                               std::to_string(*n));
   }
   std::vector<Value> state(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(carried));
+  std::vector<std::vector<NodeId>> stacked_outs(c->outputs.size() - carried);
   for (int64_t l = 0; l < *n; ++l) {
     std::vector<Value> step = state;
     for (size_t k = carried; k < args.size(); ++k) {
@@ -100,7 +135,11 @@ Value Lowerer::eval_repeat(const Expr& e, Scope& s) {
     std::vector<NodeId> outs = call(*c, step, kwargs, &s, e.loc);
     for (size_t k = 0; k < carried; ++k)
       state[k] = Value::tensor(outs[k]);
+    for (size_t k = carried; k < outs.size(); ++k)
+      stacked_outs[k - carried].push_back(outs[k]);
   }
+  for (const std::vector<NodeId>& steps : stacked_outs)
+    state.push_back(Value::tensor(stack_steps(g_, steps)));
   if (state.size() == 1) return state[0];
   Value v;
   v.kind = Value::Kind::list;

@@ -78,6 +78,14 @@ struct Fact {
   SourceLoc loc;     ///< the first character of the string
 };
 
+/** `state = { k_out = "k" }`: output `output` is the state that input `input` takes on the
+ *  next call (a KV cache); callers may pass the buffer one call wrote as the next call's input. */
+struct StatePair {
+  std::string output, input;
+  SourceLoc loc;        ///< the output's key
+  SourceLoc input_loc;  ///< the input's name
+};
+
 struct SpecFile;
 
 /** One composite. */
@@ -93,6 +101,7 @@ struct Composite {
   SourceLoc body_loc;
   TestSpec test;
   std::map<std::string, BaselineExpr> baselines;  ///< `baseline = { torch = "..." }`
+  std::vector<StatePair> state;                   ///< `state = { out = "in" }`, as written
   const SpecFile* file = nullptr;
   const TypeVar* type_var(const std::string& n) const;
   const AttrDecl* attr(const std::string& n) const;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "dsl/parser.h"
@@ -173,17 +174,67 @@ class Loader {
         baselines(*c, *v);
       } else if (key == "where") {
         facts(*c, *v);
+      } else if (key == "state") {
+        state_pairs(*c, *v);
       } else {
         throw SpecError(key_loc(t, key, *v),
                         "unknown key '" + key + "' in composite '" + name +
-                            "'; expected doc, in, out, attrs, types, where, body, test or "
-                            "baseline");
+                            "'; expected doc, in, out, attrs, types, where, body, test, "
+                            "baseline or state");
       }
     }
     if (!has_out) throw SpecError(at, "composite '" + name + "' has no 'out' table");
     if (!has_body) throw SpecError(at, "composite '" + name + "' has no 'body'");
+    check_state(*c);
     check_type_names(*c);
     return c;
+  }
+
+  void state_pairs(Composite& c, const toml::node& n) {
+    const toml::table* t = n.as_table();
+    if (!t)
+      throw SpecError(loc(n),
+                      "'state' must be a table of output = \"input\", e.g. { k_out = "
+                      "\"k\" }: the output the input becomes on the next call");
+    for (const auto& [key, v] : sorted(*t))
+      c.state.push_back({key, string_value(*v, "the input that state '" + key + "' becomes"),
+                         key_loc(*t, key, *v), loc(*v)});
+  }
+
+  /** Each state pair names an output and a non-const input of one type, each once. */
+  void check_state(const Composite& c) const {
+    auto find = [](const std::vector<Param>& ps, const std::string& n) -> const Param* {
+      for (const Param& p : ps)
+        if (p.name == n) return &p;
+      return nullptr;
+    };
+    auto type_str = [](const TypeSpec& t) {
+      std::string s = t.dtype + (t.batch ? "[..." : "[");
+      for (size_t k = 0; k < t.dims.size(); ++k)
+        s += (k || t.batch ? ", " : "") + expr_str(*t.dims[k]);
+      return s + "]";
+    };
+    std::set<std::string> inputs;
+    for (const StatePair& p : c.state) {
+      const Param* out = find(c.outputs, p.output);
+      const Param* in = find(c.inputs, p.input);
+      if (!out)
+        throw SpecError(p.loc, "state '" + p.output + "' of '" + c.name +
+                                   "' is not one of its outputs; a state pair is output = "
+                                   "\"input\"");
+      if (!in)
+        throw SpecError(p.input_loc, "state '" + p.output + "' of '" + c.name + "' becomes '" +
+                                         p.input + "', which is not one of its inputs");
+      if (in->type.is_const)
+        throw SpecError(p.input_loc, "state '" + p.output + "' becomes input '" + p.input +
+                                         "', which is const; a state input changes between calls");
+      if (!inputs.insert(p.input).second)
+        throw SpecError(p.input_loc, "input '" + p.input + "' is the state of two outputs");
+      if (!out->type.has_shape || type_str(out->type) != type_str(in->type))
+        throw SpecError(p.input_loc, "state '" + p.output + "' is " + out->type.text +
+                                         " but input '" + p.input + "' is " + in->type.text +
+                                         "; a state and its input have one type");
+    }
   }
 
   void params(std::vector<Param>& out, const toml::node& n, const std::string& what) {

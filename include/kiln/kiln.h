@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -129,6 +130,12 @@ class Compiled {
   bool device_memory() const;
   /** The contents of const inputs changed in place: the next run() reads them afresh. */
   void weights_changed() const;
+  /** The composite's state (`state = { k_out = "k" }`, docs/spec-language.md "State"): pairs
+   *  {output, input}, in the order written, each output the value its input takes on the next
+   *  call. Keep state across calls by passing the buffer a run wrote for the output as the
+   *  input of the next run, and the input's buffer as the next output (two buffers, swapped:
+   *  within one run an output must not alias an input). */
+  std::vector<std::pair<std::string, std::string>> state() const;
 
   /** The composite's name. */
   const std::string& composite() const;
@@ -216,6 +223,32 @@ class Weights {
  *  composite, runtime, dtype, attribute or config item, std::runtime_error when compiling fails. */
 Compiled compile(const Spec& spec, const std::string& composite,
                  const std::string& runtime = "clang", const CompileSettings& settings = {});
+
+/** What generate() produced. */
+struct Generation {
+  std::vector<int32_t> tokens; /**< the new token ids, in order */
+  double prefill_seconds = 0;  /**< the first call, on the whole prompt */
+  double decode_seconds = 0;   /**< the calls on one token each, together */
+};
+
+/** Greedy generation (docs/models.md "Generating") with a step composite such as
+ *  ops/gpt2.toml:gpt2_step: one call on the prompt, then one call a token, each next token the
+ *  first maximum of the logits. The step's inputs are those in `inputs` (weights, by name: host
+ *  buffers of their dtype and shape under `sizes`), its state inputs (state(): zero-filled at
+ *  first, then double-buffered: the buffer a call writes is the next call's input, nothing is
+ *  copied), one i32 vector (the token ids; its size variable is bound to the count of each
+ *  call) and one i32 scalar (the first token's position); its outputs its states and one float
+ *  vector, the logits over the vocabulary. A size variable that `sizes` leaves unbound and a
+ *  state input spells as a dimension of its own (the cache's positions) is bound to
+ *  prompt.size() + new_tokens. `on_token` sees each token as it comes. `decode_step`, when
+ *  given, runs the one-token calls: the same composite compiled with the ids' size fixed to 1
+ *  (CompileSettings::fixed_sizes), which the scheduler can plan for one row. Throws
+ *  std::invalid_argument for a step of another shape, an input not given, an empty prompt or a
+ *  token id outside the vocabulary; what run() throws otherwise. */
+Generation generate(const Compiled& step, const std::map<std::string, const void*>& inputs,
+                    const std::map<std::string, int64_t>& sizes, const std::vector<int32_t>& prompt,
+                    int new_tokens, const std::function<void(int32_t)>& on_token = {},
+                    const Compiled* decode_step = nullptr);
 
 /** One compiler knob of README "--config knobs" (CompileSettings::config). */
 struct ConfigKnob {

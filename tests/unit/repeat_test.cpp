@@ -37,3 +37,17 @@ TEST_CASE("repeat: each step reads its slice of a stacked weight as [l, i, j]") 
   CHECK(steps[1] == 1);
   CHECK(steps[2] == 1);
 }
+
+TEST_CASE("repeat: carry=1 stacks the outputs it does not carry, step l's at l") {
+  if (!std::getenv("KILN_BIN")) return;
+  for (const char* runtime : {"interp", "cc"}) {
+    Result r = run_kiln(
+        "run tests/regressions/repeat.toml:repeat_stacked_outputs --no-check "
+        "--test N=6 --runtime " +
+        std::string(runtime));
+    CAPTURE(r.out);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("out d : f32[3, 6]  min 0 max 0 mean 0") != std::string::npos);
+    CHECK(r.out.find("out z : f32[3, 6]") != std::string::npos);
+  }
+}
