@@ -225,8 +225,9 @@ const Trial* report(const std::vector<Trial>& trials) {
       std::printf("  %-40s %12s  rejected: %s\n", name.c_str(), "-", t.why.c_str());
       continue;
     }
-    std::string ratio = base.median_ms ? std::to_string(*base.median_ms / *t.median_ms) : "-";
-    std::printf("  %-40s %12.4g  %.4sx%s\n", name.c_str(), *t.median_ms, ratio.c_str(),
+    char ratio[32] = "-";
+    if (base.median_ms) std::snprintf(ratio, sizeof ratio, "%.2fx", *base.median_ms / *t.median_ms);
+    std::printf("  %-40s %12.4g  %s%s\n", name.c_str(), *t.median_ms, ratio,
                 &t == win ? "  <- winner" : "");
   }
   return win;
@@ -288,7 +289,7 @@ int tune(const TuneOptions& o) {
   e.default_ms = trials.front().median_ms.value_or(0);
   e.best_ms = *win->median_ms;
   std::cout << "winner: " << (e.knobs.empty() ? "the default" : candidate_text(e.knobs));
-  if (e.default_ms > 0) std::printf(" (%.3gx the default)", e.default_ms / e.best_ms);
+  if (e.default_ms > 0) std::printf(" (%.2fx the default)", e.default_ms / e.best_ms);
   std::cout << "\n";
   TuneDb db;
   std::string warning;
