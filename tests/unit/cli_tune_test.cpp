@@ -3,12 +3,16 @@
 // entry ignored with a warning, and bad arguments. No test asserts a timing.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <sstream>
 #include <string>
 
 #include "driver/tune_db.h"
 #include "driver/tune_space.h"
+#include "kiln/kiln.h"
 #include "runtimes/cache.h"
 #include "tests/support/cli.h"
 
@@ -163,4 +167,40 @@ TEST_CASE("tune: bad arguments are one error and exit 2") {
     CHECK(has(r, c.message));
   }
   CHECK(entries(tmp.path).empty());
+}
+
+TEST_CASE("tune: the C++ API's compile() uses an entry tuned for its fixed sizes") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  Result t =
+      run_kiln("tune " + kMatmul + " --specialize --trials 2", "KILN_CACHE=" + tmp.path.string());
+  INFO(t.out);
+  REQUIRE(t.code == 0);
+  kiln::Spec spec = kiln::Spec::load("ops/nn.toml");
+  kiln::CompileSettings settings;
+  settings.cache_dir = tmp.path.string();
+  settings.fixed_sizes = {{"M", 8}, {"N", 8}, {"K", 8}};
+  // compile() says what it applied under KILN_DEBUG=1, on stderr.
+  auto debug_of = [&](const kiln::CompileSettings& s) {
+    std::ostringstream captured;
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    setenv("KILN_DEBUG", "1", 1);
+    try {
+      kiln::compile(spec, "matmul", "cc", s);
+    } catch (...) {
+      std::cerr.rdbuf(old);
+      unsetenv("KILN_DEBUG");
+      throw;
+    }
+    std::cerr.rdbuf(old);
+    unsetenv("KILN_DEBUG");
+    return captured.str();
+  };
+  std::string used = debug_of(settings);
+  CHECK(used.find("tuned: MICRO=") != std::string::npos);
+  settings.config["TUNED"] = "0";
+  CHECK(debug_of(settings).find("tuned:") == std::string::npos);
+  settings.config.clear();
+  settings.fixed_sizes.clear();  // size-generic: no sizes to look up
+  CHECK(debug_of(settings).find("tuned:") == std::string::npos);
 }
