@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -150,9 +151,8 @@ std::optional<TuneEntry> TuneDb::get(const std::string& key, std::string* warnin
 
 bool TuneDb::put(const std::string& key, const TuneEntry& e, std::string* warning) const {
   if (!enabled() || !valid_key(key)) return false;
-  std::string root = dir_.substr(0, dir_.rfind('/'));
-  mkdir(root.c_str(), 0755);
-  mkdir(dir_.c_str(), 0755);
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);  // an error shows at mkstemp below
   std::string body = body_text(key, e);
   std::string text = body + "sha256 " + sha256_hex(body.data(), body.size()) + "\n";
   std::string tmp = dir_ + "/." + key + ".tmp." + std::to_string(getpid()) + ".XXXXXX";

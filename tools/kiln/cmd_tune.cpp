@@ -204,6 +204,14 @@ class Search {
   bool stopped_ = false;
 };
 
+/** The target's first words, the CPU or GPU, without the feature list that follows. */
+std::string target_head(const std::string& target) {
+  std::string head = target.substr(0, target.find_first_of(";+"));
+  while (!head.empty() && head.back() == ' ')
+    head.pop_back();
+  return head;
+}
+
 std::string sizes_text(const SizeBindings& sizes) {
   std::string t;
   for (const auto& [k, v] : sizes)
@@ -255,12 +263,15 @@ int tune(const TuneOptions& o) {
   std::erase_if(space, [&](const TuneDimension& d) { return pinned.count(d.knob) > 0; });
   size_t points = space_size(space);
   bool exhaustive = points <= (o.trials ? static_cast<size_t>(o.trials) : kExhaustiveMax);
-  std::string target = rt->target();  // its first words: the CPU's features follow " +"
   std::cout << g.name << " [" << sizes_text(sizes) << "] on " << rt->name() << " ("
-            << target.substr(0, target.find(" +")) << "): " << points << " point"
-            << (points == 1 ? "" : "s") << " in the space\n"
+            << target_head(rt->target()) << "): " << points << " point" << (points == 1 ? "" : "s")
+            << " in the space\n"
             << space_text(space);
   if (o.list) return Exit::ok;
+  if (space.empty()) {
+    std::cout << "nothing to tune: no knob of the space applies to this composite here\n";
+    return Exit::ok;
+  }
 
   std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o.seed);
   std::vector<Tensor> want = interpret(g, sizes, inputs, false);
