@@ -97,7 +97,7 @@ struct Bench {
       t.median_ms = stats_of(ms).median;
     } catch (const std::exception& e) {
       std::string what = e.what();
-      t.why = "does not compile: " + what.substr(0, what.find('\n'));
+      t.why = "failed: " + what.substr(0, what.find('\n'));
     }
     return t;
   }
