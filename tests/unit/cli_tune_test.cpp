@@ -114,6 +114,25 @@ TEST_CASE("tune: a search stores its winner; later runs use it unless pinned or 
   CHECK(entries(tmp.path).empty());
 }
 
+TEST_CASE("tune: a small space is searched exhaustively; an empty one stores nothing") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string env = "KILN_CACHE=" + tmp.path.string();
+  Result small = run_kiln("tune " + kMatmul + " --config MICRO=auto --trials 4", env);
+  INFO(small.out);
+  CHECK(small.code == 0);
+  CHECK(has(small, "4 points in the space"));
+  CHECK(has(small, "search: exhaustive"));
+  CHECK(has(small, "4 candidates measured"));
+  CHECK(!has(small, "MICRO="));  // pinned: out of the space and of the entry
+  CHECK(entries(tmp.path).size() == 1);
+  Result empty = run_kiln("tune ops/math.toml:tanh --runtime cc --config TILE=16", env);
+  INFO(empty.out);
+  CHECK(empty.code == 0);
+  CHECK(has(empty, "nothing to tune"));
+  CHECK(entries(tmp.path).size() == 1);
+}
+
 TEST_CASE("tune: a corrupt database entry is ignored with a warning") {
   if (!std::getenv("KILN_BIN")) return;
   TempDir tmp;
