@@ -220,16 +220,14 @@ std::vector<Knob> make_knobs() {
          o.simplify.blas = v == "none" ? "" : v;
        },
        [](const CompileOptions& o) { return o.simplify.blas.empty() ? "none" : o.simplify.blas; }},
-      flag_knob(
-          "CHECK", KnobStage::codegen,
-          "1: every buffer access in generated code checks its index, and a failure names "
-          "the buffer and the element",
-          "0", [](auto& o) -> auto& { return o.checked; }),
-      flag_knob(
-          "FASTMATH", KnobStage::simplifier,
-          "1: the rewrite rules marked fastmath apply too (exact only up to rounding, NaN "
-          "and infinities); docs/rules.md",
-          "0", [](auto& o) -> auto& { return o.simplify.fastmath; }),
+      flag_knob("CHECK", KnobStage::codegen,
+                "1: every buffer access in generated code checks its index, and a failure names "
+                "the buffer and the element",
+                "0", [](auto& o) -> auto& { return o.checked; }),
+      flag_knob("FASTMATH", KnobStage::simplifier,
+                "1: the rewrite rules marked fastmath apply too (exact only up to rounding, NaN "
+                "and infinities); docs/rules.md",
+                "0", [](auto& o) -> auto& { return o.simplify.fastmath; }),
       {"GPU_MMA", KnobStage::scheduler,
        "GPU: block tiles of products of two f16 or bf16 operands run on tensor cores (mma.sync "
        "m16n8k16) in warps of WR rows x WL lanes, reduction blocks of D, S shared-memory stages "
@@ -245,18 +243,16 @@ std::vector<Knob> make_knobs() {
        "from swizzled shared memory in tiles of R rows x L lanes (two warpgroups), S cp.async "
        "stages (RxLxS); 0: off (GPU_MMA's mma.sync); docs/decisions.md",
        "128x256x4", true, parse_gpu_wgmma, show_gpu_wgmma},
-      count_knob(
-          "ISL_MS", KnobStage::scheduler,
-          "the milliseconds isl may spend on one kernel's schedule before the kernel "
-          "falls back to program order (0: no limit); docs/decisions.md",
-          "5000", "a count of isl milliseconds (0: no limit)",
-          [](auto& o) -> auto& { return o.schedule.max_milliseconds; }),
-      count_knob(
-          "ISL_OPS", KnobStage::scheduler,
-          "the isl operations one kernel's schedule may take before the kernel falls back "
-          "to program order (0: no limit); docs/decisions.md",
-          "1000000", "a count of isl operations (0: no limit)",
-          [](auto& o) -> auto& { return o.schedule.max_operations; }),
+      count_knob("ISL_MS", KnobStage::scheduler,
+                 "the milliseconds isl may spend on one kernel's schedule before the kernel "
+                 "falls back to program order (0: no limit); docs/decisions.md",
+                 "5000", "a count of isl milliseconds (0: no limit)",
+                 [](auto& o) -> auto& { return o.schedule.max_milliseconds; }),
+      count_knob("ISL_OPS", KnobStage::scheduler,
+                 "the isl operations one kernel's schedule may take before the kernel falls back "
+                 "to program order (0: no limit); docs/decisions.md",
+                 "1000000", "a count of isl operations (0: no limit)",
+                 [](auto& o) -> auto& { return o.schedule.max_operations; }),
       {"BF16DOT", KnobStage::scheduler,
        "CPU: contractions of two bf16 values summing in f32 run on vectors of B bytes with dot "
        "products of bf16 pairs (vdpbf16ps; without AVX512-BF16 the pairs widened to f32 in "
@@ -310,15 +306,13 @@ std::vector<Knob> make_knobs() {
        [](const CompileOptions& o) {
          return o.schedule.simd_auto ? std::string("auto") : std::to_string(o.schedule.simd_bytes);
        }},
-      flag_knob(
-          "SIMPLIFY", KnobStage::simplifier, "0: the rewrite rules are not applied", "1",
-          [](auto& o) -> auto& { return o.simplify.enabled; }),
-      count_knob(
-          "STREAM", KnobStage::scheduler,
-          "CPU: an output a kernel writes once, in vectors, bypasses the caches "
-          "(non-temporal stores) from this many bytes on; 0: never; docs/decisions.md",
-          "16777216", "a byte count (0: never)",
-          [](auto& o) -> auto& { return o.schedule.stream_bytes; }),
+      flag_knob("SIMPLIFY", KnobStage::simplifier, "0: the rewrite rules are not applied", "1",
+                [](auto& o) -> auto& { return o.simplify.enabled; }),
+      count_knob("STREAM", KnobStage::scheduler,
+                 "CPU: an output a kernel writes once, in vectors, bypasses the caches "
+                 "(non-temporal stores) from this many bytes on; 0: never; docs/decisions.md",
+                 "16777216", "a byte count (0: never)",
+                 [](auto& o) -> auto& { return o.schedule.stream_bytes; }),
       {"THREADS", KnobStage::runtime,
        "the threads a parallel runtime (openmp) runs kernels on; 0: every core", "0", false,
        [](const std::string& v, CompileOptions& o) {
@@ -328,6 +322,17 @@ std::vector<Knob> make_knobs() {
       {"TILE", KnobStage::scheduler,
        "tile sizes of permutable loop bands: N for every dimension, or AxBxC; 0: no tiling", "32",
        true, parse_tile, show_tile},
+      {"TUNED", KnobStage::scheduler,
+       "1: the knobs `kiln tune` chose for this composite, runtime and sizes apply where "
+       "--config does not pin them; 0: the tuning database is not consulted; docs/tuning.md",
+       "1", false,
+       [](const std::string& v, CompileOptions&) {
+         if (v != "0" && v != "1") bad_value("TUNED", "0 or 1", v);
+       },
+       [](const CompileOptions& o) {
+         auto it = o.config.find("TUNED");  // no field: driver/tune_db.h tuning_wanted
+         return std::string(it == o.config.end() ? "1" : it->second);
+       }},
       flag_knob(
           "VECTORIZE", KnobStage::scheduler,
           "1: innermost unit-stride loops run across vector lanes, on backends with SIMD (openmp)",

@@ -333,7 +333,7 @@ TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2")
       "SIMPLIFY, "
       "STREAM, "
       "THREADS, "
-      "TILE, "
+      "TILE, TUNED, "
       "VECTORIZE, VNNI\n";
   struct Case {
     std::string args;

@@ -34,13 +34,13 @@ const char* kKnown =
     "SIMD, "
     "SIMPLIFY, "
     "STREAM, "
-    "THREADS, TILE, "
+    "THREADS, TILE, TUNED, "
     "VECTORIZE, VNNI";
 
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 19);
+  REQUIRE(knobs().size() == 20);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {

@@ -26,6 +26,19 @@ size_t buffer_bytes(const Buffer& b, const SizeBindings& sizes) {
 
 }  // namespace
 
+Stats stats_of(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  size_t n = ms.size();
+  return {n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2, ms.front(), ms.back()};
+}
+
+double time_ms(Subject& s, std::chrono::steady_clock::time_point* start) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (start) *start = t0;
+  s.run();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 CompiledSubject::CompiledSubject(const Graph& g, std::unique_ptr<Runtime> runtime,
                                  const CompileOptions& opt, const std::vector<Tensor>& inputs,
                                  const SizeBindings& sizes)

@@ -18,6 +18,20 @@
 
 namespace kiln::cli {
 
+/** Median, min and max of a series of run times. */
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+
+/** The median (of the middle two when even), min and max of `ms`, which is not empty. */
+Stats stats_of(std::vector<double> ms);
+
+class Subject;
+
+/** The wall time of one run of `s` in milliseconds; with `start`, when it began. The one timer
+ *  of `kiln bench` and `kiln tune`. */
+double time_ms(Subject& s, std::chrono::steady_clock::time_point* start = nullptr);
+
 /** One thing to time. */
 class Subject {
  public:

@@ -41,25 +41,6 @@ constexpr int kMinRepeats = 10;
 constexpr int kMaxRepeats = 100000;
 constexpr double kTargetMs = 1000;
 
-/** Median, min and max of a series of run times. */
-struct Stats {
-  double median = 0, min = 0, max = 0;
-};
-
-Stats stats_of(std::vector<double> ms) {
-  std::sort(ms.begin(), ms.end());
-  size_t n = ms.size();
-  return {n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2, ms.front(), ms.back()};
-}
-
-/** The time of one run of `s`; with `start`, when it began. */
-double time_ms(Subject& s, std::chrono::steady_clock::time_point* start = nullptr) {
-  auto t0 = std::chrono::steady_clock::now();
-  if (start) *start = t0;
-  s.run();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 /** An unknown --vs is a UsageError that lists the known baselines (checked before compiling). */
 void check_baseline_name(const std::string& vs) {
   if (vs.empty() || vs == "copy" || vs == "openblas" || vs == "torch" || vs == "torch.compile" ||
@@ -234,7 +215,7 @@ std::unique_ptr<Subject> make_baseline(const BenchOptions& o, const Loaded& l, c
     if (name == "interp")
       throw UsageError("--vs runtime:interp: the interpreter is not a compiled runtime");
     std::unique_ptr<Runtime> rt = open_runtime(name);
-    CompileOptions opt = compile_options(o.config, 0, *rt, l);
+    CompileOptions opt = tuned_compile_options(o.config, 0, *rt, l, g, sizes);
     return std::make_unique<CompiledSubject>(g, std::move(rt), opt, inputs, sizes);
   }
   if (o.vs.rfind("composite:", 0) == 0) return make_composite_baseline(o, l, g, inputs, sizes);
@@ -373,7 +354,7 @@ int bench(const BenchOptions& o) {
 
   std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
   rt->probe();
-  CompileOptions opt = compile_options(o.config, 0, *rt, l);
+  CompileOptions opt = tuned_compile_options(o.config, 0, *rt, l, g, sizes);
   CompiledSubject kiln(g, std::move(rt), opt, inputs, sizes);
   std::vector<LaunchSpan> launches;
   if (trace) {

@@ -46,7 +46,7 @@ bool run_compiled(const RunOptions& o, Runtime* rt, const Loaded& l, const Graph
                   const std::vector<Tensor>& inputs, const std::vector<Tensor>& want,
                   const SizeBindings& sizes, double interp_ms, Trace* trace) {
   std::vector<Tensor> got;
-  CompileOptions copt = compile_options(o.config, o.debug, *rt, l);
+  CompileOptions copt = tuned_compile_options(o.config, o.debug, *rt, l, g, sizes);
   auto t0 = std::chrono::steady_clock::now();
   Executable exe(g, *rt, copt);
   double build_ms = elapsed_ms(t0);

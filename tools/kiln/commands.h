@@ -21,5 +21,6 @@ void add_test_runtime_command(CLI::App& app, int& exit_code);
 void add_new_runtime_command(CLI::App& app, int& exit_code);
 void add_grad_command(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
+void add_tune_command(CLI::App& app, int& exit_code);
 
 }  // namespace kiln::cli

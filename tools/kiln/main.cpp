@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   add_new_runtime_command(app, exit_code);
   add_grad_command(app, exit_code);
   add_generate_command(app, exit_code);
+  add_tune_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "driver/tune_db.h"
 #include "dsl/check.h"
 #include "dsl/lower.h"
 #include "ir/sizes.h"
@@ -309,6 +310,18 @@ CompileOptions compile_options(const std::vector<std::string>& config, int debug
   opt.schedule.debug_isl = debug >= 5;
   opt.log = &std::cout;
   return opt;
+}
+
+CompileOptions tuned_compile_options(const std::vector<std::string>& config, int debug,
+                                     const Runtime& rt, const Loaded& l, const Graph& g,
+                                     const SizeBindings& sizes) {
+  CompileOptions opt = compile_options(config, debug, rt, l);
+  std::map<std::string, std::string> tuned = tuned_config(opt, g, rt, sizes, config_items(config));
+  if (tuned.empty()) return opt;
+  std::vector<std::string> with_tuned = config;
+  for (const auto& [knob, value] : tuned)
+    with_tuned.push_back(knob + "=" + value);
+  return compile_options(with_tuned, debug, rt, l);
 }
 
 void print_build(std::ostream& out, const Executable& exe, double build_ms) {

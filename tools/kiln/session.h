@@ -122,6 +122,13 @@ std::map<std::string, std::string> config_items(const std::vector<std::string>& 
 CompileOptions compile_options(const std::vector<std::string>& config, int debug, const Runtime& rt,
                                const Loaded& l);
 
+/** compile_options, then the tuning database's knobs for `g` at `sizes` (driver/tune_db.h)
+ *  where the --config items do not pin them and TUNED=0 is not given: what `run` and `bench`
+ *  compile with. */
+CompileOptions tuned_compile_options(const std::vector<std::string>& config, int debug,
+                                     const Runtime& rt, const Loaded& l, const Graph& g,
+                                     const SizeBindings& sizes);
+
 /** Registers --rules on a subcommand. */
 void add_rules_option(CLI::App& cmd, Selection& sel);
 

@@ -1,0 +1,73 @@
+/** \file
+ * The tuning database (docs/tuning.md): what `kiln tune` measured fastest, one small text file
+ * per key under the cache folder's `tuned/` (runtimes/cache.h picks the folder; KILN_CACHE=off
+ * turns the database off too). The key is the lowered graph (dtypes and all), the runtime's name
+ * and target, the size bindings and every cache-key knob except the tuned ones, so a later
+ * compile of the same composite, runtime and sizes finds the entry before it schedules. A file is
+ * written to a temporary name and renamed, like a cache entry; one that does not read back whole
+ * (a bad checksum, a knob or value the table refuses) is ignored with a warning.
+ */
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "driver/tune_space.h"
+#include "ir/interpreter.h"
+
+namespace kiln {
+
+class Runtime;
+
+/** What one tuning found. */
+struct TuneEntry {
+  TuneCandidate knobs;    ///< the winner's values of the tuned knobs
+  std::string label;      ///< what was tuned, for `kiln tune ls` ("matmul [M=8] on clang")
+  double default_ms = 0;  ///< the median of the untuned candidate
+  double best_ms = 0;     ///< the winner's median
+};
+
+/** The key of graph `g` compiled for runtime `runtime` (name) on `target` (Runtime::target)
+ *  with `opt` at `sizes`: 64 hex digits. The tuned knobs (tunable_knobs) stay out of it. */
+std::string tune_key(const Graph& g, const std::string& runtime, const std::string& target,
+                     const SizeBindings& sizes, const CompileOptions& opt);
+
+/** The database in the folder `tuned/` of a cache folder. Methods never throw on I/O trouble. */
+class TuneDb {
+ public:
+  /** `cache_dir` empty: Cache::default_dir(); the database is off when that is off. */
+  explicit TuneDb(const std::string& cache_dir = "");
+  bool enabled() const { return !dir_.empty(); }
+  const std::string& dir() const { return dir_; }
+  /** The entry of `key`, or nothing; a file that is there but bad sets `*warning`. */
+  std::optional<TuneEntry> get(const std::string& key, std::string* warning) const;
+  /** Stores `e` under `key` atomically; false with `*warning` set when it cannot. */
+  bool put(const std::string& key, const TuneEntry& e, std::string* warning) const;
+  /** Every readable entry with its key, by label; bad files add to `warnings`. */
+  std::vector<std::pair<std::string, TuneEntry>> ls(std::vector<std::string>* warnings) const;
+  /** Deletes every entry; returns how many files. */
+  size_t clear() const;
+
+ private:
+  std::string dir_;
+};
+
+/** False under TUNED=0: the database is not consulted. The knob has no field of its own in
+ *  CompileOptions: it steers which values other knobs take, so it is read from opt.config, and
+ *  the knobs it sets enter the cache key themselves. */
+bool tuning_wanted(const CompileOptions& opt);
+
+/** The database's knobs for `g` on `rt` at `sizes`, compiled with `opt` (compile_options'
+ *  result for the caller's `config`), to add to `config` before compile_options runs again:
+ *  empty under TUNED=0 (tuning_wanted) or there is no entry; a knob `config` pins keeps the
+ *  caller's value. Under opt.debug >= 1 says what it found on opt.log ("tuned: MICRO=... (from
+ *  the tuning database)"); a bad entry is ignored with a warning on stderr. */
+std::map<std::string, std::string> tuned_config(const CompileOptions& opt, const Graph& g,
+                                                const Runtime& rt, const SizeBindings& sizes,
+                                                const std::map<std::string, std::string>& config,
+                                                const std::string& cache_dir = "");
+
+}  // namespace kiln

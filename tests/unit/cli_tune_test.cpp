@@ -1,0 +1,225 @@
+// `kiln tune` end to end (issue 34): the space it lists, a search that stores its winner in the
+// tuning database, later runs that use it unless TUNED=0 or --config pins a knob, a corrupt
+// entry ignored with a warning, and bad arguments. No test asserts a timing.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "driver/tune_db.h"
+#include "driver/tune_space.h"
+#include "kiln/kiln.h"
+#include "runtimes/cache.h"
+#include "tests/support/cli.h"
+
+using namespace clitest;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kMatmul = "ops/nn.toml:matmul --runtime cc --test M=8,N=8,K=8";
+
+/** The database's files under a cache folder. */
+std::vector<fs::path> entries(const fs::path& cache) {
+  std::vector<fs::path> out;
+  std::error_code ignored;
+  for (const auto& e : fs::directory_iterator(cache / "tuned", ignored))
+    if (e.path().extension() == ".tune") out.push_back(e.path());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tune: the space of a contraction on a CPU and on a GPU") {
+  kiln::Graph g;
+  g.nodes.emplace_back().op = kiln::Op::reduce;
+  kiln::CompileOptions opt;
+  std::vector<kiln::TuneDimension> cpu = kiln::tune_space(g, opt, true, false);
+  REQUIRE(cpu.size() == 2);
+  CHECK(cpu[0].knob == "MICRO");
+  CHECK(cpu[0].values.front() == "auto");
+  CHECK(cpu[1].knob == "TILE");
+  CHECK(cpu[1].values.front() == "32x32x32");
+  std::vector<kiln::TuneDimension> gpu = kiln::tune_space(g, opt, false, true);
+  REQUIRE(gpu.size() == 2);
+  CHECK(gpu[0].knob == "GPU_TILE");
+  CHECK(gpu[1].knob == "GPU_WGMMA");
+  CHECK(gpu[1].values.front() == "128x256x4");
+  CHECK(std::find(gpu[1].values.begin(), gpu[1].values.end(), "128x128x3") != gpu[1].values.end());
+  CHECK(kiln::tune_space(g, opt, false, false)[1].knob == "GPU_MMA");
+  kiln::Graph elementwise;
+  elementwise.nodes.emplace_back().op = kiln::Op::add;
+  CHECK(kiln::tune_space(elementwise, opt, true, false).size() == 1);  // TILE alone
+  CHECK(kiln::tune_space(elementwise, opt, false, true).empty());
+  CHECK(kiln::space_size(cpu) == cpu[0].values.size() * cpu[1].values.size());
+}
+
+TEST_CASE("tune: --list prints the space") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  Result r = run_kiln("tune " + kMatmul + " --list", "KILN_CACHE=" + tmp.path.string());
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r, "MICRO      auto (default)"));
+  CHECK(has(r, "TILE       32x32x32 (default)"));
+  CHECK(entries(tmp.path).empty());
+}
+
+TEST_CASE("tune: a search stores its winner; later runs use it unless pinned or TUNED=0") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string env = "KILN_CACHE=" + tmp.path.string();
+  Result t = run_kiln("tune " + kMatmul + " --trials 3", env);
+  INFO(t.out);
+  REQUIRE(t.code == 0);
+  CHECK(has(t, "search: greedy"));
+  CHECK(has(t, "3 candidates measured"));
+  CHECK(has(t, "(default)"));
+  CHECK(has(t, "winner: "));
+  REQUIRE(entries(tmp.path).size() == 1);
+
+  Result ls = run_kiln("tune ls", env);
+  CHECK(ls.code == 0);
+  CHECK(has(ls, "matmul [K=8,M=8,N=8] on cc"));
+  CHECK(has(ls, "1 entry in"));
+
+  Result used = run_kiln("run " + kMatmul + " --debug 1", env);
+  INFO(used.out);
+  CHECK(used.code == 0);
+  CHECK(has(used, "tuned: MICRO="));
+  CHECK(has(used, "(from the tuning database)"));
+  CHECK(has(used, "PASS"));
+
+  Result off = run_kiln("run " + kMatmul + " --debug 1 --config TUNED=0", env);
+  CHECK(off.code == 0);
+  CHECK(!has(off, "tuned:"));
+
+  Result pinned = run_kiln("run " + kMatmul + " --debug 1 --config TILE=16", env);
+  CHECK(pinned.code == 0);
+  CHECK(has(pinned, "TILE pinned by --config"));
+
+  Result other = run_kiln("run ops/nn.toml:matmul --runtime cc --test M=8,N=8,K=9 --debug 1", env);
+  CHECK(other.code == 0);
+  CHECK(!has(other, "tuned:"));  // the key holds the exact sizes
+
+  Result bench = run_kiln("bench " + kMatmul + " --repeat 1 --warmup 1", env);
+  CHECK(bench.code == 0);
+
+  Result cleared = run_kiln("tune clear", env);
+  CHECK(has(cleared, "deleted 1 tuning entry"));
+  CHECK(entries(tmp.path).empty());
+}
+
+TEST_CASE("tune: a small space is searched exhaustively; an empty one stores nothing") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string env = "KILN_CACHE=" + tmp.path.string();
+  Result small = run_kiln("tune " + kMatmul + " --config MICRO=auto --trials 4", env);
+  INFO(small.out);
+  CHECK(small.code == 0);
+  CHECK(has(small, "4 points in the space"));
+  CHECK(has(small, "search: exhaustive"));
+  CHECK(has(small, "4 candidates measured"));
+  CHECK(!has(small, "MICRO="));  // pinned: out of the space and of the entry
+  CHECK(entries(tmp.path).size() == 1);
+  Result empty = run_kiln("tune ops/math.toml:tanh --runtime cc --config TILE=16", env);
+  INFO(empty.out);
+  CHECK(empty.code == 0);
+  CHECK(has(empty, "nothing to tune"));
+  CHECK(entries(tmp.path).size() == 1);
+}
+
+TEST_CASE("tune: a corrupt database entry is ignored with a warning") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string env = "KILN_CACHE=" + tmp.path.string();
+  REQUIRE(run_kiln("tune " + kMatmul + " --trials 1", env).code == 0);
+  REQUIRE(entries(tmp.path).size() == 1);
+  const fs::path entry = entries(tmp.path).front();
+  const std::string good = read_file(entry);
+  for (const std::string& bad :
+       {std::string("garbage"), std::string(), good.substr(0, good.size() / 2),
+        [&] {  // a whole entry, checksum and all, with a value the MICRO knob refuses
+          std::string body = "kiln-tune 1\nkey " + entry.stem().string() +
+                             "\nlabel matmul\ndefault_ms 1\nbest_ms 1\nknob MICRO=99x1x1\n";
+          return body + "sha256 " + kiln::sha256_hex(body.data(), body.size()) + "\n";
+        }()}) {
+    CAPTURE(bad);
+    std::ofstream(entry, std::ios::binary | std::ios::trunc) << bad;
+    Result r = run_kiln("run " + kMatmul + " --debug 1", env);
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(has(r, "kiln: warning: ignored tuning entry"));
+    CHECK(!has(r, "tuned:"));
+    CHECK(has(r, "PASS"));
+    Result ls = run_kiln("tune ls", env);
+    CHECK(ls.code == 0);
+    CHECK(has(ls, "0 entries"));
+  }
+}
+
+TEST_CASE("tune: bad arguments are one error and exit 2") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string env = "KILN_CACHE=" + tmp.path.string();
+  struct Case {
+    std::string args, message;
+  };
+  const Case cases[] = {
+      {"tune ops/nn.toml:nope --runtime cc", "no composite 'nope'"},
+      {"tune " + kMatmul + " --budget lots", "--budget expects a positive duration"},
+      {"tune " + kMatmul + " --budget 0s", "--budget expects a positive duration"},
+      {"tune " + kMatmul + " --budget -5", "--budget expects a positive duration"},
+      {"tune", "kiln tune needs FILE[:COMPOSITE]"},
+      {"tune ops/nn.toml:matmul --runtime interp", "not interp"},
+      {"tune " + kMatmul + " --config NOPE=1", "unknown --config key 'NOPE'"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    Result r = run_kiln(c.args, env);
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(has(r, c.message));
+  }
+  CHECK(entries(tmp.path).empty());
+}
+
+TEST_CASE("tune: the C++ API's compile() uses an entry tuned for its fixed sizes") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  Result t =
+      run_kiln("tune " + kMatmul + " --specialize --trials 2", "KILN_CACHE=" + tmp.path.string());
+  INFO(t.out);
+  REQUIRE(t.code == 0);
+  kiln::Spec spec = kiln::Spec::load("ops/nn.toml");
+  kiln::CompileSettings settings;
+  settings.cache_dir = tmp.path.string();
+  settings.fixed_sizes = {{"M", 8}, {"N", 8}, {"K", 8}};
+  // compile() says what it applied under KILN_DEBUG=1, on stderr.
+  auto debug_of = [&](const kiln::CompileSettings& s) {
+    std::ostringstream captured;
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    setenv("KILN_DEBUG", "1", 1);
+    try {
+      kiln::compile(spec, "matmul", "cc", s);
+    } catch (...) {
+      std::cerr.rdbuf(old);
+      unsetenv("KILN_DEBUG");
+      throw;
+    }
+    std::cerr.rdbuf(old);
+    unsetenv("KILN_DEBUG");
+    return captured.str();
+  };
+  std::string used = debug_of(settings);
+  CHECK(used.find("tuned: MICRO=") != std::string::npos);
+  settings.config["TUNED"] = "0";
+  CHECK(debug_of(settings).find("tuned:") == std::string::npos);
+  settings.config.clear();
+  settings.fixed_sizes.clear();  // size-generic: no sizes to look up
+  CHECK(debug_of(settings).find("tuned:") == std::string::npos);
+}

@@ -1,0 +1,365 @@
+// `kiln tune FILE[:COMPOSITE] --runtime R [--test SIZES] [--budget 60s] [--trials N] [--list]`:
+// compiles the points of the composite's search space (driver/tune_space.h), the default first,
+// times each with `kiln bench`'s timer, rejects any whose outputs differ from the interpreter's,
+// stops at the budget, prints a table and stores the winner in the tuning database
+// (driver/tune_db.h), which later compiles of the same composite, runtime and sizes use.
+// `kiln tune ls` and `kiln tune clear` list and empty the database. docs/tuning.md.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <set>
+
+#include "backends/backend.h"
+#include "driver/compare.h"
+#include "driver/tune_db.h"
+#include "tools/kiln/bench_subjects.h"
+#include "tools/kiln/commands.h"
+#include "tools/kiln/session.h"
+
+namespace kiln::cli {
+
+namespace {
+
+struct TuneOptions : RunRequest {
+  TuneOptions() { runtime = "clang"; }
+  std::string budget = "60s";
+  int trials = 0;  ///< 0: no limit but the budget
+  bool list = false;
+};
+
+/** Spaces of at most this many points are searched exhaustively (unless --trials is smaller). */
+constexpr size_t kExhaustiveMax = 32;
+/** Timed runs of a candidate: at least kMinRepeats, until kTargetMs has passed. */
+constexpr int kWarmup = 2;
+constexpr int kMinRepeats = 5;
+constexpr double kTargetMs = 200;
+/** A candidate replaces the default only when its median is this much lower: less is noise. */
+constexpr double kMinGain = 0.03;
+
+/** "60s", "2m", "500ms" or "90" (seconds) in milliseconds; a UsageError otherwise. */
+double parse_budget(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+    ++digits;
+  std::string unit = text.substr(digits);
+  double scale = unit.empty() || unit == "s" ? 1000 : unit == "ms" ? 1 : unit == "m" ? 60000 : 0;
+  double n = digits ? std::strtod(text.substr(0, digits).c_str(), nullptr) : 0;
+  if (scale == 0 || !(n > 0) || digits == 0)
+    throw UsageError("--budget expects a positive duration such as 60s, 2m or 500ms, got '" + text +
+                     "'");
+  return n * scale;
+}
+
+/** One measured point. */
+struct Trial {
+  TuneCandidate knobs;
+  std::optional<double> median_ms;  ///< nullopt: rejected
+  std::string why;                  ///< why it was rejected
+};
+
+/** What a search needs to measure a candidate. */
+struct Bench {
+  const TuneOptions& o;
+  const Loaded& l;
+  const Graph& g;
+  const SizeBindings& sizes;
+  const std::vector<Tensor>& inputs;
+  const std::vector<Tensor>& want;
+
+  Trial measure(const TuneCandidate& c) const {
+    Trial t{c, std::nullopt, ""};
+    try {
+      std::vector<std::string> config = o.config;
+      for (const auto& [knob, value] : c)
+        config.push_back(knob + "=" + value);
+      config.push_back("TUNED=0");
+      std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+      CompileOptions opt = compile_options(config, 0, *rt, l);
+      CompiledSubject s(g, std::move(rt), opt, inputs, sizes);
+      for (int k = 0; k < kWarmup; ++k)
+        s.run();
+      if (std::string why = differs(*s.outputs()); !why.empty()) {
+        t.why = why;
+        return t;
+      }
+      std::vector<double> ms;
+      auto start = std::chrono::steady_clock::now();
+      auto spent = [&] {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+      };
+      while (ms.size() < static_cast<size_t>(kMinRepeats) || spent() < kTargetMs)
+        ms.push_back(time_ms(s));
+      t.median_ms = stats_of(ms).median;
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      t.why = "failed: " + what.substr(0, what.find('\n'));
+    }
+    return t;
+  }
+
+  /** Why `got` differs from the interpreter's outputs; empty when it does not. */
+  std::string differs(const std::vector<Tensor>& got) const {
+    for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+      Tolerance tol = tolerance_for(want[k].dtype, l.comp->test.rtol, l.comp->test.atol, want[k]);
+      Comparison cmp = compare(got[k], want[k], tol);
+      if (!cmp.ok)
+        return "output '" + g.outputs[k].name + "' differs from the interpreter's at element " +
+               std::to_string(cmp.first_bad);
+    }
+    return "";
+  }
+};
+
+/** The search: measures candidates until the space, the trials or the budget run out. */
+class Search {
+ public:
+  Search(const Bench& bench, std::vector<TuneDimension> space, size_t max_trials, double budget_ms)
+      : bench_(bench), space_(std::move(space)), max_trials_(max_trials), budget_ms_(budget_ms) {}
+
+  /** Every point in order, the default first. */
+  void exhaustive() {
+    std::vector<size_t> at(space_.size(), 0);
+    while (true) {
+      if (!try_point(point(at))) return;
+      size_t d = space_.size();
+      while (d > 0 && ++at[d - 1] == space_[d - 1].values.size())
+        at[--d] = 0;
+      if (d == 0) return;
+    }
+  }
+
+  /** One knob at a time from the default: each knob's values with the others at their best so
+   *  far, the best kept; passes over the knobs until one changes nothing or time is up. */
+  void greedy() {
+    std::vector<size_t> best(space_.size(), 0);
+    if (!try_point(point(best))) return;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t d = 0; d < space_.size(); ++d) {
+        std::vector<size_t> at = best;
+        for (size_t v = 0; v < space_[d].values.size(); ++v) {
+          at[d] = v;
+          if (!try_point(point(at))) return;
+        }
+        size_t before = best[d];
+        for (size_t v = 0; v < space_[d].values.size(); ++v) {
+          at[d] = v;
+          if (better(point(at), point(best))) best = at;
+        }
+        changed |= best[d] != before;
+      }
+    }
+  }
+
+  const std::vector<Trial>& trials() const { return trials_; }
+  bool out_of_budget() const { return stopped_; }
+
+ private:
+  TuneCandidate point(const std::vector<size_t>& at) const {
+    TuneCandidate c;
+    for (size_t d = 0; d < space_.size(); ++d)
+      c[space_[d].knob] = space_[d].values[at[d]];
+    return c;
+  }
+
+  const Trial* find(const TuneCandidate& c) const {
+    for (const Trial& t : trials_)
+      if (t.knobs == c) return &t;
+    return nullptr;
+  }
+
+  bool better(const TuneCandidate& a, const TuneCandidate& b) const {
+    const Trial *ta = find(a), *tb = find(b);
+    return ta && ta->median_ms && (!tb || !tb->median_ms || *ta->median_ms < *tb->median_ms);
+  }
+
+  /** Measures `c` unless it was; false when the trials or the budget are spent. */
+  bool try_point(const TuneCandidate& c) {
+    if (find(c)) return true;
+    double spent =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+            .count();
+    if ((max_trials_ && trials_.size() >= max_trials_) ||
+        (!trials_.empty() && spent > budget_ms_)) {
+      stopped_ = true;
+      return false;
+    }
+    if (isatty(STDERR_FILENO))
+      std::cerr << "\r\033[K  [" << trials_.size() + 1 << "] " << candidate_text(c) << std::flush;
+    trials_.push_back(bench_.measure(c));
+    return true;
+  }
+
+  const Bench& bench_;
+  std::vector<TuneDimension> space_;
+  size_t max_trials_;
+  double budget_ms_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::vector<Trial> trials_;
+  bool stopped_ = false;
+};
+
+/** The target's first words, the CPU or GPU, without the feature list that follows. */
+std::string target_head(const std::string& target) {
+  std::string head = target.substr(0, target.find_first_of(";+"));
+  while (!head.empty() && head.back() == ' ')
+    head.pop_back();
+  return head;
+}
+
+std::string sizes_text(const SizeBindings& sizes) {
+  std::string t;
+  for (const auto& [k, v] : sizes)
+    t += (t.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return t;
+}
+
+/** The table of trials and the winner (nullptr: only the default, or none valid). */
+const Trial* report(const std::vector<Trial>& trials) {
+  const Trial& base = trials.front();
+  const Trial* win = base.median_ms ? &base : nullptr;
+  for (const Trial& t : trials)
+    if (t.median_ms && (!win || *t.median_ms < *win->median_ms * (win == &base ? 1 - kMinGain : 1)))
+      win = &t;
+  std::printf("  %-40s %12s  %s\n", "candidate", "median ms", "vs default");
+  for (const Trial& t : trials) {
+    std::string name = candidate_text(t.knobs) + (&t == &base ? " (default)" : "");
+    if (!t.median_ms) {
+      std::printf("  %-40s %12s  rejected: %s\n", name.c_str(), "-", t.why.c_str());
+      continue;
+    }
+    char ratio[32] = "-";
+    if (base.median_ms) std::snprintf(ratio, sizeof ratio, "%.2fx", *base.median_ms / *t.median_ms);
+    std::printf("  %-40s %12.4g  %s%s\n", name.c_str(), *t.median_ms, ratio,
+                &t == win ? "  <- winner" : "");
+  }
+  return win;
+}
+
+int tune(const TuneOptions& o) {
+  if (o.runtime == "interp") throw UsageError("kiln tune times compiled code, not interp");
+  if (!o.grad.empty()) throw UsageError("kiln tune does not tune --grad composites yet");
+  double budget_ms = parse_budget(o.budget);
+  Loaded l;
+  load_selection(o.sel, l);
+  SizeBindings sizes = bind_sizes(l, o.test);
+  if (o.specialize) l.options.fixed_sizes = sizes;
+  Graph g = lower_checked(l, &sizes, true);
+  std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+  rt->probe();
+  std::vector<std::string> untuned = o.config;
+  untuned.push_back("TUNED=0");
+  CompileOptions opt = compile_options(untuned, 0, *rt, l);
+  bool host = backend_for(rt->backend()).memory() == MemoryKind::host;
+  std::vector<TuneDimension> space = tune_space(g, opt, host, opt.schedule.gpu_tile.wgmma);
+  std::set<std::string> pinned;
+  for (const auto& [knob, value] : config_items(o.config))
+    pinned.insert(find_knob(knob)->name);
+  std::erase_if(space, [&](const TuneDimension& d) { return pinned.count(d.knob) > 0; });
+  size_t points = space_size(space);
+  bool exhaustive = points <= (o.trials ? static_cast<size_t>(o.trials) : kExhaustiveMax);
+  std::cout << g.name << " [" << sizes_text(sizes) << "] on " << rt->name() << " ("
+            << target_head(rt->target()) << "): " << points << " point" << (points == 1 ? "" : "s")
+            << " in the space\n"
+            << space_text(space);
+  if (o.list) return Exit::ok;
+  if (space.empty()) {
+    std::cout << "nothing to tune: no knob of the space applies to this composite here\n";
+    return Exit::ok;
+  }
+
+  std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o.seed);
+  std::vector<Tensor> want = interpret(g, sizes, inputs, false);
+  Bench bench{o, l, g, sizes, inputs, want};
+  Search search(bench, space, static_cast<size_t>(o.trials), budget_ms);
+  std::cout << "search: " << (exhaustive ? "exhaustive" : "greedy, one knob at a time")
+            << (o.trials ? ", at most " + std::to_string(o.trials) + " trials" : "") << ", budget "
+            << o.budget << "\n";
+  std::cout.flush();
+  if (exhaustive)
+    search.exhaustive();
+  else
+    search.greedy();
+  if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
+  const std::vector<Trial>& trials = search.trials();
+  std::cout << trials.size() << " candidate" << (trials.size() == 1 ? "" : "s") << " measured"
+            << (search.out_of_budget() ? " (stopped at the budget or --trials)" : "") << "\n";
+  const Trial* win = report(trials);
+  if (!win) {
+    std::cerr << "kiln: error: no candidate ran correctly; nothing stored\n";
+    return Exit::test_failed;
+  }
+  TuneEntry e;
+  e.knobs = win->knobs;
+  e.label = g.name + " [" + sizes_text(sizes) + "] on " + rt->name();
+  e.default_ms = trials.front().median_ms.value_or(0);
+  e.best_ms = *win->median_ms;
+  std::cout << "winner: " << (e.knobs.empty() ? "the default" : candidate_text(e.knobs));
+  if (e.default_ms > 0) std::printf(" (%.2fx the default)", e.default_ms / e.best_ms);
+  std::cout << "\n";
+  TuneDb db;
+  std::string warning;
+  if (!db.put(tune_key(g, rt->name(), rt->target(), sizes, opt), e, &warning)) {
+    std::cerr << "kiln: warning: " << (warning.empty() ? "the tuning database is off" : warning)
+              << "; the winner is not stored\n";
+    return Exit::ok;
+  }
+  std::cout << "stored in " << db.dir() << "\n";
+  return Exit::ok;
+}
+
+void list_entries() {
+  TuneDb db;
+  std::vector<std::string> warnings;
+  auto entries = db.ls(&warnings);
+  for (const std::string& w : warnings)
+    std::cerr << "kiln: warning: " << w << "\n";
+  for (const auto& [key, e] : entries) {
+    std::printf("%s  %s  %s", key.substr(0, 12).c_str(), e.label.c_str(),
+                candidate_text(e.knobs).c_str());
+    if (e.best_ms > 0) std::printf("  %.4g ms (default %.4g ms)", e.best_ms, e.default_ms);
+    std::printf("\n");
+  }
+  std::cout << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << " in "
+            << (db.enabled() ? db.dir() : "no folder (KILN_CACHE=off)") << "\n";
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "tune", "Search the schedule knobs for the fastest on this machine and remember the winner");
+  auto o = std::make_shared<TuneOptions>();
+  add_run_request_options(*cmd, *o,
+                          "A runtime name (clang, openmp, cc, cuda) or a descriptor path");
+  cmd->get_option("target")->required(false);
+  cmd->add_option("--budget", o->budget, "Stop starting candidates after this long: 60s, 2m, 500ms")
+      ->capture_default_str();
+  cmd->add_option("--trials", o->trials, "Measure at most this many candidates")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--list", o->list, "Print the search space and stop");
+  auto* ls = cmd->add_subcommand("ls", "List the tuning database");
+  auto* clear = cmd->add_subcommand("clear", "Delete every entry of the tuning database");
+  ls->callback([&exit_code] {
+    list_entries();
+    exit_code = Exit::ok;
+  });
+  clear->callback([&exit_code] {
+    TuneDb db;
+    size_t n = db.clear();
+    std::cout << "deleted " << n << " tuning entr" << (n == 1 ? "y" : "ies") << "\n";
+    exit_code = Exit::ok;
+  });
+  cmd->callback([o, cmd, &exit_code] {
+    if (cmd->got_subcommand("ls") || cmd->got_subcommand("clear")) return;
+    if (o->sel.target.empty()) throw UsageError("kiln tune needs FILE[:COMPOSITE], or ls or clear");
+    exit_code = tune(*o);
+  });
+}
+
+}  // namespace kiln::cli
