@@ -26,7 +26,8 @@ for _ in range(4):
     F.scaled_dot_product_attention(q, k, v)
 torch.cuda.synchronize()
 PY
-ncu --clock-control none --launch-skip 2 --launch-count 1 $sections python3 "$out/sdpa.py" \
+ncu --clock-control none -k regex:"flash|fmha|attention|sdpa|cudnn" --launch-skip 2 --launch-count 1 \
+  $sections python3 "$out/sdpa.py" \
   >"$out/ncu_sdpa.txt" 2>&1
 show "$out/ncu_sdpa.txt"
 "$bundle/kiln" compile "$bundle/share/kiln/ops/nn.toml:attention" --runtime cuda --dtype T=f16 \
