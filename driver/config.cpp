@@ -220,14 +220,16 @@ std::vector<Knob> make_knobs() {
          o.simplify.blas = v == "none" ? "" : v;
        },
        [](const CompileOptions& o) { return o.simplify.blas.empty() ? "none" : o.simplify.blas; }},
-      flag_knob("CHECK", KnobStage::codegen,
-                "1: every buffer access in generated code checks its index, and a failure names "
-                "the buffer and the element",
-                "0", [](auto& o) -> auto& { return o.checked; }),
-      flag_knob("FASTMATH", KnobStage::simplifier,
-                "1: the rewrite rules marked fastmath apply too (exact only up to rounding, NaN "
-                "and infinities); docs/rules.md",
-                "0", [](auto& o) -> auto& { return o.simplify.fastmath; }),
+      flag_knob(
+          "CHECK", KnobStage::codegen,
+          "1: every buffer access in generated code checks its index, and a failure names "
+          "the buffer and the element",
+          "0", [](auto& o) -> auto& { return o.checked; }),
+      flag_knob(
+          "FASTMATH", KnobStage::simplifier,
+          "1: the rewrite rules marked fastmath apply too (exact only up to rounding, NaN "
+          "and infinities); docs/rules.md",
+          "0", [](auto& o) -> auto& { return o.simplify.fastmath; }),
       {"GPU_MMA", KnobStage::scheduler,
        "GPU: block tiles of products of two f16 or bf16 operands run on tensor cores (mma.sync "
        "m16n8k16) in warps of WR rows x WL lanes, reduction blocks of D, S shared-memory stages "
@@ -243,16 +245,18 @@ std::vector<Knob> make_knobs() {
        "from swizzled shared memory in tiles of R rows x L lanes (two warpgroups), S cp.async "
        "stages (RxLxS); 0: off (GPU_MMA's mma.sync); docs/decisions.md",
        "128x256x4", true, parse_gpu_wgmma, show_gpu_wgmma},
-      count_knob("ISL_MS", KnobStage::scheduler,
-                 "the milliseconds isl may spend on one kernel's schedule before the kernel "
-                 "falls back to program order (0: no limit); docs/decisions.md",
-                 "5000", "a count of isl milliseconds (0: no limit)",
-                 [](auto& o) -> auto& { return o.schedule.max_milliseconds; }),
-      count_knob("ISL_OPS", KnobStage::scheduler,
-                 "the isl operations one kernel's schedule may take before the kernel falls back "
-                 "to program order (0: no limit); docs/decisions.md",
-                 "1000000", "a count of isl operations (0: no limit)",
-                 [](auto& o) -> auto& { return o.schedule.max_operations; }),
+      count_knob(
+          "ISL_MS", KnobStage::scheduler,
+          "the milliseconds isl may spend on one kernel's schedule before the kernel "
+          "falls back to program order (0: no limit); docs/decisions.md",
+          "5000", "a count of isl milliseconds (0: no limit)",
+          [](auto& o) -> auto& { return o.schedule.max_milliseconds; }),
+      count_knob(
+          "ISL_OPS", KnobStage::scheduler,
+          "the isl operations one kernel's schedule may take before the kernel falls back "
+          "to program order (0: no limit); docs/decisions.md",
+          "1000000", "a count of isl operations (0: no limit)",
+          [](auto& o) -> auto& { return o.schedule.max_operations; }),
       {"BF16DOT", KnobStage::scheduler,
        "CPU: contractions of two bf16 values summing in f32 run on vectors of B bytes with dot "
        "products of bf16 pairs (vdpbf16ps; without AVX512-BF16 the pairs widened to f32 in "
@@ -306,13 +310,15 @@ std::vector<Knob> make_knobs() {
        [](const CompileOptions& o) {
          return o.schedule.simd_auto ? std::string("auto") : std::to_string(o.schedule.simd_bytes);
        }},
-      flag_knob("SIMPLIFY", KnobStage::simplifier, "0: the rewrite rules are not applied", "1",
-                [](auto& o) -> auto& { return o.simplify.enabled; }),
-      count_knob("STREAM", KnobStage::scheduler,
-                 "CPU: an output a kernel writes once, in vectors, bypasses the caches "
-                 "(non-temporal stores) from this many bytes on; 0: never; docs/decisions.md",
-                 "16777216", "a byte count (0: never)",
-                 [](auto& o) -> auto& { return o.schedule.stream_bytes; }),
+      flag_knob(
+          "SIMPLIFY", KnobStage::simplifier, "0: the rewrite rules are not applied", "1",
+          [](auto& o) -> auto& { return o.simplify.enabled; }),
+      count_knob(
+          "STREAM", KnobStage::scheduler,
+          "CPU: an output a kernel writes once, in vectors, bypasses the caches "
+          "(non-temporal stores) from this many bytes on; 0: never; docs/decisions.md",
+          "16777216", "a byte count (0: never)",
+          [](auto& o) -> auto& { return o.schedule.stream_bytes; }),
       {"THREADS", KnobStage::runtime,
        "the threads a parallel runtime (openmp) runs kernels on; 0: every core", "0", false,
        [](const std::string& v, CompileOptions& o) {
