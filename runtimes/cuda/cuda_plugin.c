@@ -41,6 +41,7 @@ static struct {
   CUevent start, end;
   int timed; /* start and end bracket the last flushed sequence */
   int major, minor, sms, driver;
+  int whole_grid; /* KILN_CUDA_RESIDENT_GRID=0: launch_blocks keeps the geometry's grid */
   size_t memory;
   char name[256];
   char* inflight; /* the kernels of the last flushed sequence, until a synchronize succeeds */
@@ -160,6 +161,8 @@ static void device_init(void) {
   memcpy(&cu.module_global, &p, sizeof p);
   p = dlsym(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   memcpy(&cu.occupancy, &p, sizeof p);
+  const char* grid_env = getenv("KILN_CUDA_RESIDENT_GRID");
+  dev.whole_grid = grid_env && strcmp(grid_env, "0") == 0;
   int count = 0;
   CUresult rc;
   const char* step;
@@ -248,8 +251,7 @@ static int graphs_enabled(void) {
  *  taking the multiprocessor's whole shared memory while it does. KILN_CUDA_RESIDENT_GRID=0
  *  launches the geometry as given (to measure the difference). */
 static unsigned launch_blocks(kfunc* k, unsigned grid, unsigned block, unsigned shared) {
-  const char* env = getenv("KILN_CUDA_RESIDENT_GRID");
-  if (!k->shared_bytes || !cu.occupancy || (env && strcmp(env, "0") == 0)) return grid;
+  if (!k->shared_bytes || !cu.occupancy || dev.whole_grid) return grid;
   unsigned long key = ((unsigned long)block << 32) | shared;
   if (k->resident_key != key) {
     int per_sm = 0;
