@@ -199,6 +199,11 @@ class CStyleRenderer {
   std::string render_pack(const Context& c, const LoopNode& n, int depth) const;
   /** The fill's statement node `n`: each row-shared lane load stored into its array. */
   std::string render_pack_fill(const Context& c, const LoopNode& n, int depth) const;
+  /** A fill node with fill_k > 0: per block of fill_k lanes, each lane's `loads` read along k
+   *  in vectors of element type `t`, transposed in registers, stored as fill_k k rows. */
+  std::string render_transposed_fill(const Context& c, const LoopNode& n,
+                                     const std::vector<const ScalarExpr*>& loads,
+                                     const std::string& t, int depth) const;
   /** Element (reduction iteration, `lane`) of the array of row-shared load `k` of `pack`. */
   std::string pack_element(const Context& c, const LoopNode& pack, size_t k, int64_t lane) const;
   /** The matrix unit (LoopNode::matrix, c_style_matrix.cpp): its helpers (tile configuration,

@@ -288,6 +288,7 @@ std::string CStyleRenderer::render_pack_fill(const Context& c, const LoopNode& n
   std::string t = st.value->dtype == DType::f64 ? "f64" : "f32";
   int lanes = c.options.vector_bytes / (t == "f64" ? 8 : 4);  // f16 and bf16 pack as f32
   std::string s;
+  if (n.fill_k > 0) return s + render_transposed_fill(c, n, loads, t, depth);
   for (int64_t v = 0; v < p.tile_lanes / lanes; ++v) {
     // The row iterator is not bound here; the loads packed do not read it.
     AstExprPtr col = ast_op("add", {p.tile_lane_origin, ast_int(v * lanes)});
@@ -305,6 +306,70 @@ std::string CStyleRenderer::render_pack_fill(const Context& c, const LoopNode& n
     s += " }\n";
   }
   c.lane_limit.clear();
+  return s;
+}
+
+std::string CStyleRenderer::render_transposed_fill(const Context& c, const LoopNode& n,
+                                                   const std::vector<const ScalarExpr*>& loads,
+                                                   const std::string& t, int depth) const {
+  const LoopNode& p = *c.filling;
+  const int64_t lanes = n.fill_k;
+  if (lanes != c.options.vector_bytes / (t == "f64" ? 8 : 4) || p.tile_lanes % lanes)
+    throw std::logic_error("a transposed pack fill of " + std::to_string(lanes) +
+                           " k rows for vectors of another width");
+  std::string pad(2 * depth, ' '), vt = "kiln_v" + t;
+  std::set<std::string> along = driven_iterators(n, p.pack_iter);
+  std::string s;
+  c.lane_limit.clear();
+  for (int64_t v = 0; v < p.tile_lanes / lanes; ++v) {
+    s += pad + "{\n";
+    // Lane v · lanes + r's operands along k (one vector each: its fill_k k rows) ...
+    for (int64_t r = 0; r < lanes; ++r) {
+      AstExprPtr col = ast_op("add", {p.tile_lane_origin, ast_int(v * lanes + r)});
+      std::vector<AstExprPtr> args;
+      for (const AstExprPtr& a : n.args)
+        args.push_back(a ? substitute(substitute(a, p.tile_row, ast_int(0)), p.tile_lane, col)
+                         : nullptr);
+      c.bound.clear();
+      c.index_bound.clear();
+      for (size_t k = 0; k < loads.size(); ++k)
+        s += pad + "  " + vt + " kiln_x" + std::to_string(k) + "_0_" + std::to_string(r) + ";\n";
+      s += pad + "  { " + bind_line(args);
+      for (size_t k = 0; k < loads.size(); ++k)
+        s += "kiln_x" + std::to_string(k) + "_0_" + std::to_string(r) + " = " +
+             render_lanes(c, *loads[k], along) + "; ";
+      s += "}\n";
+    }
+    // ... transposed: stage b swaps bit b of the row with bit b of the lane (rows r and r + b
+    // exchange the halves where their lanes' bit b differs), log2(lanes) stages in all ...
+    int stage = 0;
+    for (int64_t b = 1; b < lanes; b *= 2, ++stage) {
+      for (size_t k = 0; k < loads.size(); ++k) {
+        const std::string from = "kiln_x" + std::to_string(k) + "_" + std::to_string(stage) + "_",
+                          to = "kiln_x" + std::to_string(k) + "_" + std::to_string(stage + 1) + "_";
+        for (int64_t r = 0; r < lanes; ++r) {
+          if (r & b) continue;
+          std::string low, high;
+          for (int64_t l = 0; l < lanes; ++l) {
+            low += ", " + std::to_string((l & b) ? lanes + l - b : l);
+            high += ", " + std::to_string((l & b) ? lanes + l : l + b);
+          }
+          const std::string pair = from + std::to_string(r) + ", " + from + std::to_string(r + b);
+          s += pad + "  " + vt + " " + to + std::to_string(r) + " = __builtin_shufflevector(" +
+               pair + low + ");\n";
+          s += pad + "  " + vt + " " + to + std::to_string(r + b) + " = __builtin_shufflevector(" +
+               pair + high + ");\n";
+        }
+      }
+    }
+    // ... and k row r of the block stored as lanes v · lanes + 0..lanes-1 of the pack.
+    for (int64_t r = 0; r < lanes; ++r)
+      for (size_t k = 0; k < loads.size(); ++k)
+        s += pad + "  kiln_vst_" + t + "(&" + pack_element(c, p, k, r * p.tile_lanes + v * lanes) +
+             ", kiln_x" + std::to_string(k) + "_" + std::to_string(stage) + "_" +
+             std::to_string(r) + ");\n";
+    s += pad + "}\n";
+  }
   return s;
 }
 

@@ -202,7 +202,10 @@ std::string node_line(const LoopNode& n) {
       std::string out = "S" + std::to_string(n.statement) + "(";
       for (size_t k = 0; k < n.args.size(); ++k)
         out += (k ? ", " : "") + unwrap(expr_text(*n.args[k]));
-      return out + ");";
+      out += ");";
+      if (n.fill_k > 0)
+        out += "  // " + std::to_string(n.fill_k) + " k rows at once, read along k and transposed";
+      return out;
     }
     case LoopNode::Kind::alloc:
       return alloc_line(n);

@@ -156,7 +156,13 @@ struct LoopNode {
   /** loop mapped to simd: the vector lanes it runs at, chosen by map_simd from the target's
    *  full-width vectors (scheduler/map_loops.h); 0: the C compiler's choice. */
   int simd_lanes = 0;
-  int statement = -1;            ///< stmt, alloc: index into Kernel::statements
+  int statement = -1;  ///< stmt, alloc: index into Kernel::statements
+  /** stmt in a packed panel's fill (alloc with pack_depth > 0, body[0]): when > 0 this instance
+   *  fills fill_k k rows from its k on for blocks of fill_k lanes at once: each lane's operands
+   *  read along k in one vector (they lie contiguous there, as w[j, k] of x · wᵀ does), the
+   *  fill_k × fill_k blocks transposed in registers (scheduler/register_tile.h). fill_k is the
+   *  packed element's vector lanes; 0: one k row, each lane's element loaded on its own. */
+  int64_t fill_k = 0;
   std::vector<AstExprPtr> args;  ///< stmt, alloc: the value of each statement iterator i0, i1...
   MemorySpace space = MemorySpace::local;  ///< alloc
   std::string name;                        ///< alloc: the register's name, e.g. "acc0"

@@ -60,6 +60,8 @@ const std::vector<GoldenCase>& golden_cases() {
       {"matmul_bf16_dot", "ops/nn.toml:matmul", {{"T", DType::bf16}}, 0, "c", false, 0, 0, 64},
       {"matmul_cuda_f16_wgmma", "ops/nn.toml:matmul", {{"T", DType::f16}}, 0, "cuda", false, 0, 0,
        0, true},
+      {"linear_bias_relu", "tests/regressions/linear_layouts.toml:linear_bias_relu",
+       {{"T", DType::f32}}, 0},
   };
   return cases;
 }
@@ -260,6 +262,25 @@ TEST_CASE("codegen: matmul bf16 with AVX512-BF16: 6x64 tiles of f32 sums by vdpb
   CHECK(src.find("kiln_cs") == std::string::npos);
   CHECK(src.find("kiln_dpbusd") == std::string::npos);
   CHECK(src.find("kiln_amx_begin") == std::string::npos);
+}
+
+TEST_CASE("codegen: x · wᵀ: the pack's fill reads w along k and transposes 8 x 8 blocks") {
+  check_golden(golden_cases()[13]);
+  std::string src = render_source(golden_cases()[13]);
+  // Whole groups of 8 k rows: each of 8 lanes' rows of w one 32-byte vector, three stages of
+  // shuffles, 8 stores of k rows; the k rows after the last whole group one at a time, each
+  // lane's element on its own.
+  CHECK(src.find("c2 < (((c2t + 256) < s_K ? (c2t + 256) : s_K) - 7); c2 += 8) {") !=
+        std::string::npos);
+  CHECK(src.find("kiln_x0_0_7 = kiln_vld_f32(") != std::string::npos);
+  size_t shuffles = 0;  // stage 2's: 8 per block of 8 lanes, 8 blocks
+  for (size_t at = src.find("= __builtin_shufflevector(kiln_x0_2_"); at != std::string::npos;
+       at = src.find("= __builtin_shufflevector(kiln_x0_2_", at + 1))
+    ++shuffles;
+  CHECK(shuffles == 8 * 8);
+  CHECK(src.find("kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 448], "
+                 "kiln_x0_3_7);") != std::string::npos);
+  CHECK(src.find("(kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)]") != std::string::npos);
 }
 
 TEST_CASE("codegen: gelu f32, batch rank 1, matches its golden source") {

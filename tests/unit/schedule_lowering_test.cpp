@@ -329,6 +329,17 @@ TEST_CASE("schedule: x · wᵀ keeps a register tile; the packed panel gathers w
   }
   CHECK(packs >= 1);
   CHECK(tiles >= 1);
+  // w lies along k: the fill reads 8 k rows of a lane as one 32-byte vector and transposes
+  // blocks of 8 lanes (fill_k), the k rows past the last whole 8 one at a time. matmul's b lies
+  // along the lanes: its fill stores them as they are.
+  auto transposed = [](const ScheduledKernel& k) {
+    std::set<int64_t> rows;
+    for (const LoopNode* s : nodes_of(*k.nest.root, LoopNode::Kind::stmt))
+      rows.insert(s->fill_k);
+    return rows;
+  };
+  CHECK(transposed(r) == std::set<int64_t>{0, 8});
+  CHECK(transposed(check_legal(matmul(DType::f32), opt, sizes)) == std::set<int64_t>{0});
 
   // Without a register tile the lane loop does not sink: w would be walked K apart at every k.
   ScheduledKernel plain = check_legal(b, untiled(), sizes);
