@@ -2,13 +2,16 @@
 // attention in one kernel. Each block computes 128 rows × 64 lanes of the output; each of its 8
 // warps 16 rows. Per block of 64 keys the warp computes its 16 × 64 scores on tensor cores
 // (mma.sync m16n8k16, f32 accumulators) from the rows' and keys' operands staged in shared
-// memory, applies the score expression (scale, mask) in registers, updates each row's running
-// maximum, rescales its running sum and output, and adds the block's weights times the values
-// (the weights go from the scores' accumulator fragments into the next product's operand
-// fragments without leaving registers). The scores never reach memory. Keys and values reach
-// shared memory through cp.async, the values during the scores' products and the next keys
-// during the softmax and the weighted sum; key blocks the score's mask removes for the whole
-// tile are skipped.
+// memory (ldmatrix from per-thread base addresses plus constants), applies the score expression
+// in registers, updates each row's running maximum, rescales its running sum and output, and
+// adds the block's weights times the values (the weights go from the scores' accumulator
+// fragments into the next product's operand fragments without leaving registers). The scores
+// never reach memory. Keys and values are double-buffered in dynamic shared memory: the next
+// block's copies (cp.async) run during this block's products and softmax, one barrier a block.
+// The score expression runs unguarded on blocks wholly inside the rows, keys, domain and a
+// where's bounded condition (a causal mask's lower triangle: the where's value alone), guarded
+// elsewhere; key blocks the score's mask removes for the whole tile are skipped. A weight
+// W = exp2(C (X - M)) is one FFMA and one ex2.approx.ftz.
 #include <cmath>
 #include <functional>
 #include <map>
@@ -147,15 +150,72 @@ std::string may_be_finite(const std::set<std::string>& sizes, const Statement& m
   return may.empty() ? "1" : may;
 }
 
-constexpr int64_t kRows = 128, kLanes = 64, kKeys = 64, kDepth = 64, kPad = 8;
+/** C for whether the score expression of `f` is surely what its value says over the rows [rlo,
+ *  rhi] and the keys [klo, khi]: every bound of the domain holds (its least value is >= 0) and
+ *  the condition of a `where(condition, value, -inf)` is true (may_be false is "0"), by interval
+ *  arithmetic as may_be; "0" when that cannot be known. `value_only` tells whether the where's
+ *  value may stand for the whole expression there (the condition had a bound). */
+std::string sure_inside(const std::set<std::string>& sizes, const Statement& mx,
+                        const std::vector<IntExpr>& domain, const LoopNode& max_node, int rank,
+                        const std::string& rlo, const std::string& rhi, const std::string& klo,
+                        const std::string& khi, bool& value_only) {
+  std::vector<std::string> lo, hi;
+  for (int k = 0; k < rank - 2; ++k) {
+    lo.push_back("(" + ast_expr_to_c(*max_node.args.at(k)) + ")");
+    hi.push_back(lo.back());
+  }
+  lo.insert(lo.end(), {rlo, klo});
+  hi.insert(hi.end(), {rhi, khi});
+  std::string sure;
+  auto also = [&](const std::string& c) { sure += (sure.empty() ? "" : " && ") + c; };
+  for (const IntExpr& bound : domain) {
+    std::string low, high;
+    if (!affine_range(bound, lo, hi, sizes, low, high)) return "0";
+    also(low + " >= 0");
+  }
+  value_only = false;
+  const ScalarExpr& x = *mx.value;
+  const bool masked = x.kind == ScalarExpr::Kind::op && x.op == Op::where && x.mask.empty() &&
+                      x.args[2]->kind == ScalarExpr::Kind::constant && !x.args[2]->symbolic &&
+                      std::isinf(x.args[2]->value) && x.args[2]->value < 0;
+  if (masked) {
+    const std::string may_be_false = may_be(*x.args[0], false, lo, hi, sizes);
+    if (may_be_false != "1") {
+      value_only = true;
+      if (may_be_false != "0") also("!" + may_be_false);
+    }
+  }
+  return sure.empty() ? "1" : sure;
+}
+
+/** C in W = exp2(C · (X - M)) (scheduler/online_softmax.cpp's exponential_of_difference): the
+ *  constant factor, or null where there is none (C = 1). */
+const ScalarExpr* weight_scale(const ScalarExpr& w) {
+  const ScalarExpr* d = w.args.at(0).get();
+  if (d->kind != ScalarExpr::Kind::op || d->op != Op::mul) return nullptr;
+  return varies(*d->args[0]) ? d->args[1].get() : d->args[0].get();
+}
+
+// The block tile: rows x lanes of the output, keys per block, the head's elements staged per
+// chunk (one chunk up to 128), the padding of a shared-memory row (16 bytes: ldmatrix's eight
+// row addresses then fall in distinct banks).
+constexpr int64_t kRows = 128, kLanes = 64, kKeys = 64, kHead = 128, kPad = 8;
+// Bytes of shared memory: q [128][136], k [2][64][136], v [2][64][72] (two stages each of k
+// and v), 16-bit elements.
+constexpr int64_t kQBytes = kRows * (kHead + kPad) * 2, kKStage = kKeys * (kHead + kPad) * 2,
+                  kVStage = kKeys * (kLanes + kPad) * 2;
 
 }  // namespace
+
+int64_t softmax_tile_shared_bytes() {
+  return kQBytes + 2 * kKStage + 2 * kVStage;
+}
 
 std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& n,
                                               int depth) const {
   std::optional<SoftmaxContraction> f = find_softmax_contraction(c.plan, c.kernel, 0);
   if (!f || n.body.size() < 8 || n.tile_rows != kRows || n.tile_lanes != kLanes ||
-      n.key_block != kKeys || n.pack_depth != kDepth)
+      n.key_block != kKeys || n.pack_depth != kHead)
     throw std::logic_error("an online-softmax tile that is not 128x64 over a matched kernel");
   const int rank = f->n;
   const Statement& score = c.kernel.statements[f->statement(1)];
@@ -184,17 +244,23 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
                     lane_ok = ast_expr_to_c(*n.tile_lane_cond);
   const std::string keys = int_expr_to_c(mx.extents[rank - 1], c.sizes),
                     head = int_expr_to_c(score.extents[rank], c.sizes),
-                    lanes = int_expr_to_c(out.extents[rank - 1], c.sizes);
+                    lanes = int_expr_to_c(out.extents[rank - 1], c.sizes),
+                    row_count = int_expr_to_c(mx.extents[rank - 2], c.sizes);
+  const std::string KH = str(kHead + kPad), VL = str(kLanes + kPad);
 
   std::string s = pad + "{\n" + in + "/* " + N + ": 128 rows x 64 lanes of " + out.name +
                   ", keys in blocks of 64 with an online softmax, both products on tensor cores "
                   "(scheduler/online_softmax.h) */\n";
-  s += in + "__shared__ __align__(16) " + T + " " + v("sq") + "[" + str(kRows) + "][" +
-       str(kDepth + kPad) + "];\n";
-  s += in + "__shared__ __align__(16) " + T + " " + v("sk") + "[" + str(kKeys) + "][" +
-       str(kDepth + kPad) + "];\n";
-  s += in + "__shared__ __align__(16) " + T + " " + v("sv") + "[" + str(kKeys) + "][" +
-       str(kLanes + kPad) + "];\n";
+  // Shared memory (dynamic: the kernel's <symbol>_shared_bytes; declared as the block tiles of
+  // backends/cuda_tile.cpp declare it, which a module may also hold): the rows' operand, and two
+  // stages of the keys' operand and of the values, which the next key block's copies fill while
+  // this one's products read the other.
+  s += in + "extern __shared__ __align__(1024) unsigned char kiln_shared[];\n";
+  s += in + T + " (*" + v("sq") + ")[" + KH + "] = (" + T + " (*)[" + KH + "])kiln_shared;\n";
+  s += in + T + " (*" + v("sk") + ")[" + str(kKeys) + "][" + KH + "] = (" + T + " (*)[" +
+       str(kKeys) + "][" + KH + "])(kiln_shared + " + str(kQBytes) + ");\n";
+  s += in + T + " (*" + v("sv") + ")[" + str(kKeys) + "][" + VL + "] = (" + T + " (*)[" +
+       str(kKeys) + "][" + VL + "])(kiln_shared + " + str(kQBytes + 2 * kKStage) + ");\n";
   for (int k = 0; k < rank - 2; ++k)
     s += in + "const int64_t " + v("b" + str(k)) + " = " + ast_expr_to_c(*n.body[0]->args.at(k)) +
          ";\n";
@@ -203,6 +269,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
        v("l0") + " = " + ast_expr_to_c(*n.tile_lane_origin) + ";\n";
   s += in + "const int64_t " + v("J") + " = " + keys + ", " + v("D") + " = " + head + ", " +
        v("C") + " = " + lanes + ";\n";
+  // A row of q and k in shared memory holds 8 chunks of 8 elements (a head up to 64) or 16.
+  s += in + "const int " + v("sh") + " = " + v("D") + " > 64 ? 4 : 3;\n";
   s += in + "float " + v("o") + "[8][4], " + v("m") + "[2], " + v("ms") + "[2], " + v("l") +
        "[2];\n";
   s += in + "#pragma unroll\n" + in + "for (int " + v("t") + " = 0; " + v("t") + " < 8; ++" +
@@ -241,26 +309,39 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     c.bound = invariants;
     c.index_bound.clear();
   };
+  // W = exp2(C · (X - M)) as exp2(X · C - M · C): one FFMA and the hardware's ex2 per weight,
+  // M · C once per row and block. C is a positive constant (the match requires it).
+  reset();
+  const ScalarExpr* scale = weight_scale(*sum.value);
+  const std::string wc = v("wc");
+  s += in + "const float " + wc + " = " +
+       (scale ? "(float)(" + render_value(c, *scale) + ")" : std::string("1.f")) + ";\n";
 
-  // Fills shared array `dest` (128 or 64 rows of 64 halves) from operand `load` (of statement
-  // node `node`): rows along iterator `x_it` from `x0` while `x_ok`, columns along `y_it` from
-  // `y0` below `y_end`; `others` declares the node's remaining iterators. Chunks of 8 halves: an
-  // asynchronous 16-byte copy (cp.async) where memory holds them contiguously at an aligned
-  // address, else loaded element by element and stored; zeros outside the domain. The copies
-  // land by the next kiln_cp_async_wait.
-  auto fill = [&](const std::string& dest, int64_t rows, const ScalarExpr& load,
+  // Fills shared array `dest` (`rows` rows of 8 chunks of 8 elements, or 1 << N_sh chunks where
+  // `wide`) from operand `load` (of statement node `node`): rows along iterator `x_it` from `x0`
+  // while `x_ok`, columns along `y_it` from `y0` below `y_end`; `others` declares the node's
+  // remaining iterators. Chunks of 8 halves: an asynchronous 16-byte copy (cp.async) where
+  // memory holds them contiguously at an aligned address, else loaded element by element and
+  // stored; zeros outside the domain. The copies land by the next kiln_cp_async_wait.
+  auto fill = [&](const std::string& dest, int64_t rows, bool wide, const ScalarExpr& load,
                   const LoopNode& node, const std::string& x_it, const std::string& x0,
                   const std::string& x_ok, const std::string& y_it, const std::string& y0,
-                  const std::string& y_end, const std::string& others, const std::string& pad2) {
+                  const std::string& y_end, const std::string& others, const std::string& pad2,
+                  bool unrolled) {
     std::set<std::string> driven = driven_iterators(node, y_it);
     const bool vector = driven.size() == 1 && contiguous_along(load, *driven.begin());
     const std::string p3 = pad2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ", p6 = p5 + "  ";
     const std::string to = "&" + dest + "[" + v("x") + "][" + v("y") + "]";
-    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + v("p") + " = 0; " + v("p") +
-                    " < " + str(rows * 8 / kCudaBlockThreads) + "; ++" + v("p") + ") {\n";
+    const std::string sh = wide ? v("sh") : "3";
+    std::string t = pad2 + (unrolled ? "#pragma unroll\n" : "#pragma unroll 1\n") + pad2 +
+                    "for (int " + v("p") + " = 0; " + v("p") + " < " +
+                    str(rows * (wide ? 16 : 8) / kCudaBlockThreads) + "; ++" + v("p") + ") {\n";
     t += p3 + "const int " + v("e") + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " +
-         v("p") + ", " + v("x") + " = " + v("e") + " / 8, " + v("y") + " = " + v("e") +
-         " % 8 * 8;\n";
+         v("p") + ";\n";
+    // (rows << sh is a multiple of the block: the same p leaves for every thread.)
+    if (wide) t += p3 + "if (" + v("e") + " >= (" + str(rows) + " << " + sh + ")) break;\n";
+    t += p3 + "const int " + v("x") + " = " + v("e") + " >> " + sh + ", " + v("y") + " = (" +
+         v("e") + " & ((1 << " + sh + ") - 1)) * 8;\n";
     if (!vector) t += p3 + "uint4 " + v("u") + " = make_uint4(0, 0, 0, 0);\n";
     t += p3 + "bool " + v("done") + " = false;\n";
     t += p3 + "{\n" + p4 + "const int64_t " + x_it + " = " + x0 + " + " + v("x") + ";\n";
@@ -306,17 +387,23 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     t += p3 + "if (!" + v("done") + ") *(uint4*)" + to + " = " + v("u") + ";\n";
     return t + pad2 + "}\n";
   };
+  // Only the copies of every key block are unrolled; those of a tile's start and of a head
+  // longer than 128 stay rolled loops (NVRTC's time grows with each unrolled copy).
   auto fill_q = [&](const std::string& d0, const std::string& pad2) {
-    return fill(v("sq"), kRows, *f->a, score_node, "c1", v("r0"), row_ok, "c4", d0, v("D"),
-                "const int64_t c3 = 0; (void)c3;", pad2);
+    return fill(v("sq"), kRows, true, *f->a, score_node, "c1", v("r0"), row_ok, "c4", d0, v("D"),
+                "const int64_t c3 = 0; (void)c3;", pad2, false);
   };
-  auto fill_k = [&](const std::string& j, const std::string& d, const std::string& pad2) {
-    return fill(v("sk"), kKeys, *f->b, score_node, "c3", j, "c3 < " + v("J"), "c4", d, v("D"),
-                "const int64_t c1 = 0; (void)c1;", pad2);
+  auto fill_k = [&](const std::string& j, const std::string& d, const std::string& stage,
+                    const std::string& pad2, bool unrolled) {
+    return fill(v("sk") + "[" + stage + "]", kKeys, true, *f->b, score_node, "c3", j,
+                "c3 < " + v("J"), "c4", d, v("D"), "const int64_t c1 = 0; (void)c1;", pad2,
+                unrolled);
   };
-  auto fill_v = [&](const std::string& j, const std::string& pad2) {
-    return fill(v("sv"), kKeys, *f->v, out_node, "c3", j, "c3 < " + v("J"), "c2", v("l0"), v("C"),
-                "const int64_t c1 = 0; (void)c1;", pad2);
+  auto fill_v = [&](const std::string& j, const std::string& stage, const std::string& pad2,
+                    bool unrolled) {
+    return fill(v("sv") + "[" + stage + "]", kKeys, false, *f->v, out_node, "c3", j,
+                "c3 < " + v("J"), "c2", v("l0"), v("C"), "const int64_t c1 = 0; (void)c1;", pad2,
+                unrolled);
   };
   s += in + "const int64_t " + v("Dm") + " = " + v("D") + " > 0 ? " + v("D") + " : 1;\n";
   // Key blocks where the score expression is -inf for every row of the tile and key of the
@@ -330,42 +417,63 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
            str(kKeys - 1) + " < " + v("J") + " ? " + j + " + " + str(kKeys - 1) + " : " + v("J") +
            " - 1;\n" + pad2 + "  if (" + may + ") break;\n" + pad2 + "}\n";
   };
-  if (may != "1") {
-    const std::string rows = int_expr_to_c(mx.extents[rank - 2], c.sizes);
+  if (may != "1")
     s += in + "const int64_t " + v("rlo") + " = " + v("r0") + ", " + v("rhi") + " = " + v("r0") +
-         " + " + str(kRows - 1) + " < " + rows + " ? " + v("r0") + " + " + str(kRows - 1) + " : " +
-         rows + " - 1;\n";
-  }
+         " + " + str(kRows - 1) + " < " + row_count + " ? " + v("r0") + " + " + str(kRows - 1) +
+         " : " + row_count + " - 1;\n";
+  // The shared-memory addresses this thread's ldmatrix reads, at the first row, key, head
+  // element and lane: each read is one of them plus a constant (and a stage's offset).
+  const std::string q = v("q"), w = v("w"), kk = v("kk"), t_ = v("t");
+  s += in + "const uint32_t " + v("aq") + " = kiln_smem_addr(&" + v("sq") + "[" + w + " * 16 + " +
+       q + " % 16][(" + q + " / 16) * 8]);\n";
+  s += in + "const uint32_t " + v("ak") + " = kiln_smem_addr(&" + v("sk") + "[0][(" + q +
+       " / 16) * 8 + " + q + " % 8][(" + q + " / 8) % 2 * 8]);\n";
+  s += in + "const uint32_t " + v("av") + " = kiln_smem_addr(&" + v("sv") + "[0][" + q +
+       " % 16][(" + q + " / 16) * 8]);\n";
   s += in + "int64_t " + v("j1") + " = 0;\n" + advance(v("j1"), in);
-  // The copies in flight: the rows' operand (head up to 64) and the first keys, then per step
-  // the values of its key block (during the scores) and the keys of the next step (during the
-  // softmax and the weighted sum); groups of copies land in order (cp.async.wait_group).
-  s += in + "if (" + v("D") + " <= " + str(kDepth) + ") {\n" + fill_q("0", in2) + in + "}\n";
-  s += in + "if (" + v("j1") + " < " + v("J") + ") {\n" + fill_k(v("j1"), "0", in2) + in + "}\n";
+  // The previous tile's products may still read shared memory (none waits after them).
+  s += in + "__syncthreads();\n";
+  // The first copies: q (the whole head up to 128; a longer one chunk by chunk in the loop),
+  // the first block's keys and values into stage 0.
+  s += in + "if (" + v("D") + " <= " + str(kHead) + ") {\n" + fill_q("0", in2) + in + "}\n";
+  s += in + "if (" + v("j1") + " < " + v("J") + ") {\n" + fill_k(v("j1"), "0", "0", in2, false) +
+       fill_v(v("j1"), "0", in2, false) + in + "}\n";
   s += in + "kiln_cp_async_commit();\n";
 
-  // Per block of keys: the scores on tensor cores, over the head in blocks of 64.
+  // Per block of keys: its copies have landed and every warp is done with the previous block;
+  // the next block's copies go to the other stage while this one's products run.
+  const std::string st = v("st");
+  s += in + "int " + st + " = 0;\n";
   s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") + " < " +
-       v("J") + "; " + v("j0") + " = " + v("jx") + ") {\n";
+       v("J") + "; " + v("j0") + " = " + v("jx") + ", " + st + " ^= 1) {\n";
   s += in2 + v("jx") + " = " + v("j0") + " + " + str(kKeys) + ";\n" + advance(v("jx"), in2);
+  s += in2 + "kiln_cp_async_wait_all();\n" + in2 + "__syncthreads();\n";
+  s += in2 + "if (" + v("jx") + " < " + v("J") + ") {\n" +
+       fill_k(v("jx"), "0", st + " ^ 1", in3, true) + fill_v(v("jx"), st + " ^ 1", in3, true) +
+       in2 + "}\n";
+  s += in2 + "kiln_cp_async_commit();\n";
+  s += in2 + "const uint32_t " + v("kst") + " = " + v("ak") + " + " + st + " * " + str(kKStage) +
+       ", " + v("vst") + " = " + v("av") + " + " + st + " * " + str(kVStage) + ";\n";
   s += in2 + "float " + v("s") + "[8][4];\n";
-  s += in2 + "#pragma unroll\n" + in2 + "for (int " + v("t") + " = 0; " + v("t") + " < 8; ++" +
-       v("t") + ")\n" + in2 + "  " + v("s") + "[" + v("t") + "][0] = " + v("s") + "[" + v("t") +
-       "][1] = " + v("s") + "[" + v("t") + "][2] = " + v("s") + "[" + v("t") + "][3] = 0.f;\n";
+  s += in2 + "#pragma unroll\n" + in2 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ + ")\n" +
+       in2 + "  " + v("s") + "[" + t_ + "][0] = " + v("s") + "[" + t_ + "][1] = " + v("s") + "[" +
+       t_ + "][2] = " + v("s") + "[" + t_ + "][3] = 0.f;\n";
+  // The scores on tensor cores, over the head in chunks of 128: one chunk, staged before the
+  // loop, up to 128; a longer head copies each chunk of q and k (but k's first) here, waiting.
   s += in2 + "for (int64_t " + v("d0") + " = 0; " + v("d0") + " < " + v("Dm") + "; " + v("d0") +
-       " += " + str(kDepth) + ") {\n";
-  s += in3 + "if (" + v("D") + " > " + str(kDepth) + ") {\n" + fill_q(v("d0"), in4) + in4 +
-       "kiln_cp_async_commit();\n" + in3 + "}\n";
-  s += in3 + "kiln_cp_async_wait_all();\n" + in3 + "__syncthreads();\n";
-  s += in3 + "if (" + v("d0") + " == 0) {\n" + fill_v(v("j0"), in4) + in3 + "}\n";
-  s += in3 + "kiln_cp_async_commit();\n";
-  auto ldmatrix = [&](const std::string& trans, const std::string& r0, const std::string& r1,
-                      const std::string& r2, const std::string& r3, const std::string& at,
+       " += " + str(kHead) + ") {\n";
+  s += in3 + "if (" + v("D") + " > " + str(kHead) + ") {\n" + in4 + "__syncthreads();\n" +
+       fill_q(v("d0"), in4) + in4 + "if (" + v("d0") + " > 0) {\n" +
+       fill_k(v("j0"), v("d0"), st, in4 + "  ", false) + in4 + "}\n" + in4 +
+       "kiln_cp_async_commit();\n" + in4 + "kiln_cp_async_wait_all();\n" + in4 +
+       "__syncthreads();\n" + in3 + "}\n";
+  s += in3 + "const int64_t " + v("dk") + " = " + v("D") + " - " + v("d0") + ";\n";
+  auto ldmatrix = [&](const std::string& trans, const std::string& r, const std::string& at,
                       const std::string& pad2) {
     return pad2 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + trans +
-           ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n" + pad2 + "             : \"=r\"(" + r0 +
-           "), \"=r\"(" + r1 + "), \"=r\"(" + r2 + "), \"=r\"(" + r3 + ")\n" + pad2 +
-           "             : \"r\"(kiln_smem_addr(&" + at + ")));\n";
+           ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n" + pad2 + "             : \"=r\"(" + r +
+           "[0]), \"=r\"(" + r + "[1]), \"=r\"(" + r + "[2]), \"=r\"(" + r + "[3])\n" + pad2 +
+           "             : \"r\"(" + at + "));\n";
   };
   auto mma = [&](const std::string& acc, const std::string& a, const std::string& b0,
                  const std::string& b1, const std::string& pad2) {
@@ -378,35 +486,31 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
          "[2]), \"r\"(" + a + "[3]), \"r\"(" + b0 + "), \"r\"(" + b1 + "));\n";
     return t;
   };
-  const std::string q = v("q"), w = v("w"), kk = v("kk"), t_ = v("t");
-  s += in3 + "#pragma unroll\n" + in3 + "for (int " + kk + " = 0; " + kk + " < " + str(kDepth) +
+  // mma.sync m16n8k16 (lane q, g = q / 4, u = q % 4): a (row-major 16 x 16) register 0 holds
+  // (g, 2u..2u+1), 1 (g + 8, 2u..), 2 (g, 2u + 8..), 3 (g + 8, 2u + 8..); b (16 x 8, k by n)
+  // register 0 holds (k 2u..2u+1, n g), 1 (k 2u + 8.., n g); the accumulator c[0..1] (g, 2u..2u+1),
+  // c[2..3] (g + 8, 2u..). ldmatrix.x4 gives matrix i (8 rows of 16 bytes) from the addresses of
+  // lanes 8i..8i+7, lane q receiving row g's elements 2u, 2u + 1 (.trans: column g's).
+  // The scores' a: the warp's 16 rows of q, lanes 0-15 address rows 0-15 at k, 16-31 at k + 8;
+  // b: keys 8t.. of the block for n tile t, lanes 0-7 at k, 8-15 at k + 8, 16-31 the same for
+  // tile t + 1 (fb[0..1] tile t, fb[2..3] tile t + 1). Rows of q and k are 272 bytes apart.
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + kk + " = 0; " + kk + " < " + str(kHead) +
        "; " + kk + " += 16) {\n";
-  // Fragments through ldmatrix.x4: the warp's 16 rows of a (lanes 0-15 address them at k,
-  // 16-31 at k + 8), and two n8 tiles of keys at once (lanes 16-31 address the second).
+  s += in4 + "if (" + kk + " >= " + v("dk") + ") break;\n";
   s += in4 + "uint32_t " + v("fa") + "[4];\n";
-  s += ldmatrix("", v("fa") + "[0]", v("fa") + "[1]", v("fa") + "[2]", v("fa") + "[3]",
-                v("sq") + "[" + w + " * 16 + " + q + " % 16][" + kk + " + (" + q + " / 16) * 8]",
-                in4);
+  s += ldmatrix("", v("fa"), v("aq") + " + " + kk + " * 2", in4);
   s += in4 + "#pragma unroll\n" + in4 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ +
        " += 2) {\n";
   s += in4 + "  uint32_t " + v("fb") + "[4];\n";
-  s += ldmatrix("", v("fb") + "[0]", v("fb") + "[1]", v("fb") + "[2]", v("fb") + "[3]",
-                v("sk") + "[(" + t_ + " + " + q + " / 16) * 8 + " + q + " % 8][" + kk + " + (" + q +
-                    " / 8) % 2 * 8]",
+  s += ldmatrix("", v("fb"),
+                v("kst") + " + " + t_ + " * " + str(8 * (kHead + kPad) * 2) + " + " + kk + " * 2",
                 in4 + "  ");
   s += mma(v("s") + "[" + t_ + "]", v("fa"), v("fb") + "[0]", v("fb") + "[1]", in4 + "  ");
   s += mma(v("s") + "[" + t_ + " + 1]", v("fa"), v("fb") + "[2]", v("fb") + "[3]", in4 + "  ");
-  s += in4 + "}\n" + in3 + "}\n";
-  // Every warp is done with this step's keys: the next step's copy may start.
-  s += in3 + "__syncthreads();\n" + in3 + "{\n" + in4 + "const bool " + v("more") + " = " +
-       v("d0") + " + " + str(kDepth) + " < " + v("Dm") + ";\n";
-  s += in4 + "const int64_t " + v("jn") + " = " + v("more") + " ? " + v("j0") + " : " + v("jx") +
-       ", " + v("dn") + " = " + v("more") + " ? " + v("d0") + " + " + str(kDepth) + " : 0;\n";
-  s += in4 + "if (" + v("jn") + " < " + v("J") + ") {\n" + fill_k(v("jn"), v("dn"), in4 + "  ") +
-       in4 + "}\n" + in4 + "kiln_cp_async_commit();\n" + in3 + "}\n" + in2 + "}\n";
+  s += in4 + "}\n" + in3 + "}\n" + in2 + "}\n";
 
-  // The score expression per element (outside the domain: -inf), and the block's row maxima
-  // over the 4 threads holding a row.
+  // The score expression per element: s[t][e] is row g + 8 (e / 2) of the warp, key 8t + 2u +
+  // e % 2 of the block.
   const std::string e = v("e");
   auto element = [&](const std::string& body, const std::string& pad2) {
     std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + t_ + " = 0; " + t_ +
@@ -419,54 +523,74 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   const std::string se = v("s") + "[" + t_ + "][" + e + "]";
   std::vector<const ScalarExpr*> loads;
   collect_loads(*mx.value, loads);
-  reset();
-  for (const ScalarExpr* l : loads)
-    if (l->buffer == score.buffer) c.bound[l] = se;
-  // Which of its two rows a thread holds exist is known once per tile; every key of a block
-  // but the last exists.
-  std::string x = in3 + "  float " + v("x") + " = -KILN_INF;\n";
-  x += in3 + "  if (" + v("rok") + "[" + e + " / 2] && (" + v("kfull") + " || " + v("j0") + " + " +
-       col_of + " < " + v("J") + ")) {\n";
-  x += in3 + "    const int64_t c1 = " + row_of + ", c3 = " + v("j0") + " + " + col_of + ";\n" +
-       bind_iterators(max_node.args, in3 + "    ");
-
-  std::string shared = bind_shared(c, *mx.value);
-  for (size_t from = 0, to; from < shared.size(); from = to + 1) {
-    to = std::min(shared.find('\n', from), shared.size());
-    if (to > from) x += in3 + "    " + shared.substr(from, to - from) + "\n";
-  }
-  // Outside a bounded domain the score stays -inf.
+  auto bind_score = [&] {
+    reset();
+    for (const ScalarExpr* l : loads)
+      if (l->buffer == score.buffer) c.bound[l] = se;
+  };
+  auto score_of = [&](const ScalarExpr& x, const std::string& pad2) {
+    std::string r;
+    std::string shared = bind_shared(c, x);
+    for (size_t from = 0, to; from < shared.size(); from = to + 1) {
+      to = std::min(shared.find('\n', from), shared.size());
+      if (to > from) r += pad2 + shared.substr(from, to - from) + "\n";
+    }
+    return r;
+  };
+  // Inside: every key of the block and both of the thread's rows exist, the domain's bounds
+  // hold and a where's condition (when bounded) is true for the warp's 16 rows and every key of
+  // the block: no guard, and the where's value alone. Most blocks of a long sequence.
+  bool value_only = false;
+  const std::string sure = sure_inside(
+      c.sizes, mx, f->domain, max_node, rank, "(" + v("r0") + " + " + w + " * 16)",
+      "(" + v("r0") + " + " + w + " * 16 + 15)", v("j0"), "(" + v("j0") + " + 63)", value_only);
+  const ScalarExpr& inner = value_only ? *mx.value->args[1] : *mx.value;
+  bind_score();
+  std::string x = in4 + "  const int64_t c1 = " + row_of + ", c3 = " + v("j0") + " + " + col_of +
+                  ";\n" + bind_iterators(max_node.args, in4 + "  ");
+  x += score_of(inner, in4 + "  ");
+  x += in4 + "  " + se + " = (float)(" + render_value(c, inner) + ");\n";
+  if (sure != "0")
+    s += in2 + "if (" + v("J") + " - " + v("j0") + " >= " + str(kKeys) + " && " + v("rok") +
+         "[0] && " + v("rok") + "[1]" + (sure == "1" ? "" : " && " + sure) + ") {\n" +
+         element(x, in3) + in2 + "} else {\n";
+  else
+    s += in2 + "{\n";
+  // Elsewhere (outside the domain, past the keys, on a row that does not exist): -inf.
+  bind_score();
+  x = in4 + "  float " + v("x") + " = -KILN_INF;\n";
+  x += in4 + "  if (" + v("rok") + "[" + e + " / 2] && " + v("j0") + " + " + col_of + " < " +
+       v("J") + ") {\n";
+  x += in4 + "    const int64_t c1 = " + row_of + ", c3 = " + v("j0") + " + " + col_of + ";\n" +
+       bind_iterators(max_node.args, in4 + "    ");
+  x += score_of(*mx.value, in4 + "    ");
   std::string inside;
   for (const IntExpr& bound : f->domain)
     inside += (inside.empty() ? "" : " && ") + ("(" + int_expr_to_c(bound, c.sizes) + ") >= 0");
-  if (!inside.empty()) x += in3 + "    if (" + inside + ")\n  ";
-  x += in3 + "    " + v("x") + " = (float)(" + render_value(c, *mx.value) + ");\n" + in3 + "  }\n";
-  x += in3 + "  " + se + " = " + v("x") + ";\n";
-  s += in2 + "{\n" + in3 + "const bool " + v("kfull") + " = " + v("j0") + " + " + str(kKeys) +
-       " <= " + v("J") + ";\n" + element(x, in3) + in2 + "}\n";
-  s += in2 + "float " + v("mx") + "[2] = {" + v("m") + "[0], " + v("m") + "[1]};\n";
+  if (!inside.empty()) x += in4 + "    if (" + inside + ")\n  ";
+  x += in4 + "    " + v("x") + " = (float)(" + render_value(c, *mx.value) + ");\n" + in4 + "  }\n";
+  x += in4 + "  " + se + " = " + v("x") + ";\n";
+  s += element(x, in3) + in2 + "}\n";
+  // The block's row maxima over the 4 threads holding a row (lanes 4g..4g+3), the rescale of
+  // the running sum and output by W(m, m') = exp2(m C - m' C), then the block's weights.
+  s += in2 + "float " + v("mx") + "[2] = {" + v("m") + "[0], " + v("m") + "[1]}, " + v("mc") +
+       "[2];\n";
   s += element(in2 + "  " + v("mx") + "[" + e + " / 2] = fmaxf(" + v("mx") + "[" + e + " / 2], " +
                    se + ");\n",
                in2);
-  // The rescale of the running sum and output by W(m, m'), then the block's weights W(x, m').
-  reset();
-  auto weight = [&](const std::string& score_value, const std::string& max_value) {
-    c.bound[f->weight_score] = score_value;
-    c.bound[f->weight_max] = max_value;
-    std::string r = render_value(c, *sum.value);
-    reset();
-    return r;
-  };
   const std::string h = v("h");
   s += in2 + "#pragma unroll\n" + in2 + "for (int " + h + " = 0; " + h + " < 2; ++" + h + ") {\n";
   s += in3 + v("mx") + "[" + h + "] = fmaxf(" + v("mx") + "[" + h +
        "], __shfl_xor_sync(0xffffffffu, " + v("mx") + "[" + h + "], 1));\n";
   s += in3 + v("mx") + "[" + h + "] = fmaxf(" + v("mx") + "[" + h +
        "], __shfl_xor_sync(0xffffffffu, " + v("mx") + "[" + h + "], 2));\n";
+  // A row with no finite score yet weighs against 0: a score of -inf then weighs exp2(-inf) = 0
+  // (C > 0), and no difference is inf - inf.
   s += in3 + "const float " + v("safe") + " = " + v("mx") + "[" + h +
        "] == -KILN_INF ? 0.f : " + v("mx") + "[" + h + "];\n";
-  s += in3 + "const float " + v("sc") + " = (float)(" + weight(v("m") + "[" + h + "]", v("safe")) +
-       ");\n";
+  s += in3 + v("mc") + "[" + h + "] = " + v("safe") + " * " + wc + ";\n";
+  s += in3 + "const float " + v("sc") + " = kiln_ex2(fmaf(" + v("m") + "[" + h + "], " + wc +
+       ", -" + v("mc") + "[" + h + "]));\n";
   s += in3 + v("l") + "[" + h + "] *= " + v("sc") + ";\n";
   s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ +
        ") {\n" + in4 + v("o") + "[" + t_ + "][2 * " + h + "] *= " + v("sc") + ";\n" + in4 + v("o") +
@@ -474,11 +598,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + v("m") + "[" + h + "] = " + v("mx") + "[" + h + "];\n" + in3 + v("ms") + "[" + h +
        "] = " + v("safe") + ";\n";
   s += in2 + "}\n";
-  // A score of -inf (masked, or outside the domain) weighs exp2(C · -inf) = 0: C > 0
-  // (scheduler/online_softmax.h) and the max it is taken against is finite (0 where a row has
-  // no finite score yet).
-  std::string p = in2 + "  const float " + v("pe") + " = (float)(" +
-                  weight(se, v("ms") + "[" + e + " / 2]") + ");\n";
+  std::string p = in2 + "  const float " + v("pe") + " = kiln_ex2(fmaf(" + se + ", " + wc + ", -" +
+                  v("mc") + "[" + e + " / 2]));\n";
   p += in2 + "  " + v("l") + "[" + e + " / 2] += " + v("pe") + ";\n" + in2 + "  " + se + " = " +
        v("pe") + ";\n";
   s += element(p, in2);
@@ -496,10 +617,11 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     p += in2 + "    " + se + " *= " + g + ";\n" + in2 + "  }\n";
     s += element(p, in2);
   }
-  // This block's values have landed (the next keys may still be in flight).
-  s += in2 + "kiln_cp_async_wait_one();\n" + in2 + "__syncthreads();\n";
-  // The weights as the next product's a fragments (the accumulator layout of two n8 tiles is
-  // the a layout of one k16 step), the values' b fragments through ldmatrix.trans.
+  // The weights as the next product's a fragments (the accumulator layout of two n8 tiles, keys
+  // 16kk..16kk+7 and 16kk+8..16kk+15, is the a layout of one k16 step: registers 0, 1 from tile
+  // 2kk, 2, 3 from tile 2kk + 1), converted in pairs (cvt.rn.f16x2.f32). The values' b
+  // fragments through ldmatrix.trans of v[key][lane] (rows 144 bytes apart): lanes 0-7 address
+  // keys 16kk.. at lanes 8t.., 8-15 keys 16kk + 8.., 16-31 the same at lanes 8t + 8.. (tile t + 1).
   const std::string pack = half == DType::bf16 ? "kiln_pack_bf16x2" : "kiln_pack_f16x2";
   s +=
       in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < 4; ++" + kk + ") {\n";
@@ -513,48 +635,64 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ +
        " += 2) {\n";
   s += in4 + "uint32_t " + v("fb") + "[4];\n";
-  s += ldmatrix(".trans", v("fb") + "[0]", v("fb") + "[1]", v("fb") + "[2]", v("fb") + "[3]",
-                v("sv") + "[" + kk + " * 16 + " + q + " % 16][(" + t_ + " + " + q + " / 16) * 8]",
-                in4);
+  s += ldmatrix(
+      ".trans", v("fb"),
+      v("vst") + " + " + kk + " * " + str(16 * (kLanes + kPad) * 2) + " + " + t_ + " * 16", in4);
   s += mma(v("o") + "[" + t_ + "]", v("pa"), v("fb") + "[0]", v("fb") + "[1]", in4);
   s += mma(v("o") + "[" + t_ + " + 1]", v("pa"), v("fb") + "[2]", v("fb") + "[3]", in4);
   s += in3 + "}\n" + in2 + "}\n" + in + "}\n";
 
-  // The sums over the 4 threads of a row, then each element: o · F, stored, and the epilogue.
+  // The sums over the 4 threads of a row, the row factors (1 / l) once per row, then each
+  // element: o · F, and the epilogue, which reads it (and the row's sum and maximum) from
+  // registers; o reaches memory only where there is no epilogue to read it.
   s += in + "#pragma unroll\n" + in + "for (int " + h + " = 0; " + h + " < 2; ++" + h + ") {\n";
   s +=
       in2 + v("l") + "[" + h + "] += __shfl_xor_sync(0xffffffffu, " + v("l") + "[" + h + "], 1);\n";
   s += in2 + v("l") + "[" + h + "] += __shfl_xor_sync(0xffffffffu, " + v("l") + "[" + h +
        "], 2);\n" + in + "}\n";
-  reset();
-  std::string factors = v("o") + "[" + t_ + "][" + e + "]";
-  for (const ScalarExpr* rf : f->row_factors) {
-    loads.clear();
-    collect_loads(*rf, loads);
-    for (const ScalarExpr* l : loads) {
-      if (l->buffer == sum.buffer) c.bound[l] = v("l") + "[" + e + " / 2]";
-      if (l->buffer == mx.buffer) c.bound[l] = v("m") + "[" + e + " / 2]";
+  s += in + "float " + v("F") + "[2] = {1.f, 1.f};\n";
+  if (!f->row_factors.empty()) {
+    reset();
+    std::string factors;
+    for (const ScalarExpr* rf : f->row_factors) {
+      loads.clear();
+      collect_loads(*rf, loads);
+      for (const ScalarExpr* l : loads) {
+        if (l->buffer == sum.buffer) c.bound[l] = v("l") + "[" + h + "]";
+        if (l->buffer == mx.buffer) c.bound[l] = v("m") + "[" + h + "]";
+      }
+      factors += (factors.empty() ? "" : " * ") + ("(float)(" + render_value(c, *rf) + ")");
     }
-    factors += " * (float)(" + render_value(c, *rf) + ")";
+    s += in + "#pragma unroll\n" + in + "for (int " + h + " = 0; " + h + " < 2; ++" + h + ")\n";
+    s += in + "  if (" + v("rok") + "[" + h + "]) {\n" + in + "    const int64_t c1 = " + v("r0") +
+         " + " + w + " * 16 + " + q + " / 4 + " + h + " * 8, c2 = " + v("l0") + ", c3 = 0;\n" + in +
+         "    (void)c2;\n" + in + "    (void)c3;\n" + bind_iterators(out_node.args, in + "    ") +
+         in + "    " + v("F") + "[" + h + "] = " + factors + ";\n" + in + "  }\n";
   }
   const DType out_type = c.plan.buffers[out.buffer].dtype;
+  const bool epilogue = n.body.size() > 8;
   std::string body =
       in + "  const int64_t c1 = " + row_of + ", c2 = " + v("l0") + " + " + col_of + ", c3 = 0;\n";
   body += in + "  (void)c3;\n" + in + "  if (" + row_ok + " && " + lane_ok + ") {\n";
-  body += in + "    {\n" + bind_iterators(out_node.args, in + "      ");
-  body += in + "      " + render_index(c, out.buffer, out.index) + " = " +
-          to_storage(out_type, "(" + compute_type(out_type) + ")(" + factors + ")") + ";\n" + in +
-          "    }\n";
+  const std::string y = "(" + compute_type(out_type) + ")(" + v("o") + "[" + t_ + "][" + e +
+                        "] * " + v("F") + "[" + e + " / 2])";
+  if (epilogue) {
+    body += in + "    const " + compute_type(out_type) + " " + v("y") + " = " + y + ";\n";
+  } else {
+    reset();
+    body += in + "    {\n" + bind_iterators(out_node.args, in + "      ");
+    body += in + "      " + render_index(c, out.buffer, out.index) + " = " +
+            to_storage(out_type, y) + ";\n" + in + "    }\n";
+  }
   c.bound.clear();
   c.index_bound.clear();
-  // The epilogue reads the row's sum and maximum (a division by the sum after the product)
-  // from the registers that hold them; they never reach memory.
   for (size_t k = 8; k < n.body.size(); ++k) {
     const Statement& st = c.kernel.statements[nodes[k].statement];
     collect_loads(*st.value, loads = {});
     for (const ScalarExpr* l : loads) {
       if (l->buffer == sum.buffer) c.preloaded[l] = v("l") + "[" + e + " / 2]";
       if (l->buffer == mx.buffer) c.preloaded[l] = v("m") + "[" + e + " / 2]";
+      if (l->buffer == out.buffer) c.preloaded[l] = v("y");
     }
   }
   for (size_t k = 8; k < n.body.size(); ++k)

@@ -27,11 +27,13 @@ const char* const kCudaPreludeHead =
 #ifndef KILN_THREAD_UNROLL
 #define KILN_THREAD_UNROLL _Pragma("unroll 4")
 #endif
-/* The same for attention's kernel (backends/cuda_attention.cpp): one block per SM, at about 190
-   registers with none spilled (1.12 ms on an H100 against 1.64 for two blocks at 128 registers,
-   spilling 650 bytes a thread). */
+/* The same for attention's kernel (backends/cuda_attention.cpp): two blocks per SM (16 warps, 2 x
+   86 KiB of shared memory), at most 128 registers: none spilled for the plain and causal kernels,
+   a few bytes for score expressions with more terms (ALiBi, a soft-cap); 1 gives ~160-220
+   registers and 8 warps an SM. (Before the double-buffered kernel, two blocks spilled 650 bytes a
+   thread: 1.64 ms against 1.12 on an H100.) */
 #ifndef KILN_ATTENTION_MIN_BLOCKS
-#define KILN_ATTENTION_MIN_BLOCKS 1
+#define KILN_ATTENTION_MIN_BLOCKS 2
 #endif
 )KILN";
 
@@ -112,6 +114,14 @@ KILN_FN uint32_t kiln_pack_bf16x2(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
+}
+/* 2^x by the hardware's approximation, subnormal results flushed to zero (ex2.approx.ftz: one
+   instruction where exp2f takes four to keep subnormals): attention's softmax weights, which are
+   at most 1 and summed (backends/cuda_attention.cpp). */
+KILN_FN float kiln_ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 /* 16 bytes of registers to a 16-byte aligned address: one store (backends/cuda_tile.cpp). */
 template <class T>

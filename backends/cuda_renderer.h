@@ -88,9 +88,14 @@ class CudaRenderer : public CStyleRenderer {
 };
 
 /** The dynamic shared memory a block tile (scheduler/gpu_tile.h) takes: its pipeline's stages
- *  (LoopNode::stages > 1), else 0 (its arrays are static). A kernel declares the most of its
- *  tiles as `<symbol>_shared_bytes`, which the CUDA plugin gives each launch. */
+ *  (LoopNode::stages > 1), else 0 (its arrays are static); an online-softmax tile's
+ *  (softmax_tile_shared_bytes). A kernel declares the most of its tiles as
+ *  `<symbol>_shared_bytes`, which the CUDA plugin gives each launch. */
 int64_t block_tile_shared_bytes(const LoopNode& tile);
+
+/** The dynamic shared memory of an online-softmax tile (backends/cuda_attention.cpp): the rows'
+ *  operand and two stages of the keys' operand and of the values. */
+int64_t softmax_tile_shared_bytes();
 
 /** The geometry of kernel `k` for the bound sizes (KernelPlan::size_vars order): blocks of
  *  kCudaBlockThreads, and enough blocks for one thread per point of the largest statement

@@ -66,12 +66,12 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
                                                            int from);
 
 /** The block tile of the fused kernel: rows × lanes outputs per block, keys per block of the
- *  online softmax, and the head dimension in blocks of `depth`. */
+ *  online softmax, and the head dimension staged in chunks of `depth` (one chunk up to 128). */
 struct SoftmaxTileShape {
   int rows = 128;
   int lanes = 64;
   int keys = 64;
-  int depth = 64;
+  int depth = 128;
 };
 
 /** Moves assignments that sit among the statements of a softmax-weighted contraction and
