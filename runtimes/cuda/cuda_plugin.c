@@ -57,6 +57,10 @@ typedef struct kfunc {
   /* dynamic shared memory the kernel itself asks for: its module's u32 `<name>_shared_bytes`
      (a block tile's staged operands, backends/cuda_tile.cpp); launches get at least this */
   unsigned shared_bytes;
+  /* its module's u32 `<name>_whole_grid` is nonzero: its tiles' work differs (attention's key
+     loop over a causal triangle), so every tile gets a block of its own and the hardware
+     balances them, whatever shared memory it asks for */
+  unsigned whole_grid;
   /* the blocks the device holds at once at `resident_key` (block size, shared bytes); 0 unknown */
   unsigned resident;
   unsigned long resident_key;
@@ -251,7 +255,7 @@ static int graphs_enabled(void) {
  *  taking the multiprocessor's whole shared memory while it does. KILN_CUDA_RESIDENT_GRID=0
  *  launches the geometry as given (to measure the difference). */
 static unsigned launch_blocks(kfunc* k, unsigned grid, unsigned block, unsigned shared) {
-  if (!k->shared_bytes || !cu.occupancy || dev.whole_grid) return grid;
+  if (!k->shared_bytes || k->whole_grid || !cu.occupancy || dev.whole_grid) return grid;
   unsigned long key = ((unsigned long)block << 32) | shared;
   if (k->resident_key != key) {
     int per_sm = 0;
@@ -486,6 +490,13 @@ static void* cuda_lookup(void* module, const char* symbol) {
         cu.copy_dtoh(&value, at, sizeof value, dev.stream) == CUDA_SUCCESS &&
         cu.stream_sync(dev.stream) == CUDA_SUCCESS)
       k->shared_bytes = value;
+    value = 0;
+    snprintf(global, sizeof global, "%s_whole_grid", symbol);
+    if (strlen(symbol) + 12 < sizeof global &&
+        cu.module_global(&at, &bytes, m->m, global) == CUDA_SUCCESS && bytes == sizeof value &&
+        cu.copy_dtoh(&value, at, sizeof value, dev.stream) == CUDA_SUCCESS &&
+        cu.stream_sync(dev.stream) == CUDA_SUCCESS)
+      k->whole_grid = value;
   }
   m->funcs[m->count++] = k;
   return k;

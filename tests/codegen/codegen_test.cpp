@@ -457,6 +457,8 @@ TEST_CASE("codegen: f16 attention on cuda: one kernel, the scores in registers o
          at = src.find("__global__", at + 1))
       ++kernels;
     CHECK(kernels == 1);
+    // Its tiles' work differs (a causal triangle): the plugin launches a block per tile.
+    CHECK(src.find("_whole_grid = 1;") != std::string::npos);
     // q, k, v, y, then the scores, the row max, the row sum and the weighted sum: the first
     // three temporaries live in registers, never in memory.
     for (const char* temp : {"b4[", "b5[", "b6["})

@@ -146,9 +146,11 @@ bench scatter_add_4096x4096_f32_vs_torch -- "$ops/index.toml:scatter_add" \
 variants="$bundle/share/kiln/tests/regressions/attention_variants.toml"
 for v in bias softcap alibi blhd gqa mask window vexpr dropout; do
   attr=()
-  [ "$v" = window ] && attr=(--attr W=256)
+  sizes=B=8,H=16,L=2048,S=2048,D=64
+  [ "$v" = window ] && attr=(--attr W=256) && sizes=B=8,H=16,L=2048,D=64
+  [ "$v" = gqa ] && sizes=B=8,H=16,G=8,L=2048,S=2048,D=64
   bench "attn_${v}_f16_vs_torch" -- "$variants:attn_$v" --dtype T=f16 \
-    --test B=8,H=16,G=8,L=2048,S=2048,D=64 "${attr[@]}" --vs torch --repeat 3
+    --test "$sizes" "${attr[@]}" --vs torch --repeat 3
 done
 # Issue 28: a GPT-2 block written as one composite (tests/regressions/transformer_block.toml)
 # against the same block in PyTorch eager, GPT-2 small's width and heads, f32 (the spec's types
