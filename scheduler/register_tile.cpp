@@ -395,6 +395,27 @@ class Tiler {
     return packed > 0 ? shape_.vector_bytes / (f64 ? 8 : 4) : 0;
   }
 
+  /** Whether every load of `t`'s statement that moves along the lanes but not along row loop
+   *  `row` reads its lanes as neighbours in memory (its last index the lane iterator plus what
+   *  does not move with it): a register tile's vector loads take them as they are. */
+  bool lanes_contiguous(const TileNest& t, const LoopNode& row) const {
+    const Statement& s = kernel_.statements.at(t.stmt->statement);
+    std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
+                          rows = driven_iterators(*t.stmt, row.iter);
+    if (lanes.size() != 1) return false;
+    const std::string& l = *lanes.begin();
+    std::vector<const ScalarExpr*> loads;
+    collect_loads(*s.value, loads);
+    for (const ScalarExpr* e : loads) {
+      if (!uses_vars(*e, lanes) || uses_vars(*e, rows)) continue;
+      if (!e->mask.empty() || e->index.empty()) return false;
+      for (size_t i = 0; i + 1 < e->index.size(); ++i)
+        if (affine_coefficient(e->index[i], l) != std::optional<int64_t>(0)) return false;
+      if (affine_coefficient(e->index.back(), l) != std::optional<int64_t>(1)) return false;
+    }
+    return true;
+  }
+
   /** How many loads of `t`'s statement move along the lanes but not along row loop `row`. */
   int shared_operands(const TileNest& t, const LoopNode& row) const {
     const Statement& s = kernel_.statements.at(t.stmt->statement);
@@ -675,20 +696,24 @@ class Tiler {
       AstExprPtr stop = read_end ? ast_op("min", {end, read_end}) : end;
       return coincident_loop(lane_t, first, ast_op("lt", {ast_iter(lane_t), stop}), lanes, {body});
     };
-    auto row_tiles = std::make_shared<LoopNode>(row);
-    row_tiles->iter = row_t;
-    row_tiles->cond = ast_op("lt", {ast_iter(row_t), upper(row)});
-    if (!row_c.empty()) {  // a row block's tiles
-      row_tiles->init = ast_iter(row_c);
-      row_tiles->cond =
-          ast_op("lt", {ast_iter(row_t),
-                        ast_op("min", {add(ast_iter(row_c), ast_int(block_rows)), upper(row)})});
-    }
-    row_tiles->step = rows;
-    row_tiles->body = {tile_lanes(tile_alloc(
-        row, t, loops, lanes, partial, rows, row_t,
-        rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr))};
-    row_tiles->mapping = Mapping::serial;
+    auto make_row_tiles = [&] {
+      auto row_tiles = std::make_shared<LoopNode>(row);
+      row_tiles->iter = row_t;
+      row_tiles->cond = ast_op("lt", {ast_iter(row_t), upper(row)});
+      if (!row_c.empty()) {  // a row block's tiles
+        row_tiles->init = ast_iter(row_c);
+        row_tiles->cond =
+            ast_op("lt", {ast_iter(row_t),
+                          ast_op("min", {add(ast_iter(row_c), ast_int(block_rows)), upper(row)})});
+      }
+      row_tiles->step = rows;
+      row_tiles->body = {tile_lanes(tile_alloc(
+          row, t, loops, lanes, partial, rows, row_t,
+          rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr))};
+      row_tiles->mapping = Mapping::serial;
+      return row_tiles;
+    };
+    auto row_tiles = make_row_tiles();
     auto pack = std::make_shared<LoopNode>();
     pack->kind = LoopNode::Kind::alloc;
     pack->space = MemorySpace::local;
@@ -731,7 +756,21 @@ class Tiler {
     pack->body = {lane_loop(fill), row_tiles};
     // Most blocks have no lanes left past their full tiles: skip the pack there, and with it
     // the start of its parallel loops.
-    return partial ? make_guard(ast_op("lt", {first, end}), pack) : LoopNodePtr(pack);
+    if (partial) return make_guard(ast_op("lt", {first, end}), pack);
+    // A row block of few row tiles (a decode step's rows) reads each element of the panel a
+    // few times only: its tiles read operands that lie along the lanes where they are, and the
+    // pack's write and read again cost more than they save (RegisterTileShape::direct_row_tiles).
+    // Operands that are not contiguous along the lanes keep the pack (each tile's vector would
+    // be gathered otherwise).
+    if (const int64_t few = rows * shape_.direct_row_tiles;
+        few > 0 && !row_c.empty() && lanes_contiguous(t, row)) {
+      AstExprPtr left = sub(upper(row), ast_iter(row_c));
+      auto both = std::make_shared<LoopNode>();
+      both->body = {make_guard(ast_op("le", {left, ast_int(few)}), make_row_tiles()),
+                    make_guard(ast_op("gt", {left, ast_int(few)}), pack)};
+      return both;
+    }
+    return pack;
   }
 
   /** A register tile of `n` rows from row `origin` (`count` of them existing, all when null) by

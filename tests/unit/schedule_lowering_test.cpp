@@ -239,18 +239,23 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
         std::string::npos);
   CHECK(transforms_to_text(r.transforms).find("tile 32") == std::string::npos);  // not isl's
   // Tiles of two vectors, then masked tiles of one vector for the lanes left; each of 6 rows,
-  // the last of them holding the rows left (min(6, M - it)): two copies of the reduction.
+  // the last of them holding the rows left (min(6, M - it)): three copies of the reduction, as
+  // the full tiles of a row block of at most 4 row tiles read b where it lies, those of a
+  // larger one from b's packed panel (RegisterTileShape::direct_row_tiles).
   std::vector<const LoopNode*> found;
   allocs(*r.nest.root, found);
-  REQUIRE(found.size() == 2);
+  REQUIRE(found.size() == 3);
   const LoopNode& tile = *found[0];
   CHECK(tile.tile_lanes == 32);  // two 64-byte vectors of f32
   CHECK_FALSE(tile.tile_lane_count);
-  for (size_t k = 0; k < 2; ++k) {
+  const std::string text = loop_nest_to_text(r.nest);
+  CHECK(text.find("if ((M - c0c) <= 24)") != std::string::npos);
+  CHECK(text.find("if ((M - c0c) > 24)") != std::string::npos);
+  for (size_t k = 0; k < 3; ++k) {
     CHECK(found[k]->tile_rows == 6);
     CHECK(found[k]->tile_row_count);
-    CHECK(found[k]->tile_lanes == (k == 0 ? 32 : 16));
-    CHECK(static_cast<bool>(found[k]->tile_lane_count) == (k == 1));  // min(16, N - jt) lanes
+    CHECK(found[k]->tile_lanes == (k < 2 ? 32 : 16));
+    CHECK(static_cast<bool>(found[k]->tile_lane_count) == (k == 2));  // min(16, N - jt) lanes
     // The init (S0) is folded in: each tile starts from 0 in the first k block instead of
     // loading what a pass of its own stored (check_legal ran it there, and alone for K = 0).
     CHECK(found[k]->tile_init == 0);
@@ -278,15 +283,19 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
   CHECK(rows_parallel);
   CHECK(swept);
 
-  // f64: 16 lanes per two vectors.
+  // f64: 16 lanes per two vectors (the full tiles twice: b where it lies and packed).
   KernelBuilder d = matmul(DType::f64);
   ScheduledKernel rd = check_legal(d, opt, {{{"M", 7}, {"N", 17}, {"K", 65}}});
   found.clear();
   allocs(*rd.nest.root, found);
-  REQUIRE(found.size() == 2);
+  REQUIRE(found.size() == 3);
   CHECK(found[0]->tile_lanes == 16);
-  CHECK(found[1]->tile_lanes == 8);
-  CHECK(found[1]->tile_lane_count);
+  CHECK(found[1]->tile_lanes == 16);
+  CHECK(found[2]->tile_lanes == 8);
+  CHECK(found[2]->tile_lane_count);
+
+  // Sizes past 4 row tiles a row block run the packed tiles too (M = 30: 5 tiles of 6).
+  check_legal(b, opt, {{{"M", 30}, {"N", 70}, {"K", 130}}});
 
   // f16 and a value the lanes cannot compute (exp2 of a lane-varying load) keep the plain nest.
   KernelBuilder h = matmul(DType::f16);
