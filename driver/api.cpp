@@ -187,16 +187,10 @@ Compiled compile(const Spec& spec, const std::string& composite, const std::stri
     impl->runtime = open_runtime(runtime, /*interp_too=*/true, "the runtime argument");
     if (!settings.cache_dir.empty()) impl->runtime->use_cache_dir(settings.cache_dir);
     impl->host_memory = backend_for(impl->runtime->backend()).memory() == MemoryKind::host;
-    CompileOptions opt = compile_options(*s.file, settings.config, *impl->runtime);
     // The tuning database's knobs for the sizes compiled as constants (kiln tune --specialize).
-    std::map<std::string, std::string> tuned =
-        tuned_config(opt, impl->graph, *impl->runtime, settings.fixed_sizes, settings.config,
-                     settings.cache_dir);
-    if (!tuned.empty()) {
-      std::map<std::string, std::string> config = settings.config;
-      config.insert(tuned.begin(), tuned.end());
-      opt = compile_options(*s.file, config, *impl->runtime);
-    }
+    CompileOptions opt =
+        tuned_compile_options(*s.file, settings.config, *impl->runtime, impl->graph,
+                              settings.fixed_sizes, settings.cache_dir);
     impl->exe.emplace(impl->graph, *impl->runtime, opt);
     if (opt.debug >= 1 && opt.log) {  // KILN_DEBUG: what `kiln run --debug 1` prints
       const BuildInfo& b = impl->exe->build_info();

@@ -332,13 +332,11 @@ std::vector<Knob> make_knobs() {
        "1: the knobs `kiln tune` chose for this composite, runtime and sizes apply where "
        "--config does not pin them; 0: the tuning database is not consulted; docs/tuning.md",
        "1", false,
-       [](const std::string& v, CompileOptions&) {
+       [](const std::string& v, CompileOptions& o) {
          if (v != "0" && v != "1") bad_value("TUNED", "0 or 1", v);
+         o.tuned = v == "1";
        },
-       [](const CompileOptions& o) {
-         auto it = o.config.find("TUNED");  // no field: driver/tune_db.h tuning_wanted
-         return std::string(it == o.config.end() ? "1" : it->second);
-       }},
+       [](const CompileOptions& o) { return std::string(o.tuned ? "1" : "0"); }},
       flag_knob(
           "VECTORIZE", KnobStage::scheduler,
           "1: innermost unit-stride loops run across vector lanes, on backends with SIMD (openmp)",

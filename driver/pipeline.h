@@ -34,6 +34,10 @@ struct CompileOptions {
   /** THREADS=N: the threads a parallel runtime (openmp) runs kernels on; 0: every core. A
    *  run-time setting: it does not change the generated code and is not in the cache key. */
   int threads = 0;
+  /** TUNED=1: the knobs `kiln tune` stored for this composite, runtime and sizes apply where
+   *  --config does not pin them (driver/tune_db.h tuned_config). It steers which values other
+   *  knobs take; those enter the cache key themselves, so it does not. */
+  bool tuned = true;
 };
 
 /** A duration in milliseconds to three significant digits, no exponent above 1 µs:

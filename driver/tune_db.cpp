@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "driver/config.h"
+#include "driver/instantiate.h"
 #include "ir/graph.h"
 #include "runtimes/cache.h"
 #include "runtimes/runtime.h"
@@ -120,8 +121,7 @@ bool valid_key(const std::string& key) {
 }  // namespace
 
 bool tuning_wanted(const CompileOptions& opt) {
-  auto it = opt.config.find("TUNED");
-  return it == opt.config.end() || it->second != "0";
+  return opt.tuned;
 }
 
 std::string tune_key(const Graph& g, const std::string& runtime, const std::string& target,
@@ -236,6 +236,22 @@ std::map<std::string, std::string> tuned_config(const CompileOptions& opt, const
              << " (from the tuning database"
              << (kept.empty() ? "" : "; " + kept + " pinned by --config") << ")\n";
   return tuned;
+}
+
+CompileOptions tuned_compile_options(const SpecFile& file,
+                                     const std::map<std::string, std::string>& config,
+                                     const Runtime& rt, const Graph& g, const SizeBindings& sizes,
+                                     const std::string& cache_dir,
+                                     const std::function<void(CompileOptions&)>& adjust) {
+  CompileOptions opt = compile_options(file, config, rt);
+  if (adjust) adjust(opt);
+  std::map<std::string, std::string> tuned = tuned_config(opt, g, rt, sizes, config, cache_dir);
+  if (tuned.empty()) return opt;
+  std::map<std::string, std::string> with_tuned = config;
+  with_tuned.insert(tuned.begin(), tuned.end());
+  opt = compile_options(file, with_tuned, rt);
+  if (adjust) adjust(opt);
+  return opt;
 }
 
 }  // namespace kiln

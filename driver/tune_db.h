@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 namespace kiln {
 
 class Runtime;
+struct SpecFile;
 
 /** What one tuning found. */
 struct TuneEntry {
@@ -55,9 +57,7 @@ class TuneDb {
   std::string dir_;
 };
 
-/** False under TUNED=0: the database is not consulted. The knob has no field of its own in
- *  CompileOptions: it steers which values other knobs take, so it is read from opt.config, and
- *  the knobs it sets enter the cache key themselves. */
+/** False under TUNED=0 (CompileOptions::tuned): the database is not consulted. */
 bool tuning_wanted(const CompileOptions& opt);
 
 /** The database's knobs for `g` on `rt` at `sizes`, compiled with `opt` (compile_options'
@@ -69,5 +69,15 @@ std::map<std::string, std::string> tuned_config(const CompileOptions& opt, const
                                                 const Runtime& rt, const SizeBindings& sizes,
                                                 const std::map<std::string, std::string>& config,
                                                 const std::string& cache_dir = "");
+
+/** compile_options (driver/instantiate.h) for `config` with the database's knobs for `g` on
+ *  `rt` at `sizes` added where `config` does not pin them (tuned_config): `adjust` runs on the
+ *  options before the lookup (its debug level and log say what is found) and again on the
+ *  options compiled with the tuned knobs. What `kiln run`, `bench` and the API compile with. */
+CompileOptions tuned_compile_options(const SpecFile& file,
+                                     const std::map<std::string, std::string>& config,
+                                     const Runtime& rt, const Graph& g, const SizeBindings& sizes,
+                                     const std::string& cache_dir = "",
+                                     const std::function<void(CompileOptions&)>& adjust = {});
 
 }  // namespace kiln

@@ -301,27 +301,34 @@ std::map<std::string, std::string> config_items(const std::vector<std::string>& 
   return items;
 }
 
-CompileOptions compile_options(const std::vector<std::string>& config, int debug, const Runtime& rt,
-                               const Loaded& l) {
-  std::map<std::string, std::string> items = config_items(config);
-  CompileOptions opt = usage_error_of([&] { return kiln::compile_options(*l.file, items, rt); });
+namespace {
+
+/** What the CLI adds to the options compile_options makes: `l`'s --rules, the debug level. */
+void cli_options(CompileOptions& opt, int debug, const Loaded& l) {
   opt.rule_files.insert(opt.rule_files.end(), l.rules.begin(), l.rules.end());
   opt.debug = debug;
   opt.schedule.debug_isl = debug >= 5;
   opt.log = &std::cout;
+}
+
+}  // namespace
+
+CompileOptions compile_options(const std::vector<std::string>& config, int debug, const Runtime& rt,
+                               const Loaded& l) {
+  std::map<std::string, std::string> items = config_items(config);
+  CompileOptions opt = usage_error_of([&] { return kiln::compile_options(*l.file, items, rt); });
+  cli_options(opt, debug, l);
   return opt;
 }
 
 CompileOptions tuned_compile_options(const std::vector<std::string>& config, int debug,
                                      const Runtime& rt, const Loaded& l, const Graph& g,
                                      const SizeBindings& sizes) {
-  CompileOptions opt = compile_options(config, debug, rt, l);
-  std::map<std::string, std::string> tuned = tuned_config(opt, g, rt, sizes, config_items(config));
-  if (tuned.empty()) return opt;
-  std::vector<std::string> with_tuned = config;
-  for (const auto& [knob, value] : tuned)
-    with_tuned.push_back(knob + "=" + value);
-  return compile_options(with_tuned, debug, rt, l);
+  std::map<std::string, std::string> items = config_items(config);
+  return usage_error_of([&] {
+    return kiln::tuned_compile_options(*l.file, items, rt, g, sizes, "",
+                                       [&](CompileOptions& o) { cli_options(o, debug, l); });
+  });
 }
 
 void print_build(std::ostream& out, const Executable& exe, double build_ms) {
