@@ -404,6 +404,15 @@ LoopNodePtr stmt_node(int statement, std::vector<AstExprPtr> args) {
 
 }  // namespace
 
+SoftmaxTileShape softmax_tile_shape(const KernelPlan& plan, const Kernel& k) {
+  SoftmaxTileShape shape;
+  std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
+  if (!f) return shape;
+  std::optional<int64_t> lanes = k.statements[f->statement(7)].extents[f->n - 1].as_constant();
+  if (lanes && *lanes > 64 && *lanes <= 128) shape.lanes = 128;
+  return shape;
+}
+
 LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
                                   const SoftmaxTileShape& shape) {
   std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);

@@ -481,7 +481,9 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
                                       const Kernel& k) {
   std::vector<Transform> list;
   if (opt.backend_gpu && opt.gpu_tile.rows > 0 && is_softmax_contraction_kernel(plan, k)) {
-    list.push_back({Transform::Kind::online_softmax});
+    Transform t{Transform::Kind::online_softmax};
+    t.softmax = softmax_tile_shape(plan, k);
+    list.push_back(t);
     return list;
   }
   bool cpu_sink = opt.sink && !opt.backend_gpu;
