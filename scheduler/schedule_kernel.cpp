@@ -483,6 +483,7 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
   if (opt.backend_gpu && opt.gpu_tile.rows > 0 && is_softmax_contraction_kernel(plan, k)) {
     Transform t{Transform::Kind::online_softmax};
     t.softmax = softmax_tile_shape(plan, k);
+    if (opt.attention_lanes > 0) t.softmax.lanes = opt.attention_lanes;
     list.push_back(t);
     return list;
   }
