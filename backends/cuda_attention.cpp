@@ -1,16 +1,17 @@
 // The CUDA rendering of a softmax-weighted contraction's tile (scheduler/online_softmax.h):
-// attention in one kernel. Each block computes 128 rows × 64 lanes of the output; each of its 8
-// warps 16 rows. Per block of 64 keys the warp computes its 16 × 64 scores on tensor cores
-// (mma.sync m16n8k16, f32 accumulators) from the rows' and keys' operands staged in shared
-// memory (ldmatrix from per-thread base addresses plus constants), applies the score expression
-// in registers, updates each row's running maximum, rescales its running sum and output, and
-// adds the block's weights times the values (the weights go from the scores' accumulator
-// fragments into the next product's operand fragments without leaving registers). The scores
-// never reach memory. Keys and values are double-buffered in dynamic shared memory: the next
-// block's copies (cp.async) run during this block's products and softmax, one barrier a block.
-// The score expression runs unguarded on blocks wholly inside the rows, keys, domain and a
-// where's bounded condition (a causal mask's lower triangle: the where's value alone), guarded
-// elsewhere; key blocks the score's mask removes for the whole tile are skipped. A weight
+// attention in one kernel. Each block computes 128 rows × 64 or 128 lanes of the output (the
+// tile shape's lanes: 128 where the head is known to be 65-128, so that a row tile's scores are
+// computed once for the whole head); each of its 8 warps 16 rows. Per block of 64 keys the warp
+// computes its 16 × 64 scores on tensor cores (mma.sync m16n8k16, f32 accumulators) from the rows'
+// and keys' operands staged in shared memory (ldmatrix from per-thread base addresses plus
+// constants), applies the score expression in registers, updates each row's running maximum,
+// rescales its running sum and output, and adds the block's weights times the values (the weights
+// go from the scores' accumulator fragments into the next product's operand fragments without
+// leaving registers). The scores never reach memory. Keys and values are double-buffered in dynamic
+// shared memory: the next block's copies (cp.async) run during this block's products and softmax,
+// one barrier a block. The score expression runs unguarded on blocks wholly inside the rows, keys,
+// domain and a where's bounded condition (a causal mask's lower triangle: the where's value alone),
+// guarded elsewhere; key blocks the score's mask removes for the whole tile are skipped. A weight
 // W = exp2(C (X - M)) is one FFMA and one ex2.approx.ftz.
 #include <cmath>
 #include <functional>
@@ -196,27 +197,35 @@ const ScalarExpr* weight_scale(const ScalarExpr& w) {
   return varies(*d->args[0]) ? d->args[1].get() : d->args[0].get();
 }
 
-// The block tile: rows x lanes of the output, keys per block, the head's elements staged per
-// chunk (one chunk up to 128), the padding of a shared-memory row (16 bytes: ldmatrix's eight
-// row addresses then fall in distinct banks).
-constexpr int64_t kRows = 128, kLanes = 64, kKeys = 64, kHead = 128, kPad = 8;
-// Bytes of shared memory: q [128][136], k [2][64][136], v [2][64][72] (two stages each of k
-// and v), 16-bit elements.
-constexpr int64_t kQBytes = kRows * (kHead + kPad) * 2, kKStage = kKeys * (kHead + kPad) * 2,
-                  kVStage = kKeys * (kLanes + kPad) * 2;
+// The block tile: rows x lanes of the output (lanes 64 or 128: the tile shape's, chosen by
+// the schedule from the head), keys per block, the head's elements staged per chunk (one chunk
+// up to 128), the padding of a shared-memory row (16 bytes: ldmatrix's eight row addresses then
+// fall in distinct banks).
+constexpr int64_t kRows = 128, kKeys = 64, kHead = 128, kPad = 8;
+// Bytes of shared memory: q [128][136], k [2][64][136], v [2][64][lanes + 8] (two stages each
+// of k and v), 16-bit elements: 86 KiB with 64 lanes (two blocks an SM), 102 KiB with 128.
+constexpr int64_t kQBytes = kRows * (kHead + kPad) * 2, kKStage = kKeys * (kHead + kPad) * 2;
+int64_t v_stage_bytes(int64_t lanes) {
+  return kKeys * (lanes + kPad) * 2;
+}
 
 }  // namespace
 
-int64_t softmax_tile_shared_bytes() {
-  return kQBytes + 2 * kKStage + 2 * kVStage;
+int64_t softmax_tile_shared_bytes(int64_t lanes) {
+  return kQBytes + 2 * kKStage + 2 * v_stage_bytes(lanes);
 }
 
 std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& n,
                                               int depth) const {
   std::optional<SoftmaxContraction> f = find_softmax_contraction(c.plan, c.kernel, 0);
-  if (!f || n.body.size() < 8 || n.tile_rows != kRows || n.tile_lanes != kLanes ||
-      n.key_block != kKeys || n.pack_depth != kHead)
-    throw std::logic_error("an online-softmax tile that is not 128x64 over a matched kernel");
+  if (!f || n.body.size() < 8 || n.tile_rows != kRows ||
+      (n.tile_lanes != 64 && n.tile_lanes != 128) || n.key_block != kKeys || n.pack_depth != kHead)
+    throw std::logic_error(
+        "an online-softmax tile that is not 128x64 or 128x128 over a matched kernel");
+  // Lanes of the output per block: each warp keeps 16 rows x kLanes of o in registers (kLanes / 8
+  // accumulator tiles of 16 x 8, 4 floats a thread each), so the scores of a row tile are
+  // computed once per kLanes lanes of the head.
+  const int64_t kLanes = n.tile_lanes, kOTiles = kLanes / 8, kVStage = v_stage_bytes(kLanes);
   const int rank = f->n;
   const Statement& score = c.kernel.statements[f->statement(1)];
   const Statement& mx = c.kernel.statements[f->statement(3)];
@@ -248,7 +257,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
                     row_count = int_expr_to_c(mx.extents[rank - 2], c.sizes);
   const std::string KH = str(kHead + kPad), VL = str(kLanes + kPad);
 
-  std::string s = pad + "{\n" + in + "/* " + N + ": 128 rows x 64 lanes of " + out.name +
+  std::string s = pad + "{\n" + in + "/* " + N + ": 128 rows x " + str(kLanes) + " lanes of " +
+                  out.name +
                   ", keys in blocks of 64 with an online softmax, both products on tensor cores "
                   "(scheduler/online_softmax.h) */\n";
   // Shared memory (dynamic: the kernel's <symbol>_shared_bytes; declared as the block tiles of
@@ -271,11 +281,12 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
        v("C") + " = " + lanes + ";\n";
   // A row of q and k in shared memory holds 8 chunks of 8 elements (a head up to 64) or 16.
   s += in + "const int " + v("sh") + " = " + v("D") + " > 64 ? 4 : 3;\n";
-  s += in + "float " + v("o") + "[8][4], " + v("m") + "[2], " + v("ms") + "[2], " + v("l") +
-       "[2];\n";
-  s += in + "#pragma unroll\n" + in + "for (int " + v("t") + " = 0; " + v("t") + " < 8; ++" +
-       v("t") + ")\n" + in + "  " + v("o") + "[" + v("t") + "][0] = " + v("o") + "[" + v("t") +
-       "][1] = " + v("o") + "[" + v("t") + "][2] = " + v("o") + "[" + v("t") + "][3] = 0.f;\n";
+  s += in + "float " + v("o") + "[" + str(kOTiles) + "][4], " + v("m") + "[2], " + v("ms") +
+       "[2], " + v("l") + "[2];\n";
+  s += in + "#pragma unroll\n" + in + "for (int " + v("t") + " = 0; " + v("t") + " < " +
+       str(kOTiles) + "; ++" + v("t") + ")\n" + in + "  " + v("o") + "[" + v("t") +
+       "][0] = " + v("o") + "[" + v("t") + "][1] = " + v("o") + "[" + v("t") + "][2] = " + v("o") +
+       "[" + v("t") + "][3] = 0.f;\n";
   s += in + "bool " + v("rok") + "[2];\n" + in + "for (int " + v("h") + " = 0; " + v("h") +
        " < 2; ++" + v("h") + ") {\n" + in + "  const int64_t c1 = " + v("r0") + " + " + v("w") +
        " * 16 + " + v("q") + " / 4 + " + v("h") + " * 8;\n" + in + "  " + v("rok") + "[" + v("h") +
@@ -317,29 +328,31 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in + "const float " + wc + " = " +
        (scale ? "(float)(" + render_value(c, *scale) + ")" : std::string("1.f")) + ";\n";
 
-  // Fills shared array `dest` (`rows` rows of 8 chunks of 8 elements, or 1 << N_sh chunks where
-  // `wide`) from operand `load` (of statement node `node`): rows along iterator `x_it` from `x0`
-  // while `x_ok`, columns along `y_it` from `y0` below `y_end`; `others` declares the node's
-  // remaining iterators. Chunks of 8 halves: an asynchronous 16-byte copy (cp.async) where
-  // memory holds them contiguously at an aligned address, else loaded element by element and
-  // stored; zeros outside the domain. The copies land by the next kiln_cp_async_wait.
-  auto fill = [&](const std::string& dest, int64_t rows, bool wide, const ScalarExpr& load,
-                  const LoopNode& node, const std::string& x_it, const std::string& x0,
-                  const std::string& x_ok, const std::string& y_it, const std::string& y0,
-                  const std::string& y_end, const std::string& others, const std::string& pad2,
-                  bool unrolled) {
+  // Fills shared array `dest` (`rows` rows of 1 << `sh` chunks of 8 elements: sh is "3", "4"
+  // or N_sh, 3 or 4 by the head at run time) from operand `load` (of statement node `node`): rows
+  // along iterator `x_it` from `x0` while `x_ok`, columns along `y_it` from `y0` below `y_end`;
+  // `others` declares the node's remaining iterators. Chunks of 8 halves: an asynchronous 16-byte
+  // copy (cp.async) where memory holds them contiguously at an aligned address, else loaded element
+  // by element and stored; zeros outside the domain. The copies land by the next
+  // kiln_cp_async_wait.
+  auto fill = [&](const std::string& dest, int64_t rows, const std::string& sh,
+                  const ScalarExpr& load, const LoopNode& node, const std::string& x_it,
+                  const std::string& x0, const std::string& x_ok, const std::string& y_it,
+                  const std::string& y0, const std::string& y_end, const std::string& others,
+                  const std::string& pad2, bool unrolled) {
     std::set<std::string> driven = driven_iterators(node, y_it);
     const bool vector = driven.size() == 1 && contiguous_along(load, *driven.begin());
     const std::string p3 = pad2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ", p6 = p5 + "  ";
     const std::string to = "&" + dest + "[" + v("x") + "][" + v("y") + "]";
-    const std::string sh = wide ? v("sh") : "3";
+    const bool wide = sh != "3";  // up to 16 chunks a row
     std::string t = pad2 + (unrolled ? "#pragma unroll\n" : "#pragma unroll 1\n") + pad2 +
                     "for (int " + v("p") + " = 0; " + v("p") + " < " +
                     str(rows * (wide ? 16 : 8) / kCudaBlockThreads) + "; ++" + v("p") + ") {\n";
     t += p3 + "const int " + v("e") + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " +
          v("p") + ";\n";
     // (rows << sh is a multiple of the block: the same p leaves for every thread.)
-    if (wide) t += p3 + "if (" + v("e") + " >= (" + str(rows) + " << " + sh + ")) break;\n";
+    if (sh == v("sh"))
+      t += p3 + "if (" + v("e") + " >= (" + str(rows) + " << " + sh + ")) break;\n";
     t += p3 + "const int " + v("x") + " = " + v("e") + " >> " + sh + ", " + v("y") + " = (" +
          v("e") + " & ((1 << " + sh + ") - 1)) * 8;\n";
     if (!vector) t += p3 + "uint4 " + v("u") + " = make_uint4(0, 0, 0, 0);\n";
@@ -390,21 +403,81 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // Only the copies of every key block are unrolled; those of a tile's start and of a head
   // longer than 128 stay rolled loops (NVRTC's time grows with each unrolled copy).
   auto fill_q = [&](const std::string& d0, const std::string& pad2) {
-    return fill(v("sq"), kRows, true, *f->a, score_node, "c1", v("r0"), row_ok, "c4", d0, v("D"),
+    return fill(v("sq"), kRows, v("sh"), *f->a, score_node, "c1", v("r0"), row_ok, "c4", d0, v("D"),
                 "const int64_t c3 = 0; (void)c3;", pad2, false);
   };
   auto fill_k = [&](const std::string& j, const std::string& d, const std::string& stage,
                     const std::string& pad2, bool unrolled) {
-    return fill(v("sk") + "[" + stage + "]", kKeys, true, *f->b, score_node, "c3", j,
+    return fill(v("sk") + "[" + stage + "]", kKeys, v("sh"), *f->b, score_node, "c3", j,
                 "c3 < " + v("J"), "c4", d, v("D"), "const int64_t c1 = 0; (void)c1;", pad2,
                 unrolled);
   };
   auto fill_v = [&](const std::string& j, const std::string& stage, const std::string& pad2,
                     bool unrolled) {
-    return fill(v("sv") + "[" + stage + "]", kKeys, false, *f->v, out_node, "c3", j,
-                "c3 < " + v("J"), "c2", v("l0"), v("C"), "const int64_t c1 = 0; (void)c1;", pad2,
+    return fill(v("sv") + "[" + stage + "]", kKeys, kLanes > 64 ? "4" : "3", *f->v, out_node, "c3",
+                j, "c3 < " + v("J"), "c2", v("l0"), v("C"), "const int64_t c1 = 0; (void)c1;", pad2,
                 unrolled);
   };
+  // The copies of an interior key block (all 64 keys exist) by pointers: a thread's chunks of
+  // one operand lie at rows x0 + p (256 >> sh) of the block and one column y (e = threadIdx.x +
+  // 256 p, x = e >> sh, y = (e & ((1 << sh) - 1)) * 8), so their sources are the source of key
+  // x0 (`P`, key 0's block) plus (jx + p (256 >> sh)) times the elements between keys (`S`), and
+  // their destinations the shared address of [x0][y] (`A`) plus a stage's and p's rows. Where the
+  // load's index is affine in the key and memory holds the chunk contiguously along the column,
+  // computed once a tile: `F` tells whether every chunk is whole (y + 7 below the columns' end)
+  // and 16-byte aligned (P is, and S is a multiple of 8 elements); other blocks and threads take
+  // the general fill.
+  auto fast_setup = [&](const std::string& name, const std::string& dest, const std::string& sh,
+                        const ScalarExpr& load, const LoopNode& node, const std::string& y_it,
+                        const std::string& y0, const std::string& y_end,
+                        const std::string& others) -> std::string {
+    std::set<std::string> driven = driven_iterators(node, y_it);
+    if (driven.size() != 1 || !contiguous_along(load, *driven.begin())) return "";
+    for (const std::string& it : driven_iterators(node, "c3"))
+      for (const IntExpr& ix : load.index)
+        if (!affine_coefficient(ix, it)) return "";
+    reset();
+    const std::string at = render_index(c, load.buffer, load.index);
+    const std::string P = v(name + "P"), S = v(name + "S"), A = v(name + "A"), F = v(name + "F");
+    std::string t = in + "const " + T + "* " + P + ";\n" + in + "int64_t " + S + ";\n" + in +
+                    "uint32_t " + A + ";\n" + in + "bool " + F + ";\n" + in + "{\n";
+    t += in2 + "const int " + v("x") + " = threadIdx.x >> " + sh + ", " + v("y") +
+         " = (threadIdx.x & ((1 << " + sh + ") - 1)) * 8;\n";
+    t += in2 + A + " = kiln_smem_addr(&" + dest + "[0][" + v("x") + "][" + v("y") + "]);\n";
+    for (int k = 0; k < 2; ++k) {
+      t += in2 + "{\n" + in3 + "const int64_t c3 = " + v("x") + (k ? " + 1" : "") + ", " + y_it +
+           " = " + y0 + " + " + v("y") + ";\n" + in3 + others + "\n" +
+           bind_iterators(node.args, in3);
+      t += in3 + (k ? S + " = &" + at + " - " + P : P + " = &" + at) + ";\n" + in2 + "}\n";
+    }
+    t += in2 + F + " = " + y0 + " + " + v("y") + " + 7 < " + y_end + " && ((uint64_t)" + P +
+         " & 15) == 0 && (" + S + " & 7) == 0;\n" + in + "}\n";
+    return t;
+  };
+  // The copies of block `j` into `stage` from fast_setup's pointers.
+  auto fast_fill = [&](const std::string& name, int64_t rows, const std::string& sh,
+                       int64_t row_bytes, int64_t stage_bytes, const std::string& j,
+                       const std::string& stage, const std::string& pad2) {
+    const std::string P = v(name + "P"), S = v(name + "S"), A = v(name + "A");
+    const int64_t most = rows * 16 / kCudaBlockThreads;
+    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + v("p") + " = 0; " + v("p") +
+                    " < " + str(sh == "3" ? most / 2 : most) + "; ++" + v("p") + ") {\n";
+    if (sh != "3" && sh != "4")
+      t += pad2 + "  if (threadIdx.x + " + str(kCudaBlockThreads) + " * " + v("p") + " >= (" +
+           str(rows) + " << " + sh + ")) break;\n";
+    t += pad2 + "  const int " + v("px") + " = " + v("p") + " << (8 - " + sh + ");\n";
+    t += pad2 + "  kiln_cp_async16_to(" + A + " + " + stage + " * " + str(stage_bytes) + " + " +
+         v("px") + " * " + str(row_bytes) + ", " + P + " + (" + j + " + " + v("px") + ") * " + S +
+         ");\n";
+    return t + pad2 + "}\n";
+  };
+  const std::string fast_k = fast_setup("k", v("sk"), v("sh"), *f->b, score_node, "c4", "0", v("D"),
+                                        "const int64_t c1 = 0; (void)c1;");
+  const std::string vsh = kLanes > 64 ? "4" : "3";
+  const std::string fast_v = fast_setup("v", v("sv"), vsh, *f->v, out_node, "c2", v("l0"), v("C"),
+                                        "const int64_t c1 = 0; (void)c1;");
+  const bool fast = !fast_k.empty() && !fast_v.empty();
+  s += fast_k + fast_v;
   s += in + "const int64_t " + v("Dm") + " = " + v("D") + " > 0 ? " + v("D") + " : 1;\n";
   // Key blocks where the score expression is -inf for every row of the tile and key of the
   // block (a causal mask's upper triangle) add nothing and are skipped: `advance` moves a block
@@ -448,9 +521,18 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
        v("J") + "; " + v("j0") + " = " + v("jx") + ", " + st + " ^= 1) {\n";
   s += in2 + v("jx") + " = " + v("j0") + " + " + str(kKeys) + ";\n" + advance(v("jx"), in2);
   s += in2 + "kiln_cp_async_wait_all();\n" + in2 + "__syncthreads();\n";
-  s += in2 + "if (" + v("jx") + " < " + v("J") + ") {\n" +
-       fill_k(v("jx"), "0", st + " ^ 1", in3, true) + fill_v(v("jx"), st + " ^ 1", in3, true) +
-       in2 + "}\n";
+  if (fast)
+    s += in2 + "if (" + v("kF") + " && " + v("vF") + " && " + v("J") + " - " + v("jx") +
+         " >= " + str(kKeys) + ") {\n" +
+         fast_fill("k", kKeys, v("sh"), (kHead + kPad) * 2, kKStage, v("jx"), st + " ^ 1", in3) +
+         fast_fill("v", kKeys, vsh, (kLanes + kPad) * 2, kVStage, v("jx"), st + " ^ 1", in3) + in2 +
+         "} else if (" + v("jx") + " < " + v("J") + ") {\n" +
+         fill_k(v("jx"), "0", st + " ^ 1", in3, false) + fill_v(v("jx"), st + " ^ 1", in3, false) +
+         in2 + "}\n";
+  else
+    s += in2 + "if (" + v("jx") + " < " + v("J") + ") {\n" +
+         fill_k(v("jx"), "0", st + " ^ 1", in3, true) + fill_v(v("jx"), st + " ^ 1", in3, true) +
+         in2 + "}\n";
   s += in2 + "kiln_cp_async_commit();\n";
   s += in2 + "const uint32_t " + v("kst") + " = " + v("ak") + " + " + st + " * " + str(kKStage) +
        ", " + v("vst") + " = " + v("av") + " + " + st + " * " + str(kVStage) + ";\n";
@@ -512,10 +594,11 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // The score expression per element: s[t][e] is row g + 8 (e / 2) of the warp, key 8t + 2u +
   // e % 2 of the block.
   const std::string e = v("e");
-  auto element = [&](const std::string& body, const std::string& pad2) {
-    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + t_ + " = 0; " + t_ +
-                    " < 8; ++" + t_ + ")\n" + pad2 + "#pragma unroll\n" + pad2 + "for (int " + e +
-                    " = 0; " + e + " < 4; ++" + e + ") {\n";
+  // (`tiles`: 8 score tiles of a key block, or kOTiles output tiles in the epilogue.)
+  auto element = [&](const std::string& body, const std::string& pad2, int64_t tiles = 8) {
+    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + t_ + " = 0; " + t_ + " < " +
+                    str(tiles) + "; ++" + t_ + ")\n" + pad2 + "#pragma unroll\n" + pad2 +
+                    "for (int " + e + " = 0; " + e + " < 4; ++" + e + ") {\n";
     return t + body + pad2 + "}\n";
   };
   const std::string row_of = v("r0") + " + " + w + " * 16 + " + q + " / 4 + (" + e + " / 2) * 8",
@@ -592,9 +675,9 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + "const float " + v("sc") + " = kiln_ex2(fmaf(" + v("m") + "[" + h + "], " + wc +
        ", -" + v("mc") + "[" + h + "]));\n";
   s += in3 + v("l") + "[" + h + "] *= " + v("sc") + ";\n";
-  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ +
-       ") {\n" + in4 + v("o") + "[" + t_ + "][2 * " + h + "] *= " + v("sc") + ";\n" + in4 + v("o") +
-       "[" + t_ + "][2 * " + h + " + 1] *= " + v("sc") + ";\n" + in3 + "}\n";
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < " + str(kOTiles) +
+       "; ++" + t_ + ") {\n" + in4 + v("o") + "[" + t_ + "][2 * " + h + "] *= " + v("sc") + ";\n" +
+       in4 + v("o") + "[" + t_ + "][2 * " + h + " + 1] *= " + v("sc") + ";\n" + in3 + "}\n";
   s += in3 + v("m") + "[" + h + "] = " + v("mx") + "[" + h + "];\n" + in3 + v("ms") + "[" + h +
        "] = " + v("safe") + ";\n";
   s += in2 + "}\n";
@@ -632,8 +715,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + "const uint32_t " + v("pa") + "[4] = {" + pack + "(" + sv_(lo, 0) + ", " + sv_(lo, 1) +
        "), " + pack + "(" + sv_(lo, 2) + ", " + sv_(lo, 3) + "), " + pack + "(" + sv_(hi, 0) +
        ", " + sv_(hi, 1) + "), " + pack + "(" + sv_(hi, 2) + ", " + sv_(hi, 3) + ")};\n";
-  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ +
-       " += 2) {\n";
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < " + str(kOTiles) +
+       "; " + t_ + " += 2) {\n";
   s += in4 + "uint32_t " + v("fb") + "[4];\n";
   s += ldmatrix(
       ".trans", v("fb"),
@@ -698,7 +781,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   for (size_t k = 8; k < n.body.size(); ++k)
     body += render_node(c, nodes[k], depth + 3);
   c.preloaded.clear();
-  s += element(body + in + "  }\n", in);
+  s += element(body + in + "  }\n", in, kOTiles);
   return s + pad + "}\n";
 }
 

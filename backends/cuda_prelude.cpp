@@ -35,6 +35,11 @@ const char* const kCudaPreludeHead =
 #ifndef KILN_ATTENTION_MIN_BLOCKS
 #define KILN_ATTENTION_MIN_BLOCKS 2
 #endif
+/* An attention tile of 128 lanes (a head of 65-128 elements known when compiling) keeps 64
+   accumulators a thread and 102 KiB of shared memory: one block an SM. */
+#ifndef KILN_ATTENTION_MIN_BLOCKS_WIDE
+#define KILN_ATTENTION_MIN_BLOCKS_WIDE 1
+#endif
 )KILN";
 
 const char* const kCudaPreludeTail = R"KILN(

@@ -67,11 +67,13 @@ std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
   std::string s = signature(symbol);
   bool block_tile = false, softmax_tile = false;
   int64_t dynamic_shared = 0;
-  bool wide_tile = false;  // more than 64 accumulators a thread
+  bool wide_tile = false;     // more than 64 accumulators a thread
+  bool wide_softmax = false;  // an online-softmax tile of 128 lanes (64 accumulators a thread)
   if (nest.root)
     for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc)) {
       block_tile |= a->space == MemorySpace::shared;
       softmax_tile |= a->space == MemorySpace::shared && a->key_block > 0;
+      wide_softmax |= a->space == MemorySpace::shared && a->key_block > 0 && a->tile_lanes > 64;
       dynamic_shared = std::max(dynamic_shared, block_tile_shared_bytes(*a));
       wide_tile |= a->space == MemorySpace::shared && a->thread_rows * a->thread_lanes > 64;
     }
@@ -93,7 +95,8 @@ std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
       f64 |= b.dtype == DType::f64;
     s.replace(s.find(bounds), bounds.size(),
               "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ", " +
-                  (softmax_tile       ? "KILN_ATTENTION_MIN_BLOCKS"
+                  (wide_softmax       ? "KILN_ATTENTION_MIN_BLOCKS_WIDE"
+                   : softmax_tile     ? "KILN_ATTENTION_MIN_BLOCKS"
                    : f64 || wide_tile ? "KILN_TILE_MIN_BLOCKS_F64"
                                       : "KILN_TILE_MIN_BLOCKS") +
                   ")");

@@ -95,7 +95,7 @@ int64_t block_tile_shared_bytes(const LoopNode& tile);
 
 /** The dynamic shared memory of an online-softmax tile (backends/cuda_attention.cpp): the rows'
  *  operand and two stages of the keys' operand and of the values. */
-int64_t softmax_tile_shared_bytes();
+int64_t softmax_tile_shared_bytes(int64_t lanes);
 
 /** The geometry of kernel `k` for the bound sizes (KernelPlan::size_vars order): blocks of
  *  kCudaBlockThreads, and enough blocks for one thread per point of the largest statement

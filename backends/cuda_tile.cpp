@@ -53,7 +53,8 @@ std::string str(int64_t v) {
 }  // namespace
 
 int64_t block_tile_shared_bytes(const LoopNode& tile) {
-  if (tile.space == MemorySpace::shared && tile.key_block > 0) return softmax_tile_shared_bytes();
+  if (tile.space == MemorySpace::shared && tile.key_block > 0)
+    return softmax_tile_shared_bytes(tile.tile_lanes);
   if (tile.space != MemorySpace::shared || tile.stages <= 1) return 0;
   int64_t bytes = 0;
   for (const StagedOperand& o : tile.staged) {

@@ -230,6 +230,20 @@ std::vector<Knob> make_knobs() {
           "1: the rewrite rules marked fastmath apply too (exact only up to rounding, NaN "
           "and infinities); docs/rules.md",
           "0", [](auto& o) -> auto& { return o.simplify.fastmath; }),
+      {"GPU_ATTN", KnobStage::scheduler,
+       "GPU: the lanes of the output (v's head) a block of the fused attention kernel computes: "
+       "auto (128 where the head is known when compiling to be 65 to 128, as with --specialize, "
+       "else 64), 64 or 128 (a row tile's scores once per 128 lanes, one block an SM); "
+       "docs/decisions.md",
+       "auto", true,
+       [](const std::string& v, CompileOptions& o) {
+         if (v != "auto" && v != "64" && v != "128") bad_value("GPU_ATTN", "auto, 64 or 128", v);
+         o.schedule.attention_lanes = v == "auto" ? 0 : std::stoi(v);
+       },
+       [](const CompileOptions& o) {
+         return o.schedule.attention_lanes ? std::to_string(o.schedule.attention_lanes)
+                                           : std::string("auto");
+       }},
       {"GPU_MMA", KnobStage::scheduler,
        "GPU: block tiles of products of two f16 or bf16 operands run on tensor cores (mma.sync "
        "m16n8k16) in warps of WR rows x WL lanes, reduction blocks of D, S shared-memory stages "

@@ -404,6 +404,15 @@ LoopNodePtr stmt_node(int statement, std::vector<AstExprPtr> args) {
 
 }  // namespace
 
+SoftmaxTileShape softmax_tile_shape(const KernelPlan& plan, const Kernel& k) {
+  SoftmaxTileShape shape;
+  std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
+  if (!f) return shape;
+  std::optional<int64_t> lanes = k.statements[f->statement(7)].extents[f->n - 1].as_constant();
+  if (lanes && *lanes > 64 && *lanes <= 128) shape.lanes = 128;
+  return shape;
+}
+
 LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
                                   const SoftmaxTileShape& shape) {
   std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
@@ -417,7 +426,11 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
   AstExprPtr row_tiles = ceil_div(ext(E[n - 2]), shape.rows);
   AstExprPtr q = ast_iter(t), lane_tile = ast_op("pdiv_r", {q, lane_tiles});
   q = ast_op("pdiv_q", {q, lane_tiles});
-  AstExprPtr row_tile = ast_op("pdiv_r", {q, row_tiles});
+  // Row tiles in reverse: a block per tile runs (<kernel>_whole_grid), and under a causal
+  // triangle the last rows' tiles hold the most key blocks; started first, they do not trail
+  // the grid (FlashAttention's order). Tiles of one head stay together (its keys in L2).
+  AstExprPtr row_tile =
+      ast_op("sub", {ast_op("sub", {row_tiles, ast_int(1)}), ast_op("pdiv_r", {q, row_tiles})});
   q = ast_op("pdiv_q", {q, row_tiles});
   AstExprPtr total = ast_op("mul", {lane_tiles, row_tiles});
   // The batch iterators, the last varying fastest.

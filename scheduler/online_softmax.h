@@ -65,14 +65,21 @@ struct SoftmaxContraction {
 std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& plan, const Kernel& k,
                                                            int from);
 
-/** The block tile of the fused kernel: rows × lanes outputs per block, keys per block of the
- *  online softmax, and the head dimension staged in chunks of `depth` (one chunk up to 128). */
+/** The block tile of the fused kernel: rows × lanes outputs per block (lanes 64 or 128, the
+ *  renderer's two shapes: softmax_tile_shape), keys per block of the online softmax, and the head
+ *  dimension staged in chunks of `depth` (one chunk up to 128). */
 struct SoftmaxTileShape {
   int rows = 128;
   int lanes = 64;
   int keys = 64;
   int depth = 128;
 };
+
+/** The tile shape of the fused kernel of `k` (is_softmax_contraction_kernel): 128 lanes where
+ *  the output's lanes (the head of v) are known when compiling to be 65-128 (a specialized or
+ *  fixed head of 128: the scores of a row tile computed once, not twice), else 64 (a head of
+ *  64 or less, or one known only at run time: two blocks an SM). */
+SoftmaxTileShape softmax_tile_shape(const KernelPlan& plan, const Kernel& k);
 
 /** Moves assignments that sit among the statements of a softmax-weighted contraction and
  *  depend on none of them (the layout copy of a view that P·V reads, build_statements) to just

@@ -481,7 +481,10 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
                                       const Kernel& k) {
   std::vector<Transform> list;
   if (opt.backend_gpu && opt.gpu_tile.rows > 0 && is_softmax_contraction_kernel(plan, k)) {
-    list.push_back({Transform::Kind::online_softmax});
+    Transform t{Transform::Kind::online_softmax};
+    t.softmax = softmax_tile_shape(plan, k);
+    if (opt.attention_lanes > 0) t.softmax.lanes = opt.attention_lanes;
+    list.push_back(t);
     return list;
   }
   bool cpu_sink = opt.sink && !opt.backend_gpu;

@@ -38,6 +38,9 @@ struct ScheduleOptions {
   /** GPU: contractions run in block tiles of this shape (scheduler/gpu_tile.h; GPU_TILE);
    *  rows = 0 turns it off. Kernels it applies to are not tiled by isl. */
   GpuTileShape gpu_tile;
+  /** GPU: the lanes of the output a block of the fused attention kernel computes (64 or 128;
+   *  GPU_ATTN), 0 for softmax_tile_shape's choice from the head (scheduler/online_softmax.h). */
+  int attention_lanes = 0;
   /** MICRO=auto: the program's shape is automatic_tile_shape(plan, full_width_bytes) instead
    *  of `micro`. */
   bool micro_auto = true;

@@ -39,6 +39,11 @@ typedef unsigned long long uint64_t;
 #ifndef KILN_ATTENTION_MIN_BLOCKS
 #define KILN_ATTENTION_MIN_BLOCKS 2
 #endif
+/* An attention tile of 128 lanes (a head of 65-128 elements known when compiling) keeps 64
+   accumulators a thread and 102 KiB of shared memory: one block an SM. */
+#ifndef KILN_ATTENTION_MIN_BLOCKS_WIDE
+#define KILN_ATTENTION_MIN_BLOCKS_WIDE 1
+#endif
 
 KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;

@@ -27,7 +27,8 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_MMA, GPU_TILE, GPU_WGMMA, ISL_MS, ISL_OPS, "
+    "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_ATTN, GPU_MMA, GPU_TILE, GPU_WGMMA, ISL_MS, "
+    "ISL_OPS, "
     "MATRIX, "
     "MICRO, "
     "PARALLEL, "
@@ -40,7 +41,7 @@ const char* kKnown =
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 20);
+  REQUIRE(knobs().size() == 21);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {
@@ -118,6 +119,10 @@ TEST_CASE("config: values reach the typed options") {
   CHECK(g.mma_depth == 64);
   CHECK(g.mma_stages == 4);
   CHECK_FALSE(config_options({{"GPU_MMA", "0"}}, nullptr).schedule.gpu_tile.mma);
+  // GPU_ATTN: the fused attention's lanes a block, auto (0: from the head) or 64 or 128.
+  CHECK(config_options({{"GPU_ATTN", "128"}}, nullptr).schedule.attention_lanes == 128);
+  CHECK(config_options({{"GPU_ATTN", "auto"}}, nullptr).schedule.attention_lanes == 0);
+  CHECK_THROWS(config_options({{"GPU_ATTN", "96"}}, nullptr));
   // GPU_WGMMA: RxLxS for targets with warpgroup instructions; 0 leaves them to mma.sync.
   g = config_options({{"GPU_WGMMA", "256x128x5"}}, nullptr).schedule.gpu_tile;
   CHECK(g.wgmma_rows == 256);
