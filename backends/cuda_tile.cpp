@@ -324,6 +324,20 @@ std::string CudaRenderer::BlockTile::buffer_head() const {
   return s;
 }
 
+CudaRenderer::BlockTile::MmaShape CudaRenderer::BlockTile::mma_shape() const {
+  MmaShape f;
+  f.a = by_lane[0] ? 1 : 0;
+  f.b = 1 - f.a;
+  f.TM = n.warp_rows / mma->m;
+  f.TN = n.warp_lanes / mma->n;
+  f.ra = mma->fa.elements / 2;  // 32-bit registers
+  f.rb = mma->fb.elements / 2;
+  f.row_a = D + pads[f.a];  // elements per shared row of a ([rows][k])
+  f.row_b = k_major[f.b] ? (by_lane[f.b] ? L : R) + pads[f.b] : D + pads[f.b];
+  f.bytes = n.staged[f.a].element_bytes;
+  return f;
+}
+
 std::string CudaRenderer::BlockTile::mma_sync_steps() const {
   std::string s;
   // Per k step of the instruction: each warp's a fragments (TM m tiles) and b fragments (TN n
@@ -331,15 +345,11 @@ std::string CudaRenderer::BlockTile::mma_sync_steps() const {
   // × TN products; the next step's fragments are loaded before this step's products issue (two sets
   // of fragment registers), so their latency overlaps. Each thread's ldmatrix addresses are its
   // row's base plus constants. The block's k beyond K holds zeros, whose products add nothing.
-  const size_t a = by_lane[0] ? 1 : 0, b = 1 - a;
+  const MmaShape f = mma_shape();
+  const size_t a = f.a, b = f.b;
   const std::string arrays = S > 1 ? "_c" : "_s";  // this block's stage, or the one buffer
   const std::string sa = N + arrays + str(a), sb = N + arrays + str(b);
-  const int64_t TM = n.warp_rows / mma->m, TN = n.warp_lanes / mma->n;
-  const int64_t ra = mma->fa.elements / 2, rb = mma->fb.elements / 2;  // 32-bit registers
-  const int64_t row_a = D + pads[a],  // elements per shared row of a ([rows][k])
-      row_b = k_major[b] ? (by_lane[b] ? L : R) + pads[b] : D + pads[b];
-  const int64_t bytes = n.staged[a].element_bytes;
-  const std::string t = N + "_t", q = N + "_q", wr = str(n.warp_rows), wl = str(n.warp_lanes);
+  const std::string q = N + "_q", wr = str(n.warp_rows), wl = str(n.warp_lanes);
   // ldmatrix: x4 gives an m16 tile of a (lanes 0-15 address its rows at k, 16-31 at k + 8), or two
   // n8 tiles of b (lanes 16-31 address the second); .trans for b as [k][lanes].
   s += in2 + "const uint32_t " + N + "_ua = kiln_smem_addr(&" + sa + "[" + N + "_wm * " + wr +
@@ -350,74 +360,80 @@ std::string CudaRenderer::BlockTile::mma_sync_steps() const {
   else
     s += in2 + "const uint32_t " + N + "_ub = kiln_smem_addr(&" + sb + "[" + N + "_wn * " + wl +
          " + (" + q + " / 16) * 8 + " + q + " % 8][(" + q + " / 8) % 2 * 8]);\n";
-  s += in2 + "uint32_t " + N + "_fa[2][" + str(TM) + "][" + str(ra) + "], " + N + "_fb[2][" +
-       str(TN) + "][" + str(rb) + "];\n";
+  s += in2 + "uint32_t " + N + "_fa[2][" + str(f.TM) + "][" + str(f.ra) + "], " + N + "_fb[2][" +
+       str(f.TN) + "][" + str(f.rb) + "];\n";
+  const int64_t steps = D / mma->k;
+  s += mma_fragments(f, 0, 0);
+  for (int64_t step = 0; step < steps; ++step) {
+    const int set = static_cast<int>(step % 2);
+    if (step + 1 < steps) s += mma_fragments(f, 1 - set, (step + 1) * mma->k);
+    s += mma_products(f, set);
+  }
+  return s;
+}
+
+std::string CudaRenderer::BlockTile::mma_fragments(const MmaShape& f, int set, int64_t k) const {
+  const std::string t = N + "_t";
   auto ldmatrix = [&](const std::string& trans, const std::string& out, const std::string& at) {
     return in4 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + trans +
            ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n" + in4 + "             : " + out + "\n" + in4 +
            "             : \"r\"(" + at + "));\n";
   };
-  // The fragments of k step `k` (elements from the block's start) into set `set`.
-  auto fragments = [&](int set, int64_t k) {
-    const std::string fa = N + "_fa[" + str(set) + "][" + t + "]",
-                      fb = N + "_fb[" + str(set) + "][" + t;
-    std::string f = in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < " +
-                    str(TM) + "; ++" + t + ")\n";
-    f += ldmatrix("",
-                  "\"=r\"(" + fa + "[0]), \"=r\"(" + fa + "[1]), \"=r\"(" + fa + "[2]), \"=r\"(" +
-                      fa + "[3])",
-                  N + "_ua + " + t + " * " + str(16 * row_a * bytes) + " + " + str(k * bytes));
-    f += in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < " + str(TN) + "; " +
-         t + " += 2)\n";
-    const std::string outs = "\"=r\"(" + fb + "][0]), \"=r\"(" + fb + "][1]), \"=r\"(" + fb +
-                             " + 1][0]), \"=r\"(" + fb + " + 1][1])";
-    if (k_major[b])
-      f += ldmatrix(".trans", outs,
-                    N + "_ub + " + t + " * " + str(8 * bytes) + " + " + str(k * row_b * bytes));
-    else
-      f += ldmatrix("", outs,
-                    N + "_ub + " + t + " * " + str(8 * row_b * bytes) + " + " + str(k * bytes));
-    return f;
+  const std::string fa = N + "_fa[" + str(set) + "][" + t + "]",
+                    fb = N + "_fb[" + str(set) + "][" + t;
+  std::string s = in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < " +
+                  str(f.TM) + "; ++" + t + ")\n";
+  s += ldmatrix(
+      "",
+      "\"=r\"(" + fa + "[0]), \"=r\"(" + fa + "[1]), \"=r\"(" + fa + "[2]), \"=r\"(" + fa + "[3])",
+      N + "_ua + " + t + " * " + str(16 * f.row_a * f.bytes) + " + " + str(k * f.bytes));
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t + " = 0; " + t + " < " + str(f.TN) + "; " +
+       t + " += 2)\n";
+  const std::string outs = "\"=r\"(" + fb + "][0]), \"=r\"(" + fb + "][1]), \"=r\"(" + fb +
+                           " + 1][0]), \"=r\"(" + fb + " + 1][1])";
+  if (k_major[f.b])
+    s += ldmatrix(".trans", outs,
+                  N + "_ub + " + t + " * " + str(8 * f.bytes) + " + " + str(k * f.row_b * f.bytes));
+  else
+    s += ldmatrix("", outs,
+                  N + "_ub + " + t + " * " + str(8 * f.row_b * f.bytes) + " + " + str(k * f.bytes));
+  return s;
+}
+
+std::string CudaRenderer::BlockTile::mma_products(const MmaShape& f, int set) const {
+  std::string s = in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < " +
+                  str(f.TM) + "; ++" + m + ")\n";
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + j + " = 0; " + j + " < " + str(f.TN) +
+       "; ++" + j + ") {\n";
+  // The accumulator operands in element order: element e at (e / acc_cols, e % acc_cols) of the
+  // tile's acc_rows × acc_cols.
+  std::string c_ops, a_ops, b_ops, operands;
+  int o = 0;
+  auto list = [&](int count, std::string& out) {
+    out = "{";
+    for (int i = 0; i < count; ++i)
+      out += (i ? ", %" : "%") + std::to_string(o++);
+    out += "}";
   };
-  const int64_t steps = D / mma->k;
-  s += fragments(0, 0);
-  for (int64_t step = 0; step < steps; ++step) {
-    const int set = static_cast<int>(step % 2);
-    if (step + 1 < steps) s += fragments(1 - set, (step + 1) * mma->k);
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + m + " = 0; " + m + " < " + str(TM) +
-         "; ++" + m + ")\n";
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + j + " = 0; " + j + " < " + str(TN) +
-         "; ++" + j + ") {\n";
-    // The accumulator operands in element order: element e at (e / acc_cols, e % acc_cols) of the
-    // tile's acc_rows × acc_cols.
-    std::string c_ops, a_ops, b_ops, operands;
-    int o = 0;
-    auto list = [&](int count, std::string& out) {
-      out = "{";
-      for (int i = 0; i < count; ++i)
-        out += (i ? ", %" : "%") + std::to_string(o++);
-      out += "}";
-    };
-    const int ce = mma->fc.elements;
-    list(ce, c_ops);
-    list(static_cast<int>(ra), a_ops);
-    list(static_cast<int>(rb), b_ops);
-    s += in4 + "asm volatile(\"" + mma->ptx + " " + c_ops + ", " + a_ops + ", " + b_ops + ", " +
-         c_ops + ";\"\n";
-    for (int e = 0; e < ce; ++e)
-      operands += std::string(e ? ", " : "") + "\"+f\"(" + N + "_acc[" + str(mma->acc_rows) +
-                  " * " + m + " + " + str(e / mma->acc_cols) + "][" + str(mma->acc_cols) + " * " +
-                  j + " + " + str(e % mma->acc_cols) + "])";
-    s += in4 + "             : " + operands + "\n";
-    operands.clear();
-    for (int64_t i = 0; i < ra; ++i)
-      operands += std::string(i ? ", " : "") + "\"r\"(" + N + "_fa[" + str(set) + "][" + m + "][" +
-                  str(i) + "])";
-    for (int64_t i = 0; i < rb; ++i)
-      operands += ", \"r\"(" + N + "_fb[" + str(set) + "][" + j + "][" + str(i) + "])";
-    s += in4 + "             : " + operands + ");\n";
-    s += in3 + "}\n";
-  }
+  const int ce = mma->fc.elements;
+  list(ce, c_ops);
+  list(static_cast<int>(f.ra), a_ops);
+  list(static_cast<int>(f.rb), b_ops);
+  s += in4 + "asm volatile(\"" + mma->ptx + " " + c_ops + ", " + a_ops + ", " + b_ops + ", " +
+       c_ops + ";\"\n";
+  for (int e = 0; e < ce; ++e)
+    operands += std::string(e ? ", " : "") + "\"+f\"(" + N + "_acc[" + str(mma->acc_rows) + " * " +
+                m + " + " + str(e / mma->acc_cols) + "][" + str(mma->acc_cols) + " * " + j + " + " +
+                str(e % mma->acc_cols) + "])";
+  s += in4 + "             : " + operands + "\n";
+  operands.clear();
+  for (int64_t i = 0; i < f.ra; ++i)
+    operands += std::string(i ? ", " : "") + "\"r\"(" + N + "_fa[" + str(set) + "][" + m + "][" +
+                str(i) + "])";
+  for (int64_t i = 0; i < f.rb; ++i)
+    operands += ", \"r\"(" + N + "_fb[" + str(set) + "][" + j + "][" + str(i) + "])";
+  s += in4 + "             : " + operands + ");\n";
+  s += in3 + "}\n";
   return s;
 }
 
@@ -468,13 +484,34 @@ std::string CudaRenderer::BlockTile::pipeline_end() const {
 }
 
 std::string CudaRenderer::BlockTile::epilogue() const {
-  std::string s;
   // Store each element, then the statements after the reduction; where the result lives in
   // registers only (LoopNode::result_in_registers), they read the accumulator instead. With the
   // epilogue staged (LoopNode::epilogue_staged), the accumulators go to shared memory first,
   // [rows][lanes + 8] in the compute type (a warp's pairs then fall in distinct banks), and the
   // block's threads take the elements in row order, one copy of the epilogue's code in a loop,
   // consecutive threads on consecutive lanes.
+  const std::string body = element_epilogue();
+  if (!n.epilogue_staged) return each_element(body) + pad + "}\n";
+  if (S <= 1 || (R * (L + 8) * 4 > block_tile_shared_bytes(n)))
+    throw std::logic_error("a staged epilogue without the shared memory to hold it");
+  const std::string O = N + "_o";
+  std::string s = in + acc_type + " (*const " + O + ")[" + str(L + 8) + "] = (" + acc_type +
+                  " (*)[" + str(L + 8) + "])kiln_shared;\n";
+  s += in + "#pragma unroll\n" + in + "for (int " + m + " = 0; " + m + " < " + str(r) + "; ++" + m +
+       ")\n" + in + "#pragma unroll\n" + in + "for (int " + j + " = 0; " + j + " < " + str(l) +
+       "; ++" + j + ")\n";
+  s += in + "  " + O + "[" + row + "][" + col + "] = " + acc + ";\n";
+  s += in + "__syncthreads();\n";
+  s += in + "for (int " + N + "_e = threadIdx.x; " + N + "_e < " + str(R * L) + "; " + N +
+       "_e += " + str(kCudaBlockThreads) + ") {\n";
+  s += in + "  const int64_t " + ri + " = " + N + "_r0 + " + N + "_e / " + str(L) + ", " + li +
+       " = " + N + "_l0 + " + N + "_e % " + str(L) + ";\n";
+  s += body + in + "}\n";
+  s += in + "__syncthreads();\n";  // before the next tile's copies reuse the stages
+  return s + pad + "}\n";
+}
+
+std::string CudaRenderer::BlockTile::element_epilogue() const {
   const bool staged_out = n.epilogue_staged;
   const std::string v_out = staged_out ? N + "_v" : acc;
   std::string body = in + "  if (" + row_ok + " && " + lane_ok + ") {\n";
@@ -496,27 +533,7 @@ std::string CudaRenderer::BlockTile::epilogue() const {
     body += renderer.render_node(c, *a, depth + 3);
   for (const ScalarExpr* l : reads)
     c.preloaded.erase(l);
-  if (!staged_out) {
-    s += each_element(body + in + "  }\n");
-    return s + pad + "}\n";
-  }
-  if (S <= 1 || (R * (L + 8) * 4 > block_tile_shared_bytes(n)))
-    throw std::logic_error("a staged epilogue without the shared memory to hold it");
-  const std::string O = N + "_o";
-  s += in + acc_type + " (*const " + O + ")[" + str(L + 8) + "] = (" + acc_type + " (*)[" +
-       str(L + 8) + "])kiln_shared;\n";
-  s += in + "#pragma unroll\n" + in + "for (int " + m + " = 0; " + m + " < " + str(r) + "; ++" + m +
-       ")\n" + in + "#pragma unroll\n" + in + "for (int " + j + " = 0; " + j + " < " + str(l) +
-       "; ++" + j + ")\n";
-  s += in + "  " + O + "[" + row + "][" + col + "] = " + acc + ";\n";
-  s += in + "__syncthreads();\n";
-  s += in + "for (int " + N + "_e = threadIdx.x; " + N + "_e < " + str(R * L) + "; " + N +
-       "_e += " + str(kCudaBlockThreads) + ") {\n";
-  s += in + "  const int64_t " + ri + " = " + N + "_r0 + " + N + "_e / " + str(L) + ", " + li +
-       " = " + N + "_l0 + " + N + "_e % " + str(L) + ";\n";
-  s += body + in + "  }\n" + in + "}\n";
-  s += in + "__syncthreads();\n";  // before the next tile's copies reuse the stages
-  return s + pad + "}\n";
+  return body + in + "  }\n";
 }
 
 }  // namespace kiln

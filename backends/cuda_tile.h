@@ -16,6 +16,8 @@
  *   pipeline_end        the loop's end: every copy done, every warp past the stages
  *   epilogue            accumulators to global memory (or through shared memory), the
  *                       statements after the reduction
+ * The fills of the staged operands (fill_async, fill_lean, fetch, registers_to_shared) are
+ * called by pipeline_head and buffer_head.
  */
 #pragma once
 
@@ -39,8 +41,8 @@ struct TileParts {
 /** What the rendering of one block tile `n` knows once, before it writes anything: the tile's
  *  plan, the names and indents of its code, the staged operands as scheduler/gpu_tile chose to
  *  stage them. Each piece of the kernel's block is a method returning its code, in the order
- *  the file comment lists; they run in that order, as some leave Context::bound set for the
- *  next. */
+ *  the file comment lists; they must run in that order, as some bind or clear locals in the
+ *  Context (bound, index_bound, promoted, preloaded) for what they render. */
 struct CudaRenderer::BlockTile {
   BlockTile(const CudaRenderer& renderer, const Context& c, const LoopNode& n, int depth);
 
@@ -99,12 +101,29 @@ struct CudaRenderer::BlockTile {
   std::string simt_steps() const;
   /** This block's updates on mma.sync: fragments through ldmatrix, two sets in flight. */
   std::string mma_sync_steps() const;
+  /** The warp's share of an mma.sync k step: which staged operand is a (rows) and which b
+   *  (lanes), the warp's m and n tiles, each fragment's 32-bit registers, the elements of a
+   *  shared row of a and of b, the bytes of an element. */
+  struct MmaShape {
+    size_t a = 0, b = 1;
+    int64_t TM = 0, TN = 0, ra = 0, rb = 0, row_a = 0, row_b = 0, bytes = 0;
+  };
+  MmaShape mma_shape() const;
+  /** The fragments of k step `k` (elements from the block's start) into register set `set`:
+   *  ldmatrix x4 of each m16 tile of a and each pair of n8 tiles of b. */
+  std::string mma_fragments(const MmaShape& f, int set, int64_t k) const;
+  /** The warp's TM × TN mma.sync products from register set `set`. */
+  std::string mma_products(const MmaShape& f, int set) const;
   /** The end of the loop over blocks; a pipeline waits for its copies and its warpgroup
    *  instructions. */
   std::string pipeline_end() const;
   /** Each element stored and the statements after the reduction, from the accumulators or
    *  through shared memory (LoopNode::epilogue_staged). */
   std::string epilogue() const;
+  /** One element's epilogue, its row and lane iterators bound, inside the domain only: its
+   *  value from the accumulator (or from shared memory, staged), its store unless the result
+   *  stays in registers, the statements after the reduction. */
+  std::string element_epilogue() const;
 
   // The staged operands' copies (backends/cuda_tile_fill.cpp).
   /** lean: per operand, the address of the thread's first chunk at block 0, its strides along
@@ -116,6 +135,10 @@ struct CudaRenderer::BlockTile {
   /** The copies of block `base`'s operands into stage `stage` with cp.async. */
   std::string fill_async(const std::string& base, const std::string& stage,
                          const std::string& pad2) const;
+  /** The guarded copy of a chunk of operand q that no cp.async copied: element by element,
+   *  zeros outside the domain. */
+  std::string copy_elements(size_t q, const std::string& base, const std::string& stage,
+                            const std::string& p3) const;
   /** fill_async of a lean tile: from the operand's one address. */
   std::string fill_lean(const std::string& base, const std::string& stage,
                         const std::string& pad2) const;

@@ -245,6 +245,24 @@ std::string CudaRenderer::BlockTile::strided_addresses() const {
   return s;
 }
 
+// The guarded path of a chunk that no cp.async copied (`N_done` false: at the edges, or not
+// aligned): element by element, zeros outside the domain, stored. The loop stays rolled.
+std::string CudaRenderer::BlockTile::copy_elements(size_t q, const std::string& base,
+                                                   const std::string& stage,
+                                                   const std::string& p3) const {
+  const std::string p4 = p3 + "  ", p5 = p4 + "  ", ie = N + "_i";
+  std::string t = p3 + "if (!" + N + "_done)\n" + p3 + "#pragma unroll 1\n" + p3 + "for (int " +
+                  ie + " = 0; " + ie + " < " + str(chunk[q]) + "; ++" + ie + ") {\n";
+  t += p4 + coords(q, base, ie);
+  t += p4 + renderer.storage_type(dtype_of(q)) + " " + N + "_v = 0;\n";
+  t += p4 + "if (" + in_domain(q) + ") {\n";
+  t += split_k(N + "_f", p5) + renderer.bind_iterators(p.update->args, p5);
+  t += p5 + N + "_v = " + renderer.render_index(c, loads[q]->buffer, loads[q]->index) + ";\n" + p4 +
+       "}\n";
+  t += p4 + shared_at(q, stage, ie) + " = " + N + "_v;\n" + p3 + "}\n";
+  return t;
+}
+
 // fill_async of a lean tile: the same per chunk from the operand's one address; each chunk's shared
 // address is the stage's plus its swizzled offset. Only the path of a tile and block wholly inside
 // the operand is unrolled; the edge path's loop over a thread's chunks stays rolled too (unrolled,
@@ -285,16 +303,7 @@ std::string CudaRenderer::BlockTile::fill_lean(const std::string& base, const st
     t += p5 + "kiln_cp_async16_to(" + N + "_sb + " + str(n.staged[q].element_bytes) + " * (" +
          swizzled_at(q, x, kk) + "), " + N + "_a);\n";
     t += p5 + N + "_done = true;\n" + p4 + "}\n" + p3 + "}\n";
-    const std::string ie = N + "_i";
-    t += p3 + "if (!" + N + "_done)\n" + p3 + "#pragma unroll 1\n" + p3 + "for (int " + ie +
-         " = 0; " + ie + " < " + str(V) + "; ++" + ie + ") {\n";
-    t += p4 + coords(q, base, ie);
-    t += p4 + T + " " + N + "_v = 0;\n";
-    t += p4 + "if (" + in_domain(q) + ") {\n";
-    t += split_k(N + "_f", p5) + renderer.bind_iterators(p.update->args, p5);
-    t += p5 + N + "_v = " + renderer.render_index(c, loads[q]->buffer, loads[q]->index) + ";\n" +
-         p4 + "}\n";
-    t += p4 + shared_at(q, stage, ie) + " = " + N + "_v;\n" + p3 + "}\n";
+    t += copy_elements(q, base, stage, p3);
     t += p2 + "}\n" + pad2 + "}\n";
   }
   return t;
@@ -332,16 +341,7 @@ std::string CudaRenderer::BlockTile::fill_async(const std::string& base, const s
     body += p5 + "  " + N + "_done = true;\n" + p5 + "}\n";
     if (!strided) body += p4 + "}\n";
     body += p3 + "}\n";
-    const std::string ie = N + "_i";
-    body += p3 + "if (!" + N + "_done)\n" + p3 + "#pragma unroll 1\n" + p3 + "for (int " + ie +
-            " = 0; " + ie + " < " + str(V) + "; ++" + ie + ") {\n";
-    body += p4 + coords(q, base, ie);
-    body += p4 + renderer.storage_type(dt) + " " + N + "_v = 0;\n";
-    body += p4 + "if (" + in_domain(q) + ") {\n";
-    body += split_k(N + "_f", p5) + renderer.bind_iterators(p.update->args, p5);
-    body += p5 + N + "_v = " + renderer.render_index(c, loads[q]->buffer, loads[q]->index) + ";\n" +
-            p4 + "}\n";
-    body += p4 + shared_at(q, stage, ie) + " = " + N + "_v;\n" + p3 + "}\n";
+    body += copy_elements(q, base, stage, p3);
     t += share(q, pad2, body);
   }
   return t;
