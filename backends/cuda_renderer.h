@@ -75,6 +75,10 @@ class CudaRenderer : public CStyleRenderer {
   std::string render_vector_loop(const Context& c, const LoopNode& n, int depth) const override;
 
  private:
+  /** One block tile's rendering (render_block_tile): its plan read once, and a method per piece
+   *  of the tile's code (backends/cuda_tile.h). */
+  struct BlockTile;
+
   /** Whether a `thread.x` loop at this point strides over one block's threads. */
   static bool in_block(const Context& c);
   /** The first index and the stride of mapped loop `n`'s iterations on this thread (block or
