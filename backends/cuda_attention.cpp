@@ -418,66 +418,6 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
                 j, "c3 < " + v("J"), "c2", v("l0"), v("C"), "const int64_t c1 = 0; (void)c1;", pad2,
                 unrolled);
   };
-  // The copies of an interior key block (all 64 keys exist) by pointers: a thread's chunks of
-  // one operand lie at rows x0 + p (256 >> sh) of the block and one column y (e = threadIdx.x +
-  // 256 p, x = e >> sh, y = (e & ((1 << sh) - 1)) * 8), so their sources are the source of key
-  // x0 (`P`, key 0's block) plus (jx + p (256 >> sh)) times the elements between keys (`S`), and
-  // their destinations the shared address of [x0][y] (`A`) plus a stage's and p's rows. Where the
-  // load's index is affine in the key and memory holds the chunk contiguously along the column,
-  // computed once a tile: `F` tells whether every chunk is whole (y + 7 below the columns' end)
-  // and 16-byte aligned (P is, and S is a multiple of 8 elements); other blocks and threads take
-  // the general fill.
-  auto fast_setup = [&](const std::string& name, const std::string& dest, const std::string& sh,
-                        const ScalarExpr& load, const LoopNode& node, const std::string& y_it,
-                        const std::string& y0, const std::string& y_end,
-                        const std::string& others) -> std::string {
-    std::set<std::string> driven = driven_iterators(node, y_it);
-    if (driven.size() != 1 || !contiguous_along(load, *driven.begin())) return "";
-    for (const std::string& it : driven_iterators(node, "c3"))
-      for (const IntExpr& ix : load.index)
-        if (!affine_coefficient(ix, it)) return "";
-    reset();
-    const std::string at = render_index(c, load.buffer, load.index);
-    const std::string P = v(name + "P"), S = v(name + "S"), A = v(name + "A"), F = v(name + "F");
-    std::string t = in + "const " + T + "* " + P + ";\n" + in + "int64_t " + S + ";\n" + in +
-                    "uint32_t " + A + ";\n" + in + "bool " + F + ";\n" + in + "{\n";
-    t += in2 + "const int " + v("x") + " = threadIdx.x >> " + sh + ", " + v("y") +
-         " = (threadIdx.x & ((1 << " + sh + ") - 1)) * 8;\n";
-    t += in2 + A + " = kiln_smem_addr(&" + dest + "[0][" + v("x") + "][" + v("y") + "]);\n";
-    for (int k = 0; k < 2; ++k) {
-      t += in2 + "{\n" + in3 + "const int64_t c3 = " + v("x") + (k ? " + 1" : "") + ", " + y_it +
-           " = " + y0 + " + " + v("y") + ";\n" + in3 + others + "\n" +
-           bind_iterators(node.args, in3);
-      t += in3 + (k ? S + " = &" + at + " - " + P : P + " = &" + at) + ";\n" + in2 + "}\n";
-    }
-    t += in2 + F + " = " + y0 + " + " + v("y") + " + 7 < " + y_end + " && ((uint64_t)" + P +
-         " & 15) == 0 && (" + S + " & 7) == 0;\n" + in + "}\n";
-    return t;
-  };
-  // The copies of block `j` into `stage` from fast_setup's pointers.
-  auto fast_fill = [&](const std::string& name, int64_t rows, const std::string& sh,
-                       int64_t row_bytes, int64_t stage_bytes, const std::string& j,
-                       const std::string& stage, const std::string& pad2) {
-    const std::string P = v(name + "P"), S = v(name + "S"), A = v(name + "A");
-    const int64_t most = rows * 16 / kCudaBlockThreads;
-    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + v("p") + " = 0; " + v("p") +
-                    " < " + str(sh == "3" ? most / 2 : most) + "; ++" + v("p") + ") {\n";
-    if (sh != "3" && sh != "4")
-      t += pad2 + "  if (threadIdx.x + " + str(kCudaBlockThreads) + " * " + v("p") + " >= (" +
-           str(rows) + " << " + sh + ")) break;\n";
-    t += pad2 + "  const int " + v("px") + " = " + v("p") + " << (8 - " + sh + ");\n";
-    t += pad2 + "  kiln_cp_async16_to(" + A + " + " + stage + " * " + str(stage_bytes) + " + " +
-         v("px") + " * " + str(row_bytes) + ", " + P + " + (" + j + " + " + v("px") + ") * " + S +
-         ");\n";
-    return t + pad2 + "}\n";
-  };
-  const std::string fast_k = fast_setup("k", v("sk"), v("sh"), *f->b, score_node, "c4", "0", v("D"),
-                                        "const int64_t c1 = 0; (void)c1;");
-  const std::string vsh = kLanes > 64 ? "4" : "3";
-  const std::string fast_v = fast_setup("v", v("sv"), vsh, *f->v, out_node, "c2", v("l0"), v("C"),
-                                        "const int64_t c1 = 0; (void)c1;");
-  const bool fast = !fast_k.empty() && !fast_v.empty();
-  s += fast_k + fast_v;
   s += in + "const int64_t " + v("Dm") + " = " + v("D") + " > 0 ? " + v("D") + " : 1;\n";
   // Key blocks where the score expression is -inf for every row of the tile and key of the
   // block (a causal mask's upper triangle) add nothing and are skipped: `advance` moves a block
@@ -521,18 +461,9 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
        v("J") + "; " + v("j0") + " = " + v("jx") + ", " + st + " ^= 1) {\n";
   s += in2 + v("jx") + " = " + v("j0") + " + " + str(kKeys) + ";\n" + advance(v("jx"), in2);
   s += in2 + "kiln_cp_async_wait_all();\n" + in2 + "__syncthreads();\n";
-  if (fast)
-    s += in2 + "if (" + v("kF") + " && " + v("vF") + " && " + v("J") + " - " + v("jx") +
-         " >= " + str(kKeys) + ") {\n" +
-         fast_fill("k", kKeys, v("sh"), (kHead + kPad) * 2, kKStage, v("jx"), st + " ^ 1", in3) +
-         fast_fill("v", kKeys, vsh, (kLanes + kPad) * 2, kVStage, v("jx"), st + " ^ 1", in3) + in2 +
-         "} else if (" + v("jx") + " < " + v("J") + ") {\n" +
-         fill_k(v("jx"), "0", st + " ^ 1", in3, false) + fill_v(v("jx"), st + " ^ 1", in3, false) +
-         in2 + "}\n";
-  else
-    s += in2 + "if (" + v("jx") + " < " + v("J") + ") {\n" +
-         fill_k(v("jx"), "0", st + " ^ 1", in3, true) + fill_v(v("jx"), st + " ^ 1", in3, true) +
-         in2 + "}\n";
+  s += in2 + "if (" + v("jx") + " < " + v("J") + ") {\n" +
+       fill_k(v("jx"), "0", st + " ^ 1", in3, true) + fill_v(v("jx"), st + " ^ 1", in3, true) +
+       in2 + "}\n";
   s += in2 + "kiln_cp_async_commit();\n";
   s += in2 + "const uint32_t " + v("kst") + " = " + v("ak") + " + " + st + " * " + str(kKStage) +
        ", " + v("vst") + " = " + v("av") + " + " + st + " * " + str(kVStage) + ";\n";
