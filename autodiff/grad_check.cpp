@@ -22,15 +22,29 @@ std::vector<GradCheck> check_gradient(const Graph& forward, const Graph& backwar
                                       const std::vector<std::string>& wrt,
                                       const SizeBindings& sizes, const std::vector<Tensor>& inputs,
                                       const GradCheckOptions& opt) {
-  // the cotangents: one per float output, in the backward graph's inputs after the forward ones
-  std::vector<Tensor> ys = interpret(forward, sizes, inputs), dys(ys.size());
+  Backward b;
+  b.graph = backward;
+  b.forward = forward;
+  return check_gradient(forward, b, wrt, sizes, inputs, opt);
+}
+
+std::vector<GradCheck> check_gradient(const Graph& forward, const Backward& backward,
+                                      const std::vector<std::string>& wrt,
+                                      const SizeBindings& sizes, const std::vector<Tensor>& inputs,
+                                      const GradCheckOptions& opt) {
+  // the forward outputs and the saved values; then the cotangents, one per float output, in the
+  // backward graph's inputs after the forward inputs and the saved values
+  std::vector<Tensor> ys = interpret(backward.forward, sizes, inputs);
   std::vector<Tensor> bwd_inputs = inputs;
+  bwd_inputs.insert(bwd_inputs.end(), ys.begin() + ptrdiff_t(forward.outputs.size()), ys.end());
+  ys.resize(forward.outputs.size());
+  std::vector<Tensor> dys(ys.size());
   for (size_t o = 0; o < ys.size(); ++o) {
     if (!is_float(ys[o].dtype)) continue;
     dys[o] = random_tensor(ys[o].dtype, ys[o].dims, opt.seed + o, -1, 1);
     bwd_inputs.push_back(dys[o]);
   }
-  std::vector<Tensor> grads = interpret(backward, sizes, bwd_inputs);
+  std::vector<Tensor> grads = interpret(backward.graph, sizes, bwd_inputs);
   std::vector<GradCheck> out;
   for (size_t w = 0; w < wrt.size(); ++w) {
     size_t slot = 0;

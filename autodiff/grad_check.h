@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/gradient.h"
 #include "ir/interpreter.h"
 
 namespace kiln {
@@ -35,6 +36,13 @@ struct GradCheckOptions {
 /** Compares `backward` (from autodiff/gradient.h `gradient(forward, wrt)`) with finite
  *  differences of `forward` at `inputs` (in forward.inputs order), one entry per name of `wrt`. */
 std::vector<GradCheck> check_gradient(const Graph& forward, const Graph& backward,
+                                      const std::vector<std::string>& wrt,
+                                      const SizeBindings& sizes, const std::vector<Tensor>& inputs,
+                                      const GradCheckOptions& opt = {});
+
+/** The same for a backward graph that takes saved values: `backward.forward` runs first, on the
+ *  interpreter, and gives them. */
+std::vector<GradCheck> check_gradient(const Graph& forward, const Backward& backward,
                                       const std::vector<std::string>& wrt,
                                       const SizeBindings& sizes, const std::vector<Tensor>& inputs,
                                       const GradCheckOptions& opt = {});
