@@ -161,6 +161,17 @@ TEST_CASE("autodiff: gradients against finite differences") {
        {},
        {{"ids", {0, 5}}}},
       {"std:index.toml:scatter_add", {"base", "src"}, {{"M", 4}, {"N", 5}}, {}, {{"idx", {0, 4}}}},
+      // the embeddings and the head with its cross-entropy of tests/python/test_transformer.py
+      {"tests/data/transformer.toml:embed",
+       {"wte", "wpe"},
+       {{"B", 2}, {"L", 3}, {"V", 4}, {"C", 3}},
+       {},
+       {{"ids", {0, 4}}}},
+      {"tests/data/transformer.toml:head_loss",
+       {"x", "lnf_g", "lnf_b", "w_head"},
+       {{"B", 2}, {"L", 3}, {"C", 4}, {"V", 5}},
+       {},
+       {{"targets", {0, 5}}}},
   };
   for (const GradCase& c : cases)
     check_case(c);
