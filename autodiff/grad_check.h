@@ -2,8 +2,11 @@
  * Checks a backward graph against central finite differences of its forward graph, both on the
  * reference interpreter. With random cotangents dy, the scalar L(x) = sum over outputs of
  * sum(dy * y(x)) has dL/dx = the backward graph's dx; each element of each chosen input is moved
- * by ±eps and (L(x + eps) - L(x - eps)) / 2 eps compared with it. Meant for f64 graphs and small
- * sizes: it runs the forward graph twice per element. Used by `kiln grad --check` and the tests.
+ * by ±eps and (L(x + eps) - L(x - eps)) / 2 eps compared with it, within atol + rtol * |numeric|
+ * plus L's rounding in f64 divided by the step (4 * DBL_EPSILON * sum |dy * y| / eps). An output
+ * element that is not finite at the inputs gets a zero cotangent and stays out of L. Meant for f64
+ * graphs and small sizes: it runs the forward graph twice per element. Used by `kiln grad --check`
+ * and the tests.
  */
 #pragma once
 
