@@ -30,7 +30,7 @@ TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a lo
       {"show " + data + "prefix --format spec --stage kernels", 2,
        "--format spec prints --stage graph"},
       {"grad std:nn.toml:softmax --wrt x --dtype T=f64 --test N=5 --batch 2 --check", 0, "dx: ok"},
-      {"grad std:nn.toml:matmul --wrt b", 0, "t7[i0 < K, i1 < N] = t6[0, i1, i0]"},
+      {"grad std:nn.toml:matmul --wrt b", 0, "t6[i0 < K, i1 < N, i2 < M] = t5[i2, i1, i0]"},
       {"grad " + data + "cast_chain --wrt x --check", 3, "dx: MISMATCH"},
       {"grad " + data + "cast_chain --wrt x --check --eps 1e-2 --rtol 1e-4", 0, "dx: ok"},
       {"grad " + data + "through_int --wrt x", 1,
