@@ -164,7 +164,8 @@ NodeId domain_mask(Graph& g, std::vector<IntExpr> domain, Shape shape) {
 }
 
 /** The sum of `ct` over `axes` (kept with size 1), reduced with the other axes in the order
- *  `kept` and the summed ones last: a permute view first, its inverse after, both free. A
+ *  `kept` and the summed ones last: a permute view first, its inverse after, both free. Not
+ *  where the summed axes lead and the others keep their order (a column sum). A
  * contraction's gradient (matmul's `da` sums `dy[m, n] * b[k, n]` over n, the middle axis of the
  * forward's [M, N, K]) then has the form the scheduler tiles, the reduced loop innermost, as index
  * notation lowers `da[m, k] = sum(dy[m, n] * b[k, n], n)`; summed in place it ran 500 times slower.
@@ -174,10 +175,14 @@ NodeId sum_axes_last(Graph& g, NodeId ct, const std::vector<int>& axes,
   const int rank = int(g[ct].shape.size()), count = int(axes.size());
   std::vector<int> perm = kept, last, back(rank);
   perm.insert(perm.end(), axes.begin(), axes.end());
-  bool identity = true;
-  for (int k = 0; k < rank; ++k)
-    identity = identity && perm[k] == k;
-  if (identity) return g.reduce(ReduceKind::sum, ct, axes);
+  // Summed in place: when the summed axes are already last, or lead with the others in order (a
+  // column sum, such as a norm's dgamma over the rows, which the scheduler runs row by row).
+  bool in_order = std::is_sorted(kept.begin(), kept.end());
+  bool leading = true;
+  for (int i = 0; i < count; ++i)
+    leading = leading && axes[i] == i;
+  if (in_order && (leading || kept.empty() || kept.back() < axes.front()))
+    return g.reduce(ReduceKind::sum, ct, axes);
   for (int k = rank - count; k < rank; ++k)
     last.push_back(k);
   for (int k = 0; k < rank; ++k)

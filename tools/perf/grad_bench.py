@@ -4,7 +4,7 @@ passes"): softmax, layernorm and rmsnorm over ROWS x N f32 and matmul M x K x N 
 backward composite compiled for openmp (THREADS) under the save policies recompute and stats,
 timed against `torch.autograd.grad` through the same forward (which keeps what PyTorch saves) on
 torch.set_num_threads(THREADS). Inputs and outputs are preallocated (out=); each figure is the
-median of ROUNDS runs after two warm-up runs.
+median (and the minimum) of ROUNDS runs after two warm-up runs; the ratio is of the medians.
 
     PYTHONPATH=build/python /work/venv-torch/bin/python tools/perf/grad_bench.py [--threads 2]
 """
@@ -20,7 +20,8 @@ import kiln
 F = torch.nn.functional
 
 
-def median_ms(fn, rounds):
+def times_ms(fn, rounds):
+    """(median, min) of `rounds` runs after two warm-up runs."""
     for _ in range(2):
         fn()
     times = []
@@ -28,7 +29,7 @@ def median_ms(fn, rounds):
         t = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return statistics.median(times), min(times)
 
 
 def cases(rows, n, mkn):
@@ -64,8 +65,8 @@ def main():
     nn = kiln.load("std:nn.toml")
     config = {"THREADS": a.threads}
     mkn = [int(v) for v in a.mkn.split(",")]
-    print(f"threads {a.threads}, torch {torch.__version__}, f32; median of {a.rounds} runs, ms")
-    print(f"{'backward':<10} {'policy':<10} {'kiln ms':>9} {'torch ms':>9} {'torch/kiln':>10}"
+    print(f"threads {a.threads}, torch {torch.__version__}, f32; median (min) of {a.rounds} runs, ms")
+    print(f"{'backward':<10} {'policy':<10} {'kiln ms':>17} {'torch ms':>17} {'torch/kiln':>10}"
           f"  max |kiln - torch|")
     for name, comp, settings, inputs, wrt, forward in cases(a.rows, a.n, mkn):
         leaves = [t.clone().requires_grad_(w in wrt) for t, w in
@@ -73,8 +74,8 @@ def main():
         y = forward(*leaves)
         dy = torch.rand(y.shape, generator=torch.Generator().manual_seed(5)) * 2 - 1
         wanted = [t for t in leaves if t.requires_grad]
-        torch_ms = median_ms(lambda: torch.autograd.grad(y, wanted, dy, retain_graph=True),
-                             a.rounds)
+        torch_ms, torch_min = times_ms(
+            lambda: torch.autograd.grad(y, wanted, dy, retain_graph=True), a.rounds)
         want = torch.autograd.grad(y, wanted, dy, retain_graph=True)
         for policy in a.policies.split(","):
             back = nn.compile(comp, "openmp", grad=wrt, grad_save=policy, config=config,
@@ -87,11 +88,12 @@ def main():
             results = back(*args)
             results = results if isinstance(results, tuple) else (results,)
             out = tuple(torch.empty_like(r) for r in results)
-            kiln_ms = median_ms(lambda: back(*args, out=out if len(out) > 1 else out[0]),
-                                a.rounds)
+            kiln_ms, kiln_min = times_ms(lambda: back(*args, out=out if len(out) > 1 else out[0]),
+                                         a.rounds)
             err = max((r - w).abs().max().item() for r, w in zip(out, want))
-            print(f"{name:<10} {policy:<10} {kiln_ms:9.2f} {torch_ms:9.2f} "
-                  f"{torch_ms / kiln_ms:10.2f}  {err:.2e}", flush=True)
+            print(f"{name:<10} {policy:<10} {kiln_ms:8.2f} ({kiln_min:6.2f}) "
+                  f"{torch_ms:8.2f} ({torch_min:6.2f}) {torch_ms / kiln_ms:10.2f}  {err:.2e}",
+                  flush=True)
 
 
 if __name__ == "__main__":
