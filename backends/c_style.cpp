@@ -349,7 +349,9 @@ std::string CStyleRenderer::render_stream(const Context& c, const LoopNode& n, i
   c.lane_bound.clear();
   c.bound.clear();
   c.index_bound.clear();
-  // A value the same in every lane (an expand along the vector) is splatted.
+  // Shared subexpressions first, in the vector loop's body; then the value, which reads them. A
+  // value the same in every lane (an expand along the vector) is splatted.
+  std::string shared = bind_shared_lanes(c, *st.value, along, dtype, "kiln_v" + t);
   std::string value = render_lanes(c, *st.value, along);
   if (!uses_vars(*st.value, along)) {
     std::string splat = "({ const " + type + " kiln_s = " + value + "; (kiln_v" + t + "){";
@@ -358,9 +360,10 @@ std::string CStyleRenderer::render_stream(const Context& c, const LoopNode& n, i
     value = splat + "}; })";
   }
   s += in2 + "for (; " + vector_cond + "; " + it + " += " + std::to_string(lanes) + ") { " +
-       bind_line(stmt.args) + "kiln_vstnt_" + t + "(&" + b + "[" + offset + "], " + value +
+       bind_line(stmt.args) + shared + "kiln_vstnt_" + t + "(&" + b + "[" + offset + "], " + value +
        "); }\n";
   c.lane_bound.clear();
+  c.bound.clear();
   s += scalar(cond) + in2 + "kiln_sfence();\n";
   s += in + "} else {\n" + render_loop(c, *plain, depth + 2, 0) + in + "}\n";
   return s + pad + "}\n";

@@ -243,6 +243,14 @@ class CStyleRenderer {
   std::string render_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
   /** Declares a local for every subexpression of `e` used more than once, children first. */
   std::string bind_shared(const Context& c, const ScalarExpr& e) const;
+  /** The same for `e` rendered across the lanes of a vector along `lanes` (render_stream): a
+   *  shared subexpression that no lane iterator reaches becomes a scalar local (c.bound), one
+   *  of the vector's type `vector_type` whose lanes differ a vector local (c.lane_bound); others
+   *  stay inline. Without it a DAG whose nodes have many users (a backward graph's) is rendered
+   *  as a tree, exponentially large. */
+  std::string bind_shared_lanes(const Context& c, const ScalarExpr& e,
+                                const std::set<std::string>& lanes, DType vector_dtype,
+                                const std::string& vector_type) const;
   /** `e` as an expression of its compute type; loads in c.bound are the names bound. */
   std::string render_value(const Context& c, const ScalarExpr& e) const;
   /** A gather load (ir/kernel_ir.h, kGatherVar) with its masks, the position checked first

@@ -216,6 +216,35 @@ std::string CStyleRenderer::bind_shared(const Context& c, const ScalarExpr& root
   return out;
 }
 
+std::string CStyleRenderer::bind_shared_lanes(const Context& c, const ScalarExpr& root,
+                                              const std::set<std::string>& lanes,
+                                              DType vector_dtype,
+                                              const std::string& vector_type) const {
+  std::map<const ScalarExpr*, int> uses;
+  count_uses(root, uses);
+  std::string out;
+  std::set<const ScalarExpr*> visited;
+  std::function<void(const ScalarExpr&)> visit = [&](const ScalarExpr& e) {
+    if (!visited.insert(&e).second) return;
+    for (const ScalarExprPtr& a : e.args)
+      visit(*a);
+    bool worth = (e.kind == ScalarExpr::Kind::op || e.kind == ScalarExpr::Kind::load) &&
+                 !is_gather(e) && c.index_bound.find(&e) == c.index_bound.end();
+    if (&e == &root || uses[&e] < 2 || !worth) return;
+    if (!uses_vars(e, lanes)) {
+      std::string name = "v" + std::to_string(c.bound.size());
+      out += "const " + compute_type(e.dtype) + " " + name + " = " + render_value(c, e) + "; ";
+      c.bound.emplace(&e, name);
+    } else if (e.dtype == vector_dtype && e.mask.empty()) {
+      std::string name = "w" + std::to_string(c.lane_bound.size());
+      out += "const " + vector_type + " " + name + " = " + render_lanes(c, e, lanes) + "; ";
+      c.lane_bound.emplace(&e, name);
+    }
+  };
+  visit(root);
+  return out;
+}
+
 std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) const {
   if (auto it = c.bound.find(&e); it != c.bound.end()) return it->second;
   if (auto it = c.preloaded.find(&e); it != c.preloaded.end()) return it->second;

@@ -175,8 +175,15 @@ Compiled compile(const Spec& spec, const std::string& composite, const std::stri
   try {
     impl->graph = lower_verified(s.lib, c, lower_options(c, settings), runtime == "interp");
     if (!settings.grad_wrt.empty()) {
-      impl->graph = differentiate(impl->graph, settings.grad_wrt, c);
+      GradSave save =
+          parse_grad_save(settings.grad_save.empty() ? "recompute" : settings.grad_save);
+      Backward b = differentiate(impl->graph, settings.grad_wrt, c, save);
+      impl->graph = settings.grad_forward ? std::move(b.forward) : std::move(b.graph);
       impl->composite = impl->graph.name;
+    } else if (!settings.grad_save.empty() || settings.grad_forward) {
+      throw std::invalid_argument(
+          "grad_save and grad_forward go with grad_wrt, the inputs to "
+          "differentiate with respect to");
     }
   } catch (const SpecError& e) {
     throw to_invalid_spec(e);

@@ -99,8 +99,13 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }  // namespace
 
 Graph differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Composite& c) {
+  return differentiate(forward, wrt, c, GradSave::recompute).graph;
+}
+
+Backward differentiate(const Graph& forward, const std::vector<std::string>& wrt,
+                       const Composite& c, GradSave save) {
   try {
-    return gradient(forward, wrt);
+    return gradient(forward, wrt, save);
   } catch (const GradError& e) {
     std::vector<std::string> outs;
     for (const GraphOutput& o : forward.outputs)

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/gradient.h"
 #include "driver/config.h"
 #include "dsl/lower.h"
 #include "kiln/kiln.h"
@@ -41,6 +42,11 @@ Graph lower_verified(const Library& lib, const Composite& c, const LowerOptions&
  *  is a std::invalid_argument; a gradient that cannot be taken a SpecError at `c`'s body naming
  *  the outputs, the inputs and the node where it stops. */
 Graph differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Composite& c);
+
+/** The same under a save policy (GradSave): the backward graph, the forward graph with the saved
+ *  values as extra outputs, and their names. */
+Backward differentiate(const Graph& forward, const std::vector<std::string>& wrt,
+                       const Composite& c, GradSave save);
 
 /** A size variable of the graph with no binding; what() names it and the composite. */
 struct UnboundSize : std::invalid_argument {

@@ -94,6 +94,18 @@ struct CompileSettings {
    *  (`dx` for `x`). compile() throws std::invalid_argument for a name that is no float input,
    *  InvalidSpec (at the composite's body) when the gradient cannot be taken. */
   std::vector<std::string> grad_wrt;
+  /** With grad_wrt: what the backward composite takes from the forward pass (docs/autodiff.md,
+   *  "Saved values"): "recompute" (empty means it: nothing, every forward value is recomputed
+   *  from the inputs), "stats" (the results of reductions no larger than a forward input or
+   *  output: row statistics; attention's scores are recomputed) or "all" (every computed float
+   *  value the backward reads). The saved values are the backward composite's inputs between
+   *  the composite's inputs and the cotangents, named `saved_N`. compile() throws
+   *  std::invalid_argument for another name. */
+  std::string grad_save;
+  /** With grad_wrt: compile the forward pass that goes with that backward composite instead,
+   *  named `<composite>_save`: the composite's inputs, its outputs followed by the saved values
+   *  the backward composite takes (none under "recompute"). */
+  bool grad_forward = false;
 };
 
 /** A composite compiled for one runtime, runnable for any binding of its size variables.

@@ -76,11 +76,15 @@ class Spec:
         specialize: Union[Mapping[str, int], None] = None,
         cache_dir: Union[_Path, None] = None,
         grad: Union[Sequence[str], None] = None,
+        grad_save: Union[str, None] = None,
+        grad_forward: bool = False,
     ) -> Kernel:
-        """With ``grad``: the backward composite with respect to those float inputs instead."""
+        """With ``grad``: the backward composite with respect to those float inputs instead
+        (``grad_save``: what it takes from the forward pass; ``grad_forward``: the forward pass
+        that gives it)."""
     def function(
         self, composite: str, runtime: str = "clang", *, wrt: Union[Sequence[str], None] = None,
-        **settings: Any,
+        save: str = "stats", **settings: Any,
     ) -> Function:
         """The composite and its backward composite as a torch.autograd.Function."""
 
@@ -91,6 +95,7 @@ class Function:
     forward_kernel: Kernel
     backward_kernel: Kernel
     wrt: tuple[str, ...]
+    save: str
     @property
     def inputs(self) -> list[str]: ...
     @property

@@ -50,7 +50,8 @@ class Spec:
         return self._core.doc(name)
 
     def compile(self, composite, runtime="clang", *, dtype=None, attrs=None, config=None,
-                batch_rank=0, specialize=None, cache_dir=None, grad=None):
+                batch_rank=0, specialize=None, cache_dir=None, grad=None, grad_save=None,
+                grad_forward=False):
         """Compiles ``composite`` for ``runtime`` ("clang", "openmp", "cc", a descriptor path,
         or "interp", the reference interpreter) and returns a kiln.Kernel that runs it at any
         sizes. ``dtype`` binds type variables ({"T": "f16"}, NumPy or PyTorch dtypes too),
@@ -60,7 +61,11 @@ class Spec:
         compiled-code cache's folder. ``grad`` (a list of float input names) compiles the
         composite's backward composite with respect to them instead, as ``kiln run --grad``
         (docs/autodiff.md): its inputs are the composite's, then a cotangent per float output
-        (``dy`` for ``y``); its outputs the gradients (``dx`` for ``x``), in ``grad``'s order."""
+        (``dy`` for ``y``); its outputs the gradients (``dx`` for ``x``), in ``grad``'s order.
+        ``grad_save`` ("recompute", the default, "stats" or "all") chooses the forward values the
+        backward composite takes as inputs between those and the cotangents (``saved_N``;
+        docs/autodiff.md, "Saved values"); ``grad_forward=True`` compiles the forward pass that
+        gives them instead: the composite's outputs followed by the saved values."""
         dtypes = {k: _arrays.dtype_name(v) for k, v in (dtype or {}).items()}
         attr_texts = {k: _attr_text(v) for k, v in (attrs or {}).items()}
         config_texts = {k: _config_text(v) for k, v in (config or {}).items()}
@@ -68,16 +73,19 @@ class Spec:
         return _core.compile(self._core, composite, str(runtime), dtypes, attr_texts,
                              int(batch_rank), config_texts, fixed,
                              os.fspath(cache_dir) if cache_dir else "", _names(grad, "grad"),
-                             _arrays.allocate)
+                             str(grad_save or ""), bool(grad_forward), _arrays.allocate)
 
-    def function(self, composite, runtime="clang", *, wrt=None, **settings):
+    def function(self, composite, runtime="clang", *, wrt=None, save="stats", **settings):
         """Compiles ``composite`` and its backward composite with respect to the float inputs
         ``wrt`` (default: every float input) and returns a kiln.Function: called on PyTorch
         tensors, it runs the forward kernel and records the backward kernel with autograd
-        (docs/python.md, "Autograd"). ``settings`` are compile()'s keyword arguments."""
+        (docs/python.md, "Autograd"). ``save`` is the backward composite's save policy
+        ("stats", "recompute" or "all"; docs/autodiff.md, "Saved values"): the forward kernel
+        also returns the values it saves, kept for ``backward()``. ``settings`` are compile()'s
+        keyword arguments."""
         from ._autograd import Function
 
-        return Function(self, composite, runtime, wrt, settings)
+        return Function(self, composite, runtime, wrt, save, settings)
 
     def __repr__(self):
         return f"kiln.Spec({self.name!r}: {', '.join(self.composites)})"

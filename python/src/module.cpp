@@ -39,7 +39,8 @@ kiln::Compiled compile(const kiln::Spec& spec, const std::string& composite,
                        std::map<std::string, std::string> attrs, int batch_rank,
                        std::map<std::string, std::string> config,
                        std::map<std::string, int64_t> fixed_sizes, const std::string& cache_dir,
-                       std::vector<std::string> grad_wrt) {
+                       std::vector<std::string> grad_wrt, const std::string& grad_save,
+                       bool grad_forward) {
   kiln::CompileSettings s;
   s.dtypes = std::move(dtypes);
   s.attrs = std::move(attrs);
@@ -48,6 +49,8 @@ kiln::Compiled compile(const kiln::Spec& spec, const std::string& composite,
   s.fixed_sizes = std::move(fixed_sizes);
   s.cache_dir = cache_dir;
   s.grad_wrt = std::move(grad_wrt);
+  s.grad_save = grad_save;
+  s.grad_forward = grad_forward;
   nb::gil_scoped_release release;  // compiling takes milliseconds to seconds
   return kiln::compile(spec, composite, runtime, s);
 }
@@ -143,14 +146,16 @@ NB_MODULE(_core, m) {
          std::map<std::string, std::string> dtypes, std::map<std::string, std::string> attrs,
          int batch_rank, std::map<std::string, std::string> config,
          std::map<std::string, int64_t> fixed_sizes, const std::string& cache_dir,
-         std::vector<std::string> grad_wrt, nb::object allocate) {
+         std::vector<std::string> grad_wrt, const std::string& grad_save, bool grad_forward,
+         nb::object allocate) {
         return kiln::py::Kernel(
             compile(spec, composite, runtime, std::move(dtypes), std::move(attrs), batch_rank,
-                    std::move(config), std::move(fixed_sizes), cache_dir, std::move(grad_wrt)),
+                    std::move(config), std::move(fixed_sizes), cache_dir, std::move(grad_wrt),
+                    grad_save, grad_forward),
             std::move(allocate));
       },
       "spec"_a, "composite"_a, "runtime"_a, "dtypes"_a, "attrs"_a, "batch_rank"_a, "config"_a,
-      "fixed_sizes"_a, "cache_dir"_a, "grad_wrt"_a, "allocate"_a);
+      "fixed_sizes"_a, "cache_dir"_a, "grad_wrt"_a, "grad_save"_a, "grad_forward"_a, "allocate"_a);
 
   nb::class_<kiln::Weights>(m, "Weights")
       .def_static("open", &kiln::Weights::open, "path"_a)

@@ -27,7 +27,11 @@ class Runner:
 
   def run(self, path, runtime, config, extra):
     """(rc, output) of `kiln run path:fuzz`; rc None on a timeout."""
-    cmd = [self.kiln, "run", path + ":fuzz", "--runtime", runtime] + config + extra
+    return self.kiln_command(["run", path + ":fuzz", "--runtime", runtime] + config + extra)
+
+  def kiln_command(self, args):
+    """(rc, output) of `kiln ARGS`; rc None on a timeout."""
+    cmd = [self.kiln] + args
     try:
       p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env,
                          timeout=self.timeout, cwd=ROOT)
@@ -76,19 +80,20 @@ def check(runner, case, path, targets):
   return "ok", fails
 
 
-def reproduces(runner, case, path, rt, cfg, sym):
-  _, fails = check(runner, case, path, [] if rt == "interp" else [(rt, cfg)])
+def reproduces(runner, case, path, rt, cfg, sym, checker=check):
+  _, fails = checker(runner, case, path, [] if rt == "interp" else [(rt, cfg)])
   return any(f[0] == rt and f[2] == sym for f in fails)
 
 
-def minimise(runner, case, path, rt, cfg, sym, deadline):
-  """Greedy: drop statements, outputs, inputs and keyword attributes; shrink sizes to 1 and 0."""
+def minimise(runner, case, path, rt, cfg, sym, deadline, checker=check):
+  """Greedy: drop statements, outputs, inputs and keyword attributes; shrink sizes to 1 and 0.
+  `checker` runs a case as check() does (fuzz_grad.py's for gradient cases)."""
   best = clone(case)
 
   def attempt(c):
     if time.time() > deadline:
       return False
-    if reproduces(runner, c, path, rt, cfg, sym):
+    if reproduces(runner, c, path, rt, cfg, sym, checker):
       nonlocal best
       best = c
       return True
@@ -153,16 +158,21 @@ def minimise(runner, case, path, rt, cfg, sym, deadline):
   return best
 
 
-def write_failure(outdir, case, seed, index, rt, cfg, sym, out):
+def write_failure(outdir, case, seed, index, rt, cfg, sym, out, command=None, mode=""):
+  """Writes the minimised case with a header; `command(case)` gives the kiln subcommand and its
+  arguments after FILE:fuzz (default: `run` on the runtime with cfg), `mode` the fuzzer's
+  option that found it (`--grad`)."""
   os.makedirs(outdir, exist_ok=True)
   slug = re.sub(r"[^a-z0-9]+", "_", sym.lower()).strip("_")
-  name = "seed%d_case%d_%s_%s%s.toml" % (seed, index, rt, slug, "_tile0" if cfg else "")
+  tag = "_tile0" if "TILE=0" in cfg else "_" + cfg[-1] if cfg else ""
+  name = "seed%d_case%d_%s_%s%s.toml" % (seed, index, rt, slug, tag)
   path = os.path.join(outdir, name)
-  args = " ".join(["--runtime", rt] + cfg + case.extra_args())
+  verb, args = command(case) if command else ("run", ["--runtime", rt] + cfg + case.extra_args())
   rel = os.path.relpath(path, ROOT)
-  head = ["# Found by tests/fuzz/diff_fuzz.py --seed %d (case %d), minimised." % (seed, index),
+  head = ["# Found by tests/fuzz/diff_fuzz.py%s --seed %d (case %d), minimised." %
+          (" " + mode if mode else "", seed, index),
           "# Runtime: %s; symptom: %s." % (" ".join([rt] + cfg), sym),
-          "# Reproduce: build/kiln run %s:fuzz %s" % (rel, args)]
+          "# Reproduce: build/kiln %s %s:fuzz %s" % (verb, rel, " ".join(args))]
   tail = [l for l in out.strip().splitlines() if l.strip()][-4:]
   head += ["# Output: " + l[:160] for l in tail]
   with open(path, "w") as f:
@@ -178,10 +188,10 @@ def replay(kiln, folder, timeout):
     for name in sorted(os.listdir(folder)):
       path = os.path.join(folder, name)
       with open(path) as f:
-        m = re.search(r"^# Reproduce: \S+ run (\S+) (.*)$", f.read(), re.M)
+        m = re.search(r"^# Reproduce: \S+ (run|grad) (\S+) (.*)$", f.read(), re.M)
       if not name.endswith(".toml") or not m:
         continue
-      cmd = [kiln, "run", os.path.join(folder, name) + ":fuzz"] + m.group(2).split()
+      cmd = [kiln, m.group(1), os.path.join(folder, name) + ":fuzz"] + m.group(3).split()
       try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                            timeout=timeout, cwd=ROOT)

@@ -135,3 +135,39 @@ def test_compile_grad_is_the_backward_kernel():
     x, dy = torch.randn(2, 6, dtype=torch.float64), torch.randn(2, 6, dtype=torch.float64)
     y = torch.softmax(x, -1)
     torch.testing.assert_close(k(x, dy), y * (dy - (dy * y).sum(-1, keepdim=True)))
+
+
+# (composite, input shapes, compile settings) for the save policies (docs/autodiff.md, "Saved
+# values"): attention's L x S weights are recomputed under "stats" and kept under "all"
+POLICY_CASES = [
+    ("softmax", [(3, 7)], dict(batch_rank=1)),
+    ("layernorm", [(3, 6), (6,), (6,)], dict(batch_rank=1)),
+    ("attention", [(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], dict(attrs={"causal": True})),
+    ("causal_attention", [(1, 2, 4, 3)] * 3, {}),
+]
+
+
+@pytest.mark.parametrize("save", ["recompute", "stats", "all"])
+@pytest.mark.parametrize("name,shapes,settings", POLICY_CASES, ids=[c[0] for c in POLICY_CASES])
+def test_save_policies(name, shapes, settings, save):
+    f = spec("std:nn.toml").function(name, dtype=F64, save=save, **settings)
+    k = f.backward_kernel
+    assert f.forward_kernel.outputs == ["y", *f.saved]
+    assert k.inputs == [*f.inputs, *f.saved, "dy"]
+    sizes = [set(k.symbolic_shape(s)) for s in f.saved]
+    if save == "recompute":
+        assert f.saved == ()
+    elif name.endswith("attention"):
+        # the keys' length: S, or L a second time in causal_attention's [B, H, L, L]
+        wide = [s for s in f.saved if k.symbolic_shape(s).count("L") == 2 or
+                {"L", "S"} <= set(k.symbolic_shape(s))]
+        assert (wide == []) == (save == "stats"), (save, f.saved, sizes)
+    assert torch.autograd.gradcheck(f, tuple(inputs_of(shapes)), eps=1e-6, atol=1e-7, rtol=1e-5)
+
+
+def test_save_policy_errors():
+    nn = spec("std:nn.toml")
+    with pytest.raises(ValueError, match=r"unknown save policy 'some'.*recompute, stats and all"):
+        nn.function("softmax", batch_rank=1, save="some")
+    with pytest.raises(ValueError, match=r"grad_save and grad_forward go with grad_wrt"):
+        nn.compile("softmax", batch_rank=1, grad_save="stats")

@@ -3,6 +3,8 @@
 // (ir/graph_spec.h), loaded again and run, the tie and zero rules exactly, and the refusals.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "autodiff/grad_check.h"
 #include "autodiff/gradient.h"
 #include "dsl/library.h"
@@ -60,6 +62,34 @@ void check_round_trip(const Graph& backward, const test::Run& r) {
     test::expect_close(got[k], want[k].f, 1e-12, 1e-12);
 }
 
+constexpr GradSave kPolicies[] = {GradSave::recompute, GradSave::stats, GradSave::all};
+
+/** The backward graph under `save` against finite differences: the saved values from the forward
+ *  graph with its extra outputs, which must give the forward graph's own outputs first. */
+void check_policy(const test::Run& r, const std::vector<std::string>& wrt, GradSave save,
+                  const GradCheckOptions& opt = {}) {
+  CAPTURE(grad_save_name(save));
+  Backward b = gradient(r.graph, wrt, save);
+  verify_or_throw(b.graph);
+  verify_or_throw(b.forward);
+  REQUIRE(b.graph.inputs.size() >= r.graph.inputs.size() + b.saved.size());
+  REQUIRE(b.forward.outputs.size() == r.graph.outputs.size() + b.saved.size());
+  for (size_t k = 0; k < b.saved.size(); ++k) {
+    CHECK(b.graph[b.graph.inputs[r.graph.inputs.size() + k]].name == b.saved[k]);
+    CHECK(b.forward.outputs[r.graph.outputs.size() + k].name == b.saved[k]);
+  }
+  std::vector<Tensor> outs = interpret(b.forward, r.sizes, r.inputs);
+  for (size_t k = 0; k < r.outputs.size(); ++k)
+    if (is_float(r.outputs[k].dtype)) test::expect_close(outs[k], r.outputs[k].f, 0, 0);
+  for (const GradCheck& g : check_gradient(r.graph, b, wrt, r.sizes, r.inputs, opt)) {
+    CAPTURE(g.input);
+    CAPTURE(g.worst);
+    CAPTURE(g.analytic);
+    CAPTURE(g.numeric);
+    CHECK(g.ok);
+  }
+}
+
 void check_case(const GradCase& c) {
   CAPTURE(std::string(c.target));
   test::Run r = lowered(c);
@@ -73,6 +103,8 @@ void check_case(const GradCase& c) {
     CHECK(g.ok);
   }
   check_round_trip(backward, r);
+  for (GradSave save : {GradSave::stats, GradSave::all})
+    check_policy(r, c.wrt, save, c.check);
 }
 
 /** dx of `target` at `x` with cotangent 1. */
@@ -129,6 +161,17 @@ TEST_CASE("autodiff: gradients against finite differences") {
        {},
        {{"ids", {0, 5}}}},
       {"std:index.toml:scatter_add", {"base", "src"}, {{"M", 4}, {"N", 5}}, {}, {{"idx", {0, 4}}}},
+      // the embeddings and the head with its cross-entropy of tests/python/test_transformer.py
+      {"tests/data/transformer.toml:embed",
+       {"wte", "wpe"},
+       {{"B", 2}, {"L", 3}, {"V", 4}, {"C", 3}},
+       {},
+       {{"ids", {0, 4}}}},
+      {"tests/data/transformer.toml:head_loss",
+       {"x", "lnf_g", "lnf_b", "w_head"},
+       {{"B", 2}, {"L", 3}, {"C", 4}, {"V", 5}},
+       {},
+       {{"targets", {0, 5}}}},
   };
   for (const GradCase& c : cases)
     check_case(c);
@@ -248,13 +291,108 @@ TEST_CASE(
                              GradError);
         continue;
       }
-      Graph backward = gradient(r.graph, c.wrt);
-      for (const GradCheck& g : check_gradient(r.graph, backward, c.wrt, r.sizes, r.inputs)) {
-        CAPTURE(g.input);
-        CHECK(g.ok);
-      }
+      for (GradSave save : kPolicies)
+        check_policy(r, c.wrt, save);
       ++checked;
     }
   }
   CHECK(checked >= 60);
+}
+
+namespace {
+
+/** The saved values (the backward graph's inputs between the forward inputs and the
+ *  cotangents) of `target`'s backward graph with respect to `wrt` under `save`, as shapes. */
+std::vector<Shape> saved_shapes(const char* target, const std::vector<std::string>& wrt,
+                                GradSave save, std::map<std::string, AttrValue> attrs = {}) {
+  test::RunSpec spec = spec_of(target, {});
+  spec.interpret = false;
+  spec.attrs = std::move(attrs);
+  test::Run r = test::run(spec);
+  Backward b = gradient(r.graph, wrt, save);
+  std::vector<Shape> out;
+  for (size_t k = 0; k < b.saved.size(); ++k)
+    out.push_back(b.graph[b.graph.inputs[r.graph.inputs.size() + k]].shape);
+  return out;
+}
+
+/** How often the size variable `var` is a dimension of `shape`. */
+int dims_named(const Shape& shape, const char* var) {
+  int n = 0;
+  for (const IntExpr& d : shape)
+    n += d.as_var() == var;
+  return n;
+}
+
+bool has_dims(const Shape& shape, const std::vector<const char*>& vars) {
+  for (const char* v : vars)
+    if (dims_named(shape, v) == 0) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("autodiff: what the backward graph saves under each policy") {
+  // recompute: nothing, whatever the composite
+  CHECK(saved_shapes("std:nn.toml:softmax", {"x"}, GradSave::recompute).empty());
+  CHECK(saved_shapes("std:nn.toml:attention", {"q", "k", "v"}, GradSave::recompute).empty());
+  // softmax: stats saves the row maximum and sum ([N] reduced to [1]); all saves a full row too
+  std::vector<Shape> s = saved_shapes("std:nn.toml:softmax", {"x"}, GradSave::stats);
+  REQUIRE(s.size() == 2);
+  for (const Shape& sh : s)
+    CHECK(dims_named(sh, "N") == 0);
+  s = saved_shapes("std:nn.toml:softmax", {"x"}, GradSave::all);
+  CHECK(std::any_of(s.begin(), s.end(), [](const Shape& sh) { return dims_named(sh, "N") == 1; }));
+  // layernorm: stats saves per-row values only
+  s = saved_shapes("std:nn.toml:layernorm", {"x", "gamma", "beta"}, GradSave::stats);
+  CHECK(!s.empty());
+  for (const Shape& sh : s)
+    CHECK(dims_named(sh, "N") == 0);
+  // matmul: its backward reads only a and b, so nothing is saved under any policy
+  for (GradSave save : kPolicies)
+    CHECK(saved_shapes("std:nn.toml:matmul", {"a", "b"}, save).empty());
+  // attention: stats recomputes the L x S scores and weights from q and k and saves row
+  // statistics (and the unnormalised output, [B, H, L, D]) only: FlashAttention's choice; all
+  // saves L x S values
+  for (bool causal : {false, true}) {
+    CAPTURE(causal);
+    auto attrs = std::map<std::string, AttrValue>{{"causal", test::attr_bool(causal)}};
+    s = saved_shapes("std:nn.toml:attention", {"q", "k", "v"}, GradSave::stats, attrs);
+    CHECK(s.size() >= 2);
+    for (const Shape& sh : s)
+      CHECK(!has_dims(sh, {"L", "S"}));
+    CHECK(std::any_of(s.begin(), s.end(),
+                      [](const Shape& sh) { return has_dims(sh, {"L"}) && !has_dims(sh, {"D"}); }));
+    s = saved_shapes("std:nn.toml:attention", {"q", "k", "v"}, GradSave::all, attrs);
+    CHECK(std::any_of(s.begin(), s.end(), [](const Shape& sh) {
+      return has_dims(sh, {"L", "S"});
+    }));
+  }
+  // the causal attention over the triangle: its scores are L x L
+  s = saved_shapes("std:nn.toml:causal_attention", {"q", "k", "v"}, GradSave::stats);
+  CHECK(s.size() >= 2);
+  for (const Shape& sh : s)
+    CHECK(dims_named(sh, "L") <= 1);
+  s = saved_shapes("std:nn.toml:causal_attention", {"q", "k", "v"}, GradSave::all);
+  CHECK(std::any_of(s.begin(), s.end(), [](const Shape& sh) { return dims_named(sh, "L") == 2; }));
+}
+
+TEST_CASE("autodiff: attention's gradient under each policy against finite differences") {
+  for (const char* t : {"std:nn.toml:attention", "std:nn.toml:causal_attention"}) {
+    CAPTURE(std::string(t));
+    GradCase c{t, {"q", "k", "v"}, {{"B", 1}, {"H", 2}, {"L", 4}, {"S", 5}, {"D", 3}}};
+    if (std::string(t).find("causal") != std::string::npos) c.sizes.erase("S");
+    test::Run r = lowered(c);
+    for (GradSave save : kPolicies)
+      check_policy(r, c.wrt, save);
+  }
+}
+
+TEST_CASE("autodiff: the save policies by name") {
+  CHECK(parse_grad_save("stats") == GradSave::stats);
+  CHECK(std::string(grad_save_name(GradSave::all)) == "all");
+  CHECK_THROWS_WITH_AS(parse_grad_save("some"),
+                       "unknown save policy 'some' for the backward composite; the policies are "
+                       "recompute, stats and all",
+                       std::invalid_argument);
 }

@@ -30,7 +30,7 @@ TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a lo
       {"show " + data + "prefix --format spec --stage kernels", 2,
        "--format spec prints --stage graph"},
       {"grad std:nn.toml:softmax --wrt x --dtype T=f64 --test N=5 --batch 2 --check", 0, "dx: ok"},
-      {"grad std:nn.toml:matmul --wrt b", 0, "t7[i0 < K, i1 < N] = t6[0, i1, i0]"},
+      {"grad std:nn.toml:matmul --wrt b", 0, "t6[i0 < K, i1 < N, i2 < M] = t5[i2, i1, i0]"},
       {"grad " + data + "cast_chain --wrt x --check", 3, "dx: MISMATCH"},
       {"grad " + data + "cast_chain --wrt x --check --eps 1e-2 --rtol 1e-4", 0, "dx: ok"},
       {"grad " + data + "through_int --wrt x", 1,
@@ -47,6 +47,18 @@ TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a lo
       {"test " + data + "prefix --grad --runtime cc", 0, "1 passed, 0 failed (cc)"},
       {"test " + data + " --grad --runtime cc", 0, "skip scatter_mul grad: no gradient (cannot"},
       {"test " + data + "running --runtime cc", 0, "2 passed, 0 failed (cc)"},
+      // the save policies: stats saves attention's row statistics, all its L x S weights;
+      // the spec then holds the forward pass that outputs them, and --check runs both
+      {"grad std:nn.toml:attention --wrt q,k,v --save stats", 0,
+       "out  = { y = \"f32[B, H, L, D]\", saved_27 = \"f32[B, H, L, 1]\", saved_35 = \"f32[B, H, "
+       "L, "
+       "1]\" }"},
+      {"grad std:nn.toml:attention --wrt q,k,v --save all", 0, "saved_26 = \"f32[B, H, L, S]\""},
+      {"grad std:nn.toml:attention --wrt q,k,v --save stats --attr causal=true --dtype T=f64 "
+       "--check",
+       0, "dv: ok"},
+      {"grad std:nn.toml:softmax --wrt x --save some", 2,
+       "--save: some not in {recompute,stats,all}"},
       {"bench std:nn.toml:softmax --grad x --runtime cc --vs torch", 2,
        "--grad times the backward composite, which --vs torch does not compute"},
   };
@@ -78,4 +90,11 @@ TEST_CASE("cli: kiln grad prints a spec that loads, checks and refuses with a lo
   CAPTURE(run.out);
   CHECK(run.code == 0);
   CHECK(run.out.find("out dx : f64[2, 4, 3]") != std::string::npos);
+  // with saved values: both composites of the spec pass their tests
+  spec = tmp + "/kiln_grad_layernorm_stats.toml";
+  REQUIRE(run_kiln("grad std:nn.toml:layernorm --wrt x,gamma,beta --save stats -o " + spec).code ==
+          0);
+  Result both = run_kiln("test " + spec + " --runtime cc");
+  CAPTURE(both.out);
+  CHECK(both.out.find("2 passed, 0 failed (cc)") != std::string::npos);
 }

@@ -17,7 +17,7 @@ namespace {
 struct GradOptions {
   Selection sel;
   std::vector<std::string> wrt;
-  std::string test, output, format = "spec";
+  std::string test, output, format = "spec", save = "recompute";
   bool check = false;
   double eps = 1e-6, rtol = 1e-5, atol = 1e-7;
 };
@@ -35,7 +35,7 @@ std::string test_table(const Loaded& l, const SizeBindings& sizes) {
   return "{ sizes = { " + s + " }" + (r.empty() ? "" : ", range = { " + r + " }") + " }";
 }
 
-int check(const Graph& forward, const Graph& backward, const GradOptions& o, Loaded& l,
+int check(const Graph& forward, const Backward& backward, const GradOptions& o, Loaded& l,
           const SizeBindings& sizes) {
   std::vector<Tensor> inputs = random_inputs(forward, *l.comp, sizes, 1);
   GradCheckOptions opt{o.eps, o.rtol, o.atol};
@@ -55,18 +55,29 @@ int grad(const GradOptions& o) {
   load_selection(o.sel, l);
   SizeBindings sizes = bind_sizes(l, o.test);
   Graph forward = lower_checked(l, &sizes, true);
-  Graph backward = differentiate(forward, o.wrt, l);
+  Backward backward = differentiate(forward, o.wrt, l, parse_grad_save(o.save));
   if (o.check) return check(forward, backward, o, l, sizes);
   if (o.format == "text") {
-    std::cout << graph_to_text(backward);
+    if (!backward.saved.empty()) std::cout << graph_to_text(backward.forward) << "\n";
+    std::cout << graph_to_text(backward.graph);
     return Exit::ok;
   }
-  std::string wrt;
+  std::string wrt, saved;
   for (const std::string& w : o.wrt)
     wrt += (wrt.empty() ? "" : ", ") + w;
+  for (const std::string& s : backward.saved)
+    saved += (saved.empty() ? "" : ", ") + s;
   std::string doc = "Gradient of " + o.sel.target + " with respect to " + wrt + ".";
-  std::string text =
-      "# kiln grad " + o.sel.target + "\n" + graph_to_spec(backward, {doc, test_table(l, sizes)});
+  std::string text = "# kiln grad " + o.sel.target + "\n";
+  if (!backward.saved.empty()) {
+    // the forward pass that gives the saved values, then the backward composite that takes them
+    std::string fwd_doc = o.sel.target + " with the values its gradient saves (" + saved +
+                          ") as outputs after its own.";
+    text += graph_to_spec(backward.forward, {fwd_doc, test_table(l, sizes)}) + "\n";
+    doc = "Gradient of " + o.sel.target + " with respect to " + wrt + ", taking " + saved +
+          " from " + backward.forward.name + ".";
+  }
+  text += graph_to_spec(backward.graph, {doc, test_table(l, sizes)});
   if (o.output.empty()) {
     std::cout << text;
     return Exit::ok;
@@ -99,6 +110,13 @@ void add_grad_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--eps", o->eps, "--check: the finite-difference step")->capture_default_str();
   cmd->add_option("--rtol", o->rtol, "--check: relative tolerance")->capture_default_str();
   cmd->add_option("--atol", o->atol, "--check: absolute tolerance")->capture_default_str();
+  cmd->add_option("--save", o->save,
+                  "What the backward composite takes from the forward pass: recompute (nothing), "
+                  "stats (reductions no larger than an input or output, such as row statistics) "
+                  "or all (every computed value it reads); with saved values the spec also has "
+                  "the forward composite that outputs them (docs/autodiff.md)")
+      ->check(CLI::IsMember({"recompute", "stats", "all"}))
+      ->capture_default_str();
   cmd->add_option("--format", o->format,
                   "spec: the backward composite as a TOML spec; text: its graph as `kiln show` "
                   "prints one")

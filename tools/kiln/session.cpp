@@ -222,6 +222,11 @@ Graph differentiate(const Graph& forward, const std::vector<std::string>& wrt, c
   return usage_error_of([&] { return kiln::differentiate(forward, wrt, *l.comp); });
 }
 
+Backward differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Loaded& l,
+                       GradSave save) {
+  return usage_error_of([&] { return kiln::differentiate(forward, wrt, *l.comp, save); });
+}
+
 std::vector<std::string> float_inputs(const Graph& g) {
   std::vector<std::string> out;
   for (NodeId id : g.inputs)

@@ -96,6 +96,10 @@ Graph lower_checked(Loaded& l, const SizeBindings* sizes, bool interpreted);
  *  SpecError at the composite's body naming the node where it stops. */
 Graph differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Loaded& l);
 
+/** The same under the save policy `save` (autodiff/gradient.h GradSave). */
+Backward differentiate(const Graph& forward, const std::vector<std::string>& wrt, const Loaded& l,
+                       GradSave save);
+
 /** The names of the float inputs of `g`, in order: what `kiln test --grad` differentiates. */
 std::vector<std::string> float_inputs(const Graph& g);
 

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Backward kernels against PyTorch's backward on the CPU (docs/performance.md, "Backward
+passes"): softmax, layernorm and rmsnorm over ROWS x N f32 and matmul M x K x N f32, each
+backward composite compiled for openmp (THREADS) under the save policies recompute and stats,
+timed against `torch.autograd.grad` through the same forward (which keeps what PyTorch saves) on
+torch.set_num_threads(THREADS). Inputs and outputs are preallocated (out=); each figure is the
+median (and the minimum) of ROUNDS runs after two warm-up runs; the ratio is of the medians.
+
+    PYTHONPATH=build/python /work/venv-torch/bin/python tools/perf/grad_bench.py [--threads 2]
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import kiln
+
+F = torch.nn.functional
+
+
+def times_ms(fn, rounds):
+    """(median, min) of `rounds` runs after two warm-up runs."""
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times), min(times)
+
+
+def cases(rows, n, mkn):
+    """(name, composite, settings, inputs, wrt, torch forward)."""
+    g = torch.Generator().manual_seed(3)
+
+    def rand(*shape):
+        return torch.rand(*shape, generator=g) * 2 - 1
+
+    m, k, nn = mkn
+    x = rand(rows, n)
+    gamma, beta = rand(n) + 1.5, rand(n)
+    return [
+        ("softmax", "softmax", dict(batch_rank=1), [x], ["x"], lambda x: torch.softmax(x, -1)),
+        ("layernorm", "layernorm", dict(batch_rank=1), [x, gamma, beta], ["x", "gamma", "beta"],
+         lambda x, g, b: F.layer_norm(x, (n,), g, b, 1e-5)),
+        ("rmsnorm", "rmsnorm", dict(batch_rank=1), [x, gamma], ["x", "gamma"],
+         lambda x, g: F.rms_norm(x, (n,), g, 1e-6)),
+        ("matmul", "matmul", {}, [rand(m, k), rand(k, nn)], ["a", "b"], lambda a, b: a @ b),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rows", type=int, default=4096)
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--mkn", default="1024,1024,1024")
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--policies", default="recompute,stats")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    nn = kiln.load("std:nn.toml")
+    config = {"THREADS": a.threads}
+    mkn = [int(v) for v in a.mkn.split(",")]
+    print(f"threads {a.threads}, torch {torch.__version__}, f32; median (min) of {a.rounds} runs, ms")
+    print(f"{'backward':<10} {'policy':<10} {'kiln ms':>17} {'torch ms':>17} {'torch/kiln':>10}"
+          f"  max |kiln - torch|")
+    for name, comp, settings, inputs, wrt, forward in cases(a.rows, a.n, mkn):
+        leaves = [t.clone().requires_grad_(w in wrt) for t, w in
+                  zip(inputs, nn.compile(comp, "interp", **settings).inputs)]
+        y = forward(*leaves)
+        dy = torch.rand(y.shape, generator=torch.Generator().manual_seed(5)) * 2 - 1
+        wanted = [t for t in leaves if t.requires_grad]
+        torch_ms, torch_min = times_ms(
+            lambda: torch.autograd.grad(y, wanted, dy, retain_graph=True), a.rounds)
+        want = torch.autograd.grad(y, wanted, dy, retain_graph=True)
+        for policy in a.policies.split(","):
+            back = nn.compile(comp, "openmp", grad=wrt, grad_save=policy, config=config,
+                              **settings)
+            fwd = nn.compile(comp, "openmp", grad=wrt, grad_save=policy, grad_forward=True,
+                             config=config, **settings)
+            outs = fwd(*inputs)
+            saved = list(outs[1:]) if isinstance(outs, tuple) else []
+            args = [*inputs, *saved, dy]
+            results = back(*args)
+            results = results if isinstance(results, tuple) else (results,)
+            out = tuple(torch.empty_like(r) for r in results)
+            kiln_ms, kiln_min = times_ms(lambda: back(*args, out=out if len(out) > 1 else out[0]),
+                                         a.rounds)
+            err = max((r - w).abs().max().item() for r, w in zip(out, want))
+            print(f"{name:<10} {policy:<10} {kiln_ms:8.2f} ({kiln_min:6.2f}) "
+                  f"{torch_ms:8.2f} ({torch_min:6.2f}) {torch_ms / kiln_ms:10.2f}  {err:.2e}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
