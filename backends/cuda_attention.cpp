@@ -13,12 +13,18 @@
 // domain and a where's bounded condition (a causal mask's lower triangle: the where's value alone),
 // guarded elsewhere; key blocks the score's mask removes for the whole tile are skipped. A weight
 // W = exp2(C (X - M)) is one FFMA and one ex2.approx.ftz.
+// Where the schedule chose warpgroup products (LoopNode::mma a wgmma entry: an sm_90a target),
+// each warpgroup (4 warps, 64 rows) computes its 64 x 64 scores as m64n64k16 steps from q and k
+// in swizzled shared memory and adds the weights times the values as m64nLk16 steps, the weights
+// from registers: the accumulators of a wgmma lie as the mma.sync tiles of its four warps, so
+// the softmax between the products is the same code.
 #include <cmath>
 #include <functional>
 #include <map>
 #include <stdexcept>
 
 #include "backends/cuda_renderer.h"
+#include "ir/mma.h"
 #include "scheduler/online_softmax.h"
 
 namespace kiln {
@@ -208,10 +214,20 @@ constexpr int64_t kQBytes = kRows * (kHead + kPad) * 2, kKStage = kKeys * (kHead
 int64_t v_stage_bytes(int64_t lanes) {
   return kKeys * (lanes + kPad) * 2;
 }
+// With warpgroup products (LoopNode::mma a wgmma entry): q, k and v in the layout wgmma reads
+// through matrix descriptors, 128-byte rows (64 elements) swizzled (chunk c of row r at c xor
+// r % 8), in panels of 64 elements of the head (q, k) or of the lanes (v): q [2][128][64], a
+// stage of k [2][64][64], of v [lanes / 64][64][64]. 80 KiB with 64 lanes, 96 KiB with 128:
+// two blocks an SM either way.
+constexpr int64_t kWgQBytes = kRows * kHead * 2, kWgKStage = kKeys * kHead * 2;
+int64_t wg_v_stage_bytes(int64_t lanes) {
+  return kKeys * lanes * 2;
+}
 
 }  // namespace
 
-int64_t softmax_tile_shared_bytes(int64_t lanes) {
+int64_t softmax_tile_shared_bytes(int64_t lanes, bool warpgroup) {
+  if (warpgroup) return kWgQBytes + 2 * (kWgKStage + wg_v_stage_bytes(lanes));
   return kQBytes + 2 * kKStage + 2 * v_stage_bytes(lanes);
 }
 
@@ -225,7 +241,13 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // Lanes of the output per block: each warp keeps 16 rows x kLanes of o in registers (kLanes / 8
   // accumulator tiles of 16 x 8, 4 floats a thread each), so the scores of a row tile are
   // computed once per kLanes lanes of the head.
-  const int64_t kLanes = n.tile_lanes, kOTiles = kLanes / 8, kVStage = v_stage_bytes(kLanes);
+  const int64_t kLanes = n.tile_lanes, kOTiles = kLanes / 8;
+  // Both products as warpgroup instructions (wgmma, sm_90a) where the schedule chose them: each
+  // warpgroup's 64 rows in one m64nNk16 per step, read from swizzled shared memory; else each
+  // warp's 16 rows through ldmatrix and mma.sync.
+  const bool wg = n.mma && n.mma->warpgroup;
+  const int64_t kVStage = wg ? wg_v_stage_bytes(kLanes) : v_stage_bytes(kLanes),
+                kKSt = wg ? kWgKStage : kKStage;
   const int rank = f->n;
   const Statement& score = c.kernel.statements[f->statement(1)];
   const Statement& mx = c.kernel.statements[f->statement(3)];
@@ -266,11 +288,18 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // stages of the keys' operand and of the values, which the next key block's copies fill while
   // this one's products read the other.
   s += in + "extern __shared__ __align__(1024) unsigned char kiln_shared[];\n";
-  s += in + T + " (*" + v("sq") + ")[" + KH + "] = (" + T + " (*)[" + KH + "])kiln_shared;\n";
-  s += in + T + " (*" + v("sk") + ")[" + str(kKeys) + "][" + KH + "] = (" + T + " (*)[" +
-       str(kKeys) + "][" + KH + "])(kiln_shared + " + str(kQBytes) + ");\n";
-  s += in + T + " (*" + v("sv") + ")[" + str(kKeys) + "][" + VL + "] = (" + T + " (*)[" +
-       str(kKeys) + "][" + VL + "])(kiln_shared + " + str(kQBytes + 2 * kKStage) + ");\n";
+  if (wg) {
+    s += in + T + "* " + v("sq") + " = (" + T + "*)kiln_shared;\n";
+    s += in + T + "* " + v("sk") + " = (" + T + "*)(kiln_shared + " + str(kWgQBytes) + ");\n";
+    s += in + T + "* " + v("sv") + " = (" + T + "*)(kiln_shared + " +
+         str(kWgQBytes + 2 * kWgKStage) + ");\n";
+  } else {
+    s += in + T + " (*" + v("sq") + ")[" + KH + "] = (" + T + " (*)[" + KH + "])kiln_shared;\n";
+    s += in + T + " (*" + v("sk") + ")[" + str(kKeys) + "][" + KH + "] = (" + T + " (*)[" +
+         str(kKeys) + "][" + KH + "])(kiln_shared + " + str(kQBytes) + ");\n";
+    s += in + T + " (*" + v("sv") + ")[" + str(kKeys) + "][" + VL + "] = (" + T + " (*)[" +
+         str(kKeys) + "][" + VL + "])(kiln_shared + " + str(kQBytes + 2 * kKStage) + ");\n";
+  }
   for (int k = 0; k < rank - 2; ++k)
     s += in + "const int64_t " + v("b" + str(k)) + " = " + ast_expr_to_c(*n.body[0]->args.at(k)) +
          ";\n";
@@ -328,6 +357,15 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in + "const float " + wc + " = " +
        (scale ? "(float)(" + render_value(c, *scale) + ")" : std::string("1.f")) + ";\n";
 
+  // Element y (a multiple of 8) of row x of shared array `dest` of `rows` rows: [x][y] with
+  // padded rows, or in the swizzled panels of warpgroup products (chunk y % 64 / 8 of row x of
+  // panel y / 64 at chunk (y % 64 / 8) xor x % 8).
+  auto cell = [&](const std::string& dest, int64_t rows, const std::string& x,
+                  const std::string& y) {
+    if (!wg) return dest + "[" + x + "][" + y + "]";
+    return dest + "[(" + y + " / 64 * " + str(rows) + " + " + x + ") * 64 + ((" + y +
+           " % 64 / 8) ^ (" + x + " % 8)) * 8]";
+  };
   // Fills shared array `dest` (`rows` rows of 1 << `sh` chunks of 8 elements: sh is "3", "4"
   // or N_sh, 3 or 4 by the head at run time) from operand `load` (of statement node `node`): rows
   // along iterator `x_it` from `x0` while `x_ok`, columns along `y_it` from `y0` below `y_end`;
@@ -343,7 +381,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     std::set<std::string> driven = driven_iterators(node, y_it);
     const bool vector = driven.size() == 1 && contiguous_along(load, *driven.begin());
     const std::string p3 = pad2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ", p6 = p5 + "  ";
-    const std::string to = "&" + dest + "[" + v("x") + "][" + v("y") + "]";
+    const std::string to = "&" + cell(dest, rows, v("x"), v("y"));
     const bool wide = sh != "3";  // up to 16 chunks a row
     std::string t = pad2 + (unrolled ? "#pragma unroll\n" : "#pragma unroll 1\n") + pad2 +
                     "for (int " + v("p") + " = 0; " + v("p") + " < " +
@@ -382,8 +420,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
       t += p6 + "  if (" + y_it + " < " + y_end + ") {\n" + p6 + "    " + others + "\n" +
            bind_iterators(node.args, p6 + "    ");
       t += p6 + "    " + v("ev") + " = " + at + ";\n" + p6 + "  }\n";
-      t += p6 + "  " + dest + "[" + v("x") + "][" + v("y") + " + " + v("i") + "] = " + v("ev") +
-           ";\n" + p6 + "}\n";
+      t += p6 + "  (" + to + ")[" + v("i") + "] = " + v("ev") + ";\n" + p6 + "}\n";
       t += p6 + v("done") + " = true;\n" + p5 + "}\n";
       t += p4 + "}\n" + p3 + "}\n";
       t += p3 + "if (!" + v("done") + ") *(uint4*)" + to + " = make_uint4(0, 0, 0, 0);\n";
@@ -408,15 +445,18 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   };
   auto fill_k = [&](const std::string& j, const std::string& d, const std::string& stage,
                     const std::string& pad2, bool unrolled) {
-    return fill(v("sk") + "[" + stage + "]", kKeys, v("sh"), *f->b, score_node, "c3", j,
-                "c3 < " + v("J"), "c4", d, v("D"), "const int64_t c1 = 0; (void)c1;", pad2,
-                unrolled);
+    const std::string dest = wg ? "(" + v("sk") + " + (" + stage + ") * " + str(kWgKStage / 2) + ")"
+                                : v("sk") + "[" + stage + "]";
+    return fill(dest, kKeys, v("sh"), *f->b, score_node, "c3", j, "c3 < " + v("J"), "c4", d, v("D"),
+                "const int64_t c1 = 0; (void)c1;", pad2, unrolled);
   };
   auto fill_v = [&](const std::string& j, const std::string& stage, const std::string& pad2,
                     bool unrolled) {
-    return fill(v("sv") + "[" + stage + "]", kKeys, kLanes > 64 ? "4" : "3", *f->v, out_node, "c3",
-                j, "c3 < " + v("J"), "c2", v("l0"), v("C"), "const int64_t c1 = 0; (void)c1;", pad2,
-                unrolled);
+    const std::string dest =
+        wg ? "(" + v("sv") + " + (" + stage + ") * " + str(wg_v_stage_bytes(kLanes) / 2) + ")"
+           : v("sv") + "[" + stage + "]";
+    return fill(dest, kKeys, kLanes > 64 ? "4" : "3", *f->v, out_node, "c3", j, "c3 < " + v("J"),
+                "c2", v("l0"), v("C"), "const int64_t c1 = 0; (void)c1;", pad2, unrolled);
   };
   s += in + "const int64_t " + v("Dm") + " = " + v("D") + " > 0 ? " + v("D") + " : 1;\n";
   // Key blocks where the score expression is -inf for every row of the tile and key of the
@@ -437,12 +477,22 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // The shared-memory addresses this thread's ldmatrix reads, at the first row, key, head
   // element and lane: each read is one of them plus a constant (and a stage's offset).
   const std::string q = v("q"), w = v("w"), kk = v("kk"), t_ = v("t");
-  s += in + "const uint32_t " + v("aq") + " = kiln_smem_addr(&" + v("sq") + "[" + w + " * 16 + " +
-       q + " % 16][(" + q + " / 16) * 8]);\n";
-  s += in + "const uint32_t " + v("ak") + " = kiln_smem_addr(&" + v("sk") + "[0][(" + q +
-       " / 16) * 8 + " + q + " % 8][(" + q + " / 8) % 2 * 8]);\n";
-  s += in + "const uint32_t " + v("av") + " = kiln_smem_addr(&" + v("sv") + "[0][" + q +
-       " % 16][(" + q + " / 16) * 8]);\n";
+  if (wg) {
+    // The warpgroup's 64 rows of q (128-byte rows), the first stage of k and of v.
+    s += in + "const uint32_t " + v("aq") + " = kiln_smem_addr(" + v("sq") + ") + (" + w +
+         " / 4) * " + str(64 * 128) + ";\n";
+    s += in + "const uint32_t " + v("ak") + " = kiln_smem_addr(" + v("sk") + "), " + v("av") +
+         " = kiln_smem_addr(" + v("sv") + ");\n";
+  } else {
+    s += in + "const uint32_t " + v("aq") + " = kiln_smem_addr(&" + v("sq") + "[" + w + " * 16 + " +
+         q + " % 16][(" + q + " / 16) * 8]);\n";
+    s += in + "const uint32_t " + v("ak") + " = kiln_smem_addr(&" + v("sk") + "[0][(" + q +
+         " / 16) * 8 + " + q + " % 8][(" + q + " / 8) % 2 * 8]);\n";
+    s += in + "const uint32_t " + v("av") + " = kiln_smem_addr(&" + v("sv") + "[0][" + q +
+         " % 16][(" + q + " / 16) * 8]);\n";
+  }
+  // Copies and stores reach the tensor cores' reads (the async proxy) through a proxy fence.
+  const std::string landed = wg ? "kiln_fence_proxy_async();\n" : "";
   s += in + "int64_t " + v("j1") + " = 0;\n" + advance(v("j1"), in);
   // The previous tile's products may still read shared memory (none waits after them).
   s += in + "__syncthreads();\n";
@@ -457,20 +507,22 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // the next block's copies go to the other stage while this one's products run.
   const std::string st = v("st");
   s += in + "int " + st + " = 0;\n";
+  const std::string next = st + " ^ 1";
   s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") + " < " +
-       v("J") + "; " + v("j0") + " = " + v("jx") + ", " + st + " ^= 1) {\n";
+       v("J") + "; " + v("j0") + " = " + v("jx") + ", " + st + " = " + next + ") {\n";
   s += in2 + v("jx") + " = " + v("j0") + " + " + str(kKeys) + ";\n" + advance(v("jx"), in2);
-  s += in2 + "kiln_cp_async_wait_all();\n" + in2 + "__syncthreads();\n";
-  s += in2 + "if (" + v("jx") + " < " + v("J") + ") {\n" +
-       fill_k(v("jx"), "0", st + " ^ 1", in3, true) + fill_v(v("jx"), st + " ^ 1", in3, true) +
-       in2 + "}\n";
+  s += in2 + "kiln_cp_async_wait_all();\n" + (wg ? in2 + landed : "") + in2 + "__syncthreads();\n";
+  s += in2 + "if (" + v("jx") + " < " + v("J") + ") {\n" + fill_k(v("jx"), "0", next, in3, true) +
+       fill_v(v("jx"), next, in3, true) + in2 + "}\n";
   s += in2 + "kiln_cp_async_commit();\n";
-  s += in2 + "const uint32_t " + v("kst") + " = " + v("ak") + " + " + st + " * " + str(kKStage) +
+  s += in2 + "const uint32_t " + v("kst") + " = " + v("ak") + " + " + st + " * " + str(kKSt) +
        ", " + v("vst") + " = " + v("av") + " + " + st + " * " + str(kVStage) + ";\n";
   s += in2 + "float " + v("s") + "[8][4];\n";
-  s += in2 + "#pragma unroll\n" + in2 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ + ")\n" +
-       in2 + "  " + v("s") + "[" + t_ + "][0] = " + v("s") + "[" + t_ + "][1] = " + v("s") + "[" +
-       t_ + "][2] = " + v("s") + "[" + t_ + "][3] = 0.f;\n";
+  // (Warpgroup products overwrite them with the first step.)
+  if (!wg)
+    s += in2 + "#pragma unroll\n" + in2 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ +
+         ")\n" + in2 + "  " + v("s") + "[" + t_ + "][0] = " + v("s") + "[" + t_ +
+         "][1] = " + v("s") + "[" + t_ + "][2] = " + v("s") + "[" + t_ + "][3] = 0.f;\n";
   // The scores on tensor cores, over the head in chunks of 128: one chunk, staged before the
   // loop, up to 128; a longer head copies each chunk of q and k (but k's first) here, waiting.
   s += in2 + "for (int64_t " + v("d0") + " = 0; " + v("d0") + " < " + v("Dm") + "; " + v("d0") +
@@ -478,8 +530,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + "if (" + v("D") + " > " + str(kHead) + ") {\n" + in4 + "__syncthreads();\n" +
        fill_q(v("d0"), in4) + in4 + "if (" + v("d0") + " > 0) {\n" +
        fill_k(v("j0"), v("d0"), st, in4 + "  ", false) + in4 + "}\n" + in4 +
-       "kiln_cp_async_commit();\n" + in4 + "kiln_cp_async_wait_all();\n" + in4 +
-       "__syncthreads();\n" + in3 + "}\n";
+       "kiln_cp_async_commit();\n" + in4 + "kiln_cp_async_wait_all();\n" +
+       (wg ? in4 + landed : "") + in4 + "__syncthreads();\n" + in3 + "}\n";
   s += in3 + "const int64_t " + v("dk") + " = " + v("D") + " - " + v("d0") + ";\n";
   auto ldmatrix = [&](const std::string& trans, const std::string& r, const std::string& at,
                       const std::string& pad2) {
@@ -507,20 +559,97 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // The scores' a: the warp's 16 rows of q, lanes 0-15 address rows 0-15 at k, 16-31 at k + 8;
   // b: keys 8t.. of the block for n tile t, lanes 0-7 at k, 8-15 at k + 8, 16-31 the same for
   // tile t + 1 (fb[0..1] tile t, fb[2..3] tile t + 1). Rows of q and k are 272 bytes apart.
-  s += in3 + "#pragma unroll\n" + in3 + "for (int " + kk + " = 0; " + kk + " < " + str(kHead) +
-       "; " + kk + " += 16) {\n";
-  s += in4 + "if (" + kk + " >= " + v("dk") + ") break;\n";
-  s += in4 + "uint32_t " + v("fa") + "[4];\n";
-  s += ldmatrix("", v("fa"), v("aq") + " + " + kk + " * 2", in4);
-  s += in4 + "#pragma unroll\n" + in4 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ +
-       " += 2) {\n";
-  s += in4 + "  uint32_t " + v("fb") + "[4];\n";
-  s += ldmatrix("", v("fb"),
-                v("kst") + " + " + t_ + " * " + str(8 * (kHead + kPad) * 2) + " + " + kk + " * 2",
-                in4 + "  ");
-  s += mma(v("s") + "[" + t_ + "]", v("fa"), v("fb") + "[0]", v("fb") + "[1]", in4 + "  ");
-  s += mma(v("s") + "[" + t_ + " + 1]", v("fa"), v("fb") + "[2]", v("fb") + "[3]", in4 + "  ");
-  s += in4 + "}\n" + in3 + "}\n" + in2 + "}\n";
+  // Warpgroup products: per step of 16 elements of the head, one m64n64k16 of the warpgroup's
+  // 64 rows of q by the block's 64 keys, both K-major in their panels (steps 32 bytes apart
+  // within a 128-byte row, panels of 64 elements 128 rows or 64 keys of 128 bytes apart, 8 rows
+  // 1 KiB apart), then the scores read only after the instructions end.
+  const MmaInstruction *score_mma = nullptr, *value_mma = nullptr;
+  if (wg) {
+    score_mma = find_warpgroup_mma(half, half, DType::f32, static_cast<int>(kKeys));
+    value_mma = find_warpgroup_mma(half, half, DType::f32, static_cast<int>(kLanes));
+    if (!score_mma || !value_mma)
+      throw std::logic_error("no warpgroup instruction for the online-softmax tile");
+  }
+  // One wgmma into accumulators acc[tiles][4] (element 4t + e of the instruction's n / 2), a from
+  // shared memory (descriptor `a`) or from the registers `a_regs`, b from descriptor `b`,
+  // transposed (MN-major) where `trans_b`; the accumulators added to where `add` (C, nonzero),
+  // else overwritten.
+  auto wgmma = [&](const MmaInstruction& ins, const std::string& acc, int64_t tiles,
+                   const std::string& a, const std::vector<std::string>& a_regs,
+                   const std::string& b, bool trans_b, const std::string& add,
+                   const std::string& pad2) {
+    std::string regs, outs, ins_a, inputs;
+    int next = 0;
+    for (int64_t t = 0; t < tiles; ++t)
+      for (int e = 0; e < 4; ++e, ++next) {
+        regs += (next ? ", %" : "%") + std::to_string(next);
+        outs += std::string(next ? ", " : "") + "\"+f\"(" + acc + "[" + str(t) + "][" +
+                std::to_string(e) + "])";
+      }
+    if (a_regs.empty()) {
+      ins_a = "%" + std::to_string(next++);
+      inputs = "\"l\"(" + a + ")";
+    } else {
+      for (size_t r = 0; r < a_regs.size(); ++r) {
+        ins_a += (r ? ", %" : "{%") + std::to_string(next++);
+        inputs += std::string(r ? ", " : "") + "\"r\"(" + a_regs[r] + ")";
+      }
+      ins_a += "}";
+    }
+    const std::string ins_b = "%" + std::to_string(next++);
+    inputs += ", \"l\"(" + b + ")";
+    const std::string ins_add = "%" + std::to_string(next++);
+    inputs += ", \"r\"((int)(" + add + "))";
+    const std::string imm =
+        std::string(a_regs.empty() ? "p, 1, 1, 0, " : "p, 1, 1, ") + (trans_b ? "1" : "0");
+    return pad2 + "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + ins_add + ", 0;\\n" +
+           ins.ptx + " {" + regs + "}, " + ins_a + ", " + ins_b + ", " + imm + ";\\n}\\n\"\n" +
+           pad2 + "             : " + outs + "\n" + pad2 + "             : " + inputs + ");\n";
+  };
+  // The accumulators acc[tiles][4] tied to the order of the asm statements, after the wait.
+  auto fence_operands = [&](const std::string& acc, int64_t tiles, const std::string& pad2) {
+    return pad2 + "#pragma unroll\n" + pad2 + "for (int " + t_ + " = 0; " + t_ + " < " +
+           str(tiles) + "; ++" + t_ + ")\n" + pad2 + "#pragma unroll\n" + pad2 + "for (int " +
+           v("e") + " = 0; " + v("e") + " < 4; ++" + v("e") + ")\n" + pad2 +
+           "  kiln_fence_operand(" + acc + "[" + t_ + "][" + v("e") + "]);\n";
+  };
+  if (wg) {
+    // The steps of a chunk of dk elements, straight-line (a branch between the instructions of
+    // a group makes ptxas fence each one): 4 where dk <= 64, else 8. The copies fill 64 or 128
+    // elements of a row, zeros past the head, so the steps past dk add zeros.
+    auto steps = [&](int64_t count, const std::string& pad2) {
+      std::string t = pad2 + "kiln_wgmma_fence();\n" + pad2 + "#pragma unroll\n" + pad2 +
+                      "for (int " + kk + " = 0; " + kk + " < " + str(count) + "; ++" + kk + ") {\n";
+      t += wgmma(*score_mma, v("s"), 8,
+                 "kiln_wgmma_desc(" + v("aq") + " + " + kk + " / 4 * " + str(kRows * 128) + " + " +
+                     kk + " % 4 * 32, 16, 1024)",
+                 {},
+                 "kiln_wgmma_desc(" + v("kst") + " + " + kk + " / 4 * " + str(kKeys * 128) + " + " +
+                     kk + " % 4 * 32, 16, 1024)",
+                 false, v("d0") + " != 0 || " + kk + " != 0", pad2 + "  ");
+      return t + pad2 + "}\n";
+    };
+    const std::string dk = v("dk");
+    s += in3 + "if (" + dk + " > 64) {\n" + steps(kHead / 16, in4) + in3 + "} else {\n" +
+         steps(4, in4) + in3 + "}\n";
+    s += in3 + "kiln_wgmma_commit();\n" + in3 + "kiln_wgmma_wait<0>();\n";
+    s += fence_operands(v("s"), 8, in3) + in2 + "}\n";
+  } else {
+    s += in3 + "#pragma unroll\n" + in3 + "for (int " + kk + " = 0; " + kk + " < " + str(kHead) +
+         "; " + kk + " += 16) {\n";
+    s += in4 + "if (" + kk + " >= " + v("dk") + ") break;\n";
+    s += in4 + "uint32_t " + v("fa") + "[4];\n";
+    s += ldmatrix("", v("fa"), v("aq") + " + " + kk + " * 2", in4);
+    s += in4 + "#pragma unroll\n" + in4 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ +
+         " += 2) {\n";
+    s += in4 + "  uint32_t " + v("fb") + "[4];\n";
+    s += ldmatrix("", v("fb"),
+                  v("kst") + " + " + t_ + " * " + str(8 * (kHead + kPad) * 2) + " + " + kk + " * 2",
+                  in4 + "  ");
+    s += mma(v("s") + "[" + t_ + "]", v("fa"), v("fb") + "[0]", v("fb") + "[1]", in4 + "  ");
+    s += mma(v("s") + "[" + t_ + " + 1]", v("fa"), v("fb") + "[2]", v("fb") + "[3]", in4 + "  ");
+    s += in4 + "}\n" + in3 + "}\n" + in2 + "}\n";
+  }
 
   // The score expression per element: s[t][e] is row g + 8 (e / 2) of the warp, key 8t + 2u +
   // e % 2 of the block.
@@ -637,24 +766,50 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // fragments through ldmatrix.trans of v[key][lane] (rows 144 bytes apart): lanes 0-7 address
   // keys 16kk.. at lanes 8t.., 8-15 keys 16kk + 8.., 16-31 the same at lanes 8t + 8.. (tile t + 1).
   const std::string pack = half == DType::bf16 ? "kiln_pack_bf16x2" : "kiln_pack_f16x2";
-  s +=
-      in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < 4; ++" + kk + ") {\n";
   auto sv_ = [&](const std::string& tile, int i) {
     return v("s") + "[" + tile + "][" + str(i) + "]";
   };
   const std::string lo = "2 * " + kk, hi = "2 * " + kk + " + 1";
-  s += in3 + "const uint32_t " + v("pa") + "[4] = {" + pack + "(" + sv_(lo, 0) + ", " + sv_(lo, 1) +
-       "), " + pack + "(" + sv_(lo, 2) + ", " + sv_(lo, 3) + "), " + pack + "(" + sv_(hi, 0) +
-       ", " + sv_(hi, 1) + "), " + pack + "(" + sv_(hi, 2) + ", " + sv_(hi, 3) + ")};\n";
-  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < " + str(kOTiles) +
-       "; " + t_ + " += 2) {\n";
-  s += in4 + "uint32_t " + v("fb") + "[4];\n";
-  s += ldmatrix(
-      ".trans", v("fb"),
-      v("vst") + " + " + kk + " * " + str(16 * (kLanes + kPad) * 2) + " + " + t_ + " * 16", in4);
-  s += mma(v("o") + "[" + t_ + "]", v("pa"), v("fb") + "[0]", v("fb") + "[1]", in4);
-  s += mma(v("o") + "[" + t_ + " + 1]", v("pa"), v("fb") + "[2]", v("fb") + "[3]", in4);
-  s += in3 + "}\n" + in2 + "}\n" + in + "}\n";
+  const std::string pairs = pack + "(" + sv_(lo, 0) + ", " + sv_(lo, 1) + "), " + pack + "(" +
+                            sv_(lo, 2) + ", " + sv_(lo, 3) + "), " + pack + "(" + sv_(hi, 0) +
+                            ", " + sv_(hi, 1) + "), " + pack + "(" + sv_(hi, 2) + ", " +
+                            sv_(hi, 3) + ")";
+  if (wg) {
+    // Warpgroup products: the weights from registers (the accumulator layout of the scores is
+    // the a layout of one step), all four steps' converted before the first instruction (a
+    // register written between the instructions of a group makes ptxas fence each one); v
+    // MN-major (transposed by the instruction): 16 keys of 128-byte rows a step, panels of 64
+    // lanes 64 keys of 128 bytes apart, 8 keys 1 KiB apart.
+    s += in2 + "uint32_t " + v("pa") + "[4][4];\n";
+    s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < 4; ++" + kk +
+         ") {\n" + in3 + "const uint32_t " + v("pk") + "[4] = {" + pairs + "};\n" + in3 +
+         "#pragma unroll\n" + in3 + "for (int " + v("r") + " = 0; " + v("r") + " < 4; ++" + v("r") +
+         ") " + v("pa") + "[" + kk + "][" + v("r") + "] = " + v("pk") + "[" + v("r") + "];\n" +
+         in2 + "}\n";
+    s += in2 + "kiln_wgmma_fence();\n";
+    s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < 4; ++" + kk +
+         ") {\n";
+    const std::string pa = v("pa") + "[" + kk + "]";
+    s += wgmma(*value_mma, v("o"), kOTiles, "", {pa + "[0]", pa + "[1]", pa + "[2]", pa + "[3]"},
+               "kiln_wgmma_desc(" + v("vst") + " + " + kk + " * " + str(16 * 128) + ", " +
+                   str(kKeys * 128) + ", 1024)",
+               true, "1", in3);
+    s += in2 + "}\n" + in2 + "kiln_wgmma_commit();\n" + in2 + "kiln_wgmma_wait<0>();\n";
+    s += fence_operands(v("o"), kOTiles, in2) + in + "}\n";
+  } else {
+    s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < 4; ++" + kk +
+         ") {\n";
+    s += in3 + "const uint32_t " + v("pa") + "[4] = {" + pairs + "};\n";
+    s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < " + str(kOTiles) +
+         "; " + t_ + " += 2) {\n";
+    s += in4 + "uint32_t " + v("fb") + "[4];\n";
+    s += ldmatrix(
+        ".trans", v("fb"),
+        v("vst") + " + " + kk + " * " + str(16 * (kLanes + kPad) * 2) + " + " + t_ + " * 16", in4);
+    s += mma(v("o") + "[" + t_ + "]", v("pa"), v("fb") + "[0]", v("fb") + "[1]", in4);
+    s += mma(v("o") + "[" + t_ + " + 1]", v("pa"), v("fb") + "[2]", v("fb") + "[3]", in4);
+    s += in3 + "}\n" + in2 + "}\n" + in + "}\n";
+  }
 
   // The sums over the 4 threads of a row, the row factors (1 / l) once per row, then each
   // element: o · F, and the epilogue, which reads it (and the row's sum and maximum) from

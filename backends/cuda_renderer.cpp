@@ -8,6 +8,7 @@
 #include "backends/c_externs.h"
 #include "backends/c_prelude.h"
 #include "backends/cuda_prelude.h"
+#include "ir/mma.h"
 
 namespace kiln {
 
@@ -73,7 +74,10 @@ std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
     for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc)) {
       block_tile |= a->space == MemorySpace::shared;
       softmax_tile |= a->space == MemorySpace::shared && a->key_block > 0;
-      wide_softmax |= a->space == MemorySpace::shared && a->key_block > 0 && a->tile_lanes > 64;
+      // (With warpgroup products the 128-lane tile fits two blocks: 128 registers, 4 bytes
+      // spilled for plain attention, 96 KiB of shared memory.)
+      wide_softmax |= a->space == MemorySpace::shared && a->key_block > 0 && a->tile_lanes > 64 &&
+                      !(a->mma && a->mma->warpgroup);
       dynamic_shared = std::max(dynamic_shared, block_tile_shared_bytes(*a));
       wide_tile |= a->space == MemorySpace::shared && a->thread_rows * a->thread_lanes > 64;
     }

@@ -97,9 +97,10 @@ class CudaRenderer : public CStyleRenderer {
  *  `<symbol>_shared_bytes`, which the CUDA plugin gives each launch. */
 int64_t block_tile_shared_bytes(const LoopNode& tile);
 
-/** The dynamic shared memory of an online-softmax tile (backends/cuda_attention.cpp): the rows'
- *  operand and two stages of the keys' operand and of the values. */
-int64_t softmax_tile_shared_bytes(int64_t lanes);
+/** The dynamic shared memory of an online-softmax tile (backends/cuda_attention.cpp) of `lanes`
+ *  lanes: the rows' operand and two stages of the keys' operand and of the values, padded rows
+ *  for mma.sync or swizzled panels for warpgroup products. */
+int64_t softmax_tile_shared_bytes(int64_t lanes, bool warpgroup);
 
 /** The geometry of kernel `k` for the bound sizes (KernelPlan::size_vars order): blocks of
  *  kCudaBlockThreads, and enough blocks for one thread per point of the largest statement

@@ -46,7 +46,7 @@ std::string tile_extent_c(const LoopNode& l) {
 
 int64_t block_tile_shared_bytes(const LoopNode& tile) {
   if (tile.space == MemorySpace::shared && tile.key_block > 0)
-    return softmax_tile_shared_bytes(tile.tile_lanes);
+    return softmax_tile_shared_bytes(tile.tile_lanes, tile.mma && tile.mma->warpgroup);
   if (tile.space != MemorySpace::shared || tile.stages <= 1) return 0;
   int64_t bytes = 0;
   for (const StagedOperand& o : tile.staged) {

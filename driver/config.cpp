@@ -257,7 +257,8 @@ std::vector<Knob> make_knobs() {
        "GPU with warpgroup instructions (sm_90a): block tiles of products of two f16 or bf16 "
        "operands, each contiguous in memory along k or along its rows or lanes, run as wgmma "
        "from swizzled shared memory in tiles of R rows x L lanes (two warpgroups), S cp.async "
-       "stages (RxLxS); 0: off (GPU_MMA's mma.sync); docs/decisions.md",
+       "stages (RxLxS), and the fused attention kernel's two products as wgmma; 0: off (GPU_MMA's "
+       "mma.sync, in attention too); docs/decisions.md",
        "128x256x4", true, parse_gpu_wgmma, show_gpu_wgmma},
       count_knob(
           "ISL_MS", KnobStage::scheduler,

@@ -121,7 +121,7 @@ std::string alloc_line(const LoopNode& n) {
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + " where " +
            unwrap(expr_text(*n.tile_lane_cond)) + "; keys in blocks of " +
            std::to_string(n.key_block) + ", scores' reduction in blocks of " +
-           std::to_string(n.pack_depth);
+           std::to_string(n.pack_depth) + (n.mma ? "; warpgroup products " + n.mma->name : "");
   if (n.space == MemorySpace::shared)
     return "alloc shared " + n.name + " = a " + tile + " block tile of S" +
            std::to_string(n.statement) + ": " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +

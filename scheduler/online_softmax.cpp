@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "ir/mma.h"
 #include "scheduler/gpu_tile.h"
 #include "scheduler/isl_text.h"
 
@@ -464,6 +465,10 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
   tile->tile_lanes = shape.lanes;
   tile->key_block = shape.keys;
   tile->pack_depth = shape.depth;
+  // Warpgroup products where the target has them and the operands are 16-bit of one type (the
+  // entry of the scores' product; P·V's has the tile's lanes for n).
+  const DType a = plan.buffers[f->a->buffer].dtype, b = plan.buffers[f->b->buffer].dtype;
+  if (shape.warpgroup) tile->mma = find_warpgroup_mma(a, b, DType::f32, shape.keys);
   tile->tile_row = "c1";
   tile->tile_lane = "c2";
   tile->tile_row_origin = ast_op("mul", {ast_int(shape.rows), row_tile});

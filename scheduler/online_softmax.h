@@ -73,6 +73,9 @@ struct SoftmaxTileShape {
   int lanes = 64;
   int keys = 64;
   int depth = 128;
+  /** Both products as Hopper's warpgroup instructions (wgmma m64nNk16, sm_90a: the target has
+   *  them and GPU_WGMMA is not 0), else mma.sync per warp. */
+  bool warpgroup = false;
 };
 
 /** The tile shape of the fused kernel of `k` (is_softmax_contraction_kernel): 128 lanes where

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -62,8 +63,18 @@ const std::vector<GoldenCase>& golden_cases() {
        0, true},
       {"linear_bias_relu", "tests/regressions/linear_layouts.toml:linear_bias_relu",
        {{"T", DType::f32}}, 0},
+      {"attention_cuda_f16", "ops/nn.toml:attention", {{"T", DType::f16}}, 0, "cuda"},
+      {"attention_cuda_f16_wgmma", "ops/nn.toml:attention", {{"T", DType::f16}}, 0, "cuda", false,
+       0, 0, 0, true},
   };
   return cases;
+}
+
+/** The golden case named `name`. */
+const GoldenCase& golden_case(const std::string& name) {
+  for (const GoldenCase& c : golden_cases())
+    if (c.name == name) return c;
+  throw std::logic_error("no golden case " + name);
 }
 
 std::string golden_path(const GoldenCase& c) {
@@ -489,6 +500,35 @@ TEST_CASE("codegen: dense_gelu f32: bias and GELU run on each register tile afte
         std::string::npos);
   // The separate pass over the result runs only when no k block does (K = 0).
   CHECK(src.find("if (0 >= s_K) {") != std::string::npos);
+}
+
+TEST_CASE("codegen: f16 attention: one kernel, its products on mma.sync or, for sm_90a, wgmma") {
+  check_golden(golden_case("attention_cuda_f16"));
+  check_golden(golden_case("attention_cuda_f16_wgmma"));
+  const std::string sync = render_source(golden_case("attention_cuda_f16"));
+  const std::string wg = render_source(golden_case("attention_cuda_f16_wgmma"));
+  // mma.sync: padded shared rows read through ldmatrix, no warpgroup instruction.
+  CHECK(sync.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
+  CHECK(sync.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
+  CHECK(sync.find("wgmma.mma_async") == std::string::npos);
+  CHECK(sync.find("extern \"C\" __device__ unsigned kiln_attention_0_shared_bytes = 88064;") !=
+        std::string::npos);
+  // wgmma: q, k and v swizzled in 128-byte rows (80 KiB), copies fenced for the async proxy;
+  // the scores' steps K-major from shared memory, 4 or 8 straight-line steps by the head;
+  // the weights from registers, v transposed by the instruction.
+  CHECK(wg.find("asm volatile(\"ldmatrix") == std::string::npos);
+  CHECK(wg.find("extern \"C\" __device__ unsigned kiln_attention_0_shared_bytes = 81920;") !=
+        std::string::npos);
+  CHECK(wg.find("[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8]") !=
+        std::string::npos);
+  CHECK(wg.find("kiln_cp_async_wait_all();\n        kiln_fence_proxy_async();\n        "
+                "__syncthreads();") != std::string::npos);
+  CHECK(wg.find("if (fa0_dk > 64) {") != std::string::npos);
+  CHECK(wg.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, ") != std::string::npos);
+  CHECK(wg.find("}, %32, %33, p, 1, 1, 0, 0;") != std::string::npos);
+  CHECK(wg.find("}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;") != std::string::npos);
+  CHECK(wg.find("kiln_wgmma_desc(fa0_vst + fa0_kk * 2048, 8192, 1024)") != std::string::npos);
+  CHECK(wg.find("kiln_wgmma_wait<0>();") != std::string::npos);
 }
 
 TEST_CASE("codegen: every golden source compiles with cc -c -O2 -std=gnu11") {

@@ -39,8 +39,9 @@ typedef unsigned long long uint64_t;
 #ifndef KILN_ATTENTION_MIN_BLOCKS
 #define KILN_ATTENTION_MIN_BLOCKS 2
 #endif
-/* An attention tile of 128 lanes (a head of 65-128 elements known when compiling) keeps 64
-   accumulators a thread and 102 KiB of shared memory: one block an SM. */
+/* An attention tile of 128 lanes (a head of 65-128 elements known when compiling) on mma.sync
+   keeps 64 accumulators a thread and 102 KiB of shared memory: one block an SM. (On warpgroup
+   instructions it takes KILN_ATTENTION_MIN_BLOCKS: 96 KiB, 128 registers.) */
 #ifndef KILN_ATTENTION_MIN_BLOCKS_WIDE
 #define KILN_ATTENTION_MIN_BLOCKS_WIDE 1
 #endif

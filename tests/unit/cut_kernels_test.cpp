@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "ir/mma.h"
 #include "scheduler/build_statements.h"
 #include "scheduler/cut_kernels.h"
 #include "scheduler/online_softmax.h"
@@ -236,6 +237,18 @@ TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an onlin
       REQUIRE(tile.body.size() == k.statements.size());
       for (size_t s = 0; s < tile.body.size(); ++s)
         CHECK(tile.body[s]->statement == static_cast<int>(s));
+      // mma.sync per warp unless the target has warpgroup instructions: then both products are
+      // wgmma, the scores' m64n64k16 the tile's entry.
+      CHECK(tile.mma == nullptr);
+      SoftmaxTileShape wide;
+      wide.warpgroup = true;
+      LoopNest wg = softmax_contraction_nest(att, k, wide);
+      const LoopNode& wg_tile = *wg.root->body.at(0);
+      REQUIRE(wg_tile.mma != nullptr);
+      CHECK(wg_tile.mma == find_warpgroup_mma(t, t, DType::f32, 64));
+      CHECK(loop_nest_to_text(wg).find("; warpgroup products m64n64k16." +
+                                       std::string(t == DType::bf16 ? "bf16" : "f16")) !=
+            std::string::npos);
     }
   // In f32 the products do not run on tensor cores: scores, softmax and weighted sum.
   KernelPlan f32 = plan_of("ops/nn.toml:attention", sizes, DType::f32, {}, true);
