@@ -283,6 +283,23 @@ TEST_CASE("codegen: x · wᵀ: the pack's fill reads w along k and transposes 8 
   CHECK(src.find("(kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)]") != std::string::npos);
 }
 
+TEST_CASE("codegen: x · wᵀ with a plain weight: a row block of at most 4 rows runs along k") {
+  // The dot-product form (register_tile.h): no pack, w's rows read where they lie; 4 rows by 2
+  // lanes of vectors of 8 partial sums over k, each row's x and each lane's w loaded once per
+  // 8 k, summed across the vector after the whole vectors, the k left one at a time, stored
+  // (the init folded in), then the bias and the ReLU on the tile's elements.
+  const std::string src = render_source(golden_cases()[13]);
+  CHECK(src.find("if ((s_M - c0c) <= 4) {") != std::string::npos);
+  CHECK(src.find("if ((s_M - c0c) > 4) {") != std::string::npos);
+  CHECK(src.find("for (int64_t c2 = 0; c2 < (s_K - 7); c2 += 8) {") != std::string::npos);
+  CHECK(src.find("tile2_w1_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }") != std::string::npos);
+  CHECK(src.find("tile2_x0_3 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }") != std::string::npos);
+  CHECK(src.find("tile2_3_1 += (tile2_x0_3 * tile2_w1_1);") != std::string::npos);
+  CHECK(src.find("for (int64_t c2 = ((s_K / 8) * 8); c2 < s_K; c2 += 1) {") != std::string::npos);
+  CHECK(src.find("if (3 < tile2_rows && 1 < tile2_lanes) { const int64_t i0 = tile2_row3, i1 = "
+                 "tile2_lane1; b4[(s_N * i0 + i1)] = tile2_s3_1; }") != std::string::npos);
+}
+
 TEST_CASE("codegen: gelu f32, batch rank 1, matches its golden source") {
   check_golden(golden_cases()[2]);
 }
