@@ -335,9 +335,24 @@ std::string CStyleRenderer::render_k_update(const Context& c, const LoopNode& n,
       c.bound.clear();
       c.index_bound.clear();
       c.lane_bound.clear();
-      s += pad + vt + " " + local + "; { " +
-           bind_line(k_tile_args(t, n.args, row_side ? at : 0, row_side ? 0 : at)) + local + " = " +
-           render_lanes(c, e, along) + "; }\n";
+      const std::string bind =
+          bind_line(k_tile_args(t, n.args, row_side ? at : 0, row_side ? 0 : at));
+      const std::string value = render_lanes(c, e, along);
+      if (e.dtype == DType::f16 && c.plan.buffers[e.buffer].dtype == DType::f16) {
+        // f16 along k: one vector of halves converted at once (vcvtph2ps) where the processor
+        // has F16C, else each element as render_lanes converts it.
+        const int width = c.options.vector_bytes / 4;
+        const std::string offset = int_expr_to_c(linear_index(c, e.buffer, e.index), c.sizes);
+        s += pad + vt + " " + local + ";\n" + pad + "{ " + bind + "\n" +
+             "#if defined(__clang__) && defined(__F16C__)\n" + pad + "  " + local +
+             " = ({ typedef _Float16 kiln_vh __attribute__((vector_size(" +
+             std::to_string(2 * width) + "), aligned(2))); kiln_vh kiln_h; memcpy(&kiln_h, " +
+             render_vector_address(c, e.buffer, offset, width) +
+             ", sizeof kiln_h); __builtin_convertvector(kiln_h, " + vt + "); });\n#else\n" + pad +
+             "  " + local + " = " + value + ";\n#endif\n" + pad + "}\n";
+      } else {
+        s += pad + vt + " " + local + "; { " + bind + local + " = " + value + "; }\n";
+      }
       (row_side ? by_row[at] : by_lane[at])[&e] = local;
     }
   };

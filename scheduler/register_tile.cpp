@@ -491,47 +491,58 @@ class Tiler {
     rest->mapping = Mapping::serial;
     rest->body = {std::make_shared<LoopNode>(*t.stmt)};
 
-    auto alloc = std::make_shared<LoopNode>();
-    alloc->kind = LoopNode::Kind::alloc;
-    alloc->space = MemorySpace::local;
-    alloc->statement = t.stmt->statement;
-    alloc->name = "tile" + std::to_string(count_++);
-    alloc->tile_rows = rows;
-    alloc->tile_lanes = lanes;
-    alloc->tile_row = row.iter;
-    alloc->tile_lane = lane.iter;
-    alloc->tile_row_origin = ast_iter(row_c);
-    alloc->tile_row_count = ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_c))});
-    alloc->tile_lane_origin = ast_iter(lane_t);
-    alloc->tile_lane_count = remaining(lane, lane_t, lanes);
-    alloc->k_lanes = kv;
-    alloc->k_iter = k.iter;
-    if (init_) {  // one pass over k: the sums are stored, the init never loaded
-      alloc->tile_fresh = ast_int(1);
-      alloc->tile_init = init_->statement;
-      for (const AstExprPtr& a : init_->args)
-        alloc->tile_init_args.push_back(a ? substitute(a, init_lane_, ast_iter(lane.iter)) : a);
-    }
-    std::set<std::string> used;
-    for (const IntExpr& e : s.index)
-      e.collect_vars(used);
-    alloc->args.resize(t.stmt->args.size());
-    for (size_t a = 0; a < alloc->args.size(); ++a)
-      if (used.count(iterator_name(static_cast<int>(a)))) alloc->args[a] = t.stmt->args[a];
-    alloc->body = {whole, rest};
-    AstExprPtr saved = last_block_;
-    last_block_ = nullptr;  // one pass: the epilogue follows every tile
-    LoopNodePtr tile = epilogue_ ? with_epilogue(alloc, row, lane) : LoopNodePtr(alloc);
-    last_block_ = saved;
-    LoopNodePtr tiles = coincident_loop(
-        lane_t, ast_iter(lane_c),
-        ast_op("lt", {ast_iter(lane_t),
-                      ast_op("min", {add(ast_iter(lane_c), ast_int(block_lanes)), upper(lane)})}),
-        lanes, {tile});
+    // The lane block's tiles of `n` rows by `l` lanes.
+    auto tiles = [&](int64_t n, int64_t l) {
+      auto alloc = std::make_shared<LoopNode>();
+      alloc->kind = LoopNode::Kind::alloc;
+      alloc->space = MemorySpace::local;
+      alloc->statement = t.stmt->statement;
+      alloc->name = "tile" + std::to_string(count_++);
+      alloc->tile_rows = n;
+      alloc->tile_lanes = l;
+      alloc->tile_row = row.iter;
+      alloc->tile_lane = lane.iter;
+      alloc->tile_row_origin = ast_iter(row_c);
+      if (n > 1)
+        alloc->tile_row_count = ast_op("min", {ast_int(n), sub(upper(row), ast_iter(row_c))});
+      alloc->tile_lane_origin = ast_iter(lane_t);
+      alloc->tile_lane_count = remaining(lane, lane_t, l);
+      alloc->k_lanes = kv;
+      alloc->k_iter = k.iter;
+      if (init_) {  // one pass over k: the sums are stored, the init never loaded
+        alloc->tile_fresh = ast_int(1);
+        alloc->tile_init = init_->statement;
+        for (const AstExprPtr& a : init_->args)
+          alloc->tile_init_args.push_back(a ? substitute(a, init_lane_, ast_iter(lane.iter)) : a);
+      }
+      std::set<std::string> used;
+      for (const IntExpr& e : s.index)
+        e.collect_vars(used);
+      alloc->args.resize(t.stmt->args.size());
+      for (size_t a = 0; a < alloc->args.size(); ++a)
+        if (used.count(iterator_name(static_cast<int>(a)))) alloc->args[a] = t.stmt->args[a];
+      alloc->body = {whole, rest};
+      AstExprPtr saved = last_block_;
+      last_block_ = nullptr;  // one pass: the epilogue follows every tile
+      LoopNodePtr tile = epilogue_ ? with_epilogue(alloc, row, lane) : LoopNodePtr(alloc);
+      last_block_ = saved;
+      return coincident_loop(
+          lane_t, ast_iter(lane_c),
+          ast_op("lt", {ast_iter(lane_t),
+                        ast_op("min", {add(ast_iter(lane_c), ast_int(block_lanes)), upper(lane)})}),
+          l, {tile});
+    };
+    // One row (a decode step) takes tiles of twice the lanes instead of computing three rows
+    // more on its operands: 8 sums and 9 vector loads a vector of k, where a tile of 4 rows by
+    // 4 lanes would spill.
     AstExprPtr left = sub(upper(row), ast_iter(row_c));
+    auto few = std::make_shared<LoopNode>();
+    few->body = {make_guard(ast_op("eq", {left, ast_int(1)}), tiles(1, 2 * lanes))};
+    if (rows > 1)
+      few->body.push_back(make_guard(ast_op("gt", {left, ast_int(1)}), tiles(rows, lanes)));
     auto both = std::make_shared<LoopNode>();
     both->body = {make_guard(ast_op("le", {left, ast_int(rows)}),
-                             make_guard(ast_op("lt", {k.init, upper(k)}), tiles)),
+                             make_guard(ast_op("lt", {k.init, upper(k)}), few)),
                   make_guard(ast_op("gt", {left, ast_int(rows)}), std::move(packed))};
     return both;
   }

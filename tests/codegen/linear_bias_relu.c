@@ -249,71 +249,121 @@ static void kiln_linear_bias_relu_0_loops(const int64_t s_M, const int64_t s_K, 
     for (int64_t c0c = 0; c0c < s_M; c0c += 384) {
       if ((s_M - c0c) <= 4) {
         if (0 < s_K) {
-          for (int64_t c1t = c1c; c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 2) {
-            {
-              const int64_t tile2_rows = (4 < (s_M - c0c) ? 4 : (s_M - c0c));
-              const int64_t tile2_row1 = c0c + (1 < tile2_rows ? 1 : tile2_rows - 1);
-              const int64_t tile2_row2 = c0c + (2 < tile2_rows ? 2 : tile2_rows - 1);
-              const int64_t tile2_row3 = c0c + (3 < tile2_rows ? 3 : tile2_rows - 1);
-              const int64_t tile2_lanes = (2 < (s_N - c1t) ? 2 : (s_N - c1t));
-              const int64_t tile2_lane1 = c1t + (1 < tile2_lanes ? 1 : tile2_lanes - 1);
-              kiln_vf32 tile2_0_0 = (kiln_vf32){0};
-              kiln_vf32 tile2_0_1 = (kiln_vf32){0};
-              kiln_vf32 tile2_1_0 = (kiln_vf32){0};
-              kiln_vf32 tile2_1_1 = (kiln_vf32){0};
-              kiln_vf32 tile2_2_0 = (kiln_vf32){0};
-              kiln_vf32 tile2_2_1 = (kiln_vf32){0};
-              kiln_vf32 tile2_3_0 = (kiln_vf32){0};
-              kiln_vf32 tile2_3_1 = (kiln_vf32){0};
-              for (int64_t c2 = 0; c2 < (s_K - 7); c2 += 8) {
-                kiln_vf32 tile2_x0_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_x0_0 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
-                kiln_vf32 tile2_x0_1; { const int64_t i0 = tile2_row1, i1 = (c1t + 0), i2 = c2; tile2_x0_1 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
-                kiln_vf32 tile2_x0_2; { const int64_t i0 = tile2_row2, i1 = (c1t + 0), i2 = c2; tile2_x0_2 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
-                kiln_vf32 tile2_x0_3; { const int64_t i0 = tile2_row3, i1 = (c1t + 0), i2 = c2; tile2_x0_3 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
-                kiln_vf32 tile2_w1_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_w1_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 tile2_w1_1; { const int64_t i0 = (c0c + 0), i1 = tile2_lane1, i2 = c2; tile2_w1_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (tile2_x0_0 * tile2_w1_0); }
-                { const int64_t i0 = (c0c + 0), i1 = tile2_lane1, i2 = c2; tile2_0_1 += (tile2_x0_0 * tile2_w1_1); }
-                { const int64_t i0 = tile2_row1, i1 = (c1t + 0), i2 = c2; tile2_1_0 += (tile2_x0_1 * tile2_w1_0); }
-                { const int64_t i0 = tile2_row1, i1 = tile2_lane1, i2 = c2; tile2_1_1 += (tile2_x0_1 * tile2_w1_1); }
-                { const int64_t i0 = tile2_row2, i1 = (c1t + 0), i2 = c2; tile2_2_0 += (tile2_x0_2 * tile2_w1_0); }
-                { const int64_t i0 = tile2_row2, i1 = tile2_lane1, i2 = c2; tile2_2_1 += (tile2_x0_2 * tile2_w1_1); }
-                { const int64_t i0 = tile2_row3, i1 = (c1t + 0), i2 = c2; tile2_3_0 += (tile2_x0_3 * tile2_w1_0); }
-                { const int64_t i0 = tile2_row3, i1 = tile2_lane1, i2 = c2; tile2_3_1 += (tile2_x0_3 * tile2_w1_1); }
+          if ((s_M - c0c) == 1) {
+            for (int64_t c1t = c1c; c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 4) {
+              {
+                const int64_t tile2_lanes = (4 < (s_N - c1t) ? 4 : (s_N - c1t));
+                const int64_t tile2_lane1 = c1t + (1 < tile2_lanes ? 1 : tile2_lanes - 1);
+                const int64_t tile2_lane2 = c1t + (2 < tile2_lanes ? 2 : tile2_lanes - 1);
+                const int64_t tile2_lane3 = c1t + (3 < tile2_lanes ? 3 : tile2_lanes - 1);
+                kiln_vf32 tile2_0_0 = (kiln_vf32){0};
+                kiln_vf32 tile2_0_1 = (kiln_vf32){0};
+                kiln_vf32 tile2_0_2 = (kiln_vf32){0};
+                kiln_vf32 tile2_0_3 = (kiln_vf32){0};
+                for (int64_t c2 = 0; c2 < (s_K - 7); c2 += 8) {
+                  kiln_vf32 tile2_x0_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_x0_0 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile2_w1_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_w1_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 tile2_w1_1; { const int64_t i0 = (c0c + 0), i1 = tile2_lane1, i2 = c2; tile2_w1_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 tile2_w1_2; { const int64_t i0 = (c0c + 0), i1 = tile2_lane2, i2 = c2; tile2_w1_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 tile2_w1_3; { const int64_t i0 = (c0c + 0), i1 = tile2_lane3, i2 = c2; tile2_w1_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (tile2_x0_0 * tile2_w1_0); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane1, i2 = c2; tile2_0_1 += (tile2_x0_0 * tile2_w1_1); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane2, i2 = c2; tile2_0_2 += (tile2_x0_0 * tile2_w1_2); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane3, i2 = c2; tile2_0_3 += (tile2_x0_0 * tile2_w1_3); }
+                }
+                float tile2_s0_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_0 += kiln_h[kiln_l]; }
+                float tile2_s0_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_1 += kiln_h[kiln_l]; }
+                float tile2_s0_2 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_2, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_2 += kiln_h[kiln_l]; }
+                float tile2_s0_3 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_3, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_3 += kiln_h[kiln_l]; }
+                for (int64_t c2 = ((s_K / 8) * 8); c2 < s_K; c2 += 1) {
+                  { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_s0_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane1, i2 = c2; tile2_s0_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane2, i2 = c2; tile2_s0_2 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane3, i2 = c2; tile2_s0_3 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                }
+                { const int64_t i0 = (c0c + 0), i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile2_s0_0; }
+                if (1 < tile2_lanes) { const int64_t i0 = (c0c + 0), i1 = tile2_lane1; b4[(s_N * i0 + i1)] = tile2_s0_1; }
+                if (2 < tile2_lanes) { const int64_t i0 = (c0c + 0), i1 = tile2_lane2; b4[(s_N * i0 + i1)] = tile2_s0_2; }
+                if (3 < tile2_lanes) { const int64_t i0 = (c0c + 0), i1 = tile2_lane3; b4[(s_N * i0 + i1)] = tile2_s0_3; }
               }
-              float tile2_s0_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_0 += kiln_h[kiln_l]; }
-              float tile2_s0_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_1 += kiln_h[kiln_l]; }
-              float tile2_s1_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_1_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s1_0 += kiln_h[kiln_l]; }
-              float tile2_s1_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_1_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s1_1 += kiln_h[kiln_l]; }
-              float tile2_s2_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_2_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s2_0 += kiln_h[kiln_l]; }
-              float tile2_s2_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_2_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s2_1 += kiln_h[kiln_l]; }
-              float tile2_s3_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_3_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s3_0 += kiln_h[kiln_l]; }
-              float tile2_s3_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_3_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s3_1 += kiln_h[kiln_l]; }
-              for (int64_t c2 = ((s_K / 8) * 8); c2 < s_K; c2 += 1) {
-                { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_s0_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
-                { const int64_t i0 = (c0c + 0), i1 = tile2_lane1, i2 = c2; tile2_s0_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
-                { const int64_t i0 = tile2_row1, i1 = (c1t + 0), i2 = c2; tile2_s1_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
-                { const int64_t i0 = tile2_row1, i1 = tile2_lane1, i2 = c2; tile2_s1_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
-                { const int64_t i0 = tile2_row2, i1 = (c1t + 0), i2 = c2; tile2_s2_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
-                { const int64_t i0 = tile2_row2, i1 = tile2_lane1, i2 = c2; tile2_s2_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
-                { const int64_t i0 = tile2_row3, i1 = (c1t + 0), i2 = c2; tile2_s3_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
-                { const int64_t i0 = tile2_row3, i1 = tile2_lane1, i2 = c2; tile2_s3_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+              for (int64_t c0 = c0c; c0 < (c0c + 1); c0 += 1) {
+                for (int64_t c1 = c1t; c1 < (c1t + (4 < (s_N - c1t) ? 4 : (s_N - c1t))); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b3[(s_N * i0 + i1)] = (float)kiln_max_f32((b4[(s_N * i0 + i1)] + b2[(i1)]), 0.0f);
+                  }
+                }
               }
-              { const int64_t i0 = (c0c + 0), i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile2_s0_0; }
-              if (1 < tile2_lanes) { const int64_t i0 = (c0c + 0), i1 = tile2_lane1; b4[(s_N * i0 + i1)] = tile2_s0_1; }
-              if (1 < tile2_rows) { const int64_t i0 = tile2_row1, i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile2_s1_0; }
-              if (1 < tile2_rows && 1 < tile2_lanes) { const int64_t i0 = tile2_row1, i1 = tile2_lane1; b4[(s_N * i0 + i1)] = tile2_s1_1; }
-              if (2 < tile2_rows) { const int64_t i0 = tile2_row2, i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile2_s2_0; }
-              if (2 < tile2_rows && 1 < tile2_lanes) { const int64_t i0 = tile2_row2, i1 = tile2_lane1; b4[(s_N * i0 + i1)] = tile2_s2_1; }
-              if (3 < tile2_rows) { const int64_t i0 = tile2_row3, i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile2_s3_0; }
-              if (3 < tile2_rows && 1 < tile2_lanes) { const int64_t i0 = tile2_row3, i1 = tile2_lane1; b4[(s_N * i0 + i1)] = tile2_s3_1; }
             }
-            for (int64_t c0 = c0c; c0 < (c0c + (4 < (s_M - c0c) ? 4 : (s_M - c0c))); c0 += 1) {
-              for (int64_t c1 = c1t; c1 < (c1t + (2 < (s_N - c1t) ? 2 : (s_N - c1t))); c1 += 1) {
-                {
-                  const int64_t i0 = c0;
-                  const int64_t i1 = c1;
-                  b3[(s_N * i0 + i1)] = (float)kiln_max_f32((b4[(s_N * i0 + i1)] + b2[(i1)]), 0.0f);
+          }
+          if ((s_M - c0c) > 1) {
+            for (int64_t c1t = c1c; c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 2) {
+              {
+                const int64_t tile3_rows = (4 < (s_M - c0c) ? 4 : (s_M - c0c));
+                const int64_t tile3_row1 = c0c + (1 < tile3_rows ? 1 : tile3_rows - 1);
+                const int64_t tile3_row2 = c0c + (2 < tile3_rows ? 2 : tile3_rows - 1);
+                const int64_t tile3_row3 = c0c + (3 < tile3_rows ? 3 : tile3_rows - 1);
+                const int64_t tile3_lanes = (2 < (s_N - c1t) ? 2 : (s_N - c1t));
+                const int64_t tile3_lane1 = c1t + (1 < tile3_lanes ? 1 : tile3_lanes - 1);
+                kiln_vf32 tile3_0_0 = (kiln_vf32){0};
+                kiln_vf32 tile3_0_1 = (kiln_vf32){0};
+                kiln_vf32 tile3_1_0 = (kiln_vf32){0};
+                kiln_vf32 tile3_1_1 = (kiln_vf32){0};
+                kiln_vf32 tile3_2_0 = (kiln_vf32){0};
+                kiln_vf32 tile3_2_1 = (kiln_vf32){0};
+                kiln_vf32 tile3_3_0 = (kiln_vf32){0};
+                kiln_vf32 tile3_3_1 = (kiln_vf32){0};
+                for (int64_t c2 = 0; c2 < (s_K - 7); c2 += 8) {
+                  kiln_vf32 tile3_x0_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile3_x0_0 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile3_x0_1; { const int64_t i0 = tile3_row1, i1 = (c1t + 0), i2 = c2; tile3_x0_1 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile3_x0_2; { const int64_t i0 = tile3_row2, i1 = (c1t + 0), i2 = c2; tile3_x0_2 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile3_x0_3; { const int64_t i0 = tile3_row3, i1 = (c1t + 0), i2 = c2; tile3_x0_3 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile3_w1_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile3_w1_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 tile3_w1_1; { const int64_t i0 = (c0c + 0), i1 = tile3_lane1, i2 = c2; tile3_w1_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile3_0_0 += (tile3_x0_0 * tile3_w1_0); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile3_lane1, i2 = c2; tile3_0_1 += (tile3_x0_0 * tile3_w1_1); }
+                  { const int64_t i0 = tile3_row1, i1 = (c1t + 0), i2 = c2; tile3_1_0 += (tile3_x0_1 * tile3_w1_0); }
+                  { const int64_t i0 = tile3_row1, i1 = tile3_lane1, i2 = c2; tile3_1_1 += (tile3_x0_1 * tile3_w1_1); }
+                  { const int64_t i0 = tile3_row2, i1 = (c1t + 0), i2 = c2; tile3_2_0 += (tile3_x0_2 * tile3_w1_0); }
+                  { const int64_t i0 = tile3_row2, i1 = tile3_lane1, i2 = c2; tile3_2_1 += (tile3_x0_2 * tile3_w1_1); }
+                  { const int64_t i0 = tile3_row3, i1 = (c1t + 0), i2 = c2; tile3_3_0 += (tile3_x0_3 * tile3_w1_0); }
+                  { const int64_t i0 = tile3_row3, i1 = tile3_lane1, i2 = c2; tile3_3_1 += (tile3_x0_3 * tile3_w1_1); }
+                }
+                float tile3_s0_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_0_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s0_0 += kiln_h[kiln_l]; }
+                float tile3_s0_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_0_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s0_1 += kiln_h[kiln_l]; }
+                float tile3_s1_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_1_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s1_0 += kiln_h[kiln_l]; }
+                float tile3_s1_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_1_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s1_1 += kiln_h[kiln_l]; }
+                float tile3_s2_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_2_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s2_0 += kiln_h[kiln_l]; }
+                float tile3_s2_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_2_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s2_1 += kiln_h[kiln_l]; }
+                float tile3_s3_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_3_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s3_0 += kiln_h[kiln_l]; }
+                float tile3_s3_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_3_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s3_1 += kiln_h[kiln_l]; }
+                for (int64_t c2 = ((s_K / 8) * 8); c2 < s_K; c2 += 1) {
+                  { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile3_s0_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile3_lane1, i2 = c2; tile3_s0_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row1, i1 = (c1t + 0), i2 = c2; tile3_s1_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row1, i1 = tile3_lane1, i2 = c2; tile3_s1_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row2, i1 = (c1t + 0), i2 = c2; tile3_s2_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row2, i1 = tile3_lane1, i2 = c2; tile3_s2_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row3, i1 = (c1t + 0), i2 = c2; tile3_s3_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row3, i1 = tile3_lane1, i2 = c2; tile3_s3_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                }
+                { const int64_t i0 = (c0c + 0), i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile3_s0_0; }
+                if (1 < tile3_lanes) { const int64_t i0 = (c0c + 0), i1 = tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s0_1; }
+                if (1 < tile3_rows) { const int64_t i0 = tile3_row1, i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile3_s1_0; }
+                if (1 < tile3_rows && 1 < tile3_lanes) { const int64_t i0 = tile3_row1, i1 = tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s1_1; }
+                if (2 < tile3_rows) { const int64_t i0 = tile3_row2, i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile3_s2_0; }
+                if (2 < tile3_rows && 1 < tile3_lanes) { const int64_t i0 = tile3_row2, i1 = tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s2_1; }
+                if (3 < tile3_rows) { const int64_t i0 = tile3_row3, i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile3_s3_0; }
+                if (3 < tile3_rows && 1 < tile3_lanes) { const int64_t i0 = tile3_row3, i1 = tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s3_1; }
+              }
+              for (int64_t c0 = c0c; c0 < (c0c + (4 < (s_M - c0c) ? 4 : (s_M - c0c))); c0 += 1) {
+                for (int64_t c1 = c1t; c1 < (c1t + (2 < (s_N - c1t) ? 2 : (s_N - c1t))); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b3[(s_N * i0 + i1)] = (float)kiln_max_f32((b4[(s_N * i0 + i1)] + b2[(i1)]), 0.0f);
+                  }
                 }
               }
             }

@@ -351,9 +351,10 @@ TEST_CASE("schedule: x · wᵀ keeps a register tile; the packed panel gathers w
   CHECK(transposed(check_legal(matmul(DType::f32), opt, sizes)) == std::set<int64_t>{0});
 
   // A row block of at most 4 rows (M = 3, 2, 4 above; M = 7 packs) runs the reduction along k
-  // instead: a tile of 4 rows by 2 lanes (32-byte vectors), each element a vector of 8 partial
-  // sums over k, w read where it lies; a loop of whole vectors of k, then the k left one at a
-  // time (K = 130: 16 vectors and 2; K = 3: none and 3). check_legal ran each of them.
+  // instead: a tile of 4 rows by 2 lanes (32-byte vectors), or of one row by 4 lanes where the
+  // block has one row, each element a vector of 8 partial sums over k, w read where it lies; a
+  // loop of whole vectors of k, then the k left one at a time (K = 130: 16 vectors and 2; K = 3:
+  // none and 3). check_legal ran each of them.
   auto along_k = [](const ScheduledKernel& k) {
     std::vector<const LoopNode*> out;
     for (const LoopNode* a : nodes_of(*k.nest.root, LoopNode::Kind::alloc))
@@ -361,20 +362,23 @@ TEST_CASE("schedule: x · wᵀ keeps a register tile; the packed panel gathers w
     return out;
   };
   std::vector<const LoopNode*> dot = along_k(r);
-  REQUIRE(dot.size() == 1);
-  CHECK(dot[0]->k_lanes == 8);
-  CHECK(dot[0]->tile_rows == 4);
-  CHECK(dot[0]->tile_lanes == 2);
-  CHECK(dot[0]->tile_row_count);
-  CHECK(dot[0]->tile_lane_count);
-  CHECK(dot[0]->tile_init == 0);  // the init folded in: one pass over k stores the sums
-  REQUIRE(dot[0]->body.size() == 2);
-  CHECK(dot[0]->body[0]->step == 8);
-  CHECK(dot[0]->body[1]->step == 1);
-  std::set<int64_t> k_lanes;
-  for (const LoopNode* st : nodes_of(*dot[0], LoopNode::Kind::stmt))
-    k_lanes.insert(st->k_lanes);
-  CHECK(k_lanes == std::set<int64_t>{0, 8});
+  REQUIRE(dot.size() == 2);
+  for (size_t d = 0; d < 2; ++d) {
+    CHECK(dot[d]->k_lanes == 8);
+    CHECK(dot[d]->tile_rows == (d == 0 ? 1 : 4));
+    CHECK(dot[d]->tile_lanes == (d == 0 ? 4 : 2));
+    CHECK(static_cast<bool>(dot[d]->tile_row_count) == (d == 1));
+    CHECK(dot[d]->tile_lane_count);
+    CHECK(dot[d]->tile_init == 0);  // the init folded in: one pass over k stores the sums
+    REQUIRE(dot[d]->body.size() == 2);
+    CHECK(dot[d]->body[0]->step == 8);
+    CHECK(dot[d]->body[1]->step == 1);
+    std::set<int64_t> k_lanes;
+    for (const LoopNode* st : nodes_of(*dot[d], LoopNode::Kind::stmt))
+      k_lanes.insert(st->k_lanes);
+    CHECK(k_lanes == std::set<int64_t>{0, 8});
+  }
+  check_legal(b, opt, {{{"M", 1}, {"N", 9}, {"K", 37}}, {{"M", 1}, {"N", 3}, {"K", 8}}});
   const std::string text = loop_nest_to_text(r.nest);
   CHECK(text.find("register tile along c2 (vectors of 8 k summed at the end)") !=
         std::string::npos);
