@@ -204,6 +204,12 @@ class CStyleRenderer {
   std::string render_transposed_fill(const Context& c, const LoopNode& n,
                                      const std::vector<const ScalarExpr*>& loads,
                                      const std::string& t, int depth) const;
+  /** A register tile along k (LoopNode::k_lanes): vectors of partial sums along k, summed
+   *  across their lanes after body[0], the k left added one at a time by body[1], stored. */
+  std::string render_k_tile(const Context& c, const LoopNode& n, int depth) const;
+  /** The update `n` in such a tile: vector loads along k (each row's and each lane's operands
+   *  once) and the rows × lanes vector FMAs, or one k on the summed scalars. */
+  std::string render_k_update(const Context& c, const LoopNode& n, int depth) const;
   /** Element (reduction iteration, `lane`) of the array of row-shared load `k` of `pack`. */
   std::string pack_element(const Context& c, const LoopNode& pack, size_t k, int64_t lane) const;
   /** The matrix unit (LoopNode::matrix, c_style_matrix.cpp): its helpers (tile configuration,

@@ -31,6 +31,26 @@ std::vector<AstExprPtr> tile_args(const LoopNode& t, const std::vector<AstExprPt
   return out;
 }
 
+/** The local holding lane `l` of a register tile along k (LoopNode::k_lanes) that has a lane
+ *  count: the lane, or the last existing one past the count (bound by render_k_tile). */
+std::string clamped_lane(const LoopNode& t, int64_t l) {
+  return t.name + "_lane" + std::to_string(l);
+}
+
+/** A stmt's or alloc's args at row `r` and lane `l` of register tile along k `t`; rows and
+ *  lanes past the tile's counts take the last existing row's and lane's. */
+std::vector<AstExprPtr> k_tile_args(const LoopNode& t, const std::vector<AstExprPtr>& args,
+                                    int64_t r, int64_t l) {
+  AstExprPtr row = t.tile_row_count && r > 0 ? ast_iter(clamped_row(t, r))
+                                             : ast_op("add", {t.tile_row_origin, ast_int(r)});
+  AstExprPtr col = t.tile_lane_count && l > 0 ? ast_iter(clamped_lane(t, l))
+                                              : ast_op("add", {t.tile_lane_origin, ast_int(l)});
+  std::vector<AstExprPtr> out;
+  for (const AstExprPtr& a : args)
+    out.push_back(a ? substitute(substitute(a, t.tile_row, row), t.tile_lane, col) : nullptr);
+  return out;
+}
+
 /** The vector helpers of one element type; $-names are filled in by vector_helpers. */
 const char* const kVectorHelpers = R"(typedef $T $V __attribute__((vector_size($B), aligned($A)));
 typedef $I $VI __attribute__((vector_size($B)));
@@ -142,6 +162,7 @@ std::string CStyleRenderer::masked_vector(const Context& c, int buffer, const st
 }
 
 std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int depth) const {
+  if (n.k_lanes > 0) return render_k_tile(c, n, depth);
   std::string pad(2 * depth, ' '), in = pad + "  ";
   const Statement& st = c.kernel.statements.at(n.statement);
   DType dtype = c.plan.buffers[st.buffer].dtype;
@@ -211,6 +232,145 @@ std::string CStyleRenderer::render_tile(const Context& c, const LoopNode& n, int
   c.tile = outer;
   s += each(true, in);
   return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_k_tile(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' '), in = pad + "  ";
+  const Statement& st = c.kernel.statements.at(n.statement);
+  DType dtype = c.plan.buffers[st.buffer].dtype;
+  const std::string t = dtype == DType::f64 ? "f64" : "f32",
+                    type = dtype == DType::f64 ? "double" : "float";
+  const int64_t lanes = c.options.vector_bytes / (dtype_bits(dtype) / 8);
+  if ((dtype != DType::f32 && dtype != DType::f64) || n.k_lanes != lanes || n.body.size() != 2)
+    throw std::logic_error("a register tile along k of " + std::to_string(n.k_lanes) + " " +
+                           std::string(dtype_name(dtype)) + " lanes for vectors of " +
+                           std::to_string(c.options.vector_bytes) + " bytes");
+  auto name = [&](const std::string& kind, int64_t r, int64_t l) {
+    return n.name + kind + std::to_string(r) + "_" + std::to_string(l);
+  };
+  std::string s = pad + "{\n";
+  // Rows and lanes past the counts read the last existing row's and lane's operands.
+  if (n.tile_row_count) {
+    std::string rows = n.name + "_rows", origin = ast_expr_to_c(*n.tile_row_origin);
+    s += in + "const int64_t " + rows + " = " + ast_expr_to_c(*n.tile_row_count) + ";\n";
+    for (int64_t r = 1; r < n.tile_rows; ++r)
+      s += in + "const int64_t " + clamped_row(n, r) + " = " + origin + " + (" + std::to_string(r) +
+           " < " + rows + " ? " + std::to_string(r) + " : " + rows + " - 1);\n";
+  }
+  if (n.tile_lane_count) {
+    std::string count = n.name + "_lanes", origin = ast_expr_to_c(*n.tile_lane_origin);
+    s += in + "const int64_t " + count + " = " + ast_expr_to_c(*n.tile_lane_count) + ";\n";
+    for (int64_t l = 1; l < n.tile_lanes; ++l)
+      s += in + "const int64_t " + clamped_lane(n, l) + " = " + origin + " + (" +
+           std::to_string(l) + " < " + count + " ? " + std::to_string(l) + " : " + count +
+           " - 1);\n";
+  }
+  for (int64_t r = 0; r < n.tile_rows; ++r)
+    for (int64_t l = 0; l < n.tile_lanes; ++l)
+      s += in + "kiln_v" + t + " " + name("_", r, l) + " = (kiln_v" + t + "){0};\n";
+  const LoopNode* outer = c.tile;
+  c.tile = &n;
+  s += render_node(c, *n.body[0], depth + 1);
+  // Each vector's lanes summed, then the k left one at a time.
+  for (int64_t r = 0; r < n.tile_rows; ++r)
+    for (int64_t l = 0; l < n.tile_lanes; ++l)
+      s += in + type + " " + name("_s", r, l) + " = 0; { " + type + " kiln_h[" +
+           std::to_string(lanes) + "]; memcpy(kiln_h, &" + name("_", r, l) +
+           ", sizeof kiln_h); for (int kiln_l = 0; kiln_l < " + std::to_string(lanes) +
+           "; ++kiln_l) " + name("_s", r, l) + " += kiln_h[kiln_l]; }\n";
+  s += render_node(c, *n.body[1], depth + 1);
+  c.tile = outer;
+  // The sums stored (the init folded in) or added to the elements, those that exist.
+  for (int64_t r = 0; r < n.tile_rows; ++r)
+    for (int64_t l = 0; l < n.tile_lanes; ++l) {
+      std::string cond;
+      if (n.tile_row_count && r > 0) cond = std::to_string(r) + " < " + n.name + "_rows";
+      if (n.tile_lane_count && l > 0)
+        cond += (cond.empty() ? "" : " && ") + std::to_string(l) + " < " + n.name + "_lanes";
+      c.bound.clear();
+      c.index_bound.clear();
+      std::string element = render_index(c, st.buffer, st.index);
+      s += in + (cond.empty() ? "" : "if (" + cond + ") ") + "{ " +
+           bind_line(k_tile_args(n, n.args, r, l)) + element + (n.tile_init >= 0 ? " = " : " += ") +
+           name("_s", r, l) + "; }\n";
+    }
+  return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_k_update(const Context& c, const LoopNode& n, int depth) const {
+  const LoopNode& t = *c.tile;
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  std::string s;
+  if (n.k_lanes == 0) {  // one k, on the summed scalars
+    for (int64_t r = 0; r < t.tile_rows; ++r)
+      for (int64_t l = 0; l < t.tile_lanes; ++l) {
+        c.bound.clear();
+        c.index_bound.clear();
+        s += pad + "{ " + bind_line(k_tile_args(t, n.args, r, l)) + t.name + "_s" +
+             std::to_string(r) + "_" + std::to_string(l) + " += " + render_value(c, *st.value) +
+             "; }\n";
+      }
+    return s;
+  }
+  std::set<std::string> along = driven_iterators(n, t.k_iter),
+                        lanes = driven_iterators(n, t.tile_lane),
+                        rows = driven_iterators(n, t.tile_row);
+  const std::string vt =
+      "kiln_v" + std::string(c.plan.buffers[st.buffer].dtype == DType::f64 ? "f64" : "f32");
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*st.value, loads);
+  // Each row's operands along k once (x's row), each lane's once (w's row j), then every
+  // row by lane FMA.
+  c.lane_limit.clear();
+  std::vector<std::map<const ScalarExpr*, std::string>> by_row(t.tile_rows), by_lane(t.tile_lanes);
+  auto bind_loads = [&](bool row_side, int64_t at) {
+    for (size_t k = 0; k < loads.size(); ++k) {
+      const ScalarExpr& e = *loads[k];
+      if (!uses_vars(e, along) || uses_vars(e, row_side ? lanes : rows) ||
+          !uses_vars(e, row_side ? rows : lanes))
+        continue;
+      std::string local =
+          t.name + (row_side ? "_x" : "_w") + std::to_string(k) + "_" + std::to_string(at);
+      c.bound.clear();
+      c.index_bound.clear();
+      c.lane_bound.clear();
+      const std::string bind =
+          bind_line(k_tile_args(t, n.args, row_side ? at : 0, row_side ? 0 : at));
+      const std::string value = render_lanes(c, e, along);
+      if (e.dtype == DType::f16 && c.plan.buffers[e.buffer].dtype == DType::f16) {
+        // f16 along k: one vector of halves converted at once (vcvtph2ps) where the processor
+        // has F16C, else each element as render_lanes converts it.
+        const int width = c.options.vector_bytes / 4;
+        const std::string offset = int_expr_to_c(linear_index(c, e.buffer, e.index), c.sizes);
+        s += pad + vt + " " + local + ";\n" + pad + "{ " + bind + "\n" +
+             "#if defined(__clang__) && defined(__F16C__)\n" + pad + "  " + local +
+             " = ({ typedef _Float16 kiln_vh __attribute__((vector_size(" +
+             std::to_string(2 * width) + "), aligned(2))); kiln_vh kiln_h; memcpy(&kiln_h, " +
+             render_vector_address(c, e.buffer, offset, width) +
+             ", sizeof kiln_h); __builtin_convertvector(kiln_h, " + vt + "); });\n#else\n" + pad +
+             "  " + local + " = " + value + ";\n#endif\n" + pad + "}\n";
+      } else {
+        s += pad + vt + " " + local + "; { " + bind + local + " = " + value + "; }\n";
+      }
+      (row_side ? by_row[at] : by_lane[at])[&e] = local;
+    }
+  };
+  for (int64_t r = 0; r < t.tile_rows; ++r)
+    bind_loads(true, r);
+  for (int64_t l = 0; l < t.tile_lanes; ++l)
+    bind_loads(false, l);
+  for (int64_t r = 0; r < t.tile_rows; ++r)
+    for (int64_t l = 0; l < t.tile_lanes; ++l) {
+      c.bound.clear();
+      c.index_bound.clear();
+      c.lane_bound = by_row[r];
+      c.lane_bound.insert(by_lane[l].begin(), by_lane[l].end());
+      s += pad + "{ " + bind_line(k_tile_args(t, n.args, r, l)) + t.name + "_" + std::to_string(r) +
+           "_" + std::to_string(l) + " += " + render_lanes(c, *st.value, along) + "; }\n";
+    }
+  c.lane_bound.clear();
+  return s;
 }
 
 std::string CStyleRenderer::pack_element(const Context& c, const LoopNode& pack, size_t k,
@@ -375,6 +535,7 @@ std::string CStyleRenderer::render_transposed_fill(const Context& c, const LoopN
 
 std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode& n,
                                                int depth) const {
+  if (c.tile->k_lanes > 0) return render_k_update(c, n, depth);
   const LoopNode& t = *c.tile;
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);

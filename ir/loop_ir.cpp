@@ -169,15 +169,19 @@ std::string alloc_line(const LoopNode& n) {
   if (n.carried && n.mapping == Mapping::parallel) out += ", split across threads";
   if (n.tile_rows > 0)
     out += ", a " + tile +
-           (!n.matrix         ? " register tile: "
+           (n.k_lanes > 0 ? " register tile along " + n.k_iter + " (vectors of " +
+                                std::to_string(n.k_lanes) + " k summed at the end): "
+            : !n.matrix       ? " register tile: "
             : n.dot_bytes > 0 ? " dot-product tile: "
                               : " matrix-unit tile: ") +
            range(n.tile_row, n.tile_row_origin, n.tile_rows) +
            (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "") + ", " +
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below +
-           (n.tile_fresh ? ", S" + std::to_string(n.tile_init) + " in registers where " +
-                               unwrap(expr_text(*n.tile_fresh))
-                         : "") +
+           (n.k_lanes > 0 && n.tile_init >= 0
+                ? ", S" + std::to_string(n.tile_init) + " folded in (one pass over k)"
+            : n.tile_fresh ? ", S" + std::to_string(n.tile_init) + " in registers where " +
+                                 unwrap(expr_text(*n.tile_fresh))
+                           : "") +
            dot;
   return out;
 }
@@ -203,6 +207,7 @@ std::string node_line(const LoopNode& n) {
       for (size_t k = 0; k < n.args.size(); ++k)
         out += (k ? ", " : "") + unwrap(expr_text(*n.args[k]));
       out += ");";
+      if (n.k_lanes > 0) out += "  // " + std::to_string(n.k_lanes) + " k at once, along k";
       if (n.fill_k > 0)
         out += "  // " + std::to_string(n.fill_k) + " k rows at once, read along k and transposed";
       return out;

@@ -163,6 +163,18 @@ struct LoopNode {
    *  fill_k × fill_k blocks transposed in registers (scheduler/register_tile.h). fill_k is the
    *  packed element's vector lanes; 0: one k row, each lane's element loaded on its own. */
   int64_t fill_k = 0;
+  /** alloc, a register tile (not matrix): when > 0 the tile runs its reduction along k, in the
+   *  dot-product form (scheduler/register_tile.h): each of its tile_rows × tile_lanes elements
+   *  is a vector of k_lanes partial sums over consecutive values of reduction loop `k_iter`,
+   *  its operands read along k where they lie (no pack); rows and lanes past their counts
+   *  compute on the last existing row's and lane's operands and are not stored. body[0] is the
+   *  loop of whole vectors of k, body[1] the loop of the k left; after body[0] each vector is
+   *  summed across its lanes, body[1] adds to those sums one k at a time, and the sums are
+   *  stored where tile_init >= 0 (the init folded in), else added to the elements.
+   *  stmt in such a tile: when > 0, this instance runs k_lanes consecutive k at once (each
+   *  operand that moves along k read as one vector); 0: one k, on the summed scalars. */
+  int64_t k_lanes = 0;
+  std::string k_iter;            ///< alloc with k_lanes > 0: the reduction loop's iterator
   std::vector<AstExprPtr> args;  ///< stmt, alloc: the value of each statement iterator i0, i1...
   MemorySpace space = MemorySpace::local;  ///< alloc
   std::string name;                        ///< alloc: the register's name, e.g. "acc0"

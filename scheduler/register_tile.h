@@ -87,6 +87,25 @@
  * loads 4 of b's vectors and broadcasts each row's pair into `vdpbf16ps` (docs/decisions.md,
  * "bf16 dot-product tiles").
  *
+ * A row block of at most RegisterTileShape::along_k_rows rows (a decode step) whose lane
+ * operand lies contiguous along k and not along the lanes (w[j, k] of x · wᵀ, not a kept const
+ * weight) and whose every operand that moves with k lies contiguous along it takes the
+ * dot-product form instead of the pack, over the whole of k (no k blocks: nothing is packed):
+ *
+ *     for (jc ...) for (ic ...)                      // across threads, collapsed
+ *       if (M - ic <= along_k_rows && K > 0)
+ *         for (jt = jc; jt < min(jc + B, N); jt += J)      // J = 4 lanes (2 with AVX2)
+ *           for (it = ic; ...; it += R)                    // R = along_k_rows rows
+ *             alloc tile (R × J vectors of V partial sums along k)
+ *               for (k = 0; k < K - (V - 1); k += V) S    // R + J vector loads, R × J FMAs
+ *               for (k = K - K % V; k < K; k++) S         // the k left, on the summed scalars
+ *       else
+ *         the k blocks with their packs, as above
+ *
+ * Each element's sum is then taken in another order (V interleaved partial sums, added up at
+ * the end), exact only up to rounding as any vectorised reduction's. Rows and lanes past the
+ * tile's counts compute on the last existing row's and lane's operands and are not stored.
+ *
  * The nest right after the reduction in the row loop (`for j S2`: a bias, an activation)
  * runs on each tile instead of in a pass of its own when it reads the reduced buffer only at
  * the tile's elements: after the tile's store in the last k block, over the tile's rows and
@@ -120,6 +139,13 @@ struct RegisterTileShape {
    *  fastest runs 5.5 ms direct against 7.1 packed; at 1024³ and 2048³ the pack is as fast or
    *  faster. 0: always pack. */
   int direct_row_tiles = 4;
+  /** A row block of at most this many rows (a decode step) whose lane operand lies along k
+   *  and not along the lanes (w[j, k] of x · wᵀ, a plain weight) runs its reduction along k
+   *  instead of packing that operand transposed at every call: tiles of these rows by 4 lanes
+   *  (2 with 32-byte vectors), each element a vector of partial sums over consecutive k, every
+   *  operand read where it lies, one horizontal sum per element at the end (the dot-product
+   *  form, file comment). 0: always pack. */
+  int along_k_rows = 4;
   /** The target's matrix unit multiplies bf16 pairs into f32 (AMX-BF16, its tile data granted
    *  by the OS; MATRIX=auto): one-loop contractions of two bf16 values take matrix-unit tiles of
    *  32 × 32 sums over packs of both operands instead of vector registers (file comment). */

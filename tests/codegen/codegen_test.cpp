@@ -294,6 +294,39 @@ TEST_CASE("codegen: x · wᵀ: the pack's fill reads w along k and transposes 8 
   CHECK(src.find("(kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)]") != std::string::npos);
 }
 
+TEST_CASE("codegen: x · wᵀ with a plain weight: a row block of at most 4 rows runs along k") {
+  // The dot-product form (register_tile.h): no pack, w's rows read where they lie; one row
+  // by 4 lanes, or 4 rows by 2 lanes, of vectors of 8 partial sums over k, each row's x and
+  // each lane's w loaded once per 8 k, summed across the vector after the whole vectors, the k
+  // left one at a time, stored (the init folded in), then the bias and the ReLU on the tile's
+  // elements.
+  const std::string src = render_source(golden_cases()[13]);
+  CHECK(src.find("if ((s_M - c0c) <= 4) {") != std::string::npos);
+  CHECK(src.find("if ((s_M - c0c) > 4) {") != std::string::npos);
+  CHECK(src.find("if ((s_M - c0c) == 1) {") != std::string::npos);
+  CHECK(src.find("if ((s_M - c0c) > 1) {") != std::string::npos);
+  CHECK(src.find("for (int64_t c2 = 0; c2 < (s_K - 7); c2 += 8) {") != std::string::npos);
+  CHECK(src.find("tile2_w1_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }") != std::string::npos);
+  CHECK(src.find("tile2_0_3 += (tile2_x0_0 * tile2_w1_3);") != std::string::npos);
+  CHECK(src.find("tile3_x0_3 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }") != std::string::npos);
+  CHECK(src.find("tile3_3_1 += (tile3_x0_3 * tile3_w1_1);") != std::string::npos);
+  CHECK(src.find("for (int64_t c2 = ((s_K / 8) * 8); c2 < s_K; c2 += 1) {") != std::string::npos);
+  CHECK(src.find("if (3 < tile3_rows && 1 < tile3_lanes) { const int64_t i0 = tile3_row3, i1 = "
+                 "tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s3_1; }") != std::string::npos);
+  // f16 operands along k: one vector of halves converted at once where the processor has F16C
+  // (vcvtph2ps), each element converted elsewhere; bf16 widened by the renderer's shifts.
+  const GoldenCase f16 = {"", "tests/regressions/linear_layouts.toml:linear_t_plain",
+                          {{"T", DType::f16}}, 0};
+  const std::string h = render_source(f16);
+  CHECK(h.find("#if defined(__clang__) && defined(__F16C__)\n") != std::string::npos);
+  CHECK(h.find("kiln_vh kiln_h; memcpy(&kiln_h, &b1[(s_K * i1 + i2)], sizeof kiln_h); "
+               "__builtin_convertvector(kiln_h, kiln_vf32); });") != std::string::npos);
+  const GoldenCase bf16 = {"", "tests/regressions/linear_layouts.toml:linear_t_plain",
+                           {{"T", DType::bf16}}, 0};
+  CHECK(render_source(bf16).find("kiln_bf16_to_f32(b1[(7 + s_K * i1 + i2)])") !=
+        std::string::npos);
+}
+
 TEST_CASE("codegen: gelu f32, batch rank 1, matches its golden source") {
   check_golden(golden_cases()[2]);
 }

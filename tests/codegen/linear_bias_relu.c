@@ -247,618 +247,743 @@ KILN_FN void kiln_sfence(void) {
 static void kiln_linear_bias_relu_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const float* restrict b0 /* x */, const float* restrict b1 /* w */, const float* restrict b2 /* b */, float* restrict b3 /* y */, float* restrict b4 /* t6 */) {
   for (int64_t c1c = 0; c1c < s_N; c1c += 512) {
     for (int64_t c0c = 0; c0c < s_M; c0c += 384) {
-      for (int64_t c2t = 0; c2t < s_K; c2t += 256) {
-        {
-          const int64_t pack0_base = c1c;
-          float pack0_0[131072] __attribute__((aligned(64)));
-          for (int64_t c1t = c1c; c1t < ((c1c + 512) < (s_N - 63) ? (c1c + 512) : (s_N - 63)); c1t += 64) {
-            for (int64_t c2 = c2t; c2 < (((c2t + 256) < s_K ? (c2t + 256) : s_K) - 7); c2 += 8) {
+      if ((s_M - c0c) <= 4) {
+        if (0 < s_K) {
+          if ((s_M - c0c) == 1) {
+            for (int64_t c1t = c1c; c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 4) {
               {
-                kiln_vf32 kiln_x0_0_0;
-                { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_1;
-                { const int64_t i0 = 0, i1 = (c1t + 1), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_2;
-                { const int64_t i0 = 0, i1 = (c1t + 2), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_3;
-                { const int64_t i0 = 0, i1 = (c1t + 3), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_4;
-                { const int64_t i0 = 0, i1 = (c1t + 4), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_5;
-                { const int64_t i0 = 0, i1 = (c1t + 5), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_6;
-                { const int64_t i0 = 0, i1 = (c1t + 6), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_7;
-                { const int64_t i0 = 0, i1 = (c1t + 7), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 0], kiln_x0_3_0);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 64], kiln_x0_3_1);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 128], kiln_x0_3_2);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 192], kiln_x0_3_3);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 256], kiln_x0_3_4);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 320], kiln_x0_3_5);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 384], kiln_x0_3_6);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 448], kiln_x0_3_7);
+                const int64_t tile2_lanes = (4 < (s_N - c1t) ? 4 : (s_N - c1t));
+                const int64_t tile2_lane1 = c1t + (1 < tile2_lanes ? 1 : tile2_lanes - 1);
+                const int64_t tile2_lane2 = c1t + (2 < tile2_lanes ? 2 : tile2_lanes - 1);
+                const int64_t tile2_lane3 = c1t + (3 < tile2_lanes ? 3 : tile2_lanes - 1);
+                kiln_vf32 tile2_0_0 = (kiln_vf32){0};
+                kiln_vf32 tile2_0_1 = (kiln_vf32){0};
+                kiln_vf32 tile2_0_2 = (kiln_vf32){0};
+                kiln_vf32 tile2_0_3 = (kiln_vf32){0};
+                for (int64_t c2 = 0; c2 < (s_K - 7); c2 += 8) {
+                  kiln_vf32 tile2_x0_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_x0_0 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile2_w1_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_w1_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 tile2_w1_1; { const int64_t i0 = (c0c + 0), i1 = tile2_lane1, i2 = c2; tile2_w1_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 tile2_w1_2; { const int64_t i0 = (c0c + 0), i1 = tile2_lane2, i2 = c2; tile2_w1_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 tile2_w1_3; { const int64_t i0 = (c0c + 0), i1 = tile2_lane3, i2 = c2; tile2_w1_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (tile2_x0_0 * tile2_w1_0); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane1, i2 = c2; tile2_0_1 += (tile2_x0_0 * tile2_w1_1); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane2, i2 = c2; tile2_0_2 += (tile2_x0_0 * tile2_w1_2); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane3, i2 = c2; tile2_0_3 += (tile2_x0_0 * tile2_w1_3); }
+                }
+                float tile2_s0_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_0 += kiln_h[kiln_l]; }
+                float tile2_s0_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_1 += kiln_h[kiln_l]; }
+                float tile2_s0_2 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_2, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_2 += kiln_h[kiln_l]; }
+                float tile2_s0_3 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile2_0_3, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile2_s0_3 += kiln_h[kiln_l]; }
+                for (int64_t c2 = ((s_K / 8) * 8); c2 < s_K; c2 += 1) {
+                  { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile2_s0_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane1, i2 = c2; tile2_s0_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane2, i2 = c2; tile2_s0_2 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile2_lane3, i2 = c2; tile2_s0_3 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                }
+                { const int64_t i0 = (c0c + 0), i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile2_s0_0; }
+                if (1 < tile2_lanes) { const int64_t i0 = (c0c + 0), i1 = tile2_lane1; b4[(s_N * i0 + i1)] = tile2_s0_1; }
+                if (2 < tile2_lanes) { const int64_t i0 = (c0c + 0), i1 = tile2_lane2; b4[(s_N * i0 + i1)] = tile2_s0_2; }
+                if (3 < tile2_lanes) { const int64_t i0 = (c0c + 0), i1 = tile2_lane3; b4[(s_N * i0 + i1)] = tile2_s0_3; }
               }
-              {
-                kiln_vf32 kiln_x0_0_0;
-                { const int64_t i0 = 0, i1 = (c1t + 8), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_1;
-                { const int64_t i0 = 0, i1 = (c1t + 9), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_2;
-                { const int64_t i0 = 0, i1 = (c1t + 10), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_3;
-                { const int64_t i0 = 0, i1 = (c1t + 11), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_4;
-                { const int64_t i0 = 0, i1 = (c1t + 12), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_5;
-                { const int64_t i0 = 0, i1 = (c1t + 13), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_6;
-                { const int64_t i0 = 0, i1 = (c1t + 14), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_7;
-                { const int64_t i0 = 0, i1 = (c1t + 15), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 8], kiln_x0_3_0);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 72], kiln_x0_3_1);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 136], kiln_x0_3_2);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 200], kiln_x0_3_3);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 264], kiln_x0_3_4);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 328], kiln_x0_3_5);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 392], kiln_x0_3_6);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 456], kiln_x0_3_7);
+              for (int64_t c0 = c0c; c0 < (c0c + 1); c0 += 1) {
+                for (int64_t c1 = c1t; c1 < (c1t + (4 < (s_N - c1t) ? 4 : (s_N - c1t))); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b3[(s_N * i0 + i1)] = (float)kiln_max_f32((b4[(s_N * i0 + i1)] + b2[(i1)]), 0.0f);
+                  }
+                }
               }
-              {
-                kiln_vf32 kiln_x0_0_0;
-                { const int64_t i0 = 0, i1 = (c1t + 16), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_1;
-                { const int64_t i0 = 0, i1 = (c1t + 17), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_2;
-                { const int64_t i0 = 0, i1 = (c1t + 18), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_3;
-                { const int64_t i0 = 0, i1 = (c1t + 19), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_4;
-                { const int64_t i0 = 0, i1 = (c1t + 20), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_5;
-                { const int64_t i0 = 0, i1 = (c1t + 21), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_6;
-                { const int64_t i0 = 0, i1 = (c1t + 22), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_7;
-                { const int64_t i0 = 0, i1 = (c1t + 23), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 16], kiln_x0_3_0);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 80], kiln_x0_3_1);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 144], kiln_x0_3_2);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 208], kiln_x0_3_3);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 272], kiln_x0_3_4);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 336], kiln_x0_3_5);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 400], kiln_x0_3_6);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 464], kiln_x0_3_7);
-              }
-              {
-                kiln_vf32 kiln_x0_0_0;
-                { const int64_t i0 = 0, i1 = (c1t + 24), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_1;
-                { const int64_t i0 = 0, i1 = (c1t + 25), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_2;
-                { const int64_t i0 = 0, i1 = (c1t + 26), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_3;
-                { const int64_t i0 = 0, i1 = (c1t + 27), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_4;
-                { const int64_t i0 = 0, i1 = (c1t + 28), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_5;
-                { const int64_t i0 = 0, i1 = (c1t + 29), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_6;
-                { const int64_t i0 = 0, i1 = (c1t + 30), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_7;
-                { const int64_t i0 = 0, i1 = (c1t + 31), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 24], kiln_x0_3_0);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 88], kiln_x0_3_1);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 152], kiln_x0_3_2);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 216], kiln_x0_3_3);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 280], kiln_x0_3_4);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 344], kiln_x0_3_5);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 408], kiln_x0_3_6);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 472], kiln_x0_3_7);
-              }
-              {
-                kiln_vf32 kiln_x0_0_0;
-                { const int64_t i0 = 0, i1 = (c1t + 32), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_1;
-                { const int64_t i0 = 0, i1 = (c1t + 33), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_2;
-                { const int64_t i0 = 0, i1 = (c1t + 34), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_3;
-                { const int64_t i0 = 0, i1 = (c1t + 35), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_4;
-                { const int64_t i0 = 0, i1 = (c1t + 36), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_5;
-                { const int64_t i0 = 0, i1 = (c1t + 37), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_6;
-                { const int64_t i0 = 0, i1 = (c1t + 38), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_7;
-                { const int64_t i0 = 0, i1 = (c1t + 39), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 32], kiln_x0_3_0);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 96], kiln_x0_3_1);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 160], kiln_x0_3_2);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 224], kiln_x0_3_3);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 288], kiln_x0_3_4);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 352], kiln_x0_3_5);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 416], kiln_x0_3_6);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 480], kiln_x0_3_7);
-              }
-              {
-                kiln_vf32 kiln_x0_0_0;
-                { const int64_t i0 = 0, i1 = (c1t + 40), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_1;
-                { const int64_t i0 = 0, i1 = (c1t + 41), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_2;
-                { const int64_t i0 = 0, i1 = (c1t + 42), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_3;
-                { const int64_t i0 = 0, i1 = (c1t + 43), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_4;
-                { const int64_t i0 = 0, i1 = (c1t + 44), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_5;
-                { const int64_t i0 = 0, i1 = (c1t + 45), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_6;
-                { const int64_t i0 = 0, i1 = (c1t + 46), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_7;
-                { const int64_t i0 = 0, i1 = (c1t + 47), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 40], kiln_x0_3_0);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 104], kiln_x0_3_1);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 168], kiln_x0_3_2);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 232], kiln_x0_3_3);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 296], kiln_x0_3_4);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 360], kiln_x0_3_5);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 424], kiln_x0_3_6);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 488], kiln_x0_3_7);
-              }
-              {
-                kiln_vf32 kiln_x0_0_0;
-                { const int64_t i0 = 0, i1 = (c1t + 48), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_1;
-                { const int64_t i0 = 0, i1 = (c1t + 49), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_2;
-                { const int64_t i0 = 0, i1 = (c1t + 50), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_3;
-                { const int64_t i0 = 0, i1 = (c1t + 51), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_4;
-                { const int64_t i0 = 0, i1 = (c1t + 52), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_5;
-                { const int64_t i0 = 0, i1 = (c1t + 53), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_6;
-                { const int64_t i0 = 0, i1 = (c1t + 54), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_7;
-                { const int64_t i0 = 0, i1 = (c1t + 55), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 48], kiln_x0_3_0);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 112], kiln_x0_3_1);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 176], kiln_x0_3_2);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 240], kiln_x0_3_3);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 304], kiln_x0_3_4);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 368], kiln_x0_3_5);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 432], kiln_x0_3_6);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 496], kiln_x0_3_7);
-              }
-              {
-                kiln_vf32 kiln_x0_0_0;
-                { const int64_t i0 = 0, i1 = (c1t + 56), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_1;
-                { const int64_t i0 = 0, i1 = (c1t + 57), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_2;
-                { const int64_t i0 = 0, i1 = (c1t + 58), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_3;
-                { const int64_t i0 = 0, i1 = (c1t + 59), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_4;
-                { const int64_t i0 = 0, i1 = (c1t + 60), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_5;
-                { const int64_t i0 = 0, i1 = (c1t + 61), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_6;
-                { const int64_t i0 = 0, i1 = (c1t + 62), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_0_7;
-                { const int64_t i0 = 0, i1 = (c1t + 63), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
-                kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
-                kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
-                kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
-                kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
-                kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
-                kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 56], kiln_x0_3_0);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 120], kiln_x0_3_1);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 184], kiln_x0_3_2);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 248], kiln_x0_3_3);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 312], kiln_x0_3_4);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 376], kiln_x0_3_5);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 440], kiln_x0_3_6);
-                kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 504], kiln_x0_3_7);
-              }
-            }
-            for (int64_t c2 = (c2t + (((((c2t + 256) < s_K ? (c2t + 256) : s_K) - c2t) / 8) * 8)); c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-              { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 0], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
-              { const int64_t i0 = 0, i1 = (c1t + 8), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 8], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
-              { const int64_t i0 = 0, i1 = (c1t + 16), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 16], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
-              { const int64_t i0 = 0, i1 = (c1t + 24), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 24], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
-              { const int64_t i0 = 0, i1 = (c1t + 32), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 32], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
-              { const int64_t i0 = 0, i1 = (c1t + 40), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 40], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
-              { const int64_t i0 = 0, i1 = (c1t + 48), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 48], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
-              { const int64_t i0 = 0, i1 = (c1t + 56), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 56], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
             }
           }
-          for (int64_t c0t = c0c; c0t < ((c0c + 384) < s_M ? (c0c + 384) : s_M); c0t += 3) {
-            for (int64_t c1t = c1c; c1t < ((c1c + 512) < (s_N - 63) ? (c1c + 512) : (s_N - 63)); c1t += 64) {
+          if ((s_M - c0c) > 1) {
+            for (int64_t c1t = c1c; c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 2) {
               {
-                const int64_t tile0_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
-                const int64_t tile0_row1 = c0t + (1 < tile0_rows ? 1 : tile0_rows - 1);
-                const int64_t tile0_row2 = c0t + (2 < tile0_rows ? 2 : tile0_rows - 1);
-                kiln_vf32 tile0_0_0, tile0_0_1, tile0_0_2, tile0_0_3, tile0_0_4, tile0_0_5, tile0_0_6, tile0_0_7;
-                kiln_vf32 tile0_1_0, tile0_1_1, tile0_1_2, tile0_1_3, tile0_1_4, tile0_1_5, tile0_1_6, tile0_1_7;
-                kiln_vf32 tile0_2_0, tile0_2_1, tile0_2_2, tile0_2_3, tile0_2_4, tile0_2_5, tile0_2_6, tile0_2_7;
-                if ((c2t == 0)) {
-                  tile0_0_0 = (kiln_vf32){0};
-                  tile0_0_1 = (kiln_vf32){0};
-                  tile0_0_2 = (kiln_vf32){0};
-                  tile0_0_3 = (kiln_vf32){0};
-                  tile0_0_4 = (kiln_vf32){0};
-                  tile0_0_5 = (kiln_vf32){0};
-                  tile0_0_6 = (kiln_vf32){0};
-                  tile0_0_7 = (kiln_vf32){0};
-                  tile0_1_0 = (kiln_vf32){0};
-                  tile0_1_1 = (kiln_vf32){0};
-                  tile0_1_2 = (kiln_vf32){0};
-                  tile0_1_3 = (kiln_vf32){0};
-                  tile0_1_4 = (kiln_vf32){0};
-                  tile0_1_5 = (kiln_vf32){0};
-                  tile0_1_6 = (kiln_vf32){0};
-                  tile0_1_7 = (kiln_vf32){0};
-                  tile0_2_0 = (kiln_vf32){0};
-                  tile0_2_1 = (kiln_vf32){0};
-                  tile0_2_2 = (kiln_vf32){0};
-                  tile0_2_3 = (kiln_vf32){0};
-                  tile0_2_4 = (kiln_vf32){0};
-                  tile0_2_5 = (kiln_vf32){0};
-                  tile0_2_6 = (kiln_vf32){0};
-                  tile0_2_7 = (kiln_vf32){0};
-                } else {
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); tile0_0_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); tile0_0_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); tile0_0_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); tile0_0_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); tile0_0_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); tile0_0_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 8); tile0_1_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 16); tile0_1_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 24); tile0_1_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 32); tile0_1_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 40); tile0_1_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 48); tile0_1_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 56); tile0_1_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 8); tile0_2_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 16); tile0_2_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 24); tile0_2_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 32); tile0_2_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 40); tile0_2_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 48); tile0_2_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 56); tile0_2_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                const int64_t tile3_rows = (4 < (s_M - c0c) ? 4 : (s_M - c0c));
+                const int64_t tile3_row1 = c0c + (1 < tile3_rows ? 1 : tile3_rows - 1);
+                const int64_t tile3_row2 = c0c + (2 < tile3_rows ? 2 : tile3_rows - 1);
+                const int64_t tile3_row3 = c0c + (3 < tile3_rows ? 3 : tile3_rows - 1);
+                const int64_t tile3_lanes = (2 < (s_N - c1t) ? 2 : (s_N - c1t));
+                const int64_t tile3_lane1 = c1t + (1 < tile3_lanes ? 1 : tile3_lanes - 1);
+                kiln_vf32 tile3_0_0 = (kiln_vf32){0};
+                kiln_vf32 tile3_0_1 = (kiln_vf32){0};
+                kiln_vf32 tile3_1_0 = (kiln_vf32){0};
+                kiln_vf32 tile3_1_1 = (kiln_vf32){0};
+                kiln_vf32 tile3_2_0 = (kiln_vf32){0};
+                kiln_vf32 tile3_2_1 = (kiln_vf32){0};
+                kiln_vf32 tile3_3_0 = (kiln_vf32){0};
+                kiln_vf32 tile3_3_1 = (kiln_vf32){0};
+                for (int64_t c2 = 0; c2 < (s_K - 7); c2 += 8) {
+                  kiln_vf32 tile3_x0_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile3_x0_0 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile3_x0_1; { const int64_t i0 = tile3_row1, i1 = (c1t + 0), i2 = c2; tile3_x0_1 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile3_x0_2; { const int64_t i0 = tile3_row2, i1 = (c1t + 0), i2 = c2; tile3_x0_2 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile3_x0_3; { const int64_t i0 = tile3_row3, i1 = (c1t + 0), i2 = c2; tile3_x0_3 = kiln_vld_f32(&b0[(s_K * i0 + i2)]); }
+                  kiln_vf32 tile3_w1_0; { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile3_w1_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 tile3_w1_1; { const int64_t i0 = (c0c + 0), i1 = tile3_lane1, i2 = c2; tile3_w1_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile3_0_0 += (tile3_x0_0 * tile3_w1_0); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile3_lane1, i2 = c2; tile3_0_1 += (tile3_x0_0 * tile3_w1_1); }
+                  { const int64_t i0 = tile3_row1, i1 = (c1t + 0), i2 = c2; tile3_1_0 += (tile3_x0_1 * tile3_w1_0); }
+                  { const int64_t i0 = tile3_row1, i1 = tile3_lane1, i2 = c2; tile3_1_1 += (tile3_x0_1 * tile3_w1_1); }
+                  { const int64_t i0 = tile3_row2, i1 = (c1t + 0), i2 = c2; tile3_2_0 += (tile3_x0_2 * tile3_w1_0); }
+                  { const int64_t i0 = tile3_row2, i1 = tile3_lane1, i2 = c2; tile3_2_1 += (tile3_x0_2 * tile3_w1_1); }
+                  { const int64_t i0 = tile3_row3, i1 = (c1t + 0), i2 = c2; tile3_3_0 += (tile3_x0_3 * tile3_w1_0); }
+                  { const int64_t i0 = tile3_row3, i1 = tile3_lane1, i2 = c2; tile3_3_1 += (tile3_x0_3 * tile3_w1_1); }
                 }
-                for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 0]);
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row1, i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row2, i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 8]);
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row1, i1 = (c1t + 8), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row2, i1 = (c1t + 8), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 16]);
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row1, i1 = (c1t + 16), i2 = c2; tile0_1_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row2, i1 = (c1t + 16), i2 = c2; tile0_2_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 24]);
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; tile0_0_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row1, i1 = (c1t + 24), i2 = c2; tile0_1_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row2, i1 = (c1t + 24), i2 = c2; tile0_2_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 32]);
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; tile0_0_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row1, i1 = (c1t + 32), i2 = c2; tile0_1_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row2, i1 = (c1t + 32), i2 = c2; tile0_2_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 40]);
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; tile0_0_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row1, i1 = (c1t + 40), i2 = c2; tile0_1_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row2, i1 = (c1t + 40), i2 = c2; tile0_2_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 48]);
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; tile0_0_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row1, i1 = (c1t + 48), i2 = c2; tile0_1_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row2, i1 = (c1t + 48), i2 = c2; tile0_2_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 56]);
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; tile0_0_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row1, i1 = (c1t + 56), i2 = c2; tile0_1_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                    { const int64_t i0 = tile0_row2, i1 = (c1t + 56), i2 = c2; tile0_2_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                  }
+                float tile3_s0_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_0_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s0_0 += kiln_h[kiln_l]; }
+                float tile3_s0_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_0_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s0_1 += kiln_h[kiln_l]; }
+                float tile3_s1_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_1_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s1_0 += kiln_h[kiln_l]; }
+                float tile3_s1_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_1_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s1_1 += kiln_h[kiln_l]; }
+                float tile3_s2_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_2_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s2_0 += kiln_h[kiln_l]; }
+                float tile3_s2_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_2_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s2_1 += kiln_h[kiln_l]; }
+                float tile3_s3_0 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_3_0, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s3_0 += kiln_h[kiln_l]; }
+                float tile3_s3_1 = 0; { float kiln_h[8]; memcpy(kiln_h, &tile3_3_1, sizeof kiln_h); for (int kiln_l = 0; kiln_l < 8; ++kiln_l) tile3_s3_1 += kiln_h[kiln_l]; }
+                for (int64_t c2 = ((s_K / 8) * 8); c2 < s_K; c2 += 1) {
+                  { const int64_t i0 = (c0c + 0), i1 = (c1t + 0), i2 = c2; tile3_s0_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = (c0c + 0), i1 = tile3_lane1, i2 = c2; tile3_s0_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row1, i1 = (c1t + 0), i2 = c2; tile3_s1_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row1, i1 = tile3_lane1, i2 = c2; tile3_s1_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row2, i1 = (c1t + 0), i2 = c2; tile3_s2_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row2, i1 = tile3_lane1, i2 = c2; tile3_s2_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row3, i1 = (c1t + 0), i2 = c2; tile3_s3_0 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
+                  { const int64_t i0 = tile3_row3, i1 = tile3_lane1, i2 = c2; tile3_s3_1 += (b0[(s_K * i0 + i2)] * b1[(s_K * i1 + i2)]); }
                 }
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_0); }
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_1); }
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_2); }
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_3); }
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_4); }
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_5); }
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_6); }
-                { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_7); }
-                if (1 < tile0_rows) {
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_0); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_1); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_2); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_3); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_4); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_5); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_6); }
-                  { const int64_t i0 = tile0_row1, i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_7); }
-                }
-                if (2 < tile0_rows) {
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_0); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_1); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_2); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_3); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_4); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_5); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_6); }
-                  { const int64_t i0 = tile0_row2, i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_7); }
-                }
+                { const int64_t i0 = (c0c + 0), i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile3_s0_0; }
+                if (1 < tile3_lanes) { const int64_t i0 = (c0c + 0), i1 = tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s0_1; }
+                if (1 < tile3_rows) { const int64_t i0 = tile3_row1, i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile3_s1_0; }
+                if (1 < tile3_rows && 1 < tile3_lanes) { const int64_t i0 = tile3_row1, i1 = tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s1_1; }
+                if (2 < tile3_rows) { const int64_t i0 = tile3_row2, i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile3_s2_0; }
+                if (2 < tile3_rows && 1 < tile3_lanes) { const int64_t i0 = tile3_row2, i1 = tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s2_1; }
+                if (3 < tile3_rows) { const int64_t i0 = tile3_row3, i1 = (c1t + 0); b4[(s_N * i0 + i1)] = tile3_s3_0; }
+                if (3 < tile3_rows && 1 < tile3_lanes) { const int64_t i0 = tile3_row3, i1 = tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s3_1; }
               }
-              if ((c2t + 256) >= s_K) {
-                for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - c0t))); c0 += 1) {
-                  for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
-                    {
-                      const int64_t i0 = c0;
-                      const int64_t i1 = c1;
-                      b3[(s_N * i0 + i1)] = (float)kiln_max_f32((b4[(s_N * i0 + i1)] + b2[(i1)]), 0.0f);
-                    }
+              for (int64_t c0 = c0c; c0 < (c0c + (4 < (s_M - c0c) ? 4 : (s_M - c0c))); c0 += 1) {
+                for (int64_t c1 = c1t; c1 < (c1t + (2 < (s_N - c1t) ? 2 : (s_N - c1t))); c1 += 1) {
+                  {
+                    const int64_t i0 = c0;
+                    const int64_t i1 = c1;
+                    b3[(s_N * i0 + i1)] = (float)kiln_max_f32((b4[(s_N * i0 + i1)] + b2[(i1)]), 0.0f);
                   }
                 }
               }
             }
           }
         }
-        if ((c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))) < ((c1c + 512) < s_N ? (c1c + 512) : s_N)) {
+      }
+      if ((s_M - c0c) > 4) {
+        for (int64_t c2t = 0; c2t < s_K; c2t += 256) {
           {
-            const int64_t pack1_base = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))));
-            float pack1_0[16384] __attribute__((aligned(64)));
-            for (int64_t c1t = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))); c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 8) {
-              for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-                { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c1t - pack1_base) * 256 + (c2 - c2t) * 8 + 0], ((kiln_vf32){(0 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(s_K * i1 + i2)] : 0), (1 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(s_K + s_K * i1 + i2)] : 0), (2 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(2 * s_K + s_K * i1 + i2)] : 0), (3 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(3 * s_K + s_K * i1 + i2)] : 0), (4 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(4 * s_K + s_K * i1 + i2)] : 0), (5 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(5 * s_K + s_K * i1 + i2)] : 0), (6 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(6 * s_K + s_K * i1 + i2)] : 0), (7 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(7 * s_K + s_K * i1 + i2)] : 0)})); }
+            const int64_t pack0_base = c1c;
+            float pack0_0[131072] __attribute__((aligned(64)));
+            for (int64_t c1t = c1c; c1t < ((c1c + 512) < (s_N - 63) ? (c1c + 512) : (s_N - 63)); c1t += 64) {
+              for (int64_t c2 = c2t; c2 < (((c2t + 256) < s_K ? (c2t + 256) : s_K) - 7); c2 += 8) {
+                {
+                  kiln_vf32 kiln_x0_0_0;
+                  { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_1;
+                  { const int64_t i0 = 0, i1 = (c1t + 1), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_2;
+                  { const int64_t i0 = 0, i1 = (c1t + 2), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_3;
+                  { const int64_t i0 = 0, i1 = (c1t + 3), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_4;
+                  { const int64_t i0 = 0, i1 = (c1t + 4), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_5;
+                  { const int64_t i0 = 0, i1 = (c1t + 5), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_6;
+                  { const int64_t i0 = 0, i1 = (c1t + 6), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_7;
+                  { const int64_t i0 = 0, i1 = (c1t + 7), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 0], kiln_x0_3_0);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 64], kiln_x0_3_1);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 128], kiln_x0_3_2);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 192], kiln_x0_3_3);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 256], kiln_x0_3_4);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 320], kiln_x0_3_5);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 384], kiln_x0_3_6);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 448], kiln_x0_3_7);
+                }
+                {
+                  kiln_vf32 kiln_x0_0_0;
+                  { const int64_t i0 = 0, i1 = (c1t + 8), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_1;
+                  { const int64_t i0 = 0, i1 = (c1t + 9), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_2;
+                  { const int64_t i0 = 0, i1 = (c1t + 10), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_3;
+                  { const int64_t i0 = 0, i1 = (c1t + 11), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_4;
+                  { const int64_t i0 = 0, i1 = (c1t + 12), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_5;
+                  { const int64_t i0 = 0, i1 = (c1t + 13), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_6;
+                  { const int64_t i0 = 0, i1 = (c1t + 14), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_7;
+                  { const int64_t i0 = 0, i1 = (c1t + 15), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 8], kiln_x0_3_0);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 72], kiln_x0_3_1);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 136], kiln_x0_3_2);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 200], kiln_x0_3_3);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 264], kiln_x0_3_4);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 328], kiln_x0_3_5);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 392], kiln_x0_3_6);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 456], kiln_x0_3_7);
+                }
+                {
+                  kiln_vf32 kiln_x0_0_0;
+                  { const int64_t i0 = 0, i1 = (c1t + 16), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_1;
+                  { const int64_t i0 = 0, i1 = (c1t + 17), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_2;
+                  { const int64_t i0 = 0, i1 = (c1t + 18), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_3;
+                  { const int64_t i0 = 0, i1 = (c1t + 19), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_4;
+                  { const int64_t i0 = 0, i1 = (c1t + 20), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_5;
+                  { const int64_t i0 = 0, i1 = (c1t + 21), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_6;
+                  { const int64_t i0 = 0, i1 = (c1t + 22), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_7;
+                  { const int64_t i0 = 0, i1 = (c1t + 23), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 16], kiln_x0_3_0);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 80], kiln_x0_3_1);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 144], kiln_x0_3_2);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 208], kiln_x0_3_3);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 272], kiln_x0_3_4);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 336], kiln_x0_3_5);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 400], kiln_x0_3_6);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 464], kiln_x0_3_7);
+                }
+                {
+                  kiln_vf32 kiln_x0_0_0;
+                  { const int64_t i0 = 0, i1 = (c1t + 24), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_1;
+                  { const int64_t i0 = 0, i1 = (c1t + 25), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_2;
+                  { const int64_t i0 = 0, i1 = (c1t + 26), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_3;
+                  { const int64_t i0 = 0, i1 = (c1t + 27), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_4;
+                  { const int64_t i0 = 0, i1 = (c1t + 28), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_5;
+                  { const int64_t i0 = 0, i1 = (c1t + 29), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_6;
+                  { const int64_t i0 = 0, i1 = (c1t + 30), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_7;
+                  { const int64_t i0 = 0, i1 = (c1t + 31), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 24], kiln_x0_3_0);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 88], kiln_x0_3_1);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 152], kiln_x0_3_2);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 216], kiln_x0_3_3);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 280], kiln_x0_3_4);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 344], kiln_x0_3_5);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 408], kiln_x0_3_6);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 472], kiln_x0_3_7);
+                }
+                {
+                  kiln_vf32 kiln_x0_0_0;
+                  { const int64_t i0 = 0, i1 = (c1t + 32), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_1;
+                  { const int64_t i0 = 0, i1 = (c1t + 33), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_2;
+                  { const int64_t i0 = 0, i1 = (c1t + 34), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_3;
+                  { const int64_t i0 = 0, i1 = (c1t + 35), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_4;
+                  { const int64_t i0 = 0, i1 = (c1t + 36), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_5;
+                  { const int64_t i0 = 0, i1 = (c1t + 37), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_6;
+                  { const int64_t i0 = 0, i1 = (c1t + 38), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_7;
+                  { const int64_t i0 = 0, i1 = (c1t + 39), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 32], kiln_x0_3_0);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 96], kiln_x0_3_1);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 160], kiln_x0_3_2);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 224], kiln_x0_3_3);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 288], kiln_x0_3_4);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 352], kiln_x0_3_5);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 416], kiln_x0_3_6);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 480], kiln_x0_3_7);
+                }
+                {
+                  kiln_vf32 kiln_x0_0_0;
+                  { const int64_t i0 = 0, i1 = (c1t + 40), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_1;
+                  { const int64_t i0 = 0, i1 = (c1t + 41), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_2;
+                  { const int64_t i0 = 0, i1 = (c1t + 42), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_3;
+                  { const int64_t i0 = 0, i1 = (c1t + 43), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_4;
+                  { const int64_t i0 = 0, i1 = (c1t + 44), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_5;
+                  { const int64_t i0 = 0, i1 = (c1t + 45), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_6;
+                  { const int64_t i0 = 0, i1 = (c1t + 46), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_7;
+                  { const int64_t i0 = 0, i1 = (c1t + 47), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 40], kiln_x0_3_0);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 104], kiln_x0_3_1);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 168], kiln_x0_3_2);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 232], kiln_x0_3_3);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 296], kiln_x0_3_4);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 360], kiln_x0_3_5);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 424], kiln_x0_3_6);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 488], kiln_x0_3_7);
+                }
+                {
+                  kiln_vf32 kiln_x0_0_0;
+                  { const int64_t i0 = 0, i1 = (c1t + 48), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_1;
+                  { const int64_t i0 = 0, i1 = (c1t + 49), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_2;
+                  { const int64_t i0 = 0, i1 = (c1t + 50), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_3;
+                  { const int64_t i0 = 0, i1 = (c1t + 51), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_4;
+                  { const int64_t i0 = 0, i1 = (c1t + 52), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_5;
+                  { const int64_t i0 = 0, i1 = (c1t + 53), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_6;
+                  { const int64_t i0 = 0, i1 = (c1t + 54), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_7;
+                  { const int64_t i0 = 0, i1 = (c1t + 55), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 48], kiln_x0_3_0);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 112], kiln_x0_3_1);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 176], kiln_x0_3_2);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 240], kiln_x0_3_3);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 304], kiln_x0_3_4);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 368], kiln_x0_3_5);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 432], kiln_x0_3_6);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 496], kiln_x0_3_7);
+                }
+                {
+                  kiln_vf32 kiln_x0_0_0;
+                  { const int64_t i0 = 0, i1 = (c1t + 56), i2 = c2; kiln_x0_0_0 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_1;
+                  { const int64_t i0 = 0, i1 = (c1t + 57), i2 = c2; kiln_x0_0_1 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_2;
+                  { const int64_t i0 = 0, i1 = (c1t + 58), i2 = c2; kiln_x0_0_2 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_3;
+                  { const int64_t i0 = 0, i1 = (c1t + 59), i2 = c2; kiln_x0_0_3 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_4;
+                  { const int64_t i0 = 0, i1 = (c1t + 60), i2 = c2; kiln_x0_0_4 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_5;
+                  { const int64_t i0 = 0, i1 = (c1t + 61), i2 = c2; kiln_x0_0_5 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_6;
+                  { const int64_t i0 = 0, i1 = (c1t + 62), i2 = c2; kiln_x0_0_6 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_0_7;
+                  { const int64_t i0 = 0, i1 = (c1t + 63), i2 = c2; kiln_x0_0_7 = kiln_vld_f32(&b1[(s_K * i1 + i2)]); }
+                  kiln_vf32 kiln_x0_1_0 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_1 = __builtin_shufflevector(kiln_x0_0_0, kiln_x0_0_1, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_2 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_3 = __builtin_shufflevector(kiln_x0_0_2, kiln_x0_0_3, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_4 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_5 = __builtin_shufflevector(kiln_x0_0_4, kiln_x0_0_5, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_1_6 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 0, 8, 2, 10, 4, 12, 6, 14);
+                  kiln_vf32 kiln_x0_1_7 = __builtin_shufflevector(kiln_x0_0_6, kiln_x0_0_7, 1, 9, 3, 11, 5, 13, 7, 15);
+                  kiln_vf32 kiln_x0_2_0 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_2 = __builtin_shufflevector(kiln_x0_1_0, kiln_x0_1_2, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_1 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_3 = __builtin_shufflevector(kiln_x0_1_1, kiln_x0_1_3, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_4 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_6 = __builtin_shufflevector(kiln_x0_1_4, kiln_x0_1_6, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_2_5 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 0, 1, 8, 9, 4, 5, 12, 13);
+                  kiln_vf32 kiln_x0_2_7 = __builtin_shufflevector(kiln_x0_1_5, kiln_x0_1_7, 2, 3, 10, 11, 6, 7, 14, 15);
+                  kiln_vf32 kiln_x0_3_0 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_4 = __builtin_shufflevector(kiln_x0_2_0, kiln_x0_2_4, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_1 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_5 = __builtin_shufflevector(kiln_x0_2_1, kiln_x0_2_5, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_2 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_6 = __builtin_shufflevector(kiln_x0_2_2, kiln_x0_2_6, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vf32 kiln_x0_3_3 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 0, 1, 2, 3, 8, 9, 10, 11);
+                  kiln_vf32 kiln_x0_3_7 = __builtin_shufflevector(kiln_x0_2_3, kiln_x0_2_7, 4, 5, 6, 7, 12, 13, 14, 15);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 56], kiln_x0_3_0);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 120], kiln_x0_3_1);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 184], kiln_x0_3_2);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 248], kiln_x0_3_3);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 312], kiln_x0_3_4);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 376], kiln_x0_3_5);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 440], kiln_x0_3_6);
+                  kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 504], kiln_x0_3_7);
+                }
+              }
+              for (int64_t c2 = (c2t + (((((c2t + 256) < s_K ? (c2t + 256) : s_K) - c2t) / 8) * 8)); c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+                { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 0], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
+                { const int64_t i0 = 0, i1 = (c1t + 8), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 8], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
+                { const int64_t i0 = 0, i1 = (c1t + 16), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 16], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
+                { const int64_t i0 = 0, i1 = (c1t + 24), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 24], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
+                { const int64_t i0 = 0, i1 = (c1t + 32), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 32], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
+                { const int64_t i0 = 0, i1 = (c1t + 40), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 40], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
+                { const int64_t i0 = 0, i1 = (c1t + 48), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 48], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
+                { const int64_t i0 = 0, i1 = (c1t + 56), i2 = c2; kiln_vst_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 56], ((kiln_vf32){b1[(s_K * i1 + i2)], b1[(s_K + s_K * i1 + i2)], b1[(2 * s_K + s_K * i1 + i2)], b1[(3 * s_K + s_K * i1 + i2)], b1[(4 * s_K + s_K * i1 + i2)], b1[(5 * s_K + s_K * i1 + i2)], b1[(6 * s_K + s_K * i1 + i2)], b1[(7 * s_K + s_K * i1 + i2)]})); }
               }
             }
             for (int64_t c0t = c0c; c0t < ((c0c + 384) < s_M ? (c0c + 384) : s_M); c0t += 3) {
-              for (int64_t c1t = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))); c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 8) {
+              for (int64_t c1t = c1c; c1t < ((c1c + 512) < (s_N - 63) ? (c1c + 512) : (s_N - 63)); c1t += 64) {
                 {
-                  const int64_t tile1_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
-                  const int64_t tile1_row1 = c0t + (1 < tile1_rows ? 1 : tile1_rows - 1);
-                  const int64_t tile1_row2 = c0t + (2 < tile1_rows ? 2 : tile1_rows - 1);
-                  kiln_vf32 tile1_0_0;
-                  kiln_vf32 tile1_1_0;
-                  kiln_vf32 tile1_2_0;
+                  const int64_t tile0_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
+                  const int64_t tile0_row1 = c0t + (1 < tile0_rows ? 1 : tile0_rows - 1);
+                  const int64_t tile0_row2 = c0t + (2 < tile0_rows ? 2 : tile0_rows - 1);
+                  kiln_vf32 tile0_0_0, tile0_0_1, tile0_0_2, tile0_0_3, tile0_0_4, tile0_0_5, tile0_0_6, tile0_0_7;
+                  kiln_vf32 tile0_1_0, tile0_1_1, tile0_1_2, tile0_1_3, tile0_1_4, tile0_1_5, tile0_1_6, tile0_1_7;
+                  kiln_vf32 tile0_2_0, tile0_2_1, tile0_2_2, tile0_2_3, tile0_2_4, tile0_2_5, tile0_2_6, tile0_2_7;
                   if ((c2t == 0)) {
-                    tile1_0_0 = (kiln_vf32){0};
-                    tile1_1_0 = (kiln_vf32){0};
-                    tile1_2_0 = (kiln_vf32){0};
+                    tile0_0_0 = (kiln_vf32){0};
+                    tile0_0_1 = (kiln_vf32){0};
+                    tile0_0_2 = (kiln_vf32){0};
+                    tile0_0_3 = (kiln_vf32){0};
+                    tile0_0_4 = (kiln_vf32){0};
+                    tile0_0_5 = (kiln_vf32){0};
+                    tile0_0_6 = (kiln_vf32){0};
+                    tile0_0_7 = (kiln_vf32){0};
+                    tile0_1_0 = (kiln_vf32){0};
+                    tile0_1_1 = (kiln_vf32){0};
+                    tile0_1_2 = (kiln_vf32){0};
+                    tile0_1_3 = (kiln_vf32){0};
+                    tile0_1_4 = (kiln_vf32){0};
+                    tile0_1_5 = (kiln_vf32){0};
+                    tile0_1_6 = (kiln_vf32){0};
+                    tile0_1_7 = (kiln_vf32){0};
+                    tile0_2_0 = (kiln_vf32){0};
+                    tile0_2_1 = (kiln_vf32){0};
+                    tile0_2_2 = (kiln_vf32){0};
+                    tile0_2_3 = (kiln_vf32){0};
+                    tile0_2_4 = (kiln_vf32){0};
+                    tile0_2_5 = (kiln_vf32){0};
+                    tile0_2_6 = (kiln_vf32){0};
+                    tile0_2_7 = (kiln_vf32){0};
                   } else {
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
-                    { const int64_t i0 = tile1_row1, i1 = (c1t + 0); tile1_1_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
-                    { const int64_t i0 = tile1_row2, i1 = (c1t + 0); tile1_2_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile0_0_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); tile0_0_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile0_0_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); tile0_0_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); tile0_0_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); tile0_0_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); tile0_0_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); tile0_0_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 0); tile0_1_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 8); tile0_1_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 16); tile0_1_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 24); tile0_1_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 32); tile0_1_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 40); tile0_1_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 48); tile0_1_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 56); tile0_1_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 0); tile0_2_0 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 8); tile0_2_1 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 16); tile0_2_2 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 24); tile0_2_3 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 32); tile0_2_4 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 40); tile0_2_5 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 48); tile0_2_6 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 56); tile0_2_7 = kiln_vld_f32(&b4[(s_N * i0 + i1)]); }
                   }
                   for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c1t - pack1_base) * 256 + (c2 - c2t) * 8 + 0]);
-                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                      { const int64_t i0 = tile1_row1, i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                      { const int64_t i0 = tile1_row2, i1 = (c1t + 0), i2 = c2; tile1_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 0]);
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile0_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row1, i1 = (c1t + 0), i2 = c2; tile0_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row2, i1 = (c1t + 0), i2 = c2; tile0_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 8]);
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; tile0_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row1, i1 = (c1t + 8), i2 = c2; tile0_1_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row2, i1 = (c1t + 8), i2 = c2; tile0_2_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 16]);
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile0_0_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row1, i1 = (c1t + 16), i2 = c2; tile0_1_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row2, i1 = (c1t + 16), i2 = c2; tile0_2_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 24]);
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; tile0_0_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row1, i1 = (c1t + 24), i2 = c2; tile0_1_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row2, i1 = (c1t + 24), i2 = c2; tile0_2_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 32]);
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; tile0_0_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row1, i1 = (c1t + 32), i2 = c2; tile0_1_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row2, i1 = (c1t + 32), i2 = c2; tile0_2_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 40]);
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; tile0_0_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row1, i1 = (c1t + 40), i2 = c2; tile0_1_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row2, i1 = (c1t + 40), i2 = c2; tile0_2_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 48]);
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; tile0_0_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row1, i1 = (c1t + 48), i2 = c2; tile0_1_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row2, i1 = (c1t + 48), i2 = c2; tile0_2_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                    }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack0_0[(c1t - pack0_base) * 256 + (c2 - c2t) * 64 + 56]);
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; tile0_0_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row1, i1 = (c1t + 56), i2 = c2; tile0_1_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile0_row2, i1 = (c1t + 56), i2 = c2; tile0_2_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
                     }
                   }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_0_0); }
-                  if (1 < tile1_rows) {
-                    { const int64_t i0 = tile1_row1, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_1_0); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_0); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_1); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_2); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_3); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_4); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_5); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_6); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_0_7); }
+                  if (1 < tile0_rows) {
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_0); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_1); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_2); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_3); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_4); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_5); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_6); }
+                    { const int64_t i0 = tile0_row1, i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_1_7); }
                   }
-                  if (2 < tile1_rows) {
-                    { const int64_t i0 = tile1_row2, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_2_0); }
+                  if (2 < tile0_rows) {
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 0); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_0); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 8); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_1); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 16); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_2); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 24); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_3); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 32); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_4); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 40); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_5); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 48); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_6); }
+                    { const int64_t i0 = tile0_row2, i1 = (c1t + 56); kiln_vst_f32(&b4[(s_N * i0 + i1)], tile0_2_7); }
                   }
                 }
                 if ((c2t + 256) >= s_K) {
                   for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - c0t))); c0 += 1) {
-                    for (int64_t c1 = c1t; c1 < (c1t + (8 < (s_N - c1t) ? 8 : (s_N - c1t))); c1 += 1) {
+                    for (int64_t c1 = c1t; c1 < (c1t + 64); c1 += 1) {
                       {
                         const int64_t i0 = c0;
                         const int64_t i1 = c1;
                         b3[(s_N * i0 + i1)] = (float)kiln_max_f32((b4[(s_N * i0 + i1)] + b2[(i1)]), 0.0f);
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          if ((c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))) < ((c1c + 512) < s_N ? (c1c + 512) : s_N)) {
+            {
+              const int64_t pack1_base = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))));
+              float pack1_0[16384] __attribute__((aligned(64)));
+              for (int64_t c1t = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))); c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 8) {
+                for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+                  { const int64_t i0 = 0, i1 = (c1t + 0), i2 = c2; kiln_vst_f32(&pack1_0[(c1t - pack1_base) * 256 + (c2 - c2t) * 8 + 0], ((kiln_vf32){(0 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(s_K * i1 + i2)] : 0), (1 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(s_K + s_K * i1 + i2)] : 0), (2 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(2 * s_K + s_K * i1 + i2)] : 0), (3 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(3 * s_K + s_K * i1 + i2)] : 0), (4 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(4 * s_K + s_K * i1 + i2)] : 0), (5 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(5 * s_K + s_K * i1 + i2)] : 0), (6 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(6 * s_K + s_K * i1 + i2)] : 0), (7 < (8 < (s_N - c1t) ? 8 : (s_N - c1t)) ? b1[(7 * s_K + s_K * i1 + i2)] : 0)})); }
+                }
+              }
+              for (int64_t c0t = c0c; c0t < ((c0c + 384) < s_M ? (c0c + 384) : s_M); c0t += 3) {
+                for (int64_t c1t = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))); c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 8) {
+                  {
+                    const int64_t tile1_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
+                    const int64_t tile1_row1 = c0t + (1 < tile1_rows ? 1 : tile1_rows - 1);
+                    const int64_t tile1_row2 = c0t + (2 < tile1_rows ? 2 : tile1_rows - 1);
+                    kiln_vf32 tile1_0_0;
+                    kiln_vf32 tile1_1_0;
+                    kiln_vf32 tile1_2_0;
+                    if ((c2t == 0)) {
+                      tile1_0_0 = (kiln_vf32){0};
+                      tile1_1_0 = (kiln_vf32){0};
+                      tile1_2_0 = (kiln_vf32){0};
+                    } else {
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile1_0_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                      { const int64_t i0 = tile1_row1, i1 = (c1t + 0); tile1_1_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                      { const int64_t i0 = tile1_row2, i1 = (c1t + 0); tile1_2_0 = kiln_vldm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                    }
+                    for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c1t - pack1_base) * 256 + (c2 - c2t) * 8 + 0]);
+                        { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                        { const int64_t i0 = tile1_row1, i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                        { const int64_t i0 = tile1_row2, i1 = (c1t + 0), i2 = c2; tile1_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      }
+                    }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_0_0); }
+                    if (1 < tile1_rows) {
+                      { const int64_t i0 = tile1_row1, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_1_0); }
+                    }
+                    if (2 < tile1_rows) {
+                      { const int64_t i0 = tile1_row2, i1 = (c1t + 0); kiln_vstm_f32(b4, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile1_2_0); }
+                    }
+                  }
+                  if ((c2t + 256) >= s_K) {
+                    for (int64_t c0 = c0t; c0 < (c0t + (3 < (s_M - c0t) ? 3 : (s_M - c0t))); c0 += 1) {
+                      for (int64_t c1 = c1t; c1 < (c1t + (8 < (s_N - c1t) ? 8 : (s_N - c1t))); c1 += 1) {
+                        {
+                          const int64_t i0 = c0;
+                          const int64_t i1 = c1;
+                          b3[(s_N * i0 + i1)] = (float)kiln_max_f32((b4[(s_N * i0 + i1)] + b2[(i1)]), 0.0f);
+                        }
                       }
                     }
                   }

@@ -350,6 +350,51 @@ TEST_CASE("schedule: x · wᵀ keeps a register tile; the packed panel gathers w
   CHECK(transposed(r) == std::set<int64_t>{0, 8});
   CHECK(transposed(check_legal(matmul(DType::f32), opt, sizes)) == std::set<int64_t>{0});
 
+  // A row block of at most 4 rows (M = 3, 2, 4 above; M = 7 packs) runs the reduction along k
+  // instead: a tile of 4 rows by 2 lanes (32-byte vectors), or of one row by 4 lanes where the
+  // block has one row, each element a vector of 8 partial sums over k, w read where it lies; a
+  // loop of whole vectors of k, then the k left one at a time (K = 130: 16 vectors and 2; K = 3:
+  // none and 3). check_legal ran each of them.
+  auto along_k = [](const ScheduledKernel& k) {
+    std::vector<const LoopNode*> out;
+    for (const LoopNode* a : nodes_of(*k.nest.root, LoopNode::Kind::alloc))
+      if (a->k_lanes > 0) out.push_back(a);
+    return out;
+  };
+  std::vector<const LoopNode*> dot = along_k(r);
+  REQUIRE(dot.size() == 2);
+  for (size_t d = 0; d < 2; ++d) {
+    CHECK(dot[d]->k_lanes == 8);
+    CHECK(dot[d]->tile_rows == (d == 0 ? 1 : 4));
+    CHECK(dot[d]->tile_lanes == (d == 0 ? 4 : 2));
+    CHECK(static_cast<bool>(dot[d]->tile_row_count) == (d == 1));
+    CHECK(dot[d]->tile_lane_count);
+    CHECK(dot[d]->tile_init == 0);  // the init folded in: one pass over k stores the sums
+    REQUIRE(dot[d]->body.size() == 2);
+    CHECK(dot[d]->body[0]->step == 8);
+    CHECK(dot[d]->body[1]->step == 1);
+    std::set<int64_t> k_lanes;
+    for (const LoopNode* st : nodes_of(*dot[d], LoopNode::Kind::stmt))
+      k_lanes.insert(st->k_lanes);
+    CHECK(k_lanes == std::set<int64_t>{0, 8});
+  }
+  check_legal(b, opt, {{{"M", 1}, {"N", 9}, {"K", 37}}, {{"M", 1}, {"N", 3}, {"K", 8}}});
+  const std::string text = loop_nest_to_text(r.nest);
+  CHECK(text.find("register tile along c2 (vectors of 8 k summed at the end)") !=
+        std::string::npos);
+  // matmul's b lies along the lanes (the direct row tiles read it), and the form is a knob.
+  CHECK(along_k(check_legal(matmul(DType::f32), opt, sizes)).empty());
+  ScheduleOptions packed = opt;
+  packed.micro.along_k_rows = 0;
+  CHECK(along_k(check_legal(b, packed, sizes)).empty());
+  // An operand that moves along k with a stride (x[k, i]: aᵀ · w) keeps the pack.
+  KernelBuilder at;
+  int xa = at.buffer("x", {K, M}), wa = at.buffer("w", {N, K}), ya = at.buffer("y", {M, N});
+  at.stmt(Statement::Kind::reduce_init, {M, N}, ya, {it(0), it(1)});
+  at.stmt(Statement::Kind::reduce_update, {M, N, K}, ya, {it(0), it(1)},
+          op(Op::mul, {load(xa, {it(2), it(0)}), load(wa, {it(1), it(2)})}));
+  CHECK(along_k(check_legal(at, opt, sizes)).empty());
+
   // Without a register tile the lane loop does not sink: w would be walked K apart at every k.
   ScheduledKernel plain = check_legal(b, untiled(), sizes);
   found.clear();

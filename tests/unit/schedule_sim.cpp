@@ -161,7 +161,16 @@ void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode
           for (int64_t l = 0; l < lanes; ++l) {
             env[tile->tile_row] = row + r;
             env[tile->tile_lane] = lane + l;
-            run(n, env, out);
+            if (n.k_lanes > 0) {  // a tile along k: k_lanes consecutive k at once
+              const int64_t k0 = env.at(tile->k_iter);
+              for (int64_t d = 0; d < n.k_lanes; ++d) {
+                env[tile->k_iter] = k0 + d;
+                run(n, env, out);
+              }
+              env[tile->k_iter] = k0;
+            } else {
+              run(n, env, out);
+            }
           }
         // A tile of one row takes its origin from the row loop itself: restore it.
         for (const std::string* v : {&tile->tile_row, &tile->tile_lane})
