@@ -160,8 +160,10 @@ std::string OpenCLRenderer::loop_annotation(const LoopNode&, const LoopSite&) co
   return "";
 }
 
+// Global memory too: a `single` node's or a block reduction's store to a buffer is read by the
+// group's other work-items after the barrier (CUDA's __syncthreads orders both).
 std::string OpenCLRenderer::barrier() const {
-  return "barrier(CLK_LOCAL_MEM_FENCE);";
+  return "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);";
 }
 
 std::string OpenCLRenderer::math_call(const std::string& fn, DType, const std::string& a) const {

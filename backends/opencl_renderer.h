@@ -2,7 +2,7 @@
  * OpenCL C: the CUDA renderer's GPU code in another syntax. The schedule is CUDA's, read from the
  * same loop IR (scheduler/map_gpu.h, scheduler/gpu_tile.h): a `block.x` loop strides over the
  * work-groups, a `thread.x` loop over the work-items of a group or of the grid, `single` nodes
- * run on work-item 0, barriers are `barrier(CLK_LOCAL_MEM_FENCE)`, block reductions combine
+ * run on work-item 0, barriers fence local and global memory, block reductions combine
  * through local memory. This class overrides only what the language spells differently
  * (docs/plugins.md, "The renderer seam"):
  * - the kernel: `__kernel` with a required work-group size of kCudaBlockThreads, one parameter

@@ -528,7 +528,7 @@ TEST_CASE("codegen: softmax on opencl: CUDA's schedule, OpenCL C's names") {
                  "(int64_t)get_num_groups(0))") != std::string::npos);
   CHECK(src.find("acc0 = kiln_block_reduce_max_float(acc0, kiln_scratch);") != std::string::npos);
   CHECK(src.find("acc1 = kiln_block_reduce_sum_float(acc1, kiln_scratch);") != std::string::npos);
-  CHECK(src.find("barrier(CLK_LOCAL_MEM_FENCE);") != std::string::npos);
+  CHECK(src.find("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);") != std::string::npos);
   // Every buffer (x, y and the two temporaries' slots), then every size: one argument each.
   CHECK(src.find("__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void "
                  "kiln_softmax_0(__global void* p0, __global void* p1, __global void* p2, "

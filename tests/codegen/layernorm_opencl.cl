@@ -176,7 +176,7 @@ static inline void kiln_layernorm_0_loops(const int64_t s_batch0, const int64_t 
         b4[(i0)] = (float)0;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     {
       const int64_t i0 = c0;
       if ((0 < s_N)) {
@@ -193,14 +193,14 @@ static inline void kiln_layernorm_0_loops(const int64_t s_batch0, const int64_t 
         if (get_local_id(0) == 0) b4[(i0)] = acc0;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     if (get_local_id(0) == 0) {
       {
         const int64_t i0 = c0;
         b5[(i0)] = (float)0;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     {
       const int64_t i0 = c0;
       if ((0 < s_N)) {
@@ -218,7 +218,7 @@ static inline void kiln_layernorm_0_loops(const int64_t s_batch0, const int64_t 
         if (get_local_id(0) == 0) b5[(i0)] = acc1;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     for (int64_t c1 = 0 + (int64_t)get_local_id(0); c1 < s_N; c1 += (int64_t)get_local_size(0)) {
       {
         const int64_t i0 = c0;
@@ -227,7 +227,7 @@ static inline void kiln_layernorm_0_loops(const int64_t s_batch0, const int64_t 
         b3[(s_N * i0 + i1)] = kiln_f32_to_f16((float)((((kiln_f16_to_f32(b0[(s_N * i0 + i1)]) + (-(b4[(i0)] * v0))) * (1.0f / sqrt(((b5[(i0)] * v0) + 1e-05f)))) * kiln_f16_to_f32(b1[(i1)])) + kiln_f16_to_f32(b2[(i1)])));
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   }
 }
 

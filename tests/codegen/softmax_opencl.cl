@@ -176,7 +176,7 @@ static inline void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_
         b2[(i0)] = (float)-KILN_INF;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     {
       const int64_t i0 = c0;
       if ((0 < s_N)) {
@@ -192,14 +192,14 @@ static inline void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_
         if (get_local_id(0) == 0) b2[(i0)] = acc0;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     if (get_local_id(0) == 0) {
       {
         const int64_t i0 = c0;
         b3[(i0)] = (float)0;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     {
       const int64_t i0 = c0;
       if ((0 < s_N)) {
@@ -216,7 +216,7 @@ static inline void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_
         if (get_local_id(0) == 0) b3[(i0)] = acc1;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     for (int64_t c1 = 0 + (int64_t)get_local_id(0); c1 < s_N; c1 += (int64_t)get_local_size(0)) {
       {
         const int64_t i0 = c0;
@@ -224,7 +224,7 @@ static inline void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_
         b1[(s_N * i0 + i1)] = (float)(exp2(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f)) * (1.0f / b3[(i0)]));
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   }
 }
 
