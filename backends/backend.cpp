@@ -5,6 +5,7 @@
 
 #include "backends/c_renderer.h"
 #include "backends/cuda_renderer.h"
+#include "backends/opencl_renderer.h"
 #include "backends/openmp_renderer.h"
 
 namespace kiln {
@@ -94,13 +95,38 @@ class CudaBackend : public Backend {
   CudaRenderer renderer_;
 };
 
+/** OpenCL C: CUDA's schedule, cuts and launch geometry (global size = grid x block), rendered
+ *  by the CUDA renderer's sibling (backends/opencl_renderer.h). The target has no tensor cores,
+ *  no asynchronous copies and so no fused attention kernel: the scheduler does not choose them,
+ *  and attention's contractions are not fused with their softmax. */
+class OpenCLBackend : public CudaBackend {
+ public:
+  std::string name() const override { return "opencl"; }
+  void configure(ScheduleOptions& opt) const override {
+    CudaBackend::configure(opt);
+    opt.gpu_tensor_cores = false;
+    opt.gpu_async_copy = false;
+    opt.gpu_fused_attention = false;
+    opt.gpu_tile.rows = 0;  // block tiles: not yet rendered in OpenCL C
+  }
+  void configure_cuts(CutOptions& cut) const override {
+    CudaBackend::configure_cuts(cut);
+    cut.fuse_softmax_contractions = false;
+  }
+  const CStyleRenderer& renderer() const override { return renderer_; }
+
+ private:
+  OpenCLRenderer renderer_;
+};
+
 /** The registry: every backend, by name. A new backend adds its line here. */
 const std::map<std::string, const Backend*>& registry() {
   static const CBackend c;
   static const OpenMPBackend openmp;
   static const CudaBackend cuda;
+  static const OpenCLBackend opencl;
   static const std::map<std::string, const Backend*> table = {
-      {c.name(), &c}, {openmp.name(), &openmp}, {cuda.name(), &cuda}};
+      {c.name(), &c}, {openmp.name(), &openmp}, {cuda.name(), &cuda}, {opencl.name(), &opencl}};
   return table;
 }
 

@@ -220,10 +220,10 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
     int slot = buf.kind == BufferKind::temp ? args + buf.slot : buf.arg;
     std::string type = storage_type(buf.dtype);
     std::string qual = buf.kind == BufferKind::input ? "const " : "";
-    params += std::string(params.empty() ? "" : ", ") + qual + type + "* restrict b" +
-              std::to_string(b) + " /* " + buf.name + " */";
-    call += std::string(call.empty() ? "" : ", ") + "(" + qual + type + "*)buffers[" +
-            std::to_string(slot) + "]";
+    params += std::string(params.empty() ? "" : ", ") + buffer_space() + qual + type +
+              "* restrict b" + std::to_string(b) + " /* " + buf.name + " */";
+    call += std::string(call.empty() ? "" : ", ") + "(" + buffer_space() + qual + type +
+            "*)buffers[" + std::to_string(slot) + "]";
   }
   std::vector<PersistentPack> packs;
   if (keeps_packs()) packs = persistent_packs(plan, k, *nest.root);
@@ -240,10 +240,14 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   }
   for (int b : k.buffers) {
     const Buffer& buf = plan.buffers[b];
-    c.params += std::string(c.params.empty() ? "" : ", ") +
+    c.params += std::string(c.params.empty() ? "" : ", ") + buffer_space() +
                 (buf.kind == BufferKind::input ? "const " : "") + storage_type(buf.dtype) +
                 "* restrict b" + std::to_string(b);
     c.args += std::string(c.args.empty() ? "" : ", ") + "b" + std::to_string(b);
+  }
+  if (auto [param, arg] = kernel_scope_param(); !param.empty()) {
+    params += std::string(params.empty() ? "" : ", ") + param;
+    call += std::string(call.empty() ? "" : ", ") + arg;
   }
   std::string s = loops_qualifier() + "void " + symbol + "_loops(" + params + ") {\n";
   if (!packs.empty()) s += workspace_prologue(c, packs);
@@ -264,6 +268,14 @@ std::string CStyleRenderer::plan_declarations(const KernelPlan&) const {
 
 std::string CStyleRenderer::loops_qualifier() const {
   return "static ";
+}
+
+std::string CStyleRenderer::buffer_space() const {
+  return "";
+}
+
+std::pair<std::string, std::string> CStyleRenderer::kernel_scope_param() const {
+  return {};
 }
 
 std::string CStyleRenderer::entry(const KernelPlan&, const LoopNest&, const std::string& symbol,

@@ -155,6 +155,13 @@ class CStyleRenderer {
   virtual std::string plan_declarations(const KernelPlan& plan) const;
   /** The qualifiers of a kernel's loop function ("static "). */
   virtual std::string loops_qualifier() const;
+  /** The address space of the buffers' pointers, with a trailing space ("__global " in OpenCL
+   *  C); empty by default. */
+  virtual std::string buffer_space() const;
+  /** A parameter the loop function takes after the buffers, declared by the entry at kernel
+   *  scope, and the entry's argument for it (OpenCL C's `__local` scratch, which only a kernel
+   *  may declare); empty by default. */
+  virtual std::pair<std::string, std::string> kernel_scope_param() const;
   /** The exported kernel: signature(symbol) calling `call` (the loop function's call). */
   virtual std::string entry(const KernelPlan& plan, const LoopNest& nest, const std::string& symbol,
                             const std::string& call) const;

@@ -111,14 +111,36 @@ std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
   return s + "  " + call + ";\n}\n";
 }
 
-std::pair<std::string, std::string> CudaRenderer::thread_span(const Context& c, const LoopNode& n) {
+std::string CudaRenderer::gpu_id(GpuId id) const {
+  switch (id) {
+    case GpuId::block:
+      return "blockIdx.x";
+    case GpuId::blocks:
+      return "gridDim.x";
+    case GpuId::thread:
+      return "threadIdx.x";
+    case GpuId::threads:
+      break;
+  }
+  return "blockDim.x";
+}
+
+std::string CudaRenderer::block_reduce(const std::string&, const std::string& value,
+                                       const std::string& identity, const std::string& op) const {
+  return "kiln_block_reduce(" + value + ", " + identity + ", kiln_" + op + "())";
+}
+
+std::pair<std::string, std::string> CudaRenderer::thread_span(const Context& c,
+                                                              const LoopNode& n) const {
+  const std::string block = gpu_id(GpuId::block), blocks = gpu_id(GpuId::blocks);
+  const std::string thread = gpu_id(GpuId::thread), threads = gpu_id(GpuId::threads);
   if (n.mapping == Mapping::block_x && !c.nest.one_block)
-    return {"(int64_t)blockIdx.x", "(int64_t)gridDim.x"};
+    return {"(int64_t)" + block, "(int64_t)" + blocks};
   if (n.mapping == Mapping::thread_x && in_block(c))
-    return {"(int64_t)threadIdx.x", "(int64_t)blockDim.x"};
+    return {"(int64_t)" + thread, "(int64_t)" + threads};
   if (n.mapping == Mapping::thread_x)
-    return {"((int64_t)blockIdx.x * blockDim.x + threadIdx.x)",
-            "((int64_t)gridDim.x * blockDim.x)"};
+    return {"((int64_t)" + block + " * " + threads + " + " + thread + ")",
+            "((int64_t)" + blocks + " * " + threads + ")"};
   return {};  // serial, or block 0 runs every iteration
 }
 
@@ -141,7 +163,7 @@ std::string CudaRenderer::barrier() const {
 }
 
 std::string CudaRenderer::single_condition() const {
-  return "threadIdx.x == 0";
+  return gpu_id(GpuId::thread) + " == 0";
 }
 
 /** A GPU's max is one instruction and its reductions do not vectorise: floats as they are. */
@@ -166,9 +188,9 @@ std::pair<std::string, std::string> CudaRenderer::reduction_of(const Context& c,
   std::string type = compute_type(dtype);
   switch (st.reduce) {
     case ReduceKind::sum:
-      return {"(" + type + ")0", "kiln_sum()"};
+      return {"(" + type + ")0", "sum"};
     case ReduceKind::prod:
-      return {"(" + type + ")1", "kiln_prod()"};
+      return {"(" + type + ")1", "prod"};
     case ReduceKind::max:
       break;
   }
@@ -178,7 +200,7 @@ std::pair<std::string, std::string> CudaRenderer::reduction_of(const Context& c,
                        : dtype == DType::i16 ? "(-32768)"
                        : dtype == DType::i8  ? "(-128)"
                                              : "0";
-  return {"(" + type + ")" + lowest, "kiln_max()"};
+  return {"(" + type + ")" + lowest, "max"};
 }
 
 // A block reduction: thread 0 starts from the element, the others from the identity; after the
@@ -186,7 +208,7 @@ std::pair<std::string, std::string> CudaRenderer::reduction_of(const Context& c,
 std::string CudaRenderer::accumulator_start(const Context& c, const LoopNode& n,
                                             const std::string& load) const {
   if (!block_reduction(c, n)) return load;
-  return "threadIdx.x == 0 ? " + load + " : " + reduction_of(c, n).first;
+  return single_condition() + " ? " + load + " : " + reduction_of(c, n).first;
 }
 
 std::string CudaRenderer::accumulator_finish(const Context& c, const LoopNode& n,
@@ -194,8 +216,10 @@ std::string CudaRenderer::accumulator_finish(const Context& c, const LoopNode& n
                                              const std::string& pad) const {
   if (!block_reduction(c, n)) return pad + store + "\n";
   auto [identity, op] = reduction_of(c, n);
-  return pad + n.name + " = kiln_block_reduce(" + n.name + ", " + identity + ", " + op + ");\n" +
-         pad + "if (threadIdx.x == 0) " + store + "\n";
+  const Statement& st = c.kernel.statements.at(n.statement);
+  std::string type = compute_type(c.plan.buffers[st.buffer].dtype);
+  return pad + n.name + " = " + block_reduce(type, n.name, identity, op) + ";\n" + pad + "if (" +
+         single_condition() + ") " + store + "\n";
 }
 
 std::string CudaRenderer::math_call(const std::string& fn, DType t, const std::string& a) const {

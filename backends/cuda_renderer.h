@@ -74,21 +74,31 @@ class CudaRenderer : public CStyleRenderer {
    *  last, and all of them where the accesses are not aligned alike, one by one. */
   std::string render_vector_loop(const Context& c, const LoopNode& n, int depth) const override;
 
- private:
-  /** One block tile's rendering (render_block_tile): its plan read once, and a method per piece
-   *  of the tile's code (backends/cuda_tile.h). */
-  struct BlockTile;
+  /** The renderer seam (docs/plugins.md): the names a GPU language gives the block's index,
+   *  the grid's blocks, the thread's index in its block and the block's threads, in x. */
+  enum class GpuId { block, blocks, thread, threads };
+  /** `blockIdx.x`, `gridDim.x`, `threadIdx.x`, `blockDim.x`. */
+  virtual std::string gpu_id(GpuId id) const;
+  /** The combine of one value per thread of the block for thread 0 (every thread calls it):
+   *  `value` of C type `type`, `identity`, `op` one of sum, prod, max. */
+  virtual std::string block_reduce(const std::string& type, const std::string& value,
+                                   const std::string& identity, const std::string& op) const;
 
   /** Whether a `thread.x` loop at this point strides over one block's threads. */
   static bool in_block(const Context& c);
   /** The first index and the stride of mapped loop `n`'s iterations on this thread (block or
    *  thread index, and the count); empty for a loop every thread runs whole. */
-  static std::pair<std::string, std::string> thread_span(const Context& c, const LoopNode& n);
+  std::pair<std::string, std::string> thread_span(const Context& c, const LoopNode& n) const;
   /** Whether alloc node `n` is a block reduction: its outermost loop strides over the threads
    *  of a block. */
   static bool block_reduction(const Context& c, const LoopNode& n);
-  /** The identity and the combine (a kiln_sum/kiln_prod/kiln_max object) of `n`'s reduction. */
+  /** The identity and the combine (sum, prod or max) of `n`'s reduction. */
   std::pair<std::string, std::string> reduction_of(const Context& c, const LoopNode& n) const;
+
+ private:
+  /** One block tile's rendering (render_block_tile): its plan read once, and a method per piece
+   *  of the tile's code (backends/cuda_tile.h). */
+  struct BlockTile;
 };
 
 /** The dynamic shared memory a block tile (scheduler/gpu_tile.h) takes: its pipeline's stages

@@ -39,7 +39,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/simplifier/rules/ DESTINATION ${KILN_INS
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/ops/ DESTINATION ${KILN_INSTALL_DATADIR}/ops
         FILES_MATCHING PATTERN "*.toml")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/tools/baselines/ DESTINATION ${KILN_INSTALL_DATADIR}/baselines)
-foreach(runtime cc clang openmp cuda)
+foreach(runtime cc clang openmp cuda opencl)
   if(TARGET kiln_runtime_${runtime})
     install(FILES ${PROJECT_SOURCE_DIR}/runtimes/${runtime}.toml
             DESTINATION ${KILN_INSTALL_DATADIR}/runtimes)

@@ -111,7 +111,9 @@ void dump_program(const std::string& dir, const std::string& name, const Lowered
   std::error_code ec;
   fs::create_directories(dir, ec);
   std::string base = (fs::path(dir) / (name + "-" + info.key.substr(0, 12))).string();
-  std::ofstream source(base + (runtime.backend() == "cuda" ? ".cu" : ".c"));
+  std::ofstream source(base + (runtime.backend() == "cuda"     ? ".cu"
+                               : runtime.backend() == "opencl" ? ".cl"
+                                                               : ".c"));
   source << p.source;
   std::ofstream schedule(base + ".schedule.txt");
   for (size_t k = 0; k < p.nests.size(); ++k)

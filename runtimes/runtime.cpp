@@ -432,7 +432,9 @@ std::vector<uint8_t> Runtime::artifact(const std::string& identity,
       while (!why.empty() && why.back() == '\n')
         why.pop_back();
       fs::path kept = fs::temp_directory_path() / ("kiln-failed-" + out.key.substr(0, 16) +
-                                                   (desc_.backend == "cuda" ? ".cu" : ".c"));
+                                                   (desc_.backend == "cuda"     ? ".cu"
+                                                    : desc_.backend == "opencl" ? ".cl"
+                                                                                : ".c"));
       std::ofstream file(kept, std::ios::binary);
       file << source;
       if (file.flush())

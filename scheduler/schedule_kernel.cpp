@@ -480,7 +480,8 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
 std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPlan& plan,
                                       const Kernel& k) {
   std::vector<Transform> list;
-  if (opt.backend_gpu && opt.gpu_tile.rows > 0 && is_softmax_contraction_kernel(plan, k)) {
+  if (opt.backend_gpu && opt.gpu_fused_attention && opt.gpu_tile.rows > 0 &&
+      is_softmax_contraction_kernel(plan, k)) {
     Transform t{Transform::Kind::online_softmax};
     t.softmax = softmax_tile_shape(plan, k);
     if (opt.attention_lanes > 0) t.softmax.lanes = opt.attention_lanes;
@@ -515,6 +516,10 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
   if (block_tile) {
     Transform t{Transform::Kind::gpu_tile};
     t.gpu = opt.gpu_tile;
+    // What the target lacks is not chosen: SIMT cores for every update, one shared buffer.
+    t.gpu.mma &= opt.gpu_tensor_cores;
+    t.gpu.wgmma &= opt.gpu_tensor_cores && opt.gpu_async_copy;
+    if (!opt.gpu_async_copy) t.gpu.mma_stages = 1;
     list.push_back(t);
   }
   if (opt.backend_gpu) list.push_back({Transform::Kind::map_gpu});

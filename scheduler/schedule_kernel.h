@@ -86,6 +86,16 @@ struct ScheduleOptions {
    *  kernel that maps nothing would run on every thread; f16 and bf16 reductions accumulate in
    *  registers, as a block reduction needs. */
   bool backend_gpu = false;
+  /** What the GPU target runs beyond SIMT code and shared memory, which the transforms consult
+   *  (Backend::configure clears what a target lacks): tensor-core instructions (mma.sync and
+   *  wgmma, ir/mma.h) for gpu_tile, asynchronous copies into shared memory (cp.async: a tile's
+   *  pipeline of stages) and the fused attention kernel (online_softmax, built on both). CUDA
+   *  has all three; OpenCL none: its contractions take SIMT block tiles of one stage and
+   *  attention runs as separate kernels (docs/decisions.md, "OpenCL C is a sibling of the CUDA
+   *  renderer"). */
+  bool gpu_tensor_cores = true;
+  bool gpu_async_copy = true;
+  bool gpu_fused_attention = true;
   int max_collapse = 2;    ///< parallel loops mapped together, the outermost included
   bool debug_isl = false;  ///< print isl objects to stderr (--debug 5)
   /** The isl operations a kernel's dependences, schedule and AST may take (isl's

@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build pkg-config
           libtomlplusplus-dev libisl-dev doctest-dev libcli11-dev nettle-dev nlohmann-json3-dev
           llvm-19-dev libclang-19-dev libclang-cpp19-dev clang-19 libomp-19-dev
-          libopenblas-dev)
+          libopenblas-dev
+          ocl-icd-libopencl1 pocl-opencl-icd)
+# (the opencl runtime dlopens the ICD loader, libOpenCL.so.1, and tests on PoCL's CPU device)
 # the libFuzzer build (-DKILN_FUZZ=ON, docs/testing.md) needs clang's runtime libraries too and
 # builds the fuzz target alone
 targets=()

@@ -63,6 +63,9 @@ const std::vector<GoldenCase>& golden_cases() {
        0, true},
       {"linear_bias_relu", "tests/regressions/linear_layouts.toml:linear_bias_relu",
        {{"T", DType::f32}}, 0},
+      {"softmax_opencl", "ops/nn.toml:softmax", {{"T", DType::f32}}, 1, "opencl"},
+      {"matmul_opencl", "ops/nn.toml:matmul", {{"T", DType::f32}}, 0, "opencl"},
+      {"layernorm_opencl", "ops/nn.toml:layernorm", {{"T", DType::f16}}, 1, "opencl"},
       {"attention_cuda_f16", "ops/nn.toml:attention", {{"T", DType::f16}}, 0, "cuda"},
       {"attention_cuda_f16_wgmma", "ops/nn.toml:attention", {{"T", DType::f16}}, 0, "cuda", false,
        0, 0, 0, true},
@@ -78,7 +81,8 @@ const GoldenCase& golden_case(const std::string& name) {
 }
 
 std::string golden_path(const GoldenCase& c) {
-  return "tests/codegen/" + c.name + (c.backend == "cuda" ? ".cu" : ".c");
+  return "tests/codegen/" + c.name +
+         (c.backend == "cuda" ? ".cu" : c.backend == "opencl" ? ".cl" : ".c");
 }
 
 /** Lowers the composite with symbolic sizes and renders it with the default options. */
@@ -570,7 +574,7 @@ TEST_CASE("codegen: every golden source compiles with cc -c -O2 -std=gnu11") {
     return;
   }
   for (const GoldenCase& c : golden_cases()) {
-    if (c.backend == "cuda") continue;  // NVRTC compiles it: tests/gpu
+    if (c.backend == "cuda" || c.backend == "opencl") continue;  // NVRTC, OpenCL: below
     CAPTURE(c.name);
     std::string object = (std::filesystem::temp_directory_path() /
                           ("kiln_codegen_" + c.name + "_" + std::to_string(getpid()) + ".o"))
@@ -584,6 +588,58 @@ TEST_CASE("codegen: every golden source compiles with cc -c -O2 -std=gnu11") {
     read_file(log, out);
     CHECK_MESSAGE(rc == 0, cmd << "\n" << out);
     std::filesystem::remove(object);
+    std::filesystem::remove(log);
+  }
+}
+
+TEST_CASE("codegen: softmax on opencl: CUDA's schedule, OpenCL C's names") {
+  const GoldenCase& c = golden_cases()[14];
+  check_golden(c);
+  std::string src = render_source(c);
+  // The same mappings as softmax_cuda: a work-group per row, block reductions, barriers.
+  CHECK(src.find("for (int64_t c0 = 0 + (int64_t)get_group_id(0); c0 < s_batch0; c0 += "
+                 "(int64_t)get_num_groups(0))") != std::string::npos);
+  CHECK(src.find("acc0 = kiln_block_reduce_max_float(acc0, kiln_scratch);") != std::string::npos);
+  CHECK(src.find("acc1 = kiln_block_reduce_sum_float(acc1, kiln_scratch);") != std::string::npos);
+  CHECK(src.find("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);") != std::string::npos);
+  // Every buffer (x, y and the two temporaries' slots), then every size: one argument each.
+  CHECK(src.find("__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void "
+                 "kiln_softmax_0(__global void* p0, __global void* p1, __global void* p2, "
+                 "__global void* p3, const long s0, const long s1)") != std::string::npos);
+  CHECK(src.find("__syncthreads") == std::string::npos);
+  CHECK(src.find("threadIdx") == std::string::npos);
+}
+
+TEST_CASE("codegen: matmul f32 and layernorm f16 on opencl match their golden sources") {
+  check_golden(golden_cases()[15]);
+  check_golden(golden_cases()[16]);
+  // No tensor cores, no cp.async on an OpenCL target, whatever GPU_MMA says.
+  std::string f16 = render_source({"matmul", "ops/nn.toml:matmul", {{"T", DType::f16}}, 0, "opencl"});
+  CHECK(f16.find("mma") == std::string::npos);
+  CHECK(f16.find("cp_async") == std::string::npos);
+}
+
+TEST_CASE("codegen: every OpenCL golden source compiles with clang -x cl -cl-std=CL1.2") {
+  const char* clang = std::system("command -v clang-19 >/dev/null 2>&1") == 0 ? "clang-19"
+                      : std::system("command -v clang >/dev/null 2>&1") == 0 ? "clang"
+                                                                              : nullptr;
+  if (!clang) {
+    MESSAGE("skipped: no clang on PATH");
+    return;
+  }
+  for (const GoldenCase& c : golden_cases()) {
+    if (c.backend != "opencl") continue;
+    CAPTURE(c.name);
+    std::string log = (std::filesystem::temp_directory_path() /
+                       ("kiln_codegen_" + c.name + "_" + std::to_string(getpid()) + ".log"))
+                          .string();
+    std::string cmd = std::string(clang) +
+                      " -x cl -cl-std=CL1.2 -Xclang -finclude-default-header -fsyntax-only " +
+                      golden_path(c) + " >" + log + " 2>&1";
+    int rc = std::system(cmd.c_str());
+    std::string out;
+    read_file(log, out);
+    CHECK_MESSAGE(rc == 0, cmd << "\n" << out);
     std::filesystem::remove(log);
   }
 }

@@ -215,16 +215,16 @@ TEST_CASE("cli: --runtime that names no descriptor, and a descriptor with a bad 
       {"run tests/data/cli.toml:scale --runtime " + so,
        "kiln: error: '" + so +
            "' is not a runtime descriptor; --runtime takes a runtime name or a descriptor .toml "
-           "file; known runtimes: cc, clang, cuda, openmp, interp\n"},
+           "file; known runtimes: cc, clang, cuda, opencl, openmp, interp\n"},
       {"compile tests/data/cli.toml:scale --runtime " + so,
-       "; known runtimes: cc, clang, cuda, openmp\n"},
+       "; known runtimes: cc, clang, cuda, opencl, openmp\n"},
       {"run tests/data/cli.toml:scale --runtime foo",
        "kiln: error: no runtime 'foo': no descriptor foo.toml in "},
       {"run tests/data/cli.toml:scale --runtime foo",
-       "/runtimes; known runtimes: cc, clang, cuda, openmp, interp\n"},
+       "/runtimes; known runtimes: cc, clang, cuda, opencl, openmp, interp\n"},
       {"run tests/data/cli.toml:scale --runtime " + (tmp.path / "foo.toml").string(),
        "kiln: error: no runtime descriptor " + (tmp.path / "foo.toml").string() +
-           ": no such file; known runtimes: cc, clang, cuda, openmp, interp\n"},
+           ": no such file; known runtimes: cc, clang, cuda, opencl, openmp, interp\n"},
       {"run tests/data/cli.toml:scale --runtime " + bad,
        "kiln: error: " + bad + ":1:8: 'name' must be a string, got an integer\n"},
   };

@@ -6,7 +6,7 @@
 #   OUT_DIR/bin/kiln                stripped; isl linked in statically; RUNPATH $ORIGIN/../lib
 #   OUT_DIR/lib/                    libtomlplusplus.so.3, libnettle.so.8, and libkiln's shared isl
 #                                   and GMP (Debian's archives are not PIC) (found with ldd)
-#   OUT_DIR/lib/kiln/               the plugins without LLVM: kiln_runtime_cc (and _cuda if built)
+#   OUT_DIR/lib/kiln/               the plugins without LLVM: kiln_runtime_cc (and _cuda, _opencl if built)
 #   OUT_DIR/share/kiln/             rules/, runtimes/ (descriptors of bundled plugins), ops/, baselines/
 #   OUT_DIR/lib/libkiln.so.V        the public C++ API (include/kiln/kiln.h), by its soname
 #   OUT_DIR/include/kiln/           its headers: python/ builds the Python extension against them
@@ -46,7 +46,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 plugins=()
 # The list first: `grep -q` closing the pipe early would fail the pipeline under pipefail.
 targets=$(ninja -C "$build" -t targets all)
-for p in kiln_runtime_cc kiln_runtime_cuda; do
+for p in kiln_runtime_cc kiln_runtime_cuda kiln_runtime_opencl; do
   if grep -q "^$p:" <<<"$targets"; then plugins+=("$p"); fi
 done
 tests=()
