@@ -84,7 +84,8 @@ def test_composite_on_cuda_tensors(file, name, test, batched):
     host = [random_input(rng, kernel.dtype(x), kernel.shape(x, bound), ranges.get(x))
             for x in kernel.inputs]
     given = {k: v for k, v in bound.items() if k in kernel.size_vars}
-    got = kernel(*[torch.from_numpy(np.ascontiguousarray(h)).cuda() for h in host], sizes=given)
+    # (np.array keeps a 0-d input 0-d: np.ascontiguousarray makes it 1-d)
+    got = kernel(*[torch.from_numpy(np.array(h, order="C")).cuda() for h in host], sizes=given)
     want = ref(*host, sizes=given)
     if len(kernel.outputs) == 1:
         got, want = (got,), (want,)
