@@ -233,7 +233,8 @@ std::vector<Knob> make_knobs() {
       {"GPU_ATTN", KnobStage::scheduler,
        "GPU: the lanes of the output (v's head) a block of the fused attention kernel computes: "
        "auto (128 where the head is known when compiling to be 65 to 128, as with --specialize, "
-       "else 64), 64 or 128 (a row tile's scores once per 128 lanes, one block an SM); "
+       "else 64), 64 or 128 (a row tile's scores once per 128 lanes; one block an SM on "
+       "mma.sync, two on wgmma); "
        "docs/decisions.md",
        "auto", true,
        [](const std::string& v, CompileOptions& o) {
