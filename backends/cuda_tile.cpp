@@ -503,11 +503,74 @@ std::string CudaRenderer::BlockTile::epilogue() const {
        "; ++" + j + ")\n";
   s += in + "  " + O + "[" + row + "][" + col + "] = " + acc + ";\n";
   s += in + "__syncthreads();\n";
-  s += in + "for (int " + N + "_e = threadIdx.x; " + N + "_e < " + str(R * L) + "; " + N +
-       "_e += " + str(kCudaBlockThreads) + ") {\n";
-  s += in + "  const int64_t " + ri + " = " + N + "_r0 + " + N + "_e / " + str(L) + ", " + li +
-       " = " + N + "_l0 + " + N + "_e % " + str(L) + ";\n";
-  s += body + in + "}\n";
+  const std::string at = in + "  const int64_t " + ri + " = " + N + "_r0 + " + N + "_e / " +
+                         str(L) + ", " + li + " = " + N + "_l0 + " + N + "_e % " + str(L) + ";\n";
+  const int64_t V = n.epilogue_vector;
+  if (V <= 0) {
+    s += in + "for (int " + N + "_e = threadIdx.x; " + N + "_e < " + str(R * L) + "; " + N +
+         "_e += " + str(kCudaBlockThreads) + ") {\n";
+    s += at + body + in + "}\n";
+  } else {
+    // Runs of V lanes: inside the domain at an aligned address one 16-byte store of the one
+    // statement that stores (the reduction's, or the one after it), else the elements one by
+    // one (LoopNode::epilogue_vector).
+    const LoopNode* after = p.after.empty() ? nullptr : p.after.front();
+    const Statement& t = after ? c.kernel.statements.at(after->statement) : st;
+    const std::vector<AstExprPtr>& args = after ? after->args : p.reduction->args;
+    const DType out = c.plan.buffers.at(t.buffer).dtype;
+    const std::string e0 = N + "_e0", T = renderer.storage_type(out), p2 = in + "    ",
+                      p3 = p2 + "    ";
+    s += in + "for (int " + e0 + " = threadIdx.x * " + str(V) + "; " + e0 + " < " + str(R * L) +
+         "; " + e0 + " += " + str(kCudaBlockThreads * V) + ") {\n";
+    s += in + "  bool " + N + "_done = false;\n" + in + "  {\n" + in + "  const int " + N +
+         "_e = " + e0 + ";\n" + at;
+    const std::string last_lane = ast_expr_to_c(
+        *substitute(n.tile_lane_cond, li, ast_op("add", {ast_iter(li), ast_int(V - 1)})));
+    s += in + "  if (" + row_ok + " && " + last_lane + ") {\n";
+    s += renderer.bind_iterators(args, p2);
+    s += p2 + T + "* " + N + "_a = &" + renderer.render_index(c, t.buffer, t.index) + ";\n";
+    s += p2 + "if (((uint64_t)" + N + "_a & 15) == 0) {\n";
+    s += p2 + "  " + T + " " + N + "_w[" + str(V) + "];\n";
+    s += p2 + "  #pragma unroll\n" + p2 + "  for (int " + N + "_u = 0; " + N + "_u < " + str(V) +
+         "; ++" + N + "_u) {\n";
+    s += p3 + "const int " + N + "_e = " + e0 + " + " + N + "_u;\n";
+    const std::string v_at = N + "_o[" + N + "_e / " + str(L) + "][" + N + "_e % " + str(L) + "]";
+    if (!after) {
+      s += p3 + N + "_w[" + N + "_u] = " + to_storage(out, v_at) + ";\n";
+    } else {
+      s += p3 + "const " + acc_type + " " + N + "_v = " + v_at + ";\n";
+      s += p3 + "const int64_t " + ri + " = " + N + "_r0 + " + N + "_e / " + str(L) + ", " + li +
+           " = " + N + "_l0 + " + N + "_e % " + str(L) + ";\n";
+      s += renderer.bind_iterators(args, p3);
+      std::vector<const ScalarExpr*> reads;
+      collect_loads(*t.value, reads);
+      for (const ScalarExpr* l : reads)
+        if (l->buffer == st.buffer)
+          c.preloaded[l] = from_storage(dtype, to_storage(dtype, N + "_v"));
+      c.bound.clear();
+      c.index_bound.clear();
+      // Shared subexpressions first, as a statement's rendering binds them (c.bound).
+      const std::string shared = renderer.bind_shared(c, *t.value);
+      for (size_t from = 0, to; from < shared.size(); from = to + 1) {
+        to = std::min(shared.find('\n', from), shared.size());
+        if (to > from) s += p3 + shared.substr(from, to - from) + "\n";
+      }
+      s += p3 + N + "_w[" + N + "_u] = " + to_storage(out, renderer.render_value(c, *t.value)) +
+           ";\n";
+      c.bound.clear();
+      c.index_bound.clear();
+      for (const ScalarExpr* l : reads)
+        c.preloaded.erase(l);
+    }
+    s += p2 + "  }\n";
+    s += p2 + "  kiln_st16(" + N + "_a, " + N + "_w);\n" + p2 + "  " + N + "_done = true;\n" + p2 +
+         "}\n";
+    s += in + "  }\n" + in + "  }\n";
+    s += in + "  if (!" + N + "_done)\n" + in + "  for (int " + N + "_u = 0; " + N + "_u < " +
+         str(V) + "; ++" + N + "_u) {\n";
+    s += in + "  const int " + N + "_e = " + e0 + " + " + N + "_u;\n" + at + body + in + "  }\n";
+    s += in + "}\n";
+  }
   s += in + "__syncthreads();\n";  // before the next tile's copies reuse the stages
   return s + pad + "}\n";
 }

@@ -171,6 +171,8 @@ struct CudaRenderer::BlockTile {
   std::string inside(size_t q) const;
   /** lean: how many rows (or k rows) a thread's consecutive chunks of operand q lie apart. */
   int64_t chunk_step(size_t q) const;
+  /** lean: `const int N_x = ..., N_kk = ...;` for the thread's chunk N_p of operand q. */
+  std::string chunk_at(size_t q, const std::string& indent) const;
 };
 
 /** The trip count of rectangular loop `l` as C. */

@@ -209,12 +209,39 @@ std::string CudaRenderer::BlockTile::lean_addresses() const {
     const std::string last_x = by_lane[q] ? li : ri;
     const AstExprPtr last = ast_op(
         "add", {ast_iter(N + (by_lane[q] ? "_l0" : "_r0")), ast_int((by_lane[q] ? L : R) - 1)});
+    s += in + "const bool " + N + "_al" + Q + " = ((uint64_t)" + N + "_g" + Q + " & 15) == 0 && " +
+         N + "_dp" + Q + " % " + str(V) + " == 0 && (" + N + "_d" + Q + " * " + str(D) + ") % " +
+         str(V) + " == 0;\n";
     s += in + "const bool " + N + "_full" + Q + " = " +
          ast_expr_to_c(*substitute(by_lane[q] ? n.tile_lane_cond : n.tile_row_cond, last_x, last)) +
-         " && ((uint64_t)" + N + "_g" + Q + " & 15) == 0 && " + N + "_dp" + Q + " % " + str(V) +
-         " == 0 && (" + N + "_d" + Q + " * " + str(D) + ") % " + str(V) + " == 0;\n";
+         " && " + N + "_al" + Q + ";\n";
+    // An edge tile (some chunks outside the rows or lanes): which of the thread's chunks lie
+    // inside (bit p of N_m), the same at every block, and whether none straddles the edge
+    // (N_pr: each chunk wholly in or wholly out, the addresses aligned). Its blocks then copy
+    // as the inside ones do, the chunks outside filled with zeros by cp.async from the tile's
+    // first element (in the operand whenever the tile is), predicated_fill.
+    const int64_t per = extent * D / V / kCudaBlockThreads;
+    s += address(N + "_gs" + Q, "0", "0", "0");
+    s += in + "uint32_t " + N + "_m" + Q + " = 0;\n" + in + "bool " + N + "_pr" + Q + " = " + N +
+         "_al" + Q + " && ((uint64_t)" + N + "_gs" + Q + " & 15) == 0;\n";
+    s += in + "#pragma unroll\n" + in + "for (int " + N + "_p = 0; " + N + "_p < " + str(per) +
+         "; ++" + N + "_p) {\n" + chunk_at(q, in2);
+    s += in2 + coords(q, "0", "0");
+    const std::string first = by_lane[q] ? lane_ok : row_ok;
+    s += in2 + "const bool " + N + "_i0 = " + first + ", " + N +
+         "_i1 = " + (k_first[q] ? first : last_in(q)) + ";\n";
+    s += in2 + N + "_m" + Q + " |= (uint32_t)" + N + "_i1 << " + N + "_p;\n";
+    s += in2 + "if (" + N + "_i0 && !" + N + "_i1) " + N + "_pr" + Q + " = false;\n" + in + "}\n";
   }
   return s;
+}
+
+// A lean tile's chunk N_p of operand q: its row or lane N_x and reduction index N_kk in the block.
+std::string CudaRenderer::BlockTile::chunk_at(size_t q, const std::string& indent) const {
+  const std::string Q = str(q), step = str(chunk_step(q));
+  return indent + "const int " + x + " = " + N + "_x0_" + Q +
+         (k_first[q] ? " + " + step + " * " + N + "_p" : "") + ", " + kk + " = " + N + "_kk0_" + Q +
+         (k_first[q] ? "" : " + " + step + " * " + N + "_p") + ";\n";
 }
 
 std::string CudaRenderer::BlockTile::strided_addresses() const {
@@ -272,7 +299,7 @@ std::string CudaRenderer::BlockTile::fill_lean(const std::string& base, const st
   std::string t;
   const std::string p2 = pad2 + "  ", p3 = p2 + "  ", p4 = p3 + "  ", p5 = p4 + "  ";
   for (size_t q = 0; q < loads.size(); ++q) {
-    const int64_t extent = by_lane[q] ? L : R, V = chunk[q], step = chunk_step(q);
+    const int64_t extent = by_lane[q] ? L : R, V = chunk[q];
     const int64_t per = extent * D / V / kCudaBlockThreads;
     const DType dt = dtype_of(q);
     const std::string T = renderer.storage_type(dt), Q = str(q);
@@ -281,16 +308,29 @@ std::string CudaRenderer::BlockTile::fill_lean(const std::string& base, const st
     t +=
         p2 + "const uint32_t " + N + "_sb = kiln_smem_addr(" + N + "_s" + Q + "[" + stage + "]);\n";
     // Inside the domain: one cp.async a chunk, no checks.
-    auto at_p = [&](const std::string& indent) {
-      return indent + "const int " + x + " = " + N + "_x0_" + Q +
-             (k_first[q] ? " + " + str(step) + " * " + N + "_p" : "") + ", " + kk + " = " + N +
-             "_kk0_" + Q + (k_first[q] ? "" : " + " + str(step) + " * " + N + "_p") + ";\n";
-    };
+    auto at_p = [&](const std::string& indent) { return chunk_at(q, indent); };
+    const std::string dst =
+        N + "_sb + " + str(n.staged[q].element_bytes) + " * (" + swizzled_at(q, x, kk) + ")";
     t += p2 + "if (" + N + "_full" + Q + " && " + base + " + " + str(D) + " <= " + N + "_K) {\n";
     t += p3 + "#pragma unroll\n" + p3 + "for (int " + N + "_p = 0; " + N + "_p < " + str(per) +
          "; ++" + N + "_p) {\n" + at_p(p4);
-    t += p4 + "kiln_cp_async16_to(" + N + "_sb + " + str(n.staged[q].element_bytes) + " * (" +
-         swizzled_at(q, x, kk) + "), " + N + "_ab + " + N + "_p * " + N + "_dp" + Q + ");\n";
+    t += p4 + "kiln_cp_async16_to(" + dst + ", " + N + "_ab + " + N + "_p * " + N + "_dp" + Q +
+         ");\n";
+    t += p3 + "}\n";
+    // An edge tile whose chunks each lie wholly in or wholly out (lean_addresses), in a block
+    // whose reduction indices do too: the same copies, predicated, zeros filling the chunks
+    // outside. Along k a chunk (k_first) is wholly in or out when the block is whole or the
+    // reduction a whole number of chunks.
+    std::string k_whole = k_first[q] ? " && (" + base + " + " + str(D) + " <= " + N + "_K || " + N +
+                                           "_K % " + str(V) + " == 0)"
+                                     : "";
+    t += p2 + "} else if (" + N + "_pr" + Q + k_whole + ") {\n";
+    t += p3 + "#pragma unroll\n" + p3 + "for (int " + N + "_p = 0; " + N + "_p < " + str(per) +
+         "; ++" + N + "_p) {\n" + at_p(p4);
+    t += p4 + "const bool " + N + "_in = (" + N + "_m" + Q + " >> " + N + "_p & 1) && " + base +
+         " + " + kk + " < " + N + "_K;\n";
+    t += p4 + "kiln_cp_async16_zfill(" + dst + ", " + N + "_in ? " + N + "_ab + " + N + "_p * " +
+         N + "_dp" + Q + " : " + N + "_gs" + Q + ", " + N + "_in ? 16u : 0u);\n";
     t += p3 + "}\n" + p2 + "} else\n";
     t += p2 + "#pragma unroll 1\n" + p2 + "for (int " + N + "_p = 0; " + N + "_p < " + str(per) +
          "; ++" + N + "_p) {\n";

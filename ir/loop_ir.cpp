@@ -92,6 +92,8 @@ std::string staged_text(const LoopNode& n) {
   if (n.k_strided) out += "; addresses strided along k";
   if (n.result_in_registers) out += "; the result in registers only";
   if (n.epilogue_staged) out += "; the epilogue through shared memory";
+  if (n.epilogue_vector > 0)
+    out += " in runs of " + std::to_string(n.epilogue_vector) + " lanes, 16-byte stores";
   for (size_t q = 0; q < n.staged.size(); ++q) {
     const StagedOperand& o = n.staged[q];
     std::string path;

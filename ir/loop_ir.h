@@ -279,6 +279,11 @@ struct LoopNode {
    *  epilogue) over the tile's elements in row order: one copy of their code, coalesced
    *  stores. */
   bool epilogue_staged = false;
+  /** alloc in `shared` space, the epilogue staged: when > 0, the element the reduction stores
+   *  lies contiguously along the lanes and no statement follows it, so the block's threads take
+   *  runs of this many lanes (16 bytes of the result) and store each run inside the domain at
+   *  an aligned address as one 16-byte store. */
+  int64_t epilogue_vector = 0;
   /** alloc in `shared` space, a warpgroup instruction: the instruction groups of this many
    *  reduction blocks may still run when the next block's are issued (its stage is reused
    *  only after they are done: copies run stages - 1 - mma_in_flight blocks ahead). */

@@ -353,6 +353,62 @@ bool result_in_registers(const KernelPlan& plan, const Kernel& k, const Statemen
   return private_temporary(plan, s.buffer);
 }
 
+/** The most operations (distinct nodes) the statement after a reduction may compute for the
+ *  staged epilogue to run in runs of lanes: a run is its code V times over (a bias, an
+ *  activation such as ReLU, a cast), while a tanh GELU (about 60 nodes) would be eight copies
+ *  of a polynomial, 50 % more NVRTC time for a tile whose epilogue is bound by its arithmetic
+ *  rather than by its stores. */
+constexpr size_t kEpilogueRunNodes = 24;
+
+size_t distinct_nodes(const ScalarExpr& root) {
+  std::set<const ScalarExpr*> seen;
+  std::function<void(const ScalarExpr&)> visit = [&](const ScalarExpr& e) {
+    if (!seen.insert(&e).second) return;
+    for (const ScalarExprPtr& a : e.args)
+      visit(*a);
+  };
+  visit(root);
+  return seen.size();
+}
+
+/** The lanes of a run of a staged epilogue's 16-byte stores (LoopNode::epilogue_vector) for
+ *  block tile `tile` of element body `e`: the elements of 16 bytes of the element's one store —
+ *  the reduction's, with no statement after it, or, the result in registers, that of the one
+ *  statement after it (an assignment) — where that store's index moves by 1 along the tile's
+ *  lanes in its last dimension only (the lane loop drives one iterator, by +1); 0 otherwise. */
+int64_t epilogue_vector(const KernelPlan& plan, const Kernel& k, const ElementBody& e,
+                        const LoopNode& tile) {
+  std::vector<const LoopNode*> after;
+  bool past = false;
+  for (const LoopNodePtr& n : e.nodes)
+    if (n.get() == e.reduction)
+      past = true;
+    else if (past)
+      after.push_back(n.get());
+  const LoopNode* store = nullptr;
+  if (after.empty() && !tile.result_in_registers)
+    store = e.update;  // its statement's index is the element's; its args name the lanes
+  else if (after.size() == 1 && tile.result_in_registers &&
+           after[0]->kind == LoopNode::Kind::stmt &&
+           k.statements.at(after[0]->statement).kind == Statement::Kind::assign &&
+           k.statements.at(after[0]->statement).value &&
+           distinct_nodes(*k.statements.at(after[0]->statement).value) <= kEpilogueRunNodes)
+    store = after[0];
+  if (!store) return 0;
+  const Statement& s = k.statements.at(store->statement);
+  const int64_t bytes = std::max(dtype_bits(plan.buffers.at(s.buffer).dtype), 8) / 8;
+  const int64_t V = 16 / bytes;
+  if (s.index.empty() || 16 % bytes || V > tile.tile_lanes || tile.tile_lanes % V) return 0;
+  std::set<std::string> driven = driven_iterators(*store, tile.tile_lane);
+  if (driven.size() != 1) return 0;
+  const std::string v = *driven.begin();
+  const AstExprPtr& arg = store->args.at(std::stoul(v.substr(1)));
+  if (!arg || !plus_iterator(*arg, tile.tile_lane)) return 0;
+  for (size_t d = 0; d + 1 < s.index.size(); ++d)
+    if (affine_coefficient(s.index[d], v) != std::optional<int64_t>(0)) return 0;
+  return affine_coefficient(s.index.back(), v) == std::optional<int64_t>(1) ? V : 0;
+}
+
 /** Row tiles per group of the walk over a matrix's tiles. */
 constexpr int64_t kGroupRows = 8;
 
@@ -460,6 +516,7 @@ class Tiler {
       return nullptr;
     tile->result_in_registers =
         result_in_registers(plan_, kernel_, kernel_.statements.at(e.update->statement), e);
+    if (tile->epilogue_staged) tile->epilogue_vector = epilogue_vector(plan_, kernel_, e, *tile);
     tile->body = std::move(nodes);
     ++count;
     return block_tile_loop(t, total, tile);

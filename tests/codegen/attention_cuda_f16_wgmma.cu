@@ -273,6 +273,13 @@ KILN_FN void kiln_cp_async16(void* smem, const void* global) {
 KILN_FN void kiln_cp_async16_to(uint32_t smem, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(global) : "memory");
 }
+/* The same, `bytes` (16 or 0) of them read, the rest of the 16 zeros: an edge tile's chunk
+ * outside the operand, from an address inside it. */
+KILN_FN void kiln_cp_async16_zfill(uint32_t smem, const void* global, uint32_t bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(global),
+               "r"(bytes)
+               : "memory");
+}
 KILN_FN void kiln_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }

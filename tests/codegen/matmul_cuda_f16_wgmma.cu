@@ -273,6 +273,13 @@ KILN_FN void kiln_cp_async16(void* smem, const void* global) {
 KILN_FN void kiln_cp_async16_to(uint32_t smem, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(global) : "memory");
 }
+/* The same, `bytes` (16 or 0) of them read, the rest of the 16 zeros: an edge tile's chunk
+ * outside the operand, from an address inside it. */
+KILN_FN void kiln_cp_async16_zfill(uint32_t smem, const void* global, uint32_t bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(global),
+               "r"(bytes)
+               : "memory");
+}
 KILN_FN void kiln_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 KILN_FN void kiln_cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
@@ -386,7 +393,27 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
         tile0_g0p = &b0[(s_K * i0 + i2)];
       }
       const int64_t tile0_d0 = tile0_g0f - tile0_g0, tile0_dp0 = tile0_g0p - tile0_g0;
-      const bool tile0_full0 = ((tile0_r0 + 127) < s_M) && ((uint64_t)tile0_g0 & 15) == 0 && tile0_dp0 % 8 == 0 && (tile0_d0 * 64) % 8 == 0;
+      const bool tile0_al0 = ((uint64_t)tile0_g0 & 15) == 0 && tile0_dp0 % 8 == 0 && (tile0_d0 * 64) % 8 == 0;
+      const bool tile0_full0 = ((tile0_r0 + 127) < s_M) && tile0_al0;
+      const uint16_t* tile0_gs0;
+      {
+        const int64_t c0 = tile0_r0 + 0, c1 = tile0_l0, tile0_f = 0 + 0;
+        const int64_t c2 = 0 + tile0_f;
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
+        const int64_t i2 = c2;
+        tile0_gs0 = &b0[(s_K * i0 + i2)];
+      }
+      uint32_t tile0_m0 = 0;
+      bool tile0_pr0 = tile0_al0 && ((uint64_t)tile0_gs0 & 15) == 0;
+      #pragma unroll
+      for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+        const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
+        const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = 0 + tile0_kk + 0;
+        const bool tile0_i0 = (c0 < s_M), tile0_i1 = (c0 < s_M);
+        tile0_m0 |= (uint32_t)tile0_i1 << tile0_p;
+        if (tile0_i0 && !tile0_i1) tile0_pr0 = false;
+      }
       const int tile0_x0_1 = threadIdx.x % 32 * 8, tile0_kk0_1 = threadIdx.x / 32;
       const uint16_t* tile0_g1;
       {
@@ -416,7 +443,27 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
         tile0_g1p = &b1[(s_N * i2 + i1)];
       }
       const int64_t tile0_d1 = tile0_g1f - tile0_g1, tile0_dp1 = tile0_g1p - tile0_g1;
-      const bool tile0_full1 = ((tile0_l0 + 255) < s_N) && ((uint64_t)tile0_g1 & 15) == 0 && tile0_dp1 % 8 == 0 && (tile0_d1 * 64) % 8 == 0;
+      const bool tile0_al1 = ((uint64_t)tile0_g1 & 15) == 0 && tile0_dp1 % 8 == 0 && (tile0_d1 * 64) % 8 == 0;
+      const bool tile0_full1 = ((tile0_l0 + 255) < s_N) && tile0_al1;
+      const uint16_t* tile0_gs1;
+      {
+        const int64_t c0 = tile0_r0, c1 = tile0_l0 + 0, tile0_f = 0 + 0;
+        const int64_t c2 = 0 + tile0_f;
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
+        const int64_t i2 = c2;
+        tile0_gs1 = &b1[(s_N * i2 + i1)];
+      }
+      uint32_t tile0_m1 = 0;
+      bool tile0_pr1 = tile0_al1 && ((uint64_t)tile0_gs1 & 15) == 0;
+      #pragma unroll
+      for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
+        const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
+        const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = 0 + tile0_kk;
+        const bool tile0_i0 = (c1 < s_N), tile0_i1 = ((c1 + 7) < s_N);
+        tile0_m1 |= (uint32_t)tile0_i1 << tile0_p;
+        if (tile0_i0 && !tile0_i1) tile0_pr1 = false;
+      }
       const int64_t tile0_nb = (tile0_K + 63) / 64;
       #pragma unroll 1
       for (int tile0_b = 0; tile0_b < 2; ++tile0_b) {
@@ -430,6 +477,13 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
               for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
                 const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
                 kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) * 64 + ((((tile0_kk) / 8) ^ ((tile0_x) % 8)) * 8) + (tile0_kk) % 8), tile0_ab + tile0_p * tile0_dp0);
+              }
+            } else if (tile0_pr0 && (tile0_k + 64 <= tile0_K || tile0_K % 8 == 0)) {
+              #pragma unroll
+              for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+                const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
+                const bool tile0_in = (tile0_m0 >> tile0_p & 1) && tile0_k + tile0_kk < tile0_K;
+                kiln_cp_async16_zfill(tile0_sb + 2 * ((tile0_x) * 64 + ((((tile0_kk) / 8) ^ ((tile0_x) % 8)) * 8) + (tile0_kk) % 8), tile0_in ? tile0_ab + tile0_p * tile0_dp0 : tile0_gs0, tile0_in ? 16u : 0u);
               }
             } else
             #pragma unroll 1
@@ -468,6 +522,13 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
               for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
                 const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
                 kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) / 64 * 4096 + (tile0_kk) * 64 + ((((tile0_x) % 64 / 8) ^ ((tile0_kk) % 8)) * 8) + (tile0_x) % 8), tile0_ab + tile0_p * tile0_dp1);
+              }
+            } else if (tile0_pr1) {
+              #pragma unroll
+              for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
+                const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
+                const bool tile0_in = (tile0_m1 >> tile0_p & 1) && tile0_k + tile0_kk < tile0_K;
+                kiln_cp_async16_zfill(tile0_sb + 2 * ((tile0_x) / 64 * 4096 + (tile0_kk) * 64 + ((((tile0_x) % 64 / 8) ^ ((tile0_kk) % 8)) * 8) + (tile0_x) % 8), tile0_in ? tile0_ab + tile0_p * tile0_dp1 : tile0_gs1, tile0_in ? 16u : 0u);
               }
             } else
             #pragma unroll 1
@@ -517,6 +578,13 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
                 const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
                 kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) * 64 + ((((tile0_kk) / 8) ^ ((tile0_x) % 8)) * 8) + (tile0_kk) % 8), tile0_ab + tile0_p * tile0_dp0);
               }
+            } else if (tile0_pr0 && (tile0_k + 64 <= tile0_K || tile0_K % 8 == 0)) {
+              #pragma unroll
+              for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
+                const int tile0_x = tile0_x0_0 + 32 * tile0_p, tile0_kk = tile0_kk0_0;
+                const bool tile0_in = (tile0_m0 >> tile0_p & 1) && tile0_k + tile0_kk < tile0_K;
+                kiln_cp_async16_zfill(tile0_sb + 2 * ((tile0_x) * 64 + ((((tile0_kk) / 8) ^ ((tile0_x) % 8)) * 8) + (tile0_kk) % 8), tile0_in ? tile0_ab + tile0_p * tile0_dp0 : tile0_gs0, tile0_in ? 16u : 0u);
+              }
             } else
             #pragma unroll 1
             for (int tile0_p = 0; tile0_p < 4; ++tile0_p) {
@@ -554,6 +622,13 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
               for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
                 const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
                 kiln_cp_async16_to(tile0_sb + 2 * ((tile0_x) / 64 * 4096 + (tile0_kk) * 64 + ((((tile0_x) % 64 / 8) ^ ((tile0_kk) % 8)) * 8) + (tile0_x) % 8), tile0_ab + tile0_p * tile0_dp1);
+              }
+            } else if (tile0_pr1) {
+              #pragma unroll
+              for (int tile0_p = 0; tile0_p < 8; ++tile0_p) {
+                const int tile0_x = tile0_x0_1, tile0_kk = tile0_kk0_1 + 8 * tile0_p;
+                const bool tile0_in = (tile0_m1 >> tile0_p & 1) && tile0_k + tile0_kk < tile0_K;
+                kiln_cp_async16_zfill(tile0_sb + 2 * ((tile0_x) / 64 * 4096 + (tile0_kk) * 64 + ((((tile0_x) % 64 / 8) ^ ((tile0_kk) % 8)) * 8) + (tile0_x) % 8), tile0_in ? tile0_ab + tile0_p * tile0_dp1 : tile0_gs1, tile0_in ? 16u : 0u);
               }
             } else
             #pragma unroll 1
@@ -618,7 +693,34 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
       for (int tile0_n = 0; tile0_n < 128; ++tile0_n)
         tile0_o[(tile0_wm * 64 + (tile0_m / 1) * 64 + (((tile0_q / 32) % 4) * 16 + ((tile0_q / 4) % 8) + ((((tile0_m % 1) * 128 + tile0_n % 128) / 2) % 2) * 8))][(tile0_wn * 256 + (tile0_n / 128) * 256 + (((((tile0_m % 1) * 128 + tile0_n % 128) / 4) % 32) * 8 + (tile0_q % 4) * 2 + (((tile0_m % 1) * 128 + tile0_n % 128) % 2)))] = tile0_acc[tile0_m][tile0_n];
       __syncthreads();
-      for (int tile0_e = threadIdx.x; tile0_e < 32768; tile0_e += 256) {
+      for (int tile0_e0 = threadIdx.x * 8; tile0_e0 < 32768; tile0_e0 += 2048) {
+        bool tile0_done = false;
+        {
+        const int tile0_e = tile0_e0;
+        const int64_t c0 = tile0_r0 + tile0_e / 256, c1 = tile0_l0 + tile0_e % 256;
+        if ((c0 < s_M) && ((c1 + 7) < s_N)) {
+          const int64_t i0 = c0;
+          const int64_t i1 = c1;
+          uint16_t* tile0_a = &b2[(s_N * i0 + i1)];
+          if (((uint64_t)tile0_a & 15) == 0) {
+            uint16_t tile0_w[8];
+            #pragma unroll
+            for (int tile0_u = 0; tile0_u < 8; ++tile0_u) {
+              const int tile0_e = tile0_e0 + tile0_u;
+              const float tile0_v = tile0_o[tile0_e / 256][tile0_e % 256];
+              const int64_t c0 = tile0_r0 + tile0_e / 256, c1 = tile0_l0 + tile0_e % 256;
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              tile0_w[tile0_u] = kiln_f32_to_f16(tile0_v);
+            }
+            kiln_st16(tile0_a, tile0_w);
+            tile0_done = true;
+          }
+        }
+        }
+        if (!tile0_done)
+        for (int tile0_u = 0; tile0_u < 8; ++tile0_u) {
+        const int tile0_e = tile0_e0 + tile0_u;
         const int64_t c0 = tile0_r0 + tile0_e / 256, c1 = tile0_l0 + tile0_e % 256;
         if ((c0 < s_M) && (c1 < s_N)) {
           const float tile0_v = tile0_o[tile0_e / 256][tile0_e % 256];
@@ -627,6 +729,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
             const int64_t i1 = c1;
             b2[(s_N * i0 + i1)] = kiln_f32_to_f16((float)tile0_v);
           }
+        }
         }
       }
       __syncthreads();

@@ -319,6 +319,79 @@ TEST_CASE("schedule: on a target with warpgroup instructions a 16-bit product ru
   CHECK_FALSE(tile_of(check_legal(matmul(DType::f16), off, sizes)).mma->warpgroup);
 }
 
+namespace {
+
+/** The f32 constant `v`. */
+ScalarExprPtr cst(double v) {
+  auto e = std::make_shared<ScalarExpr>();
+  e->kind = ScalarExpr::Kind::constant;
+  e->value = v;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "schedule: a warpgroup tile's epilogue stores runs of 16 bytes along the result's lanes") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;
+  opt.gpu_tile = {};
+  opt.gpu_tile.wgmma = true;
+  const std::vector<Env> sizes = {{{"M", 130}, {"N", 9}, {"K", 70}}};
+  auto tile_of = [](const ScheduledKernel& r) -> const LoopNode& {
+    std::vector<const LoopNode*> found;
+    allocs(*r.nest.root, found);
+    REQUIRE_FALSE(found.empty());
+    REQUIRE(found[0]->epilogue_staged);
+    return *found[0];
+  };
+  // C[i, j] = Σ A[i, k] B[k, j], stored by the reduction: runs of 8 f16 (4 f32 would be 16 bytes).
+  KernelBuilder mm = matmul(DType::f16);
+  mm.plan.buffers[2].kind = BufferKind::output;
+  const ScheduledKernel plain = check_legal(mm, opt, sizes);
+  CHECK(tile_of(plain).epilogue_vector == 8);
+  CHECK(loop_nest_to_text(plain.nest)
+            .find("the epilogue through shared memory in runs of 8 lanes, 16-byte stores") !=
+        std::string::npos);
+  // The sum in f32 kept in registers, then y = f16(t) by the one statement after it: its store.
+  auto product = [](ScalarExprPtr (*after)(ScalarExprPtr)) {
+    KernelBuilder b;
+    int a = b.buffer("a", {M, K}), w = b.buffer("b", {K, N}), t = b.buffer("t", {M, N}),
+        y = b.buffer("y", {M, N});
+    b.plan.buffers[a].dtype = b.plan.buffers[w].dtype = b.plan.buffers[y].dtype = DType::f16;
+    b.plan.buffers[y].kind = BufferKind::output;
+    b.stmt(Statement::Kind::reduce_init, {M, N}, t, {it(0), it(1)});
+    b.stmt(Statement::Kind::reduce_update, {M, N, K}, t, {it(0), it(1)},
+           op(Op::mul, {load(a, {it(0), it(2)}), load(w, {it(2), it(1)})}));
+    b.stmt(Statement::Kind::assign, {M, N}, y, {it(0), it(1)}, after(load(t, {it(0), it(1)})));
+    return b;
+  };
+  const LoopNode& cast = tile_of(check_legal(product([](ScalarExprPtr v) {
+                                               return op(Op::max, {v, cst(0.0)});
+                                             }),
+                                             opt, sizes));
+  CHECK(cast.result_in_registers);
+  CHECK(cast.epilogue_vector == 8);
+  // A statement after that computes much (a polynomial of 30 terms) runs element by element: a
+  // run would be eight copies of its code.
+  const LoopNode& poly = tile_of(check_legal(product([](ScalarExprPtr v) {
+                                               ScalarExprPtr s = v;
+                                               for (int i = 0; i < 30; ++i)
+                                                 s = op(Op::add, {op(Op::mul, {s, v}), cst(i)});
+                                               return s;
+                                             }),
+                                             opt, sizes));
+  CHECK(poly.epilogue_vector == 0);
+  // The result transposed, C[j, i]: consecutive lanes lie M elements apart.
+  KernelBuilder tr = matmul(DType::f16);
+  tr.plan.buffers[2].kind = BufferKind::output;
+  for (Statement& st : tr.plan.kernels[0].statements)
+    st.index = {it(1), it(0)};
+  tr.plan.buffers[2].shape = {N, M};
+  CHECK(tile_of(check_legal(tr, opt, sizes)).epilogue_vector == 0);
+}
+
 TEST_CASE(
     "schedule: a block tile keeps a temporary's sum in registers only where no one else reads it") {
   ScheduleOptions opt = untiled();
