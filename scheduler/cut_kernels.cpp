@@ -90,6 +90,27 @@ bool reads_across_rows(const Statement& writer, const Statement& reader) {
   return false;
 }
 
+/** Whether statement `p` of `k` sums across rows: a reduction over two or more dimensions whose
+ *  element does not move with i0 (a column sum: a layer norm's dgamma, a batch norm's mean), or
+ *  the init of one. One block a row cannot run it beside statements that go row by row: mapped
+ *  with them, the kernel's only parallel loop would be the row loop it sums over
+ *  (CutOptions::cut_before_grid_barriers). */
+bool sums_across_rows(const Kernel& k, int p) {
+  const int n = static_cast<int>(k.statements.size());
+  const Statement& s = k.statements[p];
+  auto across = [&](const Statement& u) {
+    if (u.kind != Statement::Kind::reduce_update || u.extents.size() < 2) return false;
+    for (const IntExpr& e : u.index)
+      if (affine_coefficient(e, iterator_name(0)) != std::optional<int64_t>(0)) return false;
+    return true;
+  };
+  if (s.kind != Statement::Kind::reduce_init) return across(s);
+  for (int q = p + 1; q < n; ++q)
+    if (k.statements[q].buffer == s.buffer && k.statements[q].kind != Statement::Kind::reduce_init)
+      return across(k.statements[q]);
+  return false;
+}
+
 /** Whether `s` is a contraction a tile may block: a sum over a domain of rank 3 or more whose
  *  value is loads and constants; with `reuse`, one of them is reused along an iterator of the
  *  element it updates (a matmul's a along j), as a row sum's (softmax's, a layer norm's,
@@ -205,6 +226,10 @@ std::vector<int> group_starts(const KernelPlan& plan, const Kernel& k,
       for (int w = starts.back(); w < p && !across; ++w)
         for (int r = p; r < n && !across; ++r)
           across = reads_across_rows(k.statements[w], k.statements[r]);
+      // Sums across rows and statements row by row take kernels of their own.
+      const bool next_sums = sums_across_rows(k, p);
+      for (int w = starts.back(); w < p && !across; ++w)
+        across = sums_across_rows(k, w) != next_sums;
       if (across) {
         starts.push_back(p);
         continue;

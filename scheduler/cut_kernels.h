@@ -47,7 +47,10 @@ struct CutOptions {
    *  statement that writes a buffer some later statement reads other than row by row, i.e.
    *  other than at its own first iterator in the first dimension with the writer's first
    *  iterator there too over the same extent. Row-by-row readers (softmax's normalisation of
-   *  its row sums) stay in the kernel: one block per row sees its row with a block barrier. */
+   *  its row sums) stay in the kernel: one block per row sees its row with a block barrier.
+   *  Sums across rows (a reduction whose element does not move with i0, and its init) and
+   *  statements that go row by row are not fused either: together the kernel would have no
+   *  loop to run across blocks (a layer norm's backward ran on one thread). */
   bool cut_before_grid_barriers = false;
   /** Give each contraction a kernel of its own (GPU backends): cut before the init of a sum
    *  that gpu_tile may block-tile (scheduler/gpu_tile.h), and after it where a later statement

@@ -83,6 +83,29 @@ TEST_CASE("cut: a GPU-style cut after every completed reduction") {
   check_order(plan);
 }
 
+TEST_CASE("cut: on the GPU sums across rows and statements row by row take separate kernels") {
+  // Rows centred by their mean, then column sums over the rows (a layer norm's backward, the
+  // sums written `sum(t, axis=0)`: their domain leads with the rows they sum over): fused, the
+  // kernel's only parallel loop would be the rows the column sums run over, and it ran on one
+  // thread.
+  KernelPlan plan = plan_of("tests/regressions/column_reductions.toml:row_centered_column_sums",
+                            {{"M", 5}, {"N", 7}}, DType::f32, {}, true);
+  cut_kernels(plan, gpu_cut_options());
+  check_order(plan);
+  auto writes_rows = [&](const Statement& s) {
+    return plan.buffers[s.buffer].name != "db" && plan.buffers[s.buffer].name != "dg";
+  };
+  int column_kernels = 0;
+  for (const Kernel& k : plan.kernels) {
+    bool rows = false, columns = false;
+    for (const Statement& s : k.statements)
+      (writes_rows(s) ? rows : columns) = true;
+    CHECK_FALSE((rows && columns));
+    column_kernels += columns;
+  }
+  CHECK(column_kernels == 1);  // db and dg together
+}
+
 TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue stays with it") {
   const CutOptions opt = gpu_cut_options();
   // Attention in f32 (no fused online softmax): scores | the row's softmax | weighted sum.

@@ -72,6 +72,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--policies", default="recompute,stats")
     ap.add_argument("--runtime", default="openmp", help="openmp, clang, cuda, ...")
+    ap.add_argument("--cases", default="", help="comma-separated names to run (default: all)")
     ap.add_argument("--attention", default="8,16,2048,64",
                     help="B,H,L,D of the f16 attention case (cuda only); empty: none")
     a = ap.parse_args()
@@ -87,7 +88,10 @@ def main():
     print(f"{a.runtime} on {where}, torch {torch.__version__}; median (min) of {a.rounds} runs, ms")
     print(f"{'backward':<10} {'policy':<10} {'kiln ms':>17} {'torch ms':>17} {'torch/kiln':>10}"
           f"  max |kiln - torch|")
+    wanted_cases = set(filter(None, a.cases.split(",")))
     for name, comp, settings, inputs, wrt, forward in cases(a.rows, a.n, mkn, attention):
+        if wanted_cases and name not in wanted_cases:
+            continue
         inputs = [t.to(device) for t in inputs]
         leaves = [t.clone().requires_grad_(w in wrt) for t, w in
                   zip(inputs, nn.compile(comp, "interp", **settings).inputs)]
