@@ -1,20 +1,25 @@
-// `kiln tune FILE[:COMPOSITE] --runtime R [--test SIZES] [--budget 60s] [--trials N] [--list]`:
-// compiles the points of the composite's search space (driver/tune_space.h), the default first,
-// times each with `kiln bench`'s timer, rejects any whose outputs differ from the interpreter's,
-// stops at the budget, prints a table and stores the winner in the tuning database
-// (driver/tune_db.h), which later compiles of the same composite, runtime and sizes use.
-// `kiln tune ls` and `kiln tune clear` list and empty the database. docs/tuning.md.
+// `kiln tune FILE[:COMPOSITE] --runtime R [--test SIZES] [--budget 60s] [--trials N] [--jobs N]
+// [--list]`: searches the composite's space (driver/tune_space.h) with driver/tune_search.h, the
+// default first; each batch of candidates is compiled on up to --jobs threads into the cache,
+// then each is loaded, checked against the interpreter and timed with `kiln bench`'s timer, one
+// at a time; prints a table and stores the winner in the tuning database (driver/tune_db.h),
+// which later compiles of the same composite, runtime and sizes use. `kiln tune ls` and `kiln
+// tune clear` list and empty the database. docs/tuning.md.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "backends/backend.h"
 #include "driver/compare.h"
 #include "driver/tune_db.h"
+#include "driver/tune_search.h"
+#include "runtimes/cache.h"
 #include "tools/kiln/bench_subjects.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
@@ -27,6 +32,7 @@ struct TuneOptions : RunRequest {
   TuneOptions() { runtime = "clang"; }
   std::string budget = "60s";
   int trials = 0;  ///< 0: no limit but the budget
+  int jobs = 0;    ///< candidates compiled at once; 0: every core
   bool list = false;
 };
 
@@ -54,13 +60,6 @@ double parse_budget(const std::string& text) {
   return n * scale;
 }
 
-/** One measured point. */
-struct Trial {
-  TuneCandidate knobs;
-  std::optional<double> median_ms;  ///< nullopt: rejected
-  std::string why;                  ///< why it was rejected
-};
-
 /** What a search needs to measure a candidate. */
 struct Bench {
   const TuneOptions& o;
@@ -70,15 +69,61 @@ struct Bench {
   const std::vector<Tensor>& inputs;
   const std::vector<Tensor>& want;
 
+  size_t jobs;  ///< candidates compiled at once; 1: each compiled as it is measured
+
+  /** The --config items of candidate `c`. */
+  std::vector<std::string> config_of(const TuneCandidate& c) const {
+    std::vector<std::string> config = o.config;
+    for (const auto& [knob, value] : c)
+      config.push_back(knob + "=" + value);
+    config.push_back("TUNED=0");
+    return config;
+  }
+
+  /** Compiles `c` into the cache, on the calling thread with a runtime of its own; why it
+   *  failed, or empty. */
+  std::string precompile(const TuneCandidate& c) const {
+    try {
+      std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+      Graph own = g;  // each thread plans its own copy
+      Executable::precompile(own, *rt, compile_options(config_of(c), 0, *rt, l));
+      return "";
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      return "failed: " + what.substr(0, what.find('\n'));
+    }
+  }
+
+  /** The measure function of the search: the batch compiled on up to `jobs` threads into the
+   *  cache, then each candidate loaded from it and timed, one at a time, after every compile
+   *  has finished, so that no compile disturbs a timing. */
+  std::vector<Trial> measure_batch(const std::vector<TuneCandidate>& batch) const {
+    std::vector<std::string> failed(batch.size());
+    if (jobs > 1 && batch.size() > 1) {
+      std::atomic<size_t> next{0};
+      std::vector<std::thread> workers;
+      for (size_t w = 0; w < std::min(jobs, batch.size()); ++w)
+        workers.emplace_back([&] {
+          for (size_t k; (k = next++) < batch.size();)
+            failed[k] = precompile(batch[k]);
+        });
+      for (std::thread& t : workers)
+        t.join();
+    }
+    std::vector<Trial> trials;
+    for (size_t k = 0; k < batch.size(); ++k) {
+      if (isatty(STDERR_FILENO))
+        std::cerr << "\r\033[K  " << candidate_text(batch[k]) << std::flush;
+      trials.push_back(failed[k].empty() ? measure(batch[k]) : Trial{batch[k], {}, failed[k]});
+    }
+    return trials;
+  }
+
   Trial measure(const TuneCandidate& c) const {
     Trial t{c, std::nullopt, ""};
     try {
-      std::vector<std::string> config = o.config;
-      for (const auto& [knob, value] : c)
-        config.push_back(knob + "=" + value);
-      config.push_back("TUNED=0");
       std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
-      CompileOptions opt = compile_options(config, 0, *rt, l);
+      CompileOptions opt = compile_options(config_of(c), 0, *rt, l);
       CompiledSubject s(g, std::move(rt), opt, inputs, sizes);
       for (int k = 0; k < kWarmup; ++k)
         s.run();
@@ -113,95 +158,6 @@ struct Bench {
     }
     return "";
   }
-};
-
-/** The search: measures candidates until the space, the trials or the budget run out. */
-class Search {
- public:
-  Search(const Bench& bench, std::vector<TuneDimension> space, size_t max_trials, double budget_ms)
-      : bench_(bench), space_(std::move(space)), max_trials_(max_trials), budget_ms_(budget_ms) {}
-
-  /** Every point in order, the default first. */
-  void exhaustive() {
-    std::vector<size_t> at(space_.size(), 0);
-    while (true) {
-      if (!try_point(point(at))) return;
-      size_t d = space_.size();
-      while (d > 0 && ++at[d - 1] == space_[d - 1].values.size())
-        at[--d] = 0;
-      if (d == 0) return;
-    }
-  }
-
-  /** One knob at a time from the default: each knob's values with the others at their best so
-   *  far, the best kept; passes over the knobs until one changes nothing or time is up. */
-  void greedy() {
-    std::vector<size_t> best(space_.size(), 0);
-    if (!try_point(point(best))) return;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t d = 0; d < space_.size(); ++d) {
-        std::vector<size_t> at = best;
-        for (size_t v = 0; v < space_[d].values.size(); ++v) {
-          at[d] = v;
-          if (!try_point(point(at))) return;
-        }
-        size_t before = best[d];
-        for (size_t v = 0; v < space_[d].values.size(); ++v) {
-          at[d] = v;
-          if (better(point(at), point(best))) best = at;
-        }
-        changed |= best[d] != before;
-      }
-    }
-  }
-
-  const std::vector<Trial>& trials() const { return trials_; }
-  bool out_of_budget() const { return stopped_; }
-
- private:
-  TuneCandidate point(const std::vector<size_t>& at) const {
-    TuneCandidate c;
-    for (size_t d = 0; d < space_.size(); ++d)
-      c[space_[d].knob] = space_[d].values[at[d]];
-    return c;
-  }
-
-  const Trial* find(const TuneCandidate& c) const {
-    for (const Trial& t : trials_)
-      if (t.knobs == c) return &t;
-    return nullptr;
-  }
-
-  bool better(const TuneCandidate& a, const TuneCandidate& b) const {
-    const Trial *ta = find(a), *tb = find(b);
-    return ta && ta->median_ms && (!tb || !tb->median_ms || *ta->median_ms < *tb->median_ms);
-  }
-
-  /** Measures `c` unless it was; false when the trials or the budget are spent. */
-  bool try_point(const TuneCandidate& c) {
-    if (find(c)) return true;
-    double spent =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
-            .count();
-    if ((max_trials_ && trials_.size() >= max_trials_) ||
-        (!trials_.empty() && spent > budget_ms_)) {
-      stopped_ = true;
-      return false;
-    }
-    if (isatty(STDERR_FILENO))
-      std::cerr << "\r\033[K  [" << trials_.size() + 1 << "] " << candidate_text(c) << std::flush;
-    trials_.push_back(bench_.measure(c));
-    return true;
-  }
-
-  const Bench& bench_;
-  std::vector<TuneDimension> space_;
-  size_t max_trials_;
-  double budget_ms_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::vector<Trial> trials_;
-  bool stopped_ = false;
 };
 
 /** The target's first words, the CPU or GPU, without the feature list that follows. */
@@ -275,11 +231,19 @@ int tune(const TuneOptions& o) {
 
   std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o.seed);
   std::vector<Tensor> want = interpret(g, sizes, inputs, false);
-  Bench bench{o, l, g, sizes, inputs, want};
-  Search search(bench, space, static_cast<size_t>(o.trials), budget_ms);
+  // Candidates compile in parallel into the cache and load from it to be timed; without a
+  // cache (KILN_CACHE=off) each compiles as it is measured.
+  size_t jobs = o.jobs ? static_cast<size_t>(o.jobs)
+                       : std::max<size_t>(1, std::thread::hardware_concurrency());
+  if (Cache::default_dir().empty()) jobs = 1;
+  Bench bench{o, l, g, sizes, inputs, want, jobs};
+  SearchLimits limits{static_cast<size_t>(o.trials), budget_ms, jobs};
+  TuneSearch search(
+      space, [&](const std::vector<TuneCandidate>& batch) { return bench.measure_batch(batch); },
+      limits);
   std::cout << "search: " << (exhaustive ? "exhaustive" : "greedy, one knob at a time")
             << (o.trials ? ", at most " + std::to_string(o.trials) + " trials" : "") << ", budget "
-            << o.budget << "\n";
+            << o.budget << ", " << jobs << " compile" << (jobs == 1 ? "" : "s") << " at once\n";
   std::cout.flush();
   if (exhaustive)
     search.exhaustive();
@@ -342,6 +306,10 @@ void add_tune_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--trials", o->trials, "Measure at most this many candidates")
       ->check(CLI::Range(1, 100000));
+  cmd->add_option("--jobs", o->jobs,
+                  "Compile this many candidates at once (default: every core); timing stays "
+                  "one candidate at a time")
+      ->check(CLI::Range(1, 1024));
   cmd->add_flag("--list", o->list, "Print the search space and stop");
   auto* ls = cmd->add_subcommand("ls", "List the tuning database");
   auto* clear = cmd->add_subcommand("clear", "Delete every entry of the tuning database");
