@@ -94,4 +94,62 @@ void TuneSearch::greedy() {
   }
 }
 
+std::vector<TuneSearch::Point> TuneSearch::neighbours(const Point& at) const {
+  std::vector<Point> out;
+  for (size_t d = 0; d < space_.size(); ++d)
+    for (size_t v = 0; v < space_[d].values.size(); ++v) {
+      if (v == at[d]) continue;
+      Point p = at;
+      p[d] = v;
+      out.push_back(p);
+    }
+  return out;
+}
+
+TuneSearch::Point TuneSearch::point_of(const TuneCandidate& c) const {
+  Point at(space_.size(), 0);
+  for (size_t d = 0; d < space_.size(); ++d) {
+    const std::vector<std::string>& values = space_[d].values;
+    at[d] = static_cast<size_t>(std::find(values.begin(), values.end(), c.at(space_[d].knob)) -
+                                values.begin());
+  }
+  return at;
+}
+
+std::vector<TuneSearch::Point> TuneSearch::fastest(size_t width) const {
+  std::vector<const Trial*> valid;
+  for (const Trial& t : trials_)
+    if (t.median_ms) valid.push_back(&t);
+  std::stable_sort(valid.begin(), valid.end(),
+                   [](const Trial* a, const Trial* b) { return *a->median_ms < *b->median_ms; });
+  std::vector<Point> out;
+  for (size_t k = 0; k < valid.size() && k < width; ++k)
+    out.push_back(point_of(valid[k]->knobs));
+  return out;
+}
+
+void TuneSearch::beam(size_t width) {
+  width = std::max<size_t>(width, 1);
+  Point start(space_.size(), 0);
+  if (!measure({start})) return;
+  std::vector<Point> expanded;
+  // A rejected default still has neighbours worth trying: expand it once.
+  std::vector<Point> beam = median(start) ? fastest(width) : std::vector<Point>{start};
+  while (true) {
+    std::optional<double> before = fastest(1).empty() ? std::nullopt : median(fastest(1)[0]);
+    std::vector<Point> round;
+    for (const Point& p : beam) {
+      if (std::find(expanded.begin(), expanded.end(), p) != expanded.end()) continue;
+      expanded.push_back(p);
+      for (const Point& n : neighbours(p))
+        round.push_back(n);
+    }
+    if (round.empty() || !measure(round)) return;
+    beam = fastest(width);
+    if (beam.empty()) return;
+    std::optional<double> after = median(beam[0]);
+    if (before && after && !(*after < *before)) return;
+  }
+}
+
 }  // namespace kiln

@@ -46,6 +46,10 @@ class TuneSearch {
   /** One knob at a time from the default: each knob's values with the others at their best so
    *  far, the best kept; passes over the knobs until one changes nothing. */
   void greedy();
+  /** Beam search: keeps the `width` fastest points measured so far; each round measures every
+   *  neighbour (one knob changed to another of its values) of the beam's points not expanded
+   *  yet, and the search stops when a round does not lower the best time. */
+  void beam(size_t width);
 
   /** Every trial in the order measured; the default's first. */
   const std::vector<Trial>& trials() const { return trials_; }
@@ -61,6 +65,11 @@ class TuneSearch {
   /** Measures the points not measured yet, in batches; false when the trials or the budget
    *  ran out first. */
   bool measure(const std::vector<Point>& points);
+  /** Every point that differs from `at` in one knob. */
+  std::vector<Point> neighbours(const Point& at) const;
+  /** The `width` fastest points measured, fastest first (rejected ones never). */
+  std::vector<Point> fastest(size_t width) const;
+  Point point_of(const TuneCandidate& c) const;
 
   std::vector<TuneDimension> space_;
   MeasureBatch measure_;

@@ -76,7 +76,7 @@ TEST_CASE("tune: a search stores its winner; later runs use it unless pinned or 
   Result t = run_kiln("tune " + kMatmul + " --trials 3", env);
   INFO(t.out);
   REQUIRE(t.code == 0);
-  CHECK(has(t, "search: greedy"));
+  CHECK(has(t, "search: beam of 4"));
   CHECK(has(t, "3 candidates measured"));
   CHECK(has(t, "(default)"));
   CHECK(has(t, "winner: "));

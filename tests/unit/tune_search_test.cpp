@@ -96,3 +96,60 @@ TEST_CASE("tune search: a rejected default does not stop the search") {
   REQUIRE(search.trials().size() > 1);
   CHECK_FALSE(search.trials().front().median_ms);
 }
+
+namespace {
+
+/** A landscape where the knobs interact: A=a1 is the best first step, but the fastest point,
+ *  A=a3 B=b2, is reached only through A=a3 B=b0, the second best step. */
+double coupled(const TuneCandidate& c) {
+  const std::map<std::string, double> known = {
+      {"a1b0", 8}, {"a3b0", 9}, {"a1b1", 8.5}, {"a1b2", 8.5}, {"a3b2", 1}};
+  auto it = known.find(c.at("A") + c.at("B"));
+  return it == known.end() ? 10 : it->second;
+}
+
+/** The fastest trial's knobs. */
+TuneCandidate winner_of(const TuneSearch& search) {
+  const Trial* best = nullptr;
+  for (const Trial& t : search.trials())
+    if (t.median_ms && (!best || *t.median_ms < *best->median_ms)) best = &t;
+  REQUIRE(best);
+  return best->knobs;
+}
+
+}  // namespace
+
+TEST_CASE("tune search: a beam of 2 finds what the greedy walk misses") {
+  FakeBench greedy_bench{coupled, {}};
+  TuneSearch greedy(small_space(), greedy_bench.measure(), SearchLimits{0, 1e9, 8});
+  greedy.greedy();
+  CHECK(winner_of(greedy) == TuneCandidate{{"A", "a1"}, {"B", "b0"}});
+
+  FakeBench beam_bench{coupled, {}};
+  TuneSearch beam(small_space(), beam_bench.measure(), SearchLimits{0, 1e9, 8});
+  beam.beam(2);
+  CHECK(winner_of(beam) == TuneCandidate{{"A", "a3"}, {"B", "b2"}});
+  // The default; its 5 neighbours; the new neighbours of a1b0 (2) and a3b0 (2); of a3b2 (1),
+  // after which nothing improves.
+  CHECK(beam.trials().size() == 11);
+  CHECK(beam_bench.batches == std::vector<size_t>{1, 5, 4, 1});
+  CHECK_FALSE(beam.out_of_budget());
+}
+
+TEST_CASE("tune search: a beam of 1 stops at the first round that does not improve") {
+  FakeBench bench{
+      [](const TuneCandidate& c) { return c.at("A") == "a0" && c.at("B") == "b0" ? 1.0 : 2.0; },
+      {}};
+  TuneSearch search(small_space(), bench.measure(), SearchLimits{0, 1e9, 16});
+  search.beam(1);
+  CHECK(search.trials().size() == 6);  // the default and its 5 neighbours
+  CHECK(winner_of(search) == TuneCandidate{{"A", "a0"}, {"B", "b0"}});
+}
+
+TEST_CASE("tune search: a beam stops at --trials") {
+  FakeBench bench{coupled, {}};
+  TuneSearch search(small_space(), bench.measure(), SearchLimits{4, 1e9, 8});
+  search.beam(4);
+  CHECK(search.trials().size() == 4);
+  CHECK(search.out_of_budget());
+}

@@ -31,8 +31,10 @@ namespace {
 struct TuneOptions : RunRequest {
   TuneOptions() { runtime = "clang"; }
   std::string budget = "60s";
-  int trials = 0;  ///< 0: no limit but the budget
-  int jobs = 0;    ///< candidates compiled at once; 0: every core
+  int trials = 0;               ///< 0: no limit but the budget
+  int jobs = 0;                 ///< candidates compiled at once; 0: every core
+  int beam = 4;                 ///< points the beam search keeps
+  std::string search = "auto";  ///< auto, exhaustive, beam or greedy
   bool list = false;
 };
 
@@ -218,7 +220,10 @@ int tune(const TuneOptions& o) {
     pinned.insert(find_knob(knob)->name);
   std::erase_if(space, [&](const TuneDimension& d) { return pinned.count(d.knob) > 0; });
   size_t points = space_size(space);
-  bool exhaustive = points <= (o.trials ? static_cast<size_t>(o.trials) : kExhaustiveMax);
+  std::string strategy = o.search;
+  if (strategy == "auto")
+    strategy = points <= (o.trials ? static_cast<size_t>(o.trials) : kExhaustiveMax) ? "exhaustive"
+                                                                                     : "beam";
   std::cout << g.name << " [" << sizes_text(sizes) << "] on " << rt->name() << " ("
             << target_head(rt->target()) << "): " << points << " point" << (points == 1 ? "" : "s")
             << " in the space\n"
@@ -241,18 +246,27 @@ int tune(const TuneOptions& o) {
   TuneSearch search(
       space, [&](const std::vector<TuneCandidate>& batch) { return bench.measure_batch(batch); },
       limits);
-  std::cout << "search: " << (exhaustive ? "exhaustive" : "greedy, one knob at a time")
+  std::cout << "search: "
+            << (strategy == "beam"     ? "beam of " + std::to_string(o.beam)
+                : strategy == "greedy" ? std::string("greedy, one knob at a time")
+                                       : strategy)
             << (o.trials ? ", at most " + std::to_string(o.trials) + " trials" : "") << ", budget "
             << o.budget << ", " << jobs << " compile" << (jobs == 1 ? "" : "s") << " at once\n";
   std::cout.flush();
-  if (exhaustive)
+  auto started = std::chrono::steady_clock::now();
+  if (strategy == "exhaustive")
     search.exhaustive();
-  else
+  else if (strategy == "greedy")
     search.greedy();
+  else
+    search.beam(static_cast<size_t>(o.beam));
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
   const std::vector<Trial>& trials = search.trials();
-  std::cout << trials.size() << " candidate" << (trials.size() == 1 ? "" : "s") << " measured"
-            << (search.out_of_budget() ? " (stopped at the budget or --trials)" : "") << "\n";
+  std::printf("%zu candidate%s measured in %.1f s", trials.size(), trials.size() == 1 ? "" : "s",
+              seconds);
+  std::cout << (search.out_of_budget() ? " (stopped at the budget or --trials)" : "") << "\n";
   const Trial* win = report(trials);
   if (!win) {
     std::cerr << "kiln: error: no candidate ran correctly; nothing stored\n";
@@ -310,6 +324,14 @@ void add_tune_command(CLI::App& app, int& exit_code) {
                   "Compile this many candidates at once (default: every core); timing stays "
                   "one candidate at a time")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--beam", o->beam, "Points the beam search keeps (spaces past 32 points)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--search", o->search,
+                  "auto (exhaustive up to 32 points or --trials, else beam), exhaustive, beam, "
+                  "or greedy (one knob at a time: the earlier strategy, kept to compare)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "exhaustive", "beam", "greedy"}));
   cmd->add_flag("--list", o->list, "Print the search space and stop");
   auto* ls = cmd->add_subcommand("ls", "List the tuning database");
   auto* clear = cmd->add_subcommand("clear", "Delete every entry of the tuning database");
