@@ -133,6 +133,31 @@ std::string tune_key(const Graph& g, const std::string& runtime, const std::stri
   return key.hex();
 }
 
+SizeBindings size_bucket(const SizeBindings& sizes) {
+  SizeBindings bucket;
+  for (const auto& [name, value] : sizes) {
+    int64_t rounded = 1;
+    while (rounded < value && rounded < (int64_t{1} << 62))
+      rounded *= 2;
+    bucket[name] = value <= 1 ? value : rounded;
+  }
+  return bucket;
+}
+
+std::string tune_bucket_key(const Graph& g, const std::string& runtime, const std::string& target,
+                            const SizeBindings& sizes, const CompileOptions& opt) {
+  SizeBindings bucket = size_bucket(sizes);
+  bucket["<size bucket>"] = 1;  // no composite has this size: never an exact key
+  return tune_key(g, runtime, target, bucket, opt);
+}
+
+std::string sizes_text(const SizeBindings& sizes) {
+  std::string t;
+  for (const auto& [k, v] : sizes)
+    t += (t.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return t;
+}
+
 TuneDb::TuneDb(const std::string& cache_dir) {
   std::string root = cache_dir.empty() ? Cache::default_dir() : cache_dir;
   if (!root.empty()) dir_ = root + "/tuned";
@@ -221,6 +246,13 @@ std::map<std::string, std::string> tuned_config(const CompileOptions& opt, const
   std::string warning;
   std::optional<TuneEntry> e = db.get(tune_key(g, rt.name(), rt.target(), sizes, opt), &warning);
   if (!warning.empty()) std::cerr << "kiln: warning: " << warning << "\n";
+  std::string source = "exact sizes";
+  if (!e && !sizes.empty()) {
+    warning.clear();
+    e = db.get(tune_bucket_key(g, rt.name(), rt.target(), sizes, opt), &warning);
+    if (!warning.empty()) std::cerr << "kiln: warning: " << warning << "\n";
+    source = "size bucket " + sizes_text(size_bucket(sizes));
+  }
   if (!e) return tuned;
   std::set<std::string> pinned;
   for (const auto& [key, value] : config)
@@ -233,7 +265,7 @@ std::map<std::string, std::string> tuned_config(const CompileOptions& opt, const
       tuned[knob] = value;
   if (opt.debug >= 1 && opt.log)
     *opt.log << "tuned: " << (tuned.empty() ? "nothing" : candidate_text(tuned))
-             << " (from the tuning database"
+             << " (from the tuning database, " << source
              << (kept.empty() ? "" : "; " + kept + " pinned by --config") << ")\n";
   return tuned;
 }

@@ -170,13 +170,6 @@ std::string target_head(const std::string& target) {
   return head;
 }
 
-std::string sizes_text(const SizeBindings& sizes) {
-  std::string t;
-  for (const auto& [k, v] : sizes)
-    t += (t.empty() ? "" : ",") + k + "=" + std::to_string(v);
-  return t;
-}
-
 /** The table of trials and the winner (nullptr: only the default, or none valid). */
 const Trial* report(const std::vector<Trial>& trials) {
   const Trial& base = trials.front();
@@ -287,7 +280,18 @@ int tune(const TuneOptions& o) {
               << "; the winner is not stored\n";
     return Exit::ok;
   }
-  std::cout << "stored in " << db.dir() << "\n";
+  // Also under the size bucket, for nearby sizes; a specialized graph holds its sizes, so only
+  // its own sizes can find it.
+  std::string bucket;
+  if (!o.specialize && !sizes.empty()) {
+    TuneEntry b = e;
+    b.label = g.name + " [bucket " + sizes_text(size_bucket(sizes)) + "] on " + rt->name();
+    if (db.put(tune_bucket_key(g, rt->name(), rt->target(), sizes, opt), b, &warning))
+      bucket = " (and under the size bucket " + sizes_text(size_bucket(sizes)) + ")";
+    else
+      std::cerr << "kiln: warning: " << warning << "; not stored under the size bucket\n";
+  }
+  std::cout << "stored in " << db.dir() << bucket << "\n";
   return Exit::ok;
 }
 
