@@ -52,7 +52,27 @@ std::string body_text(const std::string& key, const TuneEntry& e) {
   return out.str();
 }
 
-/** Parses a file's text; the reason it is bad otherwise. */
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+bool valid_tune_key(const std::string& key) {
+  return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string entry_text(const std::string& key, const TuneEntry& e) {
+  std::string body = body_text(key, e);
+  return body + "sha256 " + sha256_hex(body.data(), body.size()) + "\n";
+}
+
 std::optional<TuneEntry> parse_entry(const std::string& key, const std::string& text,
                                      std::string& why) {
   size_t last = text.rfind("sha256 ");
@@ -104,22 +124,6 @@ std::optional<TuneEntry> parse_entry(const std::string& key, const std::string& 
   return e;
 }
 
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-bool valid_key(const std::string& key) {
-  return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
-}  // namespace
-
 bool tuning_wanted(const CompileOptions& opt) {
   return opt.tuned;
 }
@@ -164,7 +168,7 @@ TuneDb::TuneDb(const std::string& cache_dir) {
 }
 
 std::optional<TuneEntry> TuneDb::get(const std::string& key, std::string* warning) const {
-  if (!enabled() || !valid_key(key)) return std::nullopt;
+  if (!enabled() || !valid_tune_key(key)) return std::nullopt;
   std::string path = dir_ + "/" + key + kSuffix;
   std::optional<std::string> text = read_text(path);
   if (!text) return std::nullopt;
@@ -175,11 +179,10 @@ std::optional<TuneEntry> TuneDb::get(const std::string& key, std::string* warnin
 }
 
 bool TuneDb::put(const std::string& key, const TuneEntry& e, std::string* warning) const {
-  if (!enabled() || !valid_key(key)) return false;
+  if (!enabled() || !valid_tune_key(key)) return false;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);  // an error shows at mkstemp below
-  std::string body = body_text(key, e);
-  std::string text = body + "sha256 " + sha256_hex(body.data(), body.size()) + "\n";
+  std::string text = entry_text(key, e);
   std::string tmp = dir_ + "/." + key + ".tmp." + std::to_string(getpid()) + ".XXXXXX";
   int fd = mkstemp(tmp.data());
   bool ok = fd >= 0;

@@ -49,6 +49,19 @@ std::string tune_bucket_key(const Graph& g, const std::string& runtime, const st
 /** "K=8,M=8,N=8". */
 std::string sizes_text(const SizeBindings& sizes);
 
+/** The text of a database file holding `e` under `key`: "kiln-tune 1", the fields, and a
+ *  "sha256 ..." line over them, last. */
+std::string entry_text(const std::string& key, const TuneEntry& e);
+
+/** Parses entry_text's format for `key`; nothing, with the reason in `why`, when the text is not
+ *  whole: not an entry, a bad checksum, another key, a knob that is not tunable or a value the
+ *  knob refuses. */
+std::optional<TuneEntry> parse_entry(const std::string& key, const std::string& text,
+                                     std::string& why);
+
+/** True for a key as tune_key makes them: 64 lowercase hex digits. */
+bool valid_tune_key(const std::string& key);
+
 /** The database in the folder `tuned/` of a cache folder. Methods never throw on I/O trouble. */
 class TuneDb {
  public:

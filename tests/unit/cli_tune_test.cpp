@@ -254,3 +254,73 @@ TEST_CASE("tune: the C++ API's compile() uses an entry tuned for its fixed sizes
   settings.fixed_sizes.clear();  // size-generic: no sizes to look up
   CHECK(debug_of(settings).find("tuned:") == std::string::npos);
 }
+
+TEST_CASE("tune: export and import move the database to another cache") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir here, there, files;
+  const std::string env_here = "KILN_CACHE=" + here.path.string();
+  const std::string env_there = "KILN_CACHE=" + there.path.string();
+  REQUIRE(run_kiln("tune " + kMatmul + " --trials 2", env_here).code == 0);
+  const std::string file = (files.path / "tuned.txt").string();
+  Result exported = run_kiln("tune export " + file, env_here);
+  INFO(exported.out);
+  CHECK(exported.code == 0);
+  CHECK(has(exported, "exported 2 tuning entries to " + file));
+  CHECK(read_file(file).rfind("kiln-tune-export 1\n", 0) == 0);
+
+  Result imported = run_kiln("tune import " + file, env_there);
+  INFO(imported.out);
+  CHECK(imported.code == 0);
+  CHECK(has(imported, "imported 2 tuning entries into"));
+  CHECK(entries(there.path).size() == 2);
+  Result used = run_kiln("run " + kMatmul + " --debug 1", env_there);
+  CHECK(has(used, "(from the tuning database, exact sizes)"));
+
+  // One entry spoilt: a warning naming it, the other imported.
+  std::string text = read_file(file);
+  text[text.find("knob ") + 5] = 'X';
+  const std::string spoilt = (files.path / "spoilt.txt").string();
+  std::ofstream(spoilt, std::ios::binary) << text;
+  TempDir third;
+  Result partial = run_kiln("tune import " + spoilt, "KILN_CACHE=" + third.path.string());
+  INFO(partial.out);
+  CHECK(partial.code == 0);
+  CHECK(has(partial, "kiln: warning: " + spoilt + ": skipped the entry at line 2 (key "));
+  CHECK(has(partial, "checksum mismatch"));
+  CHECK(has(partial, "imported 1 tuning entry into"));
+  CHECK(has(partial, "(1 skipped)"));
+  CHECK(entries(third.path).size() == 1);
+}
+
+TEST_CASE("tune: a malformed import file is one error with its line, exit 2, nothing imported") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp, files;
+  const std::string env = "KILN_CACHE=" + tmp.path.string();
+  struct Case {
+    std::string text, message;
+  };
+  const Case cases[] = {
+      {"", ":1: not a tuning export"},
+      {std::string("\x7f"
+                   "ELF\0\0\0\n",
+                   8),
+       ":1: not a tuning export"},
+      {"kiln-tune-export 1\n\nstray\n", ":3: expected 'kiln-tune 1'"},
+      {"kiln-tune-export 1\nkiln-tune 1\nkey 00\n",
+       ":3: the file ends inside the entry begun at line 2"},
+  };
+  const std::string file = (files.path / "bad.txt").string();
+  for (const Case& c : cases) {
+    CAPTURE(c.text);
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << c.text;
+    Result r = run_kiln("tune import " + file, env);
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(has(r, "kiln: error: " + file + c.message));
+    CHECK(has(r, "nothing imported"));
+    CHECK(entries(tmp.path).empty());
+  }
+  Result missing = run_kiln("tune import " + (files.path / "none.txt").string(), env);
+  CHECK(missing.code == 2);
+  CHECK(has(missing, "cannot read"));
+}
