@@ -3,25 +3,22 @@
 // default first; each batch of candidates is compiled on up to --jobs threads into the cache,
 // then each is loaded, checked against the interpreter and timed with `kiln bench`'s timer, one
 // at a time; prints a table and stores the winner in the tuning database (driver/tune_db.h),
-// which later compiles of the same composite, runtime and sizes use. `kiln tune ls|clear` list and
-// empty the database, `kiln tune export|import FILE` move it between machines. docs/tuning.md.
+// which later compiles of the same composite, runtime and sizes use; its subcommands on the
+// database are in cmd_tune_db.cpp. docs/tuning.md.
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "backends/backend.h"
 #include "driver/compare.h"
 #include "driver/tune_db.h"
 #include "driver/tune_search.h"
-#include "driver/tune_transfer.h"
 #include "runtimes/cache.h"
 #include "tools/kiln/bench_subjects.h"
 #include "tools/kiln/commands.h"
@@ -298,68 +295,6 @@ int tune(const TuneOptions& o) {
   return Exit::ok;
 }
 
-void list_entries() {
-  TuneDb db;
-  std::vector<std::string> warnings;
-  auto entries = db.ls(&warnings);
-  for (const std::string& w : warnings)
-    std::cerr << "kiln: warning: " << w << "\n";
-  for (const auto& [key, e] : entries) {
-    std::printf("%s  %s  %s", key.substr(0, 12).c_str(), e.label.c_str(),
-                candidate_text(e.knobs).c_str());
-    if (e.best_ms > 0) std::printf("  %.4g ms (default %.4g ms)", e.best_ms, e.default_ms);
-    std::printf("\n");
-  }
-  std::cout << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << " in "
-            << (db.enabled() ? db.dir() : "no folder (KILN_CACHE=off)") << "\n";
-}
-
-/** `kiln tune export FILE`: every valid entry to one file. */
-void export_entries(const std::string& path) {
-  TuneDb db;
-  std::vector<std::string> warnings;
-  auto entries = db.ls(&warnings);
-  for (const std::string& w : warnings)
-    std::cerr << "kiln: warning: " << w << " (not exported)\n";
-  std::string text = export_text(entries);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush())
-    throw std::runtime_error("cannot write " + path);
-  std::cout << "exported " << entries.size() << " tuning entr"
-            << (entries.size() == 1 ? "y" : "ies") << " to " << path << "\n";
-}
-
-/** `kiln tune import FILE`: adds a file's entries, each checked; a malformed file is a
- *  UsageError naming the line, and nothing is imported. */
-void import_entries(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  TuneImport parsed;
-  try {
-    parsed = parse_export(text.str());
-  } catch (const TuneImportError& e) {
-    throw UsageError(path + ":" + std::to_string(e.line) + ": " + e.what() + "; nothing imported");
-  }
-  for (const std::string& w : parsed.warnings)
-    std::cerr << "kiln: warning: " << path << ": " << w << "\n";
-  TuneDb db;
-  if (!db.enabled()) throw UsageError("the tuning database is off (KILN_CACHE=off)");
-  size_t stored = 0;
-  for (const auto& [key, e] : parsed.entries) {
-    std::string warning;
-    if (db.put(key, e, &warning))
-      ++stored;
-    else
-      std::cerr << "kiln: warning: " << warning << "\n";
-  }
-  std::cout << "imported " << stored << " tuning entr" << (stored == 1 ? "y" : "ies") << " into "
-            << db.dir();
-  if (!parsed.warnings.empty()) std::cout << " (" << parsed.warnings.size() << " skipped)";
-  std::cout << "\n";
-}
-
 }  // namespace
 
 void add_tune_command(CLI::App& app, int& exit_code) {
@@ -386,31 +321,7 @@ void add_tune_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "exhaustive", "beam", "greedy"}));
   cmd->add_flag("--list", o->list, "Print the search space and stop");
-  auto* ls = cmd->add_subcommand("ls", "List the tuning database");
-  auto* clear = cmd->add_subcommand("clear", "Delete every entry of the tuning database");
-  auto file = std::make_shared<std::string>();
-  auto* exp = cmd->add_subcommand("export", "Write every valid entry of the database to FILE");
-  exp->add_option("file", *file, "The export file")->required();
-  auto* imp = cmd->add_subcommand("import", "Add the entries of an export FILE to the database");
-  imp->add_option("file", *file, "The export file")->required();
-  exp->callback([file, &exit_code] {
-    export_entries(*file);
-    exit_code = Exit::ok;
-  });
-  imp->callback([file, &exit_code] {
-    import_entries(*file);
-    exit_code = Exit::ok;
-  });
-  ls->callback([&exit_code] {
-    list_entries();
-    exit_code = Exit::ok;
-  });
-  clear->callback([&exit_code] {
-    TuneDb db;
-    size_t n = db.clear();
-    std::cout << "deleted " << n << " tuning entr" << (n == 1 ? "y" : "ies") << "\n";
-    exit_code = Exit::ok;
-  });
+  add_tune_db_commands(*cmd, exit_code);
   cmd->callback([o, cmd, &exit_code] {
     for (const char* sub : {"ls", "clear", "export", "import"})
       if (cmd->got_subcommand(sub)) return;
