@@ -98,7 +98,7 @@ TEST_CASE("tune: a search stores its winner; later runs use it unless pinned or 
   Result t = run_kiln("tune " + kMatmul + " --trials 3", env);
   INFO(t.out);
   REQUIRE(t.code == 0);
-  CHECK(has(t, "search: beam of 4"));
+  CHECK(has(t, "search: greedy"));
   CHECK(has(t, "3 candidates measured"));
   CHECK(has(t, "(default)"));
   CHECK(has(t, "winner: "));
@@ -142,6 +142,21 @@ TEST_CASE("tune: a search stores its winner; later runs use it unless pinned or 
   Result cleared = run_kiln("tune clear", env);
   CHECK(has(cleared, "deleted 2 tuning entries"));
   CHECK(entries(tmp.path).empty());
+}
+
+TEST_CASE("tune: --search beam measures with --beam points and stores its winner") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  Result t = run_kiln("tune " + kMatmul + " --search beam --beam 2 --trials 4 --jobs 2",
+                      "KILN_CACHE=" + tmp.path.string());
+  INFO(t.out);
+  REQUIRE(t.code == 0);
+  CHECK(has(t, "search: beam of 2, at most 4 trials"));
+  CHECK(has(t, "2 compiles at once"));
+  CHECK(has(t, "4 candidates measured"));
+  CHECK(has(t, "winner: "));
+  Result bad = run_kiln("tune " + kMatmul + " --search random", "KILN_CACHE=" + tmp.path.string());
+  CHECK(bad.code == 2);
 }
 
 TEST_CASE("tune: a small space is searched exhaustively; an empty one stores nothing") {
