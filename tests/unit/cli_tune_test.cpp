@@ -338,4 +338,7 @@ TEST_CASE("tune: a malformed import file is one error with its line, exit 2, not
   Result missing = run_kiln("tune import " + (files.path / "none.txt").string(), env);
   CHECK(missing.code == 2);
   CHECK(has(missing, "cannot read"));
+  Result folder = run_kiln("tune import " + files.path.string(), env);
+  CHECK(folder.code == 2);
+  CHECK(has(folder, "cannot read"));
 }

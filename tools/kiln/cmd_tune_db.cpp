@@ -1,6 +1,7 @@
 // The subcommands of `kiln tune` on the tuning database (driver/tune_db.h): `ls` and `clear` list
 // and empty it; `export FILE` writes every valid entry to one file and `import FILE` adds such a
 // file's entries, each checked (driver/tune_transfer.h). docs/tuning.md.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -48,6 +49,9 @@ void export_entries(const std::string& path) {
 /** `kiln tune import FILE`: adds a file's entries, each checked; a malformed file is a
  *  UsageError naming the line, and nothing is imported. */
 void import_entries(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError("cannot read " + path + ": a folder");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("cannot read " + path);
   std::ostringstream text;
