@@ -102,6 +102,14 @@ std::vector<int64_t> size_values(const KernelPlan& plan, const SizeBindings& siz
 
 namespace {
 
+/** What `kiln cache ls` shows of a new entry: composite, runtime, input types, sizes. */
+std::string cache_label(const Graph& g, const Runtime& runtime) {
+  std::string label = g.name + " on " + runtime.name() + ":";
+  for (NodeId in : g.inputs)
+    label += " " + g[in].name + " " + std::string(dtype_name(g[in].dtype)) + shape_str(g[in].shape);
+  return label + (g.size_vars.empty() ? ", sizes fixed" : ", sizes symbolic");
+}
+
 /** KILN_DUMP=DIR: the program's source, each kernel's transforms and loop nest, and the kernel
  *  plan, as DIR/COMPOSITE-KEY.{c,cu}, .schedule.txt and .plan.txt (KEY: the cache key's first
  *  12 digits). A folder that cannot be written is a warning of the build. */
@@ -128,6 +136,19 @@ void dump_program(const std::string& dir, const std::string& name, const Lowered
 
 }  // namespace
 
+CompileInfo Executable::precompile(const Graph& g, Runtime& runtime, const CompileOptions& opt) {
+  const Backend& backend = backend_for(runtime.backend());
+  LoweredProgram program = plan_program(g, opt);
+  auto make_source = [&] {
+    generate_code(program, backend, opt);
+    return program.source;
+  };
+  CompileInfo info;
+  runtime.build_artifact(program_identity(program, runtime.backend(), opt), make_source, {}, &info,
+                         cache_label(g, runtime));
+  return info;
+}
+
 Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt)
     : runtime_(runtime), backend_(backend_for(runtime.backend())) {
   const Backend& backend = backend_;
@@ -143,13 +164,8 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     symbols.push_back(kernel_symbol(program_.plan.kernels[k].name, k));
   // A cached module that does not load or lacks a kernel is dropped and rebuilt by the runtime.
-  // What `kiln cache ls` shows of a new entry: composite, runtime, input types, sizes.
-  std::string label = g.name + " on " + runtime.name() + ":";
-  for (NodeId in : g.inputs)
-    label += " " + g[in].name + " " + std::string(dtype_name(g[in].dtype)) + shape_str(g[in].shape);
-  label += g.size_vars.empty() ? ", sizes fixed" : ", sizes symbolic";
-  module_ = std::make_unique<CompiledModule>(
-      runtime.compile_identified(identity, make_source, {}, &info_.compile, symbols, label));
+  module_ = std::make_unique<CompiledModule>(runtime.compile_identified(
+      identity, make_source, {}, &info_.compile, symbols, cache_label(g, runtime)));
   const char* dump = std::getenv("KILN_DUMP");
   // Show what the cache holds too.
   if ((opt.debug >= 3 || (dump && *dump)) && program_.source.empty()) make_source();

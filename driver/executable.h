@@ -38,6 +38,11 @@ class Executable {
  public:
   /** Lowers, compiles (through the runtime's cache) and loads `g`. */
   Executable(const Graph& g, Runtime& runtime, const CompileOptions& opt);
+  /** Plans, renders and compiles `g` into the runtime's cache without loading it, so that an
+   *  Executable of the same graph, runtime and options made later is a cache hit (`kiln tune`
+   *  compiles candidates on several threads this way, then loads and times them one by one).
+   *  Safe to call from several threads, each with its own Runtime. */
+  static CompileInfo precompile(const Graph& g, Runtime& runtime, const CompileOptions& opt);
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;

@@ -52,7 +52,27 @@ std::string body_text(const std::string& key, const TuneEntry& e) {
   return out.str();
 }
 
-/** Parses a file's text; the reason it is bad otherwise. */
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+bool valid_tune_key(const std::string& key) {
+  return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string entry_text(const std::string& key, const TuneEntry& e) {
+  std::string body = body_text(key, e);
+  return body + "sha256 " + sha256_hex(body.data(), body.size()) + "\n";
+}
+
 std::optional<TuneEntry> parse_entry(const std::string& key, const std::string& text,
                                      std::string& why) {
   size_t last = text.rfind("sha256 ");
@@ -104,22 +124,6 @@ std::optional<TuneEntry> parse_entry(const std::string& key, const std::string& 
   return e;
 }
 
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-bool valid_key(const std::string& key) {
-  return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
-}  // namespace
-
 bool tuning_wanted(const CompileOptions& opt) {
   return opt.tuned;
 }
@@ -133,13 +137,38 @@ std::string tune_key(const Graph& g, const std::string& runtime, const std::stri
   return key.hex();
 }
 
+SizeBindings size_bucket(const SizeBindings& sizes) {
+  SizeBindings bucket;
+  for (const auto& [name, value] : sizes) {
+    int64_t rounded = 1;
+    while (rounded < value && rounded < (int64_t{1} << 62))
+      rounded *= 2;
+    bucket[name] = value <= 1 ? value : rounded;
+  }
+  return bucket;
+}
+
+std::string tune_bucket_key(const Graph& g, const std::string& runtime, const std::string& target,
+                            const SizeBindings& sizes, const CompileOptions& opt) {
+  SizeBindings bucket = size_bucket(sizes);
+  bucket["<size bucket>"] = 1;  // no composite has this size: never an exact key
+  return tune_key(g, runtime, target, bucket, opt);
+}
+
+std::string sizes_text(const SizeBindings& sizes) {
+  std::string t;
+  for (const auto& [k, v] : sizes)
+    t += (t.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return t;
+}
+
 TuneDb::TuneDb(const std::string& cache_dir) {
   std::string root = cache_dir.empty() ? Cache::default_dir() : cache_dir;
   if (!root.empty()) dir_ = root + "/tuned";
 }
 
 std::optional<TuneEntry> TuneDb::get(const std::string& key, std::string* warning) const {
-  if (!enabled() || !valid_key(key)) return std::nullopt;
+  if (!enabled() || !valid_tune_key(key)) return std::nullopt;
   std::string path = dir_ + "/" + key + kSuffix;
   std::optional<std::string> text = read_text(path);
   if (!text) return std::nullopt;
@@ -150,11 +179,10 @@ std::optional<TuneEntry> TuneDb::get(const std::string& key, std::string* warnin
 }
 
 bool TuneDb::put(const std::string& key, const TuneEntry& e, std::string* warning) const {
-  if (!enabled() || !valid_key(key)) return false;
+  if (!enabled() || !valid_tune_key(key)) return false;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);  // an error shows at mkstemp below
-  std::string body = body_text(key, e);
-  std::string text = body + "sha256 " + sha256_hex(body.data(), body.size()) + "\n";
+  std::string text = entry_text(key, e);
   std::string tmp = dir_ + "/." + key + ".tmp." + std::to_string(getpid()) + ".XXXXXX";
   int fd = mkstemp(tmp.data());
   bool ok = fd >= 0;
@@ -221,6 +249,13 @@ std::map<std::string, std::string> tuned_config(const CompileOptions& opt, const
   std::string warning;
   std::optional<TuneEntry> e = db.get(tune_key(g, rt.name(), rt.target(), sizes, opt), &warning);
   if (!warning.empty()) std::cerr << "kiln: warning: " << warning << "\n";
+  std::string source = "exact sizes";
+  if (!e && !sizes.empty()) {
+    warning.clear();
+    e = db.get(tune_bucket_key(g, rt.name(), rt.target(), sizes, opt), &warning);
+    if (!warning.empty()) std::cerr << "kiln: warning: " << warning << "\n";
+    source = "size bucket " + sizes_text(size_bucket(sizes));
+  }
   if (!e) return tuned;
   std::set<std::string> pinned;
   for (const auto& [key, value] : config)
@@ -233,7 +268,7 @@ std::map<std::string, std::string> tuned_config(const CompileOptions& opt, const
       tuned[knob] = value;
   if (opt.debug >= 1 && opt.log)
     *opt.log << "tuned: " << (tuned.empty() ? "nothing" : candidate_text(tuned))
-             << " (from the tuning database"
+             << " (from the tuning database, " << source
              << (kept.empty() ? "" : "; " + kept + " pinned by --config") << ")\n";
   return tuned;
 }

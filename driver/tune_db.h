@@ -37,6 +37,31 @@ struct TuneEntry {
 std::string tune_key(const Graph& g, const std::string& runtime, const std::string& target,
                      const SizeBindings& sizes, const CompileOptions& opt);
 
+/** `sizes` with each size rounded up to the next power of two (0 and 1 stay): the size bucket
+ *  an entry is also stored under, so that nearby sizes find tuned knobs. */
+SizeBindings size_bucket(const SizeBindings& sizes);
+
+/** The key of the size bucket of `sizes` (size_bucket): tune_key's with the bucket's sizes,
+ *  marked so that it never equals an exact key. */
+std::string tune_bucket_key(const Graph& g, const std::string& runtime, const std::string& target,
+                            const SizeBindings& sizes, const CompileOptions& opt);
+
+/** "K=8,M=8,N=8". */
+std::string sizes_text(const SizeBindings& sizes);
+
+/** The text of a database file holding `e` under `key`: "kiln-tune 1", the fields, and a
+ *  "sha256 ..." line over them, last. */
+std::string entry_text(const std::string& key, const TuneEntry& e);
+
+/** Parses entry_text's format for `key`; nothing, with the reason in `why`, when the text is not
+ *  whole: not an entry, a bad checksum, another key, a knob that is not tunable or a value the
+ *  knob refuses. */
+std::optional<TuneEntry> parse_entry(const std::string& key, const std::string& text,
+                                     std::string& why);
+
+/** True for a key as tune_key makes them: 64 lowercase hex digits. */
+bool valid_tune_key(const std::string& key);
+
 /** The database in the folder `tuned/` of a cache folder. Methods never throw on I/O trouble. */
 class TuneDb {
  public:
@@ -62,9 +87,11 @@ bool tuning_wanted(const CompileOptions& opt);
 
 /** The database's knobs for `g` on `rt` at `sizes`, compiled with `opt` (compile_options'
  *  result for the caller's `config`), to add to `config` before compile_options runs again:
- *  empty under TUNED=0 (tuning_wanted) or there is no entry; a knob `config` pins keeps the
- *  caller's value. Under opt.debug >= 1 says what it found on opt.log ("tuned: MICRO=... (from
- *  the tuning database)"); a bad entry is ignored with a warning on stderr. */
+ *  the entry of the exact sizes, else that of their size bucket (tune_bucket_key); empty under
+ *  TUNED=0 (tuning_wanted) or when there is neither; a knob `config` pins keeps the caller's
+ *  value. Under opt.debug >= 1 says what it found on opt.log ("tuned: MICRO=... (from the tuning
+ *  database, exact sizes)" or "..., size bucket K=8,M=8,N=8)"); a bad entry is ignored with a
+ *  warning on stderr. */
 std::map<std::string, std::string> tuned_config(const CompileOptions& opt, const Graph& g,
                                                 const Runtime& rt, const SizeBindings& sizes,
                                                 const std::map<std::string, std::string>& config,

@@ -35,6 +35,21 @@ namespace {
 std::mutex applied_mutex;
 std::map<void*, RuntimeConfig> applied_configs;
 
+/** The lock of each plugin library whose descriptor does not declare concurrent_compile: its
+ *  compile is entered by one thread at a time, whichever Runtime calls it. */
+std::mutex compile_locks_mutex;
+std::map<void*, std::mutex> compile_locks;
+
+std::unique_lock<std::mutex> serialize_compile(void* library, bool concurrent) {
+  if (concurrent) return {};
+  std::mutex* lock = nullptr;
+  {
+    std::lock_guard<std::mutex> hold(compile_locks_mutex);
+    lock = &compile_locks[library];  // a map's elements stay where they are
+  }
+  return std::unique_lock<std::mutex>(*lock);
+}
+
 }  // namespace
 
 /** A dlopened plugin library and its function table. */
@@ -267,6 +282,11 @@ RuntimeDescriptor RuntimeDescriptor::parse_file(const std::string& path) {
     for (const auto& [key, value] : *config->as_table())
       d.config[std::string(key.str())] = text_of(value);
   }
+  if (const toml::node* concurrent = t.get("concurrent_compile")) {
+    if (!concurrent->is_boolean())
+      throw wrong_type(*concurrent, "'concurrent_compile' must be true or false");
+    d.concurrent_compile = concurrent->as_boolean()->get();
+  }
   return d;
 }
 
@@ -391,11 +411,11 @@ CompiledModule Runtime::compile(const std::string& source,
 std::vector<uint8_t> Runtime::build_artifact(const std::string& identity,
                                              const std::function<std::string()>& make_source,
                                              const std::vector<std::string>& extra_flags,
-                                             CompileInfo* info) {
+                                             CompileInfo* info, const std::string& label) {
   CompileInfo local;
   CompileInfo& out = info ? *info : local;
   out = CompileInfo();
-  return artifact(identity, make_source, extra_flags, true, out);
+  return artifact(identity, make_source, extra_flags, true, out, label);
 }
 
 std::vector<uint8_t> Runtime::artifact(const std::string& identity,
@@ -425,7 +445,11 @@ std::vector<uint8_t> Runtime::artifact(const std::string& identity,
     std::string packed = pack_flags(flags);
     kiln_blob blob{nullptr, 0};
     char* error = nullptr;
-    if (table().compile(source.c_str(), packed.c_str(), &blob, &error) != 0) {
+    std::unique_lock<std::mutex> one_at_a_time =
+        serialize_compile(plugin_->library, desc_.concurrent_compile);
+    int failed = table().compile(source.c_str(), packed.c_str(), &blob, &error);
+    if (one_at_a_time.owns_lock()) one_at_a_time.unlock();
+    if (failed != 0) {
       // The source stays where the user can read the compiler's message against it.
       std::string why = error ? error : "";
       if (error) table().free_string(error);

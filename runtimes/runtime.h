@@ -42,7 +42,10 @@ struct RuntimeDescriptor {
   std::string plugin;                        /**< library base name, e.g. kiln_runtime_cc */
   std::vector<std::string> flags;            /**< compiler flags */
   std::map<std::string, std::string> config; /**< `--config` defaults, values as text */
-  std::string path;                          /**< the file it came from */
+  /** The plugin's compile may run on several threads at once (`concurrent_compile = true`:
+   *  clang, openmp, cc); otherwise Kiln lets one thread at a time into it. */
+  bool concurrent_compile = false;
+  std::string path; /**< the file it came from */
 
   /** Parses a descriptor file; throws std::runtime_error naming the file on error. */
   static RuntimeDescriptor parse_file(const std::string& path);
@@ -159,7 +162,7 @@ class Runtime {
   std::vector<uint8_t> build_artifact(const std::string& identity,
                                       const std::function<std::string()>& make_source,
                                       const std::vector<std::string>& extra_flags,
-                                      CompileInfo* info = nullptr);
+                                      CompileInfo* info = nullptr, const std::string& label = "");
 
   /** Compiles (or fetches from the cache) and loads `source`; `symbols` as compile_identified. */
   CompiledModule compile(const std::string& source, const std::vector<std::string>& extra_flags,

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,23 +64,29 @@ static int write_file(int fd, const void* data, size_t size) {
   return 0;
 }
 
-static const char* cc_compiler_version(void) {
-  static char line[512];
-  if (line[0]) return line;
+/* Both strings are computed once (pthread_once): compiles may run on several threads at once
+ * (concurrent_compile in cc.toml), and each asks for them. */
+static char version_line[512];
+static void find_compiler_version(void) {
+  char* line = version_line;
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", compiler());
   FILE* p = popen(cmd, "r");
-  if (!p || !fgets(line, sizeof line, p))
-    snprintf(line, sizeof line, "%s (unknown version)", compiler());
+  if (!p || !fgets(line, sizeof version_line, p))
+    snprintf(line, sizeof version_line, "%s (unknown version)", compiler());
   if (p) pclose(p);
   line[strcspn(line, "\n")] = '\0';
-  return line;
+}
+
+static const char* cc_compiler_version(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, find_compiler_version);
+  return version_line;
 }
 
 /* The CPU model and the features -march=native reacts to, plus a hash of all flags. */
-static const char* cc_target(void) {
-  static char target[1024];
-  if (target[0]) return target;
+static char target[1024];
+static void find_target(void) {
   static const char* wanted[] = {
       "sse4_2",   "avx",      "avx2",        "fma",         "f16c",        "avx512f",  "avx512bw",
       "avx512vl", "avx512dq", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", NULL};
@@ -105,6 +112,11 @@ static const char* cc_target(void) {
     if (strstr(flags_line, needle)) n += snprintf(target + n, sizeof target - n, " %s", *w);
   }
   snprintf(target + n, sizeof target - n, "; flags %016llx", hash);
+}
+
+static const char* cc_target(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, find_target);
   return target;
 }
 

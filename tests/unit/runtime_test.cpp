@@ -124,6 +124,7 @@ TEST_CASE("descriptors are parsed") {
   CHECK(d.name == "cc");
   CHECK(d.backend == "c");
   CHECK(d.plugin == "kiln_runtime_cc");
+  CHECK(d.concurrent_compile);  // kiln tune compiles candidates on several threads
   // Issue 10: `threads = 1` was read by no code but entered every cache key twice.
   CHECK(d.config.empty());
   TempDir dir;
@@ -200,6 +201,8 @@ TEST_CASE("runtime arguments that name no descriptor, and descriptors with bad v
        ":4:9: 'flags' must be an array of strings, got a string"},
       {"name = \"x\"\nbackend = \"c\"\nplugin = \"p\"\nconfig = 1\n",
        ":4:10: 'config' must be a table, got an integer"},
+      {"name = \"x\"\nbackend = \"c\"\nplugin = \"p\"\nconcurrent_compile = \"yes\"\n",
+       ":4:22: 'concurrent_compile' must be true or false, got a string"},
       {"name = \"x\n", ":1:10: "},
   };
   for (const Bad& b : bad) {

@@ -1,20 +1,25 @@
-// `kiln tune FILE[:COMPOSITE] --runtime R [--test SIZES] [--budget 60s] [--trials N] [--list]`:
-// compiles the points of the composite's search space (driver/tune_space.h), the default first,
-// times each with `kiln bench`'s timer, rejects any whose outputs differ from the interpreter's,
-// stops at the budget, prints a table and stores the winner in the tuning database
-// (driver/tune_db.h), which later compiles of the same composite, runtime and sizes use.
-// `kiln tune ls` and `kiln tune clear` list and empty the database. docs/tuning.md.
+// `kiln tune FILE[:COMPOSITE] --runtime R [--test SIZES] [--budget 60s] [--trials N] [--jobs N]
+// [--list]`: searches the composite's space (driver/tune_space.h) with driver/tune_search.h, the
+// default first; each batch of candidates is compiled on up to --jobs threads into the cache,
+// then each is loaded, checked against the interpreter and timed with `kiln bench`'s timer, one
+// at a time; prints a table and stores the winner in the tuning database (driver/tune_db.h),
+// which later compiles of the same composite, runtime and sizes use; its subcommands on the
+// database are in cmd_tune_db.cpp. docs/tuning.md.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "backends/backend.h"
 #include "driver/compare.h"
 #include "driver/tune_db.h"
+#include "driver/tune_search.h"
+#include "runtimes/cache.h"
 #include "tools/kiln/bench_subjects.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
@@ -26,7 +31,10 @@ namespace {
 struct TuneOptions : RunRequest {
   TuneOptions() { runtime = "clang"; }
   std::string budget = "60s";
-  int trials = 0;  ///< 0: no limit but the budget
+  int trials = 0;               ///< 0: no limit but the budget
+  int jobs = 0;                 ///< candidates compiled at once; 0: every core
+  int beam = 4;                 ///< points the beam search keeps
+  std::string search = "auto";  ///< auto, exhaustive, beam or greedy
   bool list = false;
 };
 
@@ -54,13 +62,6 @@ double parse_budget(const std::string& text) {
   return n * scale;
 }
 
-/** One measured point. */
-struct Trial {
-  TuneCandidate knobs;
-  std::optional<double> median_ms;  ///< nullopt: rejected
-  std::string why;                  ///< why it was rejected
-};
-
 /** What a search needs to measure a candidate. */
 struct Bench {
   const TuneOptions& o;
@@ -70,15 +71,61 @@ struct Bench {
   const std::vector<Tensor>& inputs;
   const std::vector<Tensor>& want;
 
+  size_t jobs;  ///< candidates compiled at once; 1: each compiled as it is measured
+
+  /** The --config items of candidate `c`. */
+  std::vector<std::string> config_of(const TuneCandidate& c) const {
+    std::vector<std::string> config = o.config;
+    for (const auto& [knob, value] : c)
+      config.push_back(knob + "=" + value);
+    config.push_back("TUNED=0");
+    return config;
+  }
+
+  /** Compiles `c` into the cache, on the calling thread with a runtime of its own; why it
+   *  failed, or empty. */
+  std::string precompile(const TuneCandidate& c) const {
+    try {
+      std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
+      Graph own = g;  // each thread plans its own copy
+      Executable::precompile(own, *rt, compile_options(config_of(c), 0, *rt, l));
+      return "";
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      return "failed: " + what.substr(0, what.find('\n'));
+    }
+  }
+
+  /** The measure function of the search: the batch compiled on up to `jobs` threads into the
+   *  cache, then each candidate loaded from it and timed, one at a time, after every compile
+   *  has finished, so that no compile disturbs a timing. */
+  std::vector<Trial> measure_batch(const std::vector<TuneCandidate>& batch) const {
+    std::vector<std::string> failed(batch.size());
+    if (jobs > 1 && batch.size() > 1) {
+      std::atomic<size_t> next{0};
+      std::vector<std::thread> workers;
+      for (size_t w = 0; w < std::min(jobs, batch.size()); ++w)
+        workers.emplace_back([&] {
+          for (size_t k; (k = next++) < batch.size();)
+            failed[k] = precompile(batch[k]);
+        });
+      for (std::thread& t : workers)
+        t.join();
+    }
+    std::vector<Trial> trials;
+    for (size_t k = 0; k < batch.size(); ++k) {
+      if (isatty(STDERR_FILENO))
+        std::cerr << "\r\033[K  " << candidate_text(batch[k]) << std::flush;
+      trials.push_back(failed[k].empty() ? measure(batch[k]) : Trial{batch[k], {}, failed[k]});
+    }
+    return trials;
+  }
+
   Trial measure(const TuneCandidate& c) const {
     Trial t{c, std::nullopt, ""};
     try {
-      std::vector<std::string> config = o.config;
-      for (const auto& [knob, value] : c)
-        config.push_back(knob + "=" + value);
-      config.push_back("TUNED=0");
       std::unique_ptr<Runtime> rt = open_runtime(o.runtime);
-      CompileOptions opt = compile_options(config, 0, *rt, l);
+      CompileOptions opt = compile_options(config_of(c), 0, *rt, l);
       CompiledSubject s(g, std::move(rt), opt, inputs, sizes);
       for (int k = 0; k < kWarmup; ++k)
         s.run();
@@ -115,108 +162,12 @@ struct Bench {
   }
 };
 
-/** The search: measures candidates until the space, the trials or the budget run out. */
-class Search {
- public:
-  Search(const Bench& bench, std::vector<TuneDimension> space, size_t max_trials, double budget_ms)
-      : bench_(bench), space_(std::move(space)), max_trials_(max_trials), budget_ms_(budget_ms) {}
-
-  /** Every point in order, the default first. */
-  void exhaustive() {
-    std::vector<size_t> at(space_.size(), 0);
-    while (true) {
-      if (!try_point(point(at))) return;
-      size_t d = space_.size();
-      while (d > 0 && ++at[d - 1] == space_[d - 1].values.size())
-        at[--d] = 0;
-      if (d == 0) return;
-    }
-  }
-
-  /** One knob at a time from the default: each knob's values with the others at their best so
-   *  far, the best kept; passes over the knobs until one changes nothing or time is up. */
-  void greedy() {
-    std::vector<size_t> best(space_.size(), 0);
-    if (!try_point(point(best))) return;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t d = 0; d < space_.size(); ++d) {
-        std::vector<size_t> at = best;
-        for (size_t v = 0; v < space_[d].values.size(); ++v) {
-          at[d] = v;
-          if (!try_point(point(at))) return;
-        }
-        size_t before = best[d];
-        for (size_t v = 0; v < space_[d].values.size(); ++v) {
-          at[d] = v;
-          if (better(point(at), point(best))) best = at;
-        }
-        changed |= best[d] != before;
-      }
-    }
-  }
-
-  const std::vector<Trial>& trials() const { return trials_; }
-  bool out_of_budget() const { return stopped_; }
-
- private:
-  TuneCandidate point(const std::vector<size_t>& at) const {
-    TuneCandidate c;
-    for (size_t d = 0; d < space_.size(); ++d)
-      c[space_[d].knob] = space_[d].values[at[d]];
-    return c;
-  }
-
-  const Trial* find(const TuneCandidate& c) const {
-    for (const Trial& t : trials_)
-      if (t.knobs == c) return &t;
-    return nullptr;
-  }
-
-  bool better(const TuneCandidate& a, const TuneCandidate& b) const {
-    const Trial *ta = find(a), *tb = find(b);
-    return ta && ta->median_ms && (!tb || !tb->median_ms || *ta->median_ms < *tb->median_ms);
-  }
-
-  /** Measures `c` unless it was; false when the trials or the budget are spent. */
-  bool try_point(const TuneCandidate& c) {
-    if (find(c)) return true;
-    double spent =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
-            .count();
-    if ((max_trials_ && trials_.size() >= max_trials_) ||
-        (!trials_.empty() && spent > budget_ms_)) {
-      stopped_ = true;
-      return false;
-    }
-    if (isatty(STDERR_FILENO))
-      std::cerr << "\r\033[K  [" << trials_.size() + 1 << "] " << candidate_text(c) << std::flush;
-    trials_.push_back(bench_.measure(c));
-    return true;
-  }
-
-  const Bench& bench_;
-  std::vector<TuneDimension> space_;
-  size_t max_trials_;
-  double budget_ms_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::vector<Trial> trials_;
-  bool stopped_ = false;
-};
-
 /** The target's first words, the CPU or GPU, without the feature list that follows. */
 std::string target_head(const std::string& target) {
   std::string head = target.substr(0, target.find_first_of(";+"));
   while (!head.empty() && head.back() == ' ')
     head.pop_back();
   return head;
-}
-
-std::string sizes_text(const SizeBindings& sizes) {
-  std::string t;
-  for (const auto& [k, v] : sizes)
-    t += (t.empty() ? "" : ",") + k + "=" + std::to_string(v);
-  return t;
 }
 
 /** The table of trials and the winner (nullptr: only the default, or none valid). */
@@ -262,7 +213,12 @@ int tune(const TuneOptions& o) {
     pinned.insert(find_knob(knob)->name);
   std::erase_if(space, [&](const TuneDimension& d) { return pinned.count(d.knob) > 0; });
   size_t points = space_size(space);
-  bool exhaustive = points <= (o.trials ? static_cast<size_t>(o.trials) : kExhaustiveMax);
+  // Past the exhaustive limit the greedy walk: on today's two-knob spaces it reached the beam's
+  // winners in a third to two thirds of its time (docs/decisions.md, "Beam search measured").
+  std::string strategy = o.search;
+  if (strategy == "auto")
+    strategy = points <= (o.trials ? static_cast<size_t>(o.trials) : kExhaustiveMax) ? "exhaustive"
+                                                                                     : "greedy";
   std::cout << g.name << " [" << sizes_text(sizes) << "] on " << rt->name() << " ("
             << target_head(rt->target()) << "): " << points << " point" << (points == 1 ? "" : "s")
             << " in the space\n"
@@ -275,20 +231,37 @@ int tune(const TuneOptions& o) {
 
   std::vector<Tensor> inputs = random_inputs(g, *l.comp, sizes, o.seed);
   std::vector<Tensor> want = interpret(g, sizes, inputs, false);
-  Bench bench{o, l, g, sizes, inputs, want};
-  Search search(bench, space, static_cast<size_t>(o.trials), budget_ms);
-  std::cout << "search: " << (exhaustive ? "exhaustive" : "greedy, one knob at a time")
+  // Candidates compile in parallel into the cache and load from it to be timed; without a
+  // cache (KILN_CACHE=off) each compiles as it is measured.
+  size_t jobs = o.jobs ? static_cast<size_t>(o.jobs)
+                       : std::max<size_t>(1, std::thread::hardware_concurrency());
+  if (Cache::default_dir().empty()) jobs = 1;
+  Bench bench{o, l, g, sizes, inputs, want, jobs};
+  SearchLimits limits{static_cast<size_t>(o.trials), budget_ms, jobs};
+  TuneSearch search(
+      space, [&](const std::vector<TuneCandidate>& batch) { return bench.measure_batch(batch); },
+      limits);
+  std::cout << "search: "
+            << (strategy == "beam"     ? "beam of " + std::to_string(o.beam)
+                : strategy == "greedy" ? std::string("greedy, one knob at a time")
+                                       : strategy)
             << (o.trials ? ", at most " + std::to_string(o.trials) + " trials" : "") << ", budget "
-            << o.budget << "\n";
+            << o.budget << ", " << jobs << " compile" << (jobs == 1 ? "" : "s") << " at once\n";
   std::cout.flush();
-  if (exhaustive)
+  auto started = std::chrono::steady_clock::now();
+  if (strategy == "exhaustive")
     search.exhaustive();
-  else
+  else if (strategy == "greedy")
     search.greedy();
+  else
+    search.beam(static_cast<size_t>(o.beam));
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
   const std::vector<Trial>& trials = search.trials();
-  std::cout << trials.size() << " candidate" << (trials.size() == 1 ? "" : "s") << " measured"
-            << (search.out_of_budget() ? " (stopped at the budget or --trials)" : "") << "\n";
+  std::printf("%zu candidate%s measured in %.1f s", trials.size(), trials.size() == 1 ? "" : "s",
+              seconds);
+  std::cout << (search.out_of_budget() ? " (stopped at the budget or --trials)" : "") << "\n";
   const Trial* win = report(trials);
   if (!win) {
     std::cerr << "kiln: error: no candidate ran correctly; nothing stored\n";
@@ -309,24 +282,19 @@ int tune(const TuneOptions& o) {
               << "; the winner is not stored\n";
     return Exit::ok;
   }
-  std::cout << "stored in " << db.dir() << "\n";
-  return Exit::ok;
-}
-
-void list_entries() {
-  TuneDb db;
-  std::vector<std::string> warnings;
-  auto entries = db.ls(&warnings);
-  for (const std::string& w : warnings)
-    std::cerr << "kiln: warning: " << w << "\n";
-  for (const auto& [key, e] : entries) {
-    std::printf("%s  %s  %s", key.substr(0, 12).c_str(), e.label.c_str(),
-                candidate_text(e.knobs).c_str());
-    if (e.best_ms > 0) std::printf("  %.4g ms (default %.4g ms)", e.best_ms, e.default_ms);
-    std::printf("\n");
+  // Also under the size bucket, for nearby sizes; a specialized graph holds its sizes, so only
+  // its own sizes can find it.
+  std::string bucket;
+  if (!o.specialize && !sizes.empty()) {
+    TuneEntry b = e;
+    b.label = g.name + " [bucket " + sizes_text(size_bucket(sizes)) + "] on " + rt->name();
+    if (db.put(tune_bucket_key(g, rt->name(), rt->target(), sizes, opt), b, &warning))
+      bucket = " (and under the size bucket " + sizes_text(size_bucket(sizes)) + ")";
+    else
+      std::cerr << "kiln: warning: " << warning << "; not stored under the size bucket\n";
   }
-  std::cout << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << " in "
-            << (db.enabled() ? db.dir() : "no folder (KILN_CACHE=off)") << "\n";
+  std::cout << "stored in " << db.dir() << bucket << "\n";
+  return Exit::ok;
 }
 
 }  // namespace
@@ -342,22 +310,26 @@ void add_tune_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--trials", o->trials, "Measure at most this many candidates")
       ->check(CLI::Range(1, 100000));
+  cmd->add_option("--jobs", o->jobs,
+                  "Compile this many candidates at once (default: every core); timing stays "
+                  "one candidate at a time")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--beam", o->beam, "Points --search beam keeps")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--search", o->search,
+                  "auto (exhaustive up to 32 points or --trials, else greedy), exhaustive, "
+                  "greedy (one knob at a time) or beam (--beam points, every neighbour of each)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "exhaustive", "beam", "greedy"}));
   cmd->add_flag("--list", o->list, "Print the search space and stop");
-  auto* ls = cmd->add_subcommand("ls", "List the tuning database");
-  auto* clear = cmd->add_subcommand("clear", "Delete every entry of the tuning database");
-  ls->callback([&exit_code] {
-    list_entries();
-    exit_code = Exit::ok;
-  });
-  clear->callback([&exit_code] {
-    TuneDb db;
-    size_t n = db.clear();
-    std::cout << "deleted " << n << " tuning entr" << (n == 1 ? "y" : "ies") << "\n";
-    exit_code = Exit::ok;
-  });
+  add_tune_db_commands(*cmd, exit_code);
   cmd->callback([o, cmd, &exit_code] {
-    if (cmd->got_subcommand("ls") || cmd->got_subcommand("clear")) return;
-    if (o->sel.target.empty()) throw UsageError("kiln tune needs FILE[:COMPOSITE], or ls or clear");
+    for (const char* sub : {"ls", "clear", "export", "import"})
+      if (cmd->got_subcommand(sub)) return;
+    if (o->sel.target.empty())
+      throw UsageError(
+          "kiln tune needs FILE[:COMPOSITE], or ls, clear, export FILE or import FILE");
     exit_code = tune(*o);
   });
 }

@@ -22,5 +22,7 @@ void add_new_runtime_command(CLI::App& app, int& exit_code);
 void add_grad_command(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
 void add_tune_command(CLI::App& app, int& exit_code);
+/** `kiln tune ls|clear|export FILE|import FILE`, registered on the `tune` subcommand. */
+void add_tune_db_commands(CLI::App& tune, int& exit_code);
 
 }  // namespace kiln::cli
