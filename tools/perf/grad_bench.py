@@ -7,6 +7,9 @@ torch.set_num_threads(THREADS). Inputs and outputs are preallocated (out=); each
 median (and the minimum) of ROUNDS runs after two warm-up runs; the ratio is of the medians.
 
     PYTHONPATH=build/python /work/venv-torch/bin/python tools/perf/grad_bench.py [--threads 2]
+
+With --torch-only it times PyTorch's side alone and needs no Kiln Python package (a build
+without nanobind): the Kiln side then comes from `kiln bench` of the backward composites.
 """
 
 import argparse
@@ -14,8 +17,6 @@ import statistics
 import time
 
 import torch
-
-import kiln
 
 F = torch.nn.functional
 
@@ -60,8 +61,13 @@ def main():
     ap.add_argument("--mkn", default="1024,1024,1024")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--policies", default="recompute,stats")
+    ap.add_argument("--torch-only", action="store_true", help="time PyTorch's backward alone")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.torch_only:
+        return torch_only(a)
+    import kiln
+
     nn = kiln.load("std:nn.toml")
     config = {"THREADS": a.threads}
     mkn = [int(v) for v in a.mkn.split(",")]
@@ -94,6 +100,17 @@ def main():
             print(f"{name:<10} {policy:<10} {kiln_ms:8.2f} ({kiln_min:6.2f}) "
                   f"{torch_ms:8.2f} ({torch_min:6.2f}) {torch_ms / kiln_ms:10.2f}  {err:.2e}",
                   flush=True)
+
+
+def torch_only(a):
+    """PyTorch's backward of each case, every input a leaf (the gradients the composites take)."""
+    print(f"threads {a.threads}, torch {torch.__version__}, f32; median (min) of {a.rounds} runs, ms")
+    for name, _, _, inputs, _, forward in cases(a.rows, a.n, [int(v) for v in a.mkn.split(",")]):
+        leaves = [t.clone().requires_grad_(True) for t in inputs]
+        y = forward(*leaves)
+        dy = torch.rand(y.shape, generator=torch.Generator().manual_seed(5)) * 2 - 1
+        ms, least = times_ms(lambda: torch.autograd.grad(y, leaves, dy, retain_graph=True), a.rounds)
+        print(f"{name:<10} torch {ms:8.2f} ({least:6.2f})", flush=True)
 
 
 if __name__ == "__main__":
