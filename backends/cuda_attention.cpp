@@ -18,11 +18,13 @@
 // in swizzled shared memory and adds the weights times the values as m64nLk16 steps, the weights
 // from registers: the accumulators of a wgmma lie as the mma.sync tiles of its four warps, so
 // the softmax between the products is the same code.
+// The products themselves, both forms, are printed by backends/cuda_attention_mma.h.
 #include <cmath>
 #include <functional>
 #include <map>
 #include <stdexcept>
 
+#include "backends/cuda_attention_mma.h"
 #include "backends/cuda_renderer.h"
 #include "ir/mma.h"
 #include "scheduler/online_softmax.h"
@@ -203,11 +205,15 @@ const ScalarExpr* weight_scale(const ScalarExpr& w) {
   return varies(*d->args[0]) ? d->args[1].get() : d->args[0].get();
 }
 
-// The block tile: rows x lanes of the output (lanes 64 or 128: the tile shape's, chosen by
-// the schedule from the head), keys per block, the head's elements staged per chunk (one chunk
-// up to 128), the padding of a shared-memory row (16 bytes: ldmatrix's eight row addresses then
-// fall in distinct banks).
-constexpr int64_t kRows = 128, kKeys = 64, kHead = 128, kPad = 8;
+// The block tile (backends/cuda_attention_mma.h) and its tensor-core products.
+using softmax_tile::kHead;
+using softmax_tile::kKeys;
+using softmax_tile::kPad;
+using softmax_tile::kRows;
+using softmax_tile::score_products;
+using softmax_tile::TileProducts;
+using softmax_tile::value_products;
+
 // Bytes of shared memory: q [128][136], k [2][64][136], v [2][64][lanes + 8] (two stages each
 // of k and v), 16-bit elements: 86 KiB with 64 lanes (two blocks an SM), 102 KiB with 128.
 constexpr int64_t kQBytes = kRows * (kHead + kPad) * 2, kKStage = kKeys * (kHead + kPad) * 2;
@@ -476,7 +482,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
          " : " + row_count + " - 1;\n";
   // The shared-memory addresses this thread's ldmatrix reads, at the first row, key, head
   // element and lane: each read is one of them plus a constant (and a stage's offset).
-  const std::string q = v("q"), w = v("w"), kk = v("kk"), t_ = v("t");
+  const std::string q = v("q"), w = v("w"), t_ = v("t");
   if (wg) {
     // The warpgroup's 64 rows of q (128-byte rows), the first stage of k and of v.
     s += in + "const uint32_t " + v("aq") + " = kiln_smem_addr(" + v("sq") + ") + (" + w +
@@ -533,36 +539,6 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
        "kiln_cp_async_commit();\n" + in4 + "kiln_cp_async_wait_all();\n" +
        (wg ? in4 + landed : "") + in4 + "__syncthreads();\n" + in3 + "}\n";
   s += in3 + "const int64_t " + v("dk") + " = " + v("D") + " - " + v("d0") + ";\n";
-  auto ldmatrix = [&](const std::string& trans, const std::string& r, const std::string& at,
-                      const std::string& pad2) {
-    return pad2 + "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4" + trans +
-           ".shared.b16 {%0, %1, %2, %3}, [%4];\"\n" + pad2 + "             : \"=r\"(" + r +
-           "[0]), \"=r\"(" + r + "[1]), \"=r\"(" + r + "[2]), \"=r\"(" + r + "[3])\n" + pad2 +
-           "             : \"r\"(" + at + "));\n";
-  };
-  auto mma = [&](const std::string& acc, const std::string& a, const std::string& b0,
-                 const std::string& b1, const std::string& pad2) {
-    std::string t = pad2 + "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." + kind + "." +
-                    kind +
-                    ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n";
-    t += pad2 + "             : \"+f\"(" + acc + "[0]), \"+f\"(" + acc + "[1]), \"+f\"(" + acc +
-         "[2]), \"+f\"(" + acc + "[3])\n";
-    t += pad2 + "             : \"r\"(" + a + "[0]), \"r\"(" + a + "[1]), \"r\"(" + a +
-         "[2]), \"r\"(" + a + "[3]), \"r\"(" + b0 + "), \"r\"(" + b1 + "));\n";
-    return t;
-  };
-  // mma.sync m16n8k16 (lane q, g = q / 4, u = q % 4): a (row-major 16 x 16) register 0 holds
-  // (g, 2u..2u+1), 1 (g + 8, 2u..), 2 (g, 2u + 8..), 3 (g + 8, 2u + 8..); b (16 x 8, k by n)
-  // register 0 holds (k 2u..2u+1, n g), 1 (k 2u + 8.., n g); the accumulator c[0..1] (g, 2u..2u+1),
-  // c[2..3] (g + 8, 2u..). ldmatrix.x4 gives matrix i (8 rows of 16 bytes) from the addresses of
-  // lanes 8i..8i+7, lane q receiving row g's elements 2u, 2u + 1 (.trans: column g's).
-  // The scores' a: the warp's 16 rows of q, lanes 0-15 address rows 0-15 at k, 16-31 at k + 8;
-  // b: keys 8t.. of the block for n tile t, lanes 0-7 at k, 8-15 at k + 8, 16-31 the same for
-  // tile t + 1 (fb[0..1] tile t, fb[2..3] tile t + 1). Rows of q and k are 272 bytes apart.
-  // Warpgroup products: per step of 16 elements of the head, one m64n64k16 of the warpgroup's
-  // 64 rows of q by the block's 64 keys, both K-major in their panels (steps 32 bytes apart
-  // within a 128-byte row, panels of 64 elements 128 rows or 64 keys of 128 bytes apart, 8 rows
-  // 1 KiB apart), then the scores read only after the instructions end.
   const MmaInstruction *score_mma = nullptr, *value_mma = nullptr;
   if (wg) {
     score_mma = find_warpgroup_mma(half, half, DType::f32, static_cast<int>(kKeys));
@@ -570,86 +546,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     if (!score_mma || !value_mma)
       throw std::logic_error("no warpgroup instruction for the online-softmax tile");
   }
-  // One wgmma into accumulators acc[tiles][4] (element 4t + e of the instruction's n / 2), a from
-  // shared memory (descriptor `a`) or from the registers `a_regs`, b from descriptor `b`,
-  // transposed (MN-major) where `trans_b`; the accumulators added to where `add` (C, nonzero),
-  // else overwritten.
-  auto wgmma = [&](const MmaInstruction& ins, const std::string& acc, int64_t tiles,
-                   const std::string& a, const std::vector<std::string>& a_regs,
-                   const std::string& b, bool trans_b, const std::string& add,
-                   const std::string& pad2) {
-    std::string regs, outs, ins_a, inputs;
-    int next = 0;
-    for (int64_t t = 0; t < tiles; ++t)
-      for (int e = 0; e < 4; ++e, ++next) {
-        regs += (next ? ", %" : "%") + std::to_string(next);
-        outs += std::string(next ? ", " : "") + "\"+f\"(" + acc + "[" + str(t) + "][" +
-                std::to_string(e) + "])";
-      }
-    if (a_regs.empty()) {
-      ins_a = "%" + std::to_string(next++);
-      inputs = "\"l\"(" + a + ")";
-    } else {
-      for (size_t r = 0; r < a_regs.size(); ++r) {
-        ins_a += (r ? ", %" : "{%") + std::to_string(next++);
-        inputs += std::string(r ? ", " : "") + "\"r\"(" + a_regs[r] + ")";
-      }
-      ins_a += "}";
-    }
-    const std::string ins_b = "%" + std::to_string(next++);
-    inputs += ", \"l\"(" + b + ")";
-    const std::string ins_add = "%" + std::to_string(next++);
-    inputs += ", \"r\"((int)(" + add + "))";
-    const std::string imm =
-        std::string(a_regs.empty() ? "p, 1, 1, 0, " : "p, 1, 1, ") + (trans_b ? "1" : "0");
-    return pad2 + "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + ins_add + ", 0;\\n" +
-           ins.ptx + " {" + regs + "}, " + ins_a + ", " + ins_b + ", " + imm + ";\\n}\\n\"\n" +
-           pad2 + "             : " + outs + "\n" + pad2 + "             : " + inputs + ");\n";
-  };
-  // The accumulators acc[tiles][4] tied to the order of the asm statements, after the wait.
-  auto fence_operands = [&](const std::string& acc, int64_t tiles, const std::string& pad2) {
-    return pad2 + "#pragma unroll\n" + pad2 + "for (int " + t_ + " = 0; " + t_ + " < " +
-           str(tiles) + "; ++" + t_ + ")\n" + pad2 + "#pragma unroll\n" + pad2 + "for (int " +
-           v("e") + " = 0; " + v("e") + " < 4; ++" + v("e") + ")\n" + pad2 +
-           "  kiln_fence_operand(" + acc + "[" + t_ + "][" + v("e") + "]);\n";
-  };
-  if (wg) {
-    // The steps of a chunk of dk elements, straight-line (a branch between the instructions of
-    // a group makes ptxas fence each one): 4 where dk <= 64, else 8. The copies fill 64 or 128
-    // elements of a row, zeros past the head, so the steps past dk add zeros.
-    auto steps = [&](int64_t count, const std::string& pad2) {
-      std::string t = pad2 + "kiln_wgmma_fence();\n" + pad2 + "#pragma unroll\n" + pad2 +
-                      "for (int " + kk + " = 0; " + kk + " < " + str(count) + "; ++" + kk + ") {\n";
-      t += wgmma(*score_mma, v("s"), 8,
-                 "kiln_wgmma_desc(" + v("aq") + " + " + kk + " / 4 * " + str(kRows * 128) + " + " +
-                     kk + " % 4 * 32, 16, 1024)",
-                 {},
-                 "kiln_wgmma_desc(" + v("kst") + " + " + kk + " / 4 * " + str(kKeys * 128) + " + " +
-                     kk + " % 4 * 32, 16, 1024)",
-                 false, v("d0") + " != 0 || " + kk + " != 0", pad2 + "  ");
-      return t + pad2 + "}\n";
-    };
-    const std::string dk = v("dk");
-    s += in3 + "if (" + dk + " > 64) {\n" + steps(kHead / 16, in4) + in3 + "} else {\n" +
-         steps(4, in4) + in3 + "}\n";
-    s += in3 + "kiln_wgmma_commit();\n" + in3 + "kiln_wgmma_wait<0>();\n";
-    s += fence_operands(v("s"), 8, in3) + in2 + "}\n";
-  } else {
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + kk + " = 0; " + kk + " < " + str(kHead) +
-         "; " + kk + " += 16) {\n";
-    s += in4 + "if (" + kk + " >= " + v("dk") + ") break;\n";
-    s += in4 + "uint32_t " + v("fa") + "[4];\n";
-    s += ldmatrix("", v("fa"), v("aq") + " + " + kk + " * 2", in4);
-    s += in4 + "#pragma unroll\n" + in4 + "for (int " + t_ + " = 0; " + t_ + " < 8; " + t_ +
-         " += 2) {\n";
-    s += in4 + "  uint32_t " + v("fb") + "[4];\n";
-    s += ldmatrix("", v("fb"),
-                  v("kst") + " + " + t_ + " * " + str(8 * (kHead + kPad) * 2) + " + " + kk + " * 2",
-                  in4 + "  ");
-    s += mma(v("s") + "[" + t_ + "]", v("fa"), v("fb") + "[0]", v("fb") + "[1]", in4 + "  ");
-    s += mma(v("s") + "[" + t_ + " + 1]", v("fa"), v("fb") + "[2]", v("fb") + "[3]", in4 + "  ");
-    s += in4 + "}\n" + in3 + "}\n" + in2 + "}\n";
-  }
+  const TileProducts products{N, kind, kLanes, score_mma, value_mma};
+  s += score_products(products, in3) + in2 + "}\n";
 
   // The score expression per element: s[t][e] is row g + 8 (e / 2) of the warp, key 8t + 2u +
   // e % 2 of the block.
@@ -760,56 +658,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     p += in2 + "    " + se + " *= " + g + ";\n" + in2 + "  }\n";
     s += element(p, in2);
   }
-  // The weights as the next product's a fragments (the accumulator layout of two n8 tiles, keys
-  // 16kk..16kk+7 and 16kk+8..16kk+15, is the a layout of one k16 step: registers 0, 1 from tile
-  // 2kk, 2, 3 from tile 2kk + 1), converted in pairs (cvt.rn.f16x2.f32). The values' b
-  // fragments through ldmatrix.trans of v[key][lane] (rows 144 bytes apart): lanes 0-7 address
-  // keys 16kk.. at lanes 8t.., 8-15 keys 16kk + 8.., 16-31 the same at lanes 8t + 8.. (tile t + 1).
-  const std::string pack = half == DType::bf16 ? "kiln_pack_bf16x2" : "kiln_pack_f16x2";
-  auto sv_ = [&](const std::string& tile, int i) {
-    return v("s") + "[" + tile + "][" + str(i) + "]";
-  };
-  const std::string lo = "2 * " + kk, hi = "2 * " + kk + " + 1";
-  const std::string pairs = pack + "(" + sv_(lo, 0) + ", " + sv_(lo, 1) + "), " + pack + "(" +
-                            sv_(lo, 2) + ", " + sv_(lo, 3) + "), " + pack + "(" + sv_(hi, 0) +
-                            ", " + sv_(hi, 1) + "), " + pack + "(" + sv_(hi, 2) + ", " +
-                            sv_(hi, 3) + ")";
-  if (wg) {
-    // Warpgroup products: the weights from registers (the accumulator layout of the scores is
-    // the a layout of one step), all four steps' converted before the first instruction (a
-    // register written between the instructions of a group makes ptxas fence each one); v
-    // MN-major (transposed by the instruction): 16 keys of 128-byte rows a step, panels of 64
-    // lanes 64 keys of 128 bytes apart, 8 keys 1 KiB apart.
-    s += in2 + "uint32_t " + v("pa") + "[4][4];\n";
-    s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < 4; ++" + kk +
-         ") {\n" + in3 + "const uint32_t " + v("pk") + "[4] = {" + pairs + "};\n" + in3 +
-         "#pragma unroll\n" + in3 + "for (int " + v("r") + " = 0; " + v("r") + " < 4; ++" + v("r") +
-         ") " + v("pa") + "[" + kk + "][" + v("r") + "] = " + v("pk") + "[" + v("r") + "];\n" +
-         in2 + "}\n";
-    s += in2 + "kiln_wgmma_fence();\n";
-    s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < 4; ++" + kk +
-         ") {\n";
-    const std::string pa = v("pa") + "[" + kk + "]";
-    s += wgmma(*value_mma, v("o"), kOTiles, "", {pa + "[0]", pa + "[1]", pa + "[2]", pa + "[3]"},
-               "kiln_wgmma_desc(" + v("vst") + " + " + kk + " * " + str(16 * 128) + ", " +
-                   str(kKeys * 128) + ", 1024)",
-               true, "1", in3);
-    s += in2 + "}\n" + in2 + "kiln_wgmma_commit();\n" + in2 + "kiln_wgmma_wait<0>();\n";
-    s += fence_operands(v("o"), kOTiles, in2) + in + "}\n";
-  } else {
-    s += in2 + "#pragma unroll\n" + in2 + "for (int " + kk + " = 0; " + kk + " < 4; ++" + kk +
-         ") {\n";
-    s += in3 + "const uint32_t " + v("pa") + "[4] = {" + pairs + "};\n";
-    s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < " + str(kOTiles) +
-         "; " + t_ + " += 2) {\n";
-    s += in4 + "uint32_t " + v("fb") + "[4];\n";
-    s += ldmatrix(
-        ".trans", v("fb"),
-        v("vst") + " + " + kk + " * " + str(16 * (kLanes + kPad) * 2) + " + " + t_ + " * 16", in4);
-    s += mma(v("o") + "[" + t_ + "]", v("pa"), v("fb") + "[0]", v("fb") + "[1]", in4);
-    s += mma(v("o") + "[" + t_ + " + 1]", v("pa"), v("fb") + "[2]", v("fb") + "[3]", in4);
-    s += in3 + "}\n" + in2 + "}\n" + in + "}\n";
-  }
+  s += value_products(products, in2) + in + "}\n";
 
   // The sums over the 4 threads of a row, the row factors (1 / l) once per row, then each
   // element: o · F, and the epilogue, which reads it (and the row's sum and maximum) from

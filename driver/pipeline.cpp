@@ -18,6 +18,7 @@
 #include "scheduler/plan_buffers.h"
 #include "scheduler/register_tile.h"
 #include "scheduler/schedule_cache.h"
+#include "scheduler/split_column_sums.h"
 #include "scheduler/split_padding.h"
 #include "scheduler/store_shared.h"
 #include "scheduler/tile_bounded.h"
@@ -57,9 +58,12 @@ std::string cut(State& s) {
                                                                     ? BoundedTiles::cpu_registers
                                                                     : BoundedTiles::gpu_blocks)
                         : 0;
+  // Column sums apart from the rows on the CPU (on a GPU the rows are blocks either way).
+  int columns = s.opt.schedule.backend_gpu ? 0 : split_column_sums(s.out.plan);
   CutCount n = cut_kernels(s.out.plan, s.opt.cut);
   return "// " + std::to_string(demanded) + " value(s) computed where read only, " +
          std::to_string(rectangular) + " bounded contraction(s) made rectangular for tiles, " +
+         std::to_string(columns) + " column reduction(s) given a kernel of their own, " +
          std::to_string(n.kernels) + " kernel(s), " + std::to_string(n.materialized) +
          " value(s) stored across a cut";
 }

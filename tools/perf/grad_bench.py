@@ -10,6 +10,9 @@ timed to its completion (torch.cuda.synchronize); the ratio is of the medians.
 
     PYTHONPATH=build/python /work/venv-torch/bin/python tools/perf/grad_bench.py [--threads 2]
     python3 tools/perf/grad_bench.py --runtime cuda --mkn 4096,4096,4096     # on a GPU machine
+
+With --torch-only it times PyTorch's side alone and needs no Kiln Python package (a build
+without nanobind): the Kiln side then comes from `kiln bench` of the backward composites.
 """
 
 import argparse
@@ -17,8 +20,6 @@ import statistics
 import time
 
 import torch
-
-import kiln
 
 F = torch.nn.functional
 
@@ -75,8 +76,13 @@ def main():
     ap.add_argument("--cases", default="", help="comma-separated names to run (default: all)")
     ap.add_argument("--attention", default="8,16,2048,64",
                     help="B,H,L,D of the f16 attention case (cuda only); empty: none")
+    ap.add_argument("--torch-only", action="store_true", help="time PyTorch's backward alone")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.torch_only:
+        return torch_only(a)
+    import kiln
+
     nn = kiln.load("std:nn.toml")
     gpu = a.runtime == "cuda"
     device = "cuda" if gpu else "cpu"
@@ -119,6 +125,18 @@ def main():
             print(f"{name:<10} {policy:<10} {kiln_ms:8.2f} ({kiln_min:6.2f}) "
                   f"{torch_ms:8.2f} ({torch_min:6.2f}) {torch_ms / kiln_ms:10.2f}  {err:.2e}",
                   flush=True)
+
+
+def torch_only(a):
+    """PyTorch's backward of each case, every input a leaf (the gradients the composites take)."""
+    print(f"threads {a.threads}, torch {torch.__version__}, f32; median (min) of {a.rounds} runs, ms")
+    for name, _, _, inputs, _, forward in cases(a.rows, a.n, [int(v) for v in a.mkn.split(",")],
+                                                None):
+        leaves = [t.clone().requires_grad_(True) for t in inputs]
+        y = forward(*leaves)
+        dy = torch.rand(y.shape, generator=torch.Generator().manual_seed(5)) * 2 - 1
+        ms, least = times_ms(lambda: torch.autograd.grad(y, leaves, dy, retain_graph=True), a.rounds)
+        print(f"{name:<10} torch {ms:8.2f} ({least:6.2f})", flush=True)
 
 
 if __name__ == "__main__":
