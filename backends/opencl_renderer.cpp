@@ -143,9 +143,12 @@ std::string OpenCLRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
     params += std::string(params.empty() ? "" : ", ") + "const long s" + std::to_string(v);
     sizes += std::string(v ? ", " : "") + "s" + std::to_string(v);
   }
+  // The block reductions' scratch, 8 bytes a work-item, is the last parameter: the plugin sets
+  // it as a local argument of the launch's size (runtimes/opencl). Declared in the kernel's scope
+  // instead, PoCL 3.1 let work-groups that ran at once on several threads see each other's
+  // scratch (docs/decisions.md, "OpenCL local scratch is an argument").
+  params += std::string(params.empty() ? "" : ", ") + "__local ulong* kiln_scratch";
   std::string s = signature(symbol) + "(" + params + ") {\n";
-  s += "  __local ulong kiln_scratch[" + std::to_string(kCudaBlockThreads) +
-       "];  // block reductions\n";
   if (buffers > 0)
     s += "  __global void* const buffers[" + std::to_string(buffers) + "] = {" + list + "};\n";
   if (!plan.size_vars.empty())

@@ -9,12 +9,13 @@
  * case-insensitive part of "PLATFORM DEVICE" names; else the first GPU, else the first CPU (PoCL,
  * Debian's pocl-opencl-icd), else the first device.
  *
- * Kernels take every buffer (a `__global` pointer: the cl_mem `alloc` returned) then every size
- * (a `long`), one argument each, and launch with global size grid × block and local size block,
- * as the CUDA path's geometry says (include/kiln/plugin_api.h). Buffers are cl_mem handles:
- * Kiln never offsets device pointers. Launches are enqueued at once; copies block; `synchronize`
- * is clFinish. kiln_device_ms is the profiled time from the first launch since the last wait to
- * the last.
+ * Kernels take every buffer (a `__global` pointer: the cl_mem `alloc` returned), then every size
+ * (a `long`), one argument each, then where the kernel has one more parameter its `__local`
+ * scratch (8 bytes a work-item plus the launch's dynamic shared bytes), and launch with global size
+ * grid × block and local size block, as the CUDA path's geometry says (include/kiln/plugin_api.h).
+ * Buffers are cl_mem handles: Kiln never offsets device pointers. Launches are enqueued at once;
+ * copies block; `synchronize` is clFinish. kiln_device_ms is the profiled time from the first
+ * launch since the last wait to the last.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -59,6 +60,7 @@ enum {
   CL_PROGRAM_BINARY_SIZES = 0x1165,
   CL_PROGRAM_BINARIES = 0x1166,
   CL_PROGRAM_BUILD_LOG = 0x1183,
+  CL_KERNEL_NUM_ARGS = 0x1191,
   CL_PROFILING_COMMAND_START = 0x1282,
   CL_PROFILING_COMMAND_END = 0x1283,
 };
@@ -92,6 +94,7 @@ enum {
   X(release_program, "clReleaseProgram", cl_int (*)(cl_program))                                   \
   X(create_kernel, "clCreateKernel", cl_kernel (*)(cl_program, const char*, cl_int*))              \
   X(release_kernel, "clReleaseKernel", cl_int (*)(cl_kernel))                                      \
+  X(kernel_info, "clGetKernelInfo", cl_int (*)(cl_kernel, cl_uint, size_t, void*, size_t*))        \
   X(set_arg, "clSetKernelArg", cl_int (*)(cl_kernel, cl_uint, size_t, const void*))                \
   X(enqueue, "clEnqueueNDRangeKernel",                                                             \
     cl_int (*)(cl_command_queue, cl_kernel, cl_uint, const size_t*, const size_t*, const size_t*,  \
@@ -145,6 +148,7 @@ typedef struct kmodule {
 /** A kernel: what lookup returns and launch takes. */
 typedef struct kfunc {
   cl_kernel kernel;
+  cl_uint num_args; /* buffers, sizes, then (Kiln's renderer) the `__local` scratch */
   char name[];
 } kfunc;
 
@@ -413,6 +417,8 @@ static void* opencl_lookup(void* module, const char* symbol) {
   if (!k) return NULL;
   kfunc* f = malloc(sizeof *f + strlen(symbol) + 1);
   f->kernel = k;
+  f->num_args = 0;
+  cl.kernel_info(k, CL_KERNEL_NUM_ARGS, sizeof f->num_args, &f->num_args, NULL);
   strcpy(f->name, symbol);
   kfunc** grown = realloc(m->funcs, (m->count + 1) * sizeof *grown);
   if (!grown) {
@@ -478,15 +484,20 @@ static int opencl_launch(void* kernel, void* const* buffers, const int64_t* size
     rc = cl.set_arg(f->kernel, arg, sizeof(cl_mem), &buffers[b]);
   for (uint32_t s = 0; s < g->num_sizes && rc == CL_SUCCESS; ++s, ++arg)
     rc = cl.set_arg(f->kernel, arg, sizeof(int64_t), &sizes[s]);
-  if (rc != CL_SUCCESS) {
-    *error = format("kernel %s: clSetKernelArg %u (of %u buffers and %u sizes): %s", f->name, arg,
-                    g->num_buffers, g->num_sizes, cl_text(rc));
-    return 1;
-  }
-  size_t global[3], local[3];
+  size_t global[3], local[3], items = 1;
   for (int d = 0; d < 3; ++d) {
     local[d] = g->block[d] ? g->block[d] : 1;
     global[d] = (size_t)(g->grid[d] ? g->grid[d] : 1) * local[d];
+    items *= local[d];
+  }
+  /* The kernel's local scratch, when it takes one: 8 bytes a work-item, plus any dynamic local
+   * memory the launch asks for. */
+  if (rc == CL_SUCCESS && f->num_args > arg)
+    rc = cl.set_arg(f->kernel, arg++, 8 * items + g->shared_bytes, NULL);
+  if (rc != CL_SUCCESS) {
+    *error = format("kernel %s: clSetKernelArg %u (of %u buffers, %u sizes and the scratch): %s",
+                    f->name, arg, g->num_buffers, g->num_sizes, cl_text(rc));
+    return 1;
   }
   cl_uint dims = global[2] > 1 || local[2] > 1 ? 3 : global[1] > 1 || local[1] > 1 ? 2 : 1;
   cl_event ev = NULL;

@@ -602,10 +602,14 @@ TEST_CASE("codegen: softmax on opencl: CUDA's schedule, OpenCL C's names") {
   CHECK(src.find("acc0 = kiln_block_reduce_max_float(acc0, kiln_scratch);") != std::string::npos);
   CHECK(src.find("acc1 = kiln_block_reduce_sum_float(acc1, kiln_scratch);") != std::string::npos);
   CHECK(src.find("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);") != std::string::npos);
-  // Every buffer (x, y and the two temporaries' slots), then every size: one argument each.
+  // Every buffer (x, y and the two temporaries' slots), then every size: one argument each; then
+  // the reductions' local scratch, an argument the plugin sizes, never a kernel-scope array
+  // (work-groups running at once on PoCL's threads saw each other's).
   CHECK(src.find("__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void "
                  "kiln_softmax_0(__global void* p0, __global void* p1, __global void* p2, "
-                 "__global void* p3, const long s0, const long s1)") != std::string::npos);
+                 "__global void* p3, const long s0, const long s1, __local ulong* "
+                 "kiln_scratch)") != std::string::npos);
+  CHECK(src.find("__local ulong kiln_scratch[") == std::string::npos);
   CHECK(src.find("__syncthreads") == std::string::npos);
   CHECK(src.find("threadIdx") == std::string::npos);
 }

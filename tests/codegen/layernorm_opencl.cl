@@ -231,8 +231,7 @@ static inline void kiln_layernorm_0_loops(const int64_t s_batch0, const int64_t 
   }
 }
 
-__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void kiln_layernorm_0(__global void* p0, __global void* p1, __global void* p2, __global void* p3, __global void* p4, __global void* p5, const long s0, const long s1) {
-  __local ulong kiln_scratch[256];  // block reductions
+__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void kiln_layernorm_0(__global void* p0, __global void* p1, __global void* p2, __global void* p3, __global void* p4, __global void* p5, const long s0, const long s1, __local ulong* kiln_scratch) {
   __global void* const buffers[6] = {p0, p1, p2, p3, p4, p5};
   const int64_t sizes[2] = {s0, s1};
   kiln_layernorm_0_loops(sizes[0], sizes[1], (__global const uint16_t*)buffers[0], (__global const uint16_t*)buffers[1], (__global const uint16_t*)buffers[2], (__global uint16_t*)buffers[3], (__global float*)buffers[4], (__global float*)buffers[5], kiln_scratch);

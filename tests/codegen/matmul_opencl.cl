@@ -197,8 +197,7 @@ static inline void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, con
   }
 }
 
-__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void kiln_matmul_0(__global void* p0, __global void* p1, __global void* p2, const long s0, const long s1, const long s2) {
-  __local ulong kiln_scratch[256];  // block reductions
+__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void kiln_matmul_0(__global void* p0, __global void* p1, __global void* p2, const long s0, const long s1, const long s2, __local ulong* kiln_scratch) {
   __global void* const buffers[3] = {p0, p1, p2};
   const int64_t sizes[3] = {s0, s1, s2};
   kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (__global const float*)buffers[0], (__global const float*)buffers[1], (__global float*)buffers[2], kiln_scratch);

@@ -228,8 +228,7 @@ static inline void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_
   }
 }
 
-__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void kiln_softmax_0(__global void* p0, __global void* p1, __global void* p2, __global void* p3, const long s0, const long s1) {
-  __local ulong kiln_scratch[256];  // block reductions
+__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void kiln_softmax_0(__global void* p0, __global void* p1, __global void* p2, __global void* p3, const long s0, const long s1, __local ulong* kiln_scratch) {
   __global void* const buffers[4] = {p0, p1, p2, p3};
   const int64_t sizes[2] = {s0, s1};
   kiln_softmax_0_loops(sizes[0], sizes[1], (__global const float*)buffers[0], (__global float*)buffers[1], (__global float*)buffers[2], (__global float*)buffers[3], kiln_scratch);
