@@ -182,31 +182,52 @@ std::string show_gpu_mma(const CompileOptions& o) {
 }
 
 void parse_gpu_wgmma(const std::string& value, CompileOptions& o) {
-  std::vector<int64_t> n = counts_of(value);
-  bool off = value == "0";
-  bool ok = off || (n.size() == 3 && value.back() != 'x' &&
-                    std::count(value.begin(), value.end(), 'x') == 2);
-  // Two warpgroups of R / 2 rows (whole m64 instructions) by L lanes (an instruction's n, in
-  // blocks of 64 for operands held along their lanes), at least three stages.
-  ok = ok && (off || ((n[0] == 128 || n[0] == 256) && (n[1] == 64 || n[1] == 128 || n[1] == 256) &&
-                      n[0] * n[1] <= 128 * 256 && n[2] >= 3 && n[2] <= 8));
+  GpuTileShape& g = o.schedule.gpu_tile;
+  if (value == "0") {
+    g.wgmma_rows = 0;
+    g.wgmma_variants.clear();
+    return;
+  }
+  std::vector<WgmmaShape> shapes;
+  std::stringstream items(value);
+  bool ok = !value.empty() && value.back() != ',';
+  for (std::string item; ok && std::getline(items, item, ',');) {
+    std::vector<int64_t> n = counts_of(item);
+    ok = n.size() == 3 && !item.empty() && item.back() != 'x' &&
+         std::count(item.begin(), item.end(), 'x') == 2;
+    // Two warpgroups of R / 2 rows (whole m64 instructions) by L lanes (an instruction's n, in
+    // blocks of 64 for operands held along their lanes), at least three stages.
+    ok = ok && (n[0] == 128 || n[0] == 256) && (n[1] == 64 || n[1] == 128 || n[1] == 256) &&
+         n[0] * n[1] <= 128 * 256 && n[2] >= 3 && n[2] <= 8;
+    if (ok) {
+      WgmmaShape w{static_cast<int>(n[0]), static_cast<int>(n[1]), static_cast<int>(n[2])};
+      ok = std::find(shapes.begin(), shapes.end(), w) == shapes.end();
+      shapes.push_back(w);
+    }
+  }
   if (!ok)
     bad_value("GPU_WGMMA",
-              "RxLxS: block tiles of R rows (128 or 256) and L lanes (64, 128 or 256; R x L at "
-              "most 128 x 256), S pipeline stages (3 to 8); or 0",
+              "RxLxS[,RxLxS...]: block tiles of R rows (128 or 256) and L lanes (64, 128 or 256; "
+              "R x L at most 128 x 256), S pipeline stages (3 to 8), each shape once; the first "
+              "the kernel's, the others compiled beside it and chosen at each launch by the "
+              "sizes; or 0",
               value);
-  GpuTileShape& g = o.schedule.gpu_tile;
-  g.wgmma_rows = off ? 0 : static_cast<int>(n[0]);
-  if (off) return;
-  g.wgmma_lanes = static_cast<int>(n[1]);
-  g.wgmma_stages = static_cast<int>(n[2]);
+  g.wgmma_rows = shapes[0].rows;
+  g.wgmma_lanes = shapes[0].lanes;
+  g.wgmma_stages = shapes[0].stages;
+  g.wgmma_variants.assign(shapes.begin() + 1, shapes.end());
 }
 
 std::string show_gpu_wgmma(const CompileOptions& o) {
   const GpuTileShape& g = o.schedule.gpu_tile;
   if (g.wgmma_rows <= 0) return "0";
-  return std::to_string(g.wgmma_rows) + "x" + std::to_string(g.wgmma_lanes) + "x" +
-         std::to_string(g.wgmma_stages);
+  auto shape = [](int r, int l, int s) {
+    return std::to_string(r) + "x" + std::to_string(l) + "x" + std::to_string(s);
+  };
+  std::string text = shape(g.wgmma_rows, g.wgmma_lanes, g.wgmma_stages);
+  for (const WgmmaShape& v : g.wgmma_variants)
+    text += "," + shape(v.rows, v.lanes, v.stages);
+  return text;
 }
 
 std::vector<Knob> make_knobs() {
@@ -258,9 +279,11 @@ std::vector<Knob> make_knobs() {
        "GPU with warpgroup instructions (sm_90a): block tiles of products of two f16 or bf16 "
        "operands, each contiguous in memory along k or along its rows or lanes, run as wgmma "
        "from swizzled shared memory in tiles of R rows x L lanes (two warpgroups), S cp.async "
-       "stages (RxLxS), and the fused attention kernel's two products as wgmma; 0: off (GPU_MMA's "
-       "mma.sync, in attention too); docs/decisions.md",
-       "128x256x4", true, parse_gpu_wgmma, show_gpu_wgmma},
+       "stages (RxLxS), and the fused attention kernel's two products as wgmma; more shapes "
+       "after commas are compiled beside the first, each launch taking the one its sizes make "
+       "fastest (docs/performance.md); 0: off (GPU_MMA's mma.sync, in attention too); "
+       "docs/decisions.md",
+       "128x256x4,128x128x4,128x64x4", true, parse_gpu_wgmma, show_gpu_wgmma},
       count_knob(
           "ISL_MS", KnobStage::scheduler,
           "the milliseconds isl may spend on one kernel's schedule before the kernel "

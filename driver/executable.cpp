@@ -11,6 +11,7 @@
 #include "backends/packed_weights.h"
 #include "driver/blas.h"
 #include "ir/sizes.h"
+#include "scheduler/tile_choice.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -177,6 +178,27 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
     if (!fn) throw std::runtime_error("compiled module has no kernel '" + s + "'");
     kernels_.push_back(fn);
   }
+  // Variants at other tile shapes: those the module has (scheduled and rendered as
+  // LoweredProgram::variants; a cached module has the same, as the options are in its key).
+  const GpuTileShape& tiles = opt.schedule.gpu_tile;
+  tile_variants_.resize(kernels_.size());
+  if (tiles.wgmma_rows > 0 && !tiles.wgmma_variants.empty())
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      std::optional<GpuTileDims> dims = gpu_tile_dims(program_.plan, program_.plan.kernels[k]);
+      if (!dims) continue;
+      TileVariants& t = tile_variants_[k];
+      const std::string symbol = kernel_symbol(program_.plan.kernels[k].name, k);
+      for (const WgmmaShape& v : tiles.wgmma_variants)
+        if (void* fn = runtime.lookup(*module_, variant_symbol(symbol, v))) {
+          t.shapes.push_back(v);
+          t.kernels.push_back(fn);
+        }
+      if (t.shapes.empty()) continue;
+      t.shapes.insert(t.shapes.begin(), {tiles.wgmma_rows, tiles.wgmma_lanes, tiles.wgmma_stages});
+      t.kernels.insert(t.kernels.begin(), kernels_[k]);
+      t.dims = *dims;
+      device_units_ = runtime.device_units();
+    }
   program_.symbols.resize(program_.plan.kernels.size());
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     program_.symbols[k] = kernel_symbol(program_.plan.kernels[k].name, k);
@@ -214,6 +236,26 @@ std::vector<LaunchGeometry> Executable::launch_geometry(const int64_t* sizes) co
   for (const Kernel& k : program_.plan.kernels)
     out.push_back(backend_.geometry(program_.plan, k, sizes));
   return out;
+}
+
+size_t Executable::tile_choice(size_t k, const int64_t* sizes) const {
+  const TileVariants& t = tile_variants_[k];
+  std::map<std::string, int64_t> env;
+  for (size_t v = 0; v < program_.plan.size_vars.size(); ++v)
+    env[program_.plan.size_vars[v]] = sizes[v];
+  return choose_tile(tile_problem(program_.plan.kernels[k], t.dims, env), t.shapes, device_units_);
+}
+
+void* Executable::kernel_for(size_t k, const int64_t* sizes) const {
+  const TileVariants& t = tile_variants_.at(k);
+  return t.shapes.empty() ? kernels_[k] : t.kernels[tile_choice(k, sizes)];
+}
+
+std::string Executable::tile_shape_for(size_t k, const SizeBindings& sizes) const {
+  const TileVariants& t = tile_variants_.at(k);
+  if (t.shapes.empty()) return "";
+  const WgmmaShape& w = t.shapes[tile_choice(k, size_values(program_.plan, sizes).data())];
+  return std::to_string(w.rows) + "x" + std::to_string(w.lanes) + "x" + std::to_string(w.stages);
 }
 
 Executable::~Executable() {
@@ -364,12 +406,14 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
   const Clock::time_point started = now();
   for (size_t k = 0; k < kernels_.size(); ++k) {
     if (device) {  // one sequence, one wait: faults are the plugin's to report
-      runtime_.launch(kernels_[k], args.data(), sizes, geometry[k], stream, num_args, num_sizes);
+      runtime_.launch(kernel_for(k, sizes), args.data(), sizes, geometry[k], stream, num_args,
+                      num_sizes);
       continue;
     }
     KernelFaultScope scope(contexts_[k]);
     const Clock::time_point t0 = now();
-    runtime_.launch(kernels_[k], args.data(), sizes, geometry[k], nullptr, num_args, num_sizes);
+    runtime_.launch(kernel_for(k, sizes), args.data(), sizes, geometry[k], nullptr, num_args,
+                    num_sizes);
     runtime_.synchronize();
     if (spans) spans->push_back({static_cast<int>(k), t0, since(t0)});
   }

@@ -81,6 +81,13 @@ class Executable {
   /** The settings the plugin gets before each run (CompileOptions::threads). */
   const RuntimeConfig& runtime_config() const { return config_; }
 
+  /** The function kernel `k` launches with for `sizes` (size-variable order): its own, or the
+   *  variant at another tile shape that scheduler/tile_choice.h estimates fastest. */
+  void* kernel_for(size_t k, const int64_t* sizes) const;
+  /** The tile shape kernel `k` launches at for `sizes` ("128x64x4"), or "" where it was
+   *  compiled at one shape only. */
+  std::string tile_shape_for(size_t k, const SizeBindings& sizes) const;
+
   const LoweredProgram& program() const { return program_; }
   const BuildInfo& build_info() const { return info_; }
 
@@ -95,6 +102,17 @@ class Executable {
   BuildInfo info_;
   std::unique_ptr<CompiledModule> module_;
   std::vector<void*> kernels_;
+  /** Kernel k's functions at each tile shape it was compiled at (its own first), and where its
+   *  contraction lies; empty where it has one shape. */
+  struct TileVariants {
+    std::vector<WgmmaShape> shapes;
+    std::vector<void*> kernels;
+    GpuTileDims dims;
+  };
+  std::vector<TileVariants> tile_variants_;
+  int device_units_ = 0;  ///< the device's multiprocessors (Runtime::device_units)
+  /** The index into tile_variants_[k] a launch at `sizes` takes. */
+  size_t tile_choice(size_t k, const int64_t* sizes) const;
   const Backend& backend_;
   std::vector<LaunchGeometry> geometry_;  ///< one per kernel when set; empty: the backend's
   RuntimeConfig config_;

@@ -14,6 +14,7 @@
 #include "scheduler/cut_kernels.h"
 #include "scheduler/demanded_domains.h"
 #include "scheduler/flatten_statements.h"
+#include "scheduler/gpu_tile.h"
 #include "scheduler/online_softmax.h"
 #include "scheduler/plan_buffers.h"
 #include "scheduler/register_tile.h"
@@ -66,6 +67,34 @@ std::string cut(State& s) {
          std::to_string(columns) + " column reduction(s) given a kernel of their own, " +
          std::to_string(n.kernels) + " kernel(s), " + std::to_string(n.materialized) +
          " value(s) stored across a cut";
+}
+
+/** Schedules every kernel with a warpgroup tile again at each other shape of
+ *  GpuTileShape::wgmma_variants, keeping those whose nest tiles at that shape
+ *  (LoweredProgram::variants); returns what --debug prints. */
+std::string schedule_variants(State& s, const ScheduleOptions& options) {
+  const GpuTileShape& shape = options.gpu_tile;
+  if (!shape.wgmma || shape.wgmma_rows <= 0 || shape.wgmma_variants.empty()) return "";
+  std::string text;
+  for (size_t k = 0; k < s.out.nests.size(); ++k) {
+    if (!warpgroup_tile(s.out.nests[k])) continue;
+    for (const WgmmaShape& v : shape.wgmma_variants) {
+      ScheduleOptions other = options;
+      other.gpu_tile.wgmma_rows = v.rows;
+      other.gpu_tile.wgmma_lanes = v.lanes;
+      other.gpu_tile.wgmma_stages = v.stages;
+      other.gpu_tile.wgmma_variants.clear();
+      ScheduledKernel sk = ScheduleCache(other).schedule(s.out.plan, s.out.plan.kernels[k]);
+      const LoopNode* tile = warpgroup_tile(sk.nest);
+      if (!tile || tile->tile_rows != v.rows || tile->tile_lanes != v.lanes) continue;
+      std::string symbol = variant_symbol(s.out.symbols[k], v);
+      text += "\n// " + s.out.plan.kernels[k].name + " at tile shape " + std::to_string(v.rows) +
+              "x" + std::to_string(v.lanes) + "x" + std::to_string(v.stages) + " (" + symbol +
+              ", chosen at launch by the sizes)\n" + loop_nest_to_text(sk.nest);
+      s.out.variants.push_back({k, v, std::move(sk.nest), symbol});
+    }
+  }
+  return text;
 }
 
 /** One stage: its name, the --debug level that prints its result, and the work. Stages of
@@ -159,13 +188,28 @@ const std::vector<Stage>& stages() {
            s.out.nests.push_back(std::move(sk.nest));
            s.out.symbols.push_back(kernel_symbol(k.name, s.out.symbols.size()));
          }
-         return text + "// " + std::to_string(cache.hits()) + " of " +
-                std::to_string(s.out.nests.size()) + " kernel(s) reused an earlier schedule";
+         text += "// " + std::to_string(cache.hits()) + " of " +
+                 std::to_string(s.out.nests.size()) + " kernel(s) reused an earlier schedule";
+         return text + schedule_variants(s, options);
        }},
       {"render", 1, 4,
        [](State& s) {
-         s.out.source = s.backend->renderer().render(s.out.plan, s.out.nests, s.out.symbols,
-                                                     {s.opt.checked, s.vector_bytes});
+         if (s.out.variants.empty()) {
+           s.out.source = s.backend->renderer().render(s.out.plan, s.out.nests, s.out.symbols,
+                                                       {s.opt.checked, s.vector_bytes});
+           return s.out.source;
+         }
+         // Each variant renders as one more kernel: its kernel's statements, its own nest.
+         KernelPlan plan = s.out.plan;
+         std::vector<LoopNest> nests = s.out.nests;
+         std::vector<std::string> symbols = s.out.symbols;
+         for (const LoweredProgram::Variant& v : s.out.variants) {
+           plan.kernels.push_back(s.out.plan.kernels[v.kernel]);
+           nests.push_back(v.nest);
+           symbols.push_back(v.symbol);
+         }
+         s.out.source =
+             s.backend->renderer().render(plan, nests, symbols, {s.opt.checked, s.vector_bytes});
          return s.out.source;
        }},
   };

@@ -14,6 +14,7 @@
 #include "backends/backend.h"
 #include "ir/graph.h"
 #include "scheduler/cut_kernels.h"
+#include "scheduler/gpu_tile.h"
 #include "scheduler/schedule_kernel.h"
 #include "simplifier/rule.h"
 
@@ -60,7 +61,16 @@ struct LoweredProgram {
   std::vector<LoopNest> nests;          ///< one per kernel
   std::vector<std::string> transforms;  ///< each kernel's transform list, as text
   std::vector<std::string> symbols;     ///< the function name of each kernel
-  std::string source;                   ///< one translation unit with every kernel
+  /** A kernel compiled again at another tile shape (GpuTileShape::wgmma_variants): a function
+   *  of its own in the same source, chosen at launch by the sizes (scheduler/tile_choice.h). */
+  struct Variant {
+    size_t kernel = 0;  ///< the kernel it is a variant of
+    WgmmaShape shape;
+    LoopNest nest;
+    std::string symbol;  ///< variant_symbol(symbols[kernel], shape)
+  };
+  std::vector<Variant> variants;
+  std::string source;  ///< one translation unit with every kernel and variant
   std::vector<StageTime> times;
 };
 

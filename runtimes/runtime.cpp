@@ -577,6 +577,12 @@ std::optional<double> Runtime::device_ms() const {
   return ms;
 }
 
+int Runtime::device_units() const {
+  using DeviceUnits = int (*)();
+  auto fn = reinterpret_cast<DeviceUnits>(dlsym(plugin_->library, KILN_PLUGIN_DEVICE_UNITS));
+  return fn ? std::max(fn(), 0) : 0;
+}
+
 void Runtime::probe() {
   char* error = nullptr;
   void* p = table().alloc(64, &error);

@@ -194,6 +194,9 @@ class Runtime {
   /** The device time of the launches the last synchronize waited for, in milliseconds, when the
    *  plugin measures it (KILN_PLUGIN_DEVICE_MS); nothing otherwise. */
   std::optional<double> device_ms() const;
+  /** The device's multiprocessors (the plugin's optional KILN_PLUGIN_DEVICE_UNITS), 0 where
+   *  the plugin does not say. */
+  int device_units() const;
   /** Whether the plugin copies within its memory (KILN_PLUGIN_COPY_DEVICE). */
   bool can_copy_device() const;
   /** Copies `bytes` between two buffers from alloc() and waits; throws when the plugin fails or

@@ -354,11 +354,12 @@ bool result_in_registers(const KernelPlan& plan, const Kernel& k, const Statemen
 }
 
 /** The most operations (distinct nodes) the statement after a reduction may compute for the
- *  staged epilogue to run in runs of lanes: a run is its code V times over (a bias, an
- *  activation such as ReLU, a cast), while a tanh GELU (about 60 nodes) would be eight copies
- *  of a polynomial, 50 % more NVRTC time for a tile whose epilogue is bound by its arithmetic
- *  rather than by its stores. */
-constexpr size_t kEpilogueRunNodes = 24;
+ *  staged epilogue to run in runs of lanes: a run is its code V times over. A tanh GELU (about
+ *  60 nodes) is within it: one element at a time, its chain of dependent operations left a
+ *  block of 256 threads latency-bound (the GPT-2 MLP's first product took 0.2 ms more than the
+ *  plain product on an H200), where a run gives each thread eight independent chains. The bound
+ *  keeps a pathological statement from being unrolled eight times. */
+constexpr size_t kEpilogueRunNodes = 160;
 
 size_t distinct_nodes(const ScalarExpr& root) {
   std::set<const ScalarExpr*> seen;
@@ -563,6 +564,56 @@ int gpu_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest, const GpuT
   Tiler t(plan, k, shape);
   nest.root = t.visit(nest.root);
   return t.count;
+}
+
+std::string variant_symbol(const std::string& symbol, const WgmmaShape& v) {
+  return symbol + "_w" + std::to_string(v.rows) + "x" + std::to_string(v.lanes) + "x" +
+         std::to_string(v.stages);
+}
+
+std::optional<GpuTileDims> gpu_tile_dims(const KernelPlan&, const Kernel& k) {
+  for (size_t i = 0; i < k.statements.size(); ++i) {
+    const Statement& s = k.statements[i];
+    if (s.kind != Statement::Kind::reduce_update || s.extents.size() < 3 ||
+        !gpu_contraction_statement(s))
+      continue;
+    std::set<std::string> written;
+    for (const IntExpr& d : s.index)
+      d.collect_vars(written);
+    std::vector<const ScalarExpr*> loads;
+    collect_loads(*s.value, loads);
+    auto uses = [](const ScalarExpr& l, int d) { return uses_vars(l, {iterator_name(d)}); };
+    GpuTileDims dims;
+    dims.statement = static_cast<int>(i);
+    for (int d = static_cast<int>(s.extents.size()); d-- > 0;) {
+      if (!written.count(iterator_name(d))) continue;
+      if (dims.lanes < 0) {
+        dims.lanes = d;
+        continue;
+      }
+      bool rows_only = false, lanes_only = false;
+      for (const ScalarExpr* l : loads) {
+        rows_only |= uses(*l, d) && !uses(*l, dims.lanes);
+        lanes_only |= uses(*l, dims.lanes) && !uses(*l, d);
+      }
+      if (dims.rows < 0 && rows_only && lanes_only)
+        dims.rows = d;
+      else
+        dims.outer.push_back(d);
+    }
+    for (int d = 0; d < static_cast<int>(s.extents.size()); ++d)
+      if (!written.count(iterator_name(d))) dims.depth.push_back(d);
+    if (dims.rows >= 0 && !dims.depth.empty()) return dims;
+  }
+  return std::nullopt;
+}
+
+const LoopNode* warpgroup_tile(const LoopNest& nest) {
+  if (!nest.root) return nullptr;
+  for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc))
+    if (a->space == MemorySpace::shared && a->mma && a->mma->warpgroup && a->key_block == 0)
+      return a;
+  return nullptr;
 }
 
 bool has_gpu_tile_candidate(const KernelPlan&, const Kernel& k) {

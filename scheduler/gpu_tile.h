@@ -37,6 +37,10 @@
  */
 #pragma once
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "ir/kernel_ir.h"
 #include "ir/loop_ir.h"
 
@@ -44,6 +48,14 @@ namespace kiln {
 
 /** Threads of a GPU block (the CUDA renderer's launch): a block tile spreads over this many. */
 inline constexpr int kGpuTileThreads = 256;
+
+/** A warpgroup tile's shape: `rows` × `lanes` elements a block, `stages` pipeline stages. */
+struct WgmmaShape {
+  int rows = 128;
+  int lanes = 256;
+  int stages = 4;
+  bool operator==(const WgmmaShape&) const = default;
+};
 
 /** The block tile: `rows` × `lanes` elements per block, `thread_rows` × `thread_lanes` per
  *  thread (rows / thread_rows × lanes / thread_lanes threads), reduction blocks of `depth`.
@@ -75,7 +87,33 @@ struct GpuTileShape {
   int wgmma_rows = 128;
   int wgmma_lanes = 256;
   int wgmma_stages = 4;
+  /** More shapes a kernel with a warpgroup tile is also compiled at, each a function of its
+   *  own (variant_symbol), among which each launch chooses by the sizes
+   *  (driver/tile_choice.h); empty: the one shape above. */
+  std::vector<WgmmaShape> wgmma_variants = {{128, 128, 4}, {128, 64, 4}};
 };
+
+/** The function name of kernel `symbol` compiled at tile shape `v`: `<symbol>_w<R>x<L>x<S>`. */
+std::string variant_symbol(const std::string& symbol, const WgmmaShape& v);
+
+/** Where a kernel's block-tiled contraction lies in its plan statement, for a launch to count
+ *  its tiles without the loop IR: the statement, the dimension its tiles' rows and lanes run
+ *  along, the others it writes (tiled one by one) and those it sums over. */
+struct GpuTileDims {
+  int statement = -1;
+  int rows = -1;
+  int lanes = -1;
+  std::vector<int> outer;
+  std::vector<int> depth;
+};
+
+/** The dimensions of kernel `k`'s contraction as gpu_tile picks them (lanes: the last
+ *  dimension the element's index uses; rows: the last other one whose loads split from the
+ *  lanes'), or nullopt where it has none. */
+std::optional<GpuTileDims> gpu_tile_dims(const KernelPlan& plan, const Kernel& k);
+
+/** The warpgroup tile of `nest` (an alloc on warpgroup instructions), or null. */
+const LoopNode* warpgroup_tile(const LoopNest& nest);
 
 /** Whether statement `s` is a sum whose value is loads (none of the element it updates) under
  *  operations and constants, the statement gpu_tile may block-tile. */

@@ -52,6 +52,10 @@ extern "C" {
  *  before reusing, on another stream, the temporaries of a run it left in flight on `stream`
  *  (kiln::Compiled::run_device); without it Kiln calls `synchronize`. */
 #define KILN_PLUGIN_SYNC_STREAM "kiln_synchronize_stream"
+/** Optional export, `int kiln_device_units(void)`: the device's multiprocessors (compute units),
+ *  0 where unknown. A launch of a kernel compiled at several tile shapes chooses among them by
+ *  the tiles each makes on that many units (driver/tile_choice.h). */
+#define KILN_PLUGIN_DEVICE_UNITS "kiln_device_units"
 /** Bytes owned by the plugin; release with kiln_plugin::free_blob. */
 typedef struct kiln_blob {
   void* data;

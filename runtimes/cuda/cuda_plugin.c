@@ -704,6 +704,12 @@ __attribute__((visibility("default"))) double kiln_device_ms(void) {
   return ms;
 }
 
+/** KILN_PLUGIN_DEVICE_UNITS: the device's multiprocessors; 0 without a device. */
+__attribute__((visibility("default"))) int kiln_device_units(void) {
+  pthread_once(&dev.once, device_init);
+  return dev.ok ? dev.sms : 0;
+}
+
 /** KILN_PLUGIN_SYNC_STREAM: waits for a caller's stream that launches were given. */
 __attribute__((visibility("default"))) int kiln_synchronize_stream(void* stream, char** error) {
   if (take_deferred(error)) return 1;

@@ -86,7 +86,9 @@ std::string golden_path(const GoldenCase& c) {
 }
 
 /** Lowers the composite with symbolic sizes and renders it with the default options. */
-std::string render_source(const GoldenCase& c) {
+/** The source of case `c`; with `tile_variants`, kernels with a warpgroup tile are compiled at
+ *  GPU_WGMMA's other shapes too (the goldens hold the one shape). */
+std::string render_source(const GoldenCase& c, bool tile_variants = false) {
   Library lib;
   auto colon = c.target.rfind(':');
   const SpecFile& f = lib.load(c.target.substr(0, colon));
@@ -107,6 +109,7 @@ std::string render_source(const GoldenCase& c) {
   options.schedule.bf16_dot_bytes = c.bf16_dot_bytes;
   if (c.mma_stages > 0) options.schedule.gpu_tile.mma_stages = c.mma_stages;
   options.schedule.gpu_tile.wgmma = c.wgmma;
+  if (!tile_variants) options.schedule.gpu_tile.wgmma_variants.clear();
   return lower_program(g, backend_for(c.backend), options).source;
 }
 
@@ -494,6 +497,26 @@ TEST_CASE("codegen: f16 matmul for sm_90a: wgmma from swizzled shared memory") {
   // The f32 sum never reaches memory: the epilogue reads it from shared memory and casts it.
   CHECK(src.find("b3[") == std::string::npos);
   CHECK(src.find("kiln_f32_to_f16((float)tile0_v)") != std::string::npos);
+}
+
+TEST_CASE("codegen: a warpgroup tile's kernel is compiled at each GPU_WGMMA shape") {
+  std::string src = render_source(golden_cases()[12], true);
+  // The kernel at 128x256x4, then one function a shape, each with its own shared memory and
+  // occupancy: 128 KiB for 128x128x4 (one block a multiprocessor), 96 KiB for 128x64x4 (two).
+  CHECK(src.find("extern \"C\" __device__ unsigned kiln_matmul_0_shared_bytes = 196608;") !=
+        std::string::npos);
+  CHECK(src.find("extern \"C\" __device__ unsigned kiln_matmul_0_w128x128x4_shared_bytes = "
+                 "131072;") != std::string::npos);
+  CHECK(src.find("extern \"C\" __device__ unsigned kiln_matmul_0_w128x64x4_shared_bytes = "
+                 "98304;") != std::string::npos);
+  CHECK(src.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
+  CHECK(src.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != std::string::npos);
+  CHECK(src.find("kiln_matmul_0_w128x64x4(const kiln_params p)") != std::string::npos);
+  // A product without a warpgroup tile (f32) has no variants.
+  GoldenCase single = golden_cases()[12];
+  single.dtypes = {{"T", DType::f32}};
+  std::string f32 = render_source(single, true);
+  CHECK(f32.find("_w128x") == std::string::npos);
 }
 
 TEST_CASE("codegen: f16 attention on cuda: one kernel, the scores in registers only") {

@@ -88,9 +88,9 @@ TEST_CASE(
 // compiled by gcc in a subprocess), and gcc's reading of that C is what every composite of ops/
 // under cc checks above: the regressions, which exercise the scheduler, run on clang and openmp
 // (under cc they took 282 s of CI's 45 minutes for no code path of their own; `kiln test
-// tests/regressions/F.toml --runtime cc` runs one by hand). The sanitizer build runs the ones that exercise Kiln's own code differently: CHECK=1
-// differs in the generated code, which the sanitizers do not instrument, and TILE=0 on openmp
-// from TILE=0 on clang in nothing the scheduler does.
+// tests/regressions/F.toml --runtime cc` runs one by hand). The sanitizer build runs the ones that
+// exercise Kiln's own code differently: CHECK=1 differs in the generated code, which the sanitizers
+// do not instrument, and TILE=0 on openmp from TILE=0 on clang in nothing the scheduler does.
 namespace {
 
 void check_regressions(const char* runtime, const std::map<std::string, std::string>& config,

@@ -129,7 +129,20 @@ TEST_CASE("config: values reach the typed options") {
   CHECK(g.wgmma_lanes == 128);
   CHECK(g.wgmma_stages == 5);
   CHECK_FALSE(g.wgmma);  // whether the target has them is the runtime's (driver/instantiate.cpp)
+  CHECK(g.wgmma_variants.empty());  // one shape: the kernel is compiled at it alone
   CHECK(config_options({{"GPU_WGMMA", "0"}}, nullptr).schedule.gpu_tile.wgmma_rows == 0);
+  // More shapes after commas: compiled beside the first, chosen at launch.
+  g = config_options({{"GPU_WGMMA", "128x256x4,128x64x3"}}, nullptr).schedule.gpu_tile;
+  CHECK(g.wgmma_lanes == 256);
+  REQUIRE(g.wgmma_variants.size() == 1);
+  CHECK(g.wgmma_variants[0] == WgmmaShape{128, 64, 3});
+  CompileOptions shown;
+  shown.schedule.gpu_tile = g;
+  CHECK(find_knob("GPU_WGMMA")->show(shown) == "128x256x4,128x64x3");
+  CHECK(find_knob("GPU_WGMMA")->show(CompileOptions{}) == "128x256x4,128x128x4,128x64x4");
+  for (const char* bad :
+       {"128x256x4,", "128x256x4,128x256x4", "128x256x4,,128x64x4", "128x256x4,64x64x4"})
+    CHECK(error_of({{"GPU_WGMMA", bad}}).find("--config GPU_WGMMA expects") == 0);
   CHECK(config_options({{"TILE", "8"}}, nullptr).schedule.tile_sizes ==
         std::vector<int64_t>{8, 8, 8});
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/mma.h"
+#include "scheduler/tile_choice.h"
 #include "tests/unit/schedule_sim.h"
 
 using namespace kiln;
@@ -373,16 +374,24 @@ TEST_CASE(
                                              opt, sizes));
   CHECK(cast.result_in_registers);
   CHECK(cast.epilogue_vector == 8);
-  // A statement after that computes much (a polynomial of 30 terms) runs element by element: a
-  // run would be eight copies of its code.
-  const LoopNode& poly = tile_of(check_legal(product([](ScalarExprPtr v) {
-                                               ScalarExprPtr s = v;
-                                               for (int i = 0; i < 30; ++i)
-                                                 s = op(Op::add, {op(Op::mul, {s, v}), cst(i)});
-                                               return s;
-                                             }),
-                                             opt, sizes));
-  CHECK(poly.epilogue_vector == 0);
+  // An activation's worth of arithmetic (a polynomial of 30 terms, about a tanh GELU's 60
+  // nodes) runs in runs too: eight independent chains a thread, where one element at a time
+  // left the block latency-bound. One of 100 terms runs element by element: a run would be
+  // eight copies of its code.
+  auto polynomial = [&](int terms) {
+    static int n;
+    n = terms;
+    const ScheduledKernel r = check_legal(product([](ScalarExprPtr v) {
+                                            ScalarExprPtr s = v;
+                                            for (int i = 0; i < n; ++i)
+                                              s = op(Op::add, {op(Op::mul, {s, v}), cst(i)});
+                                            return s;
+                                          }),
+                                          opt, sizes);
+    return tile_of(r).epilogue_vector;
+  };
+  CHECK(polynomial(30) == 8);
+  CHECK(polynomial(100) == 0);
   // The result transposed, C[j, i]: consecutive lanes lie M elements apart.
   KernelBuilder tr = matmul(DType::f16);
   tr.plan.buffers[2].kind = BufferKind::output;
@@ -509,4 +518,92 @@ TEST_CASE("schedule: on the GPU a batch of rows runs a block per row, each row a
   REQUIRE(below.size() == 3);
   CHECK(below[1]->mapping == Mapping::thread_x);
   CHECK(below[2]->mapping == Mapping::serial);  // k, in a register
+}
+
+TEST_CASE("schedule: a warpgroup tile's kernel at each GPU_WGMMA shape, and where its tiles lie") {
+  // The dimensions a launch counts tiles along, from the plan alone (a cached module has no
+  // loop IR): C = A·B, x·wᵀ, and a batch of products.
+  KernelBuilder mm = matmul(DType::f16);
+  std::optional<GpuTileDims> d = gpu_tile_dims(mm.plan, mm.plan.kernels[0]);
+  REQUIRE(d);
+  CHECK(d->rows == 0);
+  CHECK(d->lanes == 1);
+  CHECK(d->outer.empty());
+  CHECK(d->depth == std::vector<int>{2});
+  KernelBuilder lin = linear_f16();
+  d = gpu_tile_dims(lin.plan, lin.plan.kernels[0]);
+  REQUIRE(d);
+  CHECK((d->rows == 0 && d->lanes == 1 && d->depth == std::vector<int>{2}));
+  KernelBuilder bmm;
+  int a = bmm.buffer("a", {B, M, K}), b = bmm.buffer("b", {B, K, N}),
+      c = bmm.buffer("c", {B, M, N});
+  for (Buffer& buf : bmm.plan.buffers)
+    buf.dtype = DType::f16;
+  bmm.stmt(Statement::Kind::reduce_init, {B, M, N}, c, {it(0), it(1), it(2)});
+  bmm.stmt(Statement::Kind::reduce_update, {B, M, N, K}, c, {it(0), it(1), it(2)},
+           op(Op::mul, {load(a, {it(0), it(1), it(3)}), load(b, {it(0), it(3), it(2)})}));
+  d = gpu_tile_dims(bmm.plan, bmm.plan.kernels[0]);
+  REQUIRE(d);
+  CHECK((d->rows == 1 && d->lanes == 2 && d->outer == std::vector<int>{0} &&
+         d->depth == std::vector<int>{3}));
+  const TileProblem p =
+      tile_problem(bmm.plan.kernels[0], *d, {{"B", 32}, {"M", 512}, {"N", 384}, {"K", 64}});
+  CHECK((p.outer == 32 && p.rows == 512 && p.lanes == 384 && p.depth == 64));
+  // An elementwise kernel has no tiles to count.
+  KernelBuilder add;
+  int x = add.buffer("x", {M, N}), y = add.buffer("y", {M, N});
+  add.stmt(Statement::Kind::assign, {M, N}, y, {it(0), it(1)}, load(x, {it(0), it(1)}));
+  CHECK_FALSE(gpu_tile_dims(add.plan, add.plan.kernels[0]));
+
+  // Each shape is a warpgroup tile of its own rows and lanes, correct at odd sizes (the
+  // simulator runs every nest), which is what the pipeline checks before rendering a variant.
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;
+  opt.gpu_tile = {};
+  opt.gpu_tile.wgmma = true;
+  const std::vector<Env> sizes = {{{"M", 130}, {"N", 72}, {"K", 70}},
+                                  {{"M", 3}, {"N", 9}, {"K", 5}}};
+  for (const WgmmaShape& v :
+       {WgmmaShape{128, 256, 4}, WgmmaShape{128, 128, 4}, WgmmaShape{128, 64, 4}}) {
+    CAPTURE(v.lanes);
+    opt.gpu_tile.wgmma_rows = v.rows;
+    opt.gpu_tile.wgmma_lanes = v.lanes;
+    opt.gpu_tile.wgmma_stages = v.stages;
+    KernelBuilder k = matmul(DType::f16);
+    k.plan.buffers[2].kind = BufferKind::output;
+    const ScheduledKernel r = check_legal(k, opt, sizes);
+    const LoopNode* t = warpgroup_tile(r.nest);
+    REQUIRE(t);
+    CHECK(t->tile_rows == v.rows);
+    CHECK(t->tile_lanes == v.lanes);
+    CHECK(t->stages == v.stages);
+  }
+  CHECK(variant_symbol("kiln_matmul_0", {128, 64, 4}) == "kiln_matmul_0_w128x64x4");
+}
+
+TEST_CASE("schedule: a launch takes the tile shape its sizes make fastest") {
+  const std::vector<WgmmaShape> shapes = {{128, 256, 4}, {128, 128, 4}, {128, 64, 4}};
+  auto pick = [&](int64_t outer, int64_t m, int64_t n, int64_t k) {
+    return choose_tile({outer, m, n, k}, shapes, 132);
+  };
+  // Squares large enough for many waves keep the widest tile; a 512³ square makes 8 of them
+  // for 132 multiprocessors, and 32 of 128 × 64; 128 rows make 16 against 64.
+  CHECK(pick(1, 4096, 4096, 4096) == 0);
+  CHECK(pick(1, 2048, 2048, 2048) == 0);
+  CHECK(pick(1, 512, 512, 512) == 2);
+  CHECK(pick(1, 128, 4096, 4096) == 2);
+  // 8192 × 768 outputs over K = 3072: 192 wide tiles are two waves, 384 narrower ones three
+  // waves of half the work.
+  CHECK(pick(1, 8192, 768, 3072) == 1);
+  CHECK(pick(1, 8192, 3072, 768) == 0);
+  CHECK(pick(32, 512, 512, 512) == 0);
+  // The cost grows with the waves and the depth.
+  CHECK(tile_cost_us({1, 4096, 4096, 4096}, shapes[0], 132) <
+        tile_cost_us({1, 4096, 4096, 8192}, shapes[0], 132));
+  CHECK(tile_cost_us({1, 128, 256, 4096}, shapes[0], 132) ==
+        tile_cost_us({1, 128 * 132, 256, 4096}, shapes[0], 132));
+  // Without the device's multiprocessors, or with nothing to compute, the kernel's own shape.
+  CHECK(choose_tile({1, 512, 512, 512}, shapes, 0) == 0);
+  CHECK(choose_tile({1, 0, 512, 512}, shapes, 132) == 0);
 }

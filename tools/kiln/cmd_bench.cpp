@@ -259,6 +259,8 @@ struct Report {
   /** The baseline's device time, where both it and Kiln's are measured (a GPU's events). */
   std::optional<Stats> base_device;
   bool has_base = false, compared = false;
+  /** "kernel K at RxLxS" for each kernel compiled at several tile shapes (the launch's). */
+  std::vector<std::string> tile_shapes;
 };
 
 /** A JSON number; null for an infinity or NaN (a rate over a zero time). */
@@ -329,6 +331,8 @@ void print_text(std::ostream& out, const Report& r) {
     out << "  device   ratio " << num(r.base_device->median / r.device->median, 4) << " ("
         << r.baseline << " device median " << num(r.base_device->median, 4)
         << " ms / kiln's; the GPU's events, without launch and wait)\n";
+  for (const std::string& t : r.tile_shapes)
+    out << "  tiles    " << t << " (of the shapes compiled, the one these sizes make fastest)\n";
   out << "  " << r.repeats << " runs after " << r.warmup << " warm-ups"
       << (r.has_base ? ", alternated with the baseline" : "") << "\n";
 }
@@ -378,6 +382,10 @@ int bench(const BenchOptions& o) {
   r.warmup = o.warmup;
   r.build_ms = kiln.build_ms();
   r.cache_hit = kiln.executable().build_info().compile.cache_hit;
+  for (size_t k = 0; k < kiln.executable().program().plan.kernels.size(); ++k) {
+    std::string shape = kiln.executable().tile_shape_for(k, sizes);
+    if (!shape.empty()) r.tile_shapes.push_back("kernel " + std::to_string(k) + " at " + shape);
+  }
   std::unique_ptr<Subject> base = make_baseline(o, l, g, inputs, sizes, r.cost);
   r.has_base = base != nullptr;
 

@@ -53,7 +53,15 @@ bool run_compiled(const RunOptions& o, Runtime* rt, const Loaded& l, const Graph
   if (trace) trace->build(exe, t0, build_ms);
   for (const std::string& w : exe.build_info().compile.warnings)
     std::cerr << "kiln: warning: " << w << "\n";
-  if (o.debug >= 1) print_build(std::cout, exe, build_ms);
+  if (o.debug >= 1) {
+    print_build(std::cout, exe, build_ms);
+    for (size_t k = 0; k < exe.program().plan.kernels.size(); ++k) {
+      std::string shape = exe.tile_shape_for(k, sizes);
+      if (!shape.empty())
+        std::cout << "  kernel " << k << " launches at tile shape " << shape
+                  << " (of the shapes compiled, the one these sizes make fastest)\n";
+    }
+  }
   std::cout.flush();  // a fault inside a kernel ends the process (driver/fault_guard.h)
   std::vector<LaunchSpan> launches;
   t0 = std::chrono::steady_clock::now();

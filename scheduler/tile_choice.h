@@ -1,0 +1,49 @@
+/** \file
+ * The launch-time choice among the tile shapes a contraction kernel is compiled at
+ * (GpuTileShape::wgmma_variants). Sizes are symbolic when a kernel compiles, and no one tile
+ * shape is fastest at every size: a 128 × 256 tile keeps a Hopper multiprocessor's tensor cores
+ * busiest, but 512³ makes 8 of them for 132 multiprocessors. Each launch therefore estimates, by
+ * the sizes it binds, the time of every compiled shape and takes the least.
+ *
+ * The estimate: a tile of R × L elements on one multiprocessor takes f·R·L for its prologue and
+ * epilogue plus, per reduction block of 64, α·R·L (the products) + β·(R + L) (the operand
+ * copies, which a smaller tile repeats more often per element); the tiles spread evenly over
+ * the multiprocessors, each running ⌈tiles / units⌉ of them one after another. The constants
+ * are fitted to one-wave and many-wave f16 products on an H200 (docs/performance.md, "Tile
+ * shapes chosen at launch"); only their ratios matter to the choice.
+ */
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/kernel_ir.h"
+#include "scheduler/gpu_tile.h"
+
+namespace kiln {
+
+/** What one launch of a tiled contraction computes: `outer` matrices of rows × lanes elements,
+ *  each a sum over `depth` terms. */
+struct TileProblem {
+  int64_t outer = 1;
+  int64_t rows = 0;
+  int64_t lanes = 0;
+  int64_t depth = 0;
+};
+
+/** The problem of statement `dims.statement` of `k` at the bound sizes (`env`: size variable →
+ *  value). */
+TileProblem tile_problem(const Kernel& k, const GpuTileDims& dims,
+                         const std::map<std::string, int64_t>& env);
+
+/** The estimated time of `shape` on `problem` over `units` multiprocessors, in microseconds of
+ *  the H200 the constants were fitted on. */
+double tile_cost_us(const TileProblem& problem, const WgmmaShape& shape, int units);
+
+/** The index in `shapes` of the least estimated time (the first of equals); 0 where `units` is
+ *  not positive or the problem is empty. */
+size_t choose_tile(const TileProblem& problem, const std::vector<WgmmaShape>& shapes, int units);
+
+}  // namespace kiln
