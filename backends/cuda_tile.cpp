@@ -531,10 +531,20 @@ std::string CudaRenderer::BlockTile::epilogue() const {
     s += p2 + T + "* " + N + "_a = &" + renderer.render_index(c, t.buffer, t.index) + ";\n";
     s += p2 + "if (((uint64_t)" + N + "_a & 15) == 0) {\n";
     s += p2 + "  " + T + " " + N + "_w[" + str(V) + "];\n";
+    std::string v_at = N + "_o[" + N + "_e / " + str(L) + "][" + N + "_e % " + str(L) + "]";
+    if (acc_type == "float" && V % 4 == 0 && (L + 8) % 4 == 0) {
+      // The run's accumulators in 16-byte loads (rows of L + 8 floats keep them aligned): one
+      // element a load would put the eight threads of a bank group on the same banks.
+      s += p2 + "  float4 " + N + "_x[" + str(V / 4) + "];\n";
+      s += p2 + "  #pragma unroll\n" + p2 + "  for (int " + N + "_u = 0; " + N + "_u < " +
+           str(V / 4) + "; ++" + N + "_u)\n";
+      s += p2 + "    " + N + "_x[" + N + "_u] = *(const float4*)&" + N + "_o[" + e0 + " / " +
+           str(L) + "][" + e0 + " % " + str(L) + " + 4 * " + N + "_u];\n";
+      v_at = "((const float*)" + N + "_x)[" + N + "_u]";
+    }
     s += p2 + "  #pragma unroll\n" + p2 + "  for (int " + N + "_u = 0; " + N + "_u < " + str(V) +
          "; ++" + N + "_u) {\n";
     s += p3 + "const int " + N + "_e = " + e0 + " + " + N + "_u;\n";
-    const std::string v_at = N + "_o[" + N + "_e / " + str(L) + "][" + N + "_e % " + str(L) + "]";
     if (!after) {
       s += p3 + N + "_w[" + N + "_u] = " + to_storage(out, v_at) + ";\n";
     } else {

@@ -704,10 +704,14 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
           uint16_t* tile0_a = &b2[(s_N * i0 + i1)];
           if (((uint64_t)tile0_a & 15) == 0) {
             uint16_t tile0_w[8];
+            float4 tile0_x[2];
+            #pragma unroll
+            for (int tile0_u = 0; tile0_u < 2; ++tile0_u)
+              tile0_x[tile0_u] = *(const float4*)&tile0_o[tile0_e0 / 256][tile0_e0 % 256 + 4 * tile0_u];
             #pragma unroll
             for (int tile0_u = 0; tile0_u < 8; ++tile0_u) {
               const int tile0_e = tile0_e0 + tile0_u;
-              const float tile0_v = tile0_o[tile0_e / 256][tile0_e % 256];
+              const float tile0_v = ((const float*)tile0_x)[tile0_u];
               const int64_t c0 = tile0_r0 + tile0_e / 256, c1 = tile0_l0 + tile0_e % 256;
               const int64_t i0 = c0;
               const int64_t i1 = c1;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh [BUNDLE] [all|tests|bench|python]: everything Kiln checks and measures on a
+# tests/gpu/run.sh [BUNDLE] [all|tests|bench|python|sweep]: everything Kiln checks and measures on a
 # GPU machine, in one call (all, about 13 minutes on an H100), or in two under a 10-minute limit
 # per call: `tests` (steps 1, 2, 3 and 5, about 8 minutes) and `bench` (steps 1, 4 and 5);
-# `python` is steps 1, 3 and 5.
+# `python` is steps 1, 3 and 5, `sweep` steps 1, 2 and 5 (the composites without Python).
 #
 #  1. the folder of tools/gpu/bundle.sh (with the GPU suite, KILN_BUNDLE_TESTS=1): BUNDLE, else
 #     .gpu/bundle, built here when missing (a GPU machine without Kiln's build dependencies needs
@@ -24,8 +24,8 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bundle=$(realpath -m "${1:-$root/.gpu/bundle}")
 part=${2:-all}
-case "$part" in all | tests | bench | python) ;; *)
-  echo "usage: tests/gpu/run.sh [BUNDLE] [all|tests|bench|python]" >&2
+case "$part" in all | tests | bench | python | sweep) ;; *)
+  echo "usage: tests/gpu/run.sh [BUNDLE] [all|tests|bench|python|sweep]" >&2
   exit 2
   ;;
 esac
@@ -39,14 +39,14 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/nu
 commit=$(cat "$bundle/share/kiln/COMMIT" 2>/dev/null || echo unknown)
 export KILN_CACHE=$(mktemp -d)  # a fresh cache: every compile a real one
 # Each part starts its own file afresh and keeps the other's (results.md shows both).
-case "$part" in all | tests) rm -f "$out/sweep.tsv" ;; esac
+case "$part" in all | tests | sweep) rm -f "$out/sweep.tsv" ;; esac
 case "$part" in all | bench) rm -f "$out/bench.jsonl" ;; esac
 case "$part" in all | tests | python) rm -f "$out/python.log" "$out/python_overhead.txt" ;; esac
 echo "== $(date -u +%F) on ${gpu:-no GPU found}, commit $commit"
 "$kiln" run "$bundle/share/kiln/ops/nn.toml:softmax" --runtime cuda --test N=1000 --debug 1
 
 tests_rc=0
-if [ "$part" = all ] || [ "$part" = tests ]; then
+if [ "$part" = all ] || [ "$part" = tests ] || [ "$part" = sweep ]; then
   echo "== tests/gpu"
   start=$(date +%s)
   (cd "$bundle/share/kiln" && KILN_SWEEP_REPORT="$out/sweep.tsv" \
@@ -56,7 +56,7 @@ if [ "$part" = all ] || [ "$part" = tests ]; then
   echo "tests/gpu: exit $tests_rc in $(($(date +%s) - start)) s"
 fi
 
-if [ "$part" != bench ]; then
+if [ "$part" != bench ] && [ "$part" != sweep ]; then
   echo "== python"
   start=$(date +%s)
   pybuild=$(mktemp -d)
@@ -80,7 +80,7 @@ if [ "$part" != bench ]; then
 fi
 
 touch "$out/bench.jsonl"
-[ "$part" = tests ] || [ "$part" = python ] || {
+[ "$part" = tests ] || [ "$part" = python ] || [ "$part" = sweep ] || {
 echo "== benchmarks"
 ops="$bundle/share/kiln/ops"
 bench() {  # NAME ENV... -- kiln bench arguments
