@@ -343,9 +343,8 @@ std::string CStyleRenderer::render_k_update(const Context& c, const LoopNode& n,
         // has F16C, else each element as render_lanes converts it.
         const int width = c.options.vector_bytes / 4;
         const std::string offset = int_expr_to_c(linear_index(c, e.buffer, e.index), c.sizes);
-        s += pad + vt + " " + local + ";\n" + pad + "{ " + bind + "\n" +
-             "#if defined(__clang__) && defined(__F16C__)\n" + pad + "  " + local +
-             " = ({ typedef _Float16 kiln_vh __attribute__((vector_size(" +
+        s += pad + vt + " " + local + ";\n" + pad + "{ " + bind + "\n" + "#ifdef KILN_F16C\n" +
+             pad + "  " + local + " = ({ typedef _Float16 kiln_vh __attribute__((vector_size(" +
              std::to_string(2 * width) + "), aligned(2))); kiln_vh kiln_h; memcpy(&kiln_h, " +
              render_vector_address(c, e.buffer, offset, width) +
              ", sizeof kiln_h); __builtin_convertvector(kiln_h, " + vt + "); });\n#else\n" + pad +

@@ -79,7 +79,12 @@ KILN_FN uint64_t kiln_f2u64(double v) {
   if (v >= 18446744073709551616.0) return ~0ULL;
   return (uint64_t)v;
 }
-#if defined(__clang__) && defined(__F16C__)
+/* _Float16 on x86 from Clang 15 (Debian 12's clang 14 rejects it: "not supported on this
+   target"); GCC and older Clang take the portable conversions below. */
+#if defined(__clang__) && __clang_major__ >= 15 && defined(__F16C__)
+#define KILN_F16C 1
+#endif
+#ifdef KILN_F16C
 /* f16 <-> f32 by the processor's conversions (vcvtph2ps, vcvtps2ph: exact, round to nearest
    even), which the vectoriser also applies to whole vectors. */
 KILN_FN float kiln_f16_to_f32(uint16_t h) {

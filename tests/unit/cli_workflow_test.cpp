@@ -375,6 +375,9 @@ TEST_CASE("cli: kiln test-runtime checks a runtime against the interpreter and w
   CHECK(r.code == 0);
   CHECK(
       has(r, "13 passed, 0 failed, 0 in programs that did not compile, 0 skipped (cc, 5 programs"));
+  // Off a terminal no bar: a line each tenth of the cases passed, naming where it is.
+  CHECK(has(r, "test-runtime: 2 of 13 cases, at ops/math.toml:sqrt T=f32 batch [3] ("));
+  CHECK(has(r, "test-runtime: 12 of 13 cases, at tests/data/cli.toml:scale ("));
   std::string report = read_file(good);
   CAPTURE(report);
   CHECK(report.find("# Conformance of the `cc` runtime") != std::string::npos);

@@ -138,10 +138,12 @@ void add_new_runtime_command(CLI::App& app, int& exit_code) {
     write(dir / (name + ".toml"),
           "# The " + name + " runtime (docs/plugins.md, \"The descriptor\").\nname = \"" + name +
               "\"\nbackend = \"" + (cuda ? "cuda" : "c") +
-              "\"  # the renderer: c, openmp or cuda\nplugin = \"build/lib" + library +
+              "\"  # the renderer: c, openmp, cuda or opencl\nplugin = \"build/lib" + library +
               ".so\"  # a path, relative to this file\n" +
               (cuda ? ""
-                    : "flags = [\"-std=c11\"]  # passed to compile(), after the plugin's own\n"));
+                    : "flags = [\"-std=c11\"]  # passed to compile(), after the plugin's own\n"
+                      "concurrent_compile = true  # compile() may run on several threads at "
+                      "once (each call its own temporary folder)\n"));
     std::string list;
     for (const std::string& s : sources)
       list += " " + s;

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 
+#include "driver/pipeline.h"
 #include "ir/data_dirs.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/session.h"
@@ -133,10 +134,22 @@ void add_test_runtime_command(CLI::App& app, int& exit_code) {
     std::map<std::string, std::map<std::string, Cell>> table;
     std::vector<std::string> columns;
     int done = 0, passed = 0, failed = 0, broken = 0, skipped = 0;
+    int tenths = 0;  // off a terminal, a line each tenth of the cases (a log shows it is moving)
     for (const Subject& s : subjects) {
       const std::string what = subject_name(s, true);
-      SubjectResult r =
-          run_subject(s, *rt, o->settings, [&](int k) { progress(tty, done + k, total, what); });
+      SubjectResult r = run_subject(s, *rt, o->settings, [&](int k) {
+        progress(tty, done + k, total, what);
+        if (!tty && total > 0 && (done + k) * 10 / total > tenths) {
+          tenths = (done + k) * 10 / total;
+          std::cout << "test-runtime: " << done + k << " of " << total << " cases, at " << what
+                    << " ("
+                    << format_ms(std::chrono::duration<double, std::milli>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count())
+                    << ")\n"
+                    << std::flush;
+        }
+      });
       done += r.cases;
       using Status = SubjectResult::Status;
       if (tty) std::cout << "\r\x1b[K";
