@@ -88,9 +88,9 @@ TEST_CASE(
 // compiled by gcc in a subprocess), and gcc's reading of that C is what every composite of ops/
 // under cc checks above: the regressions, which exercise the scheduler, run on clang and openmp
 // (under cc they took 282 s of CI's 45 minutes for no code path of their own; `kiln test
-// tests/regressions/F.toml --runtime cc` runs one by hand). The sanitizer build runs the ones that
-// exercise Kiln's own code differently: CHECK=1 differs in the generated code, which the sanitizers
-// do not instrument, and TILE=0 on openmp from TILE=0 on clang in nothing the scheduler does.
+// tests/regressions/F.toml --runtime cc` runs one by hand). The sanitizer build runs them under
+// clang and openmp as they are: CHECK=1 differs in the generated code, which the sanitizers do
+// not instrument, and TILE=0 in a path the other runs mostly take too.
 namespace {
 
 void check_regressions(const char* runtime, const std::map<std::string, std::string>& config,
@@ -112,7 +112,9 @@ TEST_CASE("runtime ops: the crash regressions of tests/regressions under clang")
   check_regressions("clang", {}, true);
 }
 TEST_CASE("runtime ops: the crash regressions of tests/regressions under clang with TILE=0") {
-  check_regressions("clang", {{"TILE", "0"}}, true);
+  // Under the sanitizers 191 s of CI's 45 minutes for an untiled schedule: the same lowering and
+  // rendering the other runs take, its bands left whole.
+  check_regressions("clang", {{"TILE", "0"}}, false);
 }
 TEST_CASE("runtime ops: the crash regressions of tests/regressions under clang with CHECK=1") {
   check_regressions("clang", {{"CHECK", "1"}}, false);
