@@ -603,6 +603,9 @@ std::optional<GpuTileDims> gpu_tile_dims(const KernelPlan&, const Kernel& k) {
     }
     for (int d = 0; d < static_cast<int>(s.extents.size()); ++d)
       if (!written.count(iterator_name(d))) dims.depth.push_back(d);
+    for (const Statement& t : k.statements)
+      if (t.kind == Statement::Kind::assign && t.value && reads_buffer(t, s.buffer))
+        dims.epilogue_ops += static_cast<int64_t>(distinct_nodes(*t.value));
     if (dims.rows >= 0 && !dims.depth.empty()) return dims;
   }
   return std::nullopt;

@@ -90,7 +90,7 @@ struct GpuTileShape {
   /** More shapes a kernel with a warpgroup tile is also compiled at, each a function of its
    *  own (variant_symbol), among which each launch chooses by the sizes
    *  (driver/tile_choice.h); empty: the one shape above. */
-  std::vector<WgmmaShape> wgmma_variants = {{128, 128, 4}, {128, 64, 4}};
+  std::vector<WgmmaShape> wgmma_variants = {{128, 128, 4}, {128, 128, 3}, {128, 64, 4}};
 };
 
 /** The function name of kernel `symbol` compiled at tile shape `v`: `<symbol>_w<R>x<L>x<S>`. */
@@ -105,6 +105,8 @@ struct GpuTileDims {
   int lanes = -1;
   std::vector<int> outer;
   std::vector<int> depth;
+  /** The operations (distinct nodes) of the statements that read the sum: its epilogue. */
+  int64_t epilogue_ops = 0;
 };
 
 /** The dimensions of kernel `k`'s contraction as gpu_tile picks them (lanes: the last

@@ -5,12 +5,16 @@
  * busiest, but 512³ makes 8 of them for 132 multiprocessors. Each launch therefore estimates, by
  * the sizes it binds, the time of every compiled shape and takes the least.
  *
- * The estimate: a tile of R × L elements on one multiprocessor takes f·R·L for its prologue and
- * epilogue plus, per reduction block of 64, α·R·L (the products) + β·(R + L) (the operand
- * copies, which a smaller tile repeats more often per element); the tiles spread evenly over
- * the multiprocessors, each running ⌈tiles / units⌉ of them one after another. The constants
- * are fitted to one-wave and many-wave f16 products on an H200 (docs/performance.md, "Tile
- * shapes chosen at launch"); only their ratios matter to the choice.
+ * The estimate: a tile of R × L elements on one multiprocessor takes, per reduction block of
+ * 64, α·R·L (the products) + β·(R + L) (the operand copies, which a smaller tile repeats more
+ * often per element), 5 % more with three pipeline stages than with four; then its epilogue,
+ * R·L·(f + g·ops) for an epilogue of `ops` operations, of which a multiprocessor holding two
+ * blocks hides all but ρ of the operations' part behind the other block's products; the tiles
+ * spread evenly over the multiprocessors, each running ⌈tiles / units⌉ of them. A shape holds
+ * two blocks a multiprocessor where two of its pipelines (stages × (R + L) × 64 × 2 bytes) fit
+ * in Hopper's 228 KiB. The constants are fitted to f16 products with and without a tanh GELU
+ * after them on an H200 (docs/performance.md, "Tile shapes chosen at launch"); only their ratios
+ * matter to the choice.
  */
 #pragma once
 
@@ -31,12 +35,17 @@ struct TileProblem {
   int64_t rows = 0;
   int64_t lanes = 0;
   int64_t depth = 0;
+  int64_t epilogue_ops = 0;  ///< GpuTileDims::epilogue_ops
 };
 
 /** The problem of statement `dims.statement` of `k` at the bound sizes (`env`: size variable →
  *  value). */
 TileProblem tile_problem(const Kernel& k, const GpuTileDims& dims,
                          const std::map<std::string, int64_t>& env);
+
+/** The blocks of `shape` a Hopper multiprocessor holds at once by its shared memory (1 or 2; the
+ *  256 threads' registers allow no more). */
+int blocks_per_unit(const WgmmaShape& shape);
 
 /** The estimated time of `shape` on `problem` over `units` multiprocessors, in microseconds of
  *  the H200 the constants were fitted on. */

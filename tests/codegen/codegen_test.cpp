@@ -509,6 +509,8 @@ TEST_CASE("codegen: a warpgroup tile's kernel is compiled at each GPU_WGMMA shap
                  "131072;") != std::string::npos);
   CHECK(src.find("extern \"C\" __device__ unsigned kiln_matmul_0_w128x64x4_shared_bytes = "
                  "98304;") != std::string::npos);
+  CHECK(src.find("extern \"C\" __device__ unsigned kiln_matmul_0_w128x128x3_shared_bytes = "
+                 "98304;") != std::string::npos);
   CHECK(src.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
   CHECK(src.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != std::string::npos);
   CHECK(src.find("kiln_matmul_0_w128x64x4(const kiln_params p)") != std::string::npos);

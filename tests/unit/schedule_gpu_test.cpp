@@ -530,6 +530,15 @@ TEST_CASE("schedule: a warpgroup tile's kernel at each GPU_WGMMA shape, and wher
   CHECK(d->lanes == 1);
   CHECK(d->outer.empty());
   CHECK(d->depth == std::vector<int>{2});
+  CHECK(d->epilogue_ops == 0);
+  // y = max(t, 0) after the sum t: an epilogue of three operations (the load, the constant, max).
+  KernelBuilder relu = matmul(DType::f16);
+  int out = relu.buffer("y", {M, N});
+  relu.stmt(Statement::Kind::assign, {M, N}, out, {it(0), it(1)},
+            op(Op::max, {load(2, {it(0), it(1)}), cst(0.0)}));
+  d = gpu_tile_dims(relu.plan, relu.plan.kernels[0]);
+  REQUIRE(d);
+  CHECK(d->epilogue_ops == 3);
   KernelBuilder lin = linear_f16();
   d = gpu_tile_dims(lin.plan, lin.plan.kernels[0]);
   REQUIRE(d);
@@ -583,24 +592,35 @@ TEST_CASE("schedule: a warpgroup tile's kernel at each GPU_WGMMA shape, and wher
 }
 
 TEST_CASE("schedule: a launch takes the tile shape its sizes make fastest") {
-  const std::vector<WgmmaShape> shapes = {{128, 256, 4}, {128, 128, 4}, {128, 64, 4}};
-  auto pick = [&](int64_t outer, int64_t m, int64_t n, int64_t k) {
-    return choose_tile({outer, m, n, k}, shapes, 132);
+  const std::vector<WgmmaShape> shapes = {
+      {128, 256, 4}, {128, 128, 4}, {128, 128, 3}, {128, 64, 4}};  // GPU_WGMMA's default
+  auto pick = [&](int64_t outer, int64_t m, int64_t n, int64_t k, int64_t ops = 1) {
+    return choose_tile({outer, m, n, k, ops}, shapes, 132);
   };
+  // Two blocks a multiprocessor where two pipelines fit in 228 KiB.
+  CHECK(blocks_per_unit(shapes[0]) == 1);
+  CHECK(blocks_per_unit(shapes[1]) == 1);
+  CHECK(blocks_per_unit(shapes[2]) == 2);
+  CHECK(blocks_per_unit(shapes[3]) == 2);
   // Squares large enough for many waves keep the widest tile; a 512³ square makes 8 of them
   // for 132 multiprocessors, and 32 of 128 × 64; 128 rows make 16 against 64.
   CHECK(pick(1, 4096, 4096, 4096) == 0);
   CHECK(pick(1, 2048, 2048, 2048) == 0);
-  CHECK(pick(1, 512, 512, 512) == 2);
-  CHECK(pick(1, 128, 4096, 4096) == 2);
+  CHECK(pick(1, 512, 512, 512) == 3);
+  CHECK(pick(1, 128, 4096, 4096) == 3);
   // 8192 × 768 outputs over K = 3072: 192 wide tiles are two waves, 384 narrower ones three
   // waves of half the work.
   CHECK(pick(1, 8192, 768, 3072) == 1);
   CHECK(pick(1, 8192, 3072, 768) == 0);
   CHECK(pick(32, 512, 512, 512) == 0);
-  // The cost grows with the waves and the depth.
+  // A tanh GELU after the same product (about 60 operations an element): two blocks a
+  // multiprocessor hide most of it behind each other's products (H200: 0.190 ms against 0.261).
+  CHECK(pick(1, 8192, 3072, 768, 60) == 2);
+  // The cost grows with the waves, the depth and the epilogue.
   CHECK(tile_cost_us({1, 4096, 4096, 4096}, shapes[0], 132) <
         tile_cost_us({1, 4096, 4096, 8192}, shapes[0], 132));
+  CHECK(tile_cost_us({1, 4096, 4096, 4096, 1}, shapes[0], 132) <
+        tile_cost_us({1, 4096, 4096, 4096, 60}, shapes[0], 132));
   CHECK(tile_cost_us({1, 128, 256, 4096}, shapes[0], 132) ==
         tile_cost_us({1, 128 * 132, 256, 4096}, shapes[0], 132));
   // Without the device's multiprocessors, or with nothing to compute, the kernel's own shape.
