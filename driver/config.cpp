@@ -221,12 +221,9 @@ void parse_gpu_wgmma(const std::string& value, CompileOptions& o) {
 std::string show_gpu_wgmma(const CompileOptions& o) {
   const GpuTileShape& g = o.schedule.gpu_tile;
   if (g.wgmma_rows <= 0) return "0";
-  auto shape = [](int r, int l, int s) {
-    return std::to_string(r) + "x" + std::to_string(l) + "x" + std::to_string(s);
-  };
-  std::string text = shape(g.wgmma_rows, g.wgmma_lanes, g.wgmma_stages);
+  std::string text = wgmma_text(g.wgmma_shape());
   for (const WgmmaShape& v : g.wgmma_variants)
-    text += "," + shape(v.rows, v.lanes, v.stages);
+    text += "," + wgmma_text(v);
   return text;
 }
 

@@ -194,7 +194,7 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
           t.kernels.push_back(fn);
         }
       if (t.shapes.empty()) continue;
-      t.shapes.insert(t.shapes.begin(), {tiles.wgmma_rows, tiles.wgmma_lanes, tiles.wgmma_stages});
+      t.shapes.insert(t.shapes.begin(), tiles.wgmma_shape());
       t.kernels.insert(t.kernels.begin(), kernels_[k]);
       t.dims = *dims;
       device_units_ = runtime.device_units();
@@ -254,8 +254,7 @@ void* Executable::kernel_for(size_t k, const int64_t* sizes) const {
 std::string Executable::tile_shape_for(size_t k, const SizeBindings& sizes) const {
   const TileVariants& t = tile_variants_.at(k);
   if (t.shapes.empty()) return "";
-  const WgmmaShape& w = t.shapes[tile_choice(k, size_values(program_.plan, sizes).data())];
-  return std::to_string(w.rows) + "x" + std::to_string(w.lanes) + "x" + std::to_string(w.stages);
+  return wgmma_text(t.shapes[tile_choice(k, size_values(program_.plan, sizes).data())]);
 }
 
 Executable::~Executable() {

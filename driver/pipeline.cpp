@@ -88,9 +88,8 @@ std::string schedule_variants(State& s, const ScheduleOptions& options) {
       const LoopNode* tile = warpgroup_tile(sk.nest);
       if (!tile || tile->tile_rows != v.rows || tile->tile_lanes != v.lanes) continue;
       std::string symbol = variant_symbol(s.out.symbols[k], v);
-      text += "\n// " + s.out.plan.kernels[k].name + " at tile shape " + std::to_string(v.rows) +
-              "x" + std::to_string(v.lanes) + "x" + std::to_string(v.stages) + " (" + symbol +
-              ", chosen at launch by the sizes)\n" + loop_nest_to_text(sk.nest);
+      text += "\n// " + s.out.plan.kernels[k].name + " at tile shape " + wgmma_text(v) + " (" +
+              symbol + ", chosen at launch by the sizes)\n" + loop_nest_to_text(sk.nest);
       s.out.variants.push_back({k, v, std::move(sk.nest), symbol});
     }
   }

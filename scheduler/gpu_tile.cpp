@@ -566,9 +566,12 @@ int gpu_tile(const KernelPlan& plan, const Kernel& k, LoopNest& nest, const GpuT
   return t.count;
 }
 
+std::string wgmma_text(const WgmmaShape& v) {
+  return std::to_string(v.rows) + "x" + std::to_string(v.lanes) + "x" + std::to_string(v.stages);
+}
+
 std::string variant_symbol(const std::string& symbol, const WgmmaShape& v) {
-  return symbol + "_w" + std::to_string(v.rows) + "x" + std::to_string(v.lanes) + "x" +
-         std::to_string(v.stages);
+  return symbol + "_w" + wgmma_text(v);
 }
 
 std::optional<GpuTileDims> gpu_tile_dims(const KernelPlan&, const Kernel& k) {

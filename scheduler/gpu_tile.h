@@ -91,7 +91,12 @@ struct GpuTileShape {
    *  own (variant_symbol), among which each launch chooses by the sizes
    *  (driver/tile_choice.h); empty: the one shape above. */
   std::vector<WgmmaShape> wgmma_variants = {{128, 128, 4}, {128, 128, 3}, {128, 64, 4}};
+  /** The kernel's own warpgroup shape. */
+  WgmmaShape wgmma_shape() const { return {wgmma_rows, wgmma_lanes, wgmma_stages}; }
 };
+
+/** "RxLxS", as GPU_WGMMA spells a shape. */
+std::string wgmma_text(const WgmmaShape& v);
 
 /** The function name of kernel `symbol` compiled at tile shape `v`: `<symbol>_w<R>x<L>x<S>`. */
 std::string variant_symbol(const std::string& symbol, const WgmmaShape& v);

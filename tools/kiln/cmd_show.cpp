@@ -47,9 +47,7 @@ std::string schedule_text(const LoweredProgram& p) {
         "// kernel " + p.symbols[k] + ": " + p.transforms[k] + "\n" + loop_nest_to_text(p.nests[k]);
   for (const LoweredProgram::Variant& v : p.variants)
     out += "// kernel " + v.symbol + ": " + p.symbols[v.kernel] + " at tile shape " +
-           std::to_string(v.shape.rows) + "x" + std::to_string(v.shape.lanes) + "x" +
-           std::to_string(v.shape.stages) + ", chosen at launch by the sizes\n" +
-           loop_nest_to_text(v.nest);
+           wgmma_text(v.shape) + ", chosen at launch by the sizes\n" + loop_nest_to_text(v.nest);
   return out + "// stages:" + format_stage_times(p.times) + "\n";
 }
 
