@@ -51,6 +51,36 @@ bool varies(const ScalarExpr& e) {
   return false;
 }
 
+namespace {
+
+ScalarExprPtr substitute_in(const ScalarExprPtr& e, const std::map<std::string, IntExpr>& sub,
+                            int buffer, const std::vector<IntExpr>& at,
+                            const std::vector<IntExpr>& to,
+                            std::map<const ScalarExpr*, ScalarExprPtr>& memo) {
+  if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
+  auto out = std::make_shared<ScalarExpr>(*e);
+  if (out->kind == ScalarExpr::Kind::load && out->buffer == buffer && out->index == at)
+    out->index = to;
+  else
+    for (IntExpr& i : out->index)
+      i = i.substitute(sub);
+  for (MaskBound& m : out->mask)
+    m = {m.expr.substitute(sub), m.bound.substitute(sub)};
+  for (ScalarExprPtr& a : out->args)
+    a = substitute_in(a, sub, buffer, at, to, memo);
+  memo[e.get()] = out;
+  return out;
+}
+
+}  // namespace
+
+ScalarExprPtr substitute_iterators(const ScalarExprPtr& e,
+                                   const std::map<std::string, IntExpr>& sub, int buffer,
+                                   const std::vector<IntExpr>& at, const std::vector<IntExpr>& to) {
+  std::map<const ScalarExpr*, ScalarExprPtr> memo;
+  return substitute_in(e, sub, buffer, at, to, memo);
+}
+
 bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars) {
   auto uses = [&](const IntExpr& x) {
     std::set<std::string> found;

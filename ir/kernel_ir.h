@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -125,6 +126,14 @@ void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out);
 
 /** Whether `e` reads any of the iterators `vars` (in an index, a mask or an iterator value). */
 bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars);
+
+/** `e` with its iterators replaced by `sub` wherever they appear (loads' indices, masks,
+ *  iterator values); a load of `buffer` at `at` reads at `to` instead (where the substitution
+ *  alone would leave a division the caller knows to be exact). Shared parts stay shared. */
+ScalarExprPtr substitute_iterators(const ScalarExprPtr& e,
+                                   const std::map<std::string, IntExpr>& sub, int buffer = -1,
+                                   const std::vector<IntExpr>& at = {},
+                                   const std::vector<IntExpr>& to = {});
 
 /** Whether `e` reads memory or an iterator anywhere: not a constant of numbers and sizes. */
 bool varies(const ScalarExpr& e);

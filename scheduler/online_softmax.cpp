@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/mma.h"
@@ -310,46 +311,200 @@ std::set<int> reads_of(const Statement& s) {
 
 }  // namespace
 
+namespace {
+
+/** How one position of an index reads an iterator: whole, or as `i / K` or `i % K` (K a
+ *  positive constant). */
+struct IndexPart {
+  enum class Kind { whole, quotient, remainder } kind = Kind::whole;
+  std::string var;
+  int64_t k = 0;
+};
+
+std::optional<IndexPart> index_part(const IntExpr& e) {
+  if (std::optional<std::string> v = e.as_var()) return IndexPart{IndexPart::Kind::whole, *v, 0};
+  const std::vector<IntExpr::Term>& terms = e.terms();
+  if (terms.size() != 1 || terms[0].coeff != 1 || terms[0].factors.size() != 1) return std::nullopt;
+  const IntAtom& a = *terms[0].factors[0];
+  std::optional<std::string> v = a.a.as_var();
+  std::optional<int64_t> k = a.b.as_constant();
+  if (a.kind == IntAtom::Kind::var || !v || !k || *k <= 0) return std::nullopt;
+  return IndexPart{
+      a.kind == IntAtom::Kind::floordiv ? IndexPart::Kind::quotient : IndexPart::Kind::remainder,
+      *v, *k};
+}
+
+/** Assignment `s`, which reads the element of update `u` (the iterators i0..i(e-1) of u's
+ *  index) at a rearrangement of it — a permute, or a permute with a reshape that splits a
+ *  dimension by a constant: `y[b, s, c] = o[b, c / 64, s, c % 64]` — rewritten to walk u's
+ *  element instead and read it at u's own index: `y[b, s, 64·h + d] = o[b, h, s, d]` over
+ *  (b, h, s, d). Every iterator of s must be one of the element's, or a quotient and remainder
+ *  pair of two of them whose extents make the two domains the same points (the quotient's
+ *  extent that of s's iterator divided by K, the remainder's K). Nothing where it is not such
+ *  a statement. */
+std::optional<Statement> walked_as_element(const Statement& s, const Statement& u, int e) {
+  if (s.kind != Statement::Kind::assign || !s.value || !s.domain.empty() || !s.needed.empty())
+    return std::nullopt;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  const ScalarExpr* read = nullptr;
+  for (const ScalarExpr* l : loads) {
+    if (l->buffer != u.buffer) continue;
+    if (!l->mask.empty() || !l->args.empty() || (read && l->index != read->index))
+      return std::nullopt;
+    read = l;
+  }
+  if (!read || read->index.size() != u.index.size() || s.buffer == u.buffer) return std::nullopt;
+  struct Uses {
+    int whole = -1, quotient = -1, remainder = -1;
+    int64_t kq = 0, kr = 0;
+  };
+  std::map<std::string, Uses> uses;  // s's iterator -> the element positions it stands for
+  std::vector<bool> seen(e, false);
+  for (size_t d = 0; d < u.index.size(); ++d) {
+    std::optional<std::string> v = u.index[d].as_var();
+    int p = -1;
+    for (int q = 0; v && q < e; ++q)
+      if (*v == iterator_name(q)) p = q;
+    if (p < 0) {
+      if (v || u.index[d] != read->index[d]) return std::nullopt;
+      continue;
+    }
+    std::optional<IndexPart> part = index_part(read->index[d]);
+    if (!part || seen[p]) return std::nullopt;
+    seen[p] = true;
+    Uses& x = uses[part->var];
+    int& slot = part->kind == IndexPart::Kind::whole      ? x.whole
+                : part->kind == IndexPart::Kind::quotient ? x.quotient
+                                                          : x.remainder;
+    if (slot >= 0) return std::nullopt;
+    slot = p;
+    (part->kind == IndexPart::Kind::quotient ? x.kq : x.kr) = part->k;
+  }
+  for (int p = 0; p < e; ++p)
+    if (!seen[p] && u.extents[p] != IntExpr(1)) return std::nullopt;
+  if (uses.size() != s.extents.size()) return std::nullopt;
+  std::map<std::string, IntExpr> sub;
+  for (size_t q = 0; q < s.extents.size(); ++q) {
+    auto it = uses.find(iterator_name(static_cast<int>(q)));
+    if (it == uses.end()) return std::nullopt;
+    const Uses& x = it->second;
+    if (x.whole >= 0 && x.quotient < 0 && x.remainder < 0 && s.extents[q] == u.extents[x.whole]) {
+      sub[it->first] = iter(x.whole);
+    } else if (x.whole < 0 && x.quotient >= 0 && x.remainder >= 0 && x.kq == x.kr &&
+               u.extents[x.remainder] == IntExpr(x.kr) &&
+               u.extents[x.quotient] == floordiv(s.extents[q], IntExpr(x.kq))) {
+      sub[it->first] = x.kq * iter(x.quotient) + iter(x.remainder);
+    } else {
+      return std::nullopt;
+    }
+  }
+  Statement out = s;
+  out.extents.assign(u.extents.begin(), u.extents.begin() + e);
+  for (IntExpr& i : out.index)
+    i = i.substitute(sub);
+  out.value = substitute_iterators(s.value, sub, u.buffer, read->index, u.index);
+  return out;
+}
+
+/** `k` with each statement's iterators of extent 1 read as 0 (a batch of one: `t[i0, ...]`
+ *  written and `t[0, ...]` read are then the same element to find_softmax_contraction). */
+void zero_unit_iterators(Kernel& k) {
+  for (Statement& s : k.statements) {
+    std::map<std::string, IntExpr> sub;
+    for (size_t q = 0; q < s.extents.size(); ++q)
+      if (s.extents[q] == IntExpr(1)) sub[iterator_name(static_cast<int>(q))] = 0;
+    if (sub.empty()) continue;
+    for (IntExpr& i : s.index)
+      i = i.substitute(sub);
+    for (IntExpr& i : s.domain)
+      i = i.substitute(sub);
+    for (IntExpr& i : s.needed)
+      i = i.substitute(sub);
+    if (s.value) s.value = substitute_iterators(s.value, sub);
+  }
+}
+
+/** The assignments right after statement `from` + 7 (the output's update of a softmax-weighted
+ *  contraction whose scores' init is `from`, once contiguous) that read the output at a
+ *  rearrangement of its element, walked as the element (walked_as_element). Returns how many. */
+int align_epilogue(Kernel& k, int from) {
+  const int total = static_cast<int>(k.statements.size());
+  if (from + 8 > total) return 0;
+  const Statement& out = k.statements[from + 7];
+  if (out.kind != Statement::Kind::reduce_update || out.extents.empty()) return 0;
+  int aligned = 0;
+  for (int q = from + 8; q < total && k.statements[q].kind == Statement::Kind::assign; ++q) {
+    std::optional<Statement> s =
+        walked_as_element(k.statements[q], out, static_cast<int>(out.extents.size()) - 1);
+    if (!s) continue;
+    k.statements[q] = std::move(*s);
+    ++aligned;
+  }
+  return aligned;
+}
+
+/** Moves the assignments among the eight statements of a softmax-weighted contraction whose
+ *  scores' init is `p` (see gather_softmax_contractions) before them; returns how many moved,
+ *  or -1 where the eight are not found. */
+int hoist_independent(Kernel& k, int p) {
+  const int total = static_cast<int>(k.statements.size());
+  // The next eight statements that depend on the ones kept before them, the assignments
+  // between them that do not (reading nothing they write, writing nothing they touch).
+  std::vector<int> kept, hoisted;
+  std::set<int> written, touched;
+  for (int q = p; q < total && kept.size() < 8; ++q) {
+    const Statement& s = k.statements[q];
+    std::set<int> reads = reads_of(s);
+    bool independent = s.kind == Statement::Kind::assign && !touched.count(s.buffer);
+    for (int b : reads)
+      independent = independent && !written.count(b);
+    if (independent && !kept.empty()) {
+      hoisted.push_back(q);
+      continue;
+    }
+    kept.push_back(q);
+    written.insert(s.buffer);
+    touched.insert(s.buffer);
+    touched.insert(reads.begin(), reads.end());
+  }
+  if (kept.size() < 8) return -1;
+  std::vector<Statement> was = k.statements;
+  int at = p;
+  for (int q : hoisted)
+    k.statements[at++] = was[q];
+  for (int q : kept)
+    k.statements[at++] = was[q];
+  return static_cast<int>(hoisted.size());
+}
+
+}  // namespace
+
 int gather_softmax_contractions(const KernelPlan& plan, Kernel& k) {
-  int moved = 0;
+  int changed = 0;
   const int total = static_cast<int>(k.statements.size());
   for (int p = 0; p + 8 <= total; ++p) {
     const Statement& first = k.statements[p];
     if (first.kind != Statement::Kind::reduce_init || first.reduce != ReduceKind::sum ||
         find_softmax_contraction(plan, k, p))
       continue;
-    // The next eight statements that depend on the ones kept before them, the assignments
-    // between them that do not (reading nothing they write, writing nothing they touch).
-    std::vector<int> kept, hoisted;
-    std::set<int> written, touched;
-    for (int q = p; q < total && kept.size() < 8; ++q) {
-      const Statement& s = k.statements[q];
-      std::set<int> reads = reads_of(s);
-      bool independent = s.kind == Statement::Kind::assign && !touched.count(s.buffer);
-      for (int b : reads)
-        independent = independent && !written.count(b);
-      if (independent && !kept.empty()) {
-        hoisted.push_back(q);
-        continue;
-      }
-      kept.push_back(q);
-      written.insert(s.buffer);
-      touched.insert(s.buffer);
-      touched.insert(reads.begin(), reads.end());
+    // The eight made contiguous, then, where the output is read through a permute or a
+    // reshape, that reader walked as the output's element: kept where the contraction forms.
+    Kernel tried = k;
+    zero_unit_iterators(tried);
+    const int hoisted = hoist_independent(tried, p);
+    if (hoisted < 0) continue;
+    const int at = p + hoisted;
+    int aligned = 0;
+    if (!find_softmax_contraction(plan, tried, at)) {
+      aligned = align_epilogue(tried, at);
+      if (aligned == 0 || !find_softmax_contraction(plan, tried, at)) continue;
     }
-    if (hoisted.empty() || kept.size() < 8) continue;
-    Kernel moved_k = k;
-    int at = p;
-    for (int q : hoisted)
-      moved_k.statements[at++] = k.statements[q];
-    for (int q : kept)
-      moved_k.statements[at++] = k.statements[q];
-    if (!find_softmax_contraction(plan, moved_k, p + static_cast<int>(hoisted.size()))) continue;
-    k = std::move(moved_k);
-    moved += static_cast<int>(hoisted.size());
-    p += static_cast<int>(hoisted.size()) + 7;
+    k = std::move(tried);
+    changed += hoisted + aligned;
+    p = at + 7;
   }
-  return moved;
+  return changed;
 }
 
 bool recomputes_softmax_weights(const KernelPlan& plan, const Kernel& k) {

@@ -87,7 +87,12 @@ SoftmaxTileShape softmax_tile_shape(const KernelPlan& plan, const Kernel& k);
 /** Moves assignments that sit among the statements of a softmax-weighted contraction and
  *  depend on none of them (the layout copy of a view that P·V reads, build_statements) to just
  *  before its first statement, where that makes the eight contiguous; the order stays legal.
- *  Returns how many statements moved. */
+ *  And where the output is read right after by an assignment through a permute, or a permute
+ *  and a reshape that splits a dimension by a constant (attention's [B, H, L, D] result read as
+ *  [B, L, H·D]: `y[b, l, c] = o[b, c / D, l, c % D]`), that assignment walks the output's
+ *  element instead (`y[b, l, D·h + d] = o[b, h, l, d]`: the same points, one for one), so it
+ *  becomes the fused kernel's epilogue. Either change is kept only where the contraction then
+ *  forms. Returns how many statements moved or were rewritten. */
 int gather_softmax_contractions(const KernelPlan& plan, Kernel& k);
 
 /** Whether a contraction of kernel `k` (not a fused softmax contraction) recomputes an

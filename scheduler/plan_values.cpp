@@ -112,8 +112,12 @@ class Planner {
     for (std::vector<Use>& u : uses_)
       u.clear();
     plan_.nodes.assign(g_.size(), {});
-    for (NodeId id = static_cast<NodeId>(g_.size()); id-- > 0;)
+    weight_iterators_ = std::move(next_weight_iterators_);
+    next_weight_iterators_.clear();
+    for (NodeId id = static_cast<NodeId>(g_.size()); id-- > 0;) {
       decide(id);
+      if (opt_.online_softmax) note_weights(id);
+    }
   }
 
   /** Each node's inline cost, integer division and memory reads, with `stored` as buffers. */
@@ -306,11 +310,41 @@ class Planner {
 
   void add_use(NodeId id, Use u) { uses_[id].push_back(std::move(u)); }
 
-  /** Whether a softmax-weighted sum reads node `id` inline. */
+  /** Whether a softmax-weighted sum reads node `id` inline other than along its lanes: the
+   *  weights and what scales them stay inline for the fused kernel, but a value it multiplies
+   *  along the lanes (v, computed by another contraction plus a bias, say; q and k when they
+   *  are slices of the same node) is planned as any other, since the fused kernel loads it from
+   *  memory. */
   bool weighs_softmax(NodeId id) {
     for (const Use& u : uses_[id])
-      if (softmax_weighted_sum(u.root)) return true;
+      if (softmax_weighted_sum(u.root) && !along_lanes(u)) return true;
     return false;
+  }
+
+  /** Whether use `u` of a softmax-weighted sum reads along the sum's lanes: an iterator of its
+   *  domain that the weights (the exponentials of differences from a max) do not read, as the
+   *  previous pass found them (the first pass knows none and says no). */
+  bool along_lanes(const Use& u) const {
+    auto w = weight_iterators_.find(u.root);
+    if (w == weight_iterators_.end()) return false;
+    std::set<std::string> used;
+    for (const IntExpr& i : u.index)
+      i.collect_vars(used);
+    for (const std::string& v : used)
+      if (!w->second.count(v)) return true;
+    return false;
+  }
+
+  /** Records the iterators by which softmax-weighted sums read exponential `id` (their
+   *  weights), for the next pass's along_lanes. */
+  void note_weights(NodeId id) {
+    if (g_[id].op != Op::exp2) return;
+    std::set<NodeId> visited;
+    if (!reaches_exp_of_max(id, visited, false)) return;
+    for (const Use& u : uses_[id])
+      if (softmax_weighted_sum(u.root))
+        for (const IntExpr& i : u.index)
+          i.collect_vars(next_weight_iterators_[u.root]);
   }
 
   /** Whether `root` is a sum in f16 or bf16 whose operand exponentiates the difference from a
@@ -359,6 +393,9 @@ class Planner {
   std::vector<bool> reads_;  ///< the inline expression reads a buffer
   std::vector<int> loads_;   ///< the loads of its inline expression, 2 standing for 2 or more
   std::map<NodeId, bool> softmax_;
+  /** Per softmax-weighted sum, the iterators of its domain its weights read (note_weights):
+   *  the previous pass's, used by this one, and this pass's, for the next. */
+  std::map<NodeId, std::set<std::string>> weight_iterators_, next_weight_iterators_;
 };
 
 const char* kind_name(ValueDecision::Kind k) {

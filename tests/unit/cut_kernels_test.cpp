@@ -232,6 +232,53 @@ TEST_CASE("build: a CPU backend reads q, k and v through the head-splitting view
   CHECK(copies(cpu) == 0);
 }
 
+TEST_CASE("cut: on the GPU attention read through a permute and a reshape stays one kernel") {
+  // Attention's [B, H, L, D] output with its heads merged, [B, L, 32·H]: the copy that reads
+  // o[b, c / 32, l, c % 32] walks o's element instead and writes y[b, l, 32·h + d], the fused
+  // kernel's epilogue. The same where q, k and v are slices of a projection computed beside
+  // it (a kernel of its own before), and for GPT-2's batch of one.
+  const CutOptions opt = gpu_cut_options();
+  const std::string file = "tests/regressions/attention_variants.toml:";
+  KernelPlan merged = plan_of(file + "attn_merge_heads", {{"B", 2}, {"H", 3}, {"L", 5}, {"S", 7}},
+                              DType::f16, {}, true);
+  CHECK(cut_kernels(merged, opt).kernels == 1);
+  check_order(merged);
+  const Kernel& k = merged.kernels.at(0);
+  REQUIRE(is_softmax_contraction_kernel(merged, k));
+  const Statement& o = k.statements.at(7);
+  const Statement& y = k.statements.back();
+  CHECK(merged.buffers[y.buffer].name == "y");
+  CHECK(y.extents == std::vector<IntExpr>(o.extents.begin(), o.extents.end() - 1));
+  // o walks (b, h, l, d, j): y[b, l, 32·h + d] reads o at its element.
+  REQUIRE(y.index.size() == 3);
+  CHECK(y.index[2] == 32 * IntExpr::var("i1") + IntExpr::var("i3"));
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*y.value, loads);
+  REQUIRE(loads.size() == 1);
+  CHECK(loads[0]->index == o.index);
+
+  KernelPlan projected = plan_of(file + "attn_qkv_projection", {{"B", 2}, {"S", 5}, {"C", 64}},
+                                 DType::f16, {}, true);
+  CHECK(cut_kernels(projected, opt).kernels == 2);
+  check_order(projected);
+  CHECK(is_softmax_contraction_kernel(projected, projected.kernels.at(1)));
+
+  KernelPlan one =
+      plan_of(file + "attn_batch_of_one", {{"S", 5}, {"C", 64}}, DType::f16, {}, true);
+  CHECK(cut_kernels(one, opt).kernels == 1);
+  CHECK(is_softmax_contraction_kernel(one, one.kernels.at(0)));
+
+  // A copy of part of the output is not its element: the heads merged and sliced stay apart.
+  KernelPlan sliced = plan_of(file + "attn_merge_heads", {{"B", 2}, {"H", 3}, {"L", 5}, {"S", 7}},
+                              DType::f16, {}, true);
+  Kernel& before = sliced.kernels.at(0);
+  Statement& copy = before.statements.back();
+  REQUIRE(copy.kind == Statement::Kind::assign);
+  copy.extents.back() = copy.extents.back() - 32;  // y[b, l, c] for c < 32·H - 32 only
+  CHECK(gather_softmax_contractions(sliced, before) == 0);
+  CHECK_FALSE(find_softmax_contraction(sliced, before, 0));
+}
+
 TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an online softmax") {
   const CutOptions opt = gpu_cut_options();
   const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}};

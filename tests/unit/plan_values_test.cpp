@@ -184,6 +184,33 @@ TEST_CASE("plan_values: the GPU's online softmax keeps attention's weights inlin
   }
 }
 
+TEST_CASE("plan_values: the online softmax's values computed beside it are not forced inline") {
+  // q, k and v sliced from x·w + b: one node read along v's lanes by the weighted sum (and by
+  // the scores' product). Inline it would make the fused kernel's operands an addition, not the
+  // loads its products take; the weights and the causal mask stay inline.
+  Graph g = graph_of("tests/regressions/attention_variants.toml:attn_qkv_projection",
+                     {{"B", 2}, {"S", 5}, {"C", 64}}, {}, DType::f16);
+  ValueOptions gpu;
+  gpu.online_softmax = true;
+  ValuePlan p = plan_values(g, gpu);
+  int softmax_inline = 0, exp2 = 0;
+  for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
+    softmax_inline += p.nodes[id].reason == "inline: online softmax";
+    if (g[id].op != Op::exp2) continue;
+    ++exp2;
+    CHECK(p.nodes[id].reason == "inline: online softmax");
+  }
+  CHECK(exp2 >= 1);
+  CHECK(softmax_inline >= 3);
+  for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id)
+    if (g[id].op == Op::add && g[id].operands.size() == 2 &&
+        g[g[id].operands[0]].op == Op::reduce &&
+        g[g[id].operands[0]].reduce_kind == ReduceKind::sum) {
+      CAPTURE(id);
+      CHECK(p.stored(id));  // x·w + b, read by the scores and by the weighted sum
+    }
+}
+
 TEST_CASE(
     "plan_values: no value of ops/ or tests/regressions is evaluated more than twice, but cheap "
     "ones of one load") {
