@@ -280,7 +280,7 @@ std::vector<Knob> make_knobs() {
        "after commas are compiled beside the first, each launch taking the one its sizes make "
        "fastest (docs/performance.md); 0: off (GPU_MMA's mma.sync, in attention too); "
        "docs/decisions.md",
-       "128x256x4,128x128x4,128x128x3,128x64x4", true, parse_gpu_wgmma, show_gpu_wgmma},
+       "128x256x4,128x128x4,128x128x3,128x64x4,128x64x8", true, parse_gpu_wgmma, show_gpu_wgmma},
       count_knob(
           "ISL_MS", KnobStage::scheduler,
           "the milliseconds isl may spend on one kernel's schedule before the kernel "

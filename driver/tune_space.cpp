@@ -24,8 +24,8 @@ const std::vector<std::string> kGpuTile = {"128x128x8x8x8", "64x64x4x4x8",    "1
                                            "64x128x4x8x8",  "128x128x8x8x16", "64x64x4x4x16"};
 
 /** Hopper warpgroup tiles (GPU_WGMMA): R rows x L lanes x S stages. */
-const std::vector<std::string> kGpuWgmma = {"128x256x4", "128x256x3", "128x128x3",
-                                            "128x128x4", "256x128x3", "128x64x4"};
+const std::vector<std::string> kGpuWgmma = {"128x256x4", "128x256x3", "128x128x3", "128x128x4",
+                                            "256x128x3", "128x64x4",  "128x64x8"};
 
 /** Tensor-core warp tiles (GPU_MMA): WR x WL warps, depth D, S stages. */
 const std::vector<std::string> kGpuMma = {"64x32x32x3", "64x32x32x2", "64x32x32x4", "32x64x32x3",

@@ -90,7 +90,8 @@ struct GpuTileShape {
   /** More shapes a kernel with a warpgroup tile is also compiled at, each a function of its
    *  own (variant_symbol), among which each launch chooses by the sizes
    *  (driver/tile_choice.h); empty: the one shape above. */
-  std::vector<WgmmaShape> wgmma_variants = {{128, 128, 4}, {128, 128, 3}, {128, 64, 4}};
+  std::vector<WgmmaShape> wgmma_variants = {
+      {128, 128, 4}, {128, 128, 3}, {128, 64, 4}, {128, 64, 8}};
   /** The kernel's own warpgroup shape. */
   WgmmaShape wgmma_shape() const { return {wgmma_rows, wgmma_lanes, wgmma_stages}; }
 };

@@ -20,6 +20,12 @@ constexpr double kFixedPerElement = 0.215e-3;
 constexpr double kPerElementOp = 1.45e-5;
 constexpr double kHiddenShowing = 0.3;
 constexpr double kThreeStages = 1.05;
+// One wave (no more tiles than multiprocessors): each multiprocessor holds one block, whose
+// copies run S − 2 reduction blocks ahead of its products (one block of warpgroup instructions
+// left in flight), so a block takes at least the copies' latency over that lead. Fitted to
+// 128 × 64 tiles at M = 8 and 128, N = K = 4096 on an H200 (64 tiles): 0.73–0.87 µs a block
+// with 4 stages, 0.46–0.56 with 8.
+constexpr double kCopyLatency = 1.6;
 constexpr int64_t kBlockDepth = 64;
 constexpr int64_t kSharedPerUnit = 228 * 1024;  // Hopper's shared memory a multiprocessor
 constexpr int64_t kSharedPerBlock = 1024;       // of it the system keeps for each block
@@ -55,8 +61,9 @@ double tile_cost_us(const TileProblem& problem, const WgmmaShape& shape, int uni
   const int64_t tiles =
       problem.outer * ceil_div(problem.rows, shape.rows) * ceil_div(problem.lanes, shape.lanes);
   const auto area = static_cast<double>(shape.rows) * shape.lanes;
-  const double per_block = (kBlockPerElement * area + kBlockPerEdge * (shape.rows + shape.lanes)) *
-                           (shape.stages <= 3 ? kThreeStages : 1.0);
+  double per_block = (kBlockPerElement * area + kBlockPerEdge * (shape.rows + shape.lanes)) *
+                     (shape.stages <= 3 ? kThreeStages : 1.0);
+  if (tiles <= units) per_block = std::max(per_block, kCopyLatency / std::max(shape.stages - 2, 1));
   const auto ops = static_cast<double>(std::max<int64_t>(problem.epilogue_ops, 0));
   const double epilogue =
       area * (kFixedPerElement +

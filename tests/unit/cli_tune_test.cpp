@@ -50,7 +50,7 @@ TEST_CASE("tune: the space of a contraction on a CPU and on a GPU") {
   CHECK(gpu[0].knob == "GPU_TILE");
   CHECK(gpu[1].knob == "GPU_WGMMA");
   // The default first: four shapes, the launch choosing; then each shape pinned.
-  CHECK(gpu[1].values.front() == "128x256x4,128x128x4,128x128x3,128x64x4");
+  CHECK(gpu[1].values.front() == "128x256x4,128x128x4,128x128x3,128x64x4,128x64x8");
   CHECK(std::find(gpu[1].values.begin(), gpu[1].values.end(), "128x256x4") != gpu[1].values.end());
   CHECK(std::find(gpu[1].values.begin(), gpu[1].values.end(), "128x128x3") != gpu[1].values.end());
   CHECK(kiln::tune_space(g, opt, false, false)[1].knob == "GPU_MMA");

@@ -593,7 +593,7 @@ TEST_CASE("schedule: a warpgroup tile's kernel at each GPU_WGMMA shape, and wher
 
 TEST_CASE("schedule: a launch takes the tile shape its sizes make fastest") {
   const std::vector<WgmmaShape> shapes = {
-      {128, 256, 4}, {128, 128, 4}, {128, 128, 3}, {128, 64, 4}};  // GPU_WGMMA's default
+      {128, 256, 4}, {128, 128, 4}, {128, 128, 3}, {128, 64, 4}, {128, 64, 8}};  // the default
   auto pick = [&](int64_t outer, int64_t m, int64_t n, int64_t k, int64_t ops = 1) {
     return choose_tile({outer, m, n, k, ops}, shapes, 132);
   };
@@ -602,12 +602,21 @@ TEST_CASE("schedule: a launch takes the tile shape its sizes make fastest") {
   CHECK(blocks_per_unit(shapes[1]) == 1);
   CHECK(blocks_per_unit(shapes[2]) == 2);
   CHECK(blocks_per_unit(shapes[3]) == 2);
+  CHECK(blocks_per_unit(shapes[4]) == 1);
   // Squares large enough for many waves keep the widest tile; a 512³ square makes 8 of them
-  // for 132 multiprocessors, and 32 of 128 × 64; 128 rows make 16 against 64.
+  // for 132 multiprocessors, and 32 of 128 × 64; 128 rows make 16 against 64. In one wave
+  // the pipeline's lead decides: eight stages of 128 × 64 (H200, M = 8 and 128, N = K = 4096:
+  // 0.036 and 0.030 ms against four stages' 0.056 and 0.047).
   CHECK(pick(1, 4096, 4096, 4096) == 0);
   CHECK(pick(1, 2048, 2048, 2048) == 0);
-  CHECK(pick(1, 512, 512, 512) == 3);
-  CHECK(pick(1, 128, 4096, 4096) == 3);
+  CHECK(pick(1, 512, 512, 512) == 4);
+  CHECK(pick(1, 128, 4096, 4096) == 4);
+  CHECK(pick(1, 8, 4096, 4096) == 4);
+  CHECK(choose_tile({1, 128, 4096, 4096, 1}, {shapes[3], shapes[4]}, 132) == 1);
+  CHECK(tile_cost_us({1, 8, 4096, 4096}, shapes[4], 132) <
+        tile_cost_us({1, 8, 4096, 4096}, shapes[3], 132));
+  // Past one wave the lead does not show: four stages hold two blocks a multiprocessor.
+  CHECK(choose_tile({1, 4096, 4096, 4096, 1}, {shapes[3], shapes[4]}, 132) == 0);
   // 8192 × 768 outputs over K = 3072: 192 wide tiles are two waves, 384 narrower ones three
   // waves of half the work.
   CHECK(pick(1, 8192, 768, 3072) == 1);
