@@ -122,6 +122,9 @@ class CStyleRenderer {
       size_t region = 0;
       std::string offset;
       std::string tile_stride;  ///< a pack of several lane tiles: elements per lane of origin
+      /** A dot tile's lane pack with sums (PersistentPack::sums): the offset of its k block's
+       *  sums in region + 1, from lane 0. */
+      std::string sums_offset = {};
     };
     mutable std::map<const LoopNode*, Kept> kept = {};
     /** The loop function's parameters (declarations, and the names a call passes), and the

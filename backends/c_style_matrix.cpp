@@ -213,6 +213,15 @@ int value_bytes(const KernelPlan& plan, const Statement& st) {
   return plan.buffers.at(st.buffer).dtype == DType::f32 ? 2 : 1;
 }
 
+/** The first word of the current lane tile (LoopNode::tile_lane_origin) in lane pack `p`'s
+ *  array: (origin − base) · D / G words into the pack, or origin · KG into a kept one
+ *  (backends/packed_weights.h). */
+std::string lane_tile_words(const std::string& origin, const LoopNode& p, int group,
+                            const std::string* kept_stride) {
+  if (kept_stride) return "(" + origin + ") * (" + *kept_stride + ")";
+  return "(" + origin + " - " + p.name + "_base) * " + std::to_string(p.pack_depth / group);
+}
+
 }  // namespace
 
 std::string CStyleRenderer::matrix_helpers(bool amx, bool dot, bool bf16_dot) const {
@@ -241,42 +250,67 @@ std::string CStyleRenderer::render_matrix_pack(const Context& c, const LoopNode&
        (n.pack_count ? ast_expr_to_c(*n.pack_count) : std::to_string(n.pack_depth)) + ";\n";
   c.local_params += ", const int64_t " + count + ", " + type + "* restrict " + array;
   c.local_args += ", " + count + ", " + array;
-  s += in + type + " " + array + "[" + std::to_string(elements) +
-       "] __attribute__((aligned(64)));\n";
-  if (sums_values(n)) {
-    const std::string sums = n.name + "_s";
-    s += in + "int32_t " + sums + "[" + std::to_string(rows ? n.tile_rows : n.pack_lanes) +
-         "] = {0};\n";
-    c.local_params += ", int32_t* restrict " + sums;
-    c.local_args += ", " + sums;
-  }
-  // The k rows past the last block's end, up to the next step of the unit (a k group for dot
-  // products on vectors, 64 bytes of k for AMX), are read as zeros: each row's tail in a row
-  // pack, each lane tile's words from the first group past the end in a lane pack (the fill
-  // zeroes the rest of the group it ends in). Only that much: the whole array is up to 512 KiB.
-  const int group = 4 / bytes, step = n.dot_bytes > 0 ? group : 64 / bytes;
-  const std::string d = std::to_string(n.pack_depth), end = "kiln_end";
-  s += in + "if (" + count + " < " + d + ") {\n";
-  s += in + "  const int64_t " + end + " = (" + count + " + " + std::to_string(step - 1) + ") / " +
-       std::to_string(step) + " * " + std::to_string(step) + ";\n";
-  if (rows) {
-    s += in + "  for (int64_t r = 0; r < " + std::to_string(n.tile_rows) +
-         "; ++r) __builtin_memset(&" + array + "[r * " + d + " + " + count + "], 0, (" + end +
-         " - " + count + ") * sizeof *" + array + ");\n";
+  // A lane pack kept in the workspace (backends/packed_weights.h): its words (and sums) there,
+  // filled at the first call only. A dot tile reads whole k groups, which its fill writes, so
+  // nothing past the block's end needs zeros.
+  auto kept = c.kept.find(&n);
+  const std::string sums = n.name + "_s";
+  if (kept != c.kept.end()) {
+    s += in + type + "* restrict " + array + " = kiln_pw" + std::to_string(kept->second.region) +
+         " + " + kept->second.offset + ";\n";
+    if (sums_values(n)) {
+      s += in + "int32_t* restrict " + sums + " = kiln_pw" +
+           std::to_string(kept->second.region + 1) + " + " + kept->second.sums_offset + " + " +
+           n.name + "_base;\n";
+      c.local_params += ", int32_t* restrict " + sums;
+      c.local_args += ", " + sums;
+    }
+    const LoopNode* filling = c.filling;
+    c.filling = &n;
+    s += in + "if (!kiln_packed) {\n";
+    if (sums_values(n))
+      s += in + "  __builtin_memset(" + sums + ", 0, " + std::to_string(n.pack_lanes) +
+           " * sizeof *" + sums + ");\n";
+    s += render_node(c, *n.body.at(0), depth + 2) + in + "}\n";
+    c.filling = filling;
   } else {
-    const std::string lanes = std::to_string(n.tile_lanes), from = "(" + count + " + " +
-                                                                   std::to_string(group - 1) +
-                                                                   ") / " + std::to_string(group);
-    s += in + "  for (int64_t t = 0; t < " + std::to_string(n.pack_lanes / n.tile_lanes) +
-         "; ++t) __builtin_memset(&" + array + "[(t * " + std::to_string(n.pack_depth / group) +
-         " + " + from + ") * " + lanes + "], 0, (" + end + " / " + std::to_string(group) + " - " +
-         from + ") * " + lanes + " * sizeof *" + array + ");\n";
+    s += in + type + " " + array + "[" + std::to_string(elements) +
+         "] __attribute__((aligned(64)));\n";
+    if (sums_values(n)) {
+      s += in + "int32_t " + sums + "[" + std::to_string(rows ? n.tile_rows : n.pack_lanes) +
+           "] = {0};\n";
+      c.local_params += ", int32_t* restrict " + sums;
+      c.local_args += ", " + sums;
+    }
+    // The k rows past the last block's end, up to the next step of the unit (a k group for dot
+    // products on vectors, 64 bytes of k for AMX), are read as zeros: each row's tail in a row
+    // pack, each lane tile's words from the first group past the end in a lane pack (the fill
+    // zeroes the rest of the group it ends in). Only that much: the whole array is up to 512
+    // KiB.
+    const int group = 4 / bytes, step = n.dot_bytes > 0 ? group : 64 / bytes;
+    const std::string d = std::to_string(n.pack_depth), end = "kiln_end";
+    s += in + "if (" + count + " < " + d + ") {\n";
+    s += in + "  const int64_t " + end + " = (" + count + " + " + std::to_string(step - 1) +
+         ") / " + std::to_string(step) + " * " + std::to_string(step) + ";\n";
+    if (rows) {
+      s += in + "  for (int64_t r = 0; r < " + std::to_string(n.tile_rows) +
+           "; ++r) __builtin_memset(&" + array + "[r * " + d + " + " + count + "], 0, (" + end +
+           " - " + count + ") * sizeof *" + array + ");\n";
+    } else {
+      const std::string lanes = std::to_string(n.tile_lanes), from = "(" + count + " + " +
+                                                                     std::to_string(group - 1) +
+                                                                     ") / " + std::to_string(group);
+      s += in + "  for (int64_t t = 0; t < " + std::to_string(n.pack_lanes / n.tile_lanes) +
+           "; ++t) __builtin_memset(&" + array + "[(t * " + std::to_string(n.pack_depth / group) +
+           " + " + from + ") * " + lanes + "], 0, (" + end + " / " + std::to_string(group) + " - " +
+           from + ") * " + lanes + " * sizeof *" + array + ");\n";
+    }
+    s += in + "}\n";
+    const LoopNode* filling = c.filling;
+    c.filling = &n;
+    s += render_node(c, *n.body.at(0), depth + 1);
+    c.filling = filling;
   }
-  s += in + "}\n";
-  const LoopNode* filling = c.filling;
-  c.filling = &n;
-  s += render_node(c, *n.body.at(0), depth + 1);
-  c.filling = filling;
   const LoopNode* outer = rows ? c.row_pack : c.pack;
   (rows ? c.row_pack : c.pack) = &n;
   const bool amx = rows && n.dot_bytes == 0;
@@ -327,10 +361,11 @@ std::string CStyleRenderer::render_matrix_fill(const Context& c, const LoopNode&
   // The values of k rows k, k + 1 (, k + 2, k + 3) as one word, k's lowest; 0 past the block.
   const int group = 4 / bytes;
   const std::string origin = ast_expr_to_c(*p.tile_lane_origin);
-  std::string at = "(" + origin + " - " + p.name + "_base) * " +
-                   std::to_string(p.pack_depth / group) + " + (" + k + " >> " +
-                   (group == 2 ? "1" : "2") + ") * " + std::to_string(p.tile_lanes) + " + (" +
-                   p.tile_lane + " - " + origin + ")";
+  auto kept = c.kept.find(&p);
+  std::string at = lane_tile_words(origin, p, group,
+                                   kept != c.kept.end() ? &kept->second.tile_stride : nullptr) +
+                   " + (" + k + " >> " + (group == 2 ? "1" : "2") + ") * " +
+                   std::to_string(p.tile_lanes) + " + (" + p.tile_lane + " - " + origin + ")";
   std::string s = pad + "{\n" + pad + "  uint32_t kiln_w;\n";
   // A value of the quad (its word's bits from `shift`), summed into its lane's column sum.
   auto quad_value = [&](const std::string& op, const std::string& shift) {
@@ -546,8 +581,11 @@ std::string CStyleRenderer::render_dot_tile(const Context& c, const LoopNode& n,
          "_rows ? " + std::to_string(r) + " : " + t + "_rows - 1) * " + d + "];\n";
   const std::string lane_origin =
       "(" + ast_expr_to_c(*n.tile_lane_origin) + " - " + b->name + "_base)";
-  s += in + "const uint32_t* restrict " + t + "_b = &" + b->name + "_0[" + lane_origin + " * " +
-       std::to_string(b->pack_depth / group) + "];\n";
+  auto kept = c.kept.find(b);
+  s += in + "const uint32_t* restrict " + t + "_b = &" + b->name + "_0[" +
+       lane_tile_words(ast_expr_to_c(*n.tile_lane_origin), *b, group,
+                       kept != c.kept.end() ? &kept->second.tile_stride : nullptr) +
+       "];\n";
   s += in + "for (int64_t kiln_kk = 0; kiln_kk < " + b->name +
        "_k; kiln_kk += " + std::to_string(group) + ") {\n";
   for (int64_t q = 0; q < vectors; ++q)

@@ -34,7 +34,15 @@ PersistentPack check(const KernelPlan& plan, const Kernel& k, const LoopNode& p,
   if (fills.empty()) return out;
   const LoopNode& fill = *fills[0];
   const Statement& st = k.statements.at(p.statement);
-  if (!st.value || (st.value->dtype != DType::f32 && st.value->dtype != DType::f64)) return out;
+  // A matrix pack is kept when it is the lane operand's of a tile on vectors (its words hold
+  // the values as the tile reads them); the row operand's and AMX's are not (the header).
+  if (p.matrix && (p.tile_rows > 0 || p.dot_bytes <= 0 || !p.pack_lane_base)) return out;
+  // A panel of vector registers holds f32 or f64; f16 and bf16 values are widened to f32 by
+  // its fill (render_pack_fill), so their panels are f32 too and are kept alike.
+  const DType v = st.value ? st.value->dtype : DType::f32;
+  if (!st.value ||
+      (!p.matrix && v != DType::f32 && v != DType::f64 && v != DType::f16 && v != DType::bf16))
+    return out;
   int lane = iterator_bound_to(fill, p.tile_lane), depth = iterator_bound_to(fill, p.pack_iter);
   if (lane < 0 || depth < 0 || static_cast<size_t>(std::max(lane, depth)) >= st.extents.size())
     return out;
@@ -53,7 +61,21 @@ PersistentPack check(const KernelPlan& plan, const Kernel& k, const LoopNode& p,
         !uses_iterator(*p.tile_lane_origin, loop->iter) &&
         !(p.pack_lane_base && uses_iterator(*p.pack_lane_base, loop->iter)))
       return out;
-  if (loads.empty()) return out;
+  if (loads.empty() || (p.matrix && loads.size() != 1)) return out;
+  if (p.matrix) {
+    const DType v = plan.buffers.at(loads[0]->buffer).dtype;
+    out.group = v == DType::bf16 ? 2 : 4;
+    out.sums = p.dot_signs == DotSigns::signed_signed;
+    // The kept words of a k block start at its origin's group, its sums at its origin / D:
+    // the k blocks are a loop from 0 by D, a whole number of groups.
+    auto blocks = std::find_if(around.begin(), around.end(), [&](const LoopNode* l) {
+      return p.pack_origin->kind == AstExpr::Kind::iterator && l->iter == p.pack_origin->name;
+    });
+    if (blocks == around.end() || !(*blocks)->init ||
+        (*blocks)->init->kind != AstExpr::Kind::integer || (*blocks)->init->value != 0 ||
+        (*blocks)->step != p.pack_depth || p.pack_depth % out.group != 0)
+      return PersistentPack{};
+  }
   out.pack = &p;
   out.lane_iterator = lane;
   out.k_iterator = depth;

@@ -69,6 +69,10 @@ const std::vector<GoldenCase>& golden_cases() {
       {"attention_cuda_f16", "ops/nn.toml:attention", {{"T", DType::f16}}, 0, "cuda"},
       {"attention_cuda_f16_wgmma", "ops/nn.toml:attention", {{"T", DType::f16}}, 0, "cuda", false,
        0, 0, 0, true},
+      {"matmul_const_bf16_dot", "tests/regressions/bf16_contractions.toml:matmul_const_bf16",
+       {{"T", DType::bf16}}, 0, "c", false, 0, 0, 64},
+      {"matmul_const_i8_vnni", "tests/regressions/int8_contractions.toml:matmul_i8_i8_const", {}, 0,
+       "c", false, 0, 64},
   };
   return cases;
 }
@@ -280,6 +284,33 @@ TEST_CASE("codegen: matmul bf16 with AVX512-BF16: 6x64 tiles of f32 sums by vdpb
   CHECK(src.find("kiln_cs") == std::string::npos);
   CHECK(src.find("kiln_dpbusd") == std::string::npos);
   CHECK(src.find("kiln_amx_begin") == std::string::npos);
+}
+
+TEST_CASE("codegen: a const bf16 or i8 weight's k pairs (quads) are packed once, kept across calls") {
+  check_golden(golden_case("matmul_const_bf16_dot"));
+  std::string src = render_source(golden_case("matmul_const_bf16_dot"));
+  // w[k, n] const: b's pairs live in the workspace (one region of words, ceil(K / 2) of them
+  // per lane, each lane tile from origin · ceil(K / 2)), filled only when its header says not;
+  // a's rows are packed at every call as before.
+  CHECK(src.find("uint32_t* restrict kiln_pw0 = (uint32_t*)(kiln_ws + 64);") != std::string::npos);
+  CHECK(src.find("uint32_t* restrict pack1_0 = kiln_pw0 + (c2t) / 2 * 64;") != std::string::npos);
+  CHECK(src.find("if (!kiln_packed) {") != std::string::npos);
+  CHECK(src.find("uint32_t pack1_0[") == std::string::npos);
+  CHECK(src.find("uint16_t pack0_0[6144] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(src.find("kiln_dpbf16ps64(") != std::string::npos);
+  CHECK(src.find("*(int64_t*)kiln_ws = 1;") != std::string::npos);
+  CHECK(src.find("((((s_K)) + 1) / 2 * (((s_N)) + 64) + 15) / 16 * 64") != std::string::npos);
+
+  check_golden(golden_case("matmul_const_i8_vnni"));
+  src = render_source(golden_case("matmul_const_i8_vnni"));
+  // i8 by i8: the quads and each k block's column sums kept (the sums zeroed before the fill).
+  CHECK(src.find("uint32_t* restrict kiln_pw0 = (uint32_t*)(kiln_ws + 64);") != std::string::npos);
+  CHECK(src.find("int32_t* restrict kiln_pw1 = (int32_t*)(kiln_ws + 64 + ") != std::string::npos);
+  CHECK(src.find("int32_t* restrict pack1_s = kiln_pw1 + ") != std::string::npos);
+  CHECK(src.find("__builtin_memset(pack1_s, 0, 256 * sizeof *pack1_s);") != std::string::npos);
+  CHECK(src.find("int32_t pack1_s[256] = {0};") == std::string::npos);
+  CHECK(src.find("= (uint8_t)(kiln_v ^ 0x80);") != std::string::npos);
+  CHECK(src.find("tile0_5_3 -= kiln_cs;") != std::string::npos);
 }
 
 TEST_CASE("codegen: x · wᵀ: the pack's fill reads w along k and transposes 8 x 8 blocks") {

@@ -154,6 +154,50 @@ TEST_CASE("api: a const weight is packed at the first run and kept until it chan
   }
 }
 
+TEST_CASE("api: a const 8-bit weight's k quads and column sums are packed once and kept") {
+  // matmul_i8_i8_const's w[k, n] is `const`: on a CPU with VNNI (or without, on the widened
+  // fallback) its quads of k and each k block's column sums stay in the workspace
+  // (backends/packed_weights.h). K = 1030: two k blocks, the last partial, not a multiple of 4;
+  // N = 70: a partial lane tile. Exact in i32, so every result is compared bit for bit.
+  kiln::Spec spec = kiln::Spec::load("tests/regressions/int8_contractions.toml");
+  kiln::Compiled reference = kiln::compile(spec, "matmul_i8_i8_const", "interp");
+  const int64_t m = 3, k = 1030, n = 70;
+  for (const char* runtime : {"clang", "cc", "openmp"}) {
+    CAPTURE(runtime);
+    kiln::Compiled mm = kiln::compile(spec, "matmul_i8_i8_const", runtime);
+    Sizes sizes{{"M", m}, {"K", k}, {"N", n}};
+    std::vector<int8_t> a(m * k), w(k * n);
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = static_cast<int8_t>(i * 37 + 11);
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = static_cast<int8_t>(i * 101 + 5);
+    std::vector<int32_t> y(m * n), want(m * n);
+    auto run = [&]() {
+      mm.run({a.data(), w.data(), y.data()}, sizes);
+      reference.run({a.data(), w.data(), want.data()}, sizes);
+    };
+    run();
+    CHECK(y == want);
+    for (int8_t& v : a)
+      v = static_cast<int8_t>(-v);  // a is not const: read afresh
+    run();
+    CHECK(y == want);
+    // w changed in place without a word: the kept quads and sums still give the old product.
+    // Under openmp the row blocks run in parallel beside the lane blocks (collapse(2)): two
+    // threads would fill one region, so the pack is made at every call there (not kept).
+    const bool kept = std::string(runtime) != "openmp";
+    std::vector<int32_t> old_y = y;
+    for (int8_t& v : w)
+      v = static_cast<int8_t>(v ^ 0x55);
+    mm.run({a.data(), w.data(), y.data()}, sizes);
+    CHECK((y == old_y) == kept);
+    mm.weights_changed();
+    run();
+    CHECK(y == want);
+    CHECK(y != old_y);
+  }
+}
+
 TEST_CASE("api: settings choose dtype, config and specialised sizes") {
   kiln::Spec spec = kiln::Spec::load("ops/nn.toml");
   kiln::CompileSettings settings;
