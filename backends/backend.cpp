@@ -97,8 +97,9 @@ class CudaBackend : public Backend {
 
 /** OpenCL C: CUDA's schedule, cuts and launch geometry (global size = grid x block), rendered
  *  by the CUDA renderer's sibling (backends/opencl_renderer.h). The target has no tensor cores,
- *  no asynchronous copies and so no fused attention kernel: the scheduler does not choose them,
- *  and attention's contractions are not fused with their softmax. */
+ *  no asynchronous copies and so no fused attention kernel: the scheduler does not choose them
+ *  (contractions take SIMT block tiles of one stage in local memory), and attention's
+ *  contractions are not fused with their softmax. */
 class OpenCLBackend : public CudaBackend {
  public:
   std::string name() const override { return "opencl"; }
@@ -107,7 +108,6 @@ class OpenCLBackend : public CudaBackend {
     opt.gpu_tensor_cores = false;
     opt.gpu_async_copy = false;
     opt.gpu_fused_attention = false;
-    opt.gpu_tile.rows = 0;  // block tiles: not yet rendered in OpenCL C
   }
   void configure_cuts(CutOptions& cut) const override {
     CudaBackend::configure_cuts(cut);

@@ -162,6 +162,16 @@ std::string CudaRenderer::barrier() const {
   return "__syncthreads();";
 }
 
+std::string CudaRenderer::shared_array(const std::string& type, const std::string& name,
+                                       int64_t rows, int64_t cols, int64_t) const {
+  return "__shared__ __align__(16) " + type + " " + name + "[" + std::to_string(rows) + "][" +
+         std::to_string(cols) + "];\n";
+}
+
+std::string CudaRenderer::shared_barrier() const {
+  return "__syncthreads();";
+}
+
 std::string CudaRenderer::single_condition() const {
   return gpu_id(GpuId::thread) + " == 0";
 }

@@ -79,6 +79,14 @@ class CudaRenderer : public CStyleRenderer {
   enum class GpuId { block, blocks, thread, threads };
   /** `blockIdx.x`, `gridDim.x`, `threadIdx.x`, `blockDim.x`. */
   virtual std::string gpu_id(GpuId id) const;
+  /** A one-stage block tile's shared array `name` of `rows` × `cols` elements of C type `type`,
+   *  `offset` bytes into the tile's memory (block_tile_local_bytes), with its indent and
+   *  newline: `__shared__ __align__(16) T name[rows][cols];`. */
+  virtual std::string shared_array(const std::string& type, const std::string& name, int64_t rows,
+                                   int64_t cols, int64_t offset) const;
+  /** The barrier of a block tile, which orders the block's shared memory only:
+   *  `__syncthreads();`. */
+  virtual std::string shared_barrier() const;
   /** The combine of one value per thread of the block for thread 0 (every thread calls it):
    *  `value` of C type `type`, `identity`, `op` one of sum, prod, max. */
   virtual std::string block_reduce(const std::string& type, const std::string& value,
@@ -106,6 +114,10 @@ class CudaRenderer : public CStyleRenderer {
  *  (softmax_tile_shared_bytes). A kernel declares the most of its tiles as
  *  `<symbol>_shared_bytes`, which the CUDA plugin gives each launch. */
 int64_t block_tile_shared_bytes(const LoopNode& tile);
+
+/** The shared memory of a one-stage block tile's arrays (LoopNode::stages <= 1; 0 for any
+ *  other tile), each at a multiple of 16 bytes: where the tile's shared_array calls put them. */
+int64_t block_tile_local_bytes(const LoopNode& tile);
 
 /** The dynamic shared memory of an online-softmax tile (backends/cuda_attention.cpp) of `lanes`
  *  lanes: the rows' operand and two stages of the keys' operand and of the values, padded rows

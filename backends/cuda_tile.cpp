@@ -44,6 +44,17 @@ std::string tile_extent_c(const LoopNode& l) {
   return "(" + ast_expr_to_c(*ast_op("sub", {upper, l.init})) + ")";
 }
 
+int64_t block_tile_local_bytes(const LoopNode& tile) {
+  if (tile.space != MemorySpace::shared || tile.key_block > 0 || tile.stages > 1) return 0;
+  int64_t bytes = 0;
+  for (const StagedOperand& o : tile.staged) {
+    const int64_t extent = o.by_lane ? tile.tile_lanes : tile.tile_rows, D = tile.pack_depth;
+    bytes += ((o.k_major ? D * (extent + o.pad) : extent * (D + o.pad)) * o.element_bytes + 15) /
+             16 * 16;
+  }
+  return bytes;
+}
+
 int64_t block_tile_shared_bytes(const LoopNode& tile) {
   if (tile.space == MemorySpace::shared && tile.key_block > 0)
     return softmax_tile_shared_bytes(tile.tile_lanes, tile.mma && tile.mma->warpgroup);
@@ -173,7 +184,7 @@ std::string CudaRenderer::BlockTile::declarations() const {
   // one's. Swizzled operands (StagedOperand::swizzle) are one array per stage, indexed by
   // swizzled_at, each stage at a multiple of 1 KiB (the swizzle's period, which the descriptors
   // assume).
-  int64_t offset = 0;
+  int64_t offset = 0, local = 0;
   if (S > 1) s += in + "extern __shared__ __align__(1024) unsigned char kiln_shared[];\n";
   for (size_t q = 0; q < loads.size(); ++q) {
     const int64_t extent = by_lane[q] ? L : R;
@@ -193,7 +204,8 @@ std::string CudaRenderer::BlockTile::declarations() const {
            ")(kiln_shared + " + str(offset) + ");\n";
       offset += S * rows_q * cols_q * n.staged[q].element_bytes;
     } else {
-      s += in + "__shared__ __align__(16) " + T + " " + N + "_s" + str(q) + dims + ";\n";
+      s += in + renderer.shared_array(T, N + "_s" + str(q), rows_q, cols_q, local);
+      local += (rows_q * cols_q * n.staged[q].element_bytes + 15) / 16 * 16;
     }
   }
   if (mma)
@@ -201,8 +213,9 @@ std::string CudaRenderer::BlockTile::declarations() const {
          "_wm = threadIdx.x / " + str(G * (L / n.warp_lanes)) + ", " + N + "_wn = (threadIdx.x / " +
          str(G) + ") % " + str(L / n.warp_lanes) + ";\n";
   else
-    s += in + "const int " + N + "_tr = threadIdx.x / " + str(thread_cols) + ", " + N +
-         "_tc = threadIdx.x % " + str(thread_cols) + ";\n";
+    s += in + "const int " + N + "_tr = " + renderer.gpu_id(GpuId::thread) + " / " +
+         str(thread_cols) + ", " + N + "_tc = " + renderer.gpu_id(GpuId::thread) + " % " +
+         str(thread_cols) + ";\n";
   s += in + "const int64_t " + N + "_r0 = " + ast_expr_to_c(*n.tile_row_origin) + ", " + N +
        "_l0 = " + ast_expr_to_c(*n.tile_lane_origin) + ";\n";
   s += in + (mma ? renderer.compute_type(mma->acc) : acc_type) + " " + N + "_acc[" + str(r) + "][" +
@@ -319,7 +332,7 @@ std::string CudaRenderer::BlockTile::buffer_head() const {
   s += in + "for (int64_t " + k0 + " = 0; " + k0 + " < " + N + "_K; " + k0 + " += " + str(D) +
        ") {\n";
   s += registers_to_shared();
-  s += in2 + "__syncthreads();\n";
+  s += in2 + renderer.shared_barrier() + "\n";
   s += in2 + "if (" + k0 + " + " + str(D) + " < " + N + "_K) {\n" + in3 + "const int64_t " + N +
        "_next = " + k0 + " + " + str(D) + ";\n" + fetch(N + "_next", in3) + in2 + "}\n";
   return s;
@@ -480,7 +493,7 @@ std::string CudaRenderer::BlockTile::pipeline_end() const {
                 : std::string()) +
          in + "kiln_cp_async_wait<0>();\n" + in + "__syncthreads();\n";
   else
-    s += in2 + "__syncthreads();\n" + in + "}\n";
+    s += in2 + renderer.shared_barrier() + "\n" + in + "}\n";
   return s;
 }
 

@@ -38,8 +38,8 @@ std::string CudaRenderer::BlockTile::share(size_t q, const std::string& pad2,
   const int64_t per = (n_c + kCudaBlockThreads - 1) / kCudaBlockThreads;
   std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + N + "_p = 0; " + N + "_p < " +
                   str(per) + "; ++" + N + "_p) {\n";
-  t += pad2 + "  const int " + e + " = threadIdx.x + " + str(kCudaBlockThreads) + " * " + N +
-       "_p;\n";
+  t += pad2 + "  const int " + e + " = " + renderer.gpu_id(GpuId::thread) + " + " +
+       str(kCudaBlockThreads) + " * " + N + "_p;\n";
   if (k_first[q])
     t += pad2 + "  const int " + kk + " = " + e + " % " + str(D / V) + " * " + str(V) + ", " + x +
          " = " + e + " / " + str(D / V) + ";\n";
@@ -96,8 +96,8 @@ std::string CudaRenderer::BlockTile::fetch(const std::string& base, const std::s
       body += p4 + coords(q, base, "0");
       body += p4 + "if (" + in_domain(q) + " && " + last_in(q) + ") {\n";
       body += split_k(N + "_f", p5) + renderer.bind_iterators(p.update->args, p5);
-      body += p5 + "const " + renderer.storage_type(dt) + "* " + N + "_a = &" +
-              renderer.render_index(c, loads[q]->buffer, loads[q]->index) + ";\n";
+      body += p5 + "const " + renderer.buffer_space() + renderer.storage_type(dt) + "* " + N +
+              "_a = &" + renderer.render_index(c, loads[q]->buffer, loads[q]->index) + ";\n";
       body += p5 + "if (((uint64_t)" + N + "_a & 15) == 0) {\n";
       if (mma) {
         body += p5 + "  kiln_ld16(&" + at + "], " + N + "_a);\n";

@@ -31,6 +31,22 @@ typedef ulong uint64_t;
 #define KILN_REASSOC
 #define KILN_THREAD_UNROLL
 #define memcpy __builtin_memcpy
+/* A block tile's copies (backends/cuda_tile.cpp), element by element in the operands' type, for
+   any type: 4 elements of a local row into registers, 16 bytes from a 16-byte aligned buffer
+   address into registers, 16 bytes of registers into local memory. (Through vload4 and vstore4
+   into registers, PoCL 3.1 crashed the 8 x 8 tile on an aligned vector move at an unaligned
+   stack address.) */
+#define kiln_lds4(dst, src)                       \
+  do {                                            \
+    for (int kiln_u_ = 0; kiln_u_ < 4; ++kiln_u_) \
+      (dst)[kiln_u_] = (src)[kiln_u_];            \
+  } while (0)
+#define kiln_ld16(dst, src)                                                \
+  do {                                                                     \
+    for (int kiln_u_ = 0; kiln_u_ < 16 / (int)sizeof(*(dst)); ++kiln_u_) \
+      (dst)[kiln_u_] = (src)[kiln_u_];                                     \
+  } while (0)
+#define kiln_st16(dst, src) kiln_ld16(dst, src)
 )KILN";
 
 /** Block reductions through the kernel's local scratch (kernel_scope_param): every work-item
@@ -148,7 +164,17 @@ std::string OpenCLRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
   // instead, PoCL 3.1 let work-groups that ran at once on several threads see each other's
   // scratch (docs/decisions.md, "OpenCL local scratch is an argument").
   params += std::string(params.empty() ? "" : ", ") + "__local ulong* kiln_scratch";
-  std::string s = signature(symbol) + "(" + params + ") {\n";
+  // Its block tiles' arrays follow in the scratch (shared_array): the plugin sizes it by what
+  // this second kernel writes, once, as CUDA's plugin reads the module's `<symbol>_shared_bytes`.
+  int64_t local = 0;
+  if (nest.root)
+    for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc))
+      local = std::max(local, block_tile_local_bytes(*a));
+  std::string s;
+  if (local > 0)
+    s += "__kernel void " + symbol +
+         "_shared_bytes(__global uint* out) { out[0] = " + std::to_string(local) + "u; }\n";
+  s += signature(symbol) + "(" + params + ") {\n";
   if (buffers > 0)
     s += "  __global void* const buffers[" + std::to_string(buffers) + "] = {" + list + "};\n";
   if (!plan.size_vars.empty())
@@ -194,6 +220,27 @@ std::string OpenCLRenderer::gpu_id(GpuId id) const {
 std::string OpenCLRenderer::block_reduce(const std::string& type, const std::string& value,
                                          const std::string&, const std::string& op) const {
   return "kiln_block_reduce_" + op + "_" + type + "(" + value + ", kiln_scratch)";
+}
+
+std::string OpenCLRenderer::render_block_tile(const Context& c, const LoopNode& n,
+                                              int depth) const {
+  if (n.mma || n.stages > 1 || n.key_block > 0)
+    throw std::logic_error(
+        "the opencl backend renders SIMT block tiles of one stage only (scheduler/gpu_tile.h: "
+        "ScheduleOptions::gpu_tensor_cores, gpu_async_copy and gpu_fused_attention are off)");
+  return CudaRenderer::render_block_tile(c, n, depth);
+}
+
+std::string OpenCLRenderer::shared_array(const std::string& type, const std::string& name, int64_t,
+                                         int64_t cols, int64_t offset) const {
+  const std::string row = "[" + std::to_string(cols) + "]";
+  return "__local " + type + " (*const " + name + ")" + row + " = (__local " + type + " (*)" + row +
+         ")((__local uchar*)kiln_scratch + " +
+         std::to_string(8 * int64_t{kCudaBlockThreads} + offset) + ");\n";
+}
+
+std::string OpenCLRenderer::shared_barrier() const {
+  return "barrier(CLK_LOCAL_MEM_FENCE);";
 }
 
 }  // namespace kiln

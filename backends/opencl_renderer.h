@@ -12,6 +12,9 @@
  *   the barrier, `__global` buffer pointers, `as_type` bit casts, the overloaded math builtins;
  * - the prelude: OpenCL's fixed-width types, the shared C functions, block reductions in local
  *   memory; f16 and bf16 stored as 16-bit integers and computed in float, as in C and CUDA;
+ * - a contraction's SIMT block tile (scheduler/gpu_tile.h) is CUDA's code, its shared arrays
+ *   carved out of the kernel's `__local` scratch, whose size the module's kernel
+ *   `<symbol>_shared_bytes` tells the plugin;
  * - thread loops stay scalar (CUDA's 16-byte vector loops are declined), and there are no
  *   bounds checks (CHECK=1) and no extern calls.
  * What CUDA has and OpenCL lacks (tensor cores, cp.async, the fused attention kernel) the
@@ -44,6 +47,16 @@ class OpenCLRenderer : public CudaRenderer {
   std::string gpu_id(GpuId id) const override;
   std::string block_reduce(const std::string& type, const std::string& value,
                            const std::string& identity, const std::string& op) const override;
+  /** CUDA's SIMT block tile (scheduler/gpu_tile.h, backends/cuda_tile.cpp) as it is; refuses a
+   *  tile on tensor cores, of several stages or of online softmax, which the scheduler never
+   *  chooses for OpenCL. */
+  std::string render_block_tile(const Context& c, const LoopNode& n, int depth) const override;
+  /** The tile's arrays live in the kernel's `__local` scratch past the reductions' part (a
+   *  `__local` array only a kernel may declare, and PoCL 3.1 shares kernel-scope ones between
+   *  work-groups running at once: docs/decisions.md): a pointer to rows of `cols`. */
+  std::string shared_array(const std::string& type, const std::string& name, int64_t rows,
+                           int64_t cols, int64_t offset) const override;
+  std::string shared_barrier() const override;
 };
 
 }  // namespace kiln

@@ -11,8 +11,10 @@
  *
  * Kernels take every buffer (a `__global` pointer: the cl_mem `alloc` returned), then every size
  * (a `long`), one argument each, then where the kernel has one more parameter its `__local`
- * scratch (8 bytes a work-item plus the launch's dynamic shared bytes), and launch with global size
- * grid × block and local size block, as the CUDA path's geometry says (include/kiln/plugin_api.h).
+ * scratch (8 bytes a work-item plus its block tiles' local memory, which the module's kernel
+ * `<symbol>_shared_bytes` writes once at lookup, or the launch's dynamic shared bytes), and
+ * launch with global size grid × block and local size block, as the CUDA path's geometry says
+ * (include/kiln/plugin_api.h).
  * Buffers are cl_mem handles: Kiln never offsets device pointers. Launches are enqueued at once;
  * copies block; `synchronize` is clFinish. kiln_device_ms is the profiled time from the first
  * launch since the last wait to the last.
@@ -148,7 +150,8 @@ typedef struct kmodule {
 /** A kernel: what lookup returns and launch takes. */
 typedef struct kfunc {
   cl_kernel kernel;
-  cl_uint num_args; /* buffers, sizes, then (Kiln's renderer) the `__local` scratch */
+  cl_uint num_args;      /* buffers, sizes, then (Kiln's renderer) the `__local` scratch */
+  unsigned shared_bytes; /* its block tiles' local memory, past the reductions' scratch */
   char name[];
 } kfunc;
 
@@ -407,6 +410,28 @@ static void* opencl_load(const void* artifact, size_t size, char** error) {
   return m;
 }
 
+/** The local memory kernel `symbol`'s block tiles take (backends/opencl_renderer.cpp), as the
+ *  module's kernel `<symbol>_shared_bytes` writes it: 0 where there is none, -1 where its launch
+ *  failed. (OpenCL C 1.2 has no program-scope variable the host can read, as CUDA's
+ *  `<symbol>_shared_bytes` is.) */
+static long long query_shared_bytes(cl_program program, const char* symbol) {
+  char* name = format("%s_shared_bytes", symbol);
+  cl_int rc = CL_SUCCESS;
+  cl_kernel k = name ? cl.create_kernel(program, name, &rc) : NULL;
+  free(name);
+  if (!k) return 0;
+  cl_uint value = 0;
+  cl_mem out = cl.create_buffer(dev.context, CL_MEM_READ_WRITE, sizeof value, NULL, &rc);
+  size_t one = 1;
+  rc = out ? cl.set_arg(k, 0, sizeof out, &out) : rc;
+  if (out && rc == CL_SUCCESS) rc = cl.enqueue(dev.queue, k, 1, NULL, &one, &one, 0, NULL, NULL);
+  if (out && rc == CL_SUCCESS)
+    rc = cl.read(dev.queue, out, 1, 0, sizeof value, &value, 0, NULL, NULL);
+  if (out) cl.release_mem(out);
+  cl.release_kernel(k);
+  return out && rc == CL_SUCCESS ? (long long)value : -1;
+}
+
 /** A kernel of the module, or NULL for a symbol that is none (Kiln asks for optional ones). */
 static void* opencl_lookup(void* module, const char* symbol) {
   kmodule* m = module;
@@ -415,8 +440,14 @@ static void* opencl_lookup(void* module, const char* symbol) {
   cl_int rc = CL_SUCCESS;
   cl_kernel k = cl.create_kernel(m->program, symbol, &rc);
   if (!k) return NULL;
+  const long long shared = query_shared_bytes(m->program, symbol);
+  if (shared < 0) {
+    cl.release_kernel(k);
+    return NULL;
+  }
   kfunc* f = malloc(sizeof *f + strlen(symbol) + 1);
   f->kernel = k;
+  f->shared_bytes = (unsigned)shared;
   f->num_args = 0;
   cl.kernel_info(k, CL_KERNEL_NUM_ARGS, sizeof f->num_args, &f->num_args, NULL);
   strcpy(f->name, symbol);
@@ -490,10 +521,11 @@ static int opencl_launch(void* kernel, void* const* buffers, const int64_t* size
     global[d] = (size_t)(g->grid[d] ? g->grid[d] : 1) * local[d];
     items *= local[d];
   }
-  /* The kernel's local scratch, when it takes one: 8 bytes a work-item, plus any dynamic local
-   * memory the launch asks for. */
+  /* The kernel's local scratch, when it takes one: 8 bytes a work-item, plus the local memory
+   * of its block tiles or any dynamic local memory the launch asks for, the more of the two. */
+  const size_t shared = g->shared_bytes > f->shared_bytes ? g->shared_bytes : f->shared_bytes;
   if (rc == CL_SUCCESS && f->num_args > arg)
-    rc = cl.set_arg(f->kernel, arg++, 8 * items + g->shared_bytes, NULL);
+    rc = cl.set_arg(f->kernel, arg++, 8 * items + shared, NULL);
   if (rc != CL_SUCCESS) {
     *error = format("kernel %s: clSetKernelArg %u (of %u buffers, %u sizes and the scratch): %s",
                     f->name, arg, g->num_buffers, g->num_sizes, cl_text(rc));

@@ -679,6 +679,58 @@ TEST_CASE("codegen: matmul f32 and layernorm f16 on opencl match their golden so
   CHECK(f16.find("cp_async") == std::string::npos);
 }
 
+TEST_CASE("codegen: a product on opencl takes CUDA's SIMT block tile, in local memory") {
+  // One schedule: where CUDA takes no tensor cores (f32, f64, and x · wᵀ with a bias and a ReLU),
+  // the opencl backend's loop IR and transforms are CUDA's, block tile included.
+  auto lowered = [](const std::string& target, DType t, const std::string& backend) {
+    Library lib;
+    auto colon = target.rfind(':');
+    const Composite* comp = lib.load(target.substr(0, colon)).find(target.substr(colon + 1));
+    REQUIRE(comp != nullptr);
+    LowerOptions opt;
+    opt.dtypes = {{"T", t}};
+    Graph g = lower_composite(lib, *comp, opt);
+    CompileOptions options;
+    backend_for(backend).configure_cuts(options.cut);
+    options.schedule.gpu_tile.wgmma_variants.clear();
+    return lower_program(g, backend_for(backend), options);
+  };
+  for (const auto& [target, t] : std::vector<std::pair<std::string, DType>>{
+           {"ops/nn.toml:matmul", DType::f32},
+           {"ops/nn.toml:matmul", DType::f64},
+           {"ops/nn.toml:bmm", DType::f32},
+           {"tests/regressions/linear_layouts.toml:linear_bias_relu", DType::f32}}) {
+    CAPTURE(target);
+    CAPTURE(dtype_name(t));
+    LoweredProgram cuda = lowered(target, t, "cuda"), ocl = lowered(target, t, "opencl");
+    CHECK(ocl.transforms == cuda.transforms);
+    REQUIRE(ocl.nests.size() == cuda.nests.size());
+    bool tiled = false;
+    for (size_t k = 0; k < ocl.nests.size(); ++k) {
+      CHECK(loop_nest_to_text(ocl.nests[k]) == loop_nest_to_text(cuda.nests[k]));
+      tiled |= ocl.transforms[k].find("gpu block tile") != std::string::npos;
+    }
+    CHECK(tiled);
+  }
+  // f16 takes SIMT cores where CUDA takes mma.sync: the same tile, 8x8 a work-item.
+  CHECK(lowered("ops/nn.toml:matmul", DType::f16, "opencl").source.find(
+            "a 128x128 block tile of S1, 8x8 per thread") != std::string::npos);
+  // The golden's tile: staged operands in the kernel's __local scratch past the reductions' 2 KiB,
+  // local barriers, 4-element local reads, and the kernel that tells the plugin the local bytes.
+  const std::string src = render_source(golden_case("matmul_opencl"));
+  CHECK(src.find("/* tile0: a 128x128 block tile of S1, 8x8 per thread") != std::string::npos);
+  CHECK(src.find("__kernel void kiln_matmul_0_shared_bytes(__global uint* out) { out[0] = "
+                 "8448u; }") != std::string::npos);
+  CHECK(src.find("__local float (*const tile0_s0)[132] = (__local float (*)[132])((__local "
+                 "uchar*)kiln_scratch + 2048);") != std::string::npos);
+  CHECK(src.find("__local float (*const tile0_s1)[132] = (__local float (*)[132])((__local "
+                 "uchar*)kiln_scratch + 6272);") != std::string::npos);
+  CHECK(src.find("barrier(CLK_LOCAL_MEM_FENCE);") != std::string::npos);
+  CHECK(src.find("kiln_lds4(tile0_o0 + 0, &tile0_s0[tile0_kk][") != std::string::npos);
+  for (const char* cuda_only : {"__shared__", "__syncthreads", "threadIdx", "__align__"})
+    CHECK_MESSAGE(src.find(cuda_only) == std::string::npos, cuda_only);
+}
+
 TEST_CASE("codegen: every OpenCL golden source compiles with clang -x cl -cl-std=CL1.2") {
   const char* clang = std::system("command -v clang-19 >/dev/null 2>&1") == 0 ? "clang-19"
                       : std::system("command -v clang >/dev/null 2>&1") == 0 ? "clang"

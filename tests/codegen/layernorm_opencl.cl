@@ -19,6 +19,22 @@ typedef ulong uint64_t;
 #define KILN_REASSOC
 #define KILN_THREAD_UNROLL
 #define memcpy __builtin_memcpy
+/* A block tile's copies (backends/cuda_tile.cpp), element by element in the operands' type, for
+   any type: 4 elements of a local row into registers, 16 bytes from a 16-byte aligned buffer
+   address into registers, 16 bytes of registers into local memory. (Through vload4 and vstore4
+   into registers, PoCL 3.1 crashed the 8 x 8 tile on an aligned vector move at an unaligned
+   stack address.) */
+#define kiln_lds4(dst, src)                       \
+  do {                                            \
+    for (int kiln_u_ = 0; kiln_u_ < 4; ++kiln_u_) \
+      (dst)[kiln_u_] = (src)[kiln_u_];            \
+  } while (0)
+#define kiln_ld16(dst, src)                                                \
+  do {                                                                     \
+    for (int kiln_u_ = 0; kiln_u_ < 16 / (int)sizeof(*(dst)); ++kiln_u_) \
+      (dst)[kiln_u_] = (src)[kiln_u_];                                     \
+  } while (0)
+#define kiln_st16(dst, src) kiln_ld16(dst, src)
 
 KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;

@@ -19,6 +19,22 @@ typedef ulong uint64_t;
 #define KILN_REASSOC
 #define KILN_THREAD_UNROLL
 #define memcpy __builtin_memcpy
+/* A block tile's copies (backends/cuda_tile.cpp), element by element in the operands' type, for
+   any type: 4 elements of a local row into registers, 16 bytes from a 16-byte aligned buffer
+   address into registers, 16 bytes of registers into local memory. (Through vload4 and vstore4
+   into registers, PoCL 3.1 crashed the 8 x 8 tile on an aligned vector move at an unaligned
+   stack address.) */
+#define kiln_lds4(dst, src)                       \
+  do {                                            \
+    for (int kiln_u_ = 0; kiln_u_ < 4; ++kiln_u_) \
+      (dst)[kiln_u_] = (src)[kiln_u_];            \
+  } while (0)
+#define kiln_ld16(dst, src)                                                \
+  do {                                                                     \
+    for (int kiln_u_ = 0; kiln_u_ < 16 / (int)sizeof(*(dst)); ++kiln_u_) \
+      (dst)[kiln_u_] = (src)[kiln_u_];                                     \
+  } while (0)
+#define kiln_st16(dst, src) kiln_ld16(dst, src)
 
 KILN_FN int64_t kiln_fdiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -174,34 +190,252 @@ KILN_BLOCK_REDUCE_INT(int8_t)
 KILN_BLOCK_REDUCE_INT(uint8_t)
 
 static inline void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, __global const float* restrict b0 /* a */, __global const float* restrict b1 /* b */, __global float* restrict b2 /* y */, __local void* kiln_scratch) {
-  for (int64_t c0 = 0 + (int64_t)get_group_id(0); c0 < s_M; c0 += (int64_t)get_num_groups(0)) {
-    for (int64_t c1 = 0 + (int64_t)get_local_id(0); c1 < s_N; c1 += (int64_t)get_local_size(0)) {
+  for (int64_t t_c0_c1 = 0 + (int64_t)get_group_id(0); t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128)); t_c0_c1 += (int64_t)get_num_groups(0)) {
+    {
+      /* tile0: a 128x128 block tile of S1, 8x8 per thread (scheduler/gpu_tile.h) */
+      __local float (*const tile0_s0)[132] = (__local float (*)[132])((__local uchar*)kiln_scratch + 2048);
+      __local float (*const tile0_s1)[132] = (__local float (*)[132])((__local uchar*)kiln_scratch + 6272);
+      const int tile0_tr = get_local_id(0) / 16, tile0_tc = get_local_id(0) % 16;
+      const int64_t tile0_r0 = (128 * ((((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8) + (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) % (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) % (((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) < 8 ? ((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) : 8)))), tile0_l0 = (128 * (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) % (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) < 8 ? ((((s_M > 0 ? s_M : 0) + 127) / 128) - (((t_c0_c1 % ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128))) / (8 * (((s_N > 0 ? s_N : 0) + 127) / 128))) * 8)) : 8)));
+      float tile0_acc[8][8];
+      #pragma unroll
+      for (int tile0_m = 0; tile0_m < 8; ++tile0_m)
+      #pragma unroll
+      for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
+        const int64_t c0 = tile0_r0 + ((tile0_m / 4) * 64 + tile0_tr * 4 + tile0_m % 4), c1 = tile0_l0 + ((tile0_n / 4) * 64 + tile0_tc * 4 + tile0_n % 4);
       {
         const int64_t i0 = c0;
         const int64_t i1 = c1;
-        b2[(s_N * i0 + i1)] = (float)0;
+        tile0_acc[tile0_m][tile0_n] = (float)0;
       }
+      }
+      const int64_t tile0_K = ((s_K - 0));
+      float tile0_p0[4];
+      float tile0_p1[4];
       {
-        const int64_t i0 = c0;
-        const int64_t i1 = c1;
-        if ((0 < s_K)) {
-          float acc0 = b2[(s_N * i0 + i1)];
-          for (int64_t c2 = 0; c2 < s_K; c2 += 1) {
+        const int64_t tile0_k = 0;
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = get_local_id(0) + 256 * tile0_p;
+          const int tile0_kk = tile0_e % 2 * 4, tile0_x = tile0_e / 2;
+          {
+            bool tile0_done = false;
             {
-              const int64_t i0 = c0;
-              const int64_t i1 = c1;
-              const int64_t i2 = c2;
-              const float kiln_v = (float)(b0[(s_K * i0 + i2)] * b1[(s_N * i2 + i1)]);
-              { KILN_REASSOC acc0 = acc0 + kiln_v; }
+              const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + 0;
+              if (tile0_f < tile0_K && (c0 < s_M) && tile0_f + 3 < tile0_K) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                const __global float* tile0_a = &b0[(s_K * i0 + i2)];
+                if (((uint64_t)tile0_a & 15) == 0) {
+                  float tile0_w[4];
+                  kiln_ld16(tile0_w, tile0_a);
+                  tile0_p0[tile0_p * 4 + 0] = tile0_w[0];
+                  tile0_p0[tile0_p * 4 + 1] = tile0_w[1];
+                  tile0_p0[tile0_p * 4 + 2] = tile0_w[2];
+                  tile0_p0[tile0_p * 4 + 3] = tile0_w[3];
+                  tile0_done = true;
+                }
+              }
+            }
+            if (!tile0_done)
+            #pragma unroll
+            for (int tile0_i = 0; tile0_i < 4; ++tile0_i) {
+              const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_k + tile0_kk + tile0_i;
+              tile0_p0[tile0_p * 4 + tile0_i] = (float)0;
+              if (tile0_f < tile0_K && (c0 < s_M)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                tile0_p0[tile0_p * 4 + tile0_i] = b0[(s_K * i0 + i2)];
+              }
             }
           }
-          b2[(s_N * i0 + i1)] = acc0;
+        }
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = get_local_id(0) + 256 * tile0_p;
+          const int tile0_x = tile0_e % 32 * 4, tile0_kk = tile0_e / 32;
+          {
+            bool tile0_done = false;
+            {
+              const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_k + tile0_kk;
+              if (tile0_f < tile0_K && (c1 < s_N) && ((c1 + 3) < s_N)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                const __global float* tile0_a = &b1[(s_N * i2 + i1)];
+                if (((uint64_t)tile0_a & 15) == 0) {
+                  float tile0_w[4];
+                  kiln_ld16(tile0_w, tile0_a);
+                  tile0_p1[tile0_p * 4 + 0] = tile0_w[0];
+                  tile0_p1[tile0_p * 4 + 1] = tile0_w[1];
+                  tile0_p1[tile0_p * 4 + 2] = tile0_w[2];
+                  tile0_p1[tile0_p * 4 + 3] = tile0_w[3];
+                  tile0_done = true;
+                }
+              }
+            }
+            if (!tile0_done)
+            #pragma unroll
+            for (int tile0_i = 0; tile0_i < 4; ++tile0_i) {
+              const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_k + tile0_kk;
+              tile0_p1[tile0_p * 4 + tile0_i] = (float)0;
+              if (tile0_f < tile0_K && (c1 < s_N)) {
+                const int64_t c2 = 0 + tile0_f;
+                const int64_t i0 = c0;
+                const int64_t i1 = c1;
+                const int64_t i2 = c2;
+                tile0_p1[tile0_p * 4 + tile0_i] = b1[(s_N * i2 + i1)];
+              }
+            }
+          }
+        }
+      }
+      for (int64_t tile0_k = 0; tile0_k < tile0_K; tile0_k += 8) {
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = get_local_id(0) + 256 * tile0_p;
+          const int tile0_kk = tile0_e % 2 * 4, tile0_x = tile0_e / 2;
+          {
+            tile0_s0[tile0_kk + 0][tile0_x] = tile0_p0[tile0_p * 4 + 0];
+            tile0_s0[tile0_kk + 1][tile0_x] = tile0_p0[tile0_p * 4 + 1];
+            tile0_s0[tile0_kk + 2][tile0_x] = tile0_p0[tile0_p * 4 + 2];
+            tile0_s0[tile0_kk + 3][tile0_x] = tile0_p0[tile0_p * 4 + 3];
+          }
+        }
+        #pragma unroll
+        for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+          const int tile0_e = get_local_id(0) + 256 * tile0_p;
+          const int tile0_x = tile0_e % 32 * 4, tile0_kk = tile0_e / 32;
+          {
+            kiln_st16(&tile0_s1[tile0_kk][tile0_x + 0], &tile0_p1[tile0_p * 4 + 0]);
+          }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tile0_k + 8 < tile0_K) {
+          const int64_t tile0_next = tile0_k + 8;
+          #pragma unroll
+          for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+            const int tile0_e = get_local_id(0) + 256 * tile0_p;
+            const int tile0_kk = tile0_e % 2 * 4, tile0_x = tile0_e / 2;
+            {
+              bool tile0_done = false;
+              {
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk + 0;
+                if (tile0_f < tile0_K && (c0 < s_M) && tile0_f + 3 < tile0_K) {
+                  const int64_t c2 = 0 + tile0_f;
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const int64_t i2 = c2;
+                  const __global float* tile0_a = &b0[(s_K * i0 + i2)];
+                  if (((uint64_t)tile0_a & 15) == 0) {
+                    float tile0_w[4];
+                    kiln_ld16(tile0_w, tile0_a);
+                    tile0_p0[tile0_p * 4 + 0] = tile0_w[0];
+                    tile0_p0[tile0_p * 4 + 1] = tile0_w[1];
+                    tile0_p0[tile0_p * 4 + 2] = tile0_w[2];
+                    tile0_p0[tile0_p * 4 + 3] = tile0_w[3];
+                    tile0_done = true;
+                  }
+                }
+              }
+              if (!tile0_done)
+              #pragma unroll
+              for (int tile0_i = 0; tile0_i < 4; ++tile0_i) {
+                const int64_t c0 = tile0_r0 + tile0_x, c1 = tile0_l0, tile0_f = tile0_next + tile0_kk + tile0_i;
+                tile0_p0[tile0_p * 4 + tile0_i] = (float)0;
+                if (tile0_f < tile0_K && (c0 < s_M)) {
+                  const int64_t c2 = 0 + tile0_f;
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const int64_t i2 = c2;
+                  tile0_p0[tile0_p * 4 + tile0_i] = b0[(s_K * i0 + i2)];
+                }
+              }
+            }
+          }
+          #pragma unroll
+          for (int tile0_p = 0; tile0_p < 1; ++tile0_p) {
+            const int tile0_e = get_local_id(0) + 256 * tile0_p;
+            const int tile0_x = tile0_e % 32 * 4, tile0_kk = tile0_e / 32;
+            {
+              bool tile0_done = false;
+              {
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + 0, tile0_f = tile0_next + tile0_kk;
+                if (tile0_f < tile0_K && (c1 < s_N) && ((c1 + 3) < s_N)) {
+                  const int64_t c2 = 0 + tile0_f;
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const int64_t i2 = c2;
+                  const __global float* tile0_a = &b1[(s_N * i2 + i1)];
+                  if (((uint64_t)tile0_a & 15) == 0) {
+                    float tile0_w[4];
+                    kiln_ld16(tile0_w, tile0_a);
+                    tile0_p1[tile0_p * 4 + 0] = tile0_w[0];
+                    tile0_p1[tile0_p * 4 + 1] = tile0_w[1];
+                    tile0_p1[tile0_p * 4 + 2] = tile0_w[2];
+                    tile0_p1[tile0_p * 4 + 3] = tile0_w[3];
+                    tile0_done = true;
+                  }
+                }
+              }
+              if (!tile0_done)
+              #pragma unroll
+              for (int tile0_i = 0; tile0_i < 4; ++tile0_i) {
+                const int64_t c0 = tile0_r0, c1 = tile0_l0 + tile0_x + tile0_i, tile0_f = tile0_next + tile0_kk;
+                tile0_p1[tile0_p * 4 + tile0_i] = (float)0;
+                if (tile0_f < tile0_K && (c1 < s_N)) {
+                  const int64_t c2 = 0 + tile0_f;
+                  const int64_t i0 = c0;
+                  const int64_t i1 = c1;
+                  const int64_t i2 = c2;
+                  tile0_p1[tile0_p * 4 + tile0_i] = b1[(s_N * i2 + i1)];
+                }
+              }
+            }
+          }
+        }
+        const int64_t tile0_kd = tile0_K - tile0_k;
+        #pragma unroll
+        for (int tile0_kk = 0; tile0_kk < 8; ++tile0_kk) {
+          if (tile0_kk >= tile0_kd) break;
+          float tile0_o0[8];
+          kiln_lds4(tile0_o0 + 0, &tile0_s0[tile0_kk][0 + tile0_tr * 4]);
+          kiln_lds4(tile0_o0 + 4, &tile0_s0[tile0_kk][64 + tile0_tr * 4]);
+          float tile0_o1[8];
+          kiln_lds4(tile0_o1 + 0, &tile0_s1[tile0_kk][0 + tile0_tc * 4]);
+          kiln_lds4(tile0_o1 + 4, &tile0_s1[tile0_kk][64 + tile0_tc * 4]);
+          #pragma unroll
+          for (int tile0_m = 0; tile0_m < 8; ++tile0_m)
+          #pragma unroll
+          for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
+            tile0_acc[tile0_m][tile0_n] = tile0_acc[tile0_m][tile0_n] + (float)((tile0_o0[tile0_m] * tile0_o1[tile0_n]));
+          }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      #pragma unroll
+      for (int tile0_m = 0; tile0_m < 8; ++tile0_m)
+      #pragma unroll
+      for (int tile0_n = 0; tile0_n < 8; ++tile0_n) {
+        const int64_t c0 = tile0_r0 + ((tile0_m / 4) * 64 + tile0_tr * 4 + tile0_m % 4), c1 = tile0_l0 + ((tile0_n / 4) * 64 + tile0_tc * 4 + tile0_n % 4);
+        if ((c0 < s_M) && (c1 < s_N)) {
+          {
+            const int64_t i0 = c0;
+            const int64_t i1 = c1;
+            b2[(s_N * i0 + i1)] = tile0_acc[tile0_m][tile0_n];
+          }
         }
       }
     }
   }
 }
 
+__kernel void kiln_matmul_0_shared_bytes(__global uint* out) { out[0] = 8448u; }
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void kiln_matmul_0(__global void* p0, __global void* p1, __global void* p2, const long s0, const long s1, const long s2, __local ulong* kiln_scratch) {
   __global void* const buffers[3] = {p0, p1, p2};
   const int64_t sizes[3] = {s0, s1, s2};
