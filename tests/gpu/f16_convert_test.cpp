@@ -1,6 +1,7 @@
 // The CUDA prelude's f32 -> f16 conversion (the hardware's cvt.rn, a NaN written as the shared
 // software conversion writes it) against that software conversion, on every one of the 2^32
-// floats: compiled through NVRTC anywhere, run where a GPU is present.
+// floats, and its f16 -> f32 (cvt, a NaN read as the software one reads it) on every one of the
+// 2^16 halves: compiled through NVRTC anywhere, run where a GPU is present.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -17,7 +18,8 @@ using namespace kiln;
 
 namespace {
 
-/** Counts, into p.bad[0], the floats whose two conversions differ, and the first one's bits. */
+/** Counts, into p.bad[0], the floats (and halves) whose two conversions differ, and the first
+ *  one's bits (a half's with bit 40 set). */
 const char* kCheck = R"(
 struct kiln_check_params { unsigned long long* bad; };
 extern "C" __global__ void kiln_f16_check_0(kiln_check_params p) {
@@ -28,6 +30,10 @@ extern "C" __global__ void kiln_f16_check_0(kiln_check_params p) {
     if (kiln_f32_to_f16(x) != kiln_f32_to_f16_bits(x)) {
       if (atomicAdd(&p.bad[0], 1ull) == 0) p.bad[1] = i;
     }
+    const uint16_t h = (uint16_t)i;
+    if (i < 65536 && __float_as_uint(kiln_f16_to_f32(h)) != __float_as_uint(kiln_f16_to_f32_bits(h))) {
+      if (atomicAdd(&p.bad[0], 1ull) == 0) p.bad[1] = i | (1ull << 40);
+    }
   }
 }
 )";
@@ -35,7 +41,7 @@ extern "C" __global__ void kiln_f16_check_0(kiln_check_params p) {
 }  // namespace
 
 TEST_CASE(
-    "gpu: the CUDA prelude's f32 -> f16 gives the software conversion's bits for all floats") {
+    "gpu: the CUDA prelude's f32 <-> f16 give the software conversions' bits for all values") {
   std::unique_ptr<Runtime> rt = Runtime::open("cuda");
   if (rt->compiler_version() == "NVRTC (not found)") {
     MESSAGE("skipped: NVRTC not found");
