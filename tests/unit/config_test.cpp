@@ -139,7 +139,8 @@ TEST_CASE("config: values reach the typed options") {
   CompileOptions shown;
   shown.schedule.gpu_tile = g;
   CHECK(find_knob("GPU_WGMMA")->show(shown) == "128x256x4,128x64x3");
-  CHECK(find_knob("GPU_WGMMA")->show(CompileOptions{}) == "128x256x4,128x128x4,128x128x3,128x64x4,128x64x8");
+  CHECK(find_knob("GPU_WGMMA")->show(CompileOptions{}) ==
+        "128x256x4,128x128x4,128x128x3,128x64x4,128x64x8");
   for (const char* bad :
        {"128x256x4,", "128x256x4,128x256x4", "128x256x4,,128x64x4", "128x256x4,64x64x4"})
     CHECK(error_of({{"GPU_WGMMA", bad}}).find("--config GPU_WGMMA expects") == 0);

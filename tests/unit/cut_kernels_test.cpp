@@ -257,14 +257,13 @@ TEST_CASE("cut: on the GPU attention read through a permute and a reshape stays 
   REQUIRE(loads.size() == 1);
   CHECK(loads[0]->index == o.index);
 
-  KernelPlan projected = plan_of(file + "attn_qkv_projection", {{"B", 2}, {"S", 5}, {"C", 64}},
-                                 DType::f16, {}, true);
+  KernelPlan projected =
+      plan_of(file + "attn_qkv_projection", {{"B", 2}, {"S", 5}, {"C", 64}}, DType::f16, {}, true);
   CHECK(cut_kernels(projected, opt).kernels == 2);
   check_order(projected);
   CHECK(is_softmax_contraction_kernel(projected, projected.kernels.at(1)));
 
-  KernelPlan one =
-      plan_of(file + "attn_batch_of_one", {{"S", 5}, {"C", 64}}, DType::f16, {}, true);
+  KernelPlan one = plan_of(file + "attn_batch_of_one", {{"S", 5}, {"C", 64}}, DType::f16, {}, true);
   CHECK(cut_kernels(one, opt).kernels == 1);
   CHECK(is_softmax_contraction_kernel(one, one.kernels.at(0)));
 
