@@ -88,8 +88,12 @@ class CudaBackend : public Backend {
   MemoryKind memory() const override { return MemoryKind::device; }
   LaunchGeometry geometry(const KernelPlan& plan, const Kernel& k,
                           const int64_t* sizes) const override {
-    return cuda_launch_geometry(plan, k, sizes);
+    return cuda_launch_geometry(plan, k, sizes, row_groups());
   }
+
+ protected:
+  /** Whether the schedule groups short rows (ScheduleOptions::gpu_row_groups). */
+  virtual bool row_groups() const { return true; }
 
  private:
   CudaRenderer renderer_;
@@ -108,12 +112,16 @@ class OpenCLBackend : public CudaBackend {
     opt.gpu_tensor_cores = false;
     opt.gpu_async_copy = false;
     opt.gpu_fused_attention = false;
+    opt.gpu_row_groups = false;
   }
   void configure_cuts(CutOptions& cut) const override {
     CudaBackend::configure_cuts(cut);
     cut.fuse_softmax_contractions = false;
   }
   const CStyleRenderer& renderer() const override { return renderer_; }
+
+ protected:
+  bool row_groups() const override { return false; }
 
  private:
   OpenCLRenderer renderer_;

@@ -289,11 +289,11 @@ std::string CStyleRenderer::loop_header(const Context&, const LoopNode& n, const
          " += " + std::to_string(n.step) + ")";
 }
 
-std::string CStyleRenderer::barrier() const {
+std::string CStyleRenderer::barrier(const Context&) const {
   throw std::runtime_error("the C renderer has no barrier: kernels run on one CPU thread");
 }
 
-std::string CStyleRenderer::single_condition() const {
+std::string CStyleRenderer::single_condition(const Context&) const {
   return "";
 }
 
@@ -578,9 +578,9 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
     case LoopNode::Kind::alloc:
       return render_alloc(c, n, depth);
     case LoopNode::Kind::barrier:
-      return pad + barrier() + "\n";
+      return pad + barrier(c) + "\n";
     case LoopNode::Kind::single: {
-      std::string cond = single_condition();
+      std::string cond = single_condition(c);
       if (cond.empty()) {
         for (const LoopNodePtr& child : n.body)
           s += render_node(c, *child, depth);

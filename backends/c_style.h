@@ -174,10 +174,12 @@ class CStyleRenderer {
   /** Loop `n` with its iterations grouped into vectors by the backend, or empty: as it is
    *  (the default). */
   virtual std::string render_vector_loop(const Context& c, const LoopNode& n, int depth) const;
-  /** The text of a barrier node; the C renderers have none (kernels run on one CPU thread). */
-  virtual std::string barrier() const;
-  /** The condition under which a `single` node's body runs, or empty: always (the CPU). */
-  virtual std::string single_condition() const;
+  /** The text of a barrier node at this point; the C renderers have none (kernels run on one
+   *  CPU thread). */
+  virtual std::string barrier(const Context& c) const;
+  /** The condition under which a `single` node's body runs at this point, or empty: always
+   *  (the CPU). */
+  virtual std::string single_condition(const Context& c) const;
   std::string render_node(const Context& c, const LoopNode& n, int depth, int collapsed = 0) const;
   /** An alloc node: the promoted element loaded into a register before its body, stored after,
    *  both only when the body's loops run at least once. */

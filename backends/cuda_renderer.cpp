@@ -9,6 +9,7 @@
 #include "backends/c_prelude.h"
 #include "backends/cuda_prelude.h"
 #include "ir/mma.h"
+#include "scheduler/group_rows.h"
 
 namespace kiln {
 
@@ -26,6 +27,14 @@ bool CudaRenderer::in_block(const Context& c) {
   for (const LoopNode* l : c.loops)
     if (l->mapping == Mapping::block_x) return true;
   return false;
+}
+
+std::string CudaRenderer::group_threads(const Context& c) {
+  for (size_t l = c.loops.size(); l-- > 0;)
+    if (c.loops[l]->mapping == Mapping::block_x)
+      return c.loops[l]->group_threads ? "(int64_t)" + ast_expr_to_c(*c.loops[l]->group_threads)
+                                       : "";
+  return "";
 }
 
 std::string CudaRenderer::prelude() const {
@@ -134,10 +143,21 @@ std::pair<std::string, std::string> CudaRenderer::thread_span(const Context& c,
                                                               const LoopNode& n) const {
   const std::string block = gpu_id(GpuId::block), blocks = gpu_id(GpuId::blocks);
   const std::string thread = gpu_id(GpuId::thread), threads = gpu_id(GpuId::threads);
+  // A row group's threads take one row at a time: group g of a block of G groups takes rows
+  // b·G + g, then G·(blocks) further on; its thread loops stride over its T threads.
+  if (n.mapping == Mapping::block_x && !c.nest.one_block && n.group_threads) {
+    const std::string T = "(int64_t)" + ast_expr_to_c(*n.group_threads);
+    const std::string G = "((int64_t)" + threads + " / " + T + ")";
+    return {"((int64_t)" + block + " * " + G + " + (int64_t)" + thread + " / " + T + ")",
+            "((int64_t)" + blocks + " * " + G + ")"};
+  }
   if (n.mapping == Mapping::block_x && !c.nest.one_block)
     return {"(int64_t)" + block, "(int64_t)" + blocks};
-  if (n.mapping == Mapping::thread_x && in_block(c))
+  if (n.mapping == Mapping::thread_x && in_block(c)) {
+    if (std::string T = group_threads(c); !T.empty())
+      return {"((int64_t)" + thread + " % " + T + ")", T};
     return {"(int64_t)" + thread, "(int64_t)" + threads};
+  }
   if (n.mapping == Mapping::thread_x)
     return {"((int64_t)" + block + " * " + threads + " + " + thread + ")",
             "((int64_t)" + blocks + " * " + threads + ")"};
@@ -158,7 +178,8 @@ std::string CudaRenderer::loop_annotation(const LoopNode& loop, const LoopSite&)
   return loop.mapping == Mapping::thread_x ? "KILN_THREAD_UNROLL" : "";
 }
 
-std::string CudaRenderer::barrier() const {
+std::string CudaRenderer::barrier(const Context& c) const {
+  if (std::string T = group_threads(c); !T.empty()) return "kiln_group_sync(" + T + ");";
   return "__syncthreads();";
 }
 
@@ -172,7 +193,9 @@ std::string CudaRenderer::shared_barrier() const {
   return "__syncthreads();";
 }
 
-std::string CudaRenderer::single_condition() const {
+std::string CudaRenderer::single_condition(const Context& c) const {
+  if (std::string T = group_threads(c); !T.empty())
+    return "(int64_t)" + gpu_id(GpuId::thread) + " % " + T + " == 0";
   return gpu_id(GpuId::thread) + " == 0";
 }
 
@@ -218,7 +241,7 @@ std::pair<std::string, std::string> CudaRenderer::reduction_of(const Context& c,
 std::string CudaRenderer::accumulator_start(const Context& c, const LoopNode& n,
                                             const std::string& load) const {
   if (!block_reduction(c, n)) return load;
-  return single_condition() + " ? " + load + " : " + reduction_of(c, n).first;
+  return single_condition(c) + " ? " + load + " : " + reduction_of(c, n).first;
 }
 
 std::string CudaRenderer::accumulator_finish(const Context& c, const LoopNode& n,
@@ -228,8 +251,12 @@ std::string CudaRenderer::accumulator_finish(const Context& c, const LoopNode& n
   auto [identity, op] = reduction_of(c, n);
   const Statement& st = c.kernel.statements.at(n.statement);
   std::string type = compute_type(c.plan.buffers[st.buffer].dtype);
-  return pad + n.name + " = " + block_reduce(type, n.name, identity, op) + ";\n" + pad + "if (" +
-         single_condition() + ") " + store + "\n";
+  std::string T = group_threads(c);
+  std::string combine = T.empty() ? block_reduce(type, n.name, identity, op)
+                                  : "kiln_group_reduce(" + n.name + ", " + identity + ", kiln_" +
+                                        op + "(), " + T + ")";
+  return pad + n.name + " = " + combine + ";\n" + pad + "if (" + single_condition(c) + ") " +
+         store + "\n";
 }
 
 std::string CudaRenderer::math_call(const std::string& fn, DType t, const std::string& a) const {
@@ -250,24 +277,35 @@ std::string CudaRenderer::extern_call(const KernelPlan&, const Statement&) const
   no_externs();
 }
 
-LaunchGeometry cuda_launch_geometry(const KernelPlan& plan, const Kernel& k, const int64_t* sizes) {
+LaunchGeometry cuda_launch_geometry(const KernelPlan& plan, const Kernel& k, const int64_t* sizes,
+                                    bool row_groups) {
   std::map<std::string, int64_t> env;
   for (size_t v = 0; v < plan.size_vars.size(); ++v)
     env[plan.size_vars[v]] = sizes[v];
   // One thread per point, or one block per row (all dimensions but the last) where rows are
   // short: a row's body maps to one block (scheduler/map_gpu.h).
-  double points = 1, rows = 1;
+  double points = 1, rows = 1, row = 1;  // row: the length of the rows of the largest domain
+  bool reduces = false;
   for (const Statement& s : k.statements) {
     double n = 1;
     for (size_t d = 0; d < s.extents.size(); ++d) {
       if (d + 1 == s.extents.size()) rows = std::max(rows, n);
       n *= static_cast<double>(std::max<int64_t>(s.extents[d].eval(env), 0));
     }
+    if (n > points && !s.extents.empty())
+      row = static_cast<double>(std::max<int64_t>(s.extents.back().eval(env), 0));
     points = std::max(points, n);
+    reduces |= s.kind == Statement::Kind::reduce_update;
   }
   LaunchGeometry g;
   g.block[0] = kCudaBlockThreads;
   double blocks = std::max(std::ceil(points / kCudaBlockThreads), rows);
+  if (row_groups && reduces) {
+    const double groups = static_cast<double>(
+        kCudaBlockThreads /
+        row_group_threads(static_cast<int64_t>(std::min(row, 1e9)), narrowest_element(plan, k)));
+    blocks = std::max(std::ceil(rows / groups), std::min(rows, 1024.0));
+  }
   g.grid[0] = static_cast<uint32_t>(std::clamp<double>(blocks, 1, kCudaMaxBlocks));
   return g;
 }

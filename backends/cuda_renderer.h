@@ -48,8 +48,10 @@ class CudaRenderer : public CStyleRenderer {
    *  its strided elements in flight, where a memory-bound row waits on one at a time.
    *  (A vector loop's own iterations are unrolled alike: render_vector_loop.) */
   std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const override;
-  std::string barrier() const override;
-  std::string single_condition() const override;
+  /** `__syncthreads();`, or within a row group (LoopNode::group_threads) the group's barrier. */
+  std::string barrier(const Context& c) const override;
+  /** Thread 0 of the block, or of the row group. */
+  std::string single_condition(const Context& c) const override;
   bool max_keys() const override;
   /** Packed panels are a CPU schedule's; a GPU kernel keeps nothing between launches. */
   bool keeps_packs() const override;
@@ -94,6 +96,9 @@ class CudaRenderer : public CStyleRenderer {
 
   /** Whether a `thread.x` loop at this point strides over one block's threads. */
   static bool in_block(const Context& c);
+  /** The C text of the threads per row group of the `block.x` loop around this point
+   *  (LoopNode::group_threads), or empty: the whole block takes each row. */
+  static std::string group_threads(const Context& c);
   /** The first index and the stride of mapped loop `n`'s iterations on this thread (block or
    *  thread index, and the count); empty for a loop every thread runs whole. */
   std::pair<std::string, std::string> thread_span(const Context& c, const LoopNode& n) const;
@@ -127,9 +132,12 @@ int64_t softmax_tile_shared_bytes(int64_t lanes, bool warpgroup);
 /** The geometry of kernel `k` for the bound sizes (KernelPlan::size_vars order): blocks of
  *  kCudaBlockThreads, and enough blocks for one thread per point of the largest statement
  *  domain or one block per row of any statement (its points but the last dimension's), at most
- *  kCudaMaxBlocks. It needs no schedule, so a cached module launches without
- *  one. */
-LaunchGeometry cuda_launch_geometry(const KernelPlan& plan, const Kernel& k, const int64_t* sizes);
+ *  kCudaMaxBlocks. With `row_groups` (the schedule groups short rows, scheduler/group_rows.h),
+ *  a kernel with a reduction takes one block per G rows instead, G the groups its row length
+ *  gives a block (row_group_threads), and at least min(rows, 1024) blocks where a schedule
+ *  did not group its rows. It needs no schedule, so a cached module launches without one. */
+LaunchGeometry cuda_launch_geometry(const KernelPlan& plan, const Kernel& k, const int64_t* sizes,
+                                    bool row_groups);
 
 /** One reduction block of block tile `n` on warpgroup instructions (LoopNode::mma with
  *  warpgroup set; backends/cuda_warpgroup.cpp): per k step and m64 tile one wgmma reading this

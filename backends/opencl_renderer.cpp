@@ -191,7 +191,7 @@ std::string OpenCLRenderer::loop_annotation(const LoopNode&, const LoopSite&) co
 
 // Global memory too: a `single` node's or a block reduction's store to a buffer is read by the
 // group's other work-items after the barrier (CUDA's __syncthreads orders both).
-std::string OpenCLRenderer::barrier() const {
+std::string OpenCLRenderer::barrier(const Context&) const {
   return "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);";
 }
 

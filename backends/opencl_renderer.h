@@ -41,7 +41,7 @@ class OpenCLRenderer : public CudaRenderer {
   std::string entry(const KernelPlan& plan, const LoopNest& nest, const std::string& symbol,
                     const std::string& call) const override;
   std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const override;
-  std::string barrier() const override;
+  std::string barrier(const Context& c) const override;
   std::string math_call(const std::string& fn, DType t, const std::string& a) const override;
   std::string render_vector_loop(const Context& c, const LoopNode& n, int depth) const override;
   std::string gpu_id(GpuId id) const override;

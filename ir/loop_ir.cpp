@@ -68,6 +68,9 @@ std::string loop_notes(const LoopNode& n) {
         "band " + std::to_string(n.band) + "." + std::to_string(n.member) + (n.tile ? " tile" : "");
   if (n.coincident) notes += std::string(notes.empty() ? "" : ", ") + "coincident";
   if (n.reduction) notes += std::string(notes.empty() ? "" : ", ") + "reduction";
+  if (n.group_threads)
+    notes += std::string(notes.empty() ? "" : ", ") + "groups of " + expr_text(*n.group_threads) +
+             " threads";
   if (n.stream_bytes > 0)
     notes += std::string(notes.empty() ? "" : ", ") + "streaming stores from " +
              std::to_string(n.stream_bytes) + " bytes";
@@ -340,7 +343,9 @@ AstExprPtr ast_op(const std::string& op, std::vector<AstExprPtr> args) {
 
 bool plus_iterator(const AstExpr& e, const std::string& iter) {
   if (e.kind == AstExpr::Kind::iterator) return e.name == iter;
-  if (e.kind != AstExpr::Kind::op || e.op != "add" || e.args.size() != 2) return false;
+  if (e.kind != AstExpr::Kind::op || (e.op != "add" && e.op != "sub") || e.args.size() != 2)
+    return false;
+  if (e.op == "sub") return plus_iterator(*e.args[0], iter) && !uses_iterator(*e.args[1], iter);
   return (plus_iterator(*e.args[0], iter) && !uses_iterator(*e.args[1], iter)) ||
          (plus_iterator(*e.args[1], iter) && !uses_iterator(*e.args[0], iter));
 }

@@ -152,6 +152,12 @@ struct LoopNode {
    *  the caches, where the buffer it writes has at least this many bytes
    *  (scheduler/stream_stores.h). */
   int64_t stream_bytes = 0;
+  /** loop mapped to `block.x` whose body is a block body: when set, groups of this many
+   *  consecutive threads (a multiple of 32 dividing the block; an expression of the sizes)
+   *  take its iterations, each group one at a time, and the body's thread loops, block
+   *  reductions, single-thread runs and barriers span the group's threads only
+   *  (scheduler/group_rows.h). Null: the whole block takes each iteration. */
+  AstExprPtr group_threads;
   Mapping mapping = Mapping::serial;  ///< loop; a carried alloc (see `carried`)
   /** loop mapped to simd: the vector lanes it runs at, chosen by map_simd from the target's
    *  full-width vectors (scheduler/map_loops.h); 0: the C compiler's choice. */
@@ -325,7 +331,7 @@ AstExprPtr ast_op(const std::string& op, std::vector<AstExprPtr> args);
 /** Whether `e` refers to loop iterator `iter`. */
 bool uses_iterator(const AstExpr& e, const std::string& iter);
 
-/** Whether `e` is `iter`, `iter + x` or `x + iter` with x free of iter. */
+/** Whether `e` is `iter`, `iter + x`, `x + iter` or `iter - x` with x free of iter (nested). */
 bool plus_iterator(const AstExpr& e, const std::string& iter);
 /** The statement iterators (i0, i1, ...) whose values in stmt node `stmt` (its args) use loop
  *  iterator `iter`. */

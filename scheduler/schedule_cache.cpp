@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "scheduler/gpu_tile.h"
+#include "scheduler/group_rows.h"
 #include "scheduler/online_softmax.h"
 #include "scheduler/register_tile.h"
 #include "scheduler/stream_stores.h"
@@ -108,6 +109,8 @@ ScheduledKernel ScheduleCache::reuse(const KernelPlan& plan, const Kernel& k,
   reused.milliseconds = 0;
   // Which loops stream depends on what this kernel writes (an output or a temporary).
   if (!opt_.backend_gpu) stream_stores(plan, k, reused.nest, opt_.stream_bytes);
+  // The threads per row depend on the narrowest element this kernel moves.
+  if (opt_.backend_gpu && opt_.gpu_row_groups) group_rows(plan, k, reused.nest);
   return reused;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "scheduler/carry_scans.h"
+#include "scheduler/group_rows.h"
 #include "scheduler/interchange.h"
 #include "scheduler/isl.h"
 #include "scheduler/isl_schedule.h"
@@ -466,6 +467,9 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::map_gpu:
         map_gpu(k, nest);
         break;
+      case Transform::Kind::group_rows:
+        group_rows(plan, k, nest);
+        break;
       case Transform::Kind::stream_stores:
         stream_stores(plan, k, nest, t.stream_bytes);
         break;
@@ -523,6 +527,7 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     list.push_back(t);
   }
   if (opt.backend_gpu) list.push_back({Transform::Kind::map_gpu});
+  if (opt.backend_gpu && opt.gpu_row_groups) list.push_back({Transform::Kind::group_rows});
   if (opt.parallel && opt.backend_threads) {
     Transform t{Transform::Kind::map_parallel};
     t.max_collapse = opt.max_collapse;

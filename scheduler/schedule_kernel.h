@@ -96,6 +96,10 @@ struct ScheduleOptions {
   bool gpu_tensor_cores = true;
   bool gpu_async_copy = true;
   bool gpu_fused_attention = true;
+  /** GPU: short rows of a block body taken by groups of a block's threads, barriers and
+   *  reductions within a group (scheduler/group_rows.h); the launch geometry counts on it
+   *  (backends/cuda_renderer.h). OpenCL: off (a work-group's barrier is the whole group's). */
+  bool gpu_row_groups = true;
   int max_collapse = 2;    ///< parallel loops mapped together, the outermost included
   bool debug_isl = false;  ///< print isl objects to stderr (--debug 5)
   /** The isl operations a kernel's dependences, schedule and AST may take (isl's

@@ -58,6 +58,9 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
       case Transform::Kind::map_gpu:
         out += "map gpu blocks and threads";
         break;
+      case Transform::Kind::group_rows:
+        out += "group short rows";
+        break;
       case Transform::Kind::stream_stores:
         out += "stream stores from " + std::to_string(t.stream_bytes) + " bytes";
         break;

@@ -36,6 +36,7 @@ struct Transform {
     map_parallel,          ///< loop IR: outermost coincident loops across threads
     map_simd,              ///< loop IR: innermost unit-stride loops across vector lanes
     map_gpu,               ///< loop IR: loops across GPU blocks and threads (map_gpu.h)
+    group_rows,            ///< loop IR: short rows in groups of a block's threads (group_rows.h)
     stream_stores,         ///< loop IR: outputs written once with non-temporal stores
     /** instead of isl: a softmax-weighted contraction (attention) as one GPU kernel with an
      *  online softmax (online_softmax.h) */

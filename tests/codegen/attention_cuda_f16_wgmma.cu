@@ -205,6 +205,40 @@ KILN_FN T kiln_block_reduce(T v, T identity, Op op) {
   return v;
 }
 
+/* The barrier of a row group (scheduler/group_rows.h): `threads` consecutive threads, a
+   multiple of 32 dividing the block; named barrier 1 + the group's index (0 is
+   __syncthreads), a warp's own sync for one warp, the block's for the whole block. */
+KILN_FN void kiln_group_sync(int64_t threads) {
+  if (threads == 32) {
+    __syncwarp();
+  } else if (threads == (int64_t)blockDim.x) {
+    __syncthreads();
+  } else {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + (unsigned)(threadIdx.x / threads)),
+                 "r"((unsigned)threads)
+                 : "memory");
+  }
+}
+
+/* Combines one value per thread of a row group of `threads` threads; the result is the
+   group's first thread's. Every thread of the group must call it. */
+template <class T, class Op>
+KILN_FN T kiln_group_reduce(T v, T identity, Op op, int64_t threads) {
+  __shared__ T part[32];
+  for (int d = 16; d > 0; d >>= 1) v = op(v, kiln_shfl_down(v, d));
+  if (threads == 32) return v;
+  const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+  const unsigned first = (unsigned)(threadIdx.x / threads * (threads >> 5));
+  kiln_group_sync(threads); /* an earlier reduction of this type has read `part` */
+  if (lane == 0) part[warp] = v;
+  kiln_group_sync(threads);
+  if (warp == first) {
+    v = lane < (unsigned)(threads >> 5) ? part[first + lane] : identity;
+    for (int d = 16; d > 0; d >>= 1) v = op(v, kiln_shfl_down(v, d));
+  }
+  return v;
+}
+
 /* Four consecutive elements of a block tile's shared operands, 16-byte aligned: one 16-byte
    shared load for floats (backends/cuda_tile.cpp). */
 template <class T>

@@ -385,15 +385,21 @@ TEST_CASE("codegen: matmul on openmp: lane blocks by row blocks across threads, 
         std::string::npos);
 }
 
-TEST_CASE("codegen: softmax on cuda: one block per row, block reductions, barriers") {
+TEST_CASE("codegen: softmax on cuda: rows to groups of threads, group reductions, barriers") {
   check_golden(golden_cases()[5]);
   std::string src = render_source(golden_cases()[5]);
-  CHECK(src.find("for (int64_t c0 = 0 + (int64_t)blockIdx.x; c0 < s_batch0; c0 += "
-                 "(int64_t)gridDim.x)") != std::string::npos);
-  CHECK(src.find("acc0 = kiln_block_reduce(acc0, (float)-KILN_INF, kiln_max());") !=
+  // Groups of T threads per row (scheduler/group_rows.h), T chosen from the row's length N
+  // when the kernel runs: 32 up to 4 16-byte vectors of f32 a thread.
+  const std::string T = "(int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= "
+                        "1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))";
+  CHECK(src.find("for (int64_t c0 = 0 + ((int64_t)blockIdx.x * ((int64_t)blockDim.x / " + T +
+                 ") + (int64_t)threadIdx.x / " + T + "); c0 < s_batch0; c0 += ((int64_t)gridDim.x * "
+                 "((int64_t)blockDim.x / " + T + ")))") != std::string::npos);
+  CHECK(src.find("acc0 = kiln_group_reduce(acc0, (float)-KILN_INF, kiln_max(), " + T + ");") !=
         std::string::npos);
-  CHECK(src.find("acc1 = kiln_block_reduce(acc1, (float)0, kiln_sum());") != std::string::npos);
-  CHECK(src.find("__syncthreads();") != std::string::npos);
+  CHECK(src.find("acc1 = kiln_group_reduce(acc1, (float)0, kiln_sum(), " + T + ");") !=
+        std::string::npos);
+  CHECK(src.find("kiln_group_sync(" + T + ");") != std::string::npos);
   CHECK(src.find("extern \"C\" __global__ void __launch_bounds__(256) kiln_softmax_0(const "
                  "kiln_params p)") != std::string::npos);
 }
@@ -413,9 +419,9 @@ TEST_CASE("codegen: memory-bound thread loops on cuda move 16-byte vectors") {
     std::string src = render_source({"softmax", "ops/nn.toml:softmax", {{"T", t}}, 1, "cuda"});
     CHECK(count(src, "= *(const uint4*)kiln_at;") == 3);
     CHECK(count(src, "*(uint4*)kiln_at = *(const uint4*)kiln_v;") == 1);  // y
-    CHECK(count(src, "kiln_c += " + std::to_string(lanes) + " * (int64_t)blockDim.x") == 3);
+    CHECK(count(src, "kiln_c += " + std::to_string(lanes) + " * (int64_t)(") == 3);  // T threads
     CHECK(count(src, "if (!kiln_aligned) {") == 3);
-    CHECK(count(src, "for (int64_t kiln_r = (int64_t)threadIdx.x; kiln_r < kiln_rest;") == 3);
+    CHECK(count(src, "for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(") == 3);
   }
   // w*x + y*z: a grid-stride loop over every thread of the grid, four loads and the store.
   std::string mam = render_source({"mul_add_mul", "ops/math.toml:mul_add_mul", {}, 0, "cuda"});
@@ -681,7 +687,8 @@ TEST_CASE("codegen: matmul f32 and layernorm f16 on opencl match their golden so
 
 TEST_CASE("codegen: a product on opencl takes CUDA's SIMT block tile, in local memory") {
   // One schedule: where CUDA takes no tensor cores (f32, f64, and x · wᵀ with a bias and a ReLU),
-  // the opencl backend's loop IR and transforms are CUDA's, block tile included.
+  // the opencl backend's loop IR and transforms are CUDA's, block tile included (short rows in
+  // groups of threads aside: CUDA's alone).
   auto lowered = [](const std::string& target, DType t, const std::string& backend) {
     Library lib;
     auto colon = target.rfind(':');
@@ -693,6 +700,7 @@ TEST_CASE("codegen: a product on opencl takes CUDA's SIMT block tile, in local m
     CompileOptions options;
     backend_for(backend).configure_cuts(options.cut);
     options.schedule.gpu_tile.wgmma_variants.clear();
+    options.schedule.gpu_row_groups = false;  // CUDA's one step OpenCL lacks (group_rows.h)
     return lower_program(g, backend_for(backend), options);
   };
   for (const auto& [target, t] : std::vector<std::pair<std::string, DType>>{
@@ -806,7 +814,9 @@ TEST_CASE("codegen: a scatter runs its scattered loop in order and the others in
   std::string cuda = render_source({"scatter_rows", target, types, 0, "cuda"});
   CHECK(cuda.find(position) != std::string::npos);
   CHECK(cuda.find(update) != std::string::npos);
-  CHECK(cuda.find("for (int64_t c0 = 0 + (int64_t)blockIdx.x; c0 < s_D;") != std::string::npos);
-  CHECK(cuda.find("if (threadIdx.x == 0) {\n        for (int64_t c1 = 0; c1 < s_S; c1 += 1)") !=
+  // A column to a group of threads (scheduler/group_rows.h), its serial loop on the group's first.
+  CHECK(cuda.find("c0 < s_D; c0 += ((int64_t)gridDim.x * ((int64_t)blockDim.x / (int64_t)(") !=
+        std::string::npos);
+  CHECK(cuda.find("256))) == 0) {\n        for (int64_t c1 = 0; c1 < s_S; c1 += 1)") !=
         std::string::npos);
 }

@@ -205,6 +205,40 @@ KILN_FN T kiln_block_reduce(T v, T identity, Op op) {
   return v;
 }
 
+/* The barrier of a row group (scheduler/group_rows.h): `threads` consecutive threads, a
+   multiple of 32 dividing the block; named barrier 1 + the group's index (0 is
+   __syncthreads), a warp's own sync for one warp, the block's for the whole block. */
+KILN_FN void kiln_group_sync(int64_t threads) {
+  if (threads == 32) {
+    __syncwarp();
+  } else if (threads == (int64_t)blockDim.x) {
+    __syncthreads();
+  } else {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + (unsigned)(threadIdx.x / threads)),
+                 "r"((unsigned)threads)
+                 : "memory");
+  }
+}
+
+/* Combines one value per thread of a row group of `threads` threads; the result is the
+   group's first thread's. Every thread of the group must call it. */
+template <class T, class Op>
+KILN_FN T kiln_group_reduce(T v, T identity, Op op, int64_t threads) {
+  __shared__ T part[32];
+  for (int d = 16; d > 0; d >>= 1) v = op(v, kiln_shfl_down(v, d));
+  if (threads == 32) return v;
+  const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+  const unsigned first = (unsigned)(threadIdx.x / threads * (threads >> 5));
+  kiln_group_sync(threads); /* an earlier reduction of this type has read `part` */
+  if (lane == 0) part[warp] = v;
+  kiln_group_sync(threads);
+  if (warp == first) {
+    v = lane < (unsigned)(threads >> 5) ? part[first + lane] : identity;
+    for (int d = 16; d > 0; d >>= 1) v = op(v, kiln_shfl_down(v, d));
+  }
+  return v;
+}
+
 /* Four consecutive elements of a block tile's shared operands, 16-byte aligned: one 16-byte
    shared load for floats (backends/cuda_tile.cpp). */
 template <class T>
@@ -361,18 +395,18 @@ struct kiln_params {
 };
 
 static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t2 */, float* restrict b3 /* t9 */) {
-  for (int64_t c0 = 0 + (int64_t)blockIdx.x; c0 < s_batch0; c0 += (int64_t)gridDim.x) {
-    if (threadIdx.x == 0) {
+  for (int64_t c0 = 0 + ((int64_t)blockIdx.x * ((int64_t)blockDim.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) + (int64_t)threadIdx.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); c0 < s_batch0; c0 += ((int64_t)gridDim.x * ((int64_t)blockDim.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))))) {
+    if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0) {
       {
         const int64_t i0 = c0;
         b2[(i0)] = (float)-KILN_INF;
       }
     }
-    __syncthreads();
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
     {
       const int64_t i0 = c0;
       if ((0 < s_N)) {
-        float acc0 = threadIdx.x == 0 ? b2[(i0)] : (float)-KILN_INF;
+        float acc0 = (int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0 ? b2[(i0)] : (float)-KILN_INF;
         {
           const int64_t kiln_init = 0;
           const int64_t kiln_count = s_N - kiln_init;
@@ -386,7 +420,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
           } else {
             kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / 4 * 4;
             KILN_THREAD_UNROLL
-            for (int64_t kiln_c = kiln_init + kiln_head + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
+            for (int64_t kiln_c = kiln_init + kiln_head + 4 * ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_c < kiln_vend; kiln_c += 4 * (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
               alignas(16) float kiln_l0[4];
               { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l0 = *(const uint4*)kiln_at; }
               {
@@ -424,7 +458,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
             }
           }
           const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);
-          for (int64_t kiln_r = (int64_t)threadIdx.x; kiln_r < kiln_rest; kiln_r += (int64_t)blockDim.x) {
+          for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_r < kiln_rest; kiln_r += (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
             const int64_t c1 = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);
             {
               const int64_t i0 = c0;
@@ -433,22 +467,22 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
             }
           }
         }
-        acc0 = kiln_block_reduce(acc0, (float)-KILN_INF, kiln_max());
-        if (threadIdx.x == 0) b2[(i0)] = acc0;
+        acc0 = kiln_group_reduce(acc0, (float)-KILN_INF, kiln_max(), (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
+        if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0) b2[(i0)] = acc0;
       }
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
+    if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0) {
       {
         const int64_t i0 = c0;
         b3[(i0)] = (float)0;
       }
     }
-    __syncthreads();
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
     {
       const int64_t i0 = c0;
       if ((0 < s_N)) {
-        float acc1 = threadIdx.x == 0 ? b3[(i0)] : (float)0;
+        float acc1 = (int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0 ? b3[(i0)] : (float)0;
         {
           const int64_t kiln_init = 0;
           const int64_t kiln_count = s_N - kiln_init;
@@ -462,7 +496,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
           } else {
             kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / 4 * 4;
             KILN_THREAD_UNROLL
-            for (int64_t kiln_c = kiln_init + kiln_head + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
+            for (int64_t kiln_c = kiln_init + kiln_head + 4 * ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_c < kiln_vend; kiln_c += 4 * (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
               alignas(16) float kiln_l0[4];
               { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l0 = *(const uint4*)kiln_at; }
               {
@@ -504,7 +538,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
             }
           }
           const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);
-          for (int64_t kiln_r = (int64_t)threadIdx.x; kiln_r < kiln_rest; kiln_r += (int64_t)blockDim.x) {
+          for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_r < kiln_rest; kiln_r += (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
             const int64_t c1 = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);
             {
               const int64_t i0 = c0;
@@ -514,11 +548,11 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
             }
           }
         }
-        acc1 = kiln_block_reduce(acc1, (float)0, kiln_sum());
-        if (threadIdx.x == 0) b3[(i0)] = acc1;
+        acc1 = kiln_group_reduce(acc1, (float)0, kiln_sum(), (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
+        if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0) b3[(i0)] = acc1;
       }
     }
-    __syncthreads();
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
     {
       const int64_t kiln_init = 0;
       const int64_t kiln_count = s_N - kiln_init;
@@ -533,7 +567,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       } else {
         kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / 4 * 4;
         KILN_THREAD_UNROLL
-        for (int64_t kiln_c = kiln_init + kiln_head + 4 * (int64_t)threadIdx.x; kiln_c < kiln_vend; kiln_c += 4 * (int64_t)blockDim.x) {
+        for (int64_t kiln_c = kiln_init + kiln_head + 4 * ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_c < kiln_vend; kiln_c += 4 * (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
           float kiln_l0[4];
           alignas(16) float kiln_l1[4];
           { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l1 = *(const uint4*)kiln_at; }
@@ -581,7 +615,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
         }
       }
       const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);
-      for (int64_t kiln_r = (int64_t)threadIdx.x; kiln_r < kiln_rest; kiln_r += (int64_t)blockDim.x) {
+      for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_r < kiln_rest; kiln_r += (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
         const int64_t c1 = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);
         {
           const int64_t i0 = c0;
@@ -590,7 +624,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
         }
       }
     }
-    __syncthreads();
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
   }
 }
 

@@ -682,11 +682,11 @@ TEST_CASE(
   CAPTURE(r.out);
   CHECK(r.code == 0);
   CHECK(has(r, "map gpu blocks and threads"));
-  CHECK(has(r, "// block.x (band 0.0, coincident)"));
+  CHECK(has(r, "// block.x (band 0.0, coincident, groups of"));  // scheduler/group_rows.h
   CHECK(has(r, "// thread.x (band 1.0, reduction)"));
   CHECK(has(r, "single  // one thread of the block"));
   r = kiln("show " + softmax + "--stage code", env);
-  CHECK(has(r, "kiln_block_reduce(acc0"));
+  CHECK(has(r, "kiln_group_reduce(acc0"));
   // Without a batch the row is the whole tensor: kernels are cut where every block would have
   // to see another's reduction, and the reductions run in one block.
   r = kiln("show ops/nn.toml:softmax --runtime cuda --stage schedule", env);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/mma.h"
+#include "scheduler/group_rows.h"
 #include "scheduler/tile_choice.h"
 #include "tests/unit/schedule_sim.h"
 
@@ -635,4 +636,73 @@ TEST_CASE("schedule: a launch takes the tile shape its sizes make fastest") {
   // Without the device's multiprocessors, or with nothing to compute, the kernel's own shape.
   CHECK(choose_tile({1, 512, 512, 512}, shapes, 0) == 0);
   CHECK(choose_tile({1, 0, 512, 512}, shapes, 132) == 0);
+}
+
+TEST_CASE("schedule: on the GPU short rows go to groups of a block's threads") {
+  // scheduler/group_rows.h: T threads per row, the fewest (from a warp to the block) that
+  // reach the row's end in four 16-byte vectors each.
+  CHECK(row_group_threads(768, 2) == 32);    // 96 vectors of 8 f16: 3 a thread
+  CHECK(row_group_threads(1024, 2) == 32);   // 4 a thread
+  CHECK(row_group_threads(1025, 2) == 64);   //
+  CHECK(row_group_threads(768, 4) == 64);    // f32: 192 vectors
+  CHECK(row_group_threads(4096, 4) == 256);  // the whole block, as without groups
+  CHECK(row_group_threads(1, 8) == 32);
+
+  // Softmax's max and exponentials over rows of `row` elements of `t`.
+  auto rows_kernel = [](const IntExpr& row, DType t) {
+    KernelBuilder b;
+    int x = b.buffer("x", {B, row}), m = b.buffer("m", {B}), e = b.buffer("e", {B, row});
+    b.plan.buffers[x].dtype = b.plan.buffers[e].dtype = t;
+    b.stmt(Statement::Kind::reduce_init, {B}, m, {it(0)}).reduce = ReduceKind::max;
+    b.stmt(Statement::Kind::reduce_update, {B, row}, m, {it(0)}, load(x, {it(0), it(1)})).reduce =
+        ReduceKind::max;
+    b.stmt(Statement::Kind::assign, {B, row}, e, {it(0), it(1)},
+           op(Op::exp2, {op(Op::add, {load(x, {it(0), it(1)}), op(Op::neg, {load(m, {it(0)})})})}));
+    return b;
+  };
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.gpu_tile.rows = 0;
+  auto block_loop = [](const ScheduledKernel& r) -> const LoopNode* {
+    for (const LoopNode* l : loops(*r.nest.root))
+      if (l->mapping == Mapping::block_x) return l;
+    return nullptr;
+  };
+  const std::vector<Env> sizes = {{{"B", 3}, {"N", 5}}, {{"B", 1}, {"N", 1}}};
+
+  // A row of 768 f16 values: a warp per row, eight rows to a block; the row's thread loops and
+  // its reduction stay thread.x, now over the group (the renderer's business).
+  ScheduledKernel r = check_legal(rows_kernel(768, DType::f16), opt, {{{"B", 3}}});
+  report("rows of 768 f16, grouped", r);
+  const LoopNode* block = block_loop(r);
+  REQUIRE(block != nullptr);
+  REQUIRE(block->group_threads != nullptr);
+  CHECK(block->group_threads->kind == AstExpr::Kind::integer);
+  CHECK(block->group_threads->value == 32);
+  CHECK(loop_nest_to_text(r.nest).find("groups of 32 threads") != std::string::npos);
+
+  // The row's length known only at run time: T is an expression of it.
+  r = check_legal(rows_kernel(N, DType::f16), opt, sizes);
+  block = block_loop(r);
+  REQUIRE(block != nullptr);
+  REQUIRE(block->group_threads != nullptr);
+  CHECK(block->group_threads->kind == AstExpr::Kind::op);
+  CHECK(loop_expr_to_text(*block->group_threads).find("1024") !=
+        std::string::npos);  // 32 up to 1024
+
+  // Rows that take the whole block (4096 f32) and a target without groups: no groups.
+  r = check_legal(rows_kernel(4096, DType::f32), opt, {{{"B", 2}}});
+  REQUIRE(block_loop(r) != nullptr);
+  CHECK(block_loop(r)->group_threads == nullptr);
+  opt.gpu_row_groups = false;
+  r = check_legal(rows_kernel(768, DType::f16), opt, {{{"B", 3}}});
+  REQUIRE(block_loop(r) != nullptr);
+  CHECK(block_loop(r)->group_threads == nullptr);
+
+  // A block tile uses the whole block: its loops take no groups.
+  ScheduleOptions tiled = untiled();
+  tiled.backend_gpu = true;
+  r = check_legal(linear_f16(), tiled, {{{"M", 5}, {"N", 7}, {"K", 3}}});
+  for (const LoopNode* l : loops(*r.nest.root))
+    CHECK(l->group_threads == nullptr);
 }
