@@ -153,7 +153,7 @@ struct LoopNode {
    *  (scheduler/stream_stores.h). */
   int64_t stream_bytes = 0;
   /** loop mapped to `block.x` whose body is a block body: when set, groups of this many
-   *  consecutive threads (a multiple of 32 dividing the block; an expression of the sizes)
+   *  consecutive threads (32 or the whole block; an expression of the sizes)
    *  take its iterations, each group one at a time, and the body's thread loops, block
    *  reductions, single-thread runs and barriers span the group's threads only
    *  (scheduler/group_rows.h). Null: the whole block takes each iteration. */

@@ -94,12 +94,9 @@ AstExprPtr threads_per_row(const LoopNode& loop, int64_t bytes) {
   }
   if (longest > 0) extents.push_back(ast_int(longest));
   AstExprPtr row = extents.size() == 1 ? extents[0] : ast_op("max", extents);
-  // The same choice as row_group_threads, at run time: 32, 64, 128 or 256.
-  const int64_t per_thread = 4 * (16 / bytes);
-  AstExprPtr t = ast_int(256);
-  for (int64_t n = 128; n >= 32; n /= 2)
-    t = ast_op("select", {ast_op("le", {row, ast_int(n * per_thread)}), ast_int(n), t});
-  return t;
+  // The same choice as row_group_threads, at run time.
+  const int64_t most = 32 * kRowVectorsPerThread * (16 / bytes);
+  return ast_op("select", {ast_op("le", {row, ast_int(most)}), ast_int(32), ast_int(256)});
 }
 
 class Grouper {
@@ -136,11 +133,7 @@ class Grouper {
 }  // namespace
 
 int64_t row_group_threads(int64_t length, int64_t bytes) {
-  const int64_t per_thread = 4 * (16 / std::clamp<int64_t>(bytes, 1, 16));
-  int64_t t = 32;
-  while (t < 256 && t * per_thread < length)
-    t *= 2;
-  return t;
+  return length <= 32 * kRowVectorsPerThread * (16 / std::clamp<int64_t>(bytes, 1, 16)) ? 32 : 256;
 }
 
 int64_t narrowest_element(const KernelPlan& plan, const Kernel& k) {

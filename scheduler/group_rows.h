@@ -1,18 +1,20 @@
 /** \file
- * Several short rows to a GPU block, a transform of the loop IR after map_gpu.
+ * Short rows to the warps of a GPU block, a transform of the loop IR after map_gpu.
  *
  * map_gpu gives a row's body (a softmax's max, sum and exponentials, a layernorm's two
  * statistics and its output) to one block: its thread loops and block reductions span the
  * block's threads, a barrier between them. A row of 768 f16 values is 96 vectors of 16 bytes,
  * so 160 of 256 threads idle, and each row waits on a chain of block-wide barriers. This step
- * lets consecutive threads in groups of T (a multiple of 32 dividing the block) take the rows
- * instead: group g of block b takes rows b·G + g, then G·(blocks) further on (G = threads / T),
- * its thread loops span its T threads, its reductions combine over them (warp shuffles alone
- * when T = 32) and its barriers wait for them only. No barrier is shared between groups, so a
- * group that runs out of rows leaves. T is chosen from the row's length: the fewest threads
- * (at least a warp) that reach the row's end in four 16-byte vectors each
- * (row_group_threads), a constant where the length is known when compiling, else an
- * expression of the sizes evaluated at run time.
+ * lets groups of T consecutive threads take the rows instead: group g of block b takes rows
+ * b·G + g, then G·(blocks) further on (G = threads / T), its thread loops span its T threads,
+ * its reductions combine over them and its barriers wait for them only. T is a warp where the
+ * row's length lets each thread reach its end in kRowVectorsPerThread 16-byte vectors
+ * (row_group_threads), else the whole block: a warp's reductions are shuffles alone, its
+ * barrier `__syncwarp`, no barrier is shared between warps (a warp that runs out of rows
+ * leaves), and nothing holds the named barriers that groups of 64 or 128 threads would need
+ * (each a multiprocessor resource: Nsight Compute showed them limiting a multiprocessor to four
+ * blocks). T is a constant where the length is known when compiling, else an expression of the
+ * sizes evaluated at run time.
  *
  * A `block.x` loop is grouped when its body holds only thread loops, block reductions (local
  * accumulators), single-thread runs, barriers, guards and statements, and the thread loops'
@@ -26,8 +28,12 @@
 
 namespace kiln {
 
-/** Threads per row for a row of `length` elements whose narrowest element has `bytes` bytes:
- *  the smallest power of two from 32 to 256 with threads × (16 / bytes) × 4 >= length. */
+/** The 16-byte vectors of a row a thread of a warp-sized group loads in a pass, at most. */
+inline constexpr int64_t kRowVectorsPerThread = 8;
+
+/** Threads per row for a row of `length` elements whose narrowest element has `bytes` bytes: a
+ *  warp where its threads reach the row's end in kRowVectorsPerThread 16-byte vectors each, else
+ *  the whole block (256). */
 int64_t row_group_threads(int64_t length, int64_t bytes);
 
 /** The narrowest element (in bytes, at least 1) of the buffers `k`'s statements store or load. */

@@ -388,10 +388,9 @@ TEST_CASE("codegen: matmul on openmp: lane blocks by row blocks across threads, 
 TEST_CASE("codegen: softmax on cuda: rows to groups of threads, group reductions, barriers") {
   check_golden(golden_cases()[5]);
   std::string src = render_source(golden_cases()[5]);
-  // Groups of T threads per row (scheduler/group_rows.h), T chosen from the row's length N
-  // when the kernel runs: 32 up to 4 16-byte vectors of f32 a thread.
-  const std::string T = "(int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= "
-                        "1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))";
+  // A warp per row where the row is short, else the block (scheduler/group_rows.h), chosen from
+  // the row's length N when the kernel runs: a warp up to 8 16-byte vectors of f32 a thread.
+  const std::string T = "(int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)";
   CHECK(src.find("for (int64_t c0 = 0 + ((int64_t)blockIdx.x * ((int64_t)blockDim.x / " + T +
                  ") + (int64_t)threadIdx.x / " + T + "); c0 < s_batch0; c0 += ((int64_t)gridDim.x * "
                  "((int64_t)blockDim.x / " + T + ")))") != std::string::npos);
@@ -817,6 +816,6 @@ TEST_CASE("codegen: a scatter runs its scattered loop in order and the others in
   // A column to a group of threads (scheduler/group_rows.h), its serial loop on the group's first.
   CHECK(cuda.find("c0 < s_D; c0 += ((int64_t)gridDim.x * ((int64_t)blockDim.x / (int64_t)(") !=
         std::string::npos);
-  CHECK(cuda.find("256))) == 0) {\n        for (int64_t c1 = 0; c1 < s_S; c1 += 1)") !=
+  CHECK(cuda.find("256) == 0) {\n        for (int64_t c1 = 0; c1 < s_S; c1 += 1)") !=
         std::string::npos);
 }

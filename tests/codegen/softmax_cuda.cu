@@ -205,37 +205,23 @@ KILN_FN T kiln_block_reduce(T v, T identity, Op op) {
   return v;
 }
 
-/* The barrier of a row group (scheduler/group_rows.h): `threads` consecutive threads, a
-   multiple of 32 dividing the block; named barrier 1 + the group's index (0 is
-   __syncthreads), a warp's own sync for one warp, the block's for the whole block. */
+/* The barrier of a row group (scheduler/group_rows.h) of `threads` consecutive threads, a warp
+   or the whole block: the warp's own sync, or the block's. (Named barriers for groups between
+   the two would hold barrier resources that limit the blocks a multiprocessor runs.) */
 KILN_FN void kiln_group_sync(int64_t threads) {
   if (threads == 32) {
     __syncwarp();
-  } else if (threads == (int64_t)blockDim.x) {
-    __syncthreads();
   } else {
-    asm volatile("bar.sync %0, %1;" ::"r"(1 + (unsigned)(threadIdx.x / threads)),
-                 "r"((unsigned)threads)
-                 : "memory");
+    __syncthreads();
   }
 }
 
-/* Combines one value per thread of a row group of `threads` threads; the result is the
-   group's first thread's. Every thread of the group must call it. */
+/* Combines one value per thread of a row group of `threads` threads, a warp or the whole
+   block; the result is the group's first thread's. Every thread of the group must call it. */
 template <class T, class Op>
 KILN_FN T kiln_group_reduce(T v, T identity, Op op, int64_t threads) {
-  __shared__ T part[32];
+  if (threads != 32) return kiln_block_reduce(v, identity, op);
   for (int d = 16; d > 0; d >>= 1) v = op(v, kiln_shfl_down(v, d));
-  if (threads == 32) return v;
-  const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
-  const unsigned first = (unsigned)(threadIdx.x / threads * (threads >> 5));
-  kiln_group_sync(threads); /* an earlier reduction of this type has read `part` */
-  if (lane == 0) part[warp] = v;
-  kiln_group_sync(threads);
-  if (warp == first) {
-    v = lane < (unsigned)(threads >> 5) ? part[first + lane] : identity;
-    for (int d = 16; d > 0; d >>= 1) v = op(v, kiln_shfl_down(v, d));
-  }
   return v;
 }
 
@@ -369,16 +355,15 @@ KILN_FN uint16_t kiln_f32_to_f16(float x) {
   return x != x ? (uint16_t)((__float_as_uint(x) >> 16 & 0x8000u) | 0x7e00u) : h;
 }
 
-/* f16 -> f32 by the hardware conversion (exact, subnormals too), a NaN as the shared software
-   one reads it (sign and payload kept): the same bits for every input, a conversion and a
-   select where the software one branches per class of value. Every f16 value a kernel reads
-   goes through it: f16 rows (layernorm, softmax) ran at a third of PyTorch's rate on it. */
+/* f16 -> f32 by the hardware conversion alone: exact for every number, subnormals too, and a
+   NaN for a NaN, whose payload is the hardware's (the shared software conversion keeps it; no
+   comparison of results tells NaNs apart). One instruction for every f16 value a kernel reads:
+   rebuilding the software NaN took ten more, three quarters of an f16 row's instructions. */
 #undef kiln_f16_to_f32
 KILN_FN float kiln_f16_to_f32(uint16_t h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  const uint32_t nan = (uint32_t)(h & 0x8000u) << 16 | 0x7f800000u | (uint32_t)(h & 0x3ffu) << 13;
-  return (h & 0x7fffu) > 0x7c00u ? __uint_as_float(nan) : f;
+  return f;
 }
 
 template <class To, class From>
@@ -395,18 +380,18 @@ struct kiln_params {
 };
 
 static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t2 */, float* restrict b3 /* t9 */) {
-  for (int64_t c0 = 0 + ((int64_t)blockIdx.x * ((int64_t)blockDim.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) + (int64_t)threadIdx.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); c0 < s_batch0; c0 += ((int64_t)gridDim.x * ((int64_t)blockDim.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))))) {
-    if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0) {
+  for (int64_t c0 = 0 + ((int64_t)blockIdx.x * ((int64_t)blockDim.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)) + (int64_t)threadIdx.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)); c0 < s_batch0; c0 += ((int64_t)gridDim.x * ((int64_t)blockDim.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)))) {
+    if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256) == 0) {
       {
         const int64_t i0 = c0;
         b2[(i0)] = (float)-KILN_INF;
       }
     }
-    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256));
     {
       const int64_t i0 = c0;
       if ((0 < s_N)) {
-        float acc0 = (int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0 ? b2[(i0)] : (float)-KILN_INF;
+        float acc0 = (int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256) == 0 ? b2[(i0)] : (float)-KILN_INF;
         {
           const int64_t kiln_init = 0;
           const int64_t kiln_count = s_N - kiln_init;
@@ -420,7 +405,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
           } else {
             kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / 4 * 4;
             KILN_THREAD_UNROLL
-            for (int64_t kiln_c = kiln_init + kiln_head + 4 * ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_c < kiln_vend; kiln_c += 4 * (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
+            for (int64_t kiln_c = kiln_init + kiln_head + 4 * ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)); kiln_c < kiln_vend; kiln_c += 4 * (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)) {
               alignas(16) float kiln_l0[4];
               { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l0 = *(const uint4*)kiln_at; }
               {
@@ -458,7 +443,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
             }
           }
           const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);
-          for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_r < kiln_rest; kiln_r += (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
+          for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)); kiln_r < kiln_rest; kiln_r += (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)) {
             const int64_t c1 = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);
             {
               const int64_t i0 = c0;
@@ -467,22 +452,22 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
             }
           }
         }
-        acc0 = kiln_group_reduce(acc0, (float)-KILN_INF, kiln_max(), (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
-        if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0) b2[(i0)] = acc0;
+        acc0 = kiln_group_reduce(acc0, (float)-KILN_INF, kiln_max(), (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256));
+        if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256) == 0) b2[(i0)] = acc0;
       }
     }
-    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
-    if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0) {
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256));
+    if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256) == 0) {
       {
         const int64_t i0 = c0;
         b3[(i0)] = (float)0;
       }
     }
-    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256));
     {
       const int64_t i0 = c0;
       if ((0 < s_N)) {
-        float acc1 = (int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0 ? b3[(i0)] : (float)0;
+        float acc1 = (int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256) == 0 ? b3[(i0)] : (float)0;
         {
           const int64_t kiln_init = 0;
           const int64_t kiln_count = s_N - kiln_init;
@@ -496,7 +481,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
           } else {
             kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / 4 * 4;
             KILN_THREAD_UNROLL
-            for (int64_t kiln_c = kiln_init + kiln_head + 4 * ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_c < kiln_vend; kiln_c += 4 * (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
+            for (int64_t kiln_c = kiln_init + kiln_head + 4 * ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)); kiln_c < kiln_vend; kiln_c += 4 * (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)) {
               alignas(16) float kiln_l0[4];
               { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l0 = *(const uint4*)kiln_at; }
               {
@@ -538,7 +523,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
             }
           }
           const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);
-          for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_r < kiln_rest; kiln_r += (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
+          for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)); kiln_r < kiln_rest; kiln_r += (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)) {
             const int64_t c1 = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);
             {
               const int64_t i0 = c0;
@@ -548,11 +533,11 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
             }
           }
         }
-        acc1 = kiln_group_reduce(acc1, (float)0, kiln_sum(), (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
-        if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))) == 0) b3[(i0)] = acc1;
+        acc1 = kiln_group_reduce(acc1, (float)0, kiln_sum(), (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256));
+        if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256) == 0) b3[(i0)] = acc1;
       }
     }
-    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256));
     {
       const int64_t kiln_init = 0;
       const int64_t kiln_count = s_N - kiln_init;
@@ -567,7 +552,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
       } else {
         kiln_vend = kiln_init + kiln_head + (kiln_count - kiln_head) / 4 * 4;
         KILN_THREAD_UNROLL
-        for (int64_t kiln_c = kiln_init + kiln_head + 4 * ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_c < kiln_vend; kiln_c += 4 * (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
+        for (int64_t kiln_c = kiln_init + kiln_head + 4 * ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)); kiln_c < kiln_vend; kiln_c += 4 * (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)) {
           float kiln_l0[4];
           alignas(16) float kiln_l1[4];
           { const float* kiln_at; { const int64_t c1 = kiln_c; const int64_t i0 = c0, i1 = c1; kiln_at = &b0[(s_N * i0 + i1)]; } *(uint4*)kiln_l1 = *(const uint4*)kiln_at; }
@@ -615,7 +600,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
         }
       }
       const int64_t kiln_rest = kiln_head + (kiln_init + kiln_count - kiln_vend);
-      for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))); kiln_r < kiln_rest; kiln_r += (int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256)))) {
+      for (int64_t kiln_r = ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)); kiln_r < kiln_rest; kiln_r += (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)) {
         const int64_t c1 = kiln_r < kiln_head ? kiln_init + kiln_r : kiln_vend + (kiln_r - kiln_head);
         {
           const int64_t i0 = c0;
@@ -624,7 +609,7 @@ static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batc
         }
       }
     }
-    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 512) ? 32 : (((s_N > 0 ? s_N : 0) <= 1024) ? 64 : (((s_N > 0 ? s_N : 0) <= 2048) ? 128 : 256))));
+    kiln_group_sync((int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256));
   }
 }
 

@@ -43,8 +43,8 @@ TEST_CASE("cuda geometry: a thread per point, a block per short row, at most kCu
 }
 
 TEST_CASE("cuda geometry: short rows in groups of threads take a block per group of rows") {
-  // f32 rows of 64 take groups of 32 threads, 8 rows a block (scheduler/group_rows.h): 8192
-  // rows need 1024 blocks, where a block per row would leave 7 of 8 of them without work.
+  // f32 rows of 64 take a warp each, 8 rows a block (scheduler/group_rows.h): 8192 rows need
+  // 1024 blocks, where a block per row would leave 7 of 8 of them without work.
   CHECK(rows_geometry(8192, 64, true).grid[0] == 1024);
   CHECK(rows_geometry(8192, 64, true).block[0] == kCudaBlockThreads);
   CHECK(rows_geometry(65536, 64, true).grid[0] == kCudaMaxBlocks);

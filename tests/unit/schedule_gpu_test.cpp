@@ -639,12 +639,12 @@ TEST_CASE("schedule: a launch takes the tile shape its sizes make fastest") {
 }
 
 TEST_CASE("schedule: on the GPU short rows go to groups of a block's threads") {
-  // scheduler/group_rows.h: T threads per row, the fewest (from a warp to the block) that
-  // reach the row's end in four 16-byte vectors each.
+  // scheduler/group_rows.h: a warp per row where its threads reach the row's end in eight
+  // 16-byte vectors each, else the block.
   CHECK(row_group_threads(768, 2) == 32);    // 96 vectors of 8 f16: 3 a thread
-  CHECK(row_group_threads(1024, 2) == 32);   // 4 a thread
-  CHECK(row_group_threads(1025, 2) == 64);   //
-  CHECK(row_group_threads(768, 4) == 64);    // f32: 192 vectors
+  CHECK(row_group_threads(2048, 2) == 32);   // 8 a thread
+  CHECK(row_group_threads(2049, 2) == 256);  //
+  CHECK(row_group_threads(1024, 4) == 32);   // f32: 256 vectors
   CHECK(row_group_threads(4096, 4) == 256);  // the whole block, as without groups
   CHECK(row_group_threads(1, 8) == 32);
 
@@ -687,8 +687,8 @@ TEST_CASE("schedule: on the GPU short rows go to groups of a block's threads") {
   REQUIRE(block != nullptr);
   REQUIRE(block->group_threads != nullptr);
   CHECK(block->group_threads->kind == AstExpr::Kind::op);
-  CHECK(loop_expr_to_text(*block->group_threads).find("1024") !=
-        std::string::npos);  // 32 up to 1024
+  CHECK(loop_expr_to_text(*block->group_threads).find("2048") !=
+        std::string::npos);  // a warp up to 2048
 
   // Rows that take the whole block (4096 f32) and a target without groups: no groups.
   r = check_legal(rows_kernel(4096, DType::f32), opt, {{{"B", 2}}});
