@@ -46,6 +46,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "ir/externs.h"
@@ -228,60 +230,161 @@ void next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
   }
 }
 
-Tensor eval_view(NodeId id, const Node& n, const Tensor& src, const std::vector<int64_t>& dims,
+/** Whether `op` computes each element from its operands' elements at the same position alone
+ *  (eval_elementwise's ops), so that it may be computed where read. */
+bool lazy_op(Op op) {
+  return op != Op::input && op != Op::constant && op != Op::index && op != Op::view &&
+         op != Op::reduce && op != Op::scan && op != Op::extern_call && op != Op::gather &&
+         op != Op::scatter;
+}
+
+/** A node's elements computed where they are read instead of stored: a large view or
+ *  elementwise value that only reductions, views and other such values read. The product
+ *  `a[m, k] * b[k, n]` a matmul sums is M · N · K elements, 8 GiB at 1024³ for each of its two
+ *  broadcasts and for itself; read where the reduction reads it, it takes none. */
+class Lazy {
+ public:
+  Lazy(DType dtype, std::vector<int64_t> dims) : dtype(dtype), dims(std::move(dims)) {}
+  virtual ~Lazy() = default;
+  /** Sets element 0 of `out` (one element of this node's dtype) to the element at `idx`. */
+  virtual void element(const std::vector<int64_t>& idx, Tensor& out) const = 0;
+  const DType dtype;
+  const std::vector<int64_t> dims;
+};
+
+/** A one-element tensor of `t`, for a Lazy's element. */
+Tensor scalar_tensor(DType t) {
+  return Tensor(t, {1});
+}
+
+/** The row-major offset of `idx` in `dims`. */
+size_t offset_of(const std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
+  size_t o = 0;
+  for (size_t d = 0; d < dims.size(); ++d)
+    o = o * static_cast<size_t>(dims[d]) + static_cast<size_t>(idx[d]);
+  return o;
+}
+
+/** A node's value: a tensor, or its elements computed where read. */
+struct Value {
+  Tensor t;
+  std::unique_ptr<Lazy> lazy;
+};
+
+/** Element `idx` of `v` into one-element `scratch` (v's dtype); returns where to read it. */
+std::pair<const Tensor*, size_t> element_of(const Value& v, const std::vector<int64_t>& idx,
+                                            Tensor& scratch) {
+  if (!v.lazy) return {&v.t, offset_of(idx, v.t.dims)};
+  v.lazy->element(idx, scratch);
+  return {&scratch, 0};
+}
+
+/** The view's index and mask maps, compiled for the bound sizes. */
+struct ViewMaps {
+  Env env;  // the %k bindings
+  std::vector<int64_t*> slots;
+  std::vector<IndexFn> index, mask;
+  std::vector<int64_t> bound;  // mask bounds are size expressions
+
+  ViewMaps(const Node& n, size_t rank, const SizeBindings& sizes) {
+    const std::map<std::string, IntExpr> size_sub = size_substitution(sizes);
+    slots = index_slots(env, rank);
+    for (const IntExpr& e : n.view.index)
+      index.push_back(compile_index(e, size_sub, env, slots));
+    for (const MaskBound& m : n.view.mask) {
+      mask.push_back(compile_index(m.expr, size_sub, env, slots));
+      bound.push_back(m.bound.eval(sizes));
+    }
+  }
+
+  /** Whether output element `idx` reads its source (its mask holds), and where, into `at`. */
+  bool source(NodeId id, const std::vector<int64_t>& idx, const std::vector<int64_t>& src_dims,
+              std::vector<int64_t>& at) {
+    for (size_t d = 0; d < slots.size(); ++d)
+      *slots[d] = idx[d];
+    for (size_t m = 0; m < mask.size(); ++m) {
+      int64_t v = mask[m](idx, env);
+      if (v < 0 || v >= bound[m]) return false;
+    }
+    for (size_t d = 0; d < at.size(); ++d) {
+      at[d] = index[d](idx, env);
+      if (at[d] < 0 || at[d] >= src_dims[d])
+        throw std::runtime_error("view reads outside its source: %" + std::to_string(id) + " at " +
+                                 dims_str(idx) + " reads " + dims_str(at) +
+                                 " of a source with dims " + dims_str(src_dims));
+    }
+    return true;
+  }
+};
+
+Tensor eval_view(NodeId id, const Node& n, const Value& src, const std::vector<int64_t>& dims,
                  const SizeBindings& sizes) {
-  if (n.view.index.size() != src.dims.size())
+  const std::vector<int64_t>& src_dims = src.lazy ? src.lazy->dims : src.t.dims;
+  if (n.view.index.size() != src_dims.size())
     fail(id, n, "the view's rank does not match its source's");
   // An empty view reads nothing: its index maps may divide by a size that is 0.
   if (std::find(dims.begin(), dims.end(), 0) != dims.end()) return Tensor(n.dtype, dims);
-  const std::map<std::string, IntExpr> size_sub = size_substitution(sizes);
-  Env env;  // the %k bindings
-  const std::vector<int64_t*> slots = index_slots(env, dims.size());
-  std::vector<IndexFn> index, mask;
-  std::vector<int64_t> bound;  // mask bounds are size expressions
-  for (const IntExpr& e : n.view.index)
-    index.push_back(compile_index(e, size_sub, env, slots));
-  for (const MaskBound& m : n.view.mask) {
-    mask.push_back(compile_index(m.expr, size_sub, env, slots));
-    bound.push_back(m.bound.eval(sizes));
-  }
-  std::vector<int64_t> idx(dims.size(), 0), at(src.dims.size());
+  ViewMaps maps(n, dims.size(), sizes);
+  std::vector<int64_t> idx(dims.size(), 0), at(src_dims.size());
   Tensor out(n.dtype, dims);
+  Tensor scratch = scalar_tensor(src.lazy ? src.lazy->dtype : src.t.dtype);
   for (size_t k = 0; k < out.numel(); ++k, next_index(idx, dims)) {
-    for (size_t d = 0; d < slots.size(); ++d)
-      *slots[d] = idx[d];
-    bool valid = true;
-    for (size_t m = 0; m < mask.size() && valid; ++m) {
-      int64_t v = mask[m](idx, env);
-      valid = v >= 0 && v < bound[m];
-    }
-    if (!valid) continue;  // out is zero-initialised
-    size_t offset = 0;
-    for (size_t d = 0; d < at.size(); ++d) {
-      at[d] = index[d](idx, env);
-      if (at[d] < 0 || at[d] >= src.dims[d])
-        throw std::runtime_error("view reads outside its source: %" + std::to_string(id) + " at " +
-                                 dims_str(idx) + " reads " + dims_str(at) +
-                                 " of a source with dims " + dims_str(src.dims));
-      offset = offset * static_cast<size_t>(src.dims[d]) + static_cast<size_t>(at[d]);
-    }
-    put_element(out, k, src, offset);
+    if (!maps.source(id, idx, src_dims, at)) continue;  // out is zero-initialised
+    auto [from, j] = element_of(src, at, scratch);
+    put_element(out, k, *from, j);
   }
   return out;
 }
 
-Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<int64_t>& dims,
+/** A view read where its user reads it. */
+class LazyView : public Lazy {
+ public:
+  LazyView(NodeId id, const Node& n, const Value& src, const std::vector<int64_t>& dims,
+           const SizeBindings& sizes)
+      : Lazy(n.dtype, dims),
+        id_(id),
+        src_(src),
+        src_dims_(src.lazy ? src.lazy->dims : src.t.dims),
+        maps_(n, dims.size(), sizes),
+        at_(src_dims_.size()),
+        scratch_(scalar_tensor(src.lazy ? src.lazy->dtype : src.t.dtype)) {
+    if (n.view.index.size() != src_dims_.size())
+      fail(id, n, "the view's rank does not match its source's");
+  }
+  void element(const std::vector<int64_t>& idx, Tensor& out) const override {
+    if (!maps_.source(id_, idx, src_dims_, at_)) {
+      if (is_float(out.dtype))
+        out.f[0] = 0;
+      else
+        out.i[0] = 0;
+      return;
+    }
+    auto [from, j] = element_of(src_, at_, scratch_);
+    put_element(out, 0, *from, j);
+  }
+
+ private:
+  NodeId id_;
+  const Value& src_;
+  std::vector<int64_t> src_dims_;
+  mutable ViewMaps maps_;
+  mutable std::vector<int64_t> at_;
+  mutable Tensor scratch_;
+};
+
+Tensor eval_reduce(NodeId id, const Node& n, const Value& operand, const std::vector<int64_t>& dims,
                    const SizeBindings& sizes) {
-  std::vector<size_t> out_stride(a.dims.size(), 0);  // 0 along reduced axes
-  bool ok = a.dims.size() == dims.size();
+  const std::vector<int64_t>& a_dims = operand.lazy ? operand.lazy->dims : operand.t.dims;
+  std::vector<size_t> out_stride(a_dims.size(), 0);  // 0 along reduced axes
+  bool ok = a_dims.size() == dims.size();
   size_t stride = 1;
-  for (size_t d = a.dims.size(); ok && d-- > 0;) {
+  for (size_t d = a_dims.size(); ok && d-- > 0;) {
     bool reduced = std::find(n.axes.begin(), n.axes.end(), int(d)) != n.axes.end();
-    ok = dims[d] == (reduced ? 1 : a.dims[d]);
+    ok = dims[d] == (reduced ? 1 : a_dims[d]);
     if (!reduced) out_stride[d] = stride;
     stride *= static_cast<size_t>(dims[d]);
   }
-  if (!ok) fail(id, n, "operand dims " + dims_str(a.dims) + " do not reduce to " + dims_str(dims));
+  if (!ok) fail(id, n, "operand dims " + dims_str(a_dims) + " do not reduce to " + dims_str(dims));
   Op op = n.reduce_kind == ReduceKind::sum    ? Op::add
           : n.reduce_kind == ReduceKind::prod ? Op::mul
                                               : Op::max;
@@ -294,12 +397,15 @@ Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<
   // A bounded domain: the operand's points where every bound is >= 0 take part.
   const std::map<std::string, IntExpr> size_sub = size_substitution(sizes);
   Env env;
-  const std::vector<int64_t*> slots = index_slots(env, a.dims.size());
+  const std::vector<int64_t*> slots = index_slots(env, a_dims.size());
   std::vector<IndexFn> domain;
   for (const IntExpr& e : n.domain)
     domain.push_back(compile_index(e, size_sub, env, slots));
-  std::vector<int64_t> idx(a.dims.size(), 0);
-  for (size_t k = 0; k < a.numel(); ++k, next_index(idx, a.dims)) {
+  std::vector<int64_t> idx(a_dims.size(), 0);
+  std::optional<int64_t> count = checked_product(a_dims);
+  if (!count || *count < 0) fail(id, n, "the operand's element count overflows");
+  Tensor scratch = scalar_tensor(operand.lazy ? operand.lazy->dtype : operand.t.dtype);
+  for (size_t k = 0; k < static_cast<size_t>(*count); ++k, next_index(idx, a_dims)) {
     if (!domain.empty()) {
       for (size_t d = 0; d < slots.size(); ++d)
         *slots[d] = idx[d];
@@ -311,10 +417,16 @@ Tensor eval_reduce(NodeId id, const Node& n, const Tensor& a, const std::vector<
     size_t o = 0;
     for (size_t d = 0; d < idx.size(); ++d)
       o += out_stride[d] * static_cast<size_t>(idx[d]);
+    const Tensor* a = &operand.t;
+    size_t j = k;
+    if (operand.lazy) {
+      operand.lazy->element(idx, scratch);
+      a = &scratch, j = 0;
+    }
     if (is_float(n.dtype))
-      out.f[o] = float_binary(op, out.f[o], a.at(k));
+      out.f[o] = float_binary(op, out.f[o], a->at(j));
     else
-      put_int(out, o, int_binary(id, op, n.dtype, out.i[o], int_at(a, k)), n.dtype);
+      put_int(out, o, int_binary(id, op, n.dtype, out.i[o], int_at(*a, j)), n.dtype);
   }
   return out;
 }
@@ -360,14 +472,14 @@ void check_elementwise(NodeId id, const Node& n, const std::vector<const Tensor*
     fail(id, n, "bitcast between types of different widths");
 }
 
-Tensor eval_elementwise(NodeId id, const Node& n, const std::vector<const Tensor*>& args,
-                        const std::vector<int64_t>& dims) {
-  check_elementwise(id, n, args, dims);
+/** Element `k` of elementwise node `n` from element `k` of each of `args`, into `out`; a cast
+ *  to a float is not rounded yet (eval_elementwise rounds the whole tensor). */
+void elementwise_element(NodeId id, const Node& n, const std::vector<const Tensor*>& args,
+                         Tensor& out, size_t k) {
   const Tensor& a = *args[0];
   bool fl = is_float(a.dtype);
   OpClass cls = op_info(n.op).cls;
-  Tensor out(n.dtype, dims);
-  for (size_t k = 0; k < out.numel(); ++k) {
+  {
     if (n.op == Op::cast && n.dtype == DType::f32 && !fl)  // one rounding, as C converts
       out.f[k] = a.dtype == DType::u64 ? static_cast<float>(static_cast<uint64_t>(a.i[k]))
                                        : static_cast<float>(a.i[k]);
@@ -391,11 +503,57 @@ Tensor eval_elementwise(NodeId id, const Node& n, const std::vector<const Tensor
     else
       put_int(out, k, int_binary(id, n.op, a.dtype, a.i[k], args[1]->i[k]), a.dtype);
   }
+}
+
+Tensor eval_elementwise(NodeId id, const Node& n, const std::vector<const Tensor*>& args,
+                        const std::vector<int64_t>& dims) {
+  check_elementwise(id, n, args, dims);
+  Tensor out(n.dtype, dims);
+  for (size_t k = 0; k < out.numel(); ++k)
+    elementwise_element(id, n, args, out, k);
   if (n.op == Op::cast && is_float(n.dtype))  // the one place where float values are rounded
     for (double& v : out.f)
       v = round_to_float(n.dtype, v);
   return out;
 }
+
+/** An elementwise node computed where its user reads it. */
+class LazyElementwise : public Lazy {
+ public:
+  LazyElementwise(NodeId id, const Node& n, std::vector<const Value*> args,
+                  const std::vector<int64_t>& dims)
+      : Lazy(n.dtype, dims), id_(id), n_(n), args_(std::move(args)) {
+    std::vector<Tensor> shapes;  // dtypes and dims alone, for check_elementwise
+    for (const Value* a : args_) {
+      Tensor t;
+      t.dtype = a->lazy ? a->lazy->dtype : a->t.dtype;
+      t.dims = a->lazy ? a->lazy->dims : a->t.dims;
+      shapes.push_back(std::move(t));
+      scratch_.push_back(scalar_tensor(shapes.back().dtype));
+    }
+    std::vector<const Tensor*> ptrs;
+    for (const Tensor& t : shapes)
+      ptrs.push_back(&t);
+    check_elementwise(id, n, ptrs, dims);
+    for (Tensor& t : scratch_)
+      read_.push_back(&t);
+  }
+  void element(const std::vector<int64_t>& idx, Tensor& out) const override {
+    for (size_t a = 0; a < args_.size(); ++a) {
+      auto [from, j] = element_of(*args_[a], idx, scratch_[a]);
+      if (from != &scratch_[a]) put_element(scratch_[a], 0, *from, j);
+    }
+    elementwise_element(id_, n_, read_, out, 0);
+    if (n_.op == Op::cast && is_float(n_.dtype)) out.f[0] = round_to_float(n_.dtype, out.f[0]);
+  }
+
+ private:
+  NodeId id_;
+  const Node& n_;
+  std::vector<const Value*> args_;
+  mutable std::vector<Tensor> scratch_;
+  std::vector<const Tensor*> read_;
+};
 
 Tensor eval_source(NodeId id, const Node& n, const std::vector<int64_t>& dims,
                    const SizeBindings& sizes) {
@@ -521,14 +679,47 @@ const Tensor& input_value(const Graph& g, NodeId id, const std::vector<int64_t>&
 }  // namespace
 
 std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
-                              const std::vector<Tensor>& inputs, bool checked) {
+                              const std::vector<Tensor>& inputs, bool checked, int64_t lazy_from) {
   for (const std::string& v : g.size_vars)
     if (!sizes.count(v)) throw std::runtime_error("size variable '" + v + "' is not bound");
   check_size_facts(g.checks, sizes);
   if (inputs.size() != g.inputs.size())
     throw std::runtime_error("expected " + std::to_string(g.inputs.size()) + " inputs, got " +
                              std::to_string(inputs.size()));
-  std::vector<Tensor> values(g.size());
+  // Large views and elementwise values that only reductions, views and other such values read
+  // are computed where they are read (Lazy), not stored.
+  std::vector<bool> stored(g.size(), false);  // an output, or read by an op that needs a tensor
+  for (const GraphOutput& o : g.outputs)
+    if (o.node >= 0 && o.node < static_cast<NodeId>(g.size())) stored[o.node] = true;
+  auto reads_lazily = [](const Node& user, size_t operand) {
+    return ((user.op == Op::reduce || user.op == Op::view) && operand == 0) || lazy_op(user.op);
+  };
+  // A value read more than once is stored: computed where read, each reader would compute it
+  // again, and a chain of such values (x * x of x * x ...) would be computed exponentially often.
+  std::vector<int> readers(g.size(), 0);
+  for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id)
+    for (size_t k = 0; k < g[id].operands.size(); ++k) {
+      NodeId o = g[id].operands[k];
+      if (o < 0 || o >= id) continue;
+      if (!reads_lazily(g[id], k) || ++readers[o] > 1) stored[o] = true;
+    }
+  std::vector<Value> values(g.size());
+  // The value of operand `o` as a tensor, computing a lazy one's elements now.
+  auto tensor_of = [&](NodeId o) -> const Tensor& {
+    Value& v = values[o];
+    if (v.lazy) {
+      Tensor t(v.lazy->dtype, v.lazy->dims);
+      std::vector<int64_t> idx(t.dims.size(), 0);
+      Tensor scratch = scalar_tensor(t.dtype);
+      for (size_t k = 0; k < t.numel(); ++k, next_index(idx, t.dims)) {
+        v.lazy->element(idx, scratch);
+        put_element(t, k, scratch, 0);
+      }
+      v.t = std::move(t);
+      v.lazy.reset();
+    }
+    return v.t;
+  };
   for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
     const Node& n = g[id];
     std::string what = n.op == Op::input
@@ -536,32 +727,45 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
                            : "%" + std::to_string(id) + " (" + std::string(op_name(n.op)) + ")";
     what += " of '" + g.name + "'";
     std::vector<int64_t> dims = eval_checked_shape(what, n.dtype, n.shape, sizes);
-    std::vector<const Tensor*> args;
-    for (NodeId o : n.operands) {
+    for (NodeId o : n.operands)
       if (o < 0 || o >= id) fail(id, n, "operand %" + std::to_string(o) + " is not evaluated yet");
-      args.push_back(&values[o]);
-    }
-    if (op_info(n.op).arity >= 0 && args.size() != static_cast<size_t>(op_info(n.op).arity))
+    if (op_info(n.op).arity >= 0 && n.operands.size() != static_cast<size_t>(op_info(n.op).arity))
       fail(id, n, "wrong number of operands");
+    const bool lazy = !stored[id] && (n.op == Op::view || lazy_op(n.op)) &&
+                      checked_product(dims).value_or(0) >= lazy_from;
+    std::vector<const Tensor*> args;
+    std::vector<const Value*> vals;
+    for (size_t k = 0; k < n.operands.size(); ++k) {
+      NodeId o = n.operands[k];
+      // A lazy node, a reduction and a view read a lazy operand where they need its elements.
+      bool where_read = lazy || ((n.op == Op::reduce || n.op == Op::view) && k == 0);
+      if (!where_read || !values[o].lazy) args.push_back(&tensor_of(o));
+      vals.push_back(&values[o]);
+    }
     try {
+      Value& v = values[id];
       if (n.op == Op::input)
-        values[id] = input_value(g, id, dims, inputs);
+        v.t = input_value(g, id, dims, inputs);
       else if (n.op == Op::constant || n.op == Op::index)
-        values[id] = eval_source(id, n, dims, sizes);
+        v.t = eval_source(id, n, dims, sizes);
+      else if (n.op == Op::view && lazy)
+        v.lazy = std::make_unique<LazyView>(id, n, *vals[0], dims, sizes);
       else if (n.op == Op::view)
-        values[id] = eval_view(id, n, *args[0], dims, sizes);
+        v.t = eval_view(id, n, *vals[0], dims, sizes);
       else if (n.op == Op::reduce)
-        values[id] = eval_reduce(id, n, *args[0], dims, sizes);
+        v.t = eval_reduce(id, n, *vals[0], dims, sizes);
       else if (n.op == Op::scan)
-        values[id] = eval_scan(id, n, *args[0], dims);
+        v.t = eval_scan(id, n, *args[0], dims);
       else if (n.op == Op::extern_call)
-        values[id] = eval_extern(id, n, args, dims);
+        v.t = eval_extern(id, n, args, dims);
       else if (n.op == Op::gather)
-        values[id] = eval_gather(id, n, *args[0], *args[1], dims, checked);
+        v.t = eval_gather(id, n, *args[0], *args[1], dims, checked);
       else if (n.op == Op::scatter)
-        values[id] = eval_scatter(id, n, *args[0], *args[1], *args[2], checked);
+        v.t = eval_scatter(id, n, *args[0], *args[1], *args[2], checked);
+      else if (lazy)
+        v.lazy = std::make_unique<LazyElementwise>(id, n, vals, dims);
       else
-        values[id] = eval_elementwise(id, n, args, dims);
+        v.t = eval_elementwise(id, n, args, dims);
     } catch (const TensorAllocError& e) {
       throw TensorAllocError(what + ": " + e.what());
     } catch (const std::overflow_error& e) {
@@ -572,7 +776,7 @@ std::vector<Tensor> interpret(const Graph& g, const SizeBindings& sizes,
   for (const GraphOutput& o : g.outputs) {
     if (o.node < 0 || o.node >= static_cast<NodeId>(g.size()))
       throw std::runtime_error("output '" + o.name + "' refers to a missing node");
-    out.push_back(values[o.node]);
+    out.push_back(tensor_of(o.node));
   }
   return out;
 }
