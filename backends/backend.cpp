@@ -117,6 +117,7 @@ class OpenCLBackend : public CudaBackend {
   void configure_cuts(CutOptions& cut) const override {
     CudaBackend::configure_cuts(cut);
     cut.fuse_softmax_contractions = false;
+    cut.buffer_windows = false;  // a cl_mem is a handle: no pointer into it
   }
   const CStyleRenderer& renderer() const override { return renderer_; }
 

@@ -212,26 +212,24 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
         std::string(params.empty() ? "" : ", ") + "const int64_t " + size_name(plan.size_vars[v]);
     call += std::string(call.empty() ? "" : ", ") + "sizes[" + std::to_string(v) + "]";
   }
-  int args = 0;
-  for (const Buffer& b : plan.buffers)
-    if (b.kind != BufferKind::temp) ++args;
+  // The launch passes the kernel's own buffers in Kernel::buffers order (kernel_params), so
+  // that kernels running one code (Kernel::code_of) each get theirs.
+  int slot = 0;
   for (int b : k.buffers) {
     const Buffer& buf = plan.buffers[b];
-    int slot = buf.kind == BufferKind::temp ? args + buf.slot : buf.arg;
     std::string type = storage_type(buf.dtype);
     std::string qual = buf.kind == BufferKind::input ? "const " : "";
     params += std::string(params.empty() ? "" : ", ") + buffer_space() + qual + type +
               "* restrict b" + std::to_string(b) + " /* " + buf.name + " */";
     call += std::string(call.empty() ? "" : ", ") + "(" + buffer_space() + qual + type +
-            "*)buffers[" + std::to_string(slot) + "]";
+            "*)buffers[" + std::to_string(slot++) + "]";
   }
   std::vector<PersistentPack> packs;
   if (keeps_packs()) packs = persistent_packs(plan, k, *nest.root);
   if (!packs.empty()) {
-    // The workspace follows the arguments and the slots, one per kernel (executable.h).
-    auto index = static_cast<int>(&k - plan.kernels.data());
+    // The workspace follows the buffers, one per kernel (executable.h).
     params += ", char* restrict kiln_ws";
-    call += ", (char*)buffers[" + std::to_string(args + plan.num_slots + index) + "]";
+    call += ", (char*)buffers[" + std::to_string(slot) + "]";
   }
   c.symbol = symbol;
   for (const std::string& v : plan.size_vars) {

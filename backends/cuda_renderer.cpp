@@ -59,10 +59,8 @@ std::string CudaRenderer::bitcast(const std::string&, const std::string& to,
 }
 
 std::string CudaRenderer::plan_declarations(const KernelPlan& plan) const {
-  size_t buffers = plan.num_slots;
-  for (const Buffer& b : plan.buffers)
-    if (b.kind != BufferKind::temp) ++buffers;
-  std::string s = "\n/* Every kernel's one parameter: the buffers, then the sizes. */\n";
+  size_t buffers = kernel_params(plan);
+  std::string s = "\n/* Every kernel's one parameter: its buffers, then the sizes. */\n";
   s += "struct kiln_params {\n  void* b[" + std::to_string(std::max<size_t>(buffers, 1)) + "];\n";
   if (!plan.size_vars.empty()) s += "  int64_t s[" + std::to_string(plan.size_vars.size()) + "];\n";
   return s + "};\n";

@@ -144,11 +144,9 @@ std::pair<std::string, std::string> OpenCLRenderer::kernel_scope_param() const {
 
 std::string OpenCLRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
                                   const std::string& symbol, const std::string& call) const {
-  // The plugin sets the arguments as Kiln launches them: every buffer (the plan's own, then the
-  // temporaries' slots), then every size.
-  size_t buffers = plan.num_slots;
-  for (const Buffer& b : plan.buffers)
-    if (b.kind != BufferKind::temp) ++buffers;
+  // The plugin sets the arguments as Kiln launches them: the kernel's buffers (as many as the
+  // plan's kernels take at most, kernel_params), then every size.
+  size_t buffers = kernel_params(plan);
   std::string params, list;
   for (size_t k = 0; k < buffers; ++k) {
     params += std::string(k ? ", " : "") + "__global void* p" + std::to_string(k);

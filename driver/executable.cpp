@@ -161,9 +161,9 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
     generate_code(program_, backend, opt);
     return program_.source;
   };
-  std::vector<std::string> symbols;
+  std::vector<std::string> symbols;  // the module's: each code once
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
-    symbols.push_back(kernel_symbol(program_.plan.kernels[k].name, k));
+    if (program_.plan.kernels[k].code_of < 0) symbols.push_back(code_symbol(program_.plan, k));
   // A cached module that does not load or lacks a kernel is dropped and rebuilt by the runtime.
   module_ = std::make_unique<CompiledModule>(runtime.compile_identified(
       identity, make_source, {}, &info_.compile, symbols, cache_label(g, runtime)));
@@ -173,7 +173,7 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   if (dump && *dump) dump_program(dump, g.name, program_, runtime, info_.compile);
   info_.stages = program_.times;
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k) {
-    const std::string& s = kernel_symbol(program_.plan.kernels[k].name, k);
+    const std::string s = code_symbol(program_.plan, k);
     void* fn = runtime.lookup(*module_, s);
     if (!fn) throw std::runtime_error("compiled module has no kernel '" + s + "'");
     kernels_.push_back(fn);
@@ -187,7 +187,7 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
       std::optional<GpuTileDims> dims = gpu_tile_dims(program_.plan, program_.plan.kernels[k]);
       if (!dims) continue;
       TileVariants& t = tile_variants_[k];
-      const std::string symbol = kernel_symbol(program_.plan.kernels[k].name, k);
+      const std::string symbol = code_symbol(program_.plan, k);
       for (const WgmmaShape& v : tiles.wgmma_variants)
         if (void* fn = runtime.lookup(*module_, variant_symbol(symbol, v))) {
           t.shapes.push_back(v);
@@ -201,7 +201,7 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
     }
   program_.symbols.resize(program_.plan.kernels.size());
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
-    program_.symbols[k] = kernel_symbol(program_.plan.kernels[k].name, k);
+    program_.symbols[k] = code_symbol(program_.plan, k);
   if (backend.memory() == MemoryKind::host)
     for (const std::string& symbol : program_.symbols)
       workspace_bytes_.push_back(reinterpret_cast<int64_t (*)(const int64_t*)>(
@@ -212,15 +212,23 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   // What a fault inside kernel k reports (driver/fault_guard.h).
   const auto* record =
       static_cast<const volatile int64_t*>(runtime.lookup(*module_, kCheckRecordSymbol));
+  const KernelPlan& plan = program_.plan;
   std::vector<std::string> buffer_names;
-  for (const Buffer& b : program_.plan.buffers)
+  for (const Buffer& b : plan.buffers)
     buffer_names.push_back(b.name);
-  size_t n = program_.plan.kernels.size();
-  for (size_t k = 0; k < n; ++k)
+  size_t n = plan.kernels.size();
+  for (size_t k = 0; k < n; ++k) {
+    // A bounds check names a buffer by its number in the code: the code's kernel's buffers,
+    // which for this launch are this kernel's, place by place.
+    std::vector<std::string> names = buffer_names;
+    const Kernel& code = plan.kernels[code_kernel(plan, k)];
+    for (size_t i = 0; i < code.buffers.size() && i < plan.kernels[k].buffers.size(); ++i)
+      names[code.buffers[i]] = buffer_names[plan.kernels[k].buffers[i]];
     contexts_.push_back({"kernel '" + program_.symbols[k] + "' (" + std::to_string(k + 1) + " of " +
                              std::to_string(n) + ") of composite '" + g.name + "' on runtime " +
                              runtime.name(),
-                         opt.checked ? record : nullptr, buffer_names});
+                         opt.checked ? record : nullptr, std::move(names)});
+  }
 }
 
 void Executable::set_launch_geometry(std::vector<LaunchGeometry> geometry) {
@@ -280,7 +288,7 @@ void Executable::add_workspaces(std::vector<void*>& args, void* const* buffers,
   const KernelPlan& plan = program_.plan;
   std::vector<const void*> key;
   for (const Buffer& b : plan.buffers)
-    if (b.kind == BufferKind::input && b.constant) key.push_back(buffers[b.arg]);
+    if (b.kind == BufferKind::input && b.constant && is_argument(b)) key.push_back(buffers[b.arg]);
   for (size_t v = 0; v < plan.size_vars.size(); ++v)
     key.push_back(reinterpret_cast<const void*>(static_cast<intptr_t>(sizes[v])));
   bool fill = !packs_filled_ || key != packed_ || poison_temps_;
@@ -306,6 +314,58 @@ void Executable::add_workspaces(std::vector<void*>& args, void* const* buffers,
   packs_filled_ = true;  // once the kernels ran; a failed run throws past every later use
 }
 
+std::vector<std::vector<void*>> Executable::kernel_args(const std::vector<void*>& args,
+                                                        const SizeBindings& sizes) const {
+  const KernelPlan& plan = program_.plan;
+  // `args`: the caller's buffers (Buffer::arg order), the temporaries' slots, the workspaces.
+  size_t callers = 0;
+  for (const Buffer& b : plan.buffers)
+    callers += is_argument(b);
+  std::vector<void*> at(plan.buffers.size(), nullptr);
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const Buffer& b = plan.buffers[i];
+    if (b.kind == BufferKind::temp) {
+      at[i] = args.at(callers + static_cast<size_t>(b.slot));
+    } else if (b.window_of < 0) {
+      at[i] = args.at(static_cast<size_t>(b.arg));
+    } else {
+      // A window: its elements must lie inside the buffer (a stacked weight with fewer layers
+      // than the program reads is an error here, not a read past its end).
+      const Buffer& base = plan.buffers[b.window_of];
+      int64_t offset = b.window_offset.eval(sizes);
+      int64_t inside = 1, whole = 1;
+      for (int64_t d : buffer_dims(b, sizes))
+        inside *= d;
+      for (int64_t d : buffer_dims(base, sizes))
+        whole *= d;
+      if (offset < 0 || (inside > 0 && offset + inside > whole))
+        throw std::runtime_error("the window '" + b.name + "' of " + kind_name(base.kind) +
+                                 " buffer '" + base.name + "' (elements " + std::to_string(offset) +
+                                 " to " + std::to_string(offset + inside) + ") lies outside its " +
+                                 std::to_string(whole) + " elements");
+      at[i] = static_cast<char*>(args.at(static_cast<size_t>(base.arg))) +
+              offset * dtype_bits(b.dtype) / 8;
+    }
+  }
+  // Each kernel's buffers, then its workspace where it keeps one; as many entries for every
+  // kernel (kernel_params), as a CUDA kernel's parameter struct holds.
+  const bool workspaces =
+      std::any_of(workspace_bytes_.begin(), workspace_bytes_.end(), [](auto f) { return f; });
+  const size_t width = std::max<size_t>(kernel_params(plan), 1) + (workspaces ? 1 : 0);
+  std::vector<std::vector<void*>> out;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    std::vector<void*> mine;
+    mine.reserve(width);
+    for (int b : plan.kernels[k].buffers)
+      mine.push_back(at[b]);
+    if (k < workspace_bytes_.size() && workspace_bytes_[k])
+      mine.push_back(args.at(callers + plan.num_slots + k));
+    mine.resize(width, nullptr);
+    out.push_back(std::move(mine));
+  }
+  return out;
+}
+
 void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
                              std::vector<LaunchSpan>* spans, void* stream) const {
   const KernelPlan& plan = program_.plan;
@@ -317,6 +377,7 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
   std::vector<size_t> slot_bytes(plan.num_slots, 0);
   std::vector<std::string> slot_names(plan.num_slots);
   for (const Buffer& b : plan.buffers) {
+    if (b.window_of >= 0) continue;  // a window into a caller's buffer: kernel_args
     if (b.kind != BufferKind::temp) {
       buffer_dims(b, bound);  // the caller's buffer, within the limits the index arithmetic needs
       args.push_back(buffers[b.arg]);
@@ -394,7 +455,8 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
   }
   runtime_.configure(config_);  // another Executable on this runtime may have other settings
   std::vector<LaunchGeometry> geometry = launch_geometry(sizes);
-  auto num_args = static_cast<uint32_t>(args.size());
+  std::vector<std::vector<void*>> local = kernel_args(args, bound);
+  auto num_args = static_cast<uint32_t>(local.empty() ? 0 : local[0].size());
   auto num_sizes = static_cast<uint32_t>(plan.size_vars.size());
   // The clock is read only for a caller that records the launches.
   using Clock = std::chrono::steady_clock;
@@ -405,13 +467,13 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
   const Clock::time_point started = now();
   for (size_t k = 0; k < kernels_.size(); ++k) {
     if (device) {  // one sequence, one wait: faults are the plugin's to report
-      runtime_.launch(kernel_for(k, sizes), args.data(), sizes, geometry[k], stream, num_args,
+      runtime_.launch(kernel_for(k, sizes), local[k].data(), sizes, geometry[k], stream, num_args,
                       num_sizes);
       continue;
     }
     KernelFaultScope scope(contexts_[k]);
     const Clock::time_point t0 = now();
-    runtime_.launch(kernel_for(k, sizes), args.data(), sizes, geometry[k], nullptr, num_args,
+    runtime_.launch(kernel_for(k, sizes), local[k].data(), sizes, geometry[k], nullptr, num_args,
                     num_sizes);
     runtime_.synchronize();
     if (spans) spans->push_back({static_cast<int>(k), t0, since(t0)});
@@ -432,7 +494,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const Siz
   std::vector<void*> args;
   size_t next_input = 0;
   for (const Buffer& b : plan.buffers) {
-    if (b.kind == BufferKind::temp) continue;
+    if (!is_argument(b)) continue;
     void* p =
         mem.alloc(byte_size(b, sizes), std::string(kind_name(b.kind)) + " buffer '" + b.name + "'");
     if (b.kind == BufferKind::input) {
@@ -448,7 +510,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const Siz
   run_buffers(args.data(), size_args.data(), spans);
   std::vector<Tensor> out;
   for (const Buffer& b : plan.buffers) {
-    if (b.kind != BufferKind::output) continue;
+    if (b.kind != BufferKind::output || !is_argument(b)) continue;
     std::vector<uint8_t> bytes(byte_size(b, sizes));
     runtime_.copy_to_host(bytes.data(), args[b.arg], bytes.size());
     out.push_back(tensor_from_bytes(b.dtype, buffer_dims(b, sizes), bytes.data()));

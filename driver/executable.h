@@ -96,6 +96,11 @@ class Executable {
    *  allocated and marked unfilled when the const inputs or the sizes differ from the last
    *  run's. The caller holds packs_mutex_. */
   void add_workspaces(std::vector<void*>& args, void* const* buffers, const int64_t* sizes) const;
+  /** What each kernel is launched with: its buffers (Kernel::buffers: `args`' caller buffers,
+   *  windows into them at their offsets for `sizes`, temporaries' slots), then its workspace
+   *  where it keeps one. Throws where a window lies outside its buffer. */
+  std::vector<std::vector<void*>> kernel_args(const std::vector<void*>& args,
+                                              const SizeBindings& sizes) const;
 
   Runtime& runtime_;
   LoweredProgram program_;

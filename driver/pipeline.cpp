@@ -19,10 +19,12 @@
 #include "scheduler/plan_buffers.h"
 #include "scheduler/register_tile.h"
 #include "scheduler/schedule_cache.h"
+#include "scheduler/share_kernels.h"
 #include "scheduler/split_column_sums.h"
 #include "scheduler/split_padding.h"
 #include "scheduler/store_shared.h"
 #include "scheduler/tile_bounded.h"
+#include "scheduler/window_buffers.h"
 #include "simplifier/engine.h"
 
 namespace kiln {
@@ -77,7 +79,7 @@ std::string schedule_variants(State& s, const ScheduleOptions& options) {
   if (!shape.wgmma || shape.wgmma_rows <= 0 || shape.wgmma_variants.empty()) return "";
   std::string text;
   for (size_t k = 0; k < s.out.nests.size(); ++k) {
-    if (!warpgroup_tile(s.out.nests[k])) continue;
+    if (s.out.plan.kernels[k].code_of >= 0 || !warpgroup_tile(s.out.nests[k])) continue;
     for (const WgmmaShape& v : shape.wgmma_variants) {
       ScheduleOptions other = options;
       other.gpu_tile.wgmma_rows = v.rows;
@@ -141,6 +143,13 @@ const std::vector<Stage>& stages() {
          int n = s.opt.cut.store_shared ? store_shared_values(s.out.plan) : 0;
          return "// " + std::to_string(n) + " value(s) stored once for a reduction and an output";
        }},
+      {"windows", 0, 2,
+       [](State& s) {
+         // Before coalesce and flatten, which may read a buffer at a leading 0 and a linear
+         // index past the next dimension's extent: here every index lies inside its dimension.
+         int windows = s.opt.cut.buffer_windows ? window_buffers(s.out.plan) : 0;
+         return "// " + std::to_string(windows) + " window(s) of stacked buffers";
+       }},
       {"coalesce", 0, 2,
        [](State& s) {
          CoalesceCount n = coalesce_dims(s.out.plan);
@@ -156,6 +165,11 @@ const std::vector<Stage>& stages() {
        [](State& s) {
          plan_buffers(s.out.plan);
          return plan_to_text(s.out.plan);
+       }},
+      {"share", 0, 2,
+       [](State& s) {
+         int shared = s.opt.cut.share_kernels ? share_kernels(s.out.plan) : 0;
+         return "// " + std::to_string(shared) + " kernel(s) running an earlier kernel's code";
        }},
       {"schedule", 1, 3,
        [](State& s) {
@@ -185,7 +199,7 @@ const std::vector<Stage>& stages() {
            if (!sk.schedule_text.empty()) text += sk.schedule_text + "\n";
            text += loop_nest_to_text(sk.nest);
            s.out.nests.push_back(std::move(sk.nest));
-           s.out.symbols.push_back(kernel_symbol(k.name, s.out.symbols.size()));
+           s.out.symbols.push_back(code_symbol(s.out.plan, i));
          }
          text += "// " + std::to_string(cache.hits()) + " of " +
                  std::to_string(s.out.nests.size()) + " kernel(s) reused an earlier schedule";
@@ -193,15 +207,18 @@ const std::vector<Stage>& stages() {
        }},
       {"render", 1, 4,
        [](State& s) {
-         if (s.out.variants.empty()) {
-           s.out.source = s.backend->renderer().render(s.out.plan, s.out.nests, s.out.symbols,
-                                                       {s.opt.checked, s.vector_bytes});
-           return s.out.source;
-         }
-         // Each variant renders as one more kernel: its kernel's statements, its own nest.
+         // The kernels with code of their own; each variant one more: its kernel's statements,
+         // its own nest.
          KernelPlan plan = s.out.plan;
-         std::vector<LoopNest> nests = s.out.nests;
-         std::vector<std::string> symbols = s.out.symbols;
+         plan.kernels.clear();
+         std::vector<LoopNest> nests;
+         std::vector<std::string> symbols;
+         for (size_t k = 0; k < s.out.plan.kernels.size(); ++k) {
+           if (s.out.plan.kernels[k].code_of >= 0) continue;
+           plan.kernels.push_back(s.out.plan.kernels[k]);
+           nests.push_back(s.out.nests[k]);
+           symbols.push_back(s.out.symbols[k]);
+         }
          for (const LoweredProgram::Variant& v : s.out.variants) {
            plan.kernels.push_back(s.out.plan.kernels[v.kernel]);
            nests.push_back(v.nest);
@@ -224,6 +241,11 @@ std::string kernel_symbol(const std::string& name, size_t k) {
   for (char c : name)
     s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return s + "_" + std::to_string(k);
+}
+
+std::string code_symbol(const KernelPlan& plan, size_t k) {
+  size_t code = code_kernel(plan, k);
+  return kernel_symbol(plan.kernels[code].name, code);
 }
 
 LoweredProgram lower_program(const Graph& g, const Backend& backend, const CompileOptions& opt) {

@@ -77,6 +77,10 @@ struct LoweredProgram {
 /** The function name of kernel `k` of a composite named `name`. */
 std::string kernel_symbol(const std::string& name, size_t k);
 
+/** The function kernel `k` of `plan` launches: its own, or that of the kernel whose code it
+ *  runs (Kernel::code_of). */
+std::string code_symbol(const KernelPlan& plan, size_t k);
+
 /** Runs every stage. Throws std::runtime_error when a stage fails. */
 LoweredProgram lower_program(const Graph& g, const Backend& backend, const CompileOptions& opt);
 

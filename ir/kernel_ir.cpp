@@ -1,5 +1,6 @@
 #include "ir/kernel_ir.h"
 
+#include <algorithm>
 #include <set>
 
 namespace kiln {
@@ -216,6 +217,18 @@ std::string statement_to_text(const KernelPlan& plan, const Statement& st) {
   return s;
 }
 
+size_t code_kernel(const KernelPlan& plan, size_t k) {
+  int of = plan.kernels.at(k).code_of;
+  return of >= 0 ? static_cast<size_t>(of) : k;
+}
+
+size_t kernel_params(const KernelPlan& plan) {
+  size_t n = 0;
+  for (const Kernel& k : plan.kernels)
+    n = std::max(n, k.buffers.size());
+  return n;
+}
+
 const char* buffer_kind_name(BufferKind k) {
   return k == BufferKind::input ? "input" : k == BufferKind::output ? "output" : "temp";
 }
@@ -227,10 +240,20 @@ std::string plan_to_text(const KernelPlan& plan) {
          buffer_kind_name(b.kind);
     s += b.kind == BufferKind::temp ? " slot " + std::to_string(b.slot)
                                     : " arg " + std::to_string(b.arg);
+    if (b.window_of >= 0)
+      s += " window of " + plan.buffers[b.window_of].name + " from " + b.window_offset.str();
     s += "\n";
   }
-  for (const Kernel& k : plan.kernels) {
-    s += "kernel " + k.name + ":\n";
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    const Kernel& k = plan.kernels[i];
+    s += "kernel " + k.name;
+    if (k.code_of >= 0) {
+      s += " (runs the code of kernel " + std::to_string(k.code_of) + " on";
+      for (int b : k.buffers)
+        s += " " + plan.buffers[b].name;
+      s += ")";
+    }
+    s += ":\n";
     for (const Statement& st : k.statements)
       s += "  " + statement_to_text(plan, st) + "\n";
   }

@@ -33,7 +33,18 @@ struct Buffer {
   /** input: marked `const` in the spec (a weight): the same buffer holds the same values from
    *  call to call, so a kernel may keep a packed copy of it (backends/packed_weights.h). */
   bool constant = false;
+  /** A window (scheduler/window_buffers.h): the elements of buffer `window_of` (an input or
+   *  output) from `window_offset` on, as a kernel that reads them at one fixed leading index
+   *  sees them; `arg` is that buffer's. The kernel takes a pointer to the window's first
+   *  element, so kernels that differ only in that index run one code (share_kernels.h). */
+  int window_of = -1;
+  IntExpr window_offset;  ///< window: the first element's offset in `window_of`, in elements
 };
+
+/** Whether `b` is a caller's buffer (an input or output argument) and not a window of one. */
+inline bool is_argument(const Buffer& b) {
+  return b.kind != BufferKind::temp && b.window_of < 0;
+}
 
 struct ScalarExpr;
 using ScalarExprPtr = std::shared_ptr<const ScalarExpr>;
@@ -107,7 +118,12 @@ struct Statement {
 struct Kernel {
   std::string name;
   std::vector<Statement> statements;
-  std::vector<int> buffers;  ///< every buffer the statements touch
+  /** Every buffer the statements touch, in increasing order: the kernel's parameters, in which
+   *  order its code takes them (kernel_params). */
+  std::vector<int> buffers;
+  /** Another kernel, earlier in the plan, whose code this one runs with its own buffers
+   *  (scheduler/share_kernels.h); -1: its own code. */
+  int code_of = -1;
 };
 
 /** A graph lowered to kernels: the buffers and the kernels in execution order. */
@@ -117,6 +133,14 @@ struct KernelPlan {
   std::vector<std::string> size_vars;  ///< the graph's size variables, in order
   int num_slots = 0;                   ///< temp memory slots after buffer planning
 };
+
+/** The kernel whose code kernel `k` runs (Kernel::code_of), `k` itself when its own. */
+size_t code_kernel(const KernelPlan& plan, size_t k);
+
+/** The most buffer parameters any kernel of `plan` takes (Kernel::buffers). A launch passes
+ *  kernel k its buffers in that order, then (a CPU kernel that keeps packed panels) its
+ *  workspace; a CUDA kernel's parameter struct holds this many (backends/cuda_renderer.h). */
+size_t kernel_params(const KernelPlan& plan);
 
 /** The name of iterator k: "i0", "i1", ... */
 std::string iterator_name(int k);

@@ -77,6 +77,12 @@ struct CutOptions {
   /** Store a costly value that a reduction and an output statement share once, in the output
    *  (scheduler/store_shared.h); CPU backends only, where one thread runs the whole row. */
   bool store_shared = true;
+  /** Give kernels windows of stacked inputs and outputs (scheduler/window_buffers.h): a launch
+   *  passes a pointer into the buffer, which a runtime whose buffers are handles (OpenCL's
+   *  cl_mem) cannot. */
+  bool buffer_windows = true;
+  /** Kernels with the same code run one (scheduler/share_kernels.h). */
+  bool share_kernels = true;
   /** The most statements of the input a kernel may hold (materialising statements come on
    *  top); 0: no budget. Two layer normalisations fit (5 statements each, with the normalised
    *  value the value planner stores, scheduler/plan_values.h), three do not: as one kernel,

@@ -9,10 +9,11 @@
  *
  * Compiled kernels use one calling convention on the CPU:
  *     void KERNEL(void* const* buffers, const int64_t* sizes);
- * `buffers` holds the kernel's buffer arguments in order (Buffer::arg, then temp slots, then
- * one workspace per kernel of the module, where a kernel keeps the packed panels of its `const`
- * inputs between calls: backends/packed_weights.h), `sizes` the size variables in
- * KernelPlan::size_vars order.
+ * `buffers` holds the kernel's own buffers in order (Kernel::buffers: a caller's buffer, a
+ * window into one, or a temporary; then, where the kernel keeps the packed panels of its
+ * `const` inputs between calls, its workspace: backends/packed_weights.h), `sizes` the size
+ * variables in KernelPlan::size_vars order. Kernels that run one code (Kernel::code_of) are
+ * one function launched with each kernel's buffers.
  *
  * CUDA kernels take the same arguments as one by-value struct:
  *     extern "C" __global__ void KERNEL(P p);

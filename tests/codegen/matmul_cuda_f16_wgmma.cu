@@ -373,7 +373,7 @@ KILN_FN To kiln_bitcast(From a) {
   return b;
 }
 
-/* Every kernel's one parameter: the buffers, then the sizes. */
+/* Every kernel's one parameter: its buffers, then the sizes. */
 struct kiln_params {
   void* b[4];
   int64_t s[3];

@@ -58,7 +58,10 @@ struct KernelBuilder {
   /** A new buffer; returns its index. */
   int buffer(const std::string& name, Shape shape) {
     add_sizes(shape);
-    plan.buffers.push_back(Buffer{name, DType::f32, std::move(shape)});
+    Buffer b;
+    b.name = name;
+    b.shape = std::move(shape);
+    plan.buffers.push_back(std::move(b));
     kernel().buffers.push_back(static_cast<int>(plan.buffers.size()) - 1);
     return kernel().buffers.back();
   }

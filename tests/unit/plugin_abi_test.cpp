@@ -214,11 +214,9 @@ TEST_CASE("CompileOptions::threads and the launch geometry reach the plugin") {
   }
 
   // The argument counts a GPU plugin packs into the kernel's parameter struct.
-  // An executable hands every buffer (inputs, outputs, temp slots) and every size.
-  size_t args = exe.program().plan.num_slots;
-  for (const Buffer& b : exe.program().plan.buffers)
-    args += b.kind != BufferKind::temp;
-  CHECK(rec.last.num_buffers == args);
+  // An executable hands each kernel its buffers, as many entries as the plan's kernels take at
+  // most (kernel_params), and every size.
+  CHECK(rec.last.num_buffers == kernel_params(exe.program().plan));
   CHECK(rec.last.num_sizes == exe.program().plan.size_vars.size());
   void* buffers[2] = {nullptr, nullptr};
   int64_t sizes[1] = {16};

@@ -1,5 +1,6 @@
 // repeat(block, n, ...) (dsl/repeat.cpp): each step reads its slice of a stacked input as plain
-// indices [l, i, j] — no div or mod by sizes, so contractions on it stay register-tiled — and
+// indices [l, i, j] — no div or mod by sizes, so contractions on it stay register-tiled — which
+// the kernel plan turns into a window of the slice (scheduler/window_buffers.h), read at [i, j];
 // the steps' kernels are the hand-written calls'. KILN_BIN names the binary.
 #include <doctest/doctest.h>
 
@@ -12,7 +13,7 @@
 using clitest::Result;
 using clitest::run_kiln;
 
-TEST_CASE("repeat: each step reads its slice of a stacked weight as [l, i, j]") {
+TEST_CASE("repeat: each step reads its slice of a stacked weight through a window, as [i, j]") {
   if (!std::getenv("KILN_BIN")) return;
   Result r = run_kiln(
       "show tests/regressions/repeat.toml:repeat_stacked --stage kernels --runtime cc "
@@ -23,19 +24,23 @@ TEST_CASE("repeat: each step reads its slice of a stacked weight as [l, i, j]") 
   std::string line;
   int steps[3] = {0, 0, 0};
   while (std::getline(lines, line)) {
-    const size_t at = line.find(" w[");
-    if (line.rfind("//", 0) == 0 || at == std::string::npos) continue;
+    const size_t at = line.find(" w_");
+    if (line.rfind("//", 0) == 0 || at == std::string::npos || line.find('{') == std::string::npos)
+      continue;
     const std::string read = line.substr(at, line.find(']', at) - at + 1);
     CAPTURE(read);
     CHECK(read.find('/') == std::string::npos);
     CHECK(read.find(" % ") == std::string::npos);
     for (int l = 0; l < 3; ++l)
-      steps[l] += read == " w[" + std::to_string(l) + ", i2, i1]";
+      steps[l] += read == " w_" + std::to_string(l) + "[i2, i1]";
   }
-  // The three steps' products, each on its own slice.
+  // The three steps' products, each on its own slice: a window l·C·C elements into w.
   CHECK(steps[0] == 1);
   CHECK(steps[1] == 1);
   CHECK(steps[2] == 1);
+  CHECK(r.out.find("w_0 : f32[C, C]  input arg 1 window of w from 0\n") != std::string::npos);
+  CHECK(r.out.find("w_1 : f32[C, C]  input arg 1 window of w from C*C\n") != std::string::npos);
+  CHECK(r.out.find("w_2 : f32[C, C]  input arg 1 window of w from 2*C*C\n") != std::string::npos);
 }
 
 TEST_CASE("repeat: carry=1 stacks the outputs it does not carry, step l's at l") {

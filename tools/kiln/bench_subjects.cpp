@@ -54,7 +54,7 @@ CompiledSubject::CompiledSubject(const Graph& g, std::unique_ptr<Runtime> runtim
   size_t next_input = 0;
   try {
     for (const Buffer& b : plan.buffers) {
-      if (b.kind == BufferKind::temp) continue;
+      if (!is_argument(b)) continue;
       if (args_.size() <= static_cast<size_t>(b.arg)) args_.resize(b.arg + 1, nullptr);
       size_t bytes = buffer_bytes(b, sizes);
       try {
@@ -87,7 +87,7 @@ void CompiledSubject::run() {
 std::optional<std::vector<Tensor>> CompiledSubject::outputs() const {
   std::vector<Tensor> out;
   for (const Buffer& b : exe_->program().plan.buffers) {
-    if (b.kind != BufferKind::output) continue;
+    if (b.kind != BufferKind::output || !is_argument(b)) continue;
     std::vector<uint8_t> bytes(buffer_bytes(b, sizes_));
     runtime_->copy_to_host(bytes.data(), args_[b.arg], bytes.size());
     out.push_back(tensor_from_bytes(b.dtype, buffer_dims(b, sizes_), bytes.data()));
