@@ -9,6 +9,7 @@ tensors without a copy (docs/python.md).
 from . import _core
 from ._autograd import Function
 from ._errors import SpecError
+from ._generate import Generation, generate
 from ._info import Cache, ConfigKey, RuntimeInfo, config_keys, runtimes
 from ._spec import Spec, load
 from ._torch import torch_op
@@ -18,5 +19,5 @@ Kernel = _core.Kernel
 cache = Cache()
 __version__ = "0.1.0"
 
-__all__ = ["Cache", "ConfigKey", "Function", "Kernel", "RuntimeInfo", "Spec", "SpecError", "Weights", "cache",
-           "config_keys", "load", "runtimes", "torch_op"]
+__all__ = ["Cache", "ConfigKey", "Function", "Generation", "Kernel", "RuntimeInfo", "Spec", "SpecError",
+           "Weights", "cache", "config_keys", "generate", "load", "runtimes", "torch_op"]

@@ -63,47 +63,62 @@ class Weights:
 
             logits = gpt2(*w.inputs_for(gpt2, ids=ids))
         """
-        import numpy as np
-
-        dotted, stacks = {}, {}
-        for name in self.keys():
-            dotted.setdefault(name.replace(".", "_"), []).append(name)
-            parts = name.split(".")
-            for i, part in enumerate(parts):
-                if part.isdigit():
-                    key = "_".join(parts[:i] + parts[i + 1:])
-                    stacks.setdefault(key, []).append((int(part), name))
-                    break
         out = []
         for input_name in kernel.inputs:
             if input_name in given:
                 out.append(given[input_name])
-            elif input_name in self:
-                out.append(self[input_name])
-            elif input_name in dotted:
-                if len(dotted[input_name]) > 1:
-                    a, b = dotted[input_name][:2]
-                    raise ValueError(f"{self.path}: tensors {a!r} and {b!r} both read as input "
-                                     f"{input_name!r}")
-                out.append(self[dotted[input_name][0]])
-            elif input_name in stacks:
-                blocks = sorted(stacks[input_name])
-                for k, (index, name) in enumerate(blocks):
-                    if index != k:
-                        raise ValueError(f"{self.path}: input {input_name!r} stacks "
-                                         f"{blocks[0][1]!r} ...: block {k} is "
-                                         f"{'missing' if index > k else 'given twice'}")
-                arrays = [self[name] for _, name in blocks]
-                for (_, name), a in zip(blocks, arrays):
-                    if a.shape != arrays[0].shape or a.dtype != arrays[0].dtype:
-                        raise ValueError(f"{self.path}: input {input_name!r} stacks {name!r} of "
-                                         f"{a.dtype}{list(a.shape)} with {blocks[0][1]!r} of "
-                                         f"{arrays[0].dtype}{list(arrays[0].shape)}")
-                out.append(np.stack(arrays))
-            else:
+                continue
+            a = self._find(input_name)
+            if a is None:
                 raise ValueError(f"{self.path}: no tensor for input {input_name!r} of "
                                  f"{kernel.composite!r}, and it is not given")
+            out.append(a)
         return out
+
+    def arrays_for(self, kernel):
+        """{input name: array} for each input of `kernel` the file holds, found as inputs_for
+        finds them (kiln.generate takes a step's weights so)."""
+        found = {}
+        for input_name in kernel.inputs:
+            a = self._find(input_name)
+            if a is not None:
+                found[input_name] = a
+        return found
+
+    def _find(self, input_name):
+        """The array for input `input_name` (inputs_for's rules), or None."""
+        import numpy as np
+
+        if input_name in self:
+            return self[input_name]
+        dotted = [n for n in self.keys() if n.replace(".", "_") == input_name]
+        if len(dotted) > 1:
+            raise ValueError(f"{self.path}: tensors {dotted[0]!r} and {dotted[1]!r} both read as "
+                             f"input {input_name!r}")
+        if dotted:
+            return self[dotted[0]]
+        blocks = []
+        for name in self.keys():
+            parts = name.split(".")
+            for i, part in enumerate(parts):
+                if part.isdigit():
+                    if "_".join(parts[:i] + parts[i + 1:]) == input_name:
+                        blocks.append((int(part), name))
+                    break
+        if not blocks:
+            return None
+        blocks.sort()
+        for k, (index, name) in enumerate(blocks):
+            if index != k:
+                raise ValueError(f"{self.path}: input {input_name!r} stacks {blocks[0][1]!r} ...: "
+                                 f"block {k} is {'missing' if index > k else 'given twice'}")
+        arrays = [self[name] for _, name in blocks]
+        for (_, name), a in zip(blocks, arrays):
+            if a.shape != arrays[0].shape or a.dtype != arrays[0].dtype:
+                raise ValueError(f"{self.path}: input {input_name!r} stacks {name!r} of "
+                                 f"{a.dtype}{list(a.shape)} with {blocks[0][1]!r} of "
+                                 f"{arrays[0].dtype}{list(arrays[0].shape)}")
+        return np.stack(arrays)
 
     def items(self):
         return [(k, self[k]) for k in self.keys()]

@@ -8,6 +8,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <functional>
+
 #include "kernel.h"
 #include "kiln/kiln.h"
 
@@ -176,6 +178,34 @@ NB_MODULE(_core, m) {
             return weight_array<nb::pytorch>(self, name, false);
           },
           "name"_a);
+
+  // kiln.generate (kiln/_generate.py checks and gathers the arrays): the weights as host
+  // arrays by name, kept alive by the caller for the call.
+  m.def(
+      "generate",
+      [](const kiln::py::Kernel& step,
+         std::map<std::string, nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>> inputs,
+         const std::map<std::string, int64_t>& sizes, const std::vector<int32_t>& prompt,
+         int new_tokens, nb::object on_token, const kiln::py::Kernel* decode_step) {
+        std::map<std::string, const void*> given;
+        for (const auto& [name, a] : inputs)
+          given[name] = a.data();
+        std::function<void(int32_t)> seen;
+        if (!on_token.is_none())
+          seen = [&on_token](int32_t t) {
+            nb::gil_scoped_acquire hold;
+            on_token(t);
+          };
+        kiln::Generation g;
+        {
+          nb::gil_scoped_release release;  // seconds of kernels; on_token takes it back
+          g = kiln::generate(step.compiled(), given, sizes, prompt, new_tokens, seen,
+                             decode_step ? &decode_step->compiled() : nullptr);
+        }
+        return nb::make_tuple(g.tokens, g.prefill_seconds, g.decode_seconds);
+      },
+      "step"_a, "inputs"_a, "sizes"_a, "prompt"_a, "new_tokens"_a, "on_token"_a.none(),
+      "decode_step"_a.none());
 
   m.def("config_knobs", [] {
     nb::list out;

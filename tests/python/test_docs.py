@@ -52,7 +52,8 @@ def test_type_stubs_name_what_the_package_has(tmp_path):
     spec = kiln.load("std:math.toml")
     instances = {"Kernel": spec.compile("add", "interp"), "Spec": spec, "Cache": kiln.cache,
                  "SpecError": kiln.SpecError("x", "f.toml", 1, 2),
-                 "Function": spec.function("exp", "interp", batch_rank=1)}
+                 "Function": spec.function("exp", "interp", batch_rank=1),
+                 "Generation": kiln.Generation([1], 0.5, 0.25)}
     header = b'{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
     (tmp_path / "w.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
     instances["Weights"] = kiln.Weights(tmp_path / "w.safetensors")
