@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "ir/verifier.h"
@@ -121,6 +123,32 @@ void for_each_index(const std::vector<int64_t>& dims,
       idx[k--] = 0;
     if (k < 0) return;
   }
+}
+
+std::vector<RunSpec> first_cases(const std::vector<std::string>& dirs) {
+  std::vector<std::string> files;
+  for (const std::string& dir : dirs)
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".toml") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  std::vector<RunSpec> out;
+  for (const std::string& path : files) {
+    Library lib;
+    const SpecFile& f = lib.load(path);
+    for (const auto& c : f.composites) {
+      if (c->test.case_count() == 0) continue;
+      RunSpec spec;
+      spec.target = path + ":" + c->name;
+      spec.sizes = c->test.case_sizes(0);
+      if (!c->types.empty()) spec.dtypes[c->types[0].name] = c->types[0].allowed.at(0);
+      bool batched = false;
+      for (const Param& prm : c->inputs)
+        batched |= prm.type.batch;
+      if (batched && !c->test.batches.empty()) spec.batch = c->test.batches.back();
+      out.push_back(std::move(spec));
+    }
+  }
+  return out;
 }
 
 }  // namespace kiln::test

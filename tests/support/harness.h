@@ -47,6 +47,12 @@ struct RunSpec {
 /** Loads, lowers (verifying the graph), fills inputs and interprets. */
 Run run(const RunSpec& spec);
 
+/** Every composite with a test table in the spec files of `dirs` (sorted by path), as a RunSpec
+ *  at its first test case, its first dtype choice and, where an input is batched, its table's
+ *  last batch shape: what a test that walks the whole library runs each composite at. */
+std::vector<RunSpec> first_cases(const std::vector<std::string>& dirs = {"ops",
+                                                                         "tests/regressions"});
+
 /** Attribute helpers. */
 AttrValue attr_int(int64_t v);
 AttrValue attr_float(double v);
