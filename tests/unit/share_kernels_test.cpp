@@ -44,6 +44,15 @@ int buffer_named(const KernelPlan& plan, const std::string& name) {
   return -1;
 }
 
+/** Makes x the caller's input 0 and y, z its outputs 1 and 2. */
+void callers(KernelPlan& plan, int x, int y, int z) {
+  int arg = 0;
+  for (int b : {x, y, z}) {
+    plan.buffers[b].kind = b == x ? BufferKind::input : BufferKind::output;
+    plan.buffers[b].arg = arg++;
+  }
+}
+
 bool uses(const Kernel& k, int b) {
   return std::find(k.buffers.begin(), k.buffers.end(), b) != k.buffers.end();
 }
@@ -99,12 +108,7 @@ TEST_CASE("windows: none where a kernel's accesses disagree on the leading index
   Statement& call = kb.stmt(Statement::Kind::call, {}, z, {}, nullptr);
   call.routine = "copy";
   call.args = {x};
-  kb.plan.buffers[x].kind = BufferKind::input;
-  kb.plan.buffers[x].arg = 0;
-  kb.plan.buffers[y].kind = BufferKind::output;
-  kb.plan.buffers[y].arg = 1;
-  kb.plan.buffers[z].kind = BufferKind::output;
-  kb.plan.buffers[z].arg = 2;
+  callers(kb.plan, x, y, z);
   CHECK(window_buffers(kb.plan) == 0);
 }
 
@@ -168,12 +172,7 @@ TEST_CASE("share: kernels that differ in a constant, a type or a mask keep their
     second.statements.push_back(s);
     second.buffers = {x, z};
     kb.kernel().buffers = {x, y};
-    kb.plan.buffers[x].kind = BufferKind::input;
-    kb.plan.buffers[x].arg = 0;
-    kb.plan.buffers[y].kind = BufferKind::output;
-    kb.plan.buffers[y].arg = 1;
-    kb.plan.buffers[z].kind = BufferKind::output;
-    kb.plan.buffers[z].arg = 2;
+    callers(kb.plan, x, y, z);
     kb.plan.buffers[z].dtype = t2;
     return share_kernels(kb.plan);
   };
