@@ -20,7 +20,11 @@
  * where P holds `num_buffers` device pointers followed by `num_sizes` int64_t (kiln_launch's
  * fields; every field 8 bytes, so no padding). The plugin packs buffers[] then sizes[] into
  * 8 * (num_buffers + num_sizes) bytes and passes them as kernelParams[0]; the driver copies as
- * many bytes as the kernel's parameter holds.
+ * many bytes as the kernel's parameter holds. A launch with `num_tensor_maps` > 0 (the TMA
+ * copies of sm_90 kernels, kiln_tensor_map) packs after the sizes one int64_t whose bit i is
+ * set where map i was encoded, then, from the next multiple of 64 bytes, num_tensor_maps
+ * CUtensorMaps of 128 bytes each (zeros where a map was not encoded); the kernel takes the
+ * struct as `const __grid_constant__`, so the maps' addresses are the TMA's operands.
  *
  * A plugin may defer launches: `launch` may only record the launch, which then runs at the next
  * `synchronize` or any other call (copies, alloc, release, unload), in launch order. The CUDA
@@ -71,6 +75,22 @@ typedef struct kiln_runtime_config {
   int32_t threads; /**< threads a kernel runs on (--config THREADS=N); 0: every core */
 } kiln_runtime_config;
 
+/** A tensor map a CUDA kernel's TMA copies read (docs/decisions.md, "Warpgroup GEMM stages
+ *  copied by the TMA"): boxes of `box` elements of the `rank`-dimensional array at
+ *  buffers[buffer], 128-byte swizzled in shared memory, zeros where a box reaches past `dims`.
+ *  The plugin encodes it (cuTensorMapEncodeTiled) where the TMA's rules hold: the address
+ *  16-byte aligned, every stride a multiple of 16 bytes below 2^40, every dimension 1 to 2^32,
+ *  every box 1 to 256 with its innermost extent 128 bytes at most; else it leaves the map out
+ *  (its bit clear) and the kernel copies that launch's operands without it. */
+typedef struct kiln_tensor_map {
+  uint32_t buffer;        /**< index into the launch's `buffers`; UINT32_MAX: none (left out) */
+  uint32_t element_bytes; /**< 1, 2, 4 or 8: the copy moves bytes, zeros outside */
+  uint32_t rank;          /**< 1 to 5 */
+  uint32_t box[5];        /**< the box's extents, innermost dimension first */
+  uint64_t dims[5];       /**< the array's extents in elements, innermost first */
+  uint64_t strides[5];    /**< bytes from one index of dimension d to the next; [0] unused */
+} kiln_tensor_map;
+
 /** Where and how wide one launch runs, handed to kiln_plugin::launch. A CPU plugin ignores it
  *  (its kernels take all their sizes from `sizes`); Kiln fills 1, 1, 1 for CPU backends. */
 typedef struct kiln_launch {
@@ -81,6 +101,10 @@ typedef struct kiln_launch {
   void* stream;          /**< the queue to launch on (a CUstream); NULL: the default one */
   uint32_t num_buffers;  /**< entries of `buffers` (a CUDA plugin packs them into the params) */
   uint32_t num_sizes;    /**< entries of `sizes` */
+  /** Entries of `tensor_maps`: the maps a CUDA kernel's TMA copies read (other plugins ignore
+   *  them). */
+  uint32_t num_tensor_maps;
+  const struct kiln_tensor_map* tensor_maps;
 } kiln_launch;
 
 /** The functions a runtime plugin provides. Errors: return non-zero (or NULL) and set `*error`

@@ -99,7 +99,16 @@ typedef struct cu_api {
   CUresult (*module_global)(CUdeviceptr* p, size_t* bytes, CUmodule m, const char* name);
   /* optional: the blocks of a kernel one multiprocessor holds at once (cuda_plugin.c) */
   CUresult (*occupancy)(int* blocks, CUfunction f, int block_size, size_t shared_bytes);
+  /* optional (CUDA 12+): cuTensorMapEncodeTiled, a TMA copy's map (kiln_tensor_map); its enums
+     as ints: data type, interleave, swizzle, L2 promotion, out-of-bounds fill */
+  CUresult (*tensor_map_encode)(void* map, int dtype, unsigned rank, void* address,
+                                const unsigned long long* dims, const unsigned long long* strides,
+                                const unsigned* box, const unsigned* element_strides,
+                                int interleave, int swizzle, int l2_promotion, int oob_fill);
 } cu_api;
+
+/** cuda.h's CUtensorMap: 128 opaque bytes, 64-byte aligned. */
+enum { CU_TENSOR_MAP_BYTES = 128, CU_TENSOR_MAP_ALIGN = 64 };
 
 /** One entry point of a dlopened library: `name`, else `fallback`, goes to `offset` in a table. */
 typedef struct symbol_slot {

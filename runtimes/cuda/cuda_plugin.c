@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "runtimes/cuda/cuda_api.h"
+#include "runtimes/cuda/tensor_maps.h"
 
 static const symbol_slot kCuSymbols[] = {CU_FUNCTIONS(CU_SYMBOL)};
 
@@ -165,6 +166,8 @@ static void device_init(void) {
   memcpy(&cu.module_global, &p, sizeof p);
   p = dlsym(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   memcpy(&cu.occupancy, &p, sizeof p);
+  p = dlsym(lib, "cuTensorMapEncodeTiled");
+  memcpy(&cu.tensor_map_encode, &p, sizeof p);
   const char* grid_env = getenv("KILN_CUDA_RESIDENT_GRID");
   dev.whole_grid = grid_env && strcmp(grid_env, "0") == 0;
   int count = 0;
@@ -550,6 +553,21 @@ static int cuda_copy_to_host(void* dst, const void* src, size_t bytes, char** er
   return sync_stream(dev.stream, "cuMemcpyDtoHAsync", rc, error);
 }
 
+/** cuTensorMapEncodeTiled for one map: 128-byte swizzle, zeros outside (tensor_maps.h). */
+static int encode_tensor_map(void* out, const kiln_tensor_map* m, void* address) {
+  static const int kDataType[9] = {
+      -1, 0 /* UINT8 */, 1 /* UINT16 */, -1, 2 /* UINT32 */, -1, -1, -1, 4 /* UINT64 */};
+  unsigned long long strides[4];
+  unsigned element_strides[5] = {1, 1, 1, 1, 1};
+  for (uint32_t d = 1; d < m->rank; ++d)
+    strides[d - 1] = m->strides[d];
+  CUresult rc = cu.tensor_map_encode(out, kDataType[m->element_bytes], m->rank, address,
+                                     (const unsigned long long*)m->dims, strides, m->box,
+                                     element_strides, 0 /* no interleave */, 3 /* 128-byte */,
+                                     3 /* L2 256-byte */, 0 /* zeros */);
+  return rc == CUDA_SUCCESS;
+}
+
 /** Records a launch; it runs at the next flush. A caller-given stream runs it at once. */
 static int cuda_launch(void* kernel, void* const* buffers, const int64_t* sizes,
                        const kiln_launch* geometry, char** error) {
@@ -563,7 +581,10 @@ static int cuda_launch(void* kernel, void* const* buffers, const int64_t* sizes,
     return 1;
   }
   if (!ready(error)) return 1;
+  const uint32_t maps = kiln_launch_tensor_maps(geometry);
+  const size_t maps_at = kiln_tensor_maps_offset(geometry->num_buffers, geometry->num_sizes);
   size_t bytes = 8 * ((size_t)geometry->num_buffers + geometry->num_sizes);
+  if (maps) bytes = maps_at + (size_t)CU_TENSOR_MAP_BYTES * maps;
   if (k->param_bytes == -2 || (k->param_bytes >= 0 && (size_t)k->param_bytes != bytes)) {
     *error = kiln_cuda_format(
         "kernel %s takes %s, but the launch packs %zu bytes (%u buffers, %u sizes); a Kiln "
@@ -618,6 +639,9 @@ static int cuda_launch(void* kernel, void* const* buffers, const int64_t* sizes,
   }
   if (geometry->num_sizes)
     memcpy(r->params + 8 * (size_t)geometry->num_buffers, sizes, 8 * (size_t)geometry->num_sizes);
+  if (maps)
+    kiln_pack_tensor_maps(r->params, geometry, buffers,
+                          cu.tensor_map_encode ? encode_tensor_map : NULL);
   if (!geometry->stream) {
     pending.count++;
     return 0;
