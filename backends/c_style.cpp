@@ -175,7 +175,11 @@ std::vector<std::string> CStyleRenderer::extern_symbols(const KernelPlan& plan) 
 std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<LoopNest>& nests,
                                    const std::vector<std::string>& symbols,
                                    const RenderOptions& options) const {
-  std::string s = prelude() + extern_helpers(plan) + plan_declarations(plan);
+  RenderOptions with_maps = options;
+  for (const LoopNest& n : nests)
+    with_maps.tensor_maps =
+        std::max(with_maps.tensor_maps, static_cast<int>(tensor_maps_of(n).size()));
+  std::string s = prelude() + extern_helpers(plan) + plan_declarations(plan, with_maps);
   if (options.bounds_checks) s += bounds_check_helpers();
   // Register tiles or streaming stores; AMX tiles; VNNI tiles; bf16 dot-product tiles.
   bool vectors = false, amx = false, dot = false, bf16_dot = false;
@@ -193,7 +197,7 @@ std::string CStyleRenderer::render(const KernelPlan& plan, const std::vector<Loo
   if (vectors) s += vector_helpers(options);
   if (amx || dot || bf16_dot) s += matrix_helpers(amx, dot, bf16_dot);
   for (size_t k = 0; k < plan.kernels.size(); ++k)
-    s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], options);
+    s += "\n" + render_function(plan, plan.kernels[k], nests[k], symbols[k], with_maps);
   return s;
 }
 
@@ -243,7 +247,7 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
                 "* restrict b" + std::to_string(b);
     c.args += std::string(c.args.empty() ? "" : ", ") + "b" + std::to_string(b);
   }
-  if (auto [param, arg] = kernel_scope_param(); !param.empty()) {
+  if (auto [param, arg] = kernel_scope_param(options); !param.empty()) {
     params += std::string(params.empty() ? "" : ", ") + param;
     call += std::string(call.empty() ? "" : ", ") + arg;
   }
@@ -252,15 +256,21 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   s += render_node(c, *nest.root, 1);
   if (!packs.empty()) s += "  *(int64_t*)kiln_ws = 1;  // the panels are filled\n";
   s = c.outlined + s;
-  s += "}\n\n" + entry(plan, nest, symbol, symbol + "_loops(" + call + ")");
+  s += "}\n\n" + kernel_exports(plan, k, nest, symbol) +
+       entry(plan, nest, symbol, symbol + "_loops(" + call + ")");
   return packs.empty() ? s : s + workspace_function(c, packs, symbol);
+}
+
+std::string CStyleRenderer::kernel_exports(const KernelPlan&, const Kernel&, const LoopNest&,
+                                           const std::string&) const {
+  return "";
 }
 
 std::string CStyleRenderer::bounds_check_helpers() const {
   return kCBoundsCheck;
 }
 
-std::string CStyleRenderer::plan_declarations(const KernelPlan&) const {
+std::string CStyleRenderer::plan_declarations(const KernelPlan&, const RenderOptions&) const {
   return "";
 }
 
@@ -272,7 +282,7 @@ std::string CStyleRenderer::buffer_space() const {
   return "";
 }
 
-std::pair<std::string, std::string> CStyleRenderer::kernel_scope_param() const {
+std::pair<std::string, std::string> CStyleRenderer::kernel_scope_param(const RenderOptions&) const {
   return {};
 }
 

@@ -23,7 +23,18 @@ struct RenderOptions {
   bool bounds_checks = false;
   /** The bytes of the vectors register tiles hold (RegisterTileShape::vector_bytes). */
   int vector_bytes = 32;
+  /** The tensor maps every kernel's parameter holds (the most any nest's TMA copies read,
+   *  tensor_maps_of); render() sets it from the nests. */
+  int tensor_maps = 0;
 };
+
+/** A CUDA module's `<symbol>_tensor_maps`: the maps kernel `symbol`'s launches pass
+ *  (tensor_maps_of), as int64: their count, then kTensorMapFields each: the buffer's place in
+ *  the kernel's Kernel::buffers, TensorMapUse::fold, the box's rank, the box (5 entries,
+ *  innermost first). The executable reads it, so a module from the cache needs no nests. */
+inline constexpr const char* kTensorMapsSuffix = "_tensor_maps";
+inline constexpr int kTensorMapFields = 8;
+inline constexpr int kMaxTensorMaps = 8;  ///< per kernel
 
 /** The exported record a failed bounds check fills: buffer, element, element count, 1. */
 inline constexpr const char* kCheckRecordSymbol = "kiln_check_record";
@@ -155,7 +166,7 @@ class CStyleRenderer {
   virtual std::string bitcast(const std::string& from, const std::string& to,
                               const std::string& x) const;
   /** Declarations every kernel of `plan` shares, after the extern helpers; none by default. */
-  virtual std::string plan_declarations(const KernelPlan& plan) const;
+  virtual std::string plan_declarations(const KernelPlan& plan, const RenderOptions& options) const;
   /** The qualifiers of a kernel's loop function ("static "). */
   virtual std::string loops_qualifier() const;
   /** The address space of the buffers' pointers, with a trailing space ("__global " in OpenCL
@@ -164,10 +175,15 @@ class CStyleRenderer {
   /** A parameter the loop function takes after the buffers, declared by the entry at kernel
    *  scope, and the entry's argument for it (OpenCL C's `__local` scratch, which only a kernel
    *  may declare); empty by default. */
-  virtual std::pair<std::string, std::string> kernel_scope_param() const;
+  virtual std::pair<std::string, std::string> kernel_scope_param(
+      const RenderOptions& options) const;
   /** The exported kernel: signature(symbol) calling `call` (the loop function's call). */
   virtual std::string entry(const KernelPlan& plan, const LoopNest& nest, const std::string& symbol,
                             const std::string& call) const;
+  /** What the module tells the host of kernel `symbol` beside its code (the CUDA renderer: the
+   *  tensor maps its launches pass, kTensorMapsSuffix); empty by default. */
+  virtual std::string kernel_exports(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
+                                     const std::string& symbol) const;
   /** `for (...)` of loop `n` with first value `init` and condition `cond` (C text). */
   virtual std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,
                                   const std::string& cond) const;

@@ -12,6 +12,13 @@ const char* const kCudaPreludeHead =
 #define KILN_INT64_MAX 9223372036854775807LL
 #define KILN_RINTF rintf
 #define KILN_FN __device__ __forceinline__
+/* A kernel's parameter as a grid constant (sm_70 and later): addresses taken of it (the TMA's
+   tensor maps) are the parameter's own, not a copy's. */
+#if __CUDA_ARCH__ >= 700
+#define KILN_GRID_CONSTANT __grid_constant__
+#else
+#define KILN_GRID_CONSTANT
+#endif
 #define KILN_REASSOC
 #define restrict __restrict__
 /* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread):
@@ -283,5 +290,54 @@ KILN_FN int64_t kiln_check_index(int64_t i, int64_t n, int64_t buffer, int64_t f
   return i;
 }
 )";
+
+const char* const kCudaTmaHelpers =
+    R"KILN(/* The TMA's copies and their mbarriers (sm_90; backends/cuda_tile.cpp). A stage's "full"
+   barrier completes a phase when its copies' bytes have landed, its "empty" one when every warp
+   has released it. Barrier arguments are shared-memory addresses (kiln_smem_addr). */
+KILN_FN void kiln_mbar_init(uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+/* After initialising a tile's barriers: visible to the TMA, and global memory written before it
+   by this kernel's threads visible to the TMA's reads. */
+KILN_FN void kiln_mbar_fence_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async;" ::: "memory");
+}
+KILN_FN void kiln_mbar_arrive(uint32_t bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}" ::"r"(bar)
+               : "memory");
+}
+KILN_FN void kiln_mbar_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}"
+               ::"r"(bar), "r"(bytes) : "memory");
+}
+KILN_FN void kiln_mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile("{\n.reg .pred p;\nKILN_WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra KILN_WAIT;\n}" ::"r"(bar), "r"(parity) : "memory");
+}
+/* One box of a tensor map into shared memory at `dst`, its bytes counted on `bar`. */
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar)
+               : "memory");
+}
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2),
+               "r"(bar) : "memory");
+}
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1, int c2,
+                           int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1),
+               "r"(c2), "r"(c3), "r"(bar) : "memory");
+}
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1, int c2,
+                           int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1),
+               "r"(c2), "r"(c3), "r"(c4), "r"(bar) : "memory");
+}
+)KILN";
 
 }  // namespace kiln

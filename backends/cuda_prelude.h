@@ -19,4 +19,8 @@ extern const char* const kCudaPreludeTail;
  *  and traps, which the runtime reports as a failed launch. */
 extern const char* const kCudaBoundsCheck;
 
+/** The TMA's copies and their mbarriers (sm_90), after the kernel parameter's declaration in a
+ *  module whose kernels read tensor maps (backends/cuda_tile.cpp). */
+extern const char* const kCudaTmaHelpers;
+
 }  // namespace kiln

@@ -46,7 +46,7 @@ std::string CudaRenderer::prelude() const {
 
 std::string CudaRenderer::signature(const std::string& symbol) const {
   return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kCudaBlockThreads) +
-         ") " + symbol + "(const kiln_params p)";
+         ") " + symbol + "(const KILN_GRID_CONSTANT kiln_params p)";
 }
 
 std::string CudaRenderer::bounds_check_helpers() const {
@@ -58,12 +58,50 @@ std::string CudaRenderer::bitcast(const std::string&, const std::string& to,
   return "kiln_bitcast<" + to + ">(" + x + ")";
 }
 
-std::string CudaRenderer::plan_declarations(const KernelPlan& plan) const {
+std::string CudaRenderer::plan_declarations(const KernelPlan& plan,
+                                            const RenderOptions& options) const {
   size_t buffers = kernel_params(plan);
-  std::string s = "\n/* Every kernel's one parameter: its buffers, then the sizes. */\n";
+  const int maps = options.tensor_maps;
+  std::string s = "\n/* Every kernel's one parameter: its buffers, then the sizes";
+  s += maps > 0 ? "; then which tensor maps the launch encoded and the maps (plugin_api.h). */\n"
+                : ". */\n";
+  if (maps > 0) s += "struct __align__(64) kiln_tensor_map { unsigned char bytes[128]; };\n";
   s += "struct kiln_params {\n  void* b[" + std::to_string(std::max<size_t>(buffers, 1)) + "];\n";
   if (!plan.size_vars.empty()) s += "  int64_t s[" + std::to_string(plan.size_vars.size()) + "];\n";
+  if (maps > 0) s += "  uint64_t tm_ok;\n  kiln_tensor_map tm[" + std::to_string(maps) + "];\n";
+  s += "};\n";
+  if (maps > 0) s += kCudaTmaHelpers;
+  return s;
+}
+
+std::string CudaRenderer::kernel_exports(const KernelPlan&, const Kernel& k, const LoopNest& nest,
+                                         const std::string& symbol) const {
+  const std::vector<TensorMapUse> maps = tensor_maps_of(nest);
+  if (maps.empty()) return "";
+  if (maps.size() > static_cast<size_t>(kMaxTensorMaps))
+    throw std::logic_error("a kernel with more tensor maps than a module's record holds");
+  std::string s =
+      "/* The tensor maps its launches pass (backends/c_style.h, kTensorMapsSuffix). */\n";
+  s += "extern \"C\" __device__ const long long " + symbol + kTensorMapsSuffix + "[" +
+       std::to_string(1 + kMaxTensorMaps * kTensorMapFields) + "] = {" +
+       std::to_string(maps.size());
+  for (const TensorMapUse& u : maps) {
+    auto at = std::find(k.buffers.begin(), k.buffers.end(), u.buffer);
+    if (at == k.buffers.end() || u.box.size() > 5)
+      throw std::logic_error("a tensor map of a buffer the kernel lacks");
+    s += ", " + std::to_string(at - k.buffers.begin()) + ", " + std::to_string(u.fold) + ", " +
+         std::to_string(u.box.size());
+    for (size_t d = 0; d < 5; ++d)
+      s += ", " + std::to_string(d < u.box.size() ? u.box[d] : 0);
+  }
   return s + "};\n";
+}
+
+std::pair<std::string, std::string> CudaRenderer::kernel_scope_param(
+    const RenderOptions& options) const {
+  if (options.tensor_maps <= 0) return {};
+  // The parameter is a __grid_constant__: its maps' addresses are the TMA's operands.
+  return {"const kiln_params* __restrict__ kiln_p", "&p"};
 }
 
 std::string CudaRenderer::loops_qualifier() const {

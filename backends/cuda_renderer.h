@@ -38,7 +38,12 @@ class CudaRenderer : public CStyleRenderer {
   std::string bounds_check_helpers() const override;
   std::string bitcast(const std::string& from, const std::string& to,
                       const std::string& x) const override;
-  std::string plan_declarations(const KernelPlan& plan) const override;
+  std::string plan_declarations(const KernelPlan& plan,
+                                const RenderOptions& options) const override;
+  std::pair<std::string, std::string> kernel_scope_param(
+      const RenderOptions& options) const override;
+  std::string kernel_exports(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
+                             const std::string& symbol) const override;
   std::string loops_qualifier() const override;
   std::string entry(const KernelPlan& plan, const LoopNest& nest, const std::string& symbol,
                     const std::string& call) const override;

@@ -144,6 +144,17 @@ CudaRenderer::BlockTile::BlockTile(const CudaRenderer& renderer, const Context& 
   // Pipelined copies from addresses computed once per tile (lean_addresses, strided_addresses).
   lean = S > 1 && group && n.k_strided && !c.options.bounds_checks;
   strided = S > 1 && n.k_strided && !c.options.bounds_checks && !lean;
+  tma = lean && S >= 3 && c.options.tensor_maps > 0 && !n.staged.empty();
+  for (const StagedOperand& o : n.staged)
+    tma = tma && !o.tma_box.empty();
+  if (tma) {  // the maps of the tiles before this one in the nest come first
+    for (const LoopNode* a : nodes_of(*c.nest.root, LoopNode::Kind::alloc)) {
+      if (a == &n) break;
+      if (a->space == MemorySpace::shared)
+        for (const StagedOperand& o : a->staged)
+          first_map += !o.tma_box.empty();
+    }
+  }
 }
 
 DType CudaRenderer::BlockTile::dtype_of(size_t q) const {
@@ -157,6 +168,8 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   std::string s = t.declarations();
   s += t.accumulator_start();
   s += t.reduction_extent();
+  if (t.tma) s += t.tma_condition() + t.in + "if (" + t.N + "_tma) {\n" + t.tma_pipeline();
+  if (t.tma) s += t.in + "} else {\n";
   s += t.S > 1 ? t.pipeline_head() : t.buffer_head();
   c.bound.clear();
   c.index_bound.clear();
@@ -167,6 +180,7 @@ std::string CudaRenderer::render_block_tile(const Context& c, const LoopNode& n,
   else
     s += t.simt_steps();
   s += t.pipeline_end();
+  if (t.tma) s += t.in + "}\n";
   c.bound.clear();
   s += t.epilogue();
   return s;

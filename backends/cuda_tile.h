@@ -77,6 +77,10 @@ struct CudaRenderer::BlockTile {
   /** Pipelined copies with addresses strided along k (LoopNode::k_strided; not under bounds
    *  checks): `lean` keeps one address per operand (warpgroup tiles), `strided` one per chunk. */
   bool lean = false, strided = false;
+  /** A lean warpgroup tile whose every staged operand the TMA may copy
+   *  (StagedOperand::tma_box): the launch's tensor maps first_map on, in operand order. */
+  bool tma = false;
+  int first_map = 0;
 
   // Pieces of the kernel's block (backends/cuda_tile.cpp).
   /** The block's opening comment, the staged operands' shared arrays (static, or the stages of
@@ -117,6 +121,18 @@ struct CudaRenderer::BlockTile {
   /** The end of the loop over blocks; a pipeline waits for its copies and its warpgroup
    *  instructions. */
   std::string pipeline_end() const;
+  // The TMA's pipeline (backends/cuda_tile_tma.cpp).
+  /** `N_tma`: whether this launch's maps of every operand were encoded and each operand's
+   *  reduction runs over the whole of its dimension (the TMA's zeros then stand where the
+   *  reduction ends); and each operand's box coordinates at the tile's origin, N_c<q>[]. */
+  std::string tma_condition() const;
+  /** The loop over blocks with the TMA: the stages' barriers set up, thread 0 issuing each
+   *  block's boxes S - 2 blocks ahead (two with three stages) into the stage every warp
+   *  released, the warps waiting on each stage's barrier and running render_warpgroup_steps;
+   *  then every instruction done and every warp past the stages. */
+  std::string tma_pipeline() const;
+  /** Thread 0's copies of block `b` (a C expression) into its stage. */
+  std::string tma_issue(const std::string& b, const std::string& indent) const;
   /** Each element stored and the statements after the reduction, from the accumulators or
    *  through shared memory (LoopNode::epilogue_staged). */
   std::string epilogue() const;

@@ -126,7 +126,7 @@ std::string OpenCLRenderer::bitcast(const std::string& from, const std::string& 
   return "as_" + opencl_type(to) + "((" + from + ")(" + x + "))";
 }
 
-std::string OpenCLRenderer::plan_declarations(const KernelPlan&) const {
+std::string OpenCLRenderer::plan_declarations(const KernelPlan&, const RenderOptions&) const {
   return "";
 }
 
@@ -138,7 +138,7 @@ std::string OpenCLRenderer::buffer_space() const {
   return "__global ";
 }
 
-std::pair<std::string, std::string> OpenCLRenderer::kernel_scope_param() const {
+std::pair<std::string, std::string> OpenCLRenderer::kernel_scope_param(const RenderOptions&) const {
   return {"__local void* kiln_scratch", "kiln_scratch"};
 }
 

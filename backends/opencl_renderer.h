@@ -34,10 +34,12 @@ class OpenCLRenderer : public CudaRenderer {
   std::string bounds_check_helpers() const override;
   std::string bitcast(const std::string& from, const std::string& to,
                       const std::string& x) const override;
-  std::string plan_declarations(const KernelPlan& plan) const override;
+  std::string plan_declarations(const KernelPlan& plan,
+                                const RenderOptions& options) const override;
   std::string loops_qualifier() const override;
   std::string buffer_space() const override;
-  std::pair<std::string, std::string> kernel_scope_param() const override;
+  std::pair<std::string, std::string> kernel_scope_param(
+      const RenderOptions& options) const override;
   std::string entry(const KernelPlan& plan, const LoopNest& nest, const std::string& symbol,
                     const std::string& call) const override;
   std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const override;

@@ -95,7 +95,7 @@ bool splits_below(const LoopNode& n) {
 
 }  // namespace
 
-std::string OpenMPRenderer::plan_declarations(const KernelPlan& plan) const {
+std::string OpenMPRenderer::plan_declarations(const KernelPlan& plan, const RenderOptions&) const {
   for (const Kernel& k : plan.kernels)
     if (has_scan(plan, k)) return "int omp_get_max_threads(void);\nint omp_in_parallel(void);\n";
   return "";

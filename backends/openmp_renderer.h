@@ -32,7 +32,8 @@ class OpenMPRenderer : public CStyleRenderer {
  protected:
   std::string render_split_scan(const Context& c, const LoopNode& n, int depth) const override;
   /** omp_get_max_threads and omp_in_parallel, for plans with scans. */
-  std::string plan_declarations(const KernelPlan& plan) const override;
+  std::string plan_declarations(const KernelPlan& plan,
+                                const RenderOptions& options) const override;
   std::string loop_annotation(const LoopNode& loop, const LoopSite& site) const override;
   bool outlines_parallel_bodies() const override;
 };

@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
+#include "backends/c_style.h"
 #include "backends/packed_weights.h"
 #include "driver/blas.h"
 #include "ir/sizes.h"
@@ -199,6 +201,7 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
       t.dims = *dims;
       device_units_ = runtime.device_units();
     }
+  find_tensor_maps(runtime);
   program_.symbols.resize(program_.plan.kernels.size());
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
     program_.symbols[k] = code_symbol(program_.plan, k);
@@ -252,6 +255,75 @@ size_t Executable::tile_choice(size_t k, const int64_t* sizes) const {
   for (size_t v = 0; v < program_.plan.size_vars.size(); ++v)
     env[program_.plan.size_vars[v]] = sizes[v];
   return choose_tile(tile_problem(program_.plan.kernels[k], t.dims, env), t.shapes, device_units_);
+}
+
+void Executable::find_tensor_maps(const Runtime& runtime) {
+  const KernelPlan& plan = program_.plan;
+  tensor_maps_.assign(plan.kernels.size(), {});
+  if (backend_.memory() != MemoryKind::device) return;
+  // Each kernel's functions at each tile shape (TileVariants order) say which maps they read in
+  // their module (kTensorMapsSuffix), so a module from the cache needs no nests.
+  std::map<std::string, std::vector<MapUse>> read;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    const std::string code = code_symbol(plan, k);
+    std::vector<std::string> symbols{code};
+    for (size_t v = 1; v < tile_variants_[k].shapes.size(); ++v)
+      symbols.push_back(variant_symbol(code, tile_variants_[k].shapes[v]));
+    for (const std::string& symbol : symbols) {
+      auto known = read.find(symbol);
+      if (known == read.end()) {
+        std::vector<MapUse> uses;
+        if (void* at = runtime.lookup(*module_, symbol + kTensorMapsSuffix)) {
+          std::vector<int64_t> record(1 + kMaxTensorMaps * kTensorMapFields);
+          runtime_.copy_to_host(record.data(), at, record.size() * sizeof(int64_t));
+          if (record[0] < 0 || record[0] > kMaxTensorMaps)
+            throw std::runtime_error("kernel " + symbol + ": a tensor map record of " +
+                                     std::to_string(record[0]) + " maps");
+          for (int64_t i = 0; i < record[0]; ++i) {
+            const int64_t* f = &record[static_cast<size_t>(1 + i * kTensorMapFields)];
+            uses.push_back({static_cast<size_t>(f[0]), std::vector<int64_t>(f + 3, f + 3 + f[2]),
+                            static_cast<int>(f[1])});
+          }
+        }
+        known = read.emplace(symbol, std::move(uses)).first;
+      }
+      max_tensor_maps_ = std::max(max_tensor_maps_, known->second.size());
+      tensor_maps_[k].push_back(known->second);
+    }
+  }
+}
+
+std::vector<kiln_tensor_map> Executable::tensor_maps_for(size_t k, size_t choice,
+                                                         const SizeBindings& sizes) const {
+  const KernelPlan& plan = program_.plan;
+  std::vector<kiln_tensor_map> maps(max_tensor_maps_);
+  for (kiln_tensor_map& m : maps)
+    m.buffer = UINT32_MAX;
+  const std::vector<MapUse>& uses = tensor_maps_.at(k).at(choice);
+  for (size_t i = 0; i < uses.size(); ++i) {
+    const Buffer& b = plan.buffers.at(plan.kernels[k].buffers.at(uses[i].param));
+    // The buffer's dimensions, the leading `fold` folded into the next (TensorMapUse::fold).
+    std::vector<int64_t> dims = buffer_dims(b, sizes);
+    const auto fold = static_cast<size_t>(uses[i].fold);
+    if (fold >= dims.size()) throw std::logic_error("a tensor map folding all its dimensions");
+    for (size_t d = 0; d < fold; ++d)
+      dims[fold] *= dims[d];
+    dims.erase(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(fold));
+    kiln_tensor_map& m = maps[i];
+    m.buffer = static_cast<uint32_t>(uses[i].param);
+    m.element_bytes = static_cast<uint32_t>(dtype_bits(b.dtype) / 8);
+    m.rank = static_cast<uint32_t>(dims.size());
+    if (dims.size() != uses[i].box.size() || dims.size() > 5)
+      throw std::logic_error("a tensor map whose box does not match its buffer");
+    uint64_t stride = m.element_bytes;
+    for (size_t d = 0; d < dims.size(); ++d) {  // innermost first
+      m.dims[d] = static_cast<uint64_t>(std::max<int64_t>(dims[dims.size() - 1 - d], 0));
+      m.box[d] = static_cast<uint32_t>(uses[i].box[d]);
+      m.strides[d] = d == 0 ? 0 : stride;
+      stride *= m.dims[d];
+    }
+  }
+  return maps;
 }
 
 void* Executable::kernel_for(size_t k, const int64_t* sizes) const {
@@ -465,16 +537,21 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
   const Clock::time_point started = now();
+  std::vector<kiln_tensor_map> maps;
   for (size_t k = 0; k < kernels_.size(); ++k) {
+    if (max_tensor_maps_ > 0) {
+      const TileVariants& t = tile_variants_[k];
+      maps = tensor_maps_for(k, t.shapes.empty() ? 0 : tile_choice(k, sizes), bound);
+    }
     if (device) {  // one sequence, one wait: faults are the plugin's to report
       runtime_.launch(kernel_for(k, sizes), local[k].data(), sizes, geometry[k], stream, num_args,
-                      num_sizes);
+                      num_sizes, &maps);
       continue;
     }
     KernelFaultScope scope(contexts_[k]);
     const Clock::time_point t0 = now();
     runtime_.launch(kernel_for(k, sizes), local[k].data(), sizes, geometry[k], nullptr, num_args,
-                    num_sizes);
+                    num_sizes, &maps);
     runtime_.synchronize();
     if (spans) spans->push_back({static_cast<int>(k), t0, since(t0)});
   }

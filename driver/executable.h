@@ -118,6 +118,23 @@ class Executable {
   int device_units_ = 0;  ///< the device's multiprocessors (Runtime::device_units)
   /** The index into tile_variants_[k] a launch at `sizes` takes. */
   size_t tile_choice(size_t k, const int64_t* sizes) const;
+  /** A tensor map of a kernel's TMA copies (tensor_maps_of): its buffer's place in the code
+   *  kernel's Kernel::buffers (the launch's parameter), and the box. */
+  struct MapUse {
+    size_t param = 0;
+    std::vector<int64_t> box;
+    int fold = 0;  ///< TensorMapUse::fold
+  };
+  /** Kernel k's maps at each tile shape it was compiled at (TileVariants order; one entry where
+   *  it has one shape); max_tensor_maps_: the most of any, which every launch passes. */
+  std::vector<std::vector<std::vector<MapUse>>> tensor_maps_;
+  size_t max_tensor_maps_ = 0;
+  /** Reads each kernel's maps off the module (kTensorMapsSuffix). */
+  void find_tensor_maps(const Runtime& runtime);
+  /** The maps kernel k's launch at tile choice `choice` passes at `sizes`: max_tensor_maps_
+   *  entries, its own first, the rest naming no buffer. */
+  std::vector<kiln_tensor_map> tensor_maps_for(size_t k, size_t choice,
+                                               const SizeBindings& sizes) const;
   const Backend& backend_;
   std::vector<LaunchGeometry> geometry_;  ///< one per kernel when set; empty: the backend's
   RuntimeConfig config_;

@@ -403,4 +403,15 @@ std::string loop_nest_to_text(const LoopNest& nest) {
   return out;
 }
 
+std::vector<TensorMapUse> tensor_maps_of(const LoopNest& nest) {
+  std::vector<TensorMapUse> maps;
+  if (!nest.root) return maps;
+  for (const LoopNode* tile : nodes_of(*nest.root, LoopNode::Kind::alloc)) {
+    if (tile->space != MemorySpace::shared) continue;
+    for (const StagedOperand& o : tile->staged)
+      if (!o.tma_box.empty()) maps.push_back({o.tma_buffer, o.tma_box, o.tma_fold});
+  }
+  return maps;
+}
+
 }  // namespace kiln

@@ -92,6 +92,21 @@ struct StagedOperand {
   int64_t swizzle = 0;
   /** The bytes of one element as shared memory holds it. */
   int64_t element_bytes = 4;
+  /** Non-empty: a swizzled stage the TMA may fill (sm_90; docs/decisions.md, "Warpgroup GEMM
+   *  stages copied by the TMA") from a tensor map over the whole of the load's buffer, its
+   *  dimensions innermost first: the box of each, the reduction block's depth along the
+   *  dimension k moves, 64 rows or lanes (an MN-major stage, copied in blocks of 64) or all the
+   *  tile's (a K-major one) along the one they move, 1 along the others. The launch passes the
+   *  map (tensor_maps_of); where the TMA does not take it, the stage is copied by cp.async. */
+  std::vector<int64_t> tma_box;
+  /** With tma_box: the load's buffer; its index dimension k moves along, and the one its rows
+   *  or lanes do. */
+  int tma_buffer = -1, tma_k_dim = -1, tma_x_dim = -1;
+  /** With tma_box: the load's leading index dimensions whose index is 0, folded into the next
+   *  one (a view of the same addresses: the coalesced rows of a[B, M, K] read as a[0, r, k] with
+   *  r over B·M): the map has tma_box.size() = index dimensions - tma_fold, its outermost
+   *  extent the product of the folded ones'. */
+  int tma_fold = 0;
 };
 
 /** How a vector dot product of unsigned by signed bytes (vpdpbusd) takes the row operand a and
@@ -353,6 +368,17 @@ struct LoopNest {
    *  (scheduler/map_gpu.h). */
   bool one_block = false;
 };
+
+/** A tensor map a kernel's TMA copies read: the buffer (KernelPlan::buffers) and the box. */
+struct TensorMapUse {
+  int buffer = -1;
+  std::vector<int64_t> box;  ///< innermost dimension first
+  int fold = 0;              ///< StagedOperand::tma_fold
+};
+
+/** The tensor maps of `nest`'s TMA copies (StagedOperand::tma_box) in the order the kernel's
+ *  parameter holds them: its block tiles in pre-order, each tile's staged operands in order. */
+std::vector<TensorMapUse> tensor_maps_of(const LoopNest& nest);
 
 /** An expression as loop_nest_to_text prints it: "c0 + 32", "floord(N - 1, 32)". */
 std::string loop_expr_to_text(const AstExpr& e);

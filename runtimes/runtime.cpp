@@ -636,7 +636,7 @@ void Runtime::configure(const RuntimeConfig& config) {
 
 void Runtime::launch(void* kernel, void* const* buffers, const int64_t* sizes,
                      const LaunchGeometry& geometry, void* stream, uint32_t num_buffers,
-                     uint32_t num_sizes) {
+                     uint32_t num_sizes, const std::vector<kiln_tensor_map>* tensor_maps) {
   char* error = nullptr;
   if (!kernel) throw std::runtime_error(desc_.name + " runtime: launch of a null kernel");
   kiln_launch l{};
@@ -649,6 +649,10 @@ void Runtime::launch(void* kernel, void* const* buffers, const int64_t* sizes,
   l.stream = stream;
   l.num_buffers = num_buffers;
   l.num_sizes = num_sizes;
+  if (tensor_maps && !tensor_maps->empty()) {
+    l.num_tensor_maps = static_cast<uint32_t>(tensor_maps->size());
+    l.tensor_maps = tensor_maps->data();
+  }
   if (table().launch(kernel, buffers, sizes, &l, &error) != 0)
     fail(table(), desc_.name, "launch failed", error);
 }

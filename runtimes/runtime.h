@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/launch_geometry.h"
+#include "kiln/plugin_api.h"
 #include "runtimes/cache.h"
 
 struct kiln_plugin;
@@ -183,10 +184,11 @@ class Runtime {
   void configure(const RuntimeConfig& config);
   const RuntimeConfig& config() const { return config_; }
   /** Launches `kernel` on `geometry` and `stream` (nullptr: the default one); `num_buffers` and
-   *  `num_sizes` count the entries of `buffers` and `sizes` (a GPU plugin packs them). */
+   *  `num_sizes` count the entries of `buffers` and `sizes` (a GPU plugin packs them), and
+   *  `tensor_maps` the maps its TMA copies read (kiln_tensor_map). */
   void launch(void* kernel, void* const* buffers, const int64_t* sizes,
               const LaunchGeometry& geometry = {}, void* stream = nullptr, uint32_t num_buffers = 0,
-              uint32_t num_sizes = 0);
+              uint32_t num_sizes = 0, const std::vector<kiln_tensor_map>* tensor_maps = nullptr);
   void synchronize();
   /** Waits for the work launched on `stream`, a caller's queue given to launch()
    *  (KILN_PLUGIN_SYNC_STREAM; synchronize() where the plugin lacks it). */

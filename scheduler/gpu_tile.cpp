@@ -135,6 +135,57 @@ bool affine_in(const ElementBody& e, const LoopNode& tile,
   return true;
 }
 
+/** Where the TMA may fill staged operand `o` (load `ld`) of a warpgroup tile (StagedOperand::
+ *  tma_box): each index dimension of the load moves with k alone, with the operand's rows or
+ *  lanes alone (coefficient 1 each, one dimension of each), or with neither; the innermost is
+ *  the one its stage holds contiguously. Leaves `o` as it is where that does not hold. */
+void plan_tma(const KernelPlan& plan, const ElementBody& e, const LoopNode& tile,
+              const ScalarExpr& ld, StagedOperand& o) {
+  const LoopNode& update = *e.update;
+  const std::set<std::string> kv = driven_iterators(update, e.loops.back()->iter),
+                              xv = driven_iterators(update,
+                                                    o.by_lane ? tile.tile_lane : tile.tile_row),
+                              other = driven_iterators(update,
+                                                       o.by_lane ? tile.tile_row : tile.tile_lane);
+  const auto n = static_cast<int>(ld.index.size());
+  if (kv.size() != 1 || xv.size() != 1 || n < 2 || n > 5 || ld.buffer < 0 ||
+      plan.buffers[ld.buffer].shape.size() != ld.index.size())
+    return;
+  const std::string& k = *kv.begin();
+  const std::string& x = *xv.begin();
+  int dk = -1, dx = -1;
+  for (int d = 0; d < n; ++d) {
+    const std::optional<int64_t> ck = affine_coefficient(ld.index[d], k),
+                                 cx = affine_coefficient(ld.index[d], x);
+    if (!ck || !cx || (*ck != 0 && *cx != 0) || (*ck != 0 && *ck != 1) || (*cx != 0 && *cx != 1))
+      return;
+    for (const std::string& v : other)
+      if (affine_coefficient(ld.index[d], v) != std::optional<int64_t>(0)) return;
+    if (*ck == 1) {
+      if (dk >= 0) return;
+      dk = d;
+    }
+    if (*cx == 1) {
+      if (dx >= 0) return;
+      dx = d;
+    }
+  }
+  const int64_t extent = o.by_lane ? tile.tile_lanes : tile.tile_rows;
+  if (dk < 0 || dx < 0 || (o.k_first ? dk : dx) != n - 1 || extent > 256 || extent % 64) return;
+  // Leading dimensions at index 0 fold into the next: the coalesce pass reads a[B, M, K]'s rows
+  // as a[0, r, k] with r over B·M, which a map of M rows would cut at M.
+  int fold = 0;
+  while (fold < std::min(dk, dx) && ld.index[fold].as_constant() == std::optional<int64_t>(0))
+    ++fold;
+  o.tma_box.assign(n - fold, 1);
+  o.tma_box[n - 1 - dk] = tile.pack_depth;
+  o.tma_box[n - 1 - dx] = o.k_first ? extent : 64;
+  o.tma_buffer = ld.buffer;
+  o.tma_k_dim = dk;
+  o.tma_x_dim = dx;
+  o.tma_fold = fold;
+}
+
 /** Plans `tile` (R × L) on warpgroup instructions (GpuTileShape::wgmma) for a product of the
  *  two loads `ops`: two warpgroups of R / 2 rows × L lanes, m64nLk16 instructions, reduction
  *  blocks of 64 16-bit values (one 128-byte swizzled shared row), each operand copied in
@@ -180,6 +231,17 @@ bool plan_warpgroup_tile(const KernelPlan& plan, const ElementBody& e, const Gpu
   // (LoopNode::k_strided; for a warpgroup tile the address is affine in the rows or lanes too).
   tile.k_strided = strided_along_k(e, ops) && affine_in(e, tile, ops);
   if (!tile.k_strided) return false;
+  if (shape.tma) {  // every operand through the TMA, or none
+    for (size_t q = 0; q < staged.size(); ++q)
+      plan_tma(plan, e, tile, *ops[q], staged[q]);
+    if (std::any_of(staged.begin(), staged.end(),
+                    [](const StagedOperand& o) { return o.tma_box.empty(); }))
+      for (StagedOperand& o : staged) {
+        o.tma_box.clear();
+        o.tma_buffer = o.tma_k_dim = o.tma_x_dim = -1;
+        o.tma_fold = 0;
+      }
+  }
   // The epilogue through the stages' shared memory: 128 accumulators a thread, unrolled, would
   // be 128 copies of its code (a tanh GELU: 200 KiB of instructions).
   int64_t stage_bytes = 0;

@@ -84,6 +84,9 @@ struct GpuTileShape {
    *  swizzled shared rows (reduction blocks of 64), wgmma_stages stages of cp.async copies, one
    *  block of instructions in flight. */
   bool wgmma = false;
+  /** With wgmma: the target's TMA fills a warpgroup tile's stages where its operands allow
+   *  (StagedOperand::tma_box), the launch passing the tensor maps (the cuda runtime). */
+  bool tma = false;
   int wgmma_rows = 128;
   int wgmma_lanes = 256;
   int wgmma_stages = 4;

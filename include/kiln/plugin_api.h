@@ -79,7 +79,7 @@ typedef struct kiln_runtime_config {
  *  copied by the TMA"): boxes of `box` elements of the `rank`-dimensional array at
  *  buffers[buffer], 128-byte swizzled in shared memory, zeros where a box reaches past `dims`.
  *  The plugin encodes it (cuTensorMapEncodeTiled) where the TMA's rules hold: the address
- *  16-byte aligned, every stride a multiple of 16 bytes below 2^40, every dimension 1 to 2^32,
+ *  16-byte aligned, every stride a multiple of 16 bytes below 2^40, every dimension 1 to 2^31 - 1,
  *  every box 1 to 256 with its innermost extent 128 bytes at most; else it leaves the map out
  *  (its bit clear) and the kernel copies that launch's operands without it. */
 typedef struct kiln_tensor_map {
@@ -134,7 +134,8 @@ typedef struct kiln_plugin {
   int (*configure)(const kiln_runtime_config* config, char** error);
   /** Loads an artifact; returns a module handle. */
   void* (*load)(const void* artifact, size_t size, char** error);
-  /** The address of a kernel, or of another symbol the module defines, in a loaded module; NULL
+  /** The address of a kernel, or of another symbol the module defines (a GPU plugin: a data
+   *  symbol's device address, which copy_to_host reads), in a loaded module; NULL
    *  when the module does not define it: Kiln also asks for symbols a module may lack (a
    *  kernel's `SYMBOL_workspace`, backends/packed_weights.h). */
   void* (*lookup)(void* module, const char* symbol);

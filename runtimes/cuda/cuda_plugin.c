@@ -465,7 +465,14 @@ static void* cuda_lookup(void* module, const char* symbol) {
     free(error);
     return NULL;
   }
-  if (cu.module_function(&f, m->m, symbol) != CUDA_SUCCESS) return NULL;
+  if (cu.module_function(&f, m->m, symbol) != CUDA_SUCCESS) {
+    /* A data symbol (a kernel's `<name>_tensor_maps`): its device address. */
+    CUdeviceptr at;
+    size_t bytes = 0;
+    if (cu.module_global && cu.module_global(&at, &bytes, m->m, symbol) == CUDA_SUCCESS)
+      return (void*)(uintptr_t)at;
+    return NULL;
+  }
   kfunc** grown = realloc(m->funcs, (m->count + 1) * sizeof *grown);
   if (grown) m->funcs = grown;
   kfunc* k = grown ? calloc(1, sizeof *k + strlen(symbol) + 1) : NULL;

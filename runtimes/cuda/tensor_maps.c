@@ -24,7 +24,7 @@ int kiln_tensor_map_usable(const kiln_tensor_map* m, const void* address) {
   if (m->rank < 1 || m->rank > 5 || (eb != 1 && eb != 2 && eb != 4 && eb != 8)) return 0;
   if ((uint64_t)m->box[0] * eb > 128) return 0;
   for (uint32_t d = 0; d < m->rank; ++d) {
-    if (m->dims[d] < 1 || m->dims[d] > (1ull << 32)) return 0;
+    if (m->dims[d] < 1 || m->dims[d] > 0x7fffffffull) return 0; /* coordinates are int */
     if (m->box[d] < 1 || m->box[d] > 256) return 0;
     if (d > 0 && (m->strides[d] % 16 != 0 || m->strides[d] >= (1ull << 40))) return 0;
   }

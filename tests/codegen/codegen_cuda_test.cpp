@@ -38,7 +38,7 @@ TEST_CASE("codegen: softmax on cuda: rows to groups of threads, group reductions
         std::string::npos);
   CHECK(src.find("kiln_group_sync(" + T + ");") != std::string::npos);
   CHECK(src.find("extern \"C\" __global__ void __launch_bounds__(256) kiln_softmax_0(const "
-                 "kiln_params p)") != std::string::npos);
+                 "KILN_GRID_CONSTANT kiln_params p)") != std::string::npos);
 }
 
 TEST_CASE("codegen: memory-bound thread loops on cuda move 16-byte vectors") {
@@ -171,6 +171,19 @@ TEST_CASE("codegen: f16 matmul for sm_90a: wgmma from swizzled shared memory") {
   // The f32 sum never reaches memory: the epilogue reads it from shared memory and casts it.
   CHECK(src.find("b3[") == std::string::npos);
   CHECK(src.find("kiln_f32_to_f16((float)tile0_v)") != std::string::npos);
+  // The TMA's pipeline beside it, taken where the launch encoded both maps and the reduction
+  // spans k: the maps in the parameter, the record of them the executable reads, thread 0's
+  // boxes (one of a, four of 64 lanes of b), the stages' barriers.
+  CHECK(src.find("uint64_t tm_ok;\n  kiln_tensor_map tm[2];") != std::string::npos);
+  CHECK(src.find("kiln_matmul_0_tensor_maps[65] = {2, 0, 0, 2, 64, 128, 0, 0, 0, 1, 0, 2, 64, "
+                 "64, 0, 0, 0};") != std::string::npos);
+  CHECK(src.find("(kiln_p->tm_ok >> 0 & 1) && tile0_c0[0] == 0 && tile0_K == (int64_t)((s_K))") !=
+        std::string::npos);
+  CHECK(src.find("kiln_tma_load(kiln_smem_addr(tile0_s1[tile0_ws]) + 24576u, &kiln_p->tm[1], "
+                 "tile0_fb, tile0_c1[0] + 192, tile0_c1[1] + tile0_kc);") != std::string::npos);
+  CHECK(src.find("kiln_mbar_expect(tile0_fb, 49152u);") != std::string::npos);
+  CHECK(src.find("kiln_mbar_wait(kiln_smem_addr(&tile0_full[tile0_st]), (uint32_t)((tile0_b / 4) "
+                 "& 1));") != std::string::npos);
 }
 
 TEST_CASE("codegen: a warpgroup tile's kernel is compiled at each GPU_WGMMA shape") {
@@ -187,7 +200,7 @@ TEST_CASE("codegen: a warpgroup tile's kernel is compiled at each GPU_WGMMA shap
                  "98304;") != std::string::npos);
   CHECK(src.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
   CHECK(src.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != std::string::npos);
-  CHECK(src.find("kiln_matmul_0_w128x64x4(const kiln_params p)") != std::string::npos);
+  CHECK(src.find("kiln_matmul_0_w128x64x4(const KILN_GRID_CONSTANT kiln_params p)") != std::string::npos);
   // A product without a warpgroup tile (f32) has no variants.
   GoldenCase single = golden_cases()[12];
   single.dtypes = {{"T", DType::f32}};

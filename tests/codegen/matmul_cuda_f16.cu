@@ -16,6 +16,13 @@ typedef unsigned long long uint64_t;
 #define KILN_INT64_MAX 9223372036854775807LL
 #define KILN_RINTF rintf
 #define KILN_FN __device__ __forceinline__
+/* A kernel's parameter as a grid constant (sm_70 and later): addresses taken of it (the TMA's
+   tensor maps) are the parameter's own, not a copy's. */
+#if __CUDA_ARCH__ >= 700
+#define KILN_GRID_CONSTANT __grid_constant__
+#else
+#define KILN_GRID_CONSTANT
+#endif
 #define KILN_REASSOC
 #define restrict __restrict__
 /* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread):
@@ -684,7 +691,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
 }
 
 extern "C" __device__ unsigned kiln_matmul_0_shared_bytes = 56832;
-extern "C" __global__ void __launch_bounds__(256, KILN_TILE_MIN_BLOCKS) kiln_matmul_0(const kiln_params p) {
+extern "C" __global__ void __launch_bounds__(256, KILN_TILE_MIN_BLOCKS) kiln_matmul_0(const KILN_GRID_CONSTANT kiln_params p) {
   void* const* buffers = p.b;
   const int64_t* sizes = p.s;
   kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (const uint16_t*)buffers[0], (const uint16_t*)buffers[1], (uint16_t*)buffers[2], (float*)buffers[3]);

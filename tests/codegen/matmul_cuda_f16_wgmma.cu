@@ -16,6 +16,13 @@ typedef unsigned long long uint64_t;
 #define KILN_INT64_MAX 9223372036854775807LL
 #define KILN_RINTF rintf
 #define KILN_FN __device__ __forceinline__
+/* A kernel's parameter as a grid constant (sm_70 and later): addresses taken of it (the TMA's
+   tensor maps) are the parameter's own, not a copy's. */
+#if __CUDA_ARCH__ >= 700
+#define KILN_GRID_CONSTANT __grid_constant__
+#else
+#define KILN_GRID_CONSTANT
+#endif
 #define KILN_REASSOC
 #define restrict __restrict__
 /* The blocks per SM a kernel with a block tile is compiled to fit (its registers per thread):
@@ -373,13 +380,62 @@ KILN_FN To kiln_bitcast(From a) {
   return b;
 }
 
-/* Every kernel's one parameter: its buffers, then the sizes. */
+/* Every kernel's one parameter: its buffers, then the sizes; then which tensor maps the launch encoded and the maps (plugin_api.h). */
+struct __align__(64) kiln_tensor_map { unsigned char bytes[128]; };
 struct kiln_params {
   void* b[4];
   int64_t s[3];
+  uint64_t tm_ok;
+  kiln_tensor_map tm[2];
 };
+/* The TMA's copies and their mbarriers (sm_90; backends/cuda_tile.cpp). A stage's "full"
+   barrier completes a phase when its copies' bytes have landed, its "empty" one when every warp
+   has released it. Barrier arguments are shared-memory addresses (kiln_smem_addr). */
+KILN_FN void kiln_mbar_init(uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+/* After initialising a tile's barriers: visible to the TMA, and global memory written before it
+   by this kernel's threads visible to the TMA's reads. */
+KILN_FN void kiln_mbar_fence_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async;" ::: "memory");
+}
+KILN_FN void kiln_mbar_arrive(uint32_t bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}" ::"r"(bar)
+               : "memory");
+}
+KILN_FN void kiln_mbar_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}"
+               ::"r"(bar), "r"(bytes) : "memory");
+}
+KILN_FN void kiln_mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile("{\n.reg .pred p;\nKILN_WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra KILN_WAIT;\n}" ::"r"(bar), "r"(parity) : "memory");
+}
+/* One box of a tensor map into shared memory at `dst`, its bytes counted on `bar`. */
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar)
+               : "memory");
+}
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2),
+               "r"(bar) : "memory");
+}
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1, int c2,
+                           int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1),
+               "r"(c2), "r"(c3), "r"(bar) : "memory");
+}
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1, int c2,
+                           int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1),
+               "r"(c2), "r"(c3), "r"(c4), "r"(bar) : "memory");
+}
 
-static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const uint16_t* restrict b0 /* a */, const uint16_t* restrict b1 /* b */, uint16_t* restrict b2 /* y */, float* restrict b3 /* t5 */) {
+static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const uint16_t* restrict b0 /* a */, const uint16_t* restrict b1 /* b */, uint16_t* restrict b2 /* y */, float* restrict b3 /* t5 */, const kiln_params* __restrict__ kiln_p) {
   for (int64_t t_c0_c1 = 0 + (int64_t)blockIdx.x; t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 255) / 256)); t_c0_c1 += (int64_t)gridDim.x) {
     {
       /* tile0: a 128x256 block tile of S1, on tensor cores (wgmma m64n256k16.f16), 1x128 per thread (scheduler/gpu_tile.h) */
@@ -401,6 +457,97 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
       }
       }
       const int64_t tile0_K = ((s_K - 0));
+      /* tile0: the TMA fills the stages where this launch's maps were encoded and each operand's reduction spans its dimension */
+      int tile0_c0[2];  // the box's coordinates at the tile's origin
+      {
+        const int64_t c0 = tile0_r0, c1 = tile0_l0, tile0_f = 0;
+        const int64_t c2 = 0 + tile0_f;
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
+        const int64_t i2 = c2;
+        tile0_c0[0] = (int)((i2));
+        tile0_c0[1] = (int)((i0));
+      }
+      int tile0_c1[2];  // the box's coordinates at the tile's origin
+      {
+        const int64_t c0 = tile0_r0, c1 = tile0_l0, tile0_f = 0;
+        const int64_t c2 = 0 + tile0_f;
+        const int64_t i0 = c0;
+        const int64_t i1 = c1;
+        const int64_t i2 = c2;
+        tile0_c1[0] = (int)((i1));
+        tile0_c1[1] = (int)((i2));
+      }
+      const bool tile0_tma = (kiln_p->tm_ok >> 0 & 1) && tile0_c0[0] == 0 && tile0_K == (int64_t)((s_K)) &&
+        (kiln_p->tm_ok >> 1 & 1) && tile0_c1[1] == 0 && tile0_K == (int64_t)((s_K));
+      if (tile0_tma) {
+        __shared__ __align__(8) uint64_t tile0_full[4], tile0_empty[4];
+        __syncthreads();  // every warp past the last tile's stages and barriers
+        if (threadIdx.x == 0) {
+          for (int tile0_i = 0; tile0_i < 4; ++tile0_i) {
+            kiln_mbar_init(kiln_smem_addr(&tile0_full[tile0_i]), 1);
+            kiln_mbar_init(kiln_smem_addr(&tile0_empty[tile0_i]), 8);
+          }
+          kiln_mbar_fence_init();
+        }
+        __syncthreads();
+        const int64_t tile0_nb = (tile0_K + 63) / 64;
+        if (threadIdx.x == 0)
+          for (int64_t tile0_b = 0; tile0_b < 2 && tile0_b < tile0_nb; ++tile0_b)
+          {
+            const int tile0_ws = (int)((tile0_b) % 4);
+            const int64_t tile0_u = (tile0_b) / 4;
+            const uint32_t tile0_fb = kiln_smem_addr(&tile0_full[tile0_ws]);
+            if (tile0_u > 0) kiln_mbar_wait(kiln_smem_addr(&tile0_empty[tile0_ws]), (uint32_t)((tile0_u - 1) & 1));
+            kiln_mbar_expect(tile0_fb, 49152u);
+            const int tile0_kc = (int)((tile0_b) * 64);
+            kiln_tma_load(kiln_smem_addr(tile0_s0[tile0_ws]) + 0u, &kiln_p->tm[0], tile0_fb, tile0_c0[0] + tile0_kc, tile0_c0[1]);
+            kiln_tma_load(kiln_smem_addr(tile0_s1[tile0_ws]) + 0u, &kiln_p->tm[1], tile0_fb, tile0_c1[0], tile0_c1[1] + tile0_kc);
+            kiln_tma_load(kiln_smem_addr(tile0_s1[tile0_ws]) + 8192u, &kiln_p->tm[1], tile0_fb, tile0_c1[0] + 64, tile0_c1[1] + tile0_kc);
+            kiln_tma_load(kiln_smem_addr(tile0_s1[tile0_ws]) + 16384u, &kiln_p->tm[1], tile0_fb, tile0_c1[0] + 128, tile0_c1[1] + tile0_kc);
+            kiln_tma_load(kiln_smem_addr(tile0_s1[tile0_ws]) + 24576u, &kiln_p->tm[1], tile0_fb, tile0_c1[0] + 192, tile0_c1[1] + tile0_kc);
+          }
+        for (int64_t tile0_b = 0; tile0_b < tile0_nb; ++tile0_b) {
+          const int tile0_st = (int)(tile0_b % 4);
+          kiln_mbar_wait(kiln_smem_addr(&tile0_full[tile0_st]), (uint32_t)((tile0_b / 4) & 1));
+          const uint32_t tile0_ua = kiln_smem_addr(tile0_s0[tile0_st]) + (tile0_wm * 64) * 128;
+          const uint32_t tile0_ub = kiln_smem_addr(tile0_s1[tile0_st]) + (tile0_wn * 256) / 64 * 8192;
+          kiln_wgmma_fence();
+          #pragma unroll
+          for (int tile0_t = 0; tile0_t < 4; ++tile0_t)
+          #pragma unroll
+          for (int tile0_m = 0; tile0_m < 1; ++tile0_m) {
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                         : "+f"(tile0_acc[tile0_m][0]), "+f"(tile0_acc[tile0_m][1]), "+f"(tile0_acc[tile0_m][2]), "+f"(tile0_acc[tile0_m][3]), "+f"(tile0_acc[tile0_m][4]), "+f"(tile0_acc[tile0_m][5]), "+f"(tile0_acc[tile0_m][6]), "+f"(tile0_acc[tile0_m][7]), "+f"(tile0_acc[tile0_m][8]), "+f"(tile0_acc[tile0_m][9]), "+f"(tile0_acc[tile0_m][10]), "+f"(tile0_acc[tile0_m][11]), "+f"(tile0_acc[tile0_m][12]), "+f"(tile0_acc[tile0_m][13]), "+f"(tile0_acc[tile0_m][14]), "+f"(tile0_acc[tile0_m][15]), "+f"(tile0_acc[tile0_m][16]), "+f"(tile0_acc[tile0_m][17]), "+f"(tile0_acc[tile0_m][18]), "+f"(tile0_acc[tile0_m][19]), "+f"(tile0_acc[tile0_m][20]), "+f"(tile0_acc[tile0_m][21]), "+f"(tile0_acc[tile0_m][22]), "+f"(tile0_acc[tile0_m][23]), "+f"(tile0_acc[tile0_m][24]), "+f"(tile0_acc[tile0_m][25]), "+f"(tile0_acc[tile0_m][26]), "+f"(tile0_acc[tile0_m][27]), "+f"(tile0_acc[tile0_m][28]), "+f"(tile0_acc[tile0_m][29]), "+f"(tile0_acc[tile0_m][30]), "+f"(tile0_acc[tile0_m][31]), "+f"(tile0_acc[tile0_m][32]), "+f"(tile0_acc[tile0_m][33]), "+f"(tile0_acc[tile0_m][34]), "+f"(tile0_acc[tile0_m][35]), "+f"(tile0_acc[tile0_m][36]), "+f"(tile0_acc[tile0_m][37]), "+f"(tile0_acc[tile0_m][38]), "+f"(tile0_acc[tile0_m][39]), "+f"(tile0_acc[tile0_m][40]), "+f"(tile0_acc[tile0_m][41]), "+f"(tile0_acc[tile0_m][42]), "+f"(tile0_acc[tile0_m][43]), "+f"(tile0_acc[tile0_m][44]), "+f"(tile0_acc[tile0_m][45]), "+f"(tile0_acc[tile0_m][46]), "+f"(tile0_acc[tile0_m][47]), "+f"(tile0_acc[tile0_m][48]), "+f"(tile0_acc[tile0_m][49]), "+f"(tile0_acc[tile0_m][50]), "+f"(tile0_acc[tile0_m][51]), "+f"(tile0_acc[tile0_m][52]), "+f"(tile0_acc[tile0_m][53]), "+f"(tile0_acc[tile0_m][54]), "+f"(tile0_acc[tile0_m][55]), "+f"(tile0_acc[tile0_m][56]), "+f"(tile0_acc[tile0_m][57]), "+f"(tile0_acc[tile0_m][58]), "+f"(tile0_acc[tile0_m][59]), "+f"(tile0_acc[tile0_m][60]), "+f"(tile0_acc[tile0_m][61]), "+f"(tile0_acc[tile0_m][62]), "+f"(tile0_acc[tile0_m][63]), "+f"(tile0_acc[tile0_m][64]), "+f"(tile0_acc[tile0_m][65]), "+f"(tile0_acc[tile0_m][66]), "+f"(tile0_acc[tile0_m][67]), "+f"(tile0_acc[tile0_m][68]), "+f"(tile0_acc[tile0_m][69]), "+f"(tile0_acc[tile0_m][70]), "+f"(tile0_acc[tile0_m][71]), "+f"(tile0_acc[tile0_m][72]), "+f"(tile0_acc[tile0_m][73]), "+f"(tile0_acc[tile0_m][74]), "+f"(tile0_acc[tile0_m][75]), "+f"(tile0_acc[tile0_m][76]), "+f"(tile0_acc[tile0_m][77]), "+f"(tile0_acc[tile0_m][78]), "+f"(tile0_acc[tile0_m][79]), "+f"(tile0_acc[tile0_m][80]), "+f"(tile0_acc[tile0_m][81]), "+f"(tile0_acc[tile0_m][82]), "+f"(tile0_acc[tile0_m][83]), "+f"(tile0_acc[tile0_m][84]), "+f"(tile0_acc[tile0_m][85]), "+f"(tile0_acc[tile0_m][86]), "+f"(tile0_acc[tile0_m][87]), "+f"(tile0_acc[tile0_m][88]), "+f"(tile0_acc[tile0_m][89]), "+f"(tile0_acc[tile0_m][90]), "+f"(tile0_acc[tile0_m][91]), "+f"(tile0_acc[tile0_m][92]), "+f"(tile0_acc[tile0_m][93]), "+f"(tile0_acc[tile0_m][94]), "+f"(tile0_acc[tile0_m][95]), "+f"(tile0_acc[tile0_m][96]), "+f"(tile0_acc[tile0_m][97]), "+f"(tile0_acc[tile0_m][98]), "+f"(tile0_acc[tile0_m][99]), "+f"(tile0_acc[tile0_m][100]), "+f"(tile0_acc[tile0_m][101]), "+f"(tile0_acc[tile0_m][102]), "+f"(tile0_acc[tile0_m][103]), "+f"(tile0_acc[tile0_m][104]), "+f"(tile0_acc[tile0_m][105]), "+f"(tile0_acc[tile0_m][106]), "+f"(tile0_acc[tile0_m][107]), "+f"(tile0_acc[tile0_m][108]), "+f"(tile0_acc[tile0_m][109]), "+f"(tile0_acc[tile0_m][110]), "+f"(tile0_acc[tile0_m][111]), "+f"(tile0_acc[tile0_m][112]), "+f"(tile0_acc[tile0_m][113]), "+f"(tile0_acc[tile0_m][114]), "+f"(tile0_acc[tile0_m][115]), "+f"(tile0_acc[tile0_m][116]), "+f"(tile0_acc[tile0_m][117]), "+f"(tile0_acc[tile0_m][118]), "+f"(tile0_acc[tile0_m][119]), "+f"(tile0_acc[tile0_m][120]), "+f"(tile0_acc[tile0_m][121]), "+f"(tile0_acc[tile0_m][122]), "+f"(tile0_acc[tile0_m][123]), "+f"(tile0_acc[tile0_m][124]), "+f"(tile0_acc[tile0_m][125]), "+f"(tile0_acc[tile0_m][126]), "+f"(tile0_acc[tile0_m][127])
+                         : "l"(kiln_wgmma_desc(tile0_ua + tile0_m * 8192 + tile0_t * 32, 16, 1024)), "l"(kiln_wgmma_desc(tile0_ub + tile0_t * 2048, 8192, 1024)));
+          }
+          kiln_wgmma_commit();
+          kiln_wgmma_wait<1>();
+          if (tile0_b > 0 && threadIdx.x % 32 == 0)
+            kiln_mbar_arrive(kiln_smem_addr(&tile0_empty[(tile0_b - 1) % 4]));
+          if (threadIdx.x == 0 && tile0_b + 2 < tile0_nb)
+          {
+            const int tile0_ws = (int)((tile0_b + 2) % 4);
+            const int64_t tile0_u = (tile0_b + 2) / 4;
+            const uint32_t tile0_fb = kiln_smem_addr(&tile0_full[tile0_ws]);
+            if (tile0_u > 0) kiln_mbar_wait(kiln_smem_addr(&tile0_empty[tile0_ws]), (uint32_t)((tile0_u - 1) & 1));
+            kiln_mbar_expect(tile0_fb, 49152u);
+            const int tile0_kc = (int)((tile0_b + 2) * 64);
+            kiln_tma_load(kiln_smem_addr(tile0_s0[tile0_ws]) + 0u, &kiln_p->tm[0], tile0_fb, tile0_c0[0] + tile0_kc, tile0_c0[1]);
+            kiln_tma_load(kiln_smem_addr(tile0_s1[tile0_ws]) + 0u, &kiln_p->tm[1], tile0_fb, tile0_c1[0], tile0_c1[1] + tile0_kc);
+            kiln_tma_load(kiln_smem_addr(tile0_s1[tile0_ws]) + 8192u, &kiln_p->tm[1], tile0_fb, tile0_c1[0] + 64, tile0_c1[1] + tile0_kc);
+            kiln_tma_load(kiln_smem_addr(tile0_s1[tile0_ws]) + 16384u, &kiln_p->tm[1], tile0_fb, tile0_c1[0] + 128, tile0_c1[1] + tile0_kc);
+            kiln_tma_load(kiln_smem_addr(tile0_s1[tile0_ws]) + 24576u, &kiln_p->tm[1], tile0_fb, tile0_c1[0] + 192, tile0_c1[1] + tile0_kc);
+          }
+        }
+        kiln_wgmma_wait<0>();
+        #pragma unroll
+        for (int tile0_m = 0; tile0_m < 1; ++tile0_m)
+        #pragma unroll
+        for (int tile0_n = 0; tile0_n < 128; ++tile0_n)
+          kiln_fence_operand(tile0_acc[tile0_m][tile0_n]);
+        __syncthreads();  // every warp past the stages before the epilogue reuses them
+      } else {
       const int tile0_x0_0 = threadIdx.x / 8, tile0_kk0_0 = threadIdx.x % 8 * 8;
       const uint16_t* tile0_g0;
       {
@@ -723,6 +870,7 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
         kiln_fence_operand(tile0_acc[tile0_m][tile0_n]);
       kiln_cp_async_wait<0>();
       __syncthreads();
+      }
       float (*const tile0_o)[264] = (float (*)[264])kiln_shared;
       #pragma unroll
       for (int tile0_m = 0; tile0_m < 1; ++tile0_m)
@@ -778,9 +926,11 @@ static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, co
   }
 }
 
+/* The tensor maps its launches pass (backends/c_style.h, kTensorMapsSuffix). */
+extern "C" __device__ const long long kiln_matmul_0_tensor_maps[65] = {2, 0, 0, 2, 64, 128, 0, 0, 0, 1, 0, 2, 64, 64, 0, 0, 0};
 extern "C" __device__ unsigned kiln_matmul_0_shared_bytes = 196608;
-extern "C" __global__ void __launch_bounds__(256, KILN_TILE_MIN_BLOCKS_F64) kiln_matmul_0(const kiln_params p) {
+extern "C" __global__ void __launch_bounds__(256, KILN_TILE_MIN_BLOCKS_F64) kiln_matmul_0(const KILN_GRID_CONSTANT kiln_params p) {
   void* const* buffers = p.b;
   const int64_t* sizes = p.s;
-  kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (const uint16_t*)buffers[0], (const uint16_t*)buffers[1], (uint16_t*)buffers[2], (float*)buffers[3]);
+  kiln_matmul_0_loops(sizes[0], sizes[1], sizes[2], (const uint16_t*)buffers[0], (const uint16_t*)buffers[1], (uint16_t*)buffers[2], (float*)buffers[3], &p);
 }

@@ -706,3 +706,81 @@ TEST_CASE("schedule: on the GPU short rows go to groups of a block's threads") {
   for (const LoopNode* l : loops(*r.nest.root))
     CHECK(l->group_threads == nullptr);
 }
+
+TEST_CASE(
+    "schedule: a warpgroup tile's stages come by the TMA where every operand's index allows") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;
+  opt.gpu_tile = {};
+  opt.gpu_tile.wgmma = true;
+  opt.gpu_tile.tma = true;
+  const std::vector<Env> sizes = {{{"M", 130}, {"N", 9}, {"K", 70}},
+                                  {{"M", 3}, {"N", 5}, {"K", 0}}};
+  auto tile_of = [](const ScheduledKernel& r) -> const LoopNode& {
+    std::vector<const LoopNode*> found;
+    allocs(*r.nest.root, found);
+    REQUIRE_FALSE(found.empty());
+    REQUIRE(found[0]->mma != nullptr);
+    REQUIRE(found[0]->mma->warpgroup);
+    return *found[0];
+  };
+  // a[i, k] · b[k, j]: a K-major box of 64 k × the tile's 128 rows; b MN-major, boxes of 64
+  // lanes × 64 k (the instruction's blocks of 64 lanes).
+  const ScheduledKernel r = check_legal(matmul(DType::f16), opt, sizes);
+  const LoopNode& t = tile_of(r);
+  REQUIRE(t.staged.size() == 2);
+  CHECK(t.staged[0].tma_box == std::vector<int64_t>{64, 128});
+  CHECK(t.staged[0].tma_k_dim == 1);
+  CHECK(t.staged[0].tma_x_dim == 0);
+  CHECK(t.staged[1].tma_box == std::vector<int64_t>{64, 64});
+  CHECK(t.staged[1].tma_k_dim == 0);
+  CHECK(t.staged[1].tma_x_dim == 1);
+  const std::vector<TensorMapUse> maps = tensor_maps_of(r.nest);
+  REQUIRE(maps.size() == 2);
+  CHECK(maps[0].buffer == t.staged[0].tma_buffer);
+  CHECK(maps[1].box == std::vector<int64_t>{64, 64});
+  CHECK(maps[0].buffer != maps[1].buffer);
+  // nn.Linear's w[j, k]: K-major, one box of the tile's 256 lanes.
+  const ScheduledKernel r_lt = check_legal(linear_f16(), opt, sizes);
+  const LoopNode& lt = tile_of(r_lt);
+  CHECK(lt.staged[1].tma_box == std::vector<int64_t>{64, 256});
+  // aᵀ: a[k, i] held along its rows: boxes of 64 rows × 64 k.
+  KernelBuilder at = matmul(DType::f16);
+  auto a_t = std::const_pointer_cast<ScalarExpr>(at.plan.kernels[0].statements[1].value->args[0]);
+  a_t->index = {it(2), it(0)};
+  at.plan.buffers[0].shape = {K, M};
+  const ScheduledKernel r_at = check_legal(at, opt, sizes);
+  const LoopNode& att = tile_of(r_at);
+  CHECK(att.staged[0].tma_box == std::vector<int64_t>{64, 64});
+  CHECK(att.staged[0].tma_k_dim == 0);
+  // A leading dimension read at 0 folds into the rows (the coalesce pass's view of a batch's
+  // rows): a[0, i, k] of a[B, M, K] is a map of rank 2.
+  KernelBuilder lead = matmul(DType::f16);
+  auto a_0 = std::const_pointer_cast<ScalarExpr>(lead.plan.kernels[0].statements[1].value->args[0]);
+  a_0->index = {IntExpr(0), it(0), it(2)};
+  lead.plan.buffers[0].shape = {B, M, K};
+  std::vector<Env> with_b = sizes;
+  for (Env& e : with_b)
+    e["B"] = 1;
+  const ScheduledKernel r_0 = check_legal(lead, opt, with_b);
+  const LoopNode& lt0 = tile_of(r_0);
+  CHECK(lt0.staged[0].tma_fold == 1);
+  CHECK(lt0.staged[0].tma_box == std::vector<int64_t>{64, 128});
+  CHECK(tensor_maps_of(r_0.nest).at(0).fold == 1);
+  // An index that moves with k and the rows at once (a[i, k + i]) is no box: neither operand
+  // goes by the TMA, the tile copies both with cp.async.
+  KernelBuilder skew = matmul(DType::f16);
+  auto a_s = std::const_pointer_cast<ScalarExpr>(skew.plan.kernels[0].statements[1].value->args[0]);
+  a_s->index = {it(0), it(2) + it(0)};
+  skew.plan.buffers[0].shape = {M, K + M};
+  const ScheduledKernel r_s = check_legal(skew, opt, sizes);
+  const LoopNode& st = tile_of(r_s);
+  CHECK(st.staged[0].tma_box.empty());
+  CHECK(st.staged[1].tma_box.empty());
+  CHECK(tensor_maps_of(r_s.nest).empty());
+  // A target without the TMA: none.
+  ScheduleOptions off = opt;
+  off.gpu_tile.tma = false;
+  CHECK(tensor_maps_of(check_legal(matmul(DType::f16), off, sizes).nest).empty());
+}
