@@ -451,10 +451,16 @@ TEST_CASE("cli: kiln new-runtime makes a plugin that builds and passes kiln test
   // The cuda scaffold carries its NVRTC and driver glue beside it.
   Result c = kiln("new-runtime gpu --from cuda --dir " + dir);
   CHECK(c.code == 0);
-  for (const char* f : {"gpu.toml", "gpu_plugin.c", "nvrtc.c", "cuda_api.h"})
+  for (const char* f :
+       {"gpu.toml", "gpu_plugin.c", "nvrtc.c", "cuda_api.h", "tensor_maps.c", "tensor_maps.h"})
     CHECK(std::filesystem::exists(tmp.path / "gpu" / f));
   CHECK(read_file(tmp.path / "gpu" / "gpu_plugin.c").find("#include \"cuda_api.h\"") !=
         std::string::npos);
+  CHECK(read_file(tmp.path / "gpu" / "gpu_plugin.c").find("#include \"tensor_maps.h\"") !=
+        std::string::npos);
+  CHECK(read_file(tmp.path / "gpu" / "CMakeLists.txt").find("tensor_maps.c") != std::string::npos);
+  for (const char* f : {"gpu_plugin.c", "nvrtc.c", "tensor_maps.c", "tensor_maps.h"})
+    CHECK(read_file(tmp.path / "gpu" / f).find("runtimes/cuda/") == std::string::npos);
   // Bad requests: one line each, exit 2, nothing written.
   Result name = kiln("new-runtime My-cc --from cc --dir " + dir);
   CHECK(name.code == 2);

@@ -121,16 +121,17 @@ void add_new_runtime_command(CLI::App& app, int& exit_code) {
         " * interface, docs/plugins.md the guide. Build: see README.md beside this file. */\n";
     std::vector<std::string> sources = {name + "_plugin.c"};
     if (cuda) {
-      std::string plugin = embedded("runtimes/cuda/cuda_plugin.c");
-      plugin = std::regex_replace(plugin, std::regex("#include \"runtimes/cuda/cuda_api.h\""),
-                                  "#include \"cuda_api.h\"");
-      write(dir / (name + "_plugin.c"), adapt_plugin(plugin, name, "cuda", header));
-      std::string nvrtc = std::regex_replace(embedded("runtimes/cuda/nvrtc.c"),
-                                             std::regex("#include \"runtimes/cuda/cuda_api.h\""),
-                                             "#include \"cuda_api.h\"");
-      write(dir / "nvrtc.c", nvrtc);
-      write(dir / "cuda_api.h", embedded("runtimes/cuda/cuda_api.h"));
+      // The plugin's own headers lie beside it in the scaffold.
+      auto local = [](const std::string& text) {
+        return std::regex_replace(text, std::regex("#include \"runtimes/cuda/([a-z_]+\\.h)\""),
+                                  "#include \"$1\"");
+      };
+      write(dir / (name + "_plugin.c"),
+            adapt_plugin(local(embedded("runtimes/cuda/cuda_plugin.c")), name, "cuda", header));
+      for (const char* f : {"nvrtc.c", "tensor_maps.c", "tensor_maps.h", "cuda_api.h"})
+        write(dir / f, local(embedded(std::string("runtimes/cuda/") + f)));
       sources.push_back("nvrtc.c");
+      sources.push_back("tensor_maps.c");
     } else {
       write(dir / (name + "_plugin.c"),
             adapt_plugin(embedded("runtimes/cc/cc_plugin.c"), name, "cc", header));
@@ -174,7 +175,8 @@ void add_new_runtime_command(CLI::App& app, int& exit_code) {
               name + ".toml` in a folder of `KILN_RUNTIME_PATH` to call it `--runtime " + name +
               "`.\n");
     std::cout << "made " << dir.string() << ": " << name << ".toml, " << name << "_plugin.c"
-              << (cuda ? ", nvrtc.c, cuda_api.h" : "") << ", CMakeLists.txt, README.md\n"
+              << (cuda ? ", nvrtc.c, tensor_maps.c, tensor_maps.h, cuda_api.h" : "")
+              << ", CMakeLists.txt, README.md\n"
               << "next: cd " << dir.string()
               << " && cmake -S . -B build -DCMAKE_PREFIX_PATH=<Kiln's install> && cmake --build "
                  "build && kiln test-runtime ./"
