@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh [BUNDLE] [all|tests|bench|python|sweep]: everything Kiln checks and measures on a
 # GPU machine, in one call (all, about 13 minutes on an H100), or in two under a 10-minute limit
-# per call: `tests` (steps 1, 2, 3 and 5, about 8 minutes) and `bench` (steps 1, 4 and 5);
+# per call: `tests` (steps 1, 2, 3 and 5) and `bench` (steps 1, 4 and 5);
 # `python` is steps 1, 3 and 5, `sweep` steps 1, 2 and 5 (the composites without Python).
 #
 #  1. the folder of tools/gpu/bundle.sh (with the GPU suite, KILN_BUNDLE_TESTS=1): BUNDLE, else
@@ -9,7 +9,8 @@
 #     it carried: build it on the development machine first);
 #  2. tests/gpu (kiln_gpu_tests): every composite of ops/ through NVRTC, then on the GPU against
 #     the interpreter at every size of its test table, for every dtype and batch shape, and
-#     again with CHECK=1; one line per composite, dtype and batch goes to sweep.tsv;
+#     again with CHECK=1, split over up to 12 processes side by side ($KILN_SWEEP_SHARDS, else
+#     one per core); one line per composite, dtype and batch goes to sweep.tsv;
 #  3. the Python package on the GPU: the extension built here with this machine's python3 and
 #     nanobind against the bundle's libkiln (cmake -S python -DKILN_PREFIX=BUNDLE), then
 #     tests/gpu/python (pytest: CUDA tensors, streams, every ops/ composite) to python.log and
@@ -49,10 +50,27 @@ tests_rc=0
 if [ "$part" = all ] || [ "$part" = tests ] || [ "$part" = sweep ]; then
   echo "== tests/gpu"
   start=$(date +%s)
-  (cd "$bundle/share/kiln" && KILN_SWEEP_REPORT="$out/sweep.tsv" \
-    "$bundle/bin/kiln_gpu_tests" --no-intro=true --duration=true) >"$out/gpu_tests.log" 2>&1
-  tests_rc=$?
-  tail -n 40 "$out/gpu_tests.log"
+  # The sweep's programs split over processes side by side (KILN_SWEEP_SHARD, tests/support/
+  # runtime_sweep.h): NVRTC and the interpreter are CPU-bound, the GPU runs short.
+  shards=${KILN_SWEEP_SHARDS:-$(nproc)}
+  [ "$shards" -gt 12 ] && shards=12
+  pids=()
+  for ((i = 0; i < shards; i++)); do
+    (cd "$bundle/share/kiln" && KILN_SWEEP_SHARD="$i/$shards" KILN_SWEEP_REPORT="$out/sweep.$i.tsv" \
+      "$bundle/bin/kiln_gpu_tests" --no-intro=true --duration=true) >"$out/gpu_tests.$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((i = 0; i < shards; i++)); do
+    wait "${pids[$i]}" || tests_rc=1
+  done
+  cat "$out"/sweep.*.tsv >"$out/sweep.tsv" 2>/dev/null
+  rm -f "$out"/sweep.*.tsv
+  for ((i = 0; i < shards; i++)); do
+    echo "-- shard $i/$shards"
+    cat "$out/gpu_tests.$i.log"
+  done >"$out/gpu_tests.log"
+  rm -f "$out"/gpu_tests.*.log
+  grep -E "^(\[doctest\] (test cases|assertions)|-- shard)|ERROR|FAILED" "$out/gpu_tests.log" | tail -n 60
   echo "tests/gpu: exit $tests_rc in $(($(date +%s) - start)) s"
 fi
 

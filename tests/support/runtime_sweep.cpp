@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "backends/backend.h"
 #include "driver/compare.h"
@@ -74,6 +76,24 @@ void report(const std::string& runtime, const RunSpec& spec, const Outcome& o) {
 
 }  // namespace
 
+Shard sweep_shard() {
+  const char* s = std::getenv("KILN_SWEEP_SHARD");
+  Shard out;
+  if (!s || !*s) return out;
+  std::string v = s;
+  size_t slash = v.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument(v);
+    out.index = std::stoi(v.substr(0, slash));
+    out.count = std::stoi(v.substr(slash + 1));
+  } catch (const std::exception&) {
+    out.count = 0;
+  }
+  if (out.count < 1 || out.index < 0 || out.index >= out.count)
+    throw std::runtime_error("KILN_SWEEP_SHARD='" + v + "': expected I/N with 0 <= I < N");
+  return out;
+}
+
 std::vector<std::string> spec_files(const std::string& dir) {
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
@@ -91,6 +111,8 @@ SweepCount check_runtime(const std::string& runtime_name, const std::vector<std:
   CompileOptions copt = config_options(config, &rt->descriptor());
   copt.cut = cut;
   SweepCount count;
+  const Shard shard = sweep_shard();
+  int program = -1;  // the index of each (composite, dtype, batch) in the sweep, for the shard
   for (const std::string& path : files) {
     Library lib;
     const SpecFile& f = lib.load(path);
@@ -103,6 +125,7 @@ SweepCount check_runtime(const std::string& runtime_name, const std::vector<std:
       if (batches.empty() || !batched) batches = {{}};
       for (DType d : dtypes_to_try(tv))
         for (const auto& batch : batches) {
+          if (++program % shard.count != shard.index) continue;
           test::RunSpec spec;
           spec.target = path + ":" + c->name;
           if (tv) spec.dtypes[tv->name] = d;

@@ -19,6 +19,17 @@ namespace kiln::test {
 /** The spec files of `dir`, sorted. */
 std::vector<std::string> spec_files(const std::string& dir);
 
+/** The part of a sweep this process takes: programs (composite, dtype, batch shape) are numbered
+ *  in sweep order and a process takes those whose number is `index` modulo `count`.
+ *  $KILN_SWEEP_SHARD = "I/N" sets it (tests/gpu/run.sh runs N processes side by side); else all. */
+struct Shard {
+  int index = 0;
+  int count = 1;
+};
+
+/** The shard $KILN_SWEEP_SHARD names; throws on a malformed value. */
+Shard sweep_shard();
+
 /** What one sweep did. */
 struct SweepCount {
   int compiled = 0;  ///< programs compiled (one per composite, dtype and batch shape)
