@@ -272,10 +272,17 @@ std::vector<Knob> make_knobs() {
        "GPU block tile of contractions: R rows x L lanes per block, r x l per thread, "
        "reduction blocks of D (RxLxrxlxD); 0: off; docs/performance.md",
        "128x128x8x8x8", true, parse_gpu_tile, show_gpu_tile},
+      flag_knob(
+          "GPU_TMA", KnobStage::scheduler,
+          "GPU with warpgroup instructions (sm_90a): 1: the stages of warpgroup tiles and of "
+          "the fused attention kernel's keys and values filled by the TMA, one thread "
+          "issuing, mbarriers per stage (where a launch's tensor maps encode; else "
+          "cp.async); 0: cp.async copies by every thread; docs/decisions.md",
+          "1", [](auto& o) -> auto& { return o.schedule.gpu_tma; }),
       {"GPU_WGMMA", KnobStage::scheduler,
        "GPU with warpgroup instructions (sm_90a): block tiles of products of two f16 or bf16 "
        "operands, each contiguous in memory along k or along its rows or lanes, run as wgmma "
-       "from swizzled shared memory in tiles of R rows x L lanes (two warpgroups), S cp.async "
+       "from swizzled shared memory in tiles of R rows x L lanes (two warpgroups), S pipeline "
        "stages (RxLxS), and the fused attention kernel's two products as wgmma; more shapes "
        "after commas are compiled beside the first, each launch taking the one its sizes make "
        "fastest (docs/performance.md); 0: off (GPU_MMA's mma.sync, in attention too); "

@@ -197,7 +197,7 @@ CompileOptions compile_options(const SpecFile& file,
   } else {
     // Device runtimes name the architecture they compile for first ("sm_90a NVIDIA H100 ...").
     opt.schedule.gpu_tile.wgmma = rt.target().rfind("sm_90a", 0) == 0;
-    opt.schedule.gpu_tile.tma = opt.schedule.gpu_tile.wgmma;
+    opt.schedule.gpu_tile.tma = opt.schedule.gpu_tile.wgmma && opt.schedule.gpu_tma;
   }
   opt.cut.fuse_softmax_contractions &= opt.schedule.gpu_tile.rows > 0;
   opt.cut.tile_bounded_contractions &= opt.cut.tile_bounded_for_registers

@@ -41,6 +41,9 @@ struct ScheduleOptions {
   /** GPU: the lanes of the output a block of the fused attention kernel computes (64 or 128;
    *  GPU_ATTN), 0 for softmax_tile_shape's choice from the head (scheduler/online_softmax.h). */
   int attention_lanes = 0;
+  /** GPU_TMA: where the target has the TMA (sm_90a), warpgroup tiles' and the fused attention
+   *  kernel's stages filled by it (GpuTileShape::tma, SoftmaxTileShape::tma); false: cp.async. */
+  bool gpu_tma = true;
   /** MICRO=auto: the program's shape is automatic_tile_shape(plan, full_width_bytes) instead
    *  of `micro`. */
   bool micro_auto = true;

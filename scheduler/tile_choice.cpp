@@ -6,26 +6,37 @@ namespace kiln {
 
 namespace {
 
-// Microseconds on an H200 (f16 operands, f32 accumulators; docs/performance.md): per element and
-// per row or lane of a tile for each reduction block of 64, fitted to 1536 × K × 2816 at K = 256,
-// 1024, 4096 with 128 × 256, 128 × 128 and 128 × 64 tiles (0.756, 0.46 and 0.33 µs a block); per
-// element of its epilogue (7.0, 3.6, 1.8 µs a tile), and per element and operation of the
-// statements after the sum (a tanh GELU's 60 added 0.87 ns an element on 128 × 256 tiles); the
-// part of those a second block on the multiprocessor leaves showing, and the cost of three
-// stages' shallower pipeline, fitted with them to fourteen sizes (one pick in fourteen off the
-// fastest shape, by 24 %).
+// Microseconds on an H200 (f16 operands, f32 accumulators, the stages filled by the TMA;
+// docs/performance.md, "Tile shapes refitted for the TMA pipeline"), from each shape pinned on
+// thirteen products (GEMMs from 512³ to 8192 × 3072 × 768, a batch of 32, a bias and tanh GELU
+// after three of them: tools/gpu/probes/tile_fit.sh) and fitted together, least squares of the
+// logarithms: a reduction block of 64 on a tile of each shape of GPU_WGMMA's default list and
+// of two more (its products and copies: a 128 × 256 tile's m64n256 steps keep the tensor cores
+// busier per element than a 128 × 64 tile's; a multiprocessor holding two blocks of 128 × 64
+// or 128 × 128 × 3 overlaps one's waits with the other's products). Other shapes take the
+// estimate below it, fitted to the cp.async pipeline before the TMA: per element and per row
+// or lane of the tile, 5 % more with three stages than four.
+struct MeasuredShape {
+  int rows, lanes, stages;
+  double per_block;
+};
+constexpr MeasuredShape kMeasured[] = {
+    {128, 256, 4, 0.671}, {128, 256, 3, 0.880}, {128, 128, 4, 0.560}, {128, 128, 3, 0.561},
+    {256, 128, 4, 0.722}, {128, 64, 4, 0.344},  {128, 64, 8, 0.480}};
 constexpr double kBlockPerElement = 8.06e-6;
 constexpr double kBlockPerEdge = 1.28e-3;
-constexpr double kFixedPerElement = 0.215e-3;
-constexpr double kPerElementOp = 1.45e-5;
-constexpr double kHiddenShowing = 0.3;
 constexpr double kThreeStages = 1.05;
+// Per element of a tile's epilogue, and per element and operation of the statements after the
+// sum; the part of those a second block on the multiprocessor leaves showing (fitted with the
+// blocks above).
+constexpr double kFixedPerElement = 0.266e-3;
+constexpr double kPerElementOp = 1.20e-5;
+constexpr double kHiddenShowing = 0.59;
 // One wave (no more tiles than multiprocessors): each multiprocessor holds one block, whose
 // copies run S − 2 reduction blocks ahead of its products (one block of warpgroup instructions
-// left in flight), so a block takes at least the copies' latency over that lead. Fitted to
-// 128 × 64 tiles at M = 8 and 128, N = K = 4096 on an H200 (64 tiles): 0.73–0.87 µs a block
-// with 4 stages, 0.46–0.56 with 8.
-constexpr double kCopyLatency = 1.6;
+// left in flight), so a block takes at least the copies' latency over that lead (M = 128, N = K
+// = 4096: eight stages of 128 × 64 0.034 ms against four stages' 0.037).
+constexpr double kCopyLatency = 1.01;
 constexpr int64_t kBlockDepth = 64;
 constexpr int64_t kSharedPerUnit = 228 * 1024;  // Hopper's shared memory a multiprocessor
 constexpr int64_t kSharedPerBlock = 1024;       // of it the system keeps for each block
@@ -63,6 +74,9 @@ double tile_cost_us(const TileProblem& problem, const WgmmaShape& shape, int uni
   const auto area = static_cast<double>(shape.rows) * shape.lanes;
   double per_block = (kBlockPerElement * area + kBlockPerEdge * (shape.rows + shape.lanes)) *
                      (shape.stages <= 3 ? kThreeStages : 1.0);
+  for (const MeasuredShape& m : kMeasured)
+    if (m.rows == shape.rows && m.lanes == shape.lanes && m.stages == shape.stages)
+      per_block = m.per_block;
   if (tiles <= units) per_block = std::max(per_block, kCopyLatency / std::max(shape.stages - 2, 1));
   const auto ops = static_cast<double>(std::max<int64_t>(problem.epilogue_ops, 0));
   const double epilogue =

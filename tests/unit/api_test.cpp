@@ -271,7 +271,8 @@ TEST_CASE("api: an unknown config key or a bad value throws std::invalid_argumen
     CHECK_THROWS_WITH_AS(
         kiln::compile(spec, "softmax", runtime, typo),
         "unknown --config key 'TIEL' (did you mean TILE?); known keys: BF16DOT, BLAS, "
-        "CHECK, FASTMATH, GPU_ATTN, GPU_MMA, GPU_TILE, GPU_WGMMA, ISL_MS, ISL_OPS, MATRIX, MICRO, "
+        "CHECK, FASTMATH, GPU_ATTN, GPU_MMA, GPU_TILE, GPU_TMA, GPU_WGMMA, ISL_MS, ISL_OPS, "
+        "MATRIX, MICRO, "
         "PARALLEL, "
         "SIMD, "
         "SIMPLIFY, STREAM, THREADS, TILE, TUNED, "

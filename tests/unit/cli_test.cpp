@@ -325,7 +325,8 @@ TEST_CASE("cli: past the isl limits, program order (a schedule that took 110 s)"
 TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2") {
   if (!std::getenv("KILN_BIN")) return;
   const std::string known =
-      "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_ATTN, GPU_MMA, GPU_TILE, GPU_WGMMA, ISL_MS, "
+      "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_ATTN, GPU_MMA, GPU_TILE, GPU_TMA, "
+      "GPU_WGMMA, ISL_MS, "
       "ISL_OPS, "
       "MATRIX, "
       "MICRO, "

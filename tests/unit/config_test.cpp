@@ -27,7 +27,8 @@ std::string error_of(const std::map<std::string, std::string>& config,
 }
 
 const char* kKnown =
-    "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_ATTN, GPU_MMA, GPU_TILE, GPU_WGMMA, ISL_MS, "
+    "known keys: BF16DOT, BLAS, CHECK, FASTMATH, GPU_ATTN, GPU_MMA, GPU_TILE, GPU_TMA, GPU_WGMMA, "
+    "ISL_MS, "
     "ISL_OPS, "
     "MATRIX, "
     "MICRO, "
@@ -41,7 +42,7 @@ const char* kKnown =
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 21);
+  REQUIRE(knobs().size() == 22);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {

@@ -606,8 +606,8 @@ TEST_CASE("schedule: a launch takes the tile shape its sizes make fastest") {
   CHECK(blocks_per_unit(shapes[4]) == 1);
   // Squares large enough for many waves keep the widest tile; a 512³ square makes 8 of them
   // for 132 multiprocessors, and 32 of 128 × 64; 128 rows make 16 against 64. In one wave
-  // the pipeline's lead decides: eight stages of 128 × 64 (H200, M = 8 and 128, N = K = 4096:
-  // 0.036 and 0.030 ms against four stages' 0.056 and 0.047).
+  // the pipeline's lead decides: eight stages of 128 × 64 (H200, M = 128, N = K = 4096:
+  // 0.034 ms against four stages' 0.037).
   CHECK(pick(1, 4096, 4096, 4096) == 0);
   CHECK(pick(1, 2048, 2048, 2048) == 0);
   CHECK(pick(1, 512, 512, 512) == 4);
@@ -619,13 +619,20 @@ TEST_CASE("schedule: a launch takes the tile shape its sizes make fastest") {
   // Past one wave the lead does not show: four stages hold two blocks a multiprocessor.
   CHECK(choose_tile({1, 4096, 4096, 4096, 1}, {shapes[3], shapes[4]}, 132) == 0);
   // 8192 × 768 outputs over K = 3072: 192 wide tiles are two waves, 384 narrower ones three
-  // waves of half the work.
-  CHECK(pick(1, 8192, 768, 3072) == 1);
+  // waves of more than half the time each (H200, with the TMA: 0.082 ms against 0.094).
+  CHECK(pick(1, 8192, 768, 3072) == 0);
+  CHECK(tile_cost_us({1, 8192, 768, 3072}, shapes[1], 132) >
+        tile_cost_us({1, 8192, 768, 3072}, shapes[0], 132));
   CHECK(pick(1, 8192, 3072, 768) == 0);
   CHECK(pick(32, 512, 512, 512) == 0);
   // A tanh GELU after the same product (about 60 operations an element): two blocks a
-  // multiprocessor hide most of it behind each other's products (H200: 0.190 ms against 0.261).
+  // multiprocessor hide much of it behind each other's products (H200: 0.184 ms against
+  // 0.226), where K = 768 makes the epilogue a large part; at K = 4096 the widest tile's
+  // products win again (0.302 against 0.351).
   CHECK(pick(1, 8192, 3072, 768, 60) == 2);
+  CHECK(pick(1, 4096, 4096, 4096, 60) == 0);
+  // A shape not measured takes the estimate from its size.
+  CHECK(tile_cost_us({1, 4096, 4096, 4096}, {256, 64, 5}, 132) > 0);
   // The cost grows with the waves, the depth and the epilogue.
   CHECK(tile_cost_us({1, 4096, 4096, 4096}, shapes[0], 132) <
         tile_cost_us({1, 4096, 4096, 8192}, shapes[0], 132));
