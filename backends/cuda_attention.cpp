@@ -19,12 +19,14 @@
 // from registers: the accumulators of a wgmma lie as the mma.sync tiles of its four warps, so
 // the softmax between the products is the same code.
 // The products themselves, both forms, are printed by backends/cuda_attention_mma.h.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <stdexcept>
 
 #include "backends/cuda_attention_mma.h"
+#include "backends/cuda_attention_tma.h"
 #include "backends/cuda_renderer.h"
 #include "ir/mma.h"
 #include "scheduler/online_softmax.h"
@@ -232,9 +234,10 @@ int64_t wg_v_stage_bytes(int64_t lanes) {
 
 }  // namespace
 
-int64_t softmax_tile_shared_bytes(int64_t lanes, bool warpgroup) {
-  if (warpgroup) return kWgQBytes + 2 * (kWgKStage + wg_v_stage_bytes(lanes));
-  return kQBytes + 2 * kKStage + 2 * v_stage_bytes(lanes);
+int64_t softmax_tile_shared_bytes(int64_t lanes, bool warpgroup, int64_t stages) {
+  stages = std::max<int64_t>(stages, 2);
+  if (warpgroup) return kWgQBytes + stages * (kWgKStage + wg_v_stage_bytes(lanes));
+  return kQBytes + stages * (kKStage + v_stage_bytes(lanes));
 }
 
 std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& n,
@@ -254,6 +257,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   const bool wg = n.mma && n.mma->warpgroup;
   const int64_t kVStage = wg ? wg_v_stage_bytes(kLanes) : v_stage_bytes(kLanes),
                 kKSt = wg ? kWgKStage : kKStage;
+  // Stages of k and v: the cp.async copies use the first two, the TMA's all (LoopNode::stages).
+  const int64_t S = std::max<int64_t>(n.stages, 2);
   const int rank = f->n;
   const Statement& score = c.kernel.statements[f->statement(1)];
   const Statement& mx = c.kernel.statements[f->statement(3)];
@@ -298,7 +303,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     s += in + T + "* " + v("sq") + " = (" + T + "*)kiln_shared;\n";
     s += in + T + "* " + v("sk") + " = (" + T + "*)(kiln_shared + " + str(kWgQBytes) + ");\n";
     s += in + T + "* " + v("sv") + " = (" + T + "*)(kiln_shared + " +
-         str(kWgQBytes + 2 * kWgKStage) + ");\n";
+         str(kWgQBytes + S * kWgKStage) + ");\n";
   } else {
     s += in + T + " (*" + v("sq") + ")[" + KH + "] = (" + T + " (*)[" + KH + "])kiln_shared;\n";
     s += in + T + " (*" + v("sk") + ")[" + str(kKeys) + "][" + KH + "] = (" + T + " (*)[" +
@@ -500,27 +505,81 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // Copies and stores reach the tensor cores' reads (the async proxy) through a proxy fence.
   const std::string landed = wg ? "kiln_fence_proxy_async();\n" : "";
   s += in + "int64_t " + v("j1") + " = 0;\n" + advance(v("j1"), in);
+  // Keys and values by the TMA (the tile's staged operands: scheduler/online_softmax.h) where
+  // this launch encoded their maps and each box covers what the tile reads: thread 0 issues
+  // each key block's boxes into a stage, with a "full" and an "empty" mbarrier per stage; else
+  // every thread's cp.async copies, a block barrier a key block.
+  const bool tma =
+      wg && n.staged.size() == 2 && c.options.tensor_maps > 0 && !c.options.bounds_checks;
+  const std::string T_ = v("tma"), full = v("full"), empty = v("empty"), it = v("it");
+  const softmax_tile::TmaStages stages{N, tma ? first_tensor_map(c.nest, n) : 0, kLanes, kKSt,
+                                       kVStage};
+  if (tma)
+    s += softmax_tma_setup(c, n, score_node, out_node, *f->b, *f->v, stages.first_map, in) + in +
+         "__shared__ __align__(8) uint64_t " + full + "[" + str(S) + "], " + empty + "[" + str(S) +
+         "];\n";
   // The previous tile's products may still read shared memory (none waits after them).
   s += in + "__syncthreads();\n";
+  if (tma) {
+    s += in + "if (" + T_ + " && threadIdx.x == 0) {\n";
+    s +=
+        in2 + "for (int " + v("i") + " = 0; " + v("i") + " < " + str(S) + "; ++" + v("i") + ") {\n";
+    s += in3 + "kiln_mbar_init(kiln_smem_addr(&" + full + "[" + v("i") + "]), 1);\n";
+    s += in3 + "kiln_mbar_init(kiln_smem_addr(&" + empty + "[" + v("i") + "]), " +
+         str(kCudaBlockThreads / 32) + ");\n" + in2 + "}\n" + in2 + "kiln_mbar_fence_init();\n";
+    s += in2 + "if (" + v("j1") + " < " + v("J") + ")\n" +
+         softmax_tile::tma_issue(n, stages, v("j1"), "0", in3) + in + "}\n";
+  }
   // The first copies: q (the whole head up to 128; a longer one chunk by chunk in the loop),
   // the first block's keys and values into stage 0.
   s += in + "if (" + v("D") + " <= " + str(kHead) + ") {\n" + fill_q("0", in2) + in + "}\n";
-  s += in + "if (" + v("j1") + " < " + v("J") + ") {\n" + fill_k(v("j1"), "0", "0", in2, false) +
-       fill_v(v("j1"), "0", in2, false) + in + "}\n";
+  s += in + "if (" + (tma ? "!" + T_ + " && " : "") + v("j1") + " < " + v("J") + ") {\n" +
+       fill_k(v("j1"), "0", "0", in2, false) + fill_v(v("j1"), "0", in2, false) + in + "}\n";
   s += in + "kiln_cp_async_commit();\n";
+  // With the TMA, q has landed and the barriers are initialised before any warp reads them.
+  if (tma)
+    s += in + "if (" + T_ + ") {\n" + in2 + "kiln_cp_async_wait_all();\n" + in2 + landed + in2 +
+         "__syncthreads();\n" + in + "}\n";
 
   // Per block of keys: its copies have landed and every warp is done with the previous block;
   // the next block's copies go to the other stage while this one's products run.
   const std::string st = v("st");
-  s += in + "int " + st + " = 0;\n";
-  const std::string next = st + " ^ 1";
-  s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") + " < " +
-       v("J") + "; " + v("j0") + " = " + v("jx") + ", " + st + " = " + next + ") {\n";
+  // The cp.async copies alternate between two stages; the TMA's go round all S, the stage and
+  // the barriers' parities from the block's count (one register fewer than a stage counter).
+  const std::string next = st + " ^ 1", ns = v("ns");
+  if (tma) {
+    s += in + "int " + it + " = 0;\n";
+    s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") +
+         " < " + v("J") + "; " + v("j0") + " = " + v("jx") + ", ++" + it + ") {\n";
+    s +=
+        in2 + "const int " + st + " = " + T_ + " ? " + it + " % " + str(S) + " : " + it + " & 1;\n";
+  } else {
+    s += in + "int " + st + " = 0;\n";
+    s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") +
+         " < " + v("J") + "; " + v("j0") + " = " + v("jx") + ", " + st + " = " + next + ") {\n";
+  }
   s += in2 + v("jx") + " = " + v("j0") + " + " + str(kKeys) + ";\n" + advance(v("jx"), in2);
-  s += in2 + "kiln_cp_async_wait_all();\n" + (wg ? in2 + landed : "") + in2 + "__syncthreads();\n";
-  s += in2 + "if (" + v("jx") + " < " + v("J") + ") {\n" + fill_k(v("jx"), "0", next, in3, true) +
-       fill_v(v("jx"), next, in3, true) + in2 + "}\n";
-  s += in2 + "kiln_cp_async_commit();\n";
+  if (tma) {
+    // The next block's stage last held block it + 1 - S, released by every warp after its
+    // products. Every thread waits for that release, whether or not a block follows (only
+    // thread 0 needs it, but a wait on a path ptxas cannot prove uniform makes it serialise the
+    // warpgroup instructions), then thread 0 copies.
+    s += in2 + "if (" + T_ + ") {\n";
+    s += in3 + "const int " + ns + " = (" + st + " + 1) % " + str(S) + ";\n";
+    s += in3 + "if (" + it + " + 1 >= " + str(S) + ") kiln_mbar_wait(kiln_smem_addr(&" + empty +
+         "[" + ns + "]), (uint32_t)(((" + it + " + 1) / " + str(S) + " - 1) & 1));\n";
+    s += in3 + "if (threadIdx.x == 0 && " + v("jx") + " < " + v("J") + ")\n" +
+         softmax_tile::tma_issue(n, stages, v("jx"), ns, in4);
+    s += in3 + "kiln_mbar_wait(kiln_smem_addr(&" + full + "[" + st + "]), (uint32_t)((" + it +
+         " / " + str(S) + ") & 1));\n";
+    s += in2 + "} else {\n";
+  }
+  const std::string inc = tma ? in3 : in2, inc2 = inc + "  ";
+  s += inc + "kiln_cp_async_wait_all();\n" + (wg ? inc + landed : "") + inc + "__syncthreads();\n";
+  s += inc + "if (" + v("jx") + " < " + v("J") + ") {\n" + fill_k(v("jx"), "0", next, inc2, true) +
+       fill_v(v("jx"), next, inc2, true) + inc + "}\n";
+  s += inc + "kiln_cp_async_commit();\n";
+  if (tma) s += in2 + "}\n";
   s += in2 + "const uint32_t " + v("kst") + " = " + v("ak") + " + " + st + " * " + str(kKSt) +
        ", " + v("vst") + " = " + v("av") + " + " + st + " * " + str(kVStage) + ";\n";
   s += in2 + "float " + v("s") + "[8][4];\n";
@@ -658,7 +717,12 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     p += in2 + "    " + se + " *= " + g + ";\n" + in2 + "  }\n";
     s += element(p, in2);
   }
-  s += value_products(products, in2) + in + "}\n";
+  s += value_products(products, in2);
+  // The block's products are done with its stage (both waited for): released for the TMA.
+  if (tma)
+    s += in2 + "if (" + T_ + " && threadIdx.x % 32 == 0) kiln_mbar_arrive(kiln_smem_addr(&" +
+         empty + "[" + st + "]));\n";
+  s += in + "}\n";
 
   // The sums over the 4 threads of a row, the row factors (1 / l) once per row, then each
   // element: o · F, and the epilogue, which reads it (and the row's sum and maximum) from

@@ -75,6 +75,15 @@ class CudaRenderer : public CStyleRenderer {
    *  backends/cuda_attention.cpp): attention in one kernel, keys streamed through shared memory
    *  with an online softmax, both products on tensor cores. */
   std::string render_softmax_tile(const Context& c, const LoopNode& n, int depth) const;
+  /** Of an online-softmax tile `n` whose keys and values the TMA may copy (its staged
+   *  operands; backends/cuda_attention_tma.cpp): the boxes' coordinates at key 0 (`<tile>_kc`,
+   *  `<tile>_vc`, shared, set by thread 0, from loads `k` and `v` of statement nodes
+   *  `score_node` and `out_node`) and
+   *  `<tile>_tma`, whether this launch takes them: both maps (from `first_map`) encoded, a head
+   *  of at most 128, the maps' extents along the keys (and k's head) the tile's. */
+  std::string softmax_tma_setup(const Context& c, const LoopNode& n, const LoopNode& score_node,
+                                const LoopNode& out_node, const ScalarExpr& k, const ScalarExpr& v,
+                                int first_map, const std::string& in) const;
   /** A thread loop over contiguous elements (backends/cuda_vector.cpp): each thread takes
    *  16-byte vectors of consecutive iterations, its contiguous loads and stores one
    *  instruction per vector; the iterations before the first aligned vector and after the
@@ -130,9 +139,9 @@ int64_t block_tile_shared_bytes(const LoopNode& tile);
 int64_t block_tile_local_bytes(const LoopNode& tile);
 
 /** The dynamic shared memory of an online-softmax tile (backends/cuda_attention.cpp) of `lanes`
- *  lanes: the rows' operand and two stages of the keys' operand and of the values, padded rows
- *  for mma.sync or swizzled panels for warpgroup products. */
-int64_t softmax_tile_shared_bytes(int64_t lanes, bool warpgroup);
+ *  lanes: the rows' operand and `stages` stages (at least two) of the keys' operand and of the
+ *  values, padded rows for mma.sync or swizzled panels for warpgroup products. */
+int64_t softmax_tile_shared_bytes(int64_t lanes, bool warpgroup, int64_t stages);
 
 /** The geometry of kernel `k` for the bound sizes (KernelPlan::size_vars order): blocks of
  *  kCudaBlockThreads, and enough blocks for one thread per point of the largest statement

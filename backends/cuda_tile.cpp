@@ -57,7 +57,7 @@ int64_t block_tile_local_bytes(const LoopNode& tile) {
 
 int64_t block_tile_shared_bytes(const LoopNode& tile) {
   if (tile.space == MemorySpace::shared && tile.key_block > 0)
-    return softmax_tile_shared_bytes(tile.tile_lanes, tile.mma && tile.mma->warpgroup);
+    return softmax_tile_shared_bytes(tile.tile_lanes, tile.mma && tile.mma->warpgroup, tile.stages);
   if (tile.space != MemorySpace::shared || tile.stages <= 1) return 0;
   int64_t bytes = 0;
   for (const StagedOperand& o : tile.staged) {
@@ -147,14 +147,7 @@ CudaRenderer::BlockTile::BlockTile(const CudaRenderer& renderer, const Context& 
   tma = lean && S >= 3 && c.options.tensor_maps > 0 && !n.staged.empty();
   for (const StagedOperand& o : n.staged)
     tma = tma && !o.tma_box.empty();
-  if (tma) {  // the maps of the tiles before this one in the nest come first
-    for (const LoopNode* a : nodes_of(*c.nest.root, LoopNode::Kind::alloc)) {
-      if (a == &n) break;
-      if (a->space == MemorySpace::shared)
-        for (const StagedOperand& o : a->staged)
-          first_map += !o.tma_box.empty();
-    }
-  }
+  if (tma) first_map = first_tensor_map(c.nest, n);
 }
 
 DType CudaRenderer::BlockTile::dtype_of(size_t q) const {

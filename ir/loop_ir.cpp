@@ -82,6 +82,15 @@ std::string range(const std::string& iter, const AstExprPtr& origin, int64_t cou
   return iter + " = " + unwrap(expr_text(*origin)) + " + 0.." + std::to_string(count - 1);
 }
 
+/** ", by the TMA in boxes of 64x128" (innermost first) for a stage the TMA may fill, else "". */
+std::string tma_text(const StagedOperand& o) {
+  if (o.tma_box.empty()) return "";
+  std::string box;
+  for (int64_t b : o.tma_box)
+    box += (box.empty() ? "" : "x") + std::to_string(b);
+  return ", by the TMA in boxes of " + box;
+}
+
 /** A block tile's tensor-core instruction and staged operands: "; tensor cores m16n8k16.f16 in
  *  warps of 64x32; staged: [0] by row, k first, [rows][k + 8], 16-byte chunks (8), as stored". */
 std::string staged_text(const LoopNode& n) {
@@ -110,7 +119,7 @@ std::string staged_text(const LoopNode& n) {
             : o.k_major ? "[k][" + side + pad + "]"
                         : "[" + side + "][k" + pad + "]") +
            (o.vector > 1 ? ", chunks of " + std::to_string(o.vector) : "") +
-           (o.as_stored ? ", as stored" : "") + (q + 1 < n.staged.size() ? ";" : "");
+           (o.as_stored ? ", as stored" : "") + tma_text(o) + (q + 1 < n.staged.size() ? ";" : "");
   }
   return out;
 }
@@ -126,7 +135,11 @@ std::string alloc_line(const LoopNode& n) {
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + " where " +
            unwrap(expr_text(*n.tile_lane_cond)) + "; keys in blocks of " +
            std::to_string(n.key_block) + ", scores' reduction in blocks of " +
-           std::to_string(n.pack_depth) + (n.mma ? "; warpgroup products " + n.mma->name : "");
+           std::to_string(n.pack_depth) + (n.mma ? "; warpgroup products " + n.mma->name : "") +
+           "; " + std::to_string(n.stages) + " stages of keys and values" +
+           (n.staged.size() == 2
+                ? "; keys" + tma_text(n.staged[0]) + "; values" + tma_text(n.staged[1])
+                : "");
   if (n.space == MemorySpace::shared)
     return "alloc shared " + n.name + " = a " + tile + " block tile of S" +
            std::to_string(n.statement) + ": " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +
@@ -401,6 +414,18 @@ std::string loop_nest_to_text(const LoopNest& nest) {
   if (nest.one_block) out += "// one block: no loop runs across blocks\n";
   if (nest.root) node_text(*nest.root, 0, out);
   return out;
+}
+
+int first_tensor_map(const LoopNest& nest, const LoopNode& tile) {
+  int first = 0;
+  if (!nest.root) return first;
+  for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc)) {
+    if (a == &tile) break;
+    if (a->space == MemorySpace::shared)
+      for (const StagedOperand& o : a->staged)
+        first += !o.tma_box.empty();
+  }
+  return first;
 }
 
 std::vector<TensorMapUse> tensor_maps_of(const LoopNest& nest) {

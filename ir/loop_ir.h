@@ -282,7 +282,9 @@ struct LoopNode {
   int64_t thread_rows = 0, thread_lanes = 0;
   AstExprPtr tile_row_cond, tile_lane_cond;
   /** alloc in `shared` space: the operands staged per reduction block, in the order the
-   *  renderer declares their shared arrays. */
+   *  renderer declares their shared arrays. An online-softmax tile (key_block > 0) has none, or
+   *  its keys' and values' operands (k and v) where the TMA copies each key block of them
+   *  (scheduler/online_softmax.h, plan_softmax_tma). */
   std::vector<StagedOperand> staged;
   /** alloc in `shared` space: the block tile's updates run on tensor cores as this instruction
    *  (ir/mma.h) when set: the block's warps each own warp_rows × warp_lanes elements, a grid of
@@ -379,6 +381,10 @@ struct TensorMapUse {
 /** The tensor maps of `nest`'s TMA copies (StagedOperand::tma_box) in the order the kernel's
  *  parameter holds them: its block tiles in pre-order, each tile's staged operands in order. */
 std::vector<TensorMapUse> tensor_maps_of(const LoopNest& nest);
+
+/** The index of block tile `tile`'s first map among tensor_maps_of(`nest`): the count of maps of
+ *  the tiles before it. */
+int first_tensor_map(const LoopNest& nest, const LoopNode& tile);
 
 /** An expression as loop_nest_to_text prints it: "c0 + 32", "floord(N - 1, 32)". */
 std::string loop_expr_to_text(const AstExpr& e);

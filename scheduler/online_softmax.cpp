@@ -569,6 +569,53 @@ SoftmaxTileShape softmax_tile_shape(const KernelPlan& plan, const Kernel& k) {
   return shape;
 }
 
+bool plan_softmax_tma(const KernelPlan& plan, const ScalarExpr& ld, const LoopNode& node,
+                      const std::string& inner, DType half, StagedOperand& o) {
+  if (ld.kind != ScalarExpr::Kind::load || ld.buffer < 0) return false;
+  const Buffer& buffer = plan.buffers.at(ld.buffer);
+  const auto n = static_cast<int>(ld.index.size());
+  if (buffer.dtype != half || buffer.shape.size() != ld.index.size() || n < 2 || n > 5)
+    return false;
+  const std::set<std::string> jv = driven_iterators(node, "c3"), xv = driven_iterators(node, inner),
+                              rv = driven_iterators(node, "c1");
+  if (jv.size() != 1 || xv.size() != 1) return false;
+  const std::string &j = *jv.begin(), &x = *xv.begin();
+  int dj = -1, dx = -1;
+  for (int d = 0; d < n; ++d) {
+    std::set<std::string> used;
+    ld.index[d].collect_vars(used);
+    for (const std::string& r : rv)
+      if (used.count(r)) return false;
+    const bool uj = used.count(j) > 0, ux = used.count(x) > 0;
+    if (!uj && !ux) continue;
+    const std::string& it = uj ? j : x;
+    int& dim = uj ? dj : dx;
+    if ((uj && ux) || used.size() != 1 || dim >= 0 ||
+        affine_coefficient(ld.index[d], it) != std::optional<int64_t>(1) ||
+        ld.index[d].eval({{it, 0}}) != 0)
+      return false;
+    dim = d;
+  }
+  if (dj < 0 || dx != n - 1) return false;
+  // Leading dimensions at index 0 fold into the next (a[0, b, j, d] with b over B·H: the
+  // coalesced batch of heads), as a warpgroup tile's (gpu_tile.cpp, plan_tma).
+  int fold = 0;
+  while (fold < dj && ld.index[fold].as_constant() == std::optional<int64_t>(0))
+    ++fold;
+  o.tma_box.assign(n - fold, 1);  // innermost first
+  o.tma_box[0] = 64;
+  o.tma_box[n - 1 - dj] = 64;
+  o.tma_buffer = ld.buffer;
+  o.tma_k_dim = dj;
+  o.tma_x_dim = dx;
+  o.tma_fold = fold;
+  o.as_stored = true;
+  o.element_bytes = 2;
+  o.vector = 8;
+  o.swizzle = 128;
+  return true;
+}
+
 LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
                                   const SoftmaxTileShape& shape) {
   std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
@@ -637,6 +684,22 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
       stmt_node(f->statement(6), out_args(false)), stmt_node(f->statement(7), out_args(true))};
   for (int s = f->statement(8); s < f->end; ++s)
     tile->body.push_back(stmt_node(s, out_args(false)));
+  // Each key block of k and v copied by the TMA where both loads allow it (else neither: the
+  // tile's cp.async copies); q, once per tile, stays with them.
+  if (shape.warpgroup && shape.tma && a == b) {
+    StagedOperand keys, values;
+    keys.by_lane = true;    // the scores' lanes
+    keys.k_first = true;    // its head, the scores' reduction, contiguous
+    values.k_major = true;  // [keys][lanes]: P·V's reduction is the keys
+    if (plan_softmax_tma(plan, *f->b, *tile->body[1], "c4", a, keys) &&
+        plan_softmax_tma(plan, *f->v, *tile->body[7], "c2", a, values))
+      tile->staged = {keys, values};
+  }
+  // Two stages of k and v, the next key block's copies landing during this one's products;
+  // three where the TMA copies a 64-lane tile's: a stage is then refilled two blocks after its
+  // use, so its release is seldom waited for, and 104 KiB still lets two blocks share a
+  // multiprocessor (128 lanes would take 128 KiB, one block: they keep two).
+  tile->stages = !tile->staged.empty() && shape.lanes == 64 ? 3 : 2;
   LoopNest nest;
   nest.root = block_tile_loop(t, total, tile);
   return nest;

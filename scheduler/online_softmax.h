@@ -76,7 +76,20 @@ struct SoftmaxTileShape {
   /** Both products as Hopper's warpgroup instructions (wgmma m64nNk16, sm_90a: the target has
    *  them and GPU_WGMMA is not 0), else mma.sync per warp. */
   bool warpgroup = false;
+  /** With warpgroup: each key block's stages of k and v filled by the TMA where their loads
+   *  allow (LoopNode::staged of the tile, StagedOperand::tma_box), one thread issuing. */
+  bool tma = false;
 };
+
+/** Plans the TMA copy of one key block of `ld` (k, the scores' operand along the keys, or v,
+ *  the output's) into a stage of the fused tile: 64 keys (tile iterator c3) by 64 elements of
+ *  the dimension memory holds contiguously, which iterator `inner` of `node` walks (c4, the
+ *  head, for k; c2, the lanes, for v), a box of 1 along the others (batch dimensions, which
+ *  neither moves). The key and inner dimensions must be the iterators themselves (no offset,
+ *  stride 1), the inner one last; the load a 16-bit `half` of rank 2 to 5. False, and `o` as it
+ *  was, where that does not hold. */
+bool plan_softmax_tma(const KernelPlan& plan, const ScalarExpr& ld, const LoopNode& node,
+                      const std::string& inner, DType half, StagedOperand& o);
 
 /** The tile shape of the fused kernel of `k` (is_softmax_contraction_kernel): 128 lanes where
  *  the output's lanes (the head of v) are known when compiling to be 65-128 (a specialized or

@@ -490,6 +490,7 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     t.softmax = softmax_tile_shape(plan, k);
     if (opt.attention_lanes > 0) t.softmax.lanes = opt.attention_lanes;
     t.softmax.warpgroup = opt.gpu_tile.wgmma && opt.gpu_tile.wgmma_rows > 0;
+    t.softmax.tma = t.softmax.warpgroup && opt.gpu_tile.tma;
     list.push_back(t);
     return list;
   }

@@ -380,20 +380,69 @@ KILN_FN To kiln_bitcast(From a) {
   return b;
 }
 
-/* Every kernel's one parameter: its buffers, then the sizes. */
+/* Every kernel's one parameter: its buffers, then the sizes; then which tensor maps the launch encoded and the maps (plugin_api.h). */
+struct __align__(64) kiln_tensor_map { unsigned char bytes[128]; };
 struct kiln_params {
   void* b[8];
   int64_t s[5];
+  uint64_t tm_ok;
+  kiln_tensor_map tm[2];
 };
+/* The TMA's copies and their mbarriers (sm_90; backends/cuda_tile.cpp). A stage's "full"
+   barrier completes a phase when its copies' bytes have landed, its "empty" one when every warp
+   has released it. Barrier arguments are shared-memory addresses (kiln_smem_addr). */
+KILN_FN void kiln_mbar_init(uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+/* After initialising a tile's barriers: visible to the TMA, and global memory written before it
+   by this kernel's threads visible to the TMA's reads. */
+KILN_FN void kiln_mbar_fence_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async;" ::: "memory");
+}
+KILN_FN void kiln_mbar_arrive(uint32_t bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}" ::"r"(bar)
+               : "memory");
+}
+KILN_FN void kiln_mbar_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}"
+               ::"r"(bar), "r"(bytes) : "memory");
+}
+KILN_FN void kiln_mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile("{\n.reg .pred p;\nKILN_WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra KILN_WAIT;\n}" ::"r"(bar), "r"(parity) : "memory");
+}
+/* One box of a tensor map into shared memory at `dst`, its bytes counted on `bar`. */
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar)
+               : "memory");
+}
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2),
+               "r"(bar) : "memory");
+}
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1, int c2,
+                           int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1),
+               "r"(c2), "r"(c3), "r"(bar) : "memory");
+}
+KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, int c1, int c2,
+                           int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(dst), "l"(map), "r"(c0), "r"(c1),
+               "r"(c2), "r"(c3), "r"(c4), "r"(bar) : "memory");
+}
 
-static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B, const int64_t s_H, const int64_t s_L, const int64_t s_D, const int64_t s_S, const uint16_t* restrict b0 /* q */, const uint16_t* restrict b1 /* k */, const uint16_t* restrict b2 /* v */, uint16_t* restrict b3 /* y */, float* restrict b4 /* t9 */, float* restrict b5 /* t13 */, float* restrict b6 /* t20 */, float* restrict b7 /* t27 */) {
+static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B, const int64_t s_H, const int64_t s_L, const int64_t s_D, const int64_t s_S, const uint16_t* restrict b0 /* q */, const uint16_t* restrict b1 /* k */, const uint16_t* restrict b2 /* v */, uint16_t* restrict b3 /* y */, float* restrict b4 /* t9 */, float* restrict b5 /* t13 */, float* restrict b6 /* t20 */, float* restrict b7 /* t27 */, const kiln_params* __restrict__ kiln_p) {
   for (int64_t c0 = 0 + (int64_t)blockIdx.x; c0 < (((((s_D > 0 ? s_D : 0) + 63) / 64) * (((s_L > 0 ? s_L : 0) + 127) / 128)) * ((s_B * s_H) > 0 ? (s_B * s_H) : 0)); c0 += (int64_t)gridDim.x) {
     {
       /* fa0: 128 rows x 64 lanes of S7, keys in blocks of 64 with an online softmax, both products on tensor cores (scheduler/online_softmax.h) */
       extern __shared__ __align__(1024) unsigned char kiln_shared[];
       uint16_t* fa0_sq = (uint16_t*)kiln_shared;
       uint16_t* fa0_sk = (uint16_t*)(kiln_shared + 32768);
-      uint16_t* fa0_sv = (uint16_t*)(kiln_shared + 65536);
+      uint16_t* fa0_sv = (uint16_t*)(kiln_shared + 81920);
       const int64_t fa0_b0 = ((c0 / (((s_D > 0 ? s_D : 0) + 63) / 64)) / (((s_L > 0 ? s_L : 0) + 127) / 128));
       const int fa0_q = threadIdx.x % 32, fa0_w = threadIdx.x / 32;
       const int64_t fa0_r0 = (128 * (((((s_L > 0 ? s_L : 0) + 127) / 128) - 1) - ((c0 / (((s_D > 0 ? s_D : 0) + 63) / 64)) % (((s_L > 0 ? s_L : 0) + 127) / 128)))), fa0_l0 = (64 * (c0 % (((s_D > 0 ? s_D : 0) + 63) / 64)));
@@ -418,7 +467,58 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
       const uint32_t fa0_aq = kiln_smem_addr(fa0_sq) + (fa0_w / 4) * 8192;
       const uint32_t fa0_ak = kiln_smem_addr(fa0_sk), fa0_av = kiln_smem_addr(fa0_sv);
       int64_t fa0_j1 = 0;
+      /* fa0: keys and values by the TMA where this launch encoded their maps, the head is one or two boxes (up to 128) and each map's extents are the tile's */
+      __shared__ int fa0_kc[3];
+      if (threadIdx.x == 0) {
+        const int64_t c1 = 0, c2 = fa0_l0, c3 = 0, c4 = 0;
+        (void)c1;
+        (void)c2;
+        (void)c3;
+        (void)c4;
+        const int64_t i0 = fa0_b0;
+        const int64_t i1 = c1;
+        const int64_t i2 = c3;
+        const int64_t i3 = c4;
+        fa0_kc[0] = (int)((i3));
+        fa0_kc[1] = (int)((i2));
+        fa0_kc[2] = (int)((i0));
+      }
+      __shared__ int fa0_vc[3];
+      if (threadIdx.x == 0) {
+        const int64_t c1 = 0, c2 = fa0_l0, c3 = 0, c4 = 0;
+        (void)c1;
+        (void)c2;
+        (void)c3;
+        (void)c4;
+        const int64_t i0 = fa0_b0;
+        const int64_t i1 = c1;
+        const int64_t i2 = c2;
+        const int64_t i3 = c3;
+        fa0_vc[0] = (int)((i2));
+        fa0_vc[1] = (int)((i3));
+        fa0_vc[2] = (int)((i0));
+      }
+      const bool fa0_tma = __shfl_sync(0xffffffffu, (int)((kiln_p->tm_ok >> 0 & 1) && (kiln_p->tm_ok >> 1 & 1) && fa0_D <= 128 &&
+        fa0_J == (int64_t)((s_S)) && fa0_D == (int64_t)((s_D)) &&
+        fa0_J == (int64_t)((s_S))), 0) != 0;
+      __shared__ __align__(8) uint64_t fa0_full[3], fa0_empty[3];
       __syncthreads();
+      if (fa0_tma && threadIdx.x == 0) {
+        for (int fa0_i = 0; fa0_i < 3; ++fa0_i) {
+          kiln_mbar_init(kiln_smem_addr(&fa0_full[fa0_i]), 1);
+          kiln_mbar_init(kiln_smem_addr(&fa0_empty[fa0_i]), 8);
+        }
+        kiln_mbar_fence_init();
+        if (fa0_j1 < fa0_J)
+          {
+            const uint32_t fa0_fb = kiln_smem_addr(&fa0_full[0]);
+            const int fa0_kb = fa0_D > 64 ? 2 : 1;  // k's boxes: panels of the head
+            kiln_mbar_expect(fa0_fb, (uint32_t)(fa0_kb * 8192 + 8192));
+            kiln_tma_load(kiln_smem_addr(fa0_sk) + (uint32_t)(0) * 16384u + 0u, &kiln_p->tm[0], fa0_fb, fa0_kc[0], fa0_kc[1] + (int)(fa0_j1), fa0_kc[2]);
+            if (fa0_kb > 1) kiln_tma_load(kiln_smem_addr(fa0_sk) + (uint32_t)(0) * 16384u + 8192u, &kiln_p->tm[0], fa0_fb, fa0_kc[0] + 64, fa0_kc[1] + (int)(fa0_j1), fa0_kc[2]);
+            kiln_tma_load(kiln_smem_addr(fa0_sv) + (uint32_t)(0) * 8192u + 0u, &kiln_p->tm[1], fa0_fb, fa0_vc[0], fa0_vc[1] + (int)(fa0_j1), fa0_vc[2]);
+          }
+      }
       if (fa0_D <= 128) {
         #pragma unroll 1
         for (int fa0_p = 0; fa0_p < 8; ++fa0_p) {
@@ -464,7 +564,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
           if (!fa0_done) *(uint4*)&fa0_sq[(fa0_y / 64 * 128 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8] = make_uint4(0, 0, 0, 0);
         }
       }
-      if (fa0_j1 < fa0_J) {
+      if (!fa0_tma && fa0_j1 < fa0_J) {
         #pragma unroll 1
         for (int fa0_p = 0; fa0_p < 4; ++fa0_p) {
           const int fa0_e = threadIdx.x + 256 * fa0_p;
@@ -552,100 +652,121 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
         }
       }
       kiln_cp_async_commit();
-      int fa0_st = 0;
-      for (int64_t fa0_j0 = fa0_j1, fa0_jx; fa0_j0 < fa0_J; fa0_j0 = fa0_jx, fa0_st = fa0_st ^ 1) {
-        fa0_jx = fa0_j0 + 64;
+      if (fa0_tma) {
         kiln_cp_async_wait_all();
         kiln_fence_proxy_async();
         __syncthreads();
-        if (fa0_jx < fa0_J) {
-          #pragma unroll
-          for (int fa0_p = 0; fa0_p < 4; ++fa0_p) {
-            const int fa0_e = threadIdx.x + 256 * fa0_p;
-            if (fa0_e >= (64 << fa0_sh)) break;
-            const int fa0_x = fa0_e >> fa0_sh, fa0_y = (fa0_e & ((1 << fa0_sh) - 1)) * 8;
-            bool fa0_done = false;
+      }
+      int fa0_it = 0;
+      for (int64_t fa0_j0 = fa0_j1, fa0_jx; fa0_j0 < fa0_J; fa0_j0 = fa0_jx, ++fa0_it) {
+        const int fa0_st = fa0_tma ? fa0_it % 3 : fa0_it & 1;
+        fa0_jx = fa0_j0 + 64;
+        if (fa0_tma) {
+          const int fa0_ns = (fa0_st + 1) % 3;
+          if (fa0_it + 1 >= 3) kiln_mbar_wait(kiln_smem_addr(&fa0_empty[fa0_ns]), (uint32_t)(((fa0_it + 1) / 3 - 1) & 1));
+          if (threadIdx.x == 0 && fa0_jx < fa0_J)
             {
-              const int64_t c3 = fa0_jx + fa0_x;
-              if (c3 < fa0_J) {
-                if (0 + fa0_y + 7 < fa0_D) {
-                  const int64_t c4 = 0 + fa0_y;
-                  const int64_t c1 = 0; (void)c1;
-                  const int64_t i0 = fa0_b0;
-                  const int64_t i1 = c1;
-                  const int64_t i2 = c3;
-                  const int64_t i3 = c4;
-                  const uint16_t* fa0_a = &b1[(s_D * s_S * i0 + s_D * i2 + i3)];
-                  if (((uint64_t)fa0_a & 15) == 0) {
-                    kiln_cp_async16(&(fa0_sk + (fa0_st ^ 1) * 8192)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8], fa0_a);
+              const uint32_t fa0_fb = kiln_smem_addr(&fa0_full[fa0_ns]);
+              const int fa0_kb = fa0_D > 64 ? 2 : 1;  // k's boxes: panels of the head
+              kiln_mbar_expect(fa0_fb, (uint32_t)(fa0_kb * 8192 + 8192));
+              kiln_tma_load(kiln_smem_addr(fa0_sk) + (uint32_t)(fa0_ns) * 16384u + 0u, &kiln_p->tm[0], fa0_fb, fa0_kc[0], fa0_kc[1] + (int)(fa0_jx), fa0_kc[2]);
+              if (fa0_kb > 1) kiln_tma_load(kiln_smem_addr(fa0_sk) + (uint32_t)(fa0_ns) * 16384u + 8192u, &kiln_p->tm[0], fa0_fb, fa0_kc[0] + 64, fa0_kc[1] + (int)(fa0_jx), fa0_kc[2]);
+              kiln_tma_load(kiln_smem_addr(fa0_sv) + (uint32_t)(fa0_ns) * 8192u + 0u, &kiln_p->tm[1], fa0_fb, fa0_vc[0], fa0_vc[1] + (int)(fa0_jx), fa0_vc[2]);
+            }
+          kiln_mbar_wait(kiln_smem_addr(&fa0_full[fa0_st]), (uint32_t)((fa0_it / 3) & 1));
+        } else {
+          kiln_cp_async_wait_all();
+          kiln_fence_proxy_async();
+          __syncthreads();
+          if (fa0_jx < fa0_J) {
+            #pragma unroll
+            for (int fa0_p = 0; fa0_p < 4; ++fa0_p) {
+              const int fa0_e = threadIdx.x + 256 * fa0_p;
+              if (fa0_e >= (64 << fa0_sh)) break;
+              const int fa0_x = fa0_e >> fa0_sh, fa0_y = (fa0_e & ((1 << fa0_sh) - 1)) * 8;
+              bool fa0_done = false;
+              {
+                const int64_t c3 = fa0_jx + fa0_x;
+                if (c3 < fa0_J) {
+                  if (0 + fa0_y + 7 < fa0_D) {
+                    const int64_t c4 = 0 + fa0_y;
+                    const int64_t c1 = 0; (void)c1;
+                    const int64_t i0 = fa0_b0;
+                    const int64_t i1 = c1;
+                    const int64_t i2 = c3;
+                    const int64_t i3 = c4;
+                    const uint16_t* fa0_a = &b1[(s_D * s_S * i0 + s_D * i2 + i3)];
+                    if (((uint64_t)fa0_a & 15) == 0) {
+                      kiln_cp_async16(&(fa0_sk + (fa0_st ^ 1) * 8192)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8], fa0_a);
+                      fa0_done = true;
+                    }
+                  }
+                  if (!fa0_done && 0 + fa0_y < fa0_D) {
+                    #pragma unroll 1
+                    for (int fa0_i = 0; fa0_i < 8; ++fa0_i) {
+                      const int64_t c4 = 0 + fa0_y + fa0_i;
+                      uint16_t fa0_ev = 0;
+                      if (c4 < fa0_D) {
+                        const int64_t c1 = 0; (void)c1;
+                        const int64_t i0 = fa0_b0;
+                        const int64_t i1 = c1;
+                        const int64_t i2 = c3;
+                        const int64_t i3 = c4;
+                        fa0_ev = b1[(s_D * s_S * i0 + s_D * i2 + i3)];
+                      }
+                      (&(fa0_sk + (fa0_st ^ 1) * 8192)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8])[fa0_i] = fa0_ev;
+                    }
                     fa0_done = true;
                   }
                 }
-                if (!fa0_done && 0 + fa0_y < fa0_D) {
-                  #pragma unroll 1
-                  for (int fa0_i = 0; fa0_i < 8; ++fa0_i) {
-                    const int64_t c4 = 0 + fa0_y + fa0_i;
-                    uint16_t fa0_ev = 0;
-                    if (c4 < fa0_D) {
-                      const int64_t c1 = 0; (void)c1;
-                      const int64_t i0 = fa0_b0;
-                      const int64_t i1 = c1;
-                      const int64_t i2 = c3;
-                      const int64_t i3 = c4;
-                      fa0_ev = b1[(s_D * s_S * i0 + s_D * i2 + i3)];
-                    }
-                    (&(fa0_sk + (fa0_st ^ 1) * 8192)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8])[fa0_i] = fa0_ev;
-                  }
-                  fa0_done = true;
-                }
               }
+              if (!fa0_done) *(uint4*)&(fa0_sk + (fa0_st ^ 1) * 8192)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8] = make_uint4(0, 0, 0, 0);
             }
-            if (!fa0_done) *(uint4*)&(fa0_sk + (fa0_st ^ 1) * 8192)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8] = make_uint4(0, 0, 0, 0);
-          }
-          #pragma unroll
-          for (int fa0_p = 0; fa0_p < 2; ++fa0_p) {
-            const int fa0_e = threadIdx.x + 256 * fa0_p;
-            const int fa0_x = fa0_e >> 3, fa0_y = (fa0_e & ((1 << 3) - 1)) * 8;
-            bool fa0_done = false;
-            {
-              const int64_t c3 = fa0_jx + fa0_x;
-              if (c3 < fa0_J) {
-                if (fa0_l0 + fa0_y + 7 < fa0_C) {
-                  const int64_t c2 = fa0_l0 + fa0_y;
-                  const int64_t c1 = 0; (void)c1;
-                  const int64_t i0 = fa0_b0;
-                  const int64_t i1 = c1;
-                  const int64_t i2 = c2;
-                  const int64_t i3 = c3;
-                  const uint16_t* fa0_a = &b2[(s_D * s_S * i0 + s_D * i3 + i2)];
-                  if (((uint64_t)fa0_a & 15) == 0) {
-                    kiln_cp_async16(&(fa0_sv + (fa0_st ^ 1) * 4096)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8], fa0_a);
+            #pragma unroll
+            for (int fa0_p = 0; fa0_p < 2; ++fa0_p) {
+              const int fa0_e = threadIdx.x + 256 * fa0_p;
+              const int fa0_x = fa0_e >> 3, fa0_y = (fa0_e & ((1 << 3) - 1)) * 8;
+              bool fa0_done = false;
+              {
+                const int64_t c3 = fa0_jx + fa0_x;
+                if (c3 < fa0_J) {
+                  if (fa0_l0 + fa0_y + 7 < fa0_C) {
+                    const int64_t c2 = fa0_l0 + fa0_y;
+                    const int64_t c1 = 0; (void)c1;
+                    const int64_t i0 = fa0_b0;
+                    const int64_t i1 = c1;
+                    const int64_t i2 = c2;
+                    const int64_t i3 = c3;
+                    const uint16_t* fa0_a = &b2[(s_D * s_S * i0 + s_D * i3 + i2)];
+                    if (((uint64_t)fa0_a & 15) == 0) {
+                      kiln_cp_async16(&(fa0_sv + (fa0_st ^ 1) * 4096)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8], fa0_a);
+                      fa0_done = true;
+                    }
+                  }
+                  if (!fa0_done && fa0_l0 + fa0_y < fa0_C) {
+                    #pragma unroll 1
+                    for (int fa0_i = 0; fa0_i < 8; ++fa0_i) {
+                      const int64_t c2 = fa0_l0 + fa0_y + fa0_i;
+                      uint16_t fa0_ev = 0;
+                      if (c2 < fa0_C) {
+                        const int64_t c1 = 0; (void)c1;
+                        const int64_t i0 = fa0_b0;
+                        const int64_t i1 = c1;
+                        const int64_t i2 = c2;
+                        const int64_t i3 = c3;
+                        fa0_ev = b2[(s_D * s_S * i0 + s_D * i3 + i2)];
+                      }
+                      (&(fa0_sv + (fa0_st ^ 1) * 4096)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8])[fa0_i] = fa0_ev;
+                    }
                     fa0_done = true;
                   }
                 }
-                if (!fa0_done && fa0_l0 + fa0_y < fa0_C) {
-                  #pragma unroll 1
-                  for (int fa0_i = 0; fa0_i < 8; ++fa0_i) {
-                    const int64_t c2 = fa0_l0 + fa0_y + fa0_i;
-                    uint16_t fa0_ev = 0;
-                    if (c2 < fa0_C) {
-                      const int64_t c1 = 0; (void)c1;
-                      const int64_t i0 = fa0_b0;
-                      const int64_t i1 = c1;
-                      const int64_t i2 = c2;
-                      const int64_t i3 = c3;
-                      fa0_ev = b2[(s_D * s_S * i0 + s_D * i3 + i2)];
-                    }
-                    (&(fa0_sv + (fa0_st ^ 1) * 4096)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8])[fa0_i] = fa0_ev;
-                  }
-                  fa0_done = true;
-                }
               }
+              if (!fa0_done) *(uint4*)&(fa0_sv + (fa0_st ^ 1) * 4096)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8] = make_uint4(0, 0, 0, 0);
             }
-            if (!fa0_done) *(uint4*)&(fa0_sv + (fa0_st ^ 1) * 4096)[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8] = make_uint4(0, 0, 0, 0);
           }
+          kiln_cp_async_commit();
         }
-        kiln_cp_async_commit();
         const uint32_t fa0_kst = fa0_ak + fa0_st * 16384, fa0_vst = fa0_av + fa0_st * 8192;
         float fa0_s[8][4];
         for (int64_t fa0_d0 = 0; fa0_d0 < fa0_Dm; fa0_d0 += 128) {
@@ -849,6 +970,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
         #pragma unroll
         for (int fa0_e = 0; fa0_e < 4; ++fa0_e)
           kiln_fence_operand(fa0_o[fa0_t][fa0_e]);
+        if (fa0_tma && threadIdx.x % 32 == 0) kiln_mbar_arrive(kiln_smem_addr(&fa0_empty[fa0_st]));
       }
       #pragma unroll
       for (int fa0_h = 0; fa0_h < 2; ++fa0_h) {
@@ -888,10 +1010,12 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
   }
 }
 
+/* The tensor maps its launches pass (backends/c_style.h, kTensorMapsSuffix). */
+extern "C" __device__ const long long kiln_attention_0_tensor_maps[65] = {2, 1, 1, 3, 64, 64, 1, 0, 0, 2, 1, 3, 64, 64, 1, 0, 0};
 extern "C" __device__ unsigned kiln_attention_0_whole_grid = 1;
-extern "C" __device__ unsigned kiln_attention_0_shared_bytes = 81920;
+extern "C" __device__ unsigned kiln_attention_0_shared_bytes = 106496;
 extern "C" __global__ void __launch_bounds__(256, KILN_ATTENTION_MIN_BLOCKS) kiln_attention_0(const KILN_GRID_CONSTANT kiln_params p) {
   void* const* buffers = p.b;
   const int64_t* sizes = p.s;
-  kiln_attention_0_loops(sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], (const uint16_t*)buffers[0], (const uint16_t*)buffers[1], (const uint16_t*)buffers[2], (uint16_t*)buffers[3], (float*)buffers[4], (float*)buffers[5], (float*)buffers[6], (float*)buffers[7]);
+  kiln_attention_0_loops(sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], (const uint16_t*)buffers[0], (const uint16_t*)buffers[1], (const uint16_t*)buffers[2], (uint16_t*)buffers[3], (float*)buffers[4], (float*)buffers[5], (float*)buffers[6], (float*)buffers[7], &p);
 }

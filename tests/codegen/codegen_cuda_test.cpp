@@ -244,12 +244,28 @@ TEST_CASE("codegen: f16 attention: one kernel, its products on mma.sync or, for 
   CHECK(sync.find("wgmma.mma_async") == std::string::npos);
   CHECK(sync.find("extern \"C\" __device__ unsigned kiln_attention_0_shared_bytes = 88064;") !=
         std::string::npos);
-  // wgmma: q, k and v swizzled in 128-byte rows (80 KiB), copies fenced for the async proxy;
-  // the scores' steps K-major from shared memory, 4 or 8 straight-line steps by the head;
-  // the weights from registers, v transposed by the instruction.
+  // wgmma: q, k and v swizzled in 128-byte rows (q and three stages of k and v: 104 KiB),
+  // copies fenced for the async proxy; the scores' steps K-major from shared memory, 4 or 8
+  // straight-line steps by the head; the weights from registers, v transposed by the
+  // instruction.
   CHECK(wg.find("asm volatile(\"ldmatrix") == std::string::npos);
-  CHECK(wg.find("extern \"C\" __device__ unsigned kiln_attention_0_shared_bytes = 81920;") !=
+  CHECK(wg.find("extern \"C\" __device__ unsigned kiln_attention_0_shared_bytes = 106496;") !=
         std::string::npos);
+  // k and v by the TMA where the launch's maps allow (the record: two maps of buffers 1 and 2,
+  // their leading index folded, boxes of 64 keys by 64 of the head or lanes), thread 0 issuing
+  // into a stage's full barrier, every warp releasing it; else the cp.async copies.
+  CHECK(wg.find("kiln_attention_0_tensor_maps[65] = {2, 1, 1, 3, 64, 64, 1, 0, 0, 2, 1, 3, 64, "
+                "64, 1, 0, 0};") != std::string::npos);
+  CHECK(wg.find("const bool fa0_tma = __shfl_sync(0xffffffffu, (int)((kiln_p->tm_ok >> 0 & 1) && "
+                "(kiln_p->tm_ok >> 1 & 1)") !=
+        std::string::npos);
+  CHECK(wg.find("kiln_tma_load(kiln_smem_addr(fa0_sk) + (uint32_t)(fa0_ns) * 16384u + 0u, "
+                "&kiln_p->tm[0], fa0_fb, fa0_kc[0], fa0_kc[1] + (int)(fa0_jx), fa0_kc[2]);") !=
+        std::string::npos);
+  CHECK(wg.find("kiln_mbar_wait(kiln_smem_addr(&fa0_full[fa0_st]), (uint32_t)((fa0_it / 3) & 1));") !=
+        std::string::npos);
+  CHECK(wg.find("if (fa0_tma && threadIdx.x % 32 == 0) "
+                "kiln_mbar_arrive(kiln_smem_addr(&fa0_empty[fa0_st]));") != std::string::npos);
   CHECK(wg.find("[(fa0_y / 64 * 64 + fa0_x) * 64 + ((fa0_y % 64 / 8) ^ (fa0_x % 8)) * 8]") !=
         std::string::npos);
   CHECK(wg.find("kiln_cp_async_wait_all();\n        kiln_fence_proxy_async();\n        "

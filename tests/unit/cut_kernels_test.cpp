@@ -318,6 +318,36 @@ TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an onlin
       CHECK(loop_nest_to_text(wg).find("; warpgroup products m64n64k16." +
                                        std::string(t == DType::bf16 ? "bf16" : "f16")) !=
             std::string::npos);
+      CHECK(wg_tile.staged.empty());  // the cp.async copies, two stages
+      CHECK(wg_tile.stages == 2);
+      // With the TMA: k and v each copied as boxes of 64 keys by 64 of the head or the lanes
+      // (innermost first), 1 along b and h (the pipeline's coalesced [0, b·h, j, d] folds its
+      // leading 0: the codegen golden's record); three stages; the kernel's maps are theirs.
+      wide.tma = true;
+      LoopNest tma = softmax_contraction_nest(att, k, wide);
+      const LoopNode& tma_tile = *tma.root->body.at(0);
+      REQUIRE(tma_tile.staged.size() == 2);
+      for (const StagedOperand& o : tma_tile.staged) {
+        CHECK(o.tma_box == std::vector<int64_t>{64, 64, 1, 1});
+        CHECK(o.tma_fold == 0);
+        CHECK(o.tma_k_dim == 2);
+        CHECK(o.tma_x_dim == 3);
+        CHECK(o.swizzle == 128);
+      }
+      CHECK(tma_tile.staged[0].tma_buffer == f->b->buffer);
+      CHECK(tma_tile.staged[1].tma_buffer == f->v->buffer);
+      CHECK(tma_tile.stages == 3);
+      CHECK(tensor_maps_of(tma).size() == 2);
+      CHECK(loop_nest_to_text(tma).find("; 3 stages of keys and values; keys, by the TMA in boxes "
+                                        "of 64x64x1x1; values, by the TMA in boxes of 64x64x1x1") !=
+            std::string::npos);
+      // Neither q (it moves with the rows) nor k walked along the lanes is a key block's box.
+      StagedOperand none;
+      CHECK_FALSE(plan_softmax_tma(att, *f->a, *tma_tile.body[1], "c4", t, none));
+      CHECK_FALSE(plan_softmax_tma(att, *f->b, *tma_tile.body[1], "c2", t, none));
+      CHECK_FALSE(plan_softmax_tma(att, *f->b, *tma_tile.body[1], "c4",
+                                   t == DType::f16 ? DType::bf16 : DType::f16, none));
+      CHECK(none.tma_box.empty());
     }
   // In f32 the products do not run on tensor cores: scores, softmax and weighted sum.
   KernelPlan f32 = plan_of("ops/nn.toml:attention", sizes, DType::f32, {}, true);
@@ -671,6 +701,16 @@ TEST_CASE("cut: attention on [B, L, H, D] tensors and grouped-query heads are on
   CHECK(loop_expr_to_text(*out.args[4]) == "c3");                               // the key
   CHECK(loop_expr_to_text(*out.args[2]) == loop_expr_to_text(*score.args[1]));  // h, the block's
   CHECK(loop_expr_to_text(*out.args[0]) == loop_expr_to_text(*score.args[0]));  // b
+  // k[b, j, h, d] and v[b, j, h, c]: boxes of 64 keys by 64 of the head or lanes, 1 along h
+  // and b (innermost first), read in place by the TMA.
+  SoftmaxTileShape tma_shape;
+  tma_shape.warpgroup = tma_shape.tma = true;
+  LoopNest by_tma = softmax_contraction_nest(blhd, k, tma_shape);
+  const LoopNode& blhd_tile = *by_tma.root->body.at(0);
+  REQUIRE(blhd_tile.staged.size() == 2);
+  CHECK(blhd_tile.staged[0].tma_box == std::vector<int64_t>{64, 1, 64, 1});
+  CHECK(blhd_tile.staged[1].tma_box == std::vector<int64_t>{64, 1, 64, 1});
+  CHECK(blhd_tile.staged[0].tma_k_dim == 1);
 
   // k[b, h / 2, j, d]: read in place (a quotient of a batch iterator, which isl sees exactly),
   // no layout copy, one kernel.
