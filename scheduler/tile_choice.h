@@ -11,14 +11,14 @@
  * more often per element), 5 % more with three pipeline stages than with four; then its
  * epilogue, R·L·(f + g·ops) for an epilogue of `ops` operations, of which a multiprocessor
  * holding two blocks hides all but ρ of the operations' part behind the other block's
- * products; the tiles spread evenly over the multiprocessors, each running ⌈tiles / units⌉ of
- * them. Where they are one wave, each multiprocessor holds one block and a reduction block
- * takes at least λ / (S − 2): the copies' latency over the stages the pipeline runs ahead (few
- * rows, M ≤ 128, are latency-bound: eight stages beat four). A shape holds two blocks a
- * multiprocessor where two of its pipelines (stages × (R + L) × 64 × 2 bytes) fit in Hopper's
- * 228 KiB. The constants are fitted to f16 products with and without a tanh GELU after them on
- * an H200 (docs/performance.md, "Tile shapes refitted for the TMA pipeline"); only their ratios
- * matter to the choice.
+ * products, and a fixed cost per tile (its start and its end); the tiles spread evenly over the
+ * multiprocessors, each running ⌈tiles / units⌉ of them. Where they are one wave, each
+ * multiprocessor holds one block and a reduction block takes at least λ / (S − 2): the copies'
+ * latency over the stages the pipeline runs ahead (few rows, M ≤ 128, are latency-bound: eight
+ * stages beat four). A shape holds two blocks a multiprocessor where two of its pipelines (stages ×
+ * (R + L) × 64 × 2 bytes) fit in Hopper's 228 KiB. The constants are fitted to f16 products with
+ * and without a tanh GELU after them on an H200 (docs/performance.md, "Tile shapes refitted for the
+ * TMA pipeline"); only their ratios matter to the choice.
  */
 #pragma once
 
