@@ -440,3 +440,24 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE("sweep: KILN_SWEEP_SHARD takes I/N of the programs, else one clear message") {
+  const char* before = std::getenv("KILN_SWEEP_SHARD");
+  const std::string kept = before ? before : "";
+  ::setenv("KILN_SWEEP_SHARD", "2/5", 1);
+  test::Shard s = test::sweep_shard();
+  CHECK(s.index == 2);
+  CHECK(s.count == 5);
+  for (const char* bad : {"5/5", "x", "1/0", "-1/3", "1/", "/3", "1/3x", "1/+3"}) {
+    CAPTURE(bad);
+    ::setenv("KILN_SWEEP_SHARD", bad, 1);
+    CHECK_THROWS_WITH_AS(
+        test::sweep_shard(),
+        ("KILN_SWEEP_SHARD='" + std::string(bad) + "': expected I/N with 0 <= I < N").c_str(),
+        std::runtime_error);
+  }
+  ::unsetenv("KILN_SWEEP_SHARD");
+  CHECK(test::sweep_shard().count == 1);
+  CHECK(test::sweep_shard().index == 0);
+  if (before) ::setenv("KILN_SWEEP_SHARD", kept.c_str(), 1);
+}

@@ -82,10 +82,17 @@ Shard sweep_shard() {
   if (!s || !*s) return out;
   std::string v = s;
   size_t slash = v.find('/');
+  auto whole_number = [](const std::string& t) {  // digits only, no sign or trailing text
+    size_t used = 0;
+    const int n = std::stoi(t, &used);
+    if (used != t.size() || t.find_first_not_of("0123456789") != std::string::npos)
+      throw std::invalid_argument(t);
+    return n;
+  };
   try {
     if (slash == std::string::npos) throw std::invalid_argument(v);
-    out.index = std::stoi(v.substr(0, slash));
-    out.count = std::stoi(v.substr(slash + 1));
+    out.index = whole_number(v.substr(0, slash));
+    out.count = whole_number(v.substr(slash + 1));
   } catch (const std::exception&) {
     out.count = 0;
   }
