@@ -28,6 +28,15 @@ KernelBuilder linear_f16() {
   return lin;
 }
 
+/** The block tile of a scheduled contraction: its first alloc, in shared memory. */
+const LoopNode& tile_of(const ScheduledKernel& r) {
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE_FALSE(found.empty());
+  REQUIRE(found[0]->space == MemorySpace::shared);
+  return *found[0];
+}
+
 }  // namespace
 
 TEST_CASE("schedule: a GPU contraction runs in block tiles, each thread's elements in registers") {
@@ -124,13 +133,6 @@ TEST_CASE(
   // The variants after the first two: two row tiles, a part of a lane tile, two k blocks (the
   // simulator walks every instance: a tenth of the time).
   const std::vector<Env> narrow = {{{"M", 130}, {"N", 9}, {"K", 33}}};
-  auto tile_of = [](const ScheduledKernel& r) -> const LoopNode& {
-    std::vector<const LoopNode*> found;
-    allocs(*r.nest.root, found);
-    REQUIRE_FALSE(found.empty());
-    REQUIRE(found[0]->space == MemorySpace::shared);
-    return *found[0];
-  };
   for (DType t : {DType::f16, DType::bf16}) {
     CAPTURE(dtype_name(t));
     ScheduledKernel r = check_legal(matmul(t), opt, sizes);
@@ -238,13 +240,6 @@ TEST_CASE("schedule: on a target with warpgroup instructions a 16-bit product ru
   opt.gpu_tile.wgmma = true;  // sm_90a: 128x256 tiles of two warpgroups, 4 stages
   const std::vector<Env> sizes = {{{"M", 130}, {"N", 9}, {"K", 70}},
                                   {{"M", 3}, {"N", 5}, {"K", 0}}};
-  auto tile_of = [](const ScheduledKernel& r) -> const LoopNode& {
-    std::vector<const LoopNode*> found;
-    allocs(*r.nest.root, found);
-    REQUIRE_FALSE(found.empty());
-    REQUIRE(found[0]->space == MemorySpace::shared);
-    return *found[0];
-  };
   auto swizzled = [](const StagedOperand& o, bool k_first) {
     CHECK(o.swizzle == 128);
     CHECK(o.k_first == k_first);
