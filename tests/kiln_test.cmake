@@ -9,16 +9,17 @@ function(kiln_test_code target)
   endif()
 endfunction()
 
-# kiln_test_suite(FOLDER LABEL LIBS... [ENVIRONMENT VAR=VALUE...] [COST N]): one doctest
+# kiln_test_suite(FOLDER LABEL LIBS... [ENVIRONMENT VAR=VALUE...] [COST N] [LONG REGEX]): one doctest
 # executable from tests/FOLDER/*.cpp plus the shared main and helpers. Each of its test cases is a
 # CTest test of its own, labelled LABEL and named "FOLDER: <test case>", or the case's name where
 # it starts so (tests/test_cases.cmake lists them when ctest starts), so that `ctest -j` spreads a
 # long suite over the cores; tests of a higher COST start first (the long suites: none is left to
-# run alone at the end). Tests run from the source root so that paths like ops/nn.toml resolve;
+# run alone at the end), and within a suite the cases whose names match LONG (minutes each) start
+# before the others (ten more). Tests run from the source root so that paths like ops/nn.toml resolve;
 # KILN_BIN names the kiln executable. The shared main and helpers (tests/support/) compile once,
 # into kiln_test_support, for every suite.
 function(kiln_test_suite folder label)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "COST" "ENVIRONMENT")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "COST;LONG" "ENVIRONMENT")
   if(NOT arg_COST)
     set(arg_COST 0)
   endif()
@@ -41,6 +42,7 @@ set(kiln_suite_label [==[${label}]==])
 set(kiln_suite_dir [==[${PROJECT_SOURCE_DIR}]==])
 set(kiln_suite_environment [==[${environment}]==])
 set(kiln_suite_cost ${arg_COST})
+set(kiln_suite_long [==[${arg_LONG}]==])
 include([==[${PROJECT_SOURCE_DIR}/tests/test_cases.cmake]==])
 ")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include_file})

@@ -39,10 +39,14 @@ while(NOT kiln_listing STREQUAL "")
     set(kiln_name "${kiln_name} (#${kiln_index})")
   endif()
   string(APPEND kiln_names "${kiln_name}\n")
+  set(kiln_cost ${kiln_suite_cost})
+  if(NOT kiln_suite_long STREQUAL "" AND kiln_line MATCHES "${kiln_suite_long}")
+    math(EXPR kiln_cost "${kiln_cost} + 10")
+  endif()
   add_test("${kiln_name}" "${kiln_suite_exe}" --first=${kiln_index} --last=${kiln_index}
            --no-intro=true --duration=false)
   set_tests_properties("${kiln_name}" PROPERTIES LABELS "${kiln_suite_label}"
-                       COST "${kiln_suite_cost}" WORKING_DIRECTORY "${kiln_suite_dir}"
+                       COST "${kiln_cost}" WORKING_DIRECTORY "${kiln_suite_dir}"
                        ENVIRONMENT "${kiln_suite_environment}")
 endwhile()
 if(kiln_index EQUAL 0)
