@@ -319,8 +319,20 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
        v("l0") + " = " + ast_expr_to_c(*n.tile_lane_origin) + ";\n";
   s += in + "const int64_t " + v("J") + " = " + keys + ", " + v("D") + " = " + head + ", " +
        v("C") + " = " + lanes + ";\n";
+  // What the head decides, where the heads the kernel is launched at leave it open (else "1"
+  // or "0": LoopNode::head_min, head_max).
+  auto head_above = [&](int64_t x) {
+    return softmax_tile::head_above(N, n.head_min, n.head_max, x);
+  };
+  // One chunk of the head (up to kHead) where every launch's head fits one.
+  const bool one_chunk = n.head_max > 0 && n.head_max <= kHead;
   // A row of q and k in shared memory holds 8 chunks of 8 elements (a head up to 64) or 16.
-  s += in + "const int " + v("sh") + " = " + v("D") + " > 64 ? 4 : 3;\n";
+  const std::string wide_rows = head_above(64);
+  s += in + "const int " + v("sh") + " = " +
+       (wide_rows == "1"   ? "4"
+        : wide_rows == "0" ? "3"
+                           : wide_rows + " ? 4 : 3") +
+       ";\n";
   s += in + "float " + v("o") + "[" + str(kOTiles) + "][4], " + v("m") + "[2], " + v("ms") +
        "[2], " + v("l") + "[2];\n";
   s += in + "#pragma unroll\n" + in + "for (int " + v("t") + " = 0; " + v("t") + " < " +
@@ -532,7 +544,10 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   }
   // The first copies: q (the whole head up to 128; a longer one chunk by chunk in the loop),
   // the first block's keys and values into stage 0.
-  s += in + "if (" + v("D") + " <= " + str(kHead) + ") {\n" + fill_q("0", in2) + in + "}\n";
+  if (head_above(kHead) == "0")
+    s += fill_q("0", in);
+  else if (head_above(kHead) != "1")
+    s += in + "if (" + v("D") + " <= " + str(kHead) + ") {\n" + fill_q("0", in2) + in + "}\n";
   s += in + "if (" + (tma ? "!" + T_ + " && " : "") + v("j1") + " < " + v("J") + ") {\n" +
        fill_k(v("j1"), "0", "0", in2, false) + fill_v(v("j1"), "0", in2, false) + in + "}\n";
   s += in + "kiln_cp_async_commit();\n";
@@ -590,13 +605,17 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
          "][1] = " + v("s") + "[" + t_ + "][2] = " + v("s") + "[" + t_ + "][3] = 0.f;\n";
   // The scores on tensor cores, over the head in chunks of 128: one chunk, staged before the
   // loop, up to 128; a longer head copies each chunk of q and k (but k's first) here, waiting.
-  s += in2 + "for (int64_t " + v("d0") + " = 0; " + v("d0") + " < " + v("Dm") + "; " + v("d0") +
-       " += " + str(kHead) + ") {\n";
-  s += in3 + "if (" + v("D") + " > " + str(kHead) + ") {\n" + in4 + "__syncthreads();\n" +
-       fill_q(v("d0"), in4) + in4 + "if (" + v("d0") + " > 0) {\n" +
-       fill_k(v("j0"), v("d0"), st, in4 + "  ", false) + in4 + "}\n" + in4 +
-       "kiln_cp_async_commit();\n" + in4 + "kiln_cp_async_wait_all();\n" +
-       (wg ? in4 + landed : "") + in4 + "__syncthreads();\n" + in3 + "}\n";
+  if (one_chunk)
+    s += in2 + "{\n" + in3 + "const int64_t " + v("d0") + " = 0;\n";
+  else
+    s += in2 + "for (int64_t " + v("d0") + " = 0; " + v("d0") + " < " + v("Dm") + "; " + v("d0") +
+         " += " + str(kHead) + ") {\n";
+  if (head_above(kHead) != "0")
+    s += in3 + "if (" + head_above(kHead) + ") {\n" + in4 + "__syncthreads();\n" +
+         fill_q(v("d0"), in4) + in4 + "if (" + v("d0") + " > 0) {\n" +
+         fill_k(v("j0"), v("d0"), st, in4 + "  ", false) + in4 + "}\n" + in4 +
+         "kiln_cp_async_commit();\n" + in4 + "kiln_cp_async_wait_all();\n" +
+         (wg ? in4 + landed : "") + in4 + "__syncthreads();\n" + in3 + "}\n";
   s += in3 + "const int64_t " + v("dk") + " = " + v("D") + " - " + v("d0") + ";\n";
   const MmaInstruction *score_mma = nullptr, *value_mma = nullptr;
   if (wg) {
@@ -605,7 +624,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     if (!score_mma || !value_mma)
       throw std::logic_error("no warpgroup instruction for the online-softmax tile");
   }
-  const TileProducts products{N, kind, kLanes, score_mma, value_mma};
+  const TileProducts products{N,         kind,      kLanes,
+                              score_mma, value_mma, one_chunk ? head_above(64) : ""};
   s += score_products(products, in3) + in2 + "}\n";
 
   // The score expression per element: s[t][e] is row g + 8 (e / 2) of the warp, key 8t + 2u +

@@ -115,9 +115,12 @@ std::string score_products(const TileProducts& p, const std::string& in3) {
                  false, v("d0") + " != 0 || " + kk + " != 0", pad2 + "  ");
       return t + pad2 + "}\n";
     };
-    const std::string dk = v("dk");
-    s += in3 + "if (" + dk + " > 64) {\n" + steps(kHead / 16, in4) + in3 + "} else {\n" +
-         steps(4, in4) + in3 + "}\n";
+    const std::string deep = p.deep.empty() ? v("dk") + " > 64" : p.deep;
+    if (deep == "1" || deep == "0")
+      s += steps(deep == "1" ? kHead / 16 : 4, in3);
+    else
+      s += in3 + "if (" + deep + ") {\n" + steps(kHead / 16, in4) + in3 + "} else {\n" +
+           steps(4, in4) + in3 + "}\n";
     s += in3 + "kiln_wgmma_commit();\n" + in3 + "kiln_wgmma_wait<0>();\n";
     s += fence_operands(t_, v("e"), v("s"), 8, in3);
   } else {
@@ -139,6 +142,12 @@ std::string score_products(const TileProducts& p, const std::string& in3) {
     s += in4 + "}\n" + in3 + "}\n";
   }
   return s;
+}
+
+std::string head_above(const std::string& name, int64_t head_min, int64_t head_max, int64_t x) {
+  if (head_max > 0 && head_min > x) return "1";
+  if (head_max > 0 && head_max <= x) return "0";
+  return name + "_D > " + std::to_string(x);
 }
 
 std::string value_products(const TileProducts& p, const std::string& in2) {

@@ -29,7 +29,13 @@ struct TileProducts {
   int64_t lanes = 64;                         ///< lanes of the output a block computes
   const MmaInstruction* score_mma = nullptr;  ///< the scores' wgmma, null for mma.sync
   const MmaInstruction* value_mma = nullptr;  ///< the weights times the values' wgmma
+  /** Whether the chunk is deeper than 64 (the wgmma steps: 8, else 4): C text, "1" or "0". */
+  std::string deep;
 };
+
+/** `<name>_D > x` (the tile's head, k's last extent, above x), or "1" or "0" where the heads
+ *  the kernel is launched at (LoopNode::head_min, head_max; head_max 0: any) decide it. */
+std::string head_above(const std::string& name, int64_t head_min, int64_t head_max, int64_t x);
 
 /** The scores s[8][4] of the warp's rows by the block's keys, added over one chunk of dk head
  *  elements (the inside of the chunk loop, at indent `in3`): from q and the key stage at

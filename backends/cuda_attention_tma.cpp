@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include "backends/cuda_attention_mma.h"
 #include "backends/cuda_renderer.h"
 
 namespace kiln {
@@ -26,8 +27,12 @@ std::string tma_issue(const LoopNode& n, const TmaStages& t, const std::string& 
   constexpr int64_t kBox = 64 * 64 * 2;  // 64 keys by 64 16-bit elements
   std::string s = in + "{\n";
   s += p2 + "const uint32_t " + N + "_fb = kiln_smem_addr(&" + N + "_full[" + stage + "]);\n";
-  s +=
-      p2 + "const int " + N + "_kb = " + N + "_D > 64 ? 2 : 1;  // k's boxes: panels of the head\n";
+  const std::string two = head_above(N, n.head_min, n.head_max, 64);
+  s += p2 + "const int " + N + "_kb = " +
+       (two == "1"   ? "2"
+        : two == "0" ? "1"
+                     : two + " ? 2 : 1") +
+       ";  // k's boxes: panels of the head\n";
   s += p2 + "kiln_mbar_expect(" + N + "_fb, (uint32_t)(" + N + "_kb * " + str(kBox) + " + " +
        str(t.lanes / 64 * kBox) + "));\n";
   const char* const coords[2] = {"_kc", "_vc"};
@@ -67,7 +72,9 @@ std::string CudaRenderer::softmax_tma_setup(const Context& c, const LoopNode& n,
                   ": keys and values by the TMA where this launch encoded their maps, the head "
                   "is one or two boxes (up to 128) and each map's extents are the tile's */\n";
   std::string cond = "(kiln_p->tm_ok >> " + str(first_map) + " & 1) && (kiln_p->tm_ok >> " +
-                     str(first_map + 1) + " & 1) && " + N + "_D <= 128";
+                     str(first_map + 1) + " & 1)";
+  if (softmax_tile::head_above(N, n.head_min, n.head_max, 128) != "0")
+    cond += " && " + N + "_D <= 128";
   const ScalarExpr* loads[2] = {&k, &v};
   const LoopNode* nodes[2] = {&score_node, &out_node};
   const char* const names[2] = {"_kc", "_vc"};

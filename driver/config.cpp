@@ -250,9 +250,10 @@ std::vector<Knob> make_knobs() {
           "0", [](auto& o) -> auto& { return o.simplify.fastmath; }),
       {"GPU_ATTN", KnobStage::scheduler,
        "GPU: the lanes of the output (v's head) a block of the fused attention kernel computes: "
-       "auto (128 where the head is known when compiling to be 65 to 128, as with --specialize, "
-       "else 64), 64 or 128 (a row tile's scores once per 128 lanes; one block an SM on "
-       "mma.sync, two on wgmma); "
+       "auto (128 for a head of 65 to 128, else 64: where the head is known only at run time "
+       "the kernel is compiled at both and each launch takes the one its head calls for), 64 or "
+       "128 (a row tile's scores once per 128 lanes; one block an SM on mma.sync, two on "
+       "wgmma); "
        "docs/decisions.md",
        "auto", true,
        [](const std::string& v, CompileOptions& o) {

@@ -13,6 +13,7 @@
 #include "backends/packed_weights.h"
 #include "driver/blas.h"
 #include "ir/sizes.h"
+#include "scheduler/online_softmax.h"
 #include "scheduler/tile_choice.h"
 
 #if defined(__has_feature)
@@ -184,23 +185,35 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
   // LoweredProgram::variants; a cached module has the same, as the options are in its key).
   const GpuTileShape& tiles = opt.schedule.gpu_tile;
   tile_variants_.resize(kernels_.size());
-  if (tiles.wgmma_rows > 0 && !tiles.wgmma_variants.empty())
-    for (size_t k = 0; k < kernels_.size(); ++k) {
-      std::optional<GpuTileDims> dims = gpu_tile_dims(program_.plan, program_.plan.kernels[k]);
-      if (!dims) continue;
-      TileVariants& t = tile_variants_[k];
-      const std::string symbol = code_symbol(program_.plan, k);
-      for (const WgmmaShape& v : tiles.wgmma_variants)
-        if (void* fn = runtime.lookup(*module_, variant_symbol(symbol, v))) {
-          t.shapes.push_back(v);
-          t.kernels.push_back(fn);
-        }
-      if (t.shapes.empty()) continue;
-      t.shapes.insert(t.shapes.begin(), tiles.wgmma_shape());
-      t.kernels.insert(t.kernels.begin(), kernels_[k]);
-      t.dims = *dims;
-      device_units_ = runtime.device_units();
+  for (size_t k = 0; k < kernels_.size(); ++k) {
+    const Kernel& kernel = program_.plan.kernels[k];
+    TileVariants& t = tile_variants_[k];
+    const std::string symbol = code_symbol(program_.plan, k);
+    if (std::optional<IntExpr> head = softmax_launch_head(program_.plan, kernel)) {
+      const std::string wide = softmax_lanes_symbol(symbol, 128);
+      if (void* fn = runtime.lookup(*module_, wide)) {
+        t.kernels = {kernels_[k], fn};
+        t.symbols = {symbol, wide};
+        t.head = std::move(head);
+      }
+      continue;
     }
+    if (tiles.wgmma_rows <= 0 || tiles.wgmma_variants.empty()) continue;
+    std::optional<GpuTileDims> dims = gpu_tile_dims(program_.plan, kernel);
+    if (!dims) continue;
+    for (const WgmmaShape& v : tiles.wgmma_variants)
+      if (void* fn = runtime.lookup(*module_, variant_symbol(symbol, v))) {
+        t.shapes.push_back(v);
+        t.kernels.push_back(fn);
+        t.symbols.push_back(variant_symbol(symbol, v));
+      }
+    if (t.shapes.empty()) continue;
+    t.shapes.insert(t.shapes.begin(), tiles.wgmma_shape());
+    t.kernels.insert(t.kernels.begin(), kernels_[k]);
+    t.symbols.insert(t.symbols.begin(), symbol);
+    t.dims = *dims;
+    device_units_ = runtime.device_units();
+  }
   find_tensor_maps(runtime);
   program_.symbols.resize(program_.plan.kernels.size());
   for (size_t k = 0; k < program_.plan.kernels.size(); ++k)
@@ -251,9 +264,11 @@ std::vector<LaunchGeometry> Executable::launch_geometry(const int64_t* sizes) co
 
 size_t Executable::tile_choice(size_t k, const int64_t* sizes) const {
   const TileVariants& t = tile_variants_[k];
+  if (t.kernels.empty()) return 0;
   std::map<std::string, int64_t> env;
   for (size_t v = 0; v < program_.plan.size_vars.size(); ++v)
     env[program_.plan.size_vars[v]] = sizes[v];
+  if (t.head) return softmax_tile_lanes(t.head->eval(env)) == 128 ? 1 : 0;
   return choose_tile(tile_problem(program_.plan.kernels[k], t.dims, env), t.shapes, device_units_);
 }
 
@@ -265,10 +280,8 @@ void Executable::find_tensor_maps(const Runtime& runtime) {
   // their module (kTensorMapsSuffix), so a module from the cache needs no nests.
   std::map<std::string, std::vector<MapUse>> read;
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    const std::string code = code_symbol(plan, k);
-    std::vector<std::string> symbols{code};
-    for (size_t v = 1; v < tile_variants_[k].shapes.size(); ++v)
-      symbols.push_back(variant_symbol(code, tile_variants_[k].shapes[v]));
+    std::vector<std::string> symbols = tile_variants_[k].symbols;
+    if (symbols.empty()) symbols.push_back(code_symbol(plan, k));
     for (const std::string& symbol : symbols) {
       auto known = read.find(symbol);
       if (known == read.end()) {
@@ -328,13 +341,14 @@ std::vector<kiln_tensor_map> Executable::tensor_maps_for(size_t k, size_t choice
 
 void* Executable::kernel_for(size_t k, const int64_t* sizes) const {
   const TileVariants& t = tile_variants_.at(k);
-  return t.shapes.empty() ? kernels_[k] : t.kernels[tile_choice(k, sizes)];
+  return t.kernels.empty() ? kernels_[k] : t.kernels[tile_choice(k, sizes)];
 }
 
 std::string Executable::tile_shape_for(size_t k, const SizeBindings& sizes) const {
   const TileVariants& t = tile_variants_.at(k);
-  if (t.shapes.empty()) return "";
-  return wgmma_text(t.shapes[tile_choice(k, size_values(program_.plan, sizes).data())]);
+  if (t.kernels.empty()) return "";
+  const size_t choice = tile_choice(k, size_values(program_.plan, sizes).data());
+  return t.head ? (choice == 1 ? "128 lanes" : "64 lanes") : wgmma_text(t.shapes[choice]);
 }
 
 Executable::~Executable() {
@@ -539,10 +553,7 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
   const Clock::time_point started = now();
   std::vector<kiln_tensor_map> maps;
   for (size_t k = 0; k < kernels_.size(); ++k) {
-    if (max_tensor_maps_ > 0) {
-      const TileVariants& t = tile_variants_[k];
-      maps = tensor_maps_for(k, t.shapes.empty() ? 0 : tile_choice(k, sizes), bound);
-    }
+    if (max_tensor_maps_ > 0) maps = tensor_maps_for(k, tile_choice(k, sizes), bound);
     if (device) {  // one sequence, one wait: faults are the plugin's to report
       runtime_.launch(kernel_for(k, sizes), local[k].data(), sizes, geometry[k], stream, num_args,
                       num_sizes, &maps);

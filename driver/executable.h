@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "driver/fault_guard.h"
@@ -82,10 +83,11 @@ class Executable {
   const RuntimeConfig& runtime_config() const { return config_; }
 
   /** The function kernel `k` launches with for `sizes` (size-variable order): its own, or the
-   *  variant at another tile shape that scheduler/tile_choice.h estimates fastest. */
+   *  variant at another tile shape that scheduler/tile_choice.h estimates fastest (a fused
+   *  attention kernel's: the lanes softmax_tile_lanes gives for the head). */
   void* kernel_for(size_t k, const int64_t* sizes) const;
-  /** The tile shape kernel `k` launches at for `sizes` ("128x64x4"), or "" where it was
-   *  compiled at one shape only. */
+  /** The tile shape kernel `k` launches at for `sizes` ("128x64x4", "128 lanes"), or "" where
+   *  it was compiled at one shape only. */
   std::string tile_shape_for(size_t k, const SizeBindings& sizes) const;
 
   const LoweredProgram& program() const { return program_; }
@@ -108,11 +110,15 @@ class Executable {
   std::unique_ptr<CompiledModule> module_;
   std::vector<void*> kernels_;
   /** Kernel k's functions at each tile shape it was compiled at (its own first), and where its
-   *  contraction lies; empty where it has one shape. */
+   *  contraction lies; empty where it has one shape. A fused attention kernel's head known only
+   *  at run time (`head`): its functions at 64 and 128 lanes (scheduler/online_softmax.h
+   *  softmax_launch_head), `shapes` empty. */
   struct TileVariants {
     std::vector<WgmmaShape> shapes;
     std::vector<void*> kernels;
+    std::vector<std::string> symbols;
     GpuTileDims dims;
+    std::optional<IntExpr> head;
   };
   std::vector<TileVariants> tile_variants_;
   int device_units_ = 0;  ///< the device's multiprocessors (Runtime::device_units)

@@ -72,27 +72,42 @@ std::string cut(State& s) {
 }
 
 /** Schedules every kernel with a warpgroup tile again at each other shape of
- *  GpuTileShape::wgmma_variants, keeping those whose nest tiles at that shape
- *  (LoweredProgram::variants); returns what --debug prints. */
+ *  GpuTileShape::wgmma_variants, keeping those whose nest tiles at that shape, and every fused
+ *  attention kernel whose head is known only at run time again at 128 lanes
+ *  (softmax_launch_head) (LoweredProgram::variants); returns what --debug prints. */
 std::string schedule_variants(State& s, const ScheduleOptions& options) {
-  const GpuTileShape& shape = options.gpu_tile;
-  if (!shape.wgmma || shape.wgmma_rows <= 0 || shape.wgmma_variants.empty()) return "";
   std::string text;
+  auto keep = [&](size_t k, ScheduledKernel sk, std::string label, std::string symbol) {
+    text += "\n// " + s.out.plan.kernels[k].name + " at " + label + " (" + symbol +
+            ", chosen at launch by the sizes)\n" + loop_nest_to_text(sk.nest);
+    s.out.variants.push_back({k, std::move(label), std::move(sk.nest), std::move(symbol)});
+  };
+  const GpuTileShape& shape = options.gpu_tile;
+  const bool wgmma = shape.wgmma && shape.wgmma_rows > 0 && !shape.wgmma_variants.empty();
   for (size_t k = 0; k < s.out.nests.size(); ++k) {
-    if (s.out.plan.kernels[k].code_of >= 0 || !warpgroup_tile(s.out.nests[k])) continue;
+    const Kernel& kernel = s.out.plan.kernels[k];
+    if (kernel.code_of >= 0) continue;
+    if (options.attention_lanes == 0 && options.attention_variants &&
+        softmax_launch_head(s.out.plan, kernel)) {
+      const LoopNode* own = find_softmax_tile(s.out.nests[k]);
+      ScheduleOptions other = options;
+      other.attention_wide_variant = true;
+      ScheduledKernel sk = ScheduleCache(other).schedule(s.out.plan, kernel);
+      const LoopNode* tile = find_softmax_tile(sk.nest);
+      if (own && own->tile_lanes == 64 && tile && tile->tile_lanes == 128)
+        keep(k, std::move(sk), "128 lanes", softmax_lanes_symbol(s.out.symbols[k], 128));
+    }
+    if (!wgmma || !warpgroup_tile(s.out.nests[k])) continue;
     for (const WgmmaShape& v : shape.wgmma_variants) {
       ScheduleOptions other = options;
       other.gpu_tile.wgmma_rows = v.rows;
       other.gpu_tile.wgmma_lanes = v.lanes;
       other.gpu_tile.wgmma_stages = v.stages;
       other.gpu_tile.wgmma_variants.clear();
-      ScheduledKernel sk = ScheduleCache(other).schedule(s.out.plan, s.out.plan.kernels[k]);
+      ScheduledKernel sk = ScheduleCache(other).schedule(s.out.plan, kernel);
       const LoopNode* tile = warpgroup_tile(sk.nest);
       if (!tile || tile->tile_rows != v.rows || tile->tile_lanes != v.lanes) continue;
-      std::string symbol = variant_symbol(s.out.symbols[k], v);
-      text += "\n// " + s.out.plan.kernels[k].name + " at tile shape " + wgmma_text(v) + " (" +
-              symbol + ", chosen at launch by the sizes)\n" + loop_nest_to_text(sk.nest);
-      s.out.variants.push_back({k, v, std::move(sk.nest), symbol});
+      keep(k, std::move(sk), "tile shape " + wgmma_text(v), variant_symbol(s.out.symbols[k], v));
     }
   }
   return text;

@@ -61,13 +61,14 @@ struct LoweredProgram {
   std::vector<LoopNest> nests;          ///< one per kernel
   std::vector<std::string> transforms;  ///< each kernel's transform list, as text
   std::vector<std::string> symbols;     ///< the function name of each kernel
-  /** A kernel compiled again at another tile shape (GpuTileShape::wgmma_variants): a function
+  /** A kernel compiled again at another tile shape (GpuTileShape::wgmma_variants; a fused
+   *  attention kernel at 128 lanes, scheduler/online_softmax.h softmax_launch_head): a function
    *  of its own in the same source, chosen at launch by the sizes (scheduler/tile_choice.h). */
   struct Variant {
     size_t kernel = 0;  ///< the kernel it is a variant of
-    WgmmaShape shape;
+    std::string label;  ///< its shape, as text: "tile shape 128x64x4", "128 lanes"
     LoopNest nest;
-    std::string symbol;  ///< variant_symbol(symbols[kernel], shape)
+    std::string symbol;  ///< variant_symbol or softmax_lanes_symbol of symbols[kernel]
   };
   std::vector<Variant> variants;
   std::string source;  ///< one translation unit with every kernel and variant

@@ -137,6 +137,9 @@ std::string alloc_line(const LoopNode& n) {
            std::to_string(n.key_block) + ", scores' reduction in blocks of " +
            std::to_string(n.pack_depth) + (n.mma ? "; warpgroup products " + n.mma->name : "") +
            "; " + std::to_string(n.stages) + " stages of keys and values" +
+           (n.head_max > 0 ? "; launched for heads of " + std::to_string(n.head_min) + " to " +
+                                 std::to_string(n.head_max) + " only"
+                           : "") +
            (n.staged.size() == 2
                 ? "; keys" + tma_text(n.staged[0]) + "; values" + tma_text(n.staged[1])
                 : "");

@@ -325,6 +325,11 @@ struct LoopNode {
    *  instead (scheduler/online_softmax.h), its keys in blocks of key_block and its scores'
    *  reduction in blocks of pack_depth; body holds a stmt node per statement of the kernel. */
   int64_t key_block = 0;
+  /** With key_block > 0, where head_max > 0: the kernel is launched only where the head (the
+   *  scores' reduction, k's last extent) lies in head_min..head_max (a variant chosen at launch
+   *  by it: scheduler/online_softmax.h softmax_launch_head), so that what the head decides
+   *  (its chunks of pack_depth, the products' steps) is known when compiling. */
+  int64_t head_min = 0, head_max = 0;
 };
 
 /** Loops of `root` in pre-order (outer before inner). */

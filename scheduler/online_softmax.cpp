@@ -560,13 +560,51 @@ LoopNodePtr stmt_node(int statement, std::vector<AstExprPtr> args) {
 
 }  // namespace
 
+int softmax_tile_lanes(int64_t head) {
+  return head > 64 && head <= 128 ? 128 : 64;
+}
+
 SoftmaxTileShape softmax_tile_shape(const KernelPlan& plan, const Kernel& k) {
   SoftmaxTileShape shape;
   std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
   if (!f) return shape;
   std::optional<int64_t> lanes = k.statements[f->statement(7)].extents[f->n - 1].as_constant();
-  if (lanes && *lanes > 64 && *lanes <= 128) shape.lanes = 128;
+  if (lanes) shape.lanes = softmax_tile_lanes(*lanes);
   return shape;
+}
+
+std::optional<IntExpr> softmax_launch_head(const KernelPlan& plan, const Kernel& k) {
+  if (!is_softmax_contraction_kernel(plan, k)) return std::nullopt;
+  std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
+  const IntExpr& head = k.statements[f->statement(7)].extents[f->n - 1];
+  if (head.as_constant()) return std::nullopt;
+  return head;
+}
+
+SoftmaxTileShape softmax_wide_variant(const KernelPlan& plan, const Kernel& k,
+                                      SoftmaxTileShape shape) {
+  shape.lanes = 128;
+  std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
+  if (!f) return shape;
+  // The launch takes this kernel where softmax_tile_lanes gives 128 for the lanes.
+  const IntExpr& lanes = k.statements[f->statement(7)].extents[f->n - 1];
+  const IntExpr& head = k.statements[f->statement(1)].extents[f->n];
+  if (head == lanes) {
+    shape.head_min = 65;
+    shape.head_max = 128;
+  }
+  return shape;
+}
+
+const LoopNode* find_softmax_tile(const LoopNest& nest) {
+  if (!nest.root) return nullptr;
+  for (const LoopNode* a : nodes_of(*nest.root, LoopNode::Kind::alloc))
+    if (a->space == MemorySpace::shared && a->key_block > 0) return a;
+  return nullptr;
+}
+
+std::string softmax_lanes_symbol(const std::string& symbol, int lanes) {
+  return symbol + "_l" + std::to_string(lanes);
 }
 
 bool plan_softmax_tma(const KernelPlan& plan, const ScalarExpr& ld, const LoopNode& node,
@@ -666,6 +704,8 @@ LoopNest softmax_contraction_nest(const KernelPlan& plan, const Kernel& k,
   tile->tile_rows = shape.rows;
   tile->tile_lanes = shape.lanes;
   tile->key_block = shape.keys;
+  tile->head_min = shape.head_min;
+  tile->head_max = shape.head_max;
   tile->pack_depth = shape.depth;
   // Warpgroup products where the target has them and the operands are 16-bit of one type (the
   // entry of the scores' product; P·V's has the tile's lanes for n).

@@ -79,6 +79,9 @@ struct SoftmaxTileShape {
   /** With warpgroup: each key block's stages of k and v filled by the TMA where their loads
    *  allow (LoopNode::staged of the tile, StagedOperand::tma_box), one thread issuing. */
   bool tma = false;
+  /** The heads (k's last extent) the kernel is launched at, where head_max > 0
+   *  (LoopNode::head_min, head_max). */
+  int64_t head_min = 0, head_max = 0;
 };
 
 /** Plans the TMA copy of one key block of `ld` (k, the scores' operand along the keys, or v,
@@ -91,11 +94,35 @@ struct SoftmaxTileShape {
 bool plan_softmax_tma(const KernelPlan& plan, const ScalarExpr& ld, const LoopNode& node,
                       const std::string& inner, DType half, StagedOperand& o);
 
-/** The tile shape of the fused kernel of `k` (is_softmax_contraction_kernel): 128 lanes where
- *  the output's lanes (the head of v) are known when compiling to be 65-128 (a specialized or
- *  fixed head of 128: the scores of a row tile computed once, not twice), else 64 (a head of
- *  64 or less, or one known only at run time: two blocks an SM). */
+/** The lanes a block of the fused kernel computes for an output of `head` lanes (v's head):
+ *  128 for 65-128 (a row tile's scores computed once, not twice), else 64 (two blocks an SM; a
+ *  longer head in 64-lane tiles). */
+int softmax_tile_lanes(int64_t head);
+
+/** The tile shape of the fused kernel of `k` (is_softmax_contraction_kernel): the lanes
+ *  softmax_tile_lanes gives for the output's lanes (the head of v) where they are known when
+ *  compiling (a specialized or fixed head), else 64 (the pipeline then compiles the kernel at
+ *  128 lanes too: softmax_launch_head). */
 SoftmaxTileShape softmax_tile_shape(const KernelPlan& plan, const Kernel& k);
+
+/** The output's lanes (v's head) of the fused kernel `k` where they are known only at run
+ *  time, else nullopt (not such a kernel, or a constant head). Such a kernel is compiled at 64
+ *  lanes and again at 128 (softmax_lanes_symbol), and each launch takes the lanes
+ *  softmax_tile_lanes gives for the head it binds: the choice softmax_tile_shape makes when
+ *  the head is known. */
+std::optional<IntExpr> softmax_launch_head(const KernelPlan& plan, const Kernel& k);
+
+/** The online-softmax tile of `nest` (an alloc in shared space with key_block > 0), or null. */
+const LoopNode* find_softmax_tile(const LoopNest& nest);
+
+/** The shape of fused kernel `k`'s variant at 128 lanes (softmax_launch_head): `shape` at 128
+ *  lanes, launched only where the output's lanes are 65-128, and with them the head of k where
+ *  it is the same size (head_min, head_max: its chunks and steps then known when compiling). */
+SoftmaxTileShape softmax_wide_variant(const KernelPlan& plan, const Kernel& k,
+                                      SoftmaxTileShape shape);
+
+/** The function name of fused kernel `symbol` compiled at `lanes` lanes: `<symbol>_l<lanes>`. */
+std::string softmax_lanes_symbol(const std::string& symbol, int lanes);
 
 /** Moves assignments that sit among the statements of a softmax-weighted contraction and
  *  depend on none of them (the layout copy of a view that P·V reads, build_statements) to just

@@ -41,6 +41,13 @@ struct ScheduleOptions {
   /** GPU: the lanes of the output a block of the fused attention kernel computes (64 or 128;
    *  GPU_ATTN), 0 for softmax_tile_shape's choice from the head (scheduler/online_softmax.h). */
   int attention_lanes = 0;
+  /** With attention_lanes 0: a fused attention kernel whose head is known only at run time is
+   *  compiled at 128 lanes too, each launch taking the lanes its head calls for
+   *  (scheduler/online_softmax.h softmax_launch_head); false: 64 lanes only. */
+  bool attention_variants = true;
+  /** Set by the pipeline where it schedules that variant: the fused kernel at 128 lanes, launched
+   *  only where the head calls for them (scheduler/online_softmax.h softmax_wide_variant). */
+  bool attention_wide_variant = false;
   /** GPU_TMA: where the target has the TMA (sm_90a), warpgroup tiles' and the fused attention
    *  kernel's stages filled by it (GpuTileShape::tma, SoftmaxTileShape::tma); false: cp.async. */
   bool gpu_tma = true;

@@ -208,6 +208,39 @@ TEST_CASE("codegen: a warpgroup tile's kernel is compiled at each GPU_WGMMA shap
   CHECK(f32.find("_w128x") == std::string::npos);
 }
 
+TEST_CASE("codegen: attention whose head is known at run time is compiled at 64 and 128 lanes") {
+  // The kernel at 64 lanes, and again at 128 (`_l128`), each launch taking the one its head
+  // calls for (executable.cpp): with warpgroup products two stages of 64 keys of k and v by the
+  // TMA, 96 KiB, a block per tile; on mma.sync its own.
+  const std::string wg = render_source(golden_case("attention_cuda_f16_wgmma"), true);
+  CHECK(wg.find("extern \"C\" __device__ unsigned kiln_attention_0_shared_bytes = 106496;") !=
+        std::string::npos);
+  CHECK(wg.find("extern \"C\" __device__ unsigned kiln_attention_0_l128_shared_bytes = 98304;") !=
+        std::string::npos);
+  CHECK(wg.find("extern \"C\" __device__ unsigned kiln_attention_0_l128_whole_grid = 1;") !=
+        std::string::npos);
+  CHECK(wg.find("kiln_attention_0_l128_tensor_maps[65] = {2, 1, 1, 3, 64, 64, 1, 0, 0, 2, 1, 3, "
+                "64, 64, 1, 0, 0};") != std::string::npos);
+  CHECK(wg.find("kiln_attention_0_l128(const KILN_GRID_CONSTANT kiln_params p)") !=
+        std::string::npos);
+  // The variant's heads are 65-128: one chunk of the head, eight steps of the scores' wgmma,
+  // two boxes of k, no test of the head left (the kernel at 64 lanes keeps them).
+  const std::string wide = wg.substr(wg.find("kiln_attention_0_l128_loops("));
+  CHECK(wide.find("for (int64_t fa0_d0") == std::string::npos);
+  CHECK(wide.find("const int64_t fa0_d0 = 0;") != std::string::npos);
+  CHECK(wide.find("const int fa0_kb = 2;") != std::string::npos);
+  CHECK(wide.find("const int fa0_sh = 4;") != std::string::npos);
+  CHECK(wide.find("fa0_D <= 128") == std::string::npos);
+  CHECK(wide.find("fa0_dk > 64") == std::string::npos);
+  CHECK(wg.find("for (int64_t fa0_d0") < wg.find("kiln_attention_0_l128_loops("));
+  const std::string sync = render_source(golden_case("attention_cuda_f16"), true);
+  CHECK(sync.find("KILN_ATTENTION_MIN_BLOCKS_WIDE) kiln_attention_0_l128(") != std::string::npos);
+  // Not where the head is fixed (the goldens' one shape) or GPU_ATTN pins the lanes.
+  CHECK(render_source(golden_case("attention_cuda_f16_wgmma")).find("_l128") == std::string::npos);
+  CHECK(render_source(golden_case("matmul_cuda_f16_wgmma"), true).find("_l128") ==
+        std::string::npos);
+}
+
 TEST_CASE("codegen: f16 attention on cuda: one kernel, the scores in registers only") {
   for (DType t : {DType::f16, DType::bf16}) {
     CAPTURE(dtype_name(t));

@@ -80,7 +80,10 @@ std::string render_source(const GoldenCase& c, bool tile_variants) {
   if (c.mma_stages > 0) options.schedule.gpu_tile.mma_stages = c.mma_stages;
   options.schedule.gpu_tile.wgmma = c.wgmma;
   options.schedule.gpu_tile.tma = c.wgmma;  // as driver/instantiate.cpp sets it for sm_90a
-  if (!tile_variants) options.schedule.gpu_tile.wgmma_variants.clear();
+  if (!tile_variants) {
+    options.schedule.gpu_tile.wgmma_variants.clear();
+    options.schedule.attention_variants = false;
+  }
   return lower_program(g, backend_for(c.backend), options).source;
 }
 

@@ -152,6 +152,8 @@ bench attention_f16_vs_torch -- "$ops/nn.toml:attention" --dtype T=f16 \
   --test B=8,H=16,L=2048,S=2048,D=64 --vs torch --repeat 3
 bench attention_d128_f16_vs_torch -- "$ops/nn.toml:attention" --dtype T=f16 \
   --test B=8,H=16,L=2048,S=2048,D=128 --specialize --vs torch --repeat 3
+bench attention_d128_runtime_f16_vs_torch -- "$ops/nn.toml:attention" --dtype T=f16 \
+  --test B=8,H=16,L=2048,S=2048,D=128 --vs torch --repeat 3
 bench attention_bf16_vs_torch -- "$ops/nn.toml:attention" --dtype T=bf16 \
   --test B=8,H=16,L=2048,S=2048,D=64 --vs torch --repeat 3
 bench attention_causal_f16_vs_torch -- "$ops/nn.toml:attention" --dtype T=f16 --attr causal=true \

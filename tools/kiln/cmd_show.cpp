@@ -46,8 +46,8 @@ std::string schedule_text(const LoweredProgram& p) {
     out +=
         "// kernel " + p.symbols[k] + ": " + p.transforms[k] + "\n" + loop_nest_to_text(p.nests[k]);
   for (const LoweredProgram::Variant& v : p.variants)
-    out += "// kernel " + v.symbol + ": " + p.symbols[v.kernel] + " at tile shape " +
-           wgmma_text(v.shape) + ", chosen at launch by the sizes\n" + loop_nest_to_text(v.nest);
+    out += "// kernel " + v.symbol + ": " + p.symbols[v.kernel] + " at " + v.label +
+           ", chosen at launch by the sizes\n" + loop_nest_to_text(v.nest);
   return out + "// stages:" + format_stage_times(p.times) + "\n";
 }
 
