@@ -190,12 +190,17 @@ Executable::Executable(const Graph& g, Runtime& runtime, const CompileOptions& o
     TileVariants& t = tile_variants_[k];
     const std::string symbol = code_symbol(program_.plan, k);
     if (std::optional<IntExpr> head = softmax_launch_head(program_.plan, kernel)) {
-      const std::string wide = softmax_lanes_symbol(symbol, 128);
-      if (void* fn = runtime.lookup(*module_, wide)) {
-        t.kernels = {kernels_[k], fn};
-        t.symbols = {symbol, wide};
-        t.head = std::move(head);
-      }
+      for (const SoftmaxLaneVariant& v : softmax_lane_variants())
+        if (void* fn = runtime.lookup(*module_, softmax_lanes_symbol(symbol, v.lanes))) {
+          t.kernels.push_back(fn);
+          t.symbols.push_back(softmax_lanes_symbol(symbol, v.lanes));
+          t.lanes.push_back(v);
+        }
+      if (t.kernels.empty()) continue;
+      t.kernels.insert(t.kernels.begin(), kernels_[k]);
+      t.symbols.insert(t.symbols.begin(), symbol);
+      t.lanes.insert(t.lanes.begin(), SoftmaxLaneVariant{64, 0, 0});
+      t.head = std::move(head);
       continue;
     }
     if (tiles.wgmma_rows <= 0 || tiles.wgmma_variants.empty()) continue;
@@ -268,7 +273,12 @@ size_t Executable::tile_choice(size_t k, const int64_t* sizes) const {
   std::map<std::string, int64_t> env;
   for (size_t v = 0; v < program_.plan.size_vars.size(); ++v)
     env[program_.plan.size_vars[v]] = sizes[v];
-  if (t.head) return softmax_tile_lanes(t.head->eval(env)) == 128 ? 1 : 0;
+  if (t.head) {  // the first variant whose range holds the lanes, else the kernel itself
+    const int64_t lanes = t.head->eval(env);
+    for (size_t v = 1; v < t.lanes.size(); ++v)
+      if (lanes >= t.lanes[v].min_lanes && lanes <= t.lanes[v].max_lanes) return v;
+    return 0;
+  }
   return choose_tile(tile_problem(program_.plan.kernels[k], t.dims, env), t.shapes, device_units_);
 }
 
@@ -348,7 +358,8 @@ std::string Executable::tile_shape_for(size_t k, const SizeBindings& sizes) cons
   const TileVariants& t = tile_variants_.at(k);
   if (t.kernels.empty()) return "";
   const size_t choice = tile_choice(k, size_values(program_.plan, sizes).data());
-  return t.head ? (choice == 1 ? "128 lanes" : "64 lanes") : wgmma_text(t.shapes[choice]);
+  if (t.head) return std::to_string(t.lanes[choice].lanes) + " lanes";
+  return wgmma_text(t.shapes[choice]);
 }
 
 Executable::~Executable() {

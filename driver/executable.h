@@ -16,6 +16,7 @@
 #include "driver/pipeline.h"
 #include "ir/interpreter.h"
 #include "runtimes/runtime.h"
+#include "scheduler/online_softmax.h"
 
 namespace kiln {
 
@@ -84,7 +85,7 @@ class Executable {
 
   /** The function kernel `k` launches with for `sizes` (size-variable order): its own, or the
    *  variant at another tile shape that scheduler/tile_choice.h estimates fastest (a fused
-   *  attention kernel's: the lanes softmax_tile_lanes gives for the head). */
+   *  attention kernel's: the variant whose range of lanes holds the head). */
   void* kernel_for(size_t k, const int64_t* sizes) const;
   /** The tile shape kernel `k` launches at for `sizes` ("128x64x4", "128 lanes"), or "" where
    *  it was compiled at one shape only. */
@@ -110,15 +111,17 @@ class Executable {
   std::unique_ptr<CompiledModule> module_;
   std::vector<void*> kernels_;
   /** Kernel k's functions at each tile shape it was compiled at (its own first), and where its
-   *  contraction lies; empty where it has one shape. A fused attention kernel's head known only
-   *  at run time (`head`): its functions at 64 and 128 lanes (scheduler/online_softmax.h
-   *  softmax_launch_head), `shapes` empty. */
+   *  contraction lies; empty where it has one shape. A fused attention kernel whose lanes are
+   *  known only at run time (`head`, the lanes' size): its own function, then its
+   *  softmax_lane_variants that the module has (`lanes`, its own first: scheduler/
+   *  online_softmax.h softmax_launch_head), `shapes` empty. */
   struct TileVariants {
     std::vector<WgmmaShape> shapes;
     std::vector<void*> kernels;
     std::vector<std::string> symbols;
     GpuTileDims dims;
     std::optional<IntExpr> head;
+    std::vector<SoftmaxLaneVariant> lanes;
   };
   std::vector<TileVariants> tile_variants_;
   int device_units_ = 0;  ///< the device's multiprocessors (Runtime::device_units)

@@ -90,12 +90,21 @@ std::string schedule_variants(State& s, const ScheduleOptions& options) {
     if (options.attention_lanes == 0 && options.attention_variants &&
         softmax_launch_head(s.out.plan, kernel)) {
       const LoopNode* own = find_softmax_tile(s.out.nests[k]);
-      ScheduleOptions other = options;
-      other.attention_wide_variant = true;
-      ScheduledKernel sk = ScheduleCache(other).schedule(s.out.plan, kernel);
-      const LoopNode* tile = find_softmax_tile(sk.nest);
-      if (own && own->tile_lanes == 64 && tile && tile->tile_lanes == 128)
-        keep(k, std::move(sk), "128 lanes", softmax_lanes_symbol(s.out.symbols[k], 128));
+      const std::vector<SoftmaxLaneVariant>& variants = softmax_lane_variants();
+      for (size_t i = 0; own && i < variants.size(); ++i) {
+        const SoftmaxLaneVariant& v = variants[i];
+        // At the kernel's own lanes a variant differs only by the heads it is launched at.
+        if (v.lanes == own->tile_lanes && !softmax_head_is_lanes(s.out.plan, kernel)) continue;
+        ScheduleOptions other = options;
+        other.attention_variant = static_cast<int>(i);
+        ScheduledKernel sk = ScheduleCache(other).schedule(s.out.plan, kernel);
+        const LoopNode* tile = find_softmax_tile(sk.nest);
+        if (!tile || tile->tile_lanes != v.lanes) continue;
+        keep(k, std::move(sk),
+             std::to_string(v.lanes) + " lanes for lanes " + std::to_string(v.min_lanes) + "-" +
+                 std::to_string(v.max_lanes),
+             softmax_lanes_symbol(s.out.symbols[k], v.lanes));
+      }
     }
     if (!wgmma || !warpgroup_tile(s.out.nests[k])) continue;
     for (const WgmmaShape& v : shape.wgmma_variants) {

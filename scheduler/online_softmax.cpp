@@ -581,17 +581,23 @@ std::optional<IntExpr> softmax_launch_head(const KernelPlan& plan, const Kernel&
   return head;
 }
 
-SoftmaxTileShape softmax_wide_variant(const KernelPlan& plan, const Kernel& k,
-                                      SoftmaxTileShape shape) {
-  shape.lanes = 128;
+const std::vector<SoftmaxLaneVariant>& softmax_lane_variants() {
+  static const std::vector<SoftmaxLaneVariant> variants = {{64, 0, 64}, {128, 65, 128}};
+  return variants;
+}
+
+bool softmax_head_is_lanes(const KernelPlan& plan, const Kernel& k) {
   std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
-  if (!f) return shape;
-  // The launch takes this kernel where softmax_tile_lanes gives 128 for the lanes.
-  const IntExpr& lanes = k.statements[f->statement(7)].extents[f->n - 1];
-  const IntExpr& head = k.statements[f->statement(1)].extents[f->n];
-  if (head == lanes) {
-    shape.head_min = 65;
-    shape.head_max = 128;
+  return f && k.statements[f->statement(1)].extents[f->n] ==
+                  k.statements[f->statement(7)].extents[f->n - 1];
+}
+
+SoftmaxTileShape softmax_variant_shape(const KernelPlan& plan, const Kernel& k,
+                                       SoftmaxTileShape shape, const SoftmaxLaneVariant& v) {
+  shape.lanes = v.lanes;
+  if (softmax_head_is_lanes(plan, k)) {
+    shape.head_min = v.min_lanes;
+    shape.head_max = v.max_lanes;
   }
   return shape;
 }

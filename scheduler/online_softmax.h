@@ -101,27 +101,43 @@ int softmax_tile_lanes(int64_t head);
 
 /** The tile shape of the fused kernel of `k` (is_softmax_contraction_kernel): the lanes
  *  softmax_tile_lanes gives for the output's lanes (the head of v) where they are known when
- *  compiling (a specialized or fixed head), else 64 (the pipeline then compiles the kernel at
- *  128 lanes too: softmax_launch_head). */
+ *  compiling (a specialized or fixed head), else 64 (the pipeline then compiles the kernel's
+ *  softmax_lane_variants too: softmax_launch_head). */
 SoftmaxTileShape softmax_tile_shape(const KernelPlan& plan, const Kernel& k);
 
 /** The output's lanes (v's head) of the fused kernel `k` where they are known only at run
- *  time, else nullopt (not such a kernel, or a constant head). Such a kernel is compiled at 64
- *  lanes and again at 128 (softmax_lanes_symbol), and each launch takes the lanes
- *  softmax_tile_lanes gives for the head it binds: the choice softmax_tile_shape makes when
- *  the head is known. */
+ *  time, else nullopt (not such a kernel, or a constant head). Such a kernel is compiled again
+ *  as each of softmax_lane_variants (softmax_lanes_symbol), and each launch takes the variant
+ *  whose lanes' range holds the lanes it binds (the kernel itself where none does): the tile
+ *  softmax_tile_shape gives for a known head, with what the head decides known too. */
 std::optional<IntExpr> softmax_launch_head(const KernelPlan& plan, const Kernel& k);
+
+/** A fused kernel compiled for a range of the output's lanes (v's head): `lanes` a block, for
+ *  launches whose lanes lie in min_lanes..max_lanes. */
+struct SoftmaxLaneVariant {
+  int lanes = 64;
+  int64_t min_lanes = 0, max_lanes = 0;
+};
+
+/** The variants of a fused kernel whose lanes are known only at run time, in the order a
+ *  launch tries them: 64 lanes for 0-64, 128 for 65-128 (softmax_tile_lanes' choice). Lanes
+ *  above 128 take the kernel itself (64 lanes, any head). */
+const std::vector<SoftmaxLaneVariant>& softmax_lane_variants();
+
+/** Whether the fused kernel's head (k's last extent, the scores' reduction) is the same size
+ *  as its lanes (v's head): a variant's range of lanes is then its range of heads too. */
+bool softmax_head_is_lanes(const KernelPlan& plan, const Kernel& k);
+
+/** `shape` as variant `v` of fused kernel `k`: v's lanes, and where softmax_head_is_lanes, its
+ *  range as the tile's heads (head_min, head_max: what the head decides, its chunks and steps,
+ *  then known when compiling). */
+SoftmaxTileShape softmax_variant_shape(const KernelPlan& plan, const Kernel& k,
+                                       SoftmaxTileShape shape, const SoftmaxLaneVariant& v);
 
 /** The online-softmax tile of `nest` (an alloc in shared space with key_block > 0), or null. */
 const LoopNode* find_softmax_tile(const LoopNest& nest);
 
-/** The shape of fused kernel `k`'s variant at 128 lanes (softmax_launch_head): `shape` at 128
- *  lanes, launched only where the output's lanes are 65-128, and with them the head of k where
- *  it is the same size (head_min, head_max: its chunks and steps then known when compiling). */
-SoftmaxTileShape softmax_wide_variant(const KernelPlan& plan, const Kernel& k,
-                                      SoftmaxTileShape shape);
-
-/** The function name of fused kernel `symbol` compiled at `lanes` lanes: `<symbol>_l<lanes>`. */
+/** The function name of fused kernel `symbol`'s variant of `lanes` lanes: `<symbol>_l<lanes>`. */
 std::string softmax_lanes_symbol(const std::string& symbol, int lanes);
 
 /** Moves assignments that sit among the statements of a softmax-weighted contraction and

@@ -489,7 +489,9 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     Transform t{Transform::Kind::online_softmax};
     t.softmax = softmax_tile_shape(plan, k);
     if (opt.attention_lanes > 0) t.softmax.lanes = opt.attention_lanes;
-    if (opt.attention_wide_variant) t.softmax = softmax_wide_variant(plan, k, t.softmax);
+    if (opt.attention_variant >= 0)
+      t.softmax = softmax_variant_shape(plan, k, t.softmax,
+                                        softmax_lane_variants().at(opt.attention_variant));
     t.softmax.warpgroup = opt.gpu_tile.wgmma && opt.gpu_tile.wgmma_rows > 0;
     t.softmax.tma = t.softmax.warpgroup && opt.gpu_tile.tma;
     list.push_back(t);

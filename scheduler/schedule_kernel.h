@@ -45,9 +45,9 @@ struct ScheduleOptions {
    *  compiled at 128 lanes too, each launch taking the lanes its head calls for
    *  (scheduler/online_softmax.h softmax_launch_head); false: 64 lanes only. */
   bool attention_variants = true;
-  /** Set by the pipeline where it schedules that variant: the fused kernel at 128 lanes, launched
-   *  only where the head calls for them (scheduler/online_softmax.h softmax_wide_variant). */
-  bool attention_wide_variant = false;
+  /** Set by the pipeline where it schedules one of those variants: its index in
+   *  softmax_lane_variants (scheduler/online_softmax.h softmax_variant_shape); -1: none. */
+  int attention_variant = -1;
   /** GPU_TMA: where the target has the TMA (sm_90a), warpgroup tiles' and the fused attention
    *  kernel's stages filled by it (GpuTileShape::tma, SoftmaxTileShape::tma); false: cp.async. */
   bool gpu_tma = true;

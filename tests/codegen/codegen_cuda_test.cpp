@@ -208,10 +208,11 @@ TEST_CASE("codegen: a warpgroup tile's kernel is compiled at each GPU_WGMMA shap
   CHECK(f32.find("_w128x") == std::string::npos);
 }
 
-TEST_CASE("codegen: attention whose head is known at run time is compiled at 64 and 128 lanes") {
-  // The kernel at 64 lanes, and again at 128 (`_l128`), each launch taking the one its head
-  // calls for (executable.cpp): with warpgroup products two stages of 64 keys of k and v by the
-  // TMA, 96 KiB, a block per tile; on mma.sync its own.
+TEST_CASE("codegen: attention whose head is known at run time is compiled for ranges of heads") {
+  // The kernel at 64 lanes for any head, again at 64 for heads up to 64 (`_l64`) and at 128
+  // for 65-128 (`_l128`), each launch taking the one its head calls for (executable.cpp): the
+  // 128-lane one with warpgroup products two stages of 64 keys of k and v by the TMA, 96 KiB, a
+  // block per tile; on mma.sync its own.
   const std::string wg = render_source(golden_case("attention_cuda_f16_wgmma"), true);
   CHECK(wg.find("extern \"C\" __device__ unsigned kiln_attention_0_shared_bytes = 106496;") !=
         std::string::npos);
@@ -232,7 +233,18 @@ TEST_CASE("codegen: attention whose head is known at run time is compiled at 64 
   CHECK(wide.find("const int fa0_sh = 4;") != std::string::npos);
   CHECK(wide.find("fa0_D <= 128") == std::string::npos);
   CHECK(wide.find("fa0_dk > 64") == std::string::npos);
-  CHECK(wg.find("for (int64_t fa0_d0") < wg.find("kiln_attention_0_l128_loops("));
+  CHECK(wg.find("for (int64_t fa0_d0") < wg.find("kiln_attention_0_l64_loops("));
+  // The variant at 64 lanes for heads up to 64: one box of k, four steps, three stages.
+  const std::string narrow = wg.substr(wg.find("kiln_attention_0_l64_loops("),
+                                       wg.find("kiln_attention_0_l128_loops(") -
+                                           wg.find("kiln_attention_0_l64_loops("));
+  CHECK(wg.find("extern \"C\" __device__ unsigned kiln_attention_0_l64_shared_bytes = 106496;") !=
+        std::string::npos);
+  CHECK(narrow.find("const int fa0_kb = 1;") != std::string::npos);
+  CHECK(narrow.find("const int fa0_sh = 3;") != std::string::npos);
+  CHECK(narrow.find("const int64_t fa0_d0 = 0;") != std::string::npos);
+  CHECK(narrow.find("fa0_D <= 128") == std::string::npos);
+  CHECK(narrow.find("fa0_dk > 64") == std::string::npos);
   const std::string sync = render_source(golden_case("attention_cuda_f16"), true);
   CHECK(sync.find("KILN_ATTENTION_MIN_BLOCKS_WIDE) kiln_attention_0_l128(") != std::string::npos);
   // Not where the head is fixed (the goldens' one shape) or GPU_ATTN pins the lanes.

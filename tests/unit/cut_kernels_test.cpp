@@ -410,9 +410,18 @@ TEST_CASE("cut: a head known at run time: the fused kernel at 64 lanes and at 12
   wide.lanes = 128;
   CHECK(find_softmax_tile(softmax_contraction_nest(att, k, wide))->tile_lanes == 128);
   CHECK(softmax_lanes_symbol("kiln_attention_0", 128) == "kiln_attention_0_l128");
-  // The variant at 128 lanes is launched only at heads of 65 to 128: k's head is v's (the same
-  // D), so its chunks and steps are known when compiling; the loop IR says so.
-  SoftmaxTileShape variant = softmax_wide_variant(att, k, softmax_tile_shape(att, k));
+  // The variants: 64 lanes launched at heads up to 64, 128 at 65 to 128 (the kernel itself, 64
+  // lanes for any head, above). k's head is v's (the same D), so what the head decides is known
+  // when compiling each; the loop IR says so.
+  const std::vector<SoftmaxLaneVariant>& lv = softmax_lane_variants();
+  REQUIRE(lv.size() == 2);
+  CHECK((lv[0].lanes == 64 && lv[0].min_lanes == 0 && lv[0].max_lanes == 64));
+  CHECK((lv[1].lanes == 128 && lv[1].min_lanes == 65 && lv[1].max_lanes == 128));
+  for (const SoftmaxLaneVariant& v : lv)
+    for (int64_t lanes : {v.min_lanes, v.max_lanes})
+      CHECK(softmax_tile_lanes(lanes) == v.lanes);  // the choice for a head known when compiling
+  CHECK(softmax_head_is_lanes(att, k));
+  SoftmaxTileShape variant = softmax_variant_shape(att, k, softmax_tile_shape(att, k), lv[1]);
   CHECK(variant.lanes == 128);
   CHECK(variant.head_min == 65);
   CHECK(variant.head_max == 128);
@@ -421,12 +430,20 @@ TEST_CASE("cut: a head known at run time: the fused kernel at 64 lanes and at 12
   CHECK(loop_nest_to_text(wide_nest).find("; launched for heads of 65 to 128 only") !=
         std::string::npos);
   CHECK(loop_nest_to_text(nest).find("launched for heads") == std::string::npos);
+  LoopNest short_nest = softmax_contraction_nest(
+      att, k, softmax_variant_shape(att, k, softmax_tile_shape(att, k), lv[0]));
+  CHECK(find_softmax_tile(short_nest)->tile_lanes == 64);
+  CHECK(loop_nest_to_text(short_nest).find("; launched for heads of 0 to 64 only") !=
+        std::string::npos);
   // Where k's head is another size than v's, the lanes say nothing of it.
   Kernel other_head = k;
   const int scores = find_softmax_contraction(att, k, 0)->statement(1);
   other_head.statements[scores].extents.back() = IntExpr::var("E");
   REQUIRE(is_softmax_contraction_kernel(att, other_head));
-  CHECK(softmax_wide_variant(att, other_head, softmax_tile_shape(att, other_head)).head_max == 0);
+  CHECK_FALSE(softmax_head_is_lanes(att, other_head));
+  CHECK(
+      softmax_variant_shape(att, other_head, softmax_tile_shape(att, other_head), lv[1]).head_max ==
+      0);
   // A head known when compiling (--specialize, a fixed head): its lanes, no choice at launch.
   for (int d : {128, 64, 256}) {
     CAPTURE(d);
