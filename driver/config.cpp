@@ -251,8 +251,9 @@ std::vector<Knob> make_knobs() {
       {"GPU_ATTN", KnobStage::scheduler,
        "GPU: the lanes of the output (v's head) a block of the fused attention kernel computes: "
        "auto (128 for a head of 65 to 128, else 64: where the head is known only at run time "
-       "the kernel is compiled at both and each launch takes the one its head calls for), 64 or "
-       "128 (a row tile's scores once per 128 lanes; one block an SM on mma.sync, two on "
+       "the kernel is compiled again for heads up to 64 and for 65 to 128, each launch taking "
+       "the one its head falls in), 64 or 128 (a row tile's scores once per 128 lanes; one block "
+       "an SM on mma.sync, two on "
        "wgmma); "
        "docs/decisions.md",
        "auto", true,
