@@ -41,7 +41,20 @@ while(NOT kiln_listing STREQUAL "")
   string(APPEND kiln_names "${kiln_name}\n")
   set(kiln_cost ${kiln_suite_cost})
   if(NOT kiln_suite_long STREQUAL "" AND kiln_line MATCHES "${kiln_suite_long}")
+    # A long case (a sweep of tests/support/runtime_sweep.h) runs as two tests, each the half of
+    # its programs KILN_SWEEP_SHARD gives it: on two cores its minutes then no longer end the
+    # suite alone.
     math(EXPR kiln_cost "${kiln_cost} + 10")
+    foreach(kiln_shard 0 1)
+      set(kiln_env ${kiln_suite_environment} "KILN_SWEEP_SHARD=${kiln_shard}/2")
+      math(EXPR kiln_part "${kiln_shard} + 1")
+      add_test("${kiln_name} [part ${kiln_part} of 2]" "${kiln_suite_exe}" --first=${kiln_index}
+               --last=${kiln_index} --no-intro=true --duration=false)
+      set_tests_properties("${kiln_name} [part ${kiln_part} of 2]" PROPERTIES
+                           LABELS "${kiln_suite_label}" COST "${kiln_cost}"
+                           WORKING_DIRECTORY "${kiln_suite_dir}" ENVIRONMENT "${kiln_env}")
+    endforeach()
+    continue()
   endif()
   add_test("${kiln_name}" "${kiln_suite_exe}" --first=${kiln_index} --last=${kiln_index}
            --no-intro=true --duration=false)
