@@ -73,8 +73,9 @@ std::string cut(State& s) {
 
 /** Schedules every kernel with a warpgroup tile again at each other shape of
  *  GpuTileShape::wgmma_variants, keeping those whose nest tiles at that shape, and every fused
- *  attention kernel whose head is known only at run time again at 128 lanes
- *  (softmax_launch_head) (LoweredProgram::variants); returns what --debug prints. */
+ *  attention kernel whose head is known only at run time again as each of
+ *  softmax_lane_variants (softmax_launch_head) (LoweredProgram::variants); returns what --debug
+ *  prints. */
 std::string schedule_variants(State& s, const ScheduleOptions& options) {
   std::string text;
   auto keep = [&](size_t k, ScheduledKernel sk, std::string label, std::string symbol) {
