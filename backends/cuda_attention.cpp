@@ -327,11 +327,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // One chunk of the head (up to kHead) where every launch's head fits one.
   const bool one_chunk = n.head_max > 0 && n.head_max <= kHead;
   // A row of q and k in shared memory holds 8 chunks of 8 elements (a head up to 64) or 16.
-  const std::string wide_rows = head_above(64);
-  s += in + "const int " + v("sh") + " = " +
-       (wide_rows == "1"   ? "4"
-        : wide_rows == "0" ? "3"
-                           : wide_rows + " ? 4 : 3") +
+  s += in + "const int " + v("sh") + " = " + softmax_tile::head_choice(head_above(64), "4", "3") +
        ";\n";
   s += in + "float " + v("o") + "[" + str(kOTiles) + "][4], " + v("m") + "[2], " + v("ms") +
        "[2], " + v("l") + "[2];\n";

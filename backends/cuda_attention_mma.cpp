@@ -150,6 +150,10 @@ std::string head_above(const std::string& name, int64_t head_min, int64_t head_m
   return name + "_D > " + std::to_string(x);
 }
 
+std::string head_choice(const std::string& cond, const std::string& a, const std::string& b) {
+  return cond == "1" ? a : cond == "0" ? b : cond + " ? " + a + " : " + b;
+}
+
 std::string value_products(const TileProducts& p, const std::string& in2) {
   auto v = [&](const std::string& x) { return p.name + "_" + x; };
   const std::string kk = v("kk"), t_ = v("t");

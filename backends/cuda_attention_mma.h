@@ -37,6 +37,9 @@ struct TileProducts {
  *  the kernel is launched at (LoopNode::head_min, head_max; head_max 0: any) decide it. */
 std::string head_above(const std::string& name, int64_t head_min, int64_t head_max, int64_t x);
 
+/** `cond ? a : b` as C text, or a or b alone where `cond` is "1" or "0" (head_above's). */
+std::string head_choice(const std::string& cond, const std::string& a, const std::string& b);
+
 /** The scores s[8][4] of the warp's rows by the block's keys, added over one chunk of dk head
  *  elements (the inside of the chunk loop, at indent `in3`): from q and the key stage at
  *  N_aq and N_kst. */

@@ -27,11 +27,8 @@ std::string tma_issue(const LoopNode& n, const TmaStages& t, const std::string& 
   constexpr int64_t kBox = 64 * 64 * 2;  // 64 keys by 64 16-bit elements
   std::string s = in + "{\n";
   s += p2 + "const uint32_t " + N + "_fb = kiln_smem_addr(&" + N + "_full[" + stage + "]);\n";
-  const std::string two = head_above(N, n.head_min, n.head_max, 64);
-  s += p2 + "const int " + N + "_kb = " +
-       (two == "1"   ? "2"
-        : two == "0" ? "1"
-                     : two + " ? 2 : 1") +
+  s += p2 + "const int " + N +
+       "_kb = " + head_choice(head_above(N, n.head_min, n.head_max, 64), "2", "1") +
        ";  // k's boxes: panels of the head\n";
   s += p2 + "kiln_mbar_expect(" + N + "_fb, (uint32_t)(" + N + "_kb * " + str(kBox) + " + " +
        str(t.lanes / 64 * kBox) + "));\n";

@@ -574,8 +574,8 @@ SoftmaxTileShape softmax_tile_shape(const KernelPlan& plan, const Kernel& k) {
 }
 
 std::optional<IntExpr> softmax_launch_head(const KernelPlan& plan, const Kernel& k) {
-  if (!is_softmax_contraction_kernel(plan, k)) return std::nullopt;
   std::optional<SoftmaxContraction> f = find_softmax_contraction(plan, k, 0);
+  if (!f || f->end != static_cast<int>(k.statements.size())) return std::nullopt;
   const IntExpr& head = k.statements[f->statement(7)].extents[f->n - 1];
   if (head.as_constant()) return std::nullopt;
   return head;
