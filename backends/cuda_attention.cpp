@@ -364,6 +364,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     hoist(*rf);
   for (const ScalarExpr* kf : f->key_factors)
     hoist(*kf);
+  for (const ScalarExpr* kf : f->weight_factors)
+    hoist(*kf);
   auto reset = [&] {
     c.bound = invariants;
     c.index_bound.clear();
@@ -593,6 +595,23 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   if (tma) s += in2 + "}\n";
   s += in2 + "const uint32_t " + v("kst") + " = " + v("ak") + " + " + st + " * " + str(kKSt) +
        ", " + v("vst") + " = " + v("av") + " + " + st + " * " + str(kVStage) + ";\n";
+  // The block's factors along the keys (a gate on the values, g[j]), the same for every row:
+  // each lane of a warp computes those of keys q and q + 32, read before the products so that
+  // the loads run beside them; the weights take theirs by shuffle.
+  if (!f->key_factors.empty()) {
+    reset();
+    const std::string u = v("ku"), kf = v("kf");
+    s += in2 + "float " + kf + "[2];\n" + in2 + "#pragma unroll\n" + in2 + "for (int " + u +
+         " = 0; " + u + " < 2; ++" + u + ") {\n";
+    s += in3 + "const int64_t c1 = 0, c2 = 0, c3 = " + v("j0") + " + " + u + " * 32 + " + q +
+         ";\n" + in3 + "(void)c1;\n" + in3 + "(void)c2;\n";
+    s += in3 + kf + "[" + u + "] = 0.f;\n" + in3 + "if (c3 < " + v("J") + ") {\n" +
+         bind_iterators(out_node.args, in4);
+    std::string g;
+    for (const ScalarExpr* kfe : f->key_factors)
+      g += (g.empty() ? "" : " * ") + ("(float)(" + render_value(c, *kfe) + ")");
+    s += in4 + kf + "[" + u + "] = " + g + ";\n" + in3 + "}\n" + in2 + "}\n";
+  }
   s += in2 + "float " + v("s") + "[8][4];\n";
   // (Warpgroup products overwrite them with the first step.)
   if (!wg)
@@ -719,12 +738,24 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   p += in2 + "  " + v("l") + "[" + e + " / 2] += " + v("pe") + ";\n" + in2 + "  " + se + " = " +
        v("pe") + ";\n";
   s += element(p, in2);
-  // The factors along the keys (a gate, a dropout mask) scale the weights P·V reads, at
-  // elements whose row and key exist (elsewhere the weight is 0 already).
+  // The factors along the keys scale the weights P·V reads: key 8t + 2u + o of the block is
+  // lane 8 (t % 4) + 2u + o's, in its kf[t / 4] (0 past the keys, where the weight is 0).
   if (!f->key_factors.empty()) {
+    const std::string o = v("o2"), g = v("g");
+    s += in2 + "#pragma unroll\n" + in2 + "for (int " + t_ + " = 0; " + t_ + " < 8; ++" + t_ +
+         ")\n" + in2 + "#pragma unroll\n" + in2 + "for (int " + o + " = 0; " + o + " < 2; ++" + o +
+         ") {\n";
+    s += in3 + "const float " + g + " = __shfl_sync(0xffffffffu, " + t_ + " < 4 ? " + v("kf") +
+         "[0] : " + v("kf") + "[1], (" + t_ + " % 4) * 8 + (" + q + " % 4) * 2 + " + o + ");\n";
+    s += in3 + v("s") + "[" + t_ + "][" + o + "] *= " + g + ";\n" + in3 + v("s") + "[" + t_ + "][" +
+         o + " + 2] *= " + g + ";\n" + in2 + "}\n";
+  }
+  // The factors along the rows and keys (a dropout mask) scale the weights P·V reads, at
+  // elements whose row and key exist (elsewhere the weight is 0 already).
+  if (!f->weight_factors.empty()) {
     reset();
     std::string g;
-    for (const ScalarExpr* kf : f->key_factors)
+    for (const ScalarExpr* kf : f->weight_factors)
       g += (g.empty() ? "" : " * ") + ("(float)(" + render_value(c, *kf) + ")");
     p = in2 + "  if (" + v("rok") + "[" + e + " / 2] && " + v("j0") + " + " + col_of + " < " +
         v("J") + ") {\n";

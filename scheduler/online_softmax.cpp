@@ -200,6 +200,7 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     const std::string cv = iterator_name(std::find(axes.begin(), axes.end(), n - 1) - axes.begin());
     g.row_factors.clear();
     g.key_factors.clear();
+    g.weight_factors.clear();
     g.v = nullptr;
     bool weight = false;
     for (const ScalarExpr* q : factors) {
@@ -212,7 +213,7 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
                  uses_vars(*q, {cv}) && !uses_vars(*q, {rv})) {
         g.v = q;
       } else if (!uses_vars(*q, {cv})) {
-        g.key_factors.push_back(q);
+        (uses_vars(*q, {rv}) ? g.weight_factors : g.key_factors).push_back(q);
       } else {
         return false;
       }
@@ -276,7 +277,9 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
         return std::nullopt;
     }
   }
-  for (const ScalarExpr* q : f.key_factors) {
+  std::vector<const ScalarExpr*> weighing = f.key_factors;
+  weighing.insert(weighing.end(), f.weight_factors.begin(), f.weight_factors.end());
+  for (const ScalarExpr* q : weighing) {
     collect_loads(*q, loads = {});
     for (const ScalarExpr* l : loads)
       if (l->buffer == score.buffer || l->buffer == out.buffer || l->buffer == mx.buffer ||

@@ -45,9 +45,13 @@ struct SoftmaxContraction {
   const ScalarExpr* weight_score = nullptr;    ///< X inside W (the sum's value)
   const ScalarExpr* weight_max = nullptr;      ///< the load of m inside W
   std::vector<const ScalarExpr*> row_factors;  ///< F: the output's factors along the rows only
-  /** G: the output's factors along the keys (and rows), not the lanes: a gate on the values,
-   *  a dropout mask on the weights. They scale the weights P·V reads, not the row sum. */
+  /** G: the output's factors along the keys, not the rows or lanes (a gate on the values,
+   *  g[j]). They scale the weights P·V reads, not the row sum; being the same for every row, a
+   *  block's are computed once per key. */
   std::vector<const ScalarExpr*> key_factors;
+  /** G: the output's factors along the rows and keys, not the lanes (a dropout mask on the
+   *  weights, keep[r, j]): they scale the weights P·V reads, each element its own. */
+  std::vector<const ScalarExpr*> weight_factors;
   /** The bounds of the updates' domain over the max's iterators (batch..., r, j), each >= 0;
    *  empty for the whole box. Outside it a score weighs nothing. */
   std::vector<IntExpr> domain;

@@ -322,3 +322,32 @@ TEST_CASE("codegen: f16 attention: one kernel, its products on mma.sync or, for 
   CHECK(wg.find("kiln_wgmma_desc(fa0_vst + fa0_kk * 2048, 8192, 1024)") != std::string::npos);
   CHECK(wg.find("kiln_wgmma_wait<0>();") != std::string::npos);
 }
+
+TEST_CASE("codegen: attention's factors along the keys are read once per key and shuffled") {
+  // A gate on the values, g[b, h, j]: each lane reads the factors of two keys of the block
+  // before the scores' products, and the weights take theirs by shuffle, with no guard. A
+  // dropout mask, keep[b, h, i, j], differs by row: each weight reads its own.
+  for (bool wgmma : {false, true}) {
+    CAPTURE(wgmma);
+    GoldenCase gate{"", "tests/regressions/attention_variants.toml:attn_vexpr", {{"T", DType::f16}},
+                    0, "cuda"};
+    gate.wgmma = wgmma;
+    GoldenCase drop = gate;
+    drop.target = "tests/regressions/attention_variants.toml:attn_dropout";
+    const std::string g = render_source(gate), d = render_source(drop);
+    const size_t read = g.find("fa0_kf[fa0_ku] = (float)(kiln_f16_to_f32(b3[(s_S * i0 + i3)]));");
+    const size_t products = g.find(wgmma ? "wgmma.mma_async" : "mma.sync.aligned");
+    const size_t shuffle = g.find(
+        "const float fa0_g = __shfl_sync(0xffffffffu, fa0_t < 4 ? fa0_kf[0] : fa0_kf[1], (fa0_t "
+        "% 4) * 8 + (fa0_q % 4) * 2 + fa0_o2);");
+    REQUIRE(read != std::string::npos);
+    REQUIRE(shuffle != std::string::npos);
+    CHECK(g.find("const int64_t c1 = 0, c2 = 0, c3 = fa0_j0 + fa0_ku * 32 + fa0_q;") < read);
+    CHECK(read < products);
+    CHECK(products < shuffle);
+    CHECK(g.find("fa0_s[fa0_t][fa0_o2 + 2] *= fa0_g;") != std::string::npos);
+    CHECK(g.find("b3[", read + 50) == std::string::npos);  // read nowhere else
+    CHECK(d.find("fa0_kf") == std::string::npos);
+    CHECK(d.find("fa0_s[fa0_t][fa0_e] *= (float)(") != std::string::npos);
+  }
+}

@@ -755,16 +755,23 @@ TEST_CASE("cut: attention on [B, L, H, D] tensors and grouped-query heads are on
   dependent.statements.insert(dependent.statements.begin() + 6, reads_max);
   CHECK(gather_softmax_contractions(att, dependent) == 0);
 
-  // A gate on the values (g[b, h, j]) and a dropout mask on the weights (keep[b, h, i, j]) are
-  // factors along the keys: they scale the weights P·V reads, not the row sum.
+  // A gate on the values (g[b, h, j]) is a factor along the keys only, a dropout mask on the
+  // weights (keep[b, h, i, j]) one along the rows and keys: both scale the weights P·V reads,
+  // not the row sum.
   for (const char* name : {"attn_vexpr", "attn_dropout"}) {
     CAPTURE(name);
     KernelPlan p = plan_of(std::string(file) + name, sizes, DType::f16, {}, true);
     REQUIRE(cut_kernels(p, opt).kernels == 1);
     std::optional<SoftmaxContraction> g = find_softmax_contraction(p, p.kernels[0], 0);
     REQUIRE(g);
-    CHECK(g->key_factors.size() == 1);
-    CHECK(g->v->buffer != g->key_factors[0]->buffer);
+    const bool gate = std::string(name) == "attn_vexpr";
+    CHECK(g->key_factors.size() == (gate ? 1u : 0u));
+    CHECK(g->weight_factors.size() == (gate ? 0u : 1u));
+    const ScalarExpr* factor = gate ? g->key_factors.at(0) : g->weight_factors.at(0);
+    std::vector<const ScalarExpr*> reads;
+    collect_loads(*factor, reads);
+    REQUIRE(reads.size() == 1);
+    CHECK(p.buffers[reads[0]->buffer].name == (gate ? "g" : "keep"));
   }
 }
 
