@@ -2,8 +2,8 @@
  * The cuda plugin's compiler: NVRTC, dlopened at first use (libnvrtc.so.13, .so.12, .so, then
  * $CUDA_HOME/lib64 and /usr/local/cuda/lib64), compiles a module's CUDA C, program name
  * "kiln.cu", to a CUBIN for kiln_cuda_kiln_cuda_arch(), with the toolkit's include folder (for
- * cuda_fp16.h and cuda_bf16.h) found beside the library, its kernels on every core
- * (--split-compile=0 where NVRTC takes it). Needs no GPU and no driver.
+ * cuda_fp16.h and cuda_bf16.h) found beside the library; its kernels on every core
+ * (--split-compile=0) only where KILN_NVRTC_SPLIT=1 asks. Needs no GPU and no driver.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -56,8 +56,10 @@ static struct {
 } nvrtc = {.once = PTHREAD_ONCE_INIT};
 
 /** NVVM and ptxas compile a module's kernels on a thread each, up to one per core: the same
- *  code as one thread (docs/decisions.md, "Cold NVRTC compiles"). An NVRTC that refuses the
- *  option compiles without it. */
+ *  code as one thread (docs/decisions.md, "Cold NVRTC compiles"). Opt-in (KILN_NVRTC_SPLIT=1):
+ *  NVRTC 13.0's split compile now and then never returns, its threads all waiting (docs/
+ *  decisions.md, "NVRTC's split compile off by default"). An NVRTC that refuses the option
+ *  compiles without it. */
 static const char kSplitCompile[] = "--split-compile=0";
 
 /** Takes `dir` (malloc'ed; freed) as the include folder if it holds cuda_fp16.h. */
@@ -180,7 +182,9 @@ int kiln_cuda_compile(const char* source, const char* flags, kiln_blob* artifact
   if (nvrtc.include[0]) options[n++] = nvrtc.include;
   for (const char* f = flags; f && *f && n < 255; f += strlen(f) + 1)
     options[n++] = f;
-  const int split = !__atomic_load_n(&nvrtc.no_split, __ATOMIC_RELAXED);
+  const char* want_split = getenv("KILN_NVRTC_SPLIT");
+  const int split = want_split && strcmp(want_split, "1") == 0 &&
+                    !__atomic_load_n(&nvrtc.no_split, __ATOMIC_RELAXED);
   if (split) options[n++] = kSplitCompile;
   nvrtcProgram prog = NULL;
   int rc = NVRTC_SUCCESS;

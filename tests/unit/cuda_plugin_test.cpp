@@ -152,15 +152,21 @@ extern "C" __global__ void kiln_twice_1(Params p) {
   if (i < p.n) p.y[i] = p.x[i] * p.x[i];
 }
 )";
-  // The plugin adds --split-compile; a flag NVRTC refuses makes it retry without it and fail.
-  CHECK(message_of([&] {
-          cuda.rt->build_artifact(two, [&] { return two; }, {"--no-such"});
-        }).find("NVRTC_ERROR_INVALID_OPTION") != std::string::npos);
-  std::vector<uint8_t> cubin = cuda.build(two);
-  REQUIRE(is_elf(cubin));
-  std::string bytes(cubin.begin(), cubin.end());
-  CHECK(bytes.find("kiln_scale_0") != std::string::npos);
-  CHECK(bytes.find("kiln_twice_1") != std::string::npos);
+  // One thread by default; KILN_NVRTC_SPLIT=1 adds --split-compile (then a flag NVRTC refuses
+  // makes it retry without it and fail). The same kernels either way.
+  for (const char* split : {"0", "1"}) {
+    CAPTURE(split);
+    setenv("KILN_NVRTC_SPLIT", split, 1);
+    CHECK(message_of([&] {
+            cuda.rt->build_artifact(two, [&] { return two; }, {"--no-such"});
+          }).find("NVRTC_ERROR_INVALID_OPTION") != std::string::npos);
+    std::vector<uint8_t> cubin = cuda.build(two);
+    REQUIRE(is_elf(cubin));
+    std::string bytes(cubin.begin(), cubin.end());
+    CHECK(bytes.find("kiln_scale_0") != std::string::npos);
+    CHECK(bytes.find("kiln_twice_1") != std::string::npos);
+  }
+  unsetenv("KILN_NVRTC_SPLIT");
 }
 
 TEST_CASE("with no device, KILN_CUDA_ARCH picks the architecture, which enters the cache key") {
