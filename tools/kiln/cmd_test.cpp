@@ -82,6 +82,9 @@ void add_test_command(CLI::App& app, int& exit_code) {
       if (!tty && r.status == Status::passed)
         std::cout << "ok   " << what << ": " << r.cases << " case" << (r.cases == 1 ? "" : "s")
                   << "\n";
+      // Each subject's lines as it ends, also into a pipe: a run stopped from outside (a
+      // timeout) still shows how far it got.
+      std::cout << std::flush;
     }
     if (tty) std::cout << "\r\x1b[K";
     std::cout << passed << " passed, " << failed << " failed";
