@@ -527,16 +527,21 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   if (tma)
     s += softmax_tma_setup(c, n, score_node, out_node, *f->b, *f->v, stages.first_map, in) + in +
          "__shared__ __align__(8) uint64_t " + full + "[" + str(S) + "], " + empty + "[" + str(S) +
-         "];\n";
+         "];\n" + in + "const uint32_t " + v("fbar") + " = kiln_smem_addr(&" + full + "[0]), " +
+         v("ebar") + " = kiln_smem_addr(&" + empty + "[0]);\n";
+  // The barriers' shared addresses, once a tile (a barrier x is 8 bytes on).
+  auto bar = [&](const std::string& base, const std::string& x) {
+    return v(base) + " + 8u * (uint32_t)(" + x + ")";
+  };
   // The previous tile's products may still read shared memory (none waits after them).
   s += in + "__syncthreads();\n";
   if (tma) {
     s += in + "if (" + T_ + " && threadIdx.x == 0) {\n";
     s +=
         in2 + "for (int " + v("i") + " = 0; " + v("i") + " < " + str(S) + "; ++" + v("i") + ") {\n";
-    s += in3 + "kiln_mbar_init(kiln_smem_addr(&" + full + "[" + v("i") + "]), 1);\n";
-    s += in3 + "kiln_mbar_init(kiln_smem_addr(&" + empty + "[" + v("i") + "]), " +
-         str(kCudaBlockThreads / 32) + ");\n" + in2 + "}\n" + in2 + "kiln_mbar_fence_init();\n";
+    s += in3 + "kiln_mbar_init(" + bar("fbar", v("i")) + ", 1);\n";
+    s += in3 + "kiln_mbar_init(" + bar("ebar", v("i")) + ", " + str(kCudaBlockThreads / 32) +
+         ");\n" + in2 + "}\n" + in2 + "kiln_mbar_fence_init();\n";
     s += in2 + "if (" + v("j1") + " < " + v("J") + ")\n" +
          softmax_tile::tma_issue(n, stages, v("j1"), "0", in3) + in + "}\n";
   }
@@ -579,12 +584,12 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     // warpgroup instructions), then thread 0 copies.
     s += in2 + "if (" + T_ + ") {\n";
     s += in3 + "const int " + ns + " = (" + st + " + 1) % " + str(S) + ";\n";
-    s += in3 + "if (" + it + " + 1 >= " + str(S) + ") kiln_mbar_wait(kiln_smem_addr(&" + empty +
-         "[" + ns + "]), (uint32_t)(((" + it + " + 1) / " + str(S) + " - 1) & 1));\n";
+    s += in3 + "if (" + it + " + 1 >= " + str(S) + ") kiln_mbar_wait(" + bar("ebar", ns) +
+         ", (uint32_t)(((" + it + " + 1) / " + str(S) + " - 1) & 1));\n";
     s += in3 + "if (threadIdx.x == 0 && " + v("jx") + " < " + v("J") + ")\n" +
          softmax_tile::tma_issue(n, stages, v("jx"), ns, in4);
-    s += in3 + "kiln_mbar_wait(kiln_smem_addr(&" + full + "[" + st + "]), (uint32_t)((" + it +
-         " / " + str(S) + ") & 1));\n";
+    s += in3 + "kiln_mbar_wait(" + bar("fbar", st) + ", (uint32_t)((" + it + " / " + str(S) +
+         ") & 1));\n";
     s += in2 + "} else {\n";
   }
   const std::string inc = tma ? in3 : in2, inc2 = inc + "  ";
@@ -709,7 +714,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // The block's row maxima over the 4 threads holding a row (lanes 4g..4g+3), the rescale of
   // the running sum and output by W(m, m') = exp2(m C - m' C), then the block's weights.
   s += in2 + "float " + v("mx") + "[2] = {" + v("m") + "[0], " + v("m") + "[1]}, " + v("mc") +
-       "[2];\n";
+       "[2], " + v("rs") + "[2];\n";
   s += element(in2 + "  " + v("mx") + "[" + e + " / 2] = fmaxf(" + v("mx") + "[" + e + " / 2], " +
                    se + ");\n",
                in2);
@@ -726,13 +731,20 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += in3 + v("mc") + "[" + h + "] = " + v("safe") + " * " + wc + ";\n";
   s += in3 + "const float " + v("sc") + " = kiln_ex2(fmaf(" + v("m") + "[" + h + "], " + wc +
        ", -" + v("mc") + "[" + h + "]));\n";
-  s += in3 + v("l") + "[" + h + "] *= " + v("sc") + ";\n";
-  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < " + str(kOTiles) +
-       "; ++" + t_ + ") {\n" + in4 + v("o") + "[" + t_ + "][2 * " + h + "] *= " + v("sc") + ";\n" +
-       in4 + v("o") + "[" + t_ + "][2 * " + h + " + 1] *= " + v("sc") + ";\n" + in3 + "}\n";
+  s += in3 + v("l") + "[" + h + "] *= " + v("sc") + ";\n" + in3 + v("rs") + "[" + h +
+       "] = " + v("sc") + ";\n";
   s += in3 + v("m") + "[" + h + "] = " + v("mx") + "[" + h + "];\n" + in3 + v("ms") + "[" + h +
        "] = " + v("safe") + ";\n";
   s += in2 + "}\n";
+  // The output rescaled only where a row of the warp has a new maximum: where none has, every
+  // factor is exactly exp2(0) = 1 (most blocks of a long row), and the warp skips the products.
+  const std::string rs = v("rs");
+  s += in2 + "if (__any_sync(0xffffffffu, " + rs + "[0] != 1.f || " + rs + "[1] != 1.f)) {\n";
+  s += in3 + "#pragma unroll\n" + in3 + "for (int " + t_ + " = 0; " + t_ + " < " + str(kOTiles) +
+       "; ++" + t_ + ") {\n";
+  for (int x = 0; x < 4; ++x)
+    s += in4 + v("o") + "[" + t_ + "][" + str(x) + "] *= " + rs + "[" + str(x / 2) + "];\n";
+  s += in3 + "}\n" + in2 + "}\n";
   std::string p = in2 + "  const float " + v("pe") + " = kiln_ex2(fmaf(" + se + ", " + wc + ", -" +
                   v("mc") + "[" + e + " / 2]));\n";
   p += in2 + "  " + v("l") + "[" + e + " / 2] += " + v("pe") + ";\n" + in2 + "  " + se + " = " +
@@ -767,8 +779,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   s += value_products(products, in2);
   // The block's products are done with its stage (both waited for): released for the TMA.
   if (tma)
-    s += in2 + "if (" + T_ + " && threadIdx.x % 32 == 0) kiln_mbar_arrive(kiln_smem_addr(&" +
-         empty + "[" + st + "]));\n";
+    s += in2 + "if (" + T_ + " && threadIdx.x % 32 == 0) kiln_mbar_arrive(" + bar("ebar", st) +
+         ");\n";
   s += in + "}\n";
 
   // The sums over the 4 threads of a row, the row factors (1 / l) once per row, then each

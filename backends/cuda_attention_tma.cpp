@@ -26,14 +26,14 @@ std::string tma_issue(const LoopNode& n, const TmaStages& t, const std::string& 
   const std::string N = t.name, p2 = in + "  ";
   constexpr int64_t kBox = 64 * 64 * 2;  // 64 keys by 64 16-bit elements
   std::string s = in + "{\n";
-  s += p2 + "const uint32_t " + N + "_fb = kiln_smem_addr(&" + N + "_full[" + stage + "]);\n";
+  s += p2 + "const uint32_t " + N + "_fb = " + N + "_fbar + 8u * (uint32_t)(" + stage + ");\n";
   s += p2 + "const int " + N +
        "_kb = " + head_choice(head_above(N, n.head_min, n.head_max, 64), "2", "1") +
        ";  // k's boxes: panels of the head\n";
   s += p2 + "kiln_mbar_expect(" + N + "_fb, (uint32_t)(" + N + "_kb * " + str(kBox) + " + " +
        str(t.lanes / 64 * kBox) + "));\n";
   const char* const coords[2] = {"_kc", "_vc"};
-  const char* const dest[2] = {"_sk", "_sv"};
+  const char* const dest[2] = {"_ak", "_av"};  // the stages' shared addresses
   const int64_t stage_bytes[2] = {t.k_stage_bytes, t.v_stage_bytes};
   for (int q = 0; q < 2; ++q) {
     const StagedOperand& o = n.staged[q];
@@ -49,10 +49,10 @@ std::string tma_issue(const LoopNode& n, const TmaStages& t, const std::string& 
         if (i == 0 && b > 0) c += " + " + str(64 * b);
         args += ", " + c;
       }
-      s += p2 + (q == 0 && b > 0 ? "if (" + N + "_kb > 1) " : std::string()) +
-           "kiln_tma_load(kiln_smem_addr(" + N + dest[q] + ") + (uint32_t)(" + stage + ") * " +
-           str(stage_bytes[q]) + "u + " + str(b * kBox) + "u, &kiln_p->tm[" + str(t.first_map + q) +
-           "], " + N + "_fb" + args + ");\n";
+      s += p2 + (q == 0 && b > 0 ? "if (" + N + "_kb > 1) " : std::string()) + "kiln_tma_load(" +
+           N + dest[q] + " + (uint32_t)(" + stage + ") * " + str(stage_bytes[q]) + "u + " +
+           str(b * kBox) + "u, &kiln_p->tm[" + str(t.first_map + q) + "], " + N + "_fb" + args +
+           ");\n";
     }
   }
   return s + in + "}\n";

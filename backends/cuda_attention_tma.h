@@ -27,7 +27,9 @@ struct TmaStages {
 
 /** Thread 0's copies of the key block starting at `j` into stage `stage` (C expressions), the
  *  stage's full barrier expecting their bytes (k's second box only where the head is longer
- *  than 64), at indent `in`. `n` is the tile (its staged operands: k, v). */
+ *  than 64), at indent `in`. `n` is the tile (its staged operands: k, v). It reads the tile's
+ *  shared addresses of the stages (`<name>_ak`, `<name>_av`) and of the full barriers
+ *  (`<name>_fbar`, 8 bytes apart). */
 std::string tma_issue(const LoopNode& n, const TmaStages& t, const std::string& j,
                       const std::string& stage, const std::string& in);
 

@@ -796,7 +796,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
               fa0_s[fa0_t][fa0_e] = fa0_x;
           }
         }
-        float fa0_mx[2] = {fa0_m[0], fa0_m[1]}, fa0_mc[2];
+        float fa0_mx[2] = {fa0_m[0], fa0_m[1]}, fa0_mc[2], fa0_rs[2];
         #pragma unroll
         for (int fa0_t = 0; fa0_t < 8; ++fa0_t)
         #pragma unroll
@@ -811,13 +811,18 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
           fa0_mc[fa0_h] = fa0_safe * fa0_wc;
           const float fa0_sc = kiln_ex2(fmaf(fa0_m[fa0_h], fa0_wc, -fa0_mc[fa0_h]));
           fa0_l[fa0_h] *= fa0_sc;
-          #pragma unroll
-          for (int fa0_t = 0; fa0_t < 8; ++fa0_t) {
-            fa0_o[fa0_t][2 * fa0_h] *= fa0_sc;
-            fa0_o[fa0_t][2 * fa0_h + 1] *= fa0_sc;
-          }
+          fa0_rs[fa0_h] = fa0_sc;
           fa0_m[fa0_h] = fa0_mx[fa0_h];
           fa0_ms[fa0_h] = fa0_safe;
+        }
+        if (__any_sync(0xffffffffu, fa0_rs[0] != 1.f || fa0_rs[1] != 1.f)) {
+          #pragma unroll
+          for (int fa0_t = 0; fa0_t < 8; ++fa0_t) {
+            fa0_o[fa0_t][0] *= fa0_rs[0];
+            fa0_o[fa0_t][1] *= fa0_rs[0];
+            fa0_o[fa0_t][2] *= fa0_rs[1];
+            fa0_o[fa0_t][3] *= fa0_rs[1];
+          }
         }
         #pragma unroll
         for (int fa0_t = 0; fa0_t < 8; ++fa0_t)

@@ -502,21 +502,22 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
         fa0_J == (int64_t)((s_S)) && fa0_D == (int64_t)((s_D)) &&
         fa0_J == (int64_t)((s_S))), 0) != 0;
       __shared__ __align__(8) uint64_t fa0_full[3], fa0_empty[3];
+      const uint32_t fa0_fbar = kiln_smem_addr(&fa0_full[0]), fa0_ebar = kiln_smem_addr(&fa0_empty[0]);
       __syncthreads();
       if (fa0_tma && threadIdx.x == 0) {
         for (int fa0_i = 0; fa0_i < 3; ++fa0_i) {
-          kiln_mbar_init(kiln_smem_addr(&fa0_full[fa0_i]), 1);
-          kiln_mbar_init(kiln_smem_addr(&fa0_empty[fa0_i]), 8);
+          kiln_mbar_init(fa0_fbar + 8u * (uint32_t)(fa0_i), 1);
+          kiln_mbar_init(fa0_ebar + 8u * (uint32_t)(fa0_i), 8);
         }
         kiln_mbar_fence_init();
         if (fa0_j1 < fa0_J)
           {
-            const uint32_t fa0_fb = kiln_smem_addr(&fa0_full[0]);
+            const uint32_t fa0_fb = fa0_fbar + 8u * (uint32_t)(0);
             const int fa0_kb = fa0_D > 64 ? 2 : 1;  // k's boxes: panels of the head
             kiln_mbar_expect(fa0_fb, (uint32_t)(fa0_kb * 8192 + 8192));
-            kiln_tma_load(kiln_smem_addr(fa0_sk) + (uint32_t)(0) * 16384u + 0u, &kiln_p->tm[0], fa0_fb, fa0_kc[0], fa0_kc[1] + (int)(fa0_j1), fa0_kc[2]);
-            if (fa0_kb > 1) kiln_tma_load(kiln_smem_addr(fa0_sk) + (uint32_t)(0) * 16384u + 8192u, &kiln_p->tm[0], fa0_fb, fa0_kc[0] + 64, fa0_kc[1] + (int)(fa0_j1), fa0_kc[2]);
-            kiln_tma_load(kiln_smem_addr(fa0_sv) + (uint32_t)(0) * 8192u + 0u, &kiln_p->tm[1], fa0_fb, fa0_vc[0], fa0_vc[1] + (int)(fa0_j1), fa0_vc[2]);
+            kiln_tma_load(fa0_ak + (uint32_t)(0) * 16384u + 0u, &kiln_p->tm[0], fa0_fb, fa0_kc[0], fa0_kc[1] + (int)(fa0_j1), fa0_kc[2]);
+            if (fa0_kb > 1) kiln_tma_load(fa0_ak + (uint32_t)(0) * 16384u + 8192u, &kiln_p->tm[0], fa0_fb, fa0_kc[0] + 64, fa0_kc[1] + (int)(fa0_j1), fa0_kc[2]);
+            kiln_tma_load(fa0_av + (uint32_t)(0) * 8192u + 0u, &kiln_p->tm[1], fa0_fb, fa0_vc[0], fa0_vc[1] + (int)(fa0_j1), fa0_vc[2]);
           }
       }
       if (fa0_D <= 128) {
@@ -663,17 +664,17 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
         fa0_jx = fa0_j0 + 64;
         if (fa0_tma) {
           const int fa0_ns = (fa0_st + 1) % 3;
-          if (fa0_it + 1 >= 3) kiln_mbar_wait(kiln_smem_addr(&fa0_empty[fa0_ns]), (uint32_t)(((fa0_it + 1) / 3 - 1) & 1));
+          if (fa0_it + 1 >= 3) kiln_mbar_wait(fa0_ebar + 8u * (uint32_t)(fa0_ns), (uint32_t)(((fa0_it + 1) / 3 - 1) & 1));
           if (threadIdx.x == 0 && fa0_jx < fa0_J)
             {
-              const uint32_t fa0_fb = kiln_smem_addr(&fa0_full[fa0_ns]);
+              const uint32_t fa0_fb = fa0_fbar + 8u * (uint32_t)(fa0_ns);
               const int fa0_kb = fa0_D > 64 ? 2 : 1;  // k's boxes: panels of the head
               kiln_mbar_expect(fa0_fb, (uint32_t)(fa0_kb * 8192 + 8192));
-              kiln_tma_load(kiln_smem_addr(fa0_sk) + (uint32_t)(fa0_ns) * 16384u + 0u, &kiln_p->tm[0], fa0_fb, fa0_kc[0], fa0_kc[1] + (int)(fa0_jx), fa0_kc[2]);
-              if (fa0_kb > 1) kiln_tma_load(kiln_smem_addr(fa0_sk) + (uint32_t)(fa0_ns) * 16384u + 8192u, &kiln_p->tm[0], fa0_fb, fa0_kc[0] + 64, fa0_kc[1] + (int)(fa0_jx), fa0_kc[2]);
-              kiln_tma_load(kiln_smem_addr(fa0_sv) + (uint32_t)(fa0_ns) * 8192u + 0u, &kiln_p->tm[1], fa0_fb, fa0_vc[0], fa0_vc[1] + (int)(fa0_jx), fa0_vc[2]);
+              kiln_tma_load(fa0_ak + (uint32_t)(fa0_ns) * 16384u + 0u, &kiln_p->tm[0], fa0_fb, fa0_kc[0], fa0_kc[1] + (int)(fa0_jx), fa0_kc[2]);
+              if (fa0_kb > 1) kiln_tma_load(fa0_ak + (uint32_t)(fa0_ns) * 16384u + 8192u, &kiln_p->tm[0], fa0_fb, fa0_kc[0] + 64, fa0_kc[1] + (int)(fa0_jx), fa0_kc[2]);
+              kiln_tma_load(fa0_av + (uint32_t)(fa0_ns) * 8192u + 0u, &kiln_p->tm[1], fa0_fb, fa0_vc[0], fa0_vc[1] + (int)(fa0_jx), fa0_vc[2]);
             }
-          kiln_mbar_wait(kiln_smem_addr(&fa0_full[fa0_st]), (uint32_t)((fa0_it / 3) & 1));
+          kiln_mbar_wait(fa0_fbar + 8u * (uint32_t)(fa0_st), (uint32_t)((fa0_it / 3) & 1));
         } else {
           kiln_cp_async_wait_all();
           kiln_fence_proxy_async();
@@ -918,7 +919,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
               fa0_s[fa0_t][fa0_e] = fa0_x;
           }
         }
-        float fa0_mx[2] = {fa0_m[0], fa0_m[1]}, fa0_mc[2];
+        float fa0_mx[2] = {fa0_m[0], fa0_m[1]}, fa0_mc[2], fa0_rs[2];
         #pragma unroll
         for (int fa0_t = 0; fa0_t < 8; ++fa0_t)
         #pragma unroll
@@ -933,13 +934,18 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
           fa0_mc[fa0_h] = fa0_safe * fa0_wc;
           const float fa0_sc = kiln_ex2(fmaf(fa0_m[fa0_h], fa0_wc, -fa0_mc[fa0_h]));
           fa0_l[fa0_h] *= fa0_sc;
-          #pragma unroll
-          for (int fa0_t = 0; fa0_t < 8; ++fa0_t) {
-            fa0_o[fa0_t][2 * fa0_h] *= fa0_sc;
-            fa0_o[fa0_t][2 * fa0_h + 1] *= fa0_sc;
-          }
+          fa0_rs[fa0_h] = fa0_sc;
           fa0_m[fa0_h] = fa0_mx[fa0_h];
           fa0_ms[fa0_h] = fa0_safe;
+        }
+        if (__any_sync(0xffffffffu, fa0_rs[0] != 1.f || fa0_rs[1] != 1.f)) {
+          #pragma unroll
+          for (int fa0_t = 0; fa0_t < 8; ++fa0_t) {
+            fa0_o[fa0_t][0] *= fa0_rs[0];
+            fa0_o[fa0_t][1] *= fa0_rs[0];
+            fa0_o[fa0_t][2] *= fa0_rs[1];
+            fa0_o[fa0_t][3] *= fa0_rs[1];
+          }
         }
         #pragma unroll
         for (int fa0_t = 0; fa0_t < 8; ++fa0_t)
@@ -970,7 +976,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
         #pragma unroll
         for (int fa0_e = 0; fa0_e < 4; ++fa0_e)
           kiln_fence_operand(fa0_o[fa0_t][fa0_e]);
-        if (fa0_tma && threadIdx.x % 32 == 0) kiln_mbar_arrive(kiln_smem_addr(&fa0_empty[fa0_st]));
+        if (fa0_tma && threadIdx.x % 32 == 0) kiln_mbar_arrive(fa0_ebar + 8u * (uint32_t)(fa0_st));
       }
       #pragma unroll
       for (int fa0_h = 0; fa0_h < 2; ++fa0_h) {
