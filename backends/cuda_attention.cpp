@@ -653,13 +653,9 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   const std::string e = v("e");
   // (`tiles`: 8 score tiles of a key block, or kOTiles output tiles in the epilogue.)
   auto element = [&](const std::string& body, const std::string& pad2, int64_t tiles = 8) {
-    std::string t = pad2 + "#pragma unroll\n" + pad2 + "for (int " + t_ + " = 0; " + t_ + " < " +
-                    str(tiles) + "; ++" + t_ + ")\n" + pad2 + "#pragma unroll\n" + pad2 +
-                    "for (int " + e + " = 0; " + e + " < 4; ++" + e + ") {\n";
-    return t + body + pad2 + "}\n";
+    return softmax_tile::each_element(N, body, pad2, tiles);
   };
-  const std::string row_of = v("r0") + " + " + w + " * 16 + " + q + " / 4 + (" + e + " / 2) * 8",
-                    col_of = t_ + " * 8 + (" + q + " % 4) * 2 + " + e + " % 2";
+  const std::string row_of = softmax_tile::element_row(N), col_of = softmax_tile::element_col(N);
   const std::string se = v("s") + "[" + t_ + "][" + e + "]";
   std::vector<const ScalarExpr*> loads;
   collect_loads(*mx.value, loads);
@@ -783,63 +779,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
          ");\n";
   s += in + "}\n";
 
-  // The sums over the 4 threads of a row, the row factors (1 / l) once per row, then each
-  // element: o · F, and the epilogue, which reads it (and the row's sum and maximum) from
-  // registers; o reaches memory only where there is no epilogue to read it.
-  s += in + "#pragma unroll\n" + in + "for (int " + h + " = 0; " + h + " < 2; ++" + h + ") {\n";
-  s +=
-      in2 + v("l") + "[" + h + "] += __shfl_xor_sync(0xffffffffu, " + v("l") + "[" + h + "], 1);\n";
-  s += in2 + v("l") + "[" + h + "] += __shfl_xor_sync(0xffffffffu, " + v("l") + "[" + h +
-       "], 2);\n" + in + "}\n";
-  s += in + "float " + v("F") + "[2] = {1.f, 1.f};\n";
-  if (!f->row_factors.empty()) {
-    reset();
-    std::string factors;
-    for (const ScalarExpr* rf : f->row_factors) {
-      loads.clear();
-      collect_loads(*rf, loads);
-      for (const ScalarExpr* l : loads) {
-        if (l->buffer == sum.buffer) c.bound[l] = v("l") + "[" + h + "]";
-        if (l->buffer == mx.buffer) c.bound[l] = v("m") + "[" + h + "]";
-      }
-      factors += (factors.empty() ? "" : " * ") + ("(float)(" + render_value(c, *rf) + ")");
-    }
-    s += in + "#pragma unroll\n" + in + "for (int " + h + " = 0; " + h + " < 2; ++" + h + ")\n";
-    s += in + "  if (" + v("rok") + "[" + h + "]) {\n" + in + "    const int64_t c1 = " + v("r0") +
-         " + " + w + " * 16 + " + q + " / 4 + " + h + " * 8, c2 = " + v("l0") + ", c3 = 0;\n" + in +
-         "    (void)c2;\n" + in + "    (void)c3;\n" + bind_iterators(out_node.args, in + "    ") +
-         in + "    " + v("F") + "[" + h + "] = " + factors + ";\n" + in + "  }\n";
-  }
-  const DType out_type = c.plan.buffers[out.buffer].dtype;
-  const bool epilogue = n.body.size() > 8;
-  std::string body =
-      in + "  const int64_t c1 = " + row_of + ", c2 = " + v("l0") + " + " + col_of + ", c3 = 0;\n";
-  body += in + "  (void)c3;\n" + in + "  if (" + row_ok + " && " + lane_ok + ") {\n";
-  const std::string y = "(" + compute_type(out_type) + ")(" + v("o") + "[" + t_ + "][" + e +
-                        "] * " + v("F") + "[" + e + " / 2])";
-  if (epilogue) {
-    body += in + "    const " + compute_type(out_type) + " " + v("y") + " = " + y + ";\n";
-  } else {
-    reset();
-    body += in + "    {\n" + bind_iterators(out_node.args, in + "      ");
-    body += in + "      " + render_index(c, out.buffer, out.index) + " = " +
-            to_storage(out_type, y) + ";\n" + in + "    }\n";
-  }
-  c.bound.clear();
-  c.index_bound.clear();
-  for (size_t k = 8; k < n.body.size(); ++k) {
-    const Statement& st = c.kernel.statements[nodes[k].statement];
-    collect_loads(*st.value, loads = {});
-    for (const ScalarExpr* l : loads) {
-      if (l->buffer == sum.buffer) c.preloaded[l] = v("l") + "[" + e + " / 2]";
-      if (l->buffer == mx.buffer) c.preloaded[l] = v("m") + "[" + e + " / 2]";
-      if (l->buffer == out.buffer) c.preloaded[l] = v("y");
-    }
-  }
-  for (size_t k = 8; k < n.body.size(); ++k)
-    body += render_node(c, nodes[k], depth + 3);
-  c.preloaded.clear();
-  s += element(body + in + "  }\n", in, kOTiles);
+  s += softmax_tile_end(c, n, *f, nodes, invariants, depth);
   return s + pad + "}\n";
 }
 

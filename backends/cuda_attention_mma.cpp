@@ -144,6 +144,22 @@ std::string score_products(const TileProducts& p, const std::string& in3) {
   return s;
 }
 
+std::string each_element(const std::string& name, const std::string& body, const std::string& pad,
+                         int64_t tiles) {
+  const std::string t_ = name + "_t", e = name + "_e";
+  return pad + "#pragma unroll\n" + pad + "for (int " + t_ + " = 0; " + t_ + " < " + str(tiles) +
+         "; ++" + t_ + ")\n" + pad + "#pragma unroll\n" + pad + "for (int " + e + " = 0; " + e +
+         " < 4; ++" + e + ") {\n" + body + pad + "}\n";
+}
+
+std::string element_row(const std::string& name) {
+  return name + "_r0 + " + name + "_w * 16 + " + name + "_q / 4 + (" + name + "_e / 2) * 8";
+}
+
+std::string element_col(const std::string& name) {
+  return name + "_t * 8 + (" + name + "_q % 4) * 2 + " + name + "_e % 2";
+}
+
 std::string head_above(const std::string& name, int64_t head_min, int64_t head_max, int64_t x) {
   if (head_max > 0 && head_min > x) return "1";
   if (head_max > 0 && head_max <= x) return "0";

@@ -37,6 +37,19 @@ struct TileProducts {
  *  the kernel is launched at (LoopNode::head_min, head_max; head_max 0: any) decide it. */
 std::string head_above(const std::string& name, int64_t head_min, int64_t head_max, int64_t x);
 
+/** The loops over a thread's accumulator elements of tile `name`: `tiles` tiles of 8 columns
+ *  (`<name>_t`), 4 elements each (`<name>_e`: rows g and g + 8, two columns), around `body`, at
+ *  indent `pad`. */
+std::string each_element(const std::string& name, const std::string& body, const std::string& pad,
+                         int64_t tiles);
+
+/** Element (`<name>_t`, `<name>_e`)'s row in the tile (C text): warp w's 16 rows from r0,
+ *  lane q's group q / 4, and 8 on for elements 2 and 3. */
+std::string element_row(const std::string& name);
+
+/** Its column within the block of keys or lanes: 8 per tile, lane q's pair 2 (q % 4). */
+std::string element_col(const std::string& name);
+
 /** `cond ? a : b` as C text, or a or b alone where `cond` is "1" or "0" (head_above's). */
 std::string head_choice(const std::string& cond, const std::string& a, const std::string& b);
 

@@ -16,11 +16,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <vector>
 
 #include "backends/c_style.h"
 #include "ir/launch_geometry.h"
 
 namespace kiln {
+
+struct SoftmaxContraction;  // scheduler/online_softmax.h
 
 /** Threads per block of every CUDA launch: a multiple of 32, as kiln_block_reduce needs. */
 inline constexpr uint32_t kCudaBlockThreads = 256;
@@ -75,6 +79,15 @@ class CudaRenderer : public CStyleRenderer {
    *  backends/cuda_attention.cpp): attention in one kernel, keys streamed through shared memory
    *  with an online softmax, both products on tensor cores. */
   std::string render_softmax_tile(const Context& c, const LoopNode& n, int depth) const;
+  /** The end of online-softmax tile `n` of contraction `f` (backends/cuda_attention_end.cpp),
+   *  its statement nodes with their batch iterators bound (`nodes`) and the score's invariant
+   *  parts (`invariants`, as render_softmax_tile hoisted them): the row sums over the threads
+   *  of a row, the row factors, each output element times them and the composite's epilogue on
+   *  it. */
+  std::string softmax_tile_end(const Context& c, const LoopNode& n, const SoftmaxContraction& f,
+                               const std::vector<LoopNode>& nodes,
+                               const std::map<const ScalarExpr*, std::string>& invariants,
+                               int depth) const;
   /** Of an online-softmax tile `n` whose keys and values the TMA may copy (its staged
    *  operands; backends/cuda_attention_tma.cpp): the boxes' coordinates at key 0 (`<tile>_kc`,
    *  `<tile>_vc`, shared, set by thread 0, from loads `k` and `v` of statement nodes
