@@ -371,12 +371,22 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     c.index_bound.clear();
   };
   // W = exp2(C · (X - M)) as exp2(X · C - M · C): one FFMA and the hardware's ex2 per weight,
-  // M · C once per row and block. C is a positive constant (the match requires it).
+  // M · C once per row and block. C is a positive constant (the match requires it). Where X is
+  // k · X' (k > 0: f->scaled_score), the scores, their maxima and the weights are X', M' and
+  // exp2(X' · Ck - M' · Ck): C takes k (ks), and M = k M' once the keys are done.
   reset();
   const ScalarExpr* scale = weight_scale(*sum.value);
-  const std::string wc = v("wc");
+  const std::string wc = v("wc"), ks = v("ks");
+  const bool folded = f->scaled_score != nullptr;
+  if (folded) {
+    std::string k;
+    for (const ScalarExpr* g : f->score_scale)
+      k += (k.empty() ? "" : " * ") + ("(float)(" + render_value(c, *g) + ")");
+    s += in + "const float " + ks + " = " + k + ";\n";
+  }
   s += in + "const float " + wc + " = " +
-       (scale ? "(float)(" + render_value(c, *scale) + ")" : std::string("1.f")) + ";\n";
+       (scale ? "(float)(" + render_value(c, *scale) + ")" : std::string("1.f")) +
+       (folded ? " * " + ks : "") + ";\n";
 
   // Element y (a multiple of 8) of row x of shared array `dest` of `rows` rows: [x][y] with
   // padded rows, or in the swizzled panels of warpgroup products (chunk y % 64 / 8 of row x of
@@ -663,6 +673,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     reset();
     for (const ScalarExpr* l : loads)
       if (l->buffer == score.buffer) c.bound[l] = se;
+    if (folded) c.bound[f->scaled_score] = se;
   };
   auto score_of = [&](const ScalarExpr& x, const std::string& pad2) {
     std::string r;
@@ -685,7 +696,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   std::string x = in4 + "  const int64_t c1 = " + row_of + ", c3 = " + v("j0") + " + " + col_of +
                   ";\n" + bind_iterators(max_node.args, in4 + "  ");
   x += score_of(inner, in4 + "  ");
-  x += in4 + "  " + se + " = (float)(" + render_value(c, inner) + ");\n";
+  if (const std::string value = render_value(c, inner); value != se)
+    x += in4 + "  " + se + " = (float)(" + value + ");\n";
   if (sure != "0")
     s += in2 + "if (" + v("J") + " - " + v("j0") + " >= " + str(kKeys) + " && " + v("rok") +
          "[0] && " + v("rok") + "[1]" + (sure == "1" ? "" : " && " + sure) + ") {\n" +
@@ -778,6 +790,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     s += in2 + "if (" + T_ + " && threadIdx.x % 32 == 0) kiln_mbar_arrive(" + bar("ebar", st) +
          ");\n";
   s += in + "}\n";
+  if (folded)  // the rows' maxima in X's units, for the epilogue and the row factors
+    s += in + v("m") + "[0] *= " + ks + ";\n" + in + v("m") + "[1] *= " + ks + ";\n";
 
   s += softmax_tile_end(c, n, *f, nodes, invariants, depth);
   return s + pad + "}\n";

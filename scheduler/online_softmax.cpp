@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "ir/mma.h"
+#include "ir/value_bounds.h"
 #include "scheduler/gpu_tile.h"
 #include "scheduler/isl_text.h"
 
@@ -98,6 +100,52 @@ bool exponential_of_difference(const ScalarExpr& w, const ScalarExpr*& x, const 
   return false;
 }
 
+/** Whether `p` is `e` or inside it. */
+bool contains(const ScalarExpr& e, const ScalarExpr* p) {
+  if (&e == p) return true;
+  for (const ScalarExprPtr& a : e.args)
+    if (contains(*a, p)) return true;
+  return false;
+}
+
+bool minus_infinity(const ScalarExpr& e) {
+  return e.kind == ScalarExpr::Kind::constant && !e.symbolic && e.mask.empty() &&
+         is_float(e.dtype) && e.value == -std::numeric_limits<double>::infinity();
+}
+
+/** In score expression `x`, a product of the scores' load (`buffer` at `index`) and invariant
+ *  factors each surely positive, where x is that product or a where that picks it or -inf (a
+ *  mask) along a path whose conditions do not read it: then x = k · x' with k the factors'
+ *  product and x' x with the product read as the load alone (k · -inf = -inf). The product, its
+ *  invariant factors in `scale`; else null. */
+const ScalarExpr* scaled_score(const ScalarExpr& x, int buffer, const std::vector<IntExpr>& index,
+                               std::vector<const ScalarExpr*>& scale) {
+  if (x.kind != ScalarExpr::Kind::op || !x.mask.empty()) return nullptr;
+  if (x.op == Op::where) {
+    for (int side = 1; side <= 2; ++side) {
+      if (!minus_infinity(*x.args[3 - side])) continue;
+      const ScalarExpr* p = scaled_score(*x.args[side], buffer, index, scale);
+      if (p && !contains(*x.args[0], p)) return p;
+      scale.clear();
+    }
+    return nullptr;
+  }
+  if (x.op != Op::mul) return nullptr;
+  std::vector<const ScalarExpr*> factors;
+  factors_of(&x, factors);
+  int loads = 0;
+  for (const ScalarExpr* g : factors) {
+    if (is_load_of(*g, buffer, index))
+      ++loads;
+    else if (!varies(*g) && surely_positive(*g))
+      scale.push_back(g);
+    else
+      return scale.clear(), nullptr;
+  }
+  if (loads != 1 || scale.empty()) return scale.clear(), nullptr;
+  return &x;
+}
+
 bool half(DType t) {
   return t == DType::f16 || t == DType::bf16;
 }
@@ -174,6 +222,7 @@ std::optional<SoftmaxContraction> find_softmax_contraction(const KernelPlan& pla
     return std::nullopt;
   f.weight_score = x;
   f.weight_max = m;
+  f.scaled_score = scaled_score(*mx.value, score.buffer, score.index, f.score_scale);
   // o[..., r, c] += W · F(r) · v(j, c) over (..., r, c, j), its iterators (but the sum's j,
   // last) in any order: a [B, L, H, D] output walks (b, r, h, c). Each order whose extents agree
   // is tried, the scores' own first; W must then read what the sum's value reads.

@@ -52,6 +52,14 @@ struct SoftmaxContraction {
   /** G: the output's factors along the rows and keys, not the lanes (a dropout mask on the
    *  weights, keep[r, j]): they scale the weights P·V reads, each element its own. */
   std::vector<const ScalarExpr*> weight_factors;
+  /** Where X = k · X' with k > 0 invariant (attention's scale 1 / sqrt(D), under a mask's
+   *  where or not): the product of the scores' load and k's factors inside the max's value, X'
+   *  being X with that product read as the load alone; null elsewhere. Since max X = k · max X'
+   *  and W = exp2(C k (X' - max X')), the kernel may run the max and the weights on X', k folded
+   *  into the exponent's constant (one multiply a score fewer), its row maximum M' in X' units
+   *  (M = k M'). */
+  const ScalarExpr* scaled_score = nullptr;
+  std::vector<const ScalarExpr*> score_scale;  ///< k's factors (surely_positive invariants)
   /** The bounds of the updates' domain over the max's iterators (batch..., r, j), each >= 0;
    *  empty for the whole box. Outside it a score weighs nothing. */
   std::vector<IntExpr> domain;

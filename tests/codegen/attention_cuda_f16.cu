@@ -413,7 +413,8 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
       fa0_l[0] = fa0_l[1] = 0.f;
       const float fa0_k0 = (1.0f / sqrtf(((float)(s_D))));
       const float fa0_k1 = (1.0f / sqrtf(((float)(s_D))));
-      const float fa0_wc = (float)(1.44269504f);
+      const float fa0_ks = (float)(fa0_k0);
+      const float fa0_wc = (float)(1.44269504f) * fa0_ks;
       const int64_t fa0_Dm = fa0_D > 0 ? fa0_D : 1;
       const uint32_t fa0_aq = kiln_smem_addr(&fa0_sq[fa0_w * 16 + fa0_q % 16][(fa0_q / 16) * 8]);
       const uint32_t fa0_ak = kiln_smem_addr(&fa0_sk[0][(fa0_q / 16) * 8 + fa0_q % 8][(fa0_q / 8) % 2 * 8]);
@@ -778,7 +779,6 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
               const int64_t i0 = fa0_b0;
               const int64_t i1 = c1;
               const int64_t i2 = c3;
-              fa0_s[fa0_t][fa0_e] = (float)((fa0_s[fa0_t][fa0_e] * fa0_k0));
           }
         } else {
           #pragma unroll
@@ -791,7 +791,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
                 const int64_t i0 = fa0_b0;
                 const int64_t i1 = c1;
                 const int64_t i2 = c3;
-                fa0_x = (float)((fa0_s[fa0_t][fa0_e] * fa0_k0));
+                fa0_x = (float)(fa0_s[fa0_t][fa0_e]);
               }
               fa0_s[fa0_t][fa0_e] = fa0_x;
           }
@@ -850,6 +850,8 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
           }
         }
       }
+      fa0_m[0] *= fa0_ks;
+      fa0_m[1] *= fa0_ks;
       #pragma unroll
       for (int fa0_h = 0; fa0_h < 2; ++fa0_h) {
         fa0_l[fa0_h] += __shfl_xor_sync(0xffffffffu, fa0_l[fa0_h], 1);

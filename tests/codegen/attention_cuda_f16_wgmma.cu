@@ -462,7 +462,8 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
       fa0_l[0] = fa0_l[1] = 0.f;
       const float fa0_k0 = (1.0f / sqrtf(((float)(s_D))));
       const float fa0_k1 = (1.0f / sqrtf(((float)(s_D))));
-      const float fa0_wc = (float)(1.44269504f);
+      const float fa0_ks = (float)(fa0_k0);
+      const float fa0_wc = (float)(1.44269504f) * fa0_ks;
       const int64_t fa0_Dm = fa0_D > 0 ? fa0_D : 1;
       const uint32_t fa0_aq = kiln_smem_addr(fa0_sq) + (fa0_w / 4) * 8192;
       const uint32_t fa0_ak = kiln_smem_addr(fa0_sk), fa0_av = kiln_smem_addr(fa0_sv);
@@ -901,7 +902,6 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
               const int64_t i0 = fa0_b0;
               const int64_t i1 = c1;
               const int64_t i2 = c3;
-              fa0_s[fa0_t][fa0_e] = (float)((fa0_s[fa0_t][fa0_e] * fa0_k0));
           }
         } else {
           #pragma unroll
@@ -914,7 +914,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
                 const int64_t i0 = fa0_b0;
                 const int64_t i1 = c1;
                 const int64_t i2 = c3;
-                fa0_x = (float)((fa0_s[fa0_t][fa0_e] * fa0_k0));
+                fa0_x = (float)(fa0_s[fa0_t][fa0_e]);
               }
               fa0_s[fa0_t][fa0_e] = fa0_x;
           }
@@ -978,6 +978,8 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
           kiln_fence_operand(fa0_o[fa0_t][fa0_e]);
         if (fa0_tma && threadIdx.x % 32 == 0) kiln_mbar_arrive(fa0_ebar + 8u * (uint32_t)(fa0_st));
       }
+      fa0_m[0] *= fa0_ks;
+      fa0_m[1] *= fa0_ks;
       #pragma unroll
       for (int fa0_h = 0; fa0_h < 2; ++fa0_h) {
         fa0_l[fa0_h] += __shfl_xor_sync(0xffffffffu, fa0_l[fa0_h], 1);

@@ -2,6 +2,7 @@
 // what crosses a cut, which kernels share a schedule and which temps share a slot.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <set>
 
 #include "ir/mma.h"
@@ -772,6 +773,79 @@ TEST_CASE("cut: attention on [B, L, H, D] tensors and grouped-query heads are on
     collect_loads(*factor, reads);
     REQUIRE(reads.size() == 1);
     CHECK(p.buffers[reads[0]->buffer].name == (gate ? "g" : "keep"));
+  }
+}
+
+TEST_CASE("cut: a positive invariant scale of the scores is found for the exponent's constant") {
+  const CutOptions opt = gpu_cut_options();
+  const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 64}, {"S", 64}, {"D", 16}, {"W", 8}};
+  const std::string file = "tests/regressions/attention_variants.toml:";
+  // The scale 1 / sqrt(D) (or a division by sqrt(D)), alone or under a mask's where: folded.
+  // Added to a bias, under a soft cap or beside an ALiBi term: the scores are not k · X'.
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {"ops/nn.toml:attention", true},  {"ops/nn.toml:causal_attention", true},
+      {file + "attn_mask", true},       {file + "attn_window", true},
+      {file + "attn_softmax_op", true}, {file + "attn_bias", false},
+      {file + "attn_softcap", false},   {file + "attn_alibi", false}};
+  for (const auto& [name, folds] : cases) {
+    for (bool causal : {false, true}) {
+      if (causal && name != "ops/nn.toml:attention") continue;
+      CAPTURE(name);
+      CAPTURE(causal);
+      std::map<std::string, AttrValue> attrs;
+      if (name == "ops/nn.toml:attention") attrs["causal"] = test::attr_bool(causal);
+      KernelPlan p = plan_of(name, sizes, DType::f16, attrs, true);
+      REQUIRE(cut_kernels(p, opt).kernels == 1);
+      std::optional<SoftmaxContraction> f = find_softmax_contraction(p, p.kernels[0], 0);
+      REQUIRE(f);
+      CHECK((f->scaled_score != nullptr) == folds);
+      if (!folds) continue;
+      REQUIRE(f->score_scale.size() == 1);
+      CHECK(f->score_scale[0]->kind == ScalarExpr::Kind::op);  // recip(sqrt(cast(D)))
+      std::vector<const ScalarExpr*> factors = {f->scaled_score->args[0].get(),
+                                                f->scaled_score->args[1].get()};
+      CHECK(std::count(factors.begin(), factors.end(), f->score_scale[0]) == 1);
+    }
+  }
+  // A negative scale reverses the maximum, a scale read from memory has no known sign: the
+  // scores stay X.
+  KernelPlan att = plan_of("ops/nn.toml:attention", sizes, DType::f16, {}, true);
+  REQUIRE(cut_kernels(att, opt).kernels == 1);
+  std::optional<SoftmaxContraction> f = find_softmax_contraction(att, att.kernels[0], 0);
+  REQUIRE(f);
+  REQUIRE(f->scaled_score);
+  // The scale, recip(sqrt(cast(D))), replaced in the values of the max, the sum and the output.
+  std::function<ScalarExprPtr(const ScalarExprPtr&, const ScalarExprPtr&)> swap =
+      [&](const ScalarExprPtr& e, const ScalarExprPtr& k) -> ScalarExprPtr {
+    if (e->kind == ScalarExpr::Kind::op && e->op == Op::recip && !varies(*e)) return k;
+    auto copy = std::make_shared<ScalarExpr>(*e);
+    for (ScalarExprPtr& a : copy->args)
+      a = swap(a, k);
+    return copy;
+  };
+  auto with_scale = [&](const ScalarExprPtr& k) {
+    Kernel changed = att.kernels[0];
+    for (int st : {3, 5, 7})
+      changed.statements[f->statement(st)].value =
+          swap(changed.statements[f->statement(st)].value, k);
+    return find_softmax_contraction(att, changed, 0);
+  };
+  auto negative = std::make_shared<ScalarExpr>();
+  negative->kind = ScalarExpr::Kind::constant;
+  negative->dtype = DType::f16;
+  negative->value = -0.125;
+  auto positive = std::make_shared<ScalarExpr>(*negative);
+  positive->value = 0.125;
+  auto read = std::make_shared<ScalarExpr>();
+  read->kind = ScalarExpr::Kind::load;
+  read->dtype = DType::f16;
+  read->buffer = f->a->buffer;
+  read->index.assign(f->a->index.size(), IntExpr(0));  // q[0, 0, 0, 0]
+  for (const auto& [k, folds] : std::vector<std::pair<ScalarExprPtr, bool>>{
+           {positive, true}, {negative, false}, {read, false}}) {
+    std::optional<SoftmaxContraction> g = with_scale(k);
+    REQUIRE(g);
+    CHECK((g->scaled_score != nullptr) == folds);
   }
 }
 
