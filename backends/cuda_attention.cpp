@@ -514,6 +514,8 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
          " / 4) * " + str(64 * 128) + ";\n";
     s += in + "const uint32_t " + v("ak") + " = kiln_smem_addr(" + v("sk") + "), " + v("av") +
          " = kiln_smem_addr(" + v("sv") + ");\n";
+    // q's matrix descriptor, once: each step's is it moved on (kiln_wgmma_desc_at).
+    s += in + "const uint64_t " + v("qdesc") + " = kiln_wgmma_desc(" + v("aq") + ", 16, 1024);\n";
   } else {
     s += in + "const uint32_t " + v("aq") + " = kiln_smem_addr(&" + v("sq") + "[" + w + " * 16 + " +
          q + " % 16][(" + q + " / 16) * 8]);\n";
@@ -576,11 +578,11 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   // the barriers' parities from the block's count (one register fewer than a stage counter).
   const std::string next = st + " ^ 1", ns = v("ns");
   if (tma) {
-    s += in + "int " + it + " = 0;\n";
+    s += in + "unsigned " + it + " = 0;\n";
     s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") +
          " < " + v("J") + "; " + v("j0") + " = " + v("jx") + ", ++" + it + ") {\n";
-    s +=
-        in2 + "const int " + st + " = " + T_ + " ? " + it + " % " + str(S) + " : " + it + " & 1;\n";
+    s += in2 + "const unsigned " + st + " = " + T_ + " ? " + it + " % " + str(S) + "u : " + it +
+         " & 1u;\n";
   } else {
     s += in + "int " + st + " = 0;\n";
     s += in + "for (int64_t " + v("j0") + " = " + v("j1") + ", " + v("jx") + "; " + v("j0") +
@@ -593,7 +595,7 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
     // thread 0 needs it, but a wait on a path ptxas cannot prove uniform makes it serialise the
     // warpgroup instructions), then thread 0 copies.
     s += in2 + "if (" + T_ + ") {\n";
-    s += in3 + "const int " + ns + " = (" + st + " + 1) % " + str(S) + ";\n";
+    s += in3 + "const unsigned " + ns + " = (" + st + " + 1u) % " + str(S) + "u;\n";
     s += in3 + "if (" + it + " + 1 >= " + str(S) + ") kiln_mbar_wait(" + bar("ebar", ns) +
          ", (uint32_t)(((" + it + " + 1) / " + str(S) + " - 1) & 1));\n";
     s += in3 + "if (threadIdx.x == 0 && " + v("jx") + " < " + v("J") + ")\n" +
@@ -610,6 +612,10 @@ std::string CudaRenderer::render_softmax_tile(const Context& c, const LoopNode& 
   if (tma) s += in2 + "}\n";
   s += in2 + "const uint32_t " + v("kst") + " = " + v("ak") + " + " + st + " * " + str(kKSt) +
        ", " + v("vst") + " = " + v("av") + " + " + st + " * " + str(kVStage) + ";\n";
+  // The stage's descriptors of k and v, once a block (each step's moved on from them).
+  if (wg)
+    s += in2 + "const uint64_t " + v("kdesc") + " = kiln_wgmma_desc(" + v("kst") + ", 16, 1024), " +
+         v("vdesc") + " = kiln_wgmma_desc(" + v("vst") + ", " + str(kKeys * 128) + ", 1024);\n";
   // The block's factors along the keys (a gate on the values, g[j]), the same for every row:
   // each lane of a warp computes those of keys q and q + 32, read before the products so that
   // the loads run beside them; the weights take theirs by shuffle.

@@ -107,11 +107,11 @@ std::string score_products(const TileProducts& p, const std::string& in3) {
       std::string t = pad2 + "kiln_wgmma_fence();\n" + pad2 + "#pragma unroll\n" + pad2 +
                       "for (int " + kk + " = 0; " + kk + " < " + str(count) + "; ++" + kk + ") {\n";
       t += wgmma(*p.score_mma, v("s"), 8,
-                 "kiln_wgmma_desc(" + v("aq") + " + " + kk + " / 4 * " + str(kRows * 128) + " + " +
-                     kk + " % 4 * 32, 16, 1024)",
+                 "kiln_wgmma_desc_at(" + v("qdesc") + ", " + kk + " / 4 * " + str(kRows * 128) +
+                     " + " + kk + " % 4 * 32)",
                  {},
-                 "kiln_wgmma_desc(" + v("kst") + " + " + kk + " / 4 * " + str(kKeys * 128) + " + " +
-                     kk + " % 4 * 32, 16, 1024)",
+                 "kiln_wgmma_desc_at(" + v("kdesc") + ", " + kk + " / 4 * " + str(kKeys * 128) +
+                     " + " + kk + " % 4 * 32)",
                  false, v("d0") + " != 0 || " + kk + " != 0", pad2 + "  ");
       return t + pad2 + "}\n";
     };
@@ -207,9 +207,8 @@ std::string value_products(const TileProducts& p, const std::string& in2) {
          ") {\n";
     const std::string pa = v("pa") + "[" + kk + "]";
     s += wgmma(*p.value_mma, v("o"), kOTiles, "", {pa + "[0]", pa + "[1]", pa + "[2]", pa + "[3]"},
-               "kiln_wgmma_desc(" + v("vst") + " + " + kk + " * " + str(16 * 128) + ", " +
-                   str(kKeys * 128) + ", 1024)",
-               true, "1", in3);
+               "kiln_wgmma_desc_at(" + v("vdesc") + ", " + kk + " * " + str(16 * 128) + ")", true,
+               "1", in3);
     s += in2 + "}\n" + in2 + "kiln_wgmma_commit();\n" + in2 + "kiln_wgmma_wait<0>();\n";
     s += fence_operands(t_, v("e"), v("o"), kOTiles, in2);
   } else {

@@ -335,6 +335,11 @@ KILN_FN uint64_t kiln_wgmma_desc(uint32_t addr, uint32_t leading, uint32_t strid
   return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(leading >> 4) << 16 |
          (uint64_t)(stride >> 4) << 32 | 1ull << 62;
 }
+/* Descriptor `d` moved on by `bytes` (a multiple of 16): a shared address stays below 256 KiB,
+   so its 14-bit field takes the sum without a carry: one 32-bit add. */
+KILN_FN uint64_t kiln_wgmma_desc_at(uint64_t d, uint32_t bytes) {
+  return (d & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)d + (bytes >> 4));
+}
 /* Orders the block's earlier register and shared-memory writes before the next wgmma. */
 KILN_FN void kiln_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 KILN_FN void kiln_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -467,6 +472,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
       const int64_t fa0_Dm = fa0_D > 0 ? fa0_D : 1;
       const uint32_t fa0_aq = kiln_smem_addr(fa0_sq) + (fa0_w / 4) * 8192;
       const uint32_t fa0_ak = kiln_smem_addr(fa0_sk), fa0_av = kiln_smem_addr(fa0_sv);
+      const uint64_t fa0_qdesc = kiln_wgmma_desc(fa0_aq, 16, 1024);
       int64_t fa0_j1 = 0;
       /* fa0: keys and values by the TMA where this launch encoded their maps, the head is one or two boxes (up to 128) and each map's extents are the tile's */
       __shared__ int fa0_kc[3];
@@ -659,12 +665,12 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
         kiln_fence_proxy_async();
         __syncthreads();
       }
-      int fa0_it = 0;
+      unsigned fa0_it = 0;
       for (int64_t fa0_j0 = fa0_j1, fa0_jx; fa0_j0 < fa0_J; fa0_j0 = fa0_jx, ++fa0_it) {
-        const int fa0_st = fa0_tma ? fa0_it % 3 : fa0_it & 1;
+        const unsigned fa0_st = fa0_tma ? fa0_it % 3u : fa0_it & 1u;
         fa0_jx = fa0_j0 + 64;
         if (fa0_tma) {
-          const int fa0_ns = (fa0_st + 1) % 3;
+          const unsigned fa0_ns = (fa0_st + 1u) % 3u;
           if (fa0_it + 1 >= 3) kiln_mbar_wait(fa0_ebar + 8u * (uint32_t)(fa0_ns), (uint32_t)(((fa0_it + 1) / 3 - 1) & 1));
           if (threadIdx.x == 0 && fa0_jx < fa0_J)
             {
@@ -770,6 +776,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
           kiln_cp_async_commit();
         }
         const uint32_t fa0_kst = fa0_ak + fa0_st * 16384, fa0_vst = fa0_av + fa0_st * 8192;
+        const uint64_t fa0_kdesc = kiln_wgmma_desc(fa0_kst, 16, 1024), fa0_vdesc = kiln_wgmma_desc(fa0_vst, 8192, 1024);
         float fa0_s[8][4];
         for (int64_t fa0_d0 = 0; fa0_d0 < fa0_Dm; fa0_d0 += 128) {
           if (fa0_D > 128) {
@@ -874,7 +881,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
             for (int fa0_kk = 0; fa0_kk < 8; ++fa0_kk) {
               asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
                            : "+f"(fa0_s[0][0]), "+f"(fa0_s[0][1]), "+f"(fa0_s[0][2]), "+f"(fa0_s[0][3]), "+f"(fa0_s[1][0]), "+f"(fa0_s[1][1]), "+f"(fa0_s[1][2]), "+f"(fa0_s[1][3]), "+f"(fa0_s[2][0]), "+f"(fa0_s[2][1]), "+f"(fa0_s[2][2]), "+f"(fa0_s[2][3]), "+f"(fa0_s[3][0]), "+f"(fa0_s[3][1]), "+f"(fa0_s[3][2]), "+f"(fa0_s[3][3]), "+f"(fa0_s[4][0]), "+f"(fa0_s[4][1]), "+f"(fa0_s[4][2]), "+f"(fa0_s[4][3]), "+f"(fa0_s[5][0]), "+f"(fa0_s[5][1]), "+f"(fa0_s[5][2]), "+f"(fa0_s[5][3]), "+f"(fa0_s[6][0]), "+f"(fa0_s[6][1]), "+f"(fa0_s[6][2]), "+f"(fa0_s[6][3]), "+f"(fa0_s[7][0]), "+f"(fa0_s[7][1]), "+f"(fa0_s[7][2]), "+f"(fa0_s[7][3])
-                           : "l"(kiln_wgmma_desc(fa0_aq + fa0_kk / 4 * 16384 + fa0_kk % 4 * 32, 16, 1024)), "l"(kiln_wgmma_desc(fa0_kst + fa0_kk / 4 * 8192 + fa0_kk % 4 * 32, 16, 1024)), "r"((int)(fa0_d0 != 0 || fa0_kk != 0)));
+                           : "l"(kiln_wgmma_desc_at(fa0_qdesc, fa0_kk / 4 * 16384 + fa0_kk % 4 * 32)), "l"(kiln_wgmma_desc_at(fa0_kdesc, fa0_kk / 4 * 8192 + fa0_kk % 4 * 32)), "r"((int)(fa0_d0 != 0 || fa0_kk != 0)));
             }
           } else {
             kiln_wgmma_fence();
@@ -882,7 +889,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
             for (int fa0_kk = 0; fa0_kk < 4; ++fa0_kk) {
               asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
                            : "+f"(fa0_s[0][0]), "+f"(fa0_s[0][1]), "+f"(fa0_s[0][2]), "+f"(fa0_s[0][3]), "+f"(fa0_s[1][0]), "+f"(fa0_s[1][1]), "+f"(fa0_s[1][2]), "+f"(fa0_s[1][3]), "+f"(fa0_s[2][0]), "+f"(fa0_s[2][1]), "+f"(fa0_s[2][2]), "+f"(fa0_s[2][3]), "+f"(fa0_s[3][0]), "+f"(fa0_s[3][1]), "+f"(fa0_s[3][2]), "+f"(fa0_s[3][3]), "+f"(fa0_s[4][0]), "+f"(fa0_s[4][1]), "+f"(fa0_s[4][2]), "+f"(fa0_s[4][3]), "+f"(fa0_s[5][0]), "+f"(fa0_s[5][1]), "+f"(fa0_s[5][2]), "+f"(fa0_s[5][3]), "+f"(fa0_s[6][0]), "+f"(fa0_s[6][1]), "+f"(fa0_s[6][2]), "+f"(fa0_s[6][3]), "+f"(fa0_s[7][0]), "+f"(fa0_s[7][1]), "+f"(fa0_s[7][2]), "+f"(fa0_s[7][3])
-                           : "l"(kiln_wgmma_desc(fa0_aq + fa0_kk / 4 * 16384 + fa0_kk % 4 * 32, 16, 1024)), "l"(kiln_wgmma_desc(fa0_kst + fa0_kk / 4 * 8192 + fa0_kk % 4 * 32, 16, 1024)), "r"((int)(fa0_d0 != 0 || fa0_kk != 0)));
+                           : "l"(kiln_wgmma_desc_at(fa0_qdesc, fa0_kk / 4 * 16384 + fa0_kk % 4 * 32)), "l"(kiln_wgmma_desc_at(fa0_kdesc, fa0_kk / 4 * 8192 + fa0_kk % 4 * 32)), "r"((int)(fa0_d0 != 0 || fa0_kk != 0)));
             }
           }
           kiln_wgmma_commit();
@@ -967,7 +974,7 @@ static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B,
         for (int fa0_kk = 0; fa0_kk < 4; ++fa0_kk) {
           asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
                        : "+f"(fa0_o[0][0]), "+f"(fa0_o[0][1]), "+f"(fa0_o[0][2]), "+f"(fa0_o[0][3]), "+f"(fa0_o[1][0]), "+f"(fa0_o[1][1]), "+f"(fa0_o[1][2]), "+f"(fa0_o[1][3]), "+f"(fa0_o[2][0]), "+f"(fa0_o[2][1]), "+f"(fa0_o[2][2]), "+f"(fa0_o[2][3]), "+f"(fa0_o[3][0]), "+f"(fa0_o[3][1]), "+f"(fa0_o[3][2]), "+f"(fa0_o[3][3]), "+f"(fa0_o[4][0]), "+f"(fa0_o[4][1]), "+f"(fa0_o[4][2]), "+f"(fa0_o[4][3]), "+f"(fa0_o[5][0]), "+f"(fa0_o[5][1]), "+f"(fa0_o[5][2]), "+f"(fa0_o[5][3]), "+f"(fa0_o[6][0]), "+f"(fa0_o[6][1]), "+f"(fa0_o[6][2]), "+f"(fa0_o[6][3]), "+f"(fa0_o[7][0]), "+f"(fa0_o[7][1]), "+f"(fa0_o[7][2]), "+f"(fa0_o[7][3])
-                       : "r"(fa0_pa[fa0_kk][0]), "r"(fa0_pa[fa0_kk][1]), "r"(fa0_pa[fa0_kk][2]), "r"(fa0_pa[fa0_kk][3]), "l"(kiln_wgmma_desc(fa0_vst + fa0_kk * 2048, 8192, 1024)), "r"((int)(1)));
+                       : "r"(fa0_pa[fa0_kk][0]), "r"(fa0_pa[fa0_kk][1]), "r"(fa0_pa[fa0_kk][2]), "r"(fa0_pa[fa0_kk][3]), "l"(kiln_wgmma_desc_at(fa0_vdesc, fa0_kk * 2048)), "r"((int)(1)));
         }
         kiln_wgmma_commit();
         kiln_wgmma_wait<0>();

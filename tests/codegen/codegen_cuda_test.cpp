@@ -324,7 +324,9 @@ TEST_CASE("codegen: f16 attention: one kernel, its products on mma.sync or, for 
   CHECK(wg.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, ") != std::string::npos);
   CHECK(wg.find("}, %32, %33, p, 1, 1, 0, 0;") != std::string::npos);
   CHECK(wg.find("}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;") != std::string::npos);
-  CHECK(wg.find("kiln_wgmma_desc(fa0_vst + fa0_kk * 2048, 8192, 1024)") != std::string::npos);
+  // The stage's descriptor once a block, each step's moved on from it.
+  CHECK(wg.find("fa0_vdesc = kiln_wgmma_desc(fa0_vst, 8192, 1024);") != std::string::npos);
+  CHECK(wg.find("kiln_wgmma_desc_at(fa0_vdesc, fa0_kk * 2048)") != std::string::npos);
   CHECK(wg.find("kiln_wgmma_wait<0>();") != std::string::npos);
 }
 

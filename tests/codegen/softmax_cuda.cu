@@ -335,6 +335,11 @@ KILN_FN uint64_t kiln_wgmma_desc(uint32_t addr, uint32_t leading, uint32_t strid
   return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(leading >> 4) << 16 |
          (uint64_t)(stride >> 4) << 32 | 1ull << 62;
 }
+/* Descriptor `d` moved on by `bytes` (a multiple of 16): a shared address stays below 256 KiB,
+   so its 14-bit field takes the sum without a carry: one 32-bit add. */
+KILN_FN uint64_t kiln_wgmma_desc_at(uint64_t d, uint32_t bytes) {
+  return (d & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)d + (bytes >> 4));
+}
 /* Orders the block's earlier register and shared-memory writes before the next wgmma. */
 KILN_FN void kiln_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 KILN_FN void kiln_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
