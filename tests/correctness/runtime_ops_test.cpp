@@ -157,10 +157,10 @@ namespace {
  *  kernel, every value crossing a cut stored (scheduler/cut_kernels.h), temps sharing slots
  *  across kernels, and every access bounds-checked. */
 void check_cut_everywhere(const std::vector<std::string>& files) {
-  CutOptions cut;
-  cut.max_statements = 2;
-  cut.cut_after_reductions = true;
-  check_runtime("clang", files, {{"CHECK", "1"}}, cut);
+  check_runtime("clang", files, {{"CHECK", "1"}}, [](CutOptions& cut) {
+    cut.max_statements = 2;
+    cut.cut_after_reductions = true;
+  });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,13 +38,17 @@ struct SweepCount {
 };
 
 /** Every composite of `files` (default: ops/) under `runtime_name` with `config` (--config
- *  pairs) and the kernel cuts of `cut`, at every size of its test table; doctest checks each
- *  output. With `compile_only`, each program is compiled through the runtime (its source
- *  rendered, the plugin's compiler run, a fresh cache) and nothing runs. */
+ *  pairs), at every size of its test table; doctest checks each output. A device runtime's
+ *  programs compile with the options the CLI's commands use (driver/instantiate.h
+ *  compile_options: the backend's kernel cuts, the target's instructions), a CPU runtime's with
+ *  the descriptor's defaults and no backend cuts; `cut`, where given, then changes the cuts. With
+ *  `compile_only`, each program is compiled through the runtime (its source rendered, the
+ *  plugin's compiler run, a fresh cache) and nothing runs. */
 SweepCount check_runtime(const std::string& runtime_name,
                          const std::vector<std::string>& files = spec_files("ops"),
                          const std::map<std::string, std::string>& config = {},
-                         const CutOptions& cut = {}, bool compile_only = false);
+                         const std::function<void(CutOptions&)>& cut = {},
+                         bool compile_only = false);
 
 /** Whether a sweep of code for another CPU runs here: not under AddressSanitizer (the
  *  difference is in the generated code, which it does not instrument) and only where this CPU
