@@ -279,6 +279,15 @@ void IntExpr::collect_vars(std::set<std::string>& out) const {
     }
 }
 
+bool nonnegative_over_vars(const IntExpr& e) {
+  for (const IntExpr::Term& t : e.terms()) {
+    if (t.coeff < 0) return false;
+    for (const auto& f : t.factors)
+      if (f->kind != IntAtom::Kind::var) return false;
+  }
+  return true;
+}
+
 bool IntExpr::is_affine() const {
   for (const Term& t : terms_) {
     if (t.factors.size() > 1) return false;

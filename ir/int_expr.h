@@ -97,6 +97,10 @@ bool same_shape(const Shape& a, const Shape& b);
  *  nullopt. */
 std::optional<int64_t> affine_coefficient(const IntExpr& e, const std::string& var);
 
+/** Whether `e` is never negative with its variables never negative (sizes, iterators): every
+ *  term a positive coefficient times plain variables. */
+bool nonnegative_over_vars(const IntExpr& e);
+
 /** Evaluates every dimension. */
 std::vector<int64_t> eval_shape(const Shape& s, const std::map<std::string, int64_t>& env);
 

@@ -12,17 +12,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/** A size expression that is never negative: sums of products of size variables with positive
- *  coefficients (size variables are never negative). */
-bool nonnegative_size(const IntExpr& e) {
-  for (const IntExpr::Term& t : e.terms()) {
-    if (t.coeff < 0) return false;
-    for (const auto& a : t.factors)
-      if (a->kind != IntAtom::Kind::var) return false;
-  }
-  return true;
-}
-
 /** `x` as the compute type of `t` holds it: f32 for everything but f64. */
 double in_compute_type(double x, DType t) {
   if (t == DType::f64) return x;
@@ -44,7 +33,7 @@ std::optional<ValueBounds> invariant_bounds(const ScalarExpr& e) {
     if (e.symbolic) {
       if (std::optional<int64_t> c = e.size_value.as_constant())
         return ValueBounds{static_cast<double>(*c), static_cast<double>(*c)};
-      if (!nonnegative_size(e.size_value)) return std::nullopt;
+      if (!nonnegative_over_vars(e.size_value)) return std::nullopt;
       return ValueBounds{0, static_cast<double>(std::numeric_limits<int64_t>::max())};
     }
     const double x = is_float(e.dtype) ? e.value : static_cast<double>(e.int_value);

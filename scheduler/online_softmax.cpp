@@ -134,16 +134,18 @@ const ScalarExpr* scaled_score(const ScalarExpr& x, int buffer, const std::vecto
   std::vector<const ScalarExpr*> factors;
   factors_of(&x, factors);
   int loads = 0;
+  bool positive = true;  // every other factor an invariant surely > 0
   for (const ScalarExpr* g : factors) {
     if (is_load_of(*g, buffer, index))
       ++loads;
     else if (!varies(*g) && surely_positive(*g))
       scale.push_back(g);
     else
-      return scale.clear(), nullptr;
+      positive = false;
   }
-  if (loads != 1 || scale.empty()) return scale.clear(), nullptr;
-  return &x;
+  if (positive && loads == 1 && !scale.empty()) return &x;
+  scale.clear();
+  return nullptr;
 }
 
 bool half(DType t) {

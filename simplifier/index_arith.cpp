@@ -13,16 +13,6 @@ struct Range {
   IntExpr lo, hi;
 };
 
-/** True when every term has a positive coefficient over variables (all >= 0). */
-bool provably_nonneg(const IntExpr& e) {
-  for (const IntExpr::Term& t : e.terms()) {
-    if (t.coeff < 0) return false;
-    for (const auto& f : t.factors)
-      if (f->kind != IntAtom::Kind::var) return false;
-  }
-  return true;
-}
-
 /** The range of `e` when its atoms are variables: index variables span [0, extent - 1], a size
  *  variable is itself (>= 0). */
 std::optional<Range> range_of(const IntExpr& e, const Extents& extents) {
@@ -84,7 +74,7 @@ std::optional<std::pair<IntExpr, IntExpr>> split(const IntExpr& a, const IntExpr
 /** True when 0 <= e < bound for every value in the ranges. */
 bool within(const IntExpr& e, const IntExpr& bound, const Extents& extents) {
   std::optional<Range> r = range_of(e, extents);
-  return r && provably_nonneg(r->lo) && provably_nonneg(bound - 1 - r->hi);
+  return r && nonnegative_over_vars(r->lo) && nonnegative_over_vars(bound - 1 - r->hi);
 }
 
 IntExpr simplify_atom(const IntAtom& atom, const Extents& extents) {
