@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "backends/c_externs.h"
@@ -218,13 +219,21 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   }
   // The launch passes the kernel's own buffers in Kernel::buffers order (kernel_params), so
   // that kernels running one code (Kernel::code_of) each get theirs.
+  std::set<int> written;
+  for (const Statement& st : k.statements)
+    written.insert(st.buffer);
+  // "* restrict " where the buffer is one the kernel only reads or the backend keeps restrict
+  // on written ones too.
+  auto pointer = [&](int b) {
+    return written.count(b) && !restrict_written() ? std::string("* ") : std::string("* restrict ");
+  };
   int slot = 0;
   for (int b : k.buffers) {
     const Buffer& buf = plan.buffers[b];
     std::string type = storage_type(buf.dtype);
     std::string qual = buf.kind == BufferKind::input ? "const " : "";
-    params += std::string(params.empty() ? "" : ", ") + buffer_space() + qual + type +
-              "* restrict b" + std::to_string(b) + " /* " + buf.name + " */";
+    params += std::string(params.empty() ? "" : ", ") + buffer_space() + qual + type + pointer(b) +
+              "b" + std::to_string(b) + " /* " + buf.name + " */";
     call += std::string(call.empty() ? "" : ", ") + "(" + buffer_space() + qual + type +
             "*)buffers[" + std::to_string(slot++) + "]";
   }
@@ -244,7 +253,7 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
     const Buffer& buf = plan.buffers[b];
     c.params += std::string(c.params.empty() ? "" : ", ") + buffer_space() +
                 (buf.kind == BufferKind::input ? "const " : "") + storage_type(buf.dtype) +
-                "* restrict b" + std::to_string(b);
+                pointer(b) + "b" + std::to_string(b);
     c.args += std::string(c.args.empty() ? "" : ", ") + "b" + std::to_string(b);
   }
   if (auto [param, arg] = kernel_scope_param(options); !param.empty()) {
@@ -276,6 +285,10 @@ std::string CStyleRenderer::plan_declarations(const KernelPlan&, const RenderOpt
 
 std::string CStyleRenderer::loops_qualifier() const {
   return "static ";
+}
+
+bool CStyleRenderer::restrict_written() const {
+  return true;
 }
 
 std::string CStyleRenderer::buffer_space() const {

@@ -169,6 +169,9 @@ class CStyleRenderer {
   virtual std::string plan_declarations(const KernelPlan& plan, const RenderOptions& options) const;
   /** The qualifiers of a kernel's loop function ("static "). */
   virtual std::string loops_qualifier() const;
+  /** Whether a buffer the kernel writes is a `restrict` parameter of its loop function (the
+   *  buffers it only reads always are); true by default. */
+  virtual bool restrict_written() const;
   /** The address space of the buffers' pointers, with a trailing space ("__global " in OpenCL
    *  C); empty by default. */
   virtual std::string buffer_space() const;

@@ -108,6 +108,10 @@ std::string CudaRenderer::loops_qualifier() const {
   return "static __device__ __forceinline__ ";
 }
 
+bool CudaRenderer::restrict_written() const {
+  return false;
+}
+
 std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
                                 const std::string& symbol, const std::string& call) const {
   std::string s = signature(symbol);

@@ -49,6 +49,11 @@ class CudaRenderer : public CStyleRenderer {
   std::string kernel_exports(const KernelPlan& plan, const Kernel& k, const LoopNest& nest,
                              const std::string& symbol) const override;
   std::string loops_qualifier() const override;
+  /** False: NVVM (CUDA 13.0) loaded a restrict buffer a kernel writes through the read-only
+   *  path (ld.global.nc) ahead of the thread's own store to the same element, once the kernel's
+   *  parameter struct held the TMA's 64-byte aligned maps (docs/decisions.md, "Written buffers
+   *  are not restrict in CUDA C"). */
+  bool restrict_written() const override;
   std::string entry(const KernelPlan& plan, const LoopNest& nest, const std::string& symbol,
                     const std::string& call) const override;
   std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,

@@ -1,11 +1,14 @@
 #include "driver/executable.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -563,11 +566,14 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
   };
   const Clock::time_point started = now();
   std::vector<kiln_tensor_map> maps;
+  const char* find_nan = std::getenv("KILN_FIND_NAN");
+  std::vector<bool> named(find_nan && *find_nan ? plan.buffers.size() : 0, false);
   for (size_t k = 0; k < kernels_.size(); ++k) {
     if (max_tensor_maps_ > 0) maps = tensor_maps_for(k, tile_choice(k, sizes), bound);
     if (device) {  // one sequence, one wait: faults are the plugin's to report
       runtime_.launch(kernel_for(k, sizes), local[k].data(), sizes, geometry[k], stream, num_args,
                       num_sizes, &maps);
+      if (!named.empty()) report_nan(k, local[k], bound, stream, geometry[k], named);
       continue;
     }
     KernelFaultScope scope(contexts_[k]);
@@ -576,12 +582,76 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
                     num_sizes, &maps);
     runtime_.synchronize();
     if (spans) spans->push_back({static_cast<int>(k), t0, since(t0)});
+    if (!named.empty()) report_nan(k, local[k], bound, nullptr, geometry[k], named);
   }
   if (device && stream) {
     inflight_stream_ = stream;  // the caller waits when it likes; the next run may wait here
   } else if (device) {
     runtime_.synchronize();
     if (spans) spans->push_back({-1, started, since(started)});
+  }
+}
+
+void Executable::report_nan(size_t k, const std::vector<void*>& params, const SizeBindings& sizes,
+                            void* stream, const LaunchGeometry& geometry,
+                            std::vector<bool>& named) const {
+  const KernelPlan& plan = program_.plan;
+  const Kernel& kernel = plan.kernels.at(k);
+  // "all": every buffer the kernel writes, and the kernel's launch.
+  const bool all = std::string(std::getenv("KILN_FIND_NAN")) == "all";
+  if (all)
+    std::cerr << "kiln: KILN_FIND_NAN: kernel " << k << " (" << code_symbol(plan, k) << ") grid "
+              << geometry.grid[0] << "x" << geometry.grid[1] << "x" << geometry.grid[2] << " block "
+              << geometry.block[0] << "x" << geometry.block[1] << "x" << geometry.block[2]
+              << " shared " << geometry.shared_bytes << "\n";
+  if (stream) {
+    runtime_.synchronize_stream(stream);
+  } else {
+    runtime_.synchronize();
+  }
+  // What the kernel leaves for later kernels or the caller: a temporary whose readers are all
+  // in this kernel may live in registers only, its buffer never written.
+  std::set<int> left;
+  for (const Statement& st : kernel.statements) {
+    const Buffer& b = plan.buffers.at(st.buffer);
+    bool later = all || b.kind != BufferKind::temp;
+    for (size_t j = k + 1; j < plan.kernels.size() && !later; ++j)
+      later = std::binary_search(plan.kernels[j].buffers.begin(), plan.kernels[j].buffers.end(),
+                                 st.buffer);
+    if (later) left.insert(st.buffer);
+  }
+  for (size_t j = 0; j < kernel.buffers.size() && j < params.size(); ++j) {
+    const int b = kernel.buffers[j];
+    const Buffer& buffer = plan.buffers.at(b);
+    if (!left.count(b) || named.at(b) || !is_float(buffer.dtype)) continue;
+    std::vector<uint8_t> bytes(byte_size(buffer, sizes));
+    if (bytes.empty()) continue;
+    runtime_.copy_to_host(bytes.data(), params[j], bytes.size());
+    Tensor t = tensor_from_bytes(buffer.dtype, buffer_dims(buffer, sizes), bytes.data());
+    // NaN, +inf, -inf: how many, and the first of each.
+    size_t count[3] = {0, 0, 0}, first[3] = {0, 0, 0};
+    for (size_t e = 0; e < t.f.size(); ++e) {
+      const double v = t.f[e];
+      const int c = std::isnan(v) ? 0 : v == INFINITY ? 1 : v == -INFINITY ? 2 : -1;
+      if (c < 0) continue;
+      if (count[c]++ == 0) first[c] = e;
+    }
+    if (all) {
+      std::cerr << "kiln: KILN_FIND_NAN:   '" << buffer.name << "' at " << params[j] << ":";
+      for (size_t e = 0; e < t.f.size() && e < 8; ++e)
+        std::cerr << " " << t.f[e];
+      std::cerr << "\n";
+    }
+    if (count[0] + count[1] + count[2] == 0) continue;
+    named[b] = count[0] > 0;  // infinities may be meant (a mask's -inf): named until a NaN
+    std::cerr << "kiln: KILN_FIND_NAN: kernel " << k << " (" << code_symbol(plan, k) << ") left "
+              << kind_name(buffer.kind) << " buffer '" << buffer.name << "' (" << t.f.size()
+              << " elements) with";
+    const char* what[3] = {"NaN", "+inf", "-inf"};
+    for (int c = 0; c < 3; ++c)
+      if (count[c])
+        std::cerr << " " << count[c] << " " << what[c] << " (the first " << first[c] << ")";
+    std::cerr << "\n";
   }
 }
 

@@ -70,6 +70,13 @@ class Executable {
    *  for it first (Runtime::synchronize_stream). */
   void run_buffers(void* const* buffers, const int64_t* sizes,
                    std::vector<LaunchSpan>* spans = nullptr, void* stream = nullptr) const;
+  /** $KILN_FIND_NAN set: kernel `k` has run (waited for on `stream`); each float buffer it
+   *  leaves for a later kernel or the caller is read back (`params`: its parameters,
+   *  Kernel::buffers order) and its NaN and infinities counted on stderr, a buffer's NaN once
+   *  (`named`, by plan buffer): which kernel first goes wrong, for a wrong answer on a device.
+   *  $KILN_FIND_NAN=all: every float buffer it writes, and its launch `geometry`. */
+  void report_nan(size_t k, const std::vector<void*>& params, const SizeBindings& sizes,
+                  void* stream, const LaunchGeometry& geometry, std::vector<bool>& named) const;
   /** The next run fills the packed panels of the const inputs afresh (their buffers' contents
    *  changed in place). */
   void forget_packs() const;

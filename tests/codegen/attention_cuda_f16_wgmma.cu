@@ -440,7 +440,7 @@ KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, 
                "r"(c2), "r"(c3), "r"(c4), "r"(bar) : "memory");
 }
 
-static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B, const int64_t s_H, const int64_t s_L, const int64_t s_D, const int64_t s_S, const uint16_t* restrict b0 /* q */, const uint16_t* restrict b1 /* k */, const uint16_t* restrict b2 /* v */, uint16_t* restrict b3 /* y */, float* restrict b4 /* t9 */, float* restrict b5 /* t13 */, float* restrict b6 /* t20 */, float* restrict b7 /* t27 */, const kiln_params* __restrict__ kiln_p) {
+static __device__ __forceinline__ void kiln_attention_0_loops(const int64_t s_B, const int64_t s_H, const int64_t s_L, const int64_t s_D, const int64_t s_S, const uint16_t* restrict b0 /* q */, const uint16_t* restrict b1 /* k */, const uint16_t* restrict b2 /* v */, uint16_t* b3 /* y */, float* b4 /* t9 */, float* b5 /* t13 */, float* b6 /* t20 */, float* b7 /* t27 */, const kiln_params* __restrict__ kiln_p) {
   for (int64_t c0 = 0 + (int64_t)blockIdx.x; c0 < (((((s_D > 0 ? s_D : 0) + 63) / 64) * (((s_L > 0 ? s_L : 0) + 127) / 128)) * ((s_B * s_H) > 0 ? (s_B * s_H) : 0)); c0 += (int64_t)gridDim.x) {
     {
       /* fa0: 128 rows x 64 lanes of S7, keys in blocks of 64 with an online softmax, both products on tensor cores (scheduler/online_softmax.h) */

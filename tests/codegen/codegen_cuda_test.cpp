@@ -38,7 +38,12 @@ TEST_CASE("codegen: softmax on cuda: rows to groups of threads, group reductions
         std::string::npos);
   CHECK(src.find("kiln_group_sync(" + T + ");") != std::string::npos);
   CHECK(src.find("extern \"C\" __global__ void __launch_bounds__(256) kiln_softmax_0(const "
-                 "KILN_GRID_CONSTANT kiln_params p)") != std::string::npos);
+                 "KILN_GRID_CONSTANT kiln_params p)") != std::string::npos);  // The input x, only read, is restrict; y and the two row buffers the kernel writes are not
+  // (CudaRenderer::restrict_written: NVVM read a written restrict buffer through ld.global.nc
+  // ahead of the thread's own store).
+  CHECK(src.find("const float* restrict b0 /* x */, float* b1 /* y */, float* b2 /* t2 */, "
+                 "float* b3 /* t9 */") != std::string::npos);
+  CHECK(src.find("float* restrict b1") == std::string::npos);
 }
 
 TEST_CASE("codegen: memory-bound thread loops on cuda move 16-byte vectors") {

@@ -189,7 +189,7 @@ KILN_BLOCK_REDUCE_INT(uint16_t)
 KILN_BLOCK_REDUCE_INT(int8_t)
 KILN_BLOCK_REDUCE_INT(uint8_t)
 
-static inline void kiln_layernorm_0_loops(const int64_t s_batch0, const int64_t s_N, __global const uint16_t* restrict b0 /* x */, __global const uint16_t* restrict b1 /* gamma */, __global const uint16_t* restrict b2 /* beta */, __global uint16_t* restrict b3 /* y */, __global float* restrict b4 /* t3 */, __global float* restrict b5 /* t11 */, __local void* kiln_scratch) {
+static inline void kiln_layernorm_0_loops(const int64_t s_batch0, const int64_t s_N, __global const uint16_t* restrict b0 /* x */, __global const uint16_t* restrict b1 /* gamma */, __global const uint16_t* restrict b2 /* beta */, __global uint16_t* b3 /* y */, __global float* b4 /* t3 */, __global float* b5 /* t11 */, __local void* kiln_scratch) {
   for (int64_t c0 = 0 + (int64_t)get_group_id(0); c0 < s_batch0; c0 += (int64_t)get_num_groups(0)) {
     if (get_local_id(0) == 0) {
       {

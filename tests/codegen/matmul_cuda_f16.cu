@@ -391,7 +391,7 @@ struct kiln_params {
   int64_t s[3];
 };
 
-static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const uint16_t* restrict b0 /* a */, const uint16_t* restrict b1 /* b */, uint16_t* restrict b2 /* y */, float* restrict b3 /* t5 */) {
+static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const uint16_t* restrict b0 /* a */, const uint16_t* restrict b1 /* b */, uint16_t* b2 /* y */, float* b3 /* t5 */) {
   for (int64_t t_c0_c1 = 0 + (int64_t)blockIdx.x; t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128)); t_c0_c1 += (int64_t)gridDim.x) {
     {
       /* tile0: a 128x128 block tile of S1, on tensor cores (mma.sync m16n8k16.f16), 8x8 per thread (scheduler/gpu_tile.h) */

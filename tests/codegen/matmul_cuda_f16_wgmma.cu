@@ -440,7 +440,7 @@ KILN_FN void kiln_tma_load(uint32_t dst, const void* map, uint32_t bar, int c0, 
                "r"(c2), "r"(c3), "r"(c4), "r"(bar) : "memory");
 }
 
-static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const uint16_t* restrict b0 /* a */, const uint16_t* restrict b1 /* b */, uint16_t* restrict b2 /* y */, float* restrict b3 /* t5 */, const kiln_params* __restrict__ kiln_p) {
+static __device__ __forceinline__ void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, const uint16_t* restrict b0 /* a */, const uint16_t* restrict b1 /* b */, uint16_t* b2 /* y */, float* b3 /* t5 */, const kiln_params* __restrict__ kiln_p) {
   for (int64_t t_c0_c1 = 0 + (int64_t)blockIdx.x; t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 255) / 256)); t_c0_c1 += (int64_t)gridDim.x) {
     {
       /* tile0: a 128x256 block tile of S1, on tensor cores (wgmma m64n256k16.f16), 1x128 per thread (scheduler/gpu_tile.h) */

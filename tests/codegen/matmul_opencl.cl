@@ -189,7 +189,7 @@ KILN_BLOCK_REDUCE_INT(uint16_t)
 KILN_BLOCK_REDUCE_INT(int8_t)
 KILN_BLOCK_REDUCE_INT(uint8_t)
 
-static inline void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, __global const float* restrict b0 /* a */, __global const float* restrict b1 /* b */, __global float* restrict b2 /* y */, __local void* kiln_scratch) {
+static inline void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int64_t s_N, __global const float* restrict b0 /* a */, __global const float* restrict b1 /* b */, __global float* b2 /* y */, __local void* kiln_scratch) {
   for (int64_t t_c0_c1 = 0 + (int64_t)get_group_id(0); t_c0_c1 < ((((s_M > 0 ? s_M : 0) + 127) / 128) * (((s_N > 0 ? s_N : 0) + 127) / 128)); t_c0_c1 += (int64_t)get_num_groups(0)) {
     {
       /* tile0: a 128x128 block tile of S1, 8x8 per thread (scheduler/gpu_tile.h) */

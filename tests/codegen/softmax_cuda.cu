@@ -391,7 +391,7 @@ struct kiln_params {
   int64_t s[2];
 };
 
-static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* restrict b1 /* y */, float* restrict b2 /* t2 */, float* restrict b3 /* t9 */) {
+static __device__ __forceinline__ void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, const float* restrict b0 /* x */, float* b1 /* y */, float* b2 /* t2 */, float* b3 /* t9 */) {
   for (int64_t c0 = 0 + ((int64_t)blockIdx.x * ((int64_t)blockDim.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)) + (int64_t)threadIdx.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)); c0 < s_batch0; c0 += ((int64_t)gridDim.x * ((int64_t)blockDim.x / (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256)))) {
     if ((int64_t)threadIdx.x % (int64_t)(((s_N > 0 ? s_N : 0) <= 1024) ? 32 : 256) == 0) {
       {

@@ -17,6 +17,7 @@
 #include "driver/config.h"
 #include "driver/executable.h"
 #include "driver/instantiate.h"
+#include "ir/npy.h"
 #include "tests/support/harness.h"
 
 namespace kiln::test {
@@ -76,6 +77,29 @@ void report(const std::string& runtime, const RunSpec& spec, const Outcome& o) {
       << o.cases << "\t" << o.failed << "\t" << o.max_rel << "\t" << note << "\n";
 }
 
+/** Where $KILN_SWEEP_SAVE names a folder, writes the inputs of a run that disagreed with the
+ *  interpreter there, as `kiln run --input` reads them: FOLDER/COMPOSITE.DTYPE.bBATCH.cCASE/
+ *  NAME.npy, with sizes.txt holding the case's sizes as `--test` takes them. */
+void save_failing_inputs(const RunSpec& spec, const Run& run, size_t case_index) {
+  const char* root = std::getenv("KILN_SWEEP_SAVE");
+  if (!root || !*root) return;
+  std::string dtype =
+      spec.dtypes.empty() ? "-" : std::string(dtype_name(spec.dtypes.begin()->second));
+  std::string name = spec.target.substr(spec.target.rfind(':') + 1) + "." + dtype + ".b" +
+                     std::to_string(spec.batch.size()) + ".c" + std::to_string(case_index);
+  std::filesystem::path dir = std::filesystem::path(root) / name;
+  std::filesystem::create_directories(dir);
+  for (size_t k = 0; k < run.inputs.size(); ++k)
+    write_npy((dir / (run.graph[run.graph.inputs[k]].name + ".npy")).string(), run.inputs[k]);
+  std::ofstream sizes(dir / "sizes.txt");
+  const char* sep = "";
+  for (const auto& [size, value] : run.sizes) {
+    sizes << sep << size << "=" << value;
+    sep = ",";
+  }
+  sizes << "\n";
+}
+
 }  // namespace
 
 Shard sweep_shard() {
@@ -101,6 +125,11 @@ Shard sweep_shard() {
   if (out.count < 1 || out.index < 0 || out.index >= out.count)
     throw std::runtime_error("KILN_SWEEP_SHARD='" + v + "': expected I/N with 0 <= I < N");
   return out;
+}
+
+bool sweep_takes(const std::string& target) {
+  const char* only = std::getenv("KILN_SWEEP_ONLY");
+  return !only || !*only || target.find(only) != std::string::npos;
 }
 
 std::vector<std::string> spec_files(const std::string& dir) {
@@ -149,6 +178,7 @@ SweepCount check_runtime(const std::string& runtime_name, const std::vector<std:
           if (++program % shard.count != shard.index) continue;
           test::RunSpec spec;
           spec.target = path + ":" + c->name;
+          if (!sweep_takes(spec.target)) continue;
           if (tv) spec.dtypes[tv->name] = d;
           spec.batch = batch;
           CAPTURE(runtime_name);
@@ -194,6 +224,7 @@ SweepCount check_runtime(const std::string& runtime_name, const std::vector<std:
                 outcome.max_rel = std::max(outcome.max_rel, cmp.max_rel);
               }
               outcome.failed += !ok;
+              if (!ok) save_failing_inputs(spec, want, k);
             } catch (const std::exception& e) {
               FAIL_CHECK(std::string(e.what()));  // a char* prints as its address
               ++outcome.failed;

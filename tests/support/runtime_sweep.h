@@ -31,6 +31,11 @@ struct Shard {
 /** The shard $KILN_SWEEP_SHARD names; throws on a malformed value. */
 Shard sweep_shard();
 
+/** Whether the sweep takes the program of `target` (FILE:COMPOSITE): all unless
+ *  $KILN_SWEEP_ONLY is set, then those whose target contains it (one program reproduced alone,
+ *  in the process state and with the inputs the sweep gives it). Programs keep their numbers. */
+bool sweep_takes(const std::string& target);
+
 /** What one sweep did. */
 struct SweepCount {
   int compiled = 0;  ///< programs compiled (one per composite, dtype and batch shape)
@@ -43,7 +48,9 @@ struct SweepCount {
  *  compile_options: the backend's kernel cuts, the target's instructions), a CPU runtime's with
  *  the descriptor's defaults and no backend cuts; `cut`, where given, then changes the cuts. With
  *  `compile_only`, each program is compiled through the runtime (its source rendered, the
- *  plugin's compiler run, a fresh cache) and nothing runs. */
+ *  plugin's compiler run, a fresh cache) and nothing runs. Where $KILN_SWEEP_SAVE names a folder,
+ *  the inputs of each run that disagrees go there as .npy files with its sizes, for
+ *  `kiln run --input` (docs/testing.md). */
 SweepCount check_runtime(const std::string& runtime_name,
                          const std::vector<std::string>& files = spec_files("ops"),
                          const std::map<std::string, std::string>& config = {},

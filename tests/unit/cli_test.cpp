@@ -122,6 +122,26 @@ TEST_CASE("cli: compile writes source and artifacts to -o") {
   CHECK(has(r, "cache hit"));
 }
 
+TEST_CASE("cli: KILN_FIND_NAN names the kernel that first leaves a NaN and the infinities") {
+  if (!std::getenv("KILN_BIN")) return;
+  TempDir tmp;
+  const std::string spec = (tmp.path / "nan.toml").string();
+  {
+    std::ofstream f(spec);
+    f << "[roots]\nin = { x = \"f32[N]\" }\nout = { y = \"f32[N]\", z = \"f32[N]\" }\n"
+         "body = \"\"\"\ny = sqrt(x)\nz = log2(x - x)\n\"\"\"\n"
+         "test = { sizes = { N = 8 }, range = { x = [-1, 1] } }\n";
+  }
+  const std::string env = "KILN_CACHE=" + (tmp.path / "cache").string();
+  Result r = kiln("run " + spec + ":roots --runtime clang --seed 3", env + " KILN_FIND_NAN=1");
+  CAPTURE(r.out);
+  CHECK(has(r, "KILN_FIND_NAN: kernel 0 (kiln_roots_0) left output buffer 'y' (8 elements) with"));
+  CHECK(has(r, " NaN (the first "));
+  CHECK(has(r, "left output buffer 'z' (8 elements) with 8 -inf (the first 0)"));
+  r = kiln("run " + spec + ":roots --runtime clang --seed 3", env);
+  CHECK(!has(r, "KILN_FIND_NAN"));
+}
+
 TEST_CASE("cli: cache ls, stats and clear, and a cache hit on the second run") {
   if (!std::getenv("KILN_BIN")) return;
   TempDir tmp;
