@@ -1,6 +1,6 @@
 /** \file
  * The TMA copies of an online-softmax tile's keys and values (cuda_attention.cpp; the tile's
- * staged operands, scheduler/online_softmax.h plan_softmax_tma): per key block, thread 0 issues
+ * staged operands, scheduler/softmax_tile.h plan_softmax_tma): per key block, thread 0 issues
  * one box of 64 keys by 64 elements per 128-byte panel of a stage (k: one panel per 64 of the
  * head, v: one per 64 lanes), which lands swizzled as the tile's warpgroup products read it,
  * and arrives on the stage's "full" mbarrier with the bytes to expect.

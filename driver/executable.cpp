@@ -16,7 +16,7 @@
 #include "backends/packed_weights.h"
 #include "driver/blas.h"
 #include "ir/sizes.h"
-#include "scheduler/online_softmax.h"
+#include "scheduler/softmax_tile.h"
 #include "scheduler/tile_choice.h"
 
 #if defined(__has_feature)

@@ -16,7 +16,7 @@
 #include "driver/pipeline.h"
 #include "ir/interpreter.h"
 #include "runtimes/runtime.h"
-#include "scheduler/online_softmax.h"
+#include "scheduler/softmax_tile.h"
 
 namespace kiln {
 
@@ -121,7 +121,7 @@ class Executable {
    *  contraction lies; empty where it has one shape. A fused attention kernel whose lanes are
    *  known only at run time (`head`, the lanes' size): its own function, then its
    *  softmax_lane_variants that the module has (`lanes`, its own first: scheduler/
-   *  online_softmax.h softmax_launch_head), `shapes` empty. */
+   *  softmax_tile.h softmax_launch_head), `shapes` empty. */
   struct TileVariants {
     std::vector<WgmmaShape> shapes;
     std::vector<void*> kernels;

@@ -20,6 +20,7 @@
 #include "scheduler/register_tile.h"
 #include "scheduler/schedule_cache.h"
 #include "scheduler/share_kernels.h"
+#include "scheduler/softmax_tile.h"
 #include "scheduler/split_column_sums.h"
 #include "scheduler/split_padding.h"
 #include "scheduler/store_shared.h"

@@ -62,7 +62,7 @@ struct LoweredProgram {
   std::vector<std::string> transforms;  ///< each kernel's transform list, as text
   std::vector<std::string> symbols;     ///< the function name of each kernel
   /** A kernel compiled again at another tile shape (GpuTileShape::wgmma_variants; a fused
-   *  attention kernel at 128 lanes, scheduler/online_softmax.h softmax_launch_head): a function
+   *  attention kernel at 128 lanes, scheduler/softmax_tile.h softmax_launch_head): a function
    *  of its own in the same source, chosen at launch by the sizes (scheduler/tile_choice.h). */
   struct Variant {
     size_t kernel = 0;  ///< the kernel it is a variant of

@@ -284,7 +284,7 @@ struct LoopNode {
   /** alloc in `shared` space: the operands staged per reduction block, in the order the
    *  renderer declares their shared arrays. An online-softmax tile (key_block > 0) has none, or
    *  its keys' and values' operands (k and v) where the TMA copies each key block of them
-   *  (scheduler/online_softmax.h, plan_softmax_tma). */
+   *  (scheduler/softmax_tile.h, plan_softmax_tma). */
   std::vector<StagedOperand> staged;
   /** alloc in `shared` space: the block tile's updates run on tensor cores as this instruction
    *  (ir/mma.h) when set: the block's warps each own warp_rows × warp_lanes elements, a grid of
@@ -327,7 +327,7 @@ struct LoopNode {
   int64_t key_block = 0;
   /** With key_block > 0, where head_max > 0: the kernel is launched only where the head (the
    *  scores' reduction, k's last extent) lies in head_min..head_max (a variant chosen at launch
-   *  by it: scheduler/online_softmax.h softmax_launch_head), so that what the head decides
+   *  by it: scheduler/softmax_tile.h softmax_launch_head), so that what the head decides
    *  (its chunks of pack_depth, the products' steps) is known when compiling. */
   int64_t head_min = 0, head_max = 0;
 };

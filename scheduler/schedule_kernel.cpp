@@ -14,6 +14,7 @@
 #include "scheduler/isl_text.h"
 #include "scheduler/map_gpu.h"
 #include "scheduler/map_loops.h"
+#include "scheduler/online_softmax.h"
 #include "scheduler/promote_accumulators.h"
 #include "scheduler/stream_stores.h"
 

@@ -39,14 +39,14 @@ struct ScheduleOptions {
    *  rows = 0 turns it off. Kernels it applies to are not tiled by isl. */
   GpuTileShape gpu_tile;
   /** GPU: the lanes of the output a block of the fused attention kernel computes (64 or 128;
-   *  GPU_ATTN), 0 for softmax_tile_shape's choice from the head (scheduler/online_softmax.h). */
+   *  GPU_ATTN), 0 for softmax_tile_shape's choice from the head (scheduler/softmax_tile.h). */
   int attention_lanes = 0;
   /** With attention_lanes 0: a fused attention kernel whose head is known only at run time is
    *  compiled at 128 lanes too, each launch taking the lanes its head calls for
-   *  (scheduler/online_softmax.h softmax_launch_head); false: 64 lanes only. */
+   *  (scheduler/softmax_tile.h softmax_launch_head); false: 64 lanes only. */
   bool attention_variants = true;
   /** Set by the pipeline where it schedules one of those variants: its index in
-   *  softmax_lane_variants (scheduler/online_softmax.h softmax_variant_shape); -1: none. */
+   *  softmax_lane_variants (scheduler/softmax_tile.h softmax_variant_shape); -1: none. */
   int attention_variant = -1;
   /** GPU_TMA: where the target has the TMA (sm_90a), warpgroup tiles' and the fused attention
    *  kernel's stages filled by it (GpuTileShape::tma, SoftmaxTileShape::tma); false: cp.async. */

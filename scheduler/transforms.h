@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "scheduler/gpu_tile.h"
-#include "scheduler/online_softmax.h"
 #include "scheduler/register_tile.h"
+#include "scheduler/softmax_tile.h"
 
 namespace kiln {
 

@@ -11,6 +11,7 @@
 #include "scheduler/online_softmax.h"
 #include "scheduler/plan_buffers.h"
 #include "scheduler/schedule_cache.h"
+#include "scheduler/softmax_tile.h"
 #include "scheduler/store_shared.h"
 #include "tests/support/harness.h"
 #include "tests/support/kernel_plans.h"

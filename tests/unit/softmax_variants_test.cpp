@@ -4,6 +4,7 @@
 
 #include "scheduler/cut_kernels.h"
 #include "scheduler/online_softmax.h"
+#include "scheduler/softmax_tile.h"
 #include "tests/support/harness.h"
 #include "tests/support/kernel_plans.h"
 
