@@ -153,28 +153,31 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
 )KILN";
 
 const char* const kCBoundsCheck = R"(
-/* --config CHECK=1: every buffer access checks its element index. */
+/* --config CHECK=1: every buffer access checks its element index. A failed check records the
+   first failure (buffer, element, count, flag) and reads or writes element 0 instead; the host
+   reports the record when the kernel returns (driver/fault_guard.h). No trap: a trap is an exit
+   of every loop around the access, and LLVM's IndVarSimplify took over a minute on a kernel
+   with hundreds of them (docs/decisions.md, "Bounds checks record, not trap, on the CPU"). */
 volatile int64_t kiln_check_record[4];
-KILN_FN int64_t kiln_check(int64_t offset, int64_t count, int64_t buffer) {
-  if (__builtin_expect(offset < 0 || offset >= count, 0)) {
+static __attribute__((noinline, cold)) int64_t kiln_check_fail(int64_t i, int64_t n,
+                                                               int64_t buffer, int64_t flag) {
+  if (kiln_check_record[3] == 0) {
     kiln_check_record[0] = buffer;
-    kiln_check_record[1] = offset;
-    kiln_check_record[2] = count;
-    kiln_check_record[3] = 1;
-    __builtin_trap();
+    kiln_check_record[1] = i;
+    kiln_check_record[2] = n;
+    kiln_check_record[3] = flag;
   }
+  return 0;
+}
+KILN_FN int64_t kiln_check(int64_t offset, int64_t count, int64_t buffer) {
+  if (__builtin_expect((uint64_t)offset >= (uint64_t)count, 0))
+    return kiln_check_fail(offset, count, buffer, 1);
   return offset;
 }
 /* A gathered (flag 2) or scattered (flag 3) position i along a dimension of n (ir/kernel_ir.h
    kGatherVar). */
 KILN_FN int64_t kiln_check_index(int64_t i, int64_t n, int64_t buffer, int64_t flag) {
-  if (__builtin_expect(i < 0 || i >= n, 0)) {
-    kiln_check_record[0] = buffer;
-    kiln_check_record[1] = i;
-    kiln_check_record[2] = n;
-    kiln_check_record[3] = flag;
-    __builtin_trap();
-  }
+  if (__builtin_expect((uint64_t)i >= (uint64_t)n, 0)) return kiln_check_fail(i, n, buffer, flag);
   return i;
 }
 )";

@@ -581,6 +581,7 @@ void Executable::run_buffers(void* const* buffers, const int64_t* sizes,
     runtime_.launch(kernel_for(k, sizes), local[k].data(), sizes, geometry[k], nullptr, num_args,
                     num_sizes, &maps);
     runtime_.synchronize();
+    exit_on_failed_check(contexts_[k]);
     if (spans) spans->push_back({static_cast<int>(k), t0, since(t0)});
     if (!named.empty()) report_nan(k, local[k], bound, nullptr, geometry[k], named);
   }

@@ -60,6 +60,29 @@ const char* signal_name(int sig) {
   return "a fatal signal";
 }
 
+/** Prints `ctx`'s failed bounds check, if its record holds one; whether it did. */
+bool put_failed_check(const KernelContext& ctx) {
+  const volatile int64_t* rec = ctx.check_record;
+  if (!rec || rec[3] < 1 || rec[3] > 3) return false;
+  put("kiln: error: ");
+  put(ctx.what.c_str());
+  put(rec[3] == 1 ? ": index " : rec[3] == 2 ? ": gathered index " : ": scattered index ");
+  put(rec[1]);
+  put(" is outside buffer ");
+  int64_t b = rec[0];
+  if (b >= 0 && static_cast<size_t>(b) < ctx.buffer_names.size()) {
+    put("'");
+    put(ctx.buffer_names[static_cast<size_t>(b)].c_str());
+    put("'");
+  } else {
+    put(b);
+  }
+  put(rec[3] == 1 ? " of " : " along a dimension of ");
+  put(rec[2]);
+  put(" elements (--config CHECK=1)\n");
+  return true;
+}
+
 void on_fault(int sig, siginfo_t* info, void*) {
   const KernelContext* ctx = g_running.load();
   if (!ctx) {
@@ -74,25 +97,7 @@ void on_fault(int sig, siginfo_t* info, void*) {
   if (g_reporting.test_and_set())
     for (;;)
       pause();
-  const volatile int64_t* rec = ctx->check_record;
-  if (rec && rec[3] >= 1 && rec[3] <= 3) {
-    put("kiln: error: ");
-    put(ctx->what.c_str());
-    put(rec[3] == 1 ? ": index " : rec[3] == 2 ? ": gathered index " : ": scattered index ");
-    put(rec[1]);
-    put(" is outside buffer ");
-    int64_t b = rec[0];
-    if (b >= 0 && static_cast<size_t>(b) < ctx->buffer_names.size()) {
-      put("'");
-      put(ctx->buffer_names[static_cast<size_t>(b)].c_str());
-      put("'");
-    } else {
-      put(b);
-    }
-    put(rec[3] == 1 ? " of " : " along a dimension of ");
-    put(rec[2]);
-    put(" elements (--config CHECK=1)\n");
-  } else {
+  if (!put_failed_check(*ctx)) {
     put("kiln: error: ");
     put(signal_name(sig));
     put(", in ");
@@ -138,6 +143,12 @@ KernelFaultScope::KernelFaultScope(const KernelContext& ctx) {
 
 KernelFaultScope::~KernelFaultScope() {
   g_running.store(nullptr);
+}
+
+void exit_on_failed_check(const KernelContext& ctx) {
+  if (g_reporting.test_and_set()) return;  // a fault's report is on its way
+  if (put_failed_check(ctx)) _exit(kExitRunFailed);
+  g_reporting.clear();
 }
 
 }  // namespace kiln

@@ -19,8 +19,9 @@ struct KernelContext {
   std::string what;
   /** The module's `kiln_check_record` under --config CHECK=1 (backends/c_prelude.cpp): buffer,
    *  element (or gathered or scattered position), count and a flag (1, or 2 for a gather, 3 for
-   *  a scatter) set just before a
-   *  failed check traps; else nullptr. */
+   *  a scatter) of the first failed check (on the CPU the kernel goes on, reading or writing
+   *  element 0 instead: exit_on_failed_check reports it when the kernel returns; on a GPU the
+   *  kernel traps); else nullptr. */
   const volatile int64_t* check_record = nullptr;
   /** Buffer names by buffer number, for the check record. */
   std::vector<std::string> buffer_names;
@@ -35,5 +36,9 @@ class KernelFaultScope {
   KernelFaultScope(const KernelFaultScope&) = delete;
   KernelFaultScope& operator=(const KernelFaultScope&) = delete;
 };
+
+/** After kernel `ctx` returned: where its module's check record holds a failure, prints it as
+ *  a fault inside the kernel would be printed and exits with code 4. */
+void exit_on_failed_check(const KernelContext& ctx);
 
 }  // namespace kiln
