@@ -25,7 +25,9 @@ namespace kiln::test {
 namespace {
 
 /** Renders `g` for `rt`'s backend and compiles it through the plugin, as `kiln compile --object`
- *  does: a device backend's code is compiled on a machine with no device. */
+ *  does: a device backend's code is compiled on a machine with no device. Under the sanitizers
+ *  only a process's first program is compiled and the rest rendered: the plugin's compiler
+ *  (NVRTC) is not instrumented, and the rendering is what they check. */
 void compile_through(const Graph& g, Runtime& rt, const CompileOptions& opt) {
   const Backend& backend = backend_for(rt.backend());
   LoweredProgram p = plan_program(g, opt);
@@ -34,6 +36,14 @@ void compile_through(const Graph& g, Runtime& rt, const CompileOptions& opt) {
     generate_code(p, backend, opt);
     return p.source;
   };
+#if defined(KILN_SANITIZED)
+  static bool compiled_one = false;
+  if (compiled_one) {
+    CHECK(!make_source().empty());
+    return;
+  }
+  compiled_one = true;
+#endif
   std::vector<uint8_t> artifact = rt.build_artifact(identity, make_source, {});
   CHECK(!artifact.empty());
 }
