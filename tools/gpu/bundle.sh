@@ -11,7 +11,7 @@
 #   OUT_DIR/lib/libkiln.so.V        the public C++ API (include/kiln/kiln.h), by its soname
 #   OUT_DIR/include/kiln/           its headers: python/ builds the Python extension against them
 #                                   on the GPU machine (cmake -S python -DKILN_PREFIX=OUT_DIR)
-#   with KILN_BUNDLE_TESTS=1 also:  bin/kiln_gpu_tests and share/kiln/tests/regressions/, the GPU
+#   with KILN_BUNDLE_TESTS=1 also:  bin/kiln_gpu_tests, share/kiln/tests/regressions/ and tests/data/warpgroup_shapes.toml, the GPU
 #                                   conformance suite, run from share/kiln (tests/gpu/run.sh)
 #
 # The moved binary finds share/kiln and lib/kiln next to itself (ir/data_dirs.h; README
@@ -64,8 +64,9 @@ strip -o "$out/lib/${soname:-libkiln.so}" "$build/driver/libkiln.so"
 cp "$root"/include/kiln/*.h "$out/include/kiln/"
 if [ ${#tests[@]} -gt 0 ]; then
   strip -o "$out/bin/kiln_gpu_tests" "$build/tests/kiln_gpu_tests"
-  mkdir -p "$out/share/kiln/tests/regressions"
+  mkdir -p "$out/share/kiln/tests/regressions" "$out/share/kiln/tests/data"
   cp "$root"/tests/regressions/*.toml "$out/share/kiln/tests/regressions/"
+  cp "$root"/tests/data/warpgroup_shapes.toml "$out/share/kiln/tests/data/"
 fi
 for p in "${plugins[@]}"; do
   strip -o "$out/lib/kiln/lib$p.so" "$build/runtimes/lib$p.so"
