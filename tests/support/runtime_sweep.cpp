@@ -74,14 +74,18 @@ struct Outcome {
   std::string note;    ///< the last error's message
 };
 
+/** The dtype a sweep program binds, or "-" where its composite has no type variable. */
+std::string dtype_text(const RunSpec& spec) {
+  return spec.dtypes.empty() ? "-" : std::string(dtype_name(spec.dtypes.begin()->second));
+}
+
 /** Appends one line for `spec` to the file $KILN_SWEEP_REPORT names (tests/gpu/run.sh makes a
  *  table of it): runtime, composite, dtype, batch rank, cases, failed, max relative error, note. */
 void report(const std::string& runtime, const RunSpec& spec, const Outcome& o) {
   const char* path = std::getenv("KILN_SWEEP_REPORT");
   if (!path || !*path) return;
   std::ofstream out(path, std::ios::app);
-  std::string dtype =
-      spec.dtypes.empty() ? "-" : std::string(dtype_name(spec.dtypes.begin()->second));
+  const std::string dtype = dtype_text(spec);
   std::string note = o.note.substr(0, o.note.find('\n'));
   out << runtime << "\t" << spec.target << "\t" << dtype << "\t" << spec.batch.size() << "\t"
       << o.cases << "\t" << o.failed << "\t" << o.max_rel << "\t" << note << "\n";
@@ -93,8 +97,7 @@ void report(const std::string& runtime, const RunSpec& spec, const Outcome& o) {
 void save_failing_inputs(const RunSpec& spec, const Run& run, size_t case_index) {
   const char* root = std::getenv("KILN_SWEEP_SAVE");
   if (!root || !*root) return;
-  std::string dtype =
-      spec.dtypes.empty() ? "-" : std::string(dtype_name(spec.dtypes.begin()->second));
+  const std::string dtype = dtype_text(spec);
   std::string name = spec.target.substr(spec.target.rfind(':') + 1) + "." + dtype + ".b" +
                      std::to_string(spec.batch.size()) + ".c" + std::to_string(case_index);
   std::filesystem::path dir = std::filesystem::path(root) / name;
