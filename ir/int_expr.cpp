@@ -107,7 +107,41 @@ std::string term_str(const Term& t) {
   return s;
 }
 
+/** The index of the term of `terms` whose monomial is `want`'s, or -1. */
+int find_monomial(const std::vector<Term>& terms, const Term& want) {
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const Term& t = terms[i];
+    if (t.factors.size() != want.factors.size()) continue;
+    bool same = true;
+    for (size_t k = 0; k < t.factors.size() && same; ++k)
+      same = t.factors[k]->key == want.factors[k]->key;
+    if (same) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 }  // namespace
+
+IntExpr IntExpr::merge_div_mod() const {
+  for (const Term& t : terms_)
+    for (size_t f = 0; f < t.factors.size(); ++f) {
+      const IntAtom& m = *t.factors[f];
+      if (m.kind != IntAtom::Kind::mod || m.b.terms_.size() != 1) continue;
+      IntExpr rest(t.coeff);
+      for (size_t g = 0; g < t.factors.size(); ++g)
+        if (g != f) {
+          IntExpr one;
+          one.terms_.push_back({1, {t.factors[g]}});
+          rest = rest * one;
+        }
+      IntExpr div_term = rest * m.b * floordiv(m.a, m.b);
+      if (div_term.terms_.size() != 1) continue;
+      int k = find_monomial(terms_, div_term.terms_[0]);
+      if (k < 0 || terms_[k].coeff != div_term.terms_[0].coeff) continue;
+      return *this - rest * mod(m.a, m.b) - div_term + rest * m.a;
+    }
+  return *this;
+}
 
 IntExpr::IntExpr(int64_t c) {
   if (c != 0) terms_.push_back({c, {}});
@@ -133,9 +167,14 @@ IntExpr IntExpr::from_terms(std::vector<Term> terms) {
     if (!inserted) it->second.coeff = add(it->second.coeff, t.coeff);
   }
   IntExpr e;
+  bool has_mod = false;
   for (auto& [k, t] : merged)
-    if (t.coeff != 0) e.terms_.push_back(std::move(t));
-  return e;
+    if (t.coeff != 0) {
+      for (const Atom& f : t.factors)
+        has_mod |= f->kind == IntAtom::Kind::mod;
+      e.terms_.push_back(std::move(t));
+    }
+  return has_mod && e.terms_.size() > 1 ? e.merge_div_mod() : e;
 }
 
 IntExpr operator+(const IntExpr& a, const IntExpr& b) {

@@ -2,9 +2,9 @@
  * Symbolic integer expressions: the sizes of tensors (`M`, `N + 2*pad`, `(H - R) / stride + 1`)
  * and the index maps of views (`%0 * N + %1`). Expressions are kept in one canonical form — a
  * sum of terms, each an integer coefficient times a product of atoms — so two expressions that
- * are equal as polynomials compare equal. An atom is a named variable, a floor division or a
- * modulus. Variables named `%k` are the index variables of a view; any other name is a size
- * variable. Expressions are immutable values, cheap to copy.
+ * are equal as polynomials compare equal (and `(a % b) + b * (a / b)` is `a`). An atom is a named
+ * variable, a floor division or a modulus. Variables named `%k` are the index variables of a view;
+ * any other name is a size variable. Expressions are immutable values, cheap to copy.
  */
 #pragma once
 
@@ -72,6 +72,9 @@ class IntExpr {
 
  private:
   static IntExpr from_terms(std::vector<Term> terms);
+  /** `c * X * (a % b) + c * X * b * (a / b)` (b one term) merged into `c * X * a`: floor division
+   *  and modulus recombine for every a and every b other than 0 (a reshape's flattened index). */
+  IntExpr merge_div_mod() const;
   std::vector<Term> terms_;  // sorted by monomial key, no zero coefficients
   mutable std::shared_ptr<const std::string> key_;
 };

@@ -9,20 +9,84 @@ namespace kiln {
 
 namespace {
 
-/** Whether `child` is a reduction nest that loop `outer` may sink into: a perfect nest of
- *  canonical, non-coincident loops whose bounds do not use `outer`'s iterator, ending in a
- *  reduction update that writes along `outer` and reads unit-stride or invariantly in it (or as
- *  a register tile reads, `packed`). */
+/** The statements at the bottom of `n`, a nest of loops (and blocks) with one child each down to
+ *  a body of statements only, some in guards whose conditions do not use iterator `outer` (a
+ *  reduction's init in its loop's first iteration); `loops` gets the nest's loops. Empty when
+ *  `n` is not such a nest. */
+std::vector<const LoopNode*> nest_statements(const LoopNode& n, std::vector<const LoopNode*>& loops,
+                                             const std::string& outer) {
+  if (const LoopNode* stmt = perfect_nest(n, loops)) return {stmt};
+  loops.clear();
+  const LoopNode* at = &n;
+  while (at->kind == LoopNode::Kind::loop || at->kind == LoopNode::Kind::block) {
+    if (at->kind == LoopNode::Kind::loop) loops.push_back(at);
+    if (at->body.size() != 1) break;
+    at = at->body[0].get();
+  }
+  std::vector<LoopNodePtr> flat;
+  flatten_blocks(at->body, flat);
+  std::vector<const LoopNode*> stmts;
+  for (const LoopNodePtr& c : flat) {
+    std::vector<LoopNodePtr> guarded;
+    if (c->kind == LoopNode::Kind::guard && !uses_iterator(*c->cond, outer))
+      flatten_blocks(c->body, guarded);
+    else
+      guarded = {c};
+    for (const LoopNodePtr& g : guarded) {
+      if (g->kind != LoopNode::Kind::stmt || g->statement < 0) return {};
+      stmts.push_back(g.get());
+    }
+  }
+  if (loops.empty()) return {};
+  return stmts;
+}
+
+/** Whether statement node `stmt` writes an element that moves with loop `outer`. */
+bool writes_along(const Kernel& k, const LoopNode& stmt, const LoopNode& outer) {
+  std::set<std::string> written;
+  for (const IntExpr& e : k.statements.at(stmt.statement).index)
+    e.collect_vars(written);
+  for (size_t a = 0; a < stmt.args.size(); ++a)
+    if (uses_iterator(*stmt.args[a], outer.iter) &&
+        written.count(iterator_name(static_cast<int>(a))))
+      return true;
+  return false;
+}
+
+/** Whether `child` is a reduction nest that loop `outer` may sink into: a nest of canonical,
+ *  non-coincident loops whose bounds do not use `outer`'s iterator, ending in a reduction update
+ *  that writes along `outer` and reads unit-stride or invariantly in it (or as a register tile
+ *  reads, `packed`). The innermost loop may also hold assignments beside the update (a softmax
+ *  over a middle axis stores `e = exp(x - m)` where it sums it) when every statement there
+ *  writes along `outer` and accesses memory unit-stride or invariantly in it: `outer` carries no
+ *  dependence, so it moves below the loops with the statements' order within it kept. */
 bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer, const LoopNode& child,
               bool packed) {
   if (child.kind != LoopNode::Kind::loop || child.coincident) return false;
   std::vector<const LoopNode*> loops;
-  const LoopNode* stmt = perfect_nest(child, loops);
-  if (!stmt || stmt->statement < 0) return false;
+  std::vector<const LoopNode*> stmts = nest_statements(child, loops, outer.iter);
+  if (stmts.empty()) return false;
   for (const LoopNode* l : loops)
     if (!canonical_loop(*l) || uses_iterator(*l->init, outer.iter) ||
         uses_iterator(*l->cond, outer.iter))
       return false;
+  if (stmts.size() > 1) {
+    bool update = false;
+    for (const LoopNode* stmt : stmts) {
+      const Statement& s = k.statements.at(stmt->statement);
+      if (s.kind != Statement::Kind::reduce_update && s.kind != Statement::Kind::assign &&
+          s.kind != Statement::Kind::reduce_init)
+        return false;
+      for (const LoopNode* l : loops)
+        for (const std::string& it : driven_iterators(*stmt, l->iter))
+          if (carried_load(plan, s, it)) return false;
+      if (!unit_stride_statement(plan, k, *stmt, outer.iter) || !writes_along(k, *stmt, outer))
+        return false;
+      update |= s.kind == Statement::Kind::reduce_update;
+    }
+    return update;
+  }
+  const LoopNode* stmt = stmts[0];
   const Statement& s = k.statements.at(stmt->statement);
   // A scan along one of the nest's loops (carry_scans.h) sinks as a reduction does.
   bool scan = false;
@@ -37,14 +101,7 @@ bool sinkable(const KernelPlan& plan, const Kernel& k, const LoopNode& outer, co
       !(packed && !scan && stride2_statement(plan, k, *stmt, outer.iter)))
     return false;
   // The element written moves with `outer`: the reduction is over the inner loops only.
-  std::set<std::string> written;
-  for (const IntExpr& e : s.index)
-    e.collect_vars(written);
-  for (size_t a = 0; a < stmt->args.size(); ++a)
-    if (uses_iterator(*stmt->args[a], outer.iter) &&
-        written.count(iterator_name(static_cast<int>(a))))
-      return true;
-  return false;
+  return writes_along(k, *stmt, outer);
 }
 
 /** Whether coincident loop `outer` may sink below `child` so that its statement's accesses run
@@ -78,11 +135,17 @@ LoopNodePtr with_body(const LoopNode& loop, std::vector<LoopNodePtr> body) {
   return copy;
 }
 
-/** The perfect nest `n` with `outer` wrapped around its statement. */
+/** The nest `n` (nest_statements) with `outer` wrapped around its statements. */
 LoopNodePtr wrap_innermost(const LoopNodePtr& n, const LoopNode& outer) {
   if (n->kind == LoopNode::Kind::stmt) return with_body(outer, {n});
   auto copy = std::make_shared<LoopNode>(*n);
-  copy->body = {wrap_innermost(n->body[0], outer)};
+  if (n->body.size() == 1) {
+    copy->body = {wrap_innermost(n->body[0], outer)};
+  } else {
+    std::vector<LoopNodePtr> stmts;
+    flatten_blocks(n->body, stmts);
+    copy->body = {with_body(outer, std::move(stmts))};
+  }
   return copy;
 }
 

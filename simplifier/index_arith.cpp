@@ -1,6 +1,8 @@
 #include "simplifier/index_arith.h"
 
+#include <algorithm>
 #include <optional>
+#include <set>
 
 namespace kiln {
 
@@ -13,21 +15,53 @@ struct Range {
   IntExpr lo, hi;
 };
 
-/** The range of `e` when its atoms are variables: index variables span [0, extent - 1], a size
- *  variable is itself (>= 0). */
+/** Whether atom `f` holds no index variable: a size, or a division or modulus of sizes. */
+bool size_atom(const IntAtom& f) {
+  std::set<std::string> vars;
+  if (f.kind == IntAtom::Kind::var) vars.insert(f.name);
+  f.a.collect_vars(vars);
+  f.b.collect_vars(vars);
+  for (const std::string& v : vars)
+    if (v[0] == '%') return false;
+  return true;
+}
+
+/** Whether `e` holds no index variable. */
+bool size_atom_expr(const IntExpr& e) {
+  std::set<std::string> vars;
+  e.collect_vars(vars);
+  for (const std::string& v : vars)
+    if (v[0] == '%') return false;
+  return true;
+}
+
+/** The atom `f` as an expression of its own. */
+IntExpr atom_expr(const IntAtom& f) {
+  return f.kind == IntAtom::Kind::var        ? IntExpr::var(f.name)
+         : f.kind == IntAtom::Kind::floordiv ? floordiv(f.a, f.b)
+                                             : mod(f.a, f.b);
+}
+
+/** The range of `e`: index variables span [0, extent - 1], a size variable or an atom of sizes
+ *  (`C / 4`) is itself (>= 0), `a % b` with `b` one positive term of sizes spans [0, b - 1]. */
 std::optional<Range> range_of(const IntExpr& e, const Extents& extents) {
   Range r{IntExpr(0), IntExpr(0)};
   for (const IntExpr::Term& t : e.terms()) {
     IntExpr lo(1), hi(1);
     for (const auto& f : t.factors) {
-      if (f->kind != IntAtom::Kind::var) return std::nullopt;
-      auto it = extents.find(f->name);
+      auto it = f->kind == IntAtom::Kind::var ? extents.find(f->name) : extents.end();
       if (it != extents.end()) {
         lo = IntExpr(0);
         hi = hi * (it->second - 1);
+      } else if (size_atom(*f)) {
+        lo = lo * atom_expr(*f);
+        hi = hi * atom_expr(*f);
+      } else if (f->kind == IntAtom::Kind::mod && f->b.terms().size() == 1 &&
+                 f->b.terms()[0].coeff > 0 && size_atom_expr(f->b)) {
+        lo = IntExpr(0);
+        hi = hi * (f->b - 1);
       } else {
-        lo = lo * IntExpr::var(f->name);
-        hi = hi * IntExpr::var(f->name);
+        return std::nullopt;
       }
     }
     if (t.coeff >= 0) {
@@ -41,32 +75,33 @@ std::optional<Range> range_of(const IntExpr& e, const Extents& extents) {
   return r;
 }
 
-/** `a` split as q * b + r, with r the terms that `b` (a positive constant or one size variable)
- *  does not divide. */
+/** `a` split as q * b + r, with r the terms that `b` does not divide: `b` is one term, a positive
+ *  coefficient times atoms without index variables (sizes, `C / 4`), each non-negative. */
 std::optional<std::pair<IntExpr, IntExpr>> split(const IntExpr& a, const IntExpr& b) {
-  std::optional<int64_t> c = b.as_constant();
-  std::optional<std::string> var = b.as_var();
-  if (!(c && *c > 0) && !(var && (*var)[0] != '%')) return std::nullopt;
+  if (b.terms().size() != 1 || b.terms()[0].coeff <= 0) return std::nullopt;
+  const IntExpr::Term& bt = b.terms()[0];
+  for (const auto& f : bt.factors)
+    if (!size_atom(*f)) return std::nullopt;
   IntExpr q(0), r(0);
   for (const IntExpr::Term& t : a.terms()) {
-    IntExpr rest(1);
-    bool divided = false;
-    for (const auto& f : t.factors) {
-      IntExpr atom = f->kind == IntAtom::Kind::var        ? IntExpr::var(f->name)
-                     : f->kind == IntAtom::Kind::floordiv ? floordiv(f->a, f->b)
-                                                          : mod(f->a, f->b);
-      if (var && !divided && f->kind == IntAtom::Kind::var && f->name == *var)
-        divided = true;
-      else
-        rest = rest * atom;
+    std::vector<std::shared_ptr<const IntAtom>> rest = t.factors;
+    bool divided = t.coeff % bt.coeff == 0;
+    for (const auto& f : bt.factors) {
+      auto it =
+          std::find_if(rest.begin(), rest.end(), [&](const auto& x) { return x->key == f->key; });
+      if (it == rest.end()) {
+        divided = false;
+        break;
+      }
+      rest.erase(it);
     }
-    if (c && t.coeff % *c == 0) {
-      q = q + IntExpr(t.coeff / *c) * rest;
-    } else if (divided) {
-      q = q + IntExpr(t.coeff) * rest;
-    } else {
-      r = r + IntExpr(t.coeff) * rest;
-    }
+    IntExpr whole(t.coeff), part(divided ? t.coeff / bt.coeff : 1);
+    for (const auto& f : divided ? rest : t.factors)
+      (divided ? part : whole) = (divided ? part : whole) * atom_expr(*f);
+    if (divided)
+      q = q + part;
+    else
+      r = r + whole;
   }
   return std::make_pair(q, r);
 }
@@ -83,6 +118,22 @@ IntExpr simplify_atom(const IntAtom& atom, const Extents& extents) {
   bool div = atom.kind == IntAtom::Kind::floordiv;
   if (auto qr = split(a, b); qr && within(qr->second, b, extents))
     return div ? qr->first : qr->second;
+  // b = m * n with a = q * m + r, 0 <= r < m: a / b is q / n and a % b is (q % n) * m + r, as
+  // (i1 * P + i2) / (G * P) is i1 / G where i2 < P (a reshape of [C, P] into [C / G, G * P]).
+  if (b.terms().size() == 1 && b.terms()[0].coeff > 0) {
+    const IntExpr::Term& bt = b.terms()[0];
+    std::vector<IntExpr> divisors;
+    if (bt.coeff > 1 && !bt.factors.empty()) divisors.push_back(IntExpr(bt.coeff));
+    for (const auto& f : bt.factors)
+      if (bt.factors.size() > 1 || bt.coeff > 1) divisors.push_back(atom_expr(*f));
+    for (const IntExpr& m : divisors) {
+      auto qr = split(a, m);
+      if (!qr || qr->first == IntExpr(0) || !within(qr->second, m, extents)) continue;
+      IntExpr n = split(b, m)->first;
+      IntExpr quotient = simplify_index(floordiv(qr->first, n), extents);
+      return div ? quotient : simplify_index(mod(qr->first, n), extents) * m + qr->second;
+    }
+  }
   return div ? floordiv(a, b) : mod(a, b);
 }
 

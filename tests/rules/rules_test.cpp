@@ -349,6 +349,18 @@ TEST_CASE("rules: index arithmetic over symbolic sizes") {
   std::map<std::string, IntExpr> wide = {{"%0", M}, {"%1", N + 2}};
   CHECK(simplify_index(floordiv(i0 * N + i1, N), wide) == floordiv(i0 * N + i1, N));
   CHECK(simplify_index(mod(i0 * N - i1, N), ext) == mod(i0 * N - i1, N));
+  // a divisor of several factors: (i0 * N + i1) / (G * N) is i0 / G when i1 < N (a group norm's
+  // reshape of [C, N] into [C / G, G * N]), with G itself a quotient of sizes
+  IntExpr G = floordiv(M, IntExpr(4));
+  CHECK(simplify_index(floordiv(i0 * N + i1, G * N), ext) == floordiv(i0, G));
+  CHECK(simplify_index(mod(i0 * N + i1, G * N), ext) == mod(i0, G) * N + i1);
+  CHECK(simplify_index(floordiv(i0 * N + i1, 4 * N), ext) == floordiv(i0, IntExpr(4)));
+  // ... and the flattened index of both parts is the plain one
+  CHECK(simplify_index(mod(mod(i0 * N + i1, G * N), N) + N * floordiv(mod(i0 * N + i1, G * N), N) +
+                           G * N * floordiv(i0 * N + i1, G * N),
+                       ext) == i0 * N + i1);
+  // not when i1 may reach N
+  CHECK(simplify_index(floordiv(i0 * N + i1, G * N), wide) == floordiv(i0 * N + i1, G * N));
 }
 
 TEST_CASE("rules: a reshape round trip around elementwise work folds away") {

@@ -617,7 +617,9 @@ TEST_CASE("cli: bench --vs torch runs the baseline expression and checks its out
   std::string env = "KILN_CACHE=" + (tmp.path / "cache").string() + " KILN_PYTHON=" + python;
   for (const std::string& what :
        {"ops/nn.toml:softmax --test N=33 --batch 3", "ops/nn.toml:conv2d --attr pad=1",
-        "ops/nn.toml:dense_gelu", "ops/reduce.toml:sum --attr keepdim=true"}) {
+        "ops/nn.toml:dense_gelu", "ops/reduce.toml:sum --attr keepdim=true",
+        // a size named F beside F.linear: the integer with the module's attributes
+        "tests/regressions/user_kernels.toml:swiglu_mlp --test M=3,E=8,F=16"}) {
     Result r = kiln("bench " + what + " --repeat 2 --vs torch --json", env);
     INFO("kiln bench " << what << "\n" << r.out);
     CHECK(r.code == 0);

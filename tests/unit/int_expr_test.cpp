@@ -54,6 +54,18 @@ TEST_CASE("int_expr: floordiv and mod simplify divisible terms") {
   CHECK_FALSE(floordiv(N + 1, 2).is_constant());
 }
 
+TEST_CASE("int_expr: a modulus and its division recombine") {
+  IntExpr i = IntExpr::index(0), j = IntExpr::index(1);
+  // i % N + N * (i / N) == i, for any i (floor division), times any factor and beside other terms
+  CHECK(mod(i, N) + N * floordiv(i, N) == i);
+  CHECK(M * mod(i, N) + M * N * floordiv(i, N) + j == M * i + j);
+  CHECK(mod(i, IntExpr(4)) + 4 * floordiv(i, IntExpr(4)) == i);
+  // the terms must match: a different coefficient, divisor or factor stays as it is
+  CHECK(mod(i, N) + 2 * N * floordiv(i, N) != i);
+  CHECK(mod(i, N) + M * floordiv(i, N) != i);
+  CHECK(mod(i, N) + N * floordiv(j, N) != i);
+}
+
 TEST_CASE("int_expr: eval") {
   std::map<std::string, int64_t> env = {{"M", 3}, {"N", 5}, {"%0", -7}};
   IntExpr i = IntExpr::index(0);

@@ -144,6 +144,48 @@ TEST_CASE("schedule: a contraction's parallel loop sinks below its reduction, ac
   CHECK(found.size() == 1);  // the dot product over k stays in a register
 }
 
+TEST_CASE("schedule: a sum over a middle axis with its stored terms sinks its lane loop") {
+  // e[c, p] = exp(x[c, p]); s[p] = sum(e[c, p], c) (softmax over a middle axis): isl fuses the
+  // store and the update under `for p for c`, every access P apart. The coincident p loop sinks
+  // below c with both statements, so they run along rows across vector lanes and the sums stay
+  // in memory, one per lane.
+  KernelBuilder b;
+  IntExpr C = IntExpr::var("C"), P = IntExpr::var("P");
+  int x = b.buffer("x", {C, P}), e = b.buffer("e", {C, P}), sum = b.buffer("s", {P});
+  b.stmt(Statement::Kind::reduce_init, {P}, sum, {it(0)});
+  b.stmt(Statement::Kind::assign, {P, C}, e, {it(1), it(0)},
+         op(Op::exp2, {load(x, {it(1), it(0)})}));
+  b.stmt(Statement::Kind::reduce_update, {P, C}, sum, {it(0)}, load(e, {it(1), it(0)}));
+  ScheduleOptions opt = untiled();
+  opt.backend_simd = true;
+  ScheduledKernel r = check_legal(b, opt, {{{"C", 3}, {"P", 5}}, {{"C", 1}, {"P", 4}}});
+  report("stored terms summed over a middle axis", r);
+  int sunk = 0;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<const LoopNode*> inner = loops(*l);
+    if (inner.size() != 2 || l->coincident) continue;  // the c loop with p inside
+    ++sunk;
+    CHECK(inner[1]->mapping == Mapping::simd);
+    std::string text = loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*inner[1])});
+    CHECK(text.find("S1(") != std::string::npos);
+    CHECK(text.find("S2(") != std::string::npos);
+  }
+  CHECK(sunk == 1);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  CHECK(found.empty());
+  // A statement beside the update that reads with stride P along p keeps the loop above.
+  KernelBuilder t;
+  int xt = t.buffer("x", {P, C}), et = t.buffer("e", {C, P}), st = t.buffer("s", {P});
+  t.stmt(Statement::Kind::reduce_init, {P}, st, {it(0)});
+  t.stmt(Statement::Kind::assign, {P, C}, et, {it(1), it(0)},
+         op(Op::exp2, {load(xt, {it(0), it(1)})}));
+  t.stmt(Statement::Kind::reduce_update, {P, C}, st, {it(0)}, load(et, {it(1), it(0)}));
+  ScheduledKernel rt = check_legal(t, opt, {{{"C", 3}, {"P", 5}}});
+  for (const LoopNode* l : loops(*rt.nest.root))
+    if (!l->coincident && !loops(*l).empty()) CHECK(loops(*l).size() == 1);
+}
+
 TEST_CASE("schedule: a column reduction's consumer walks rows, not columns") {
   // mean[j] = sum(x[i, j], i); y[i, j] = x[i, j] - mean[j]: isl orders y's band (j, i) after the
   // dependence on mean[j]; the j loop sinks below y's i loop, so that y and x run along rows

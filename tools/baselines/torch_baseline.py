@@ -14,8 +14,10 @@ stdin and stdout, one line at a time:
           recorded around the call; "quit" or the end of input ends the script.
 
 The expression sees `torch`, `F` (torch.nn.functional), `math`, then the sizes, the attributes and
-the inputs by name (each shadows the ones before it: conv2d's size F hides torch.nn.functional), and returns a tensor or a tuple of tensors in
-the order of the composite's outputs. It becomes the body of a function of the inputs, so that
+the inputs by name (each shadows the ones before it), and returns a tensor or a tuple of tensors
+in the order of the composite's outputs. An integer size or attribute named like one of the
+modules (conv2d's filter count F, an MLP's hidden size F) is that integer with the module's
+attributes besides, so `F.linear(x, w)` and `x.shape[-1] == F` both read as meant. It becomes the body of a function of the inputs, so that
 `torch.compile` (mode "compile") traces it as it would a user's model.
 """
 import json
@@ -59,6 +61,19 @@ def save(torch, value, spec, where):
         f.write(value.view(-1).view(torch.uint8).numpy().tobytes())
 
 
+class SizeAndModule(int):
+    """An integer named like a module of the expression's scope, whose attributes are the
+    module's: `F` is 3072 in `h[:, :F]` and torch.nn.functional in `F.silu(h)`."""
+
+    def __new__(cls, value, module):
+        self = int.__new__(cls, value)
+        self._module = module
+        return self
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
 def main():
     request = json.loads(sys.stdin.readline())
     where = request["where"]
@@ -72,8 +87,12 @@ def main():
         torch.set_num_threads(request["threads"])
     names = [i["name"] for i in request["inputs"]]
     scope = {"torch": torch, "F": torch.nn.functional, "math": math}
-    scope.update(request["sizes"])
-    scope.update(request["attrs"])
+    for values in (request["sizes"], request["attrs"]):
+        for name, value in values.items():
+            module = scope.get(name)
+            if isinstance(value, int) and type(module).__name__ == "module":
+                value = SizeAndModule(value, module)
+            scope[name] = value
     source = f"def baseline({', '.join(names)}):\n    return ({request['expr']})\n"
     try:
         exec(compile(source, where, "exec"), scope)
