@@ -82,6 +82,22 @@ ScalarExprPtr substitute_iterators(const ScalarExprPtr& e,
   return substitute_in(e, sub, buffer, at, to, memo);
 }
 
+bool reuses_a_load(const Statement& s) {
+  if (!s.value) return false;
+  std::set<std::string> element;
+  for (const IntExpr& e : s.index)
+    for (size_t d = 0; d < s.extents.size(); ++d) {
+      std::string it = iterator_name(static_cast<int>(d));
+      if (s.extents[d] != IntExpr(1) && e.key() == IntExpr::var(it).key()) element.insert(it);
+    }
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  for (const ScalarExpr* l : loads)
+    for (const std::string& it : element)
+      if (!uses_vars(*l, {it})) return true;
+  return false;
+}
+
 bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars) {
   auto uses = [&](const IntExpr& x) {
     std::set<std::string> found;

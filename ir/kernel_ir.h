@@ -151,6 +151,11 @@ void collect_loads(const ScalarExpr& e, std::vector<const ScalarExpr*>& out);
 /** Whether `e` reads any of the iterators `vars` (in an index, a mask or an iterator value). */
 bool uses_vars(const ScalarExpr& e, const std::set<std::string>& vars);
 
+/** Whether a load of `s`'s value is reused along an iterator of the element `s` writes (one of
+ *  extent other than 1 that the load does not use): a matmul's a along j; not a row sum's or a
+ *  pooling's input, each of whose elements is read once. */
+bool reuses_a_load(const Statement& s);
+
 /** `e` with its iterators replaced by `sub` wherever they appear (loads' indices, masks,
  *  iterator values); a load of `buffer` at `at` reads at `to` instead (where the substitution
  *  alone would leave a division the caller knows to be exact). Shared parts stay shared. */

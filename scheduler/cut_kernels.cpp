@@ -117,19 +117,7 @@ bool sums_across_rows(const Kernel& k, int p) {
  *  batched) is not (CutOptions::contractions_reuse_an_operand). */
 bool contraction(const Statement& s, bool reuse) {
   if (s.extents.size() < 3 || !gpu_contraction_statement(s)) return false;
-  if (!reuse) return true;
-  std::set<std::string> element;
-  for (const IntExpr& e : s.index)
-    for (size_t d = 0; d < s.extents.size(); ++d) {
-      std::string it = iterator_name(static_cast<int>(d));
-      if (s.extents[d] != IntExpr(1) && e.key() == IntExpr::var(it).key()) element.insert(it);
-    }
-  std::vector<const ScalarExpr*> loads;
-  collect_loads(*s.value, loads);
-  for (const ScalarExpr* l : loads)
-    for (const std::string& it : element)
-      if (!uses_vars(*l, {it})) return true;
-  return false;
+  return !reuse || reuses_a_load(s);
 }
 
 /** Whether statement `reader` reads what contraction `writer` writes other than as an

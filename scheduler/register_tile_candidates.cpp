@@ -76,7 +76,8 @@ RegisterTileShape automatic_tile_shape(const KernelPlan& plan, int full_width_by
 
 bool has_register_tile_candidate(const KernelPlan& plan, const Kernel& k, bool bf16, bool int8) {
   for (const Statement& s : k.statements) {
-    if (s.extents.size() < 3) continue;
+    // A sum that reads each element once (a pooling) has no operand for a tile to keep.
+    if (s.extents.size() < 3 || !reuses_a_load(s)) continue;
     std::set<std::string> all;
     for (size_t a = 0; a < s.extents.size(); ++a)
       all.insert(iterator_name(static_cast<int>(a)));

@@ -396,14 +396,25 @@ bool gains_from_tiles(const Kernel& k) {
     bool update = s.kind == Statement::Kind::reduce_update;
     bool plain = s.kind == Statement::Kind::assign || s.kind == Statement::Kind::reduce_init;
     if (!(plain || update) || s.extents.empty()) return true;
-    std::string inner = iterator_name(static_cast<int>(s.extents.size()) - 1);
-    if (!streams(s.index, inner)) return true;
     std::vector<const ScalarExpr*> loads;
     if (s.value) collect_loads(*s.value, loads);
-    for (const ScalarExpr* l : loads) {
-      if (!l->args.empty() || !streams(l->index, inner)) return true;
-      if (update && !uses_all(l->index, s.extents.size())) return true;
-    }
+    auto streams_along = [&](const std::string& inner) {
+      if (!streams(s.index, inner)) return false;
+      for (const ScalarExpr* l : loads) {
+        if (!l->args.empty() || !streams(l->index, inner)) return false;
+        if (update && !uses_all(l->index, s.extents.size())) return false;
+      }
+      return true;
+    };
+    if (streams_along(iterator_name(static_cast<int>(s.extents.size()) - 1))) continue;
+    // A sum over a middle axis that reads each element once (a channels-last pooling,
+    // y[b, c] = sum(x[b, p, c], p)) streams once its element's last moving iterator runs
+    // innermost, below the reduction (interchange.h).
+    std::set<std::string> last;
+    for (size_t d = s.index.size(); d-- > 0 && last.empty();)
+      s.index[d].collect_vars(last);
+    if (update && last.size() == 1 && !reuses_a_load(s) && streams_along(*last.begin())) continue;
+    return true;
   }
   return false;
 }

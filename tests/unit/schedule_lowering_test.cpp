@@ -186,6 +186,43 @@ TEST_CASE("schedule: a sum over a middle axis with its stored terms sinks its la
     if (!l->coincident && !loops(*l).empty()) CHECK(loops(*l).size() == 1);
 }
 
+TEST_CASE("schedule: a pooling over a middle axis is neither tiled nor register-tiled") {
+  // y[b, c] = sum(x[b, p, c], p) reads each element of x once: no tile keeps an operand, and
+  // the walk streams once c runs innermost below p. A product with a weight w[p] reused along b
+  // and c still takes the register tile.
+  KernelBuilder b;
+  IntExpr B = IntExpr::var("B"), P = IntExpr::var("P"), C = IntExpr::var("C");
+  int x = b.buffer("x", {B, P, C}), y = b.buffer("y", {B, C});
+  b.stmt(Statement::Kind::reduce_init, {B, C}, y, {it(0), it(1)});
+  b.stmt(Statement::Kind::reduce_update, {B, C, P}, y, {it(0), it(1)},
+         load(x, {it(0), it(2), it(1)}));
+  ScheduleOptions opt;  // isl's tiles and the register tile both allowed
+  opt.micro = {6, 2, 64, 64};
+  opt.backend_simd = opt.backend_threads = true;
+  ScheduledKernel r = check_legal(b, opt, {{{"B", 3}, {"P", 5}, {"C", 7}}});
+  report("pooling over a middle axis", r);
+  std::string transforms = transforms_to_text(r.transforms);
+  CHECK(transforms.find("tile") == std::string::npos);
+  CHECK(transforms.find("sink parallel loops below reductions") != std::string::npos);
+  int walks = 0;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<const LoopNode*> inner = loops(*l);
+    if (inner.size() != 2 || l->coincident) continue;  // the p loop with c inside
+    ++walks;
+    CHECK(inner[1]->mapping == Mapping::simd);
+    CHECK(loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*inner[1])}).find("S1(") !=
+          std::string::npos);
+  }
+  CHECK(walks == 1);
+  KernelBuilder w;
+  int xw = w.buffer("x", {B, P, C}), ww = w.buffer("w", {P}), yw = w.buffer("y", {B, C});
+  w.stmt(Statement::Kind::reduce_init, {B, C}, yw, {it(0), it(1)});
+  w.stmt(Statement::Kind::reduce_update, {B, C, P}, yw, {it(0), it(1)},
+         op(Op::mul, {load(xw, {it(0), it(2), it(1)}), load(ww, {it(2)})}));
+  ScheduledKernel rw = check_legal(w, opt, {{{"B", 3}, {"P", 5}, {"C", 7}}});
+  CHECK(transforms_to_text(rw.transforms).find("register tile") != std::string::npos);
+}
+
 TEST_CASE("schedule: a column reduction's consumer walks rows, not columns") {
   // mean[j] = sum(x[i, j], i); y[i, j] = x[i, j] - mean[j]: isl orders y's band (j, i) after the
   // dependence on mean[j]; the j loop sinks below y's i loop, so that y and x run along rows
