@@ -495,7 +495,9 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
   // loop's condition holds at its first value.
   s += pad + "  if (" + nest_runs(n) + ") {\n";
   std::string in = pad + "    ";
-  std::string first = accumulator_start(c, n, from_storage(dtype, element));
+  // A block's partial sum starts from 0 and is added to the element after it (LoopNode::partial).
+  std::string first = n.partial ? combine_identity(Op::add, dtype)
+                                : accumulator_start(c, n, from_storage(dtype, element));
   bool keyed =
       max_keys() && st.reduce == ReduceKind::max && (dtype == DType::f32 || dtype == DType::f64);
   std::string bits = dtype == DType::f64 ? "64" : "32";
@@ -520,6 +522,7 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
   if (keyed)
     value = "(" + n.name + "_nan ? " + float_literal(std::nan(""), dtype) + " : kiln_unkey_f" +
             bits + "(" + n.name + "))";
+  if (n.partial) value = "(" + from_storage(dtype, element) + " + " + value + ")";
   s += accumulator_finish(c, n, element + " = " + to_storage(dtype, value) + ";", in);
   return s + pad + "  }\n" + pad + "}\n";
 }

@@ -187,6 +187,7 @@ std::string alloc_line(const LoopNode& n) {
   for (size_t k = 0; k < n.args.size(); ++k)
     out += (k ? ", " : "") + (n.args[k] ? unwrap(expr_text(*n.args[k])) : std::string("_"));
   out += ")";
+  if (n.partial) out += ", a partial sum added to it";
   if (n.carried && n.mapping == Mapping::parallel) out += ", split across threads";
   if (n.tile_rows > 0)
     out += ", a " + tile +

@@ -205,6 +205,10 @@ struct LoopNode {
    *  once (a blocked scan, on renderers with threads; its bounds are the same for every
    *  iteration of the loops around), else `serial`. */
   bool carried = false;
+  /** alloc in `local` space: the register starts from the reduction's identity, not from the
+   *  element, and is added to the element after its loop: one block's partial sum of a long
+   *  sum (scheduler/promote_accumulators.h), so that no term is added to a total of millions. */
+  bool partial = false;
   int64_t tile_rows = 0;            ///< alloc: rows of a register tile (0: one element)
   int64_t tile_lanes = 0;           ///< alloc: elements per row of a register tile
   std::string tile_row, tile_lane;  ///< alloc: the iterators a tile's rows and lanes vary

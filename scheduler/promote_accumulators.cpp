@@ -2,14 +2,16 @@
 
 #include <set>
 
+#include "scheduler/map_loops.h"
+
 namespace kiln {
 
 namespace {
 
 class Promoter {
  public:
-  Promoter(const KernelPlan& plan, const Kernel& k, bool half)
-      : plan_(plan), kernel_(k), half_(half) {}
+  Promoter(const KernelPlan& plan, const Kernel& k, bool half, int64_t sum_block)
+      : plan_(plan), kernel_(k), half_(half), sum_block_(sum_block) {}
 
   LoopNodePtr visit(const LoopNodePtr& n) {
     if (n->kind == LoopNode::Kind::alloc) return n;  // a register tile (register_tile.h)
@@ -69,7 +71,40 @@ class Promoter {
     }
     promoted->name = "acc" + std::to_string(count_++);
     promoted->body.push_back(mark_reduction(top));
+    if (loops.size() == 1 && s.reduce == ReduceKind::sum && is_float(t) && long_loop(top))
+      return in_blocks(top, promoted);
     return promoted;
+  }
+
+  /** Whether loop `l` is canonical, steps by 1 and may run more than sum_block_ iterations. */
+  bool long_loop(const LoopNode& l) const {
+    if (sum_block_ <= 0 || l.step != 1 || !canonical_loop(l)) return false;
+    const AstExpr &lo = *l.init, &hi = *l.cond->args[1];
+    if (lo.kind != AstExpr::Kind::integer || hi.kind != AstExpr::Kind::integer) return true;
+    return hi.value - lo.value + (l.cond->op == "le" ? 1 : 0) > sum_block_;
+  }
+
+  /** `alloc` (promoting the sum along loop `top`) as partial sums of blocks of sum_block_
+   *  iterations: `for (b = init; b < end; b += block) alloc partial { for (i = b; i < min(b +
+   *  block, end); ...) }`, the block loop carrying the sum through the element. */
+  LoopNodePtr in_blocks(const LoopNode& top, const LoopNodePtr& alloc) const {
+    auto blocks = std::make_shared<LoopNode>(top);
+    blocks->iter = top.iter + "b";
+    blocks->step = sum_block_;
+    blocks->coincident = blocks->only_reductions = blocks->reduction = false;
+    blocks->cond = substitute(top.cond, top.iter, ast_iter(blocks->iter));
+    auto inner = std::make_shared<LoopNode>(*alloc->body[0]);
+    inner->init = ast_iter(blocks->iter);
+    AstExprPtr end = top.cond->args[1];
+    if (top.cond->op == "le") end = ast_op("add", {end, ast_int(1)});
+    inner->cond = ast_op(
+        "lt", {ast_iter(top.iter),
+               ast_op("min", {ast_op("add", {ast_iter(blocks->iter), ast_int(sum_block_)}), end})});
+    auto partial = std::make_shared<LoopNode>(*alloc);
+    partial->partial = true;
+    partial->body = {inner};
+    blocks->body = {partial};
+    return blocks;
   }
 
   /** The reduction of a nest of loops below `top` whose innermost body is several statements,
@@ -195,14 +230,16 @@ class Promoter {
   const KernelPlan& plan_;
   const Kernel& kernel_;
   bool half_;
+  int64_t sum_block_;
   int count_ = 0;
 };
 
 }  // namespace
 
-int promote_accumulators(const KernelPlan& plan, const Kernel& k, LoopNest& nest, bool half) {
+int promote_accumulators(const KernelPlan& plan, const Kernel& k, LoopNest& nest, bool half,
+                         int64_t sum_block) {
   if (!nest.root) return 0;
-  Promoter p(plan, k, half);
+  Promoter p(plan, k, half, sum_block);
   nest.root = p.visit(nest.root);
   return p.count();
 }

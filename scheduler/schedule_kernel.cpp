@@ -461,7 +461,7 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
         register_tile(plan, k, nest, t.micro);
         break;
       case Transform::Kind::promote_accumulators:
-        promote_accumulators(plan, k, nest, t.half);
+        promote_accumulators(plan, k, nest, t.half, t.sum_block);
         break;
       case Transform::Kind::carry_scans:
         carry_scans(plan, k, nest, t.split);
@@ -532,6 +532,8 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
   }
   Transform promote{Transform::Kind::promote_accumulators};
   promote.half = opt.backend_gpu;
+  // CPU sums in blocks (a GPU's sums are split across threads already, map_gpu.h).
+  if (!opt.backend_gpu) promote.sum_block = kSumBlock;
   list.push_back(promote);
   if (block_tile) {
     Transform t{Transform::Kind::gpu_tile};

@@ -39,6 +39,7 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
         break;
       case Transform::Kind::promote_accumulators:
         out += t.half ? "promote accumulators (f16 and bf16 too)" : "promote accumulators";
+        if (t.sum_block > 0) out += " (long sums in blocks of " + std::to_string(t.sum_block) + ")";
         break;
       case Transform::Kind::carry_scans:
         out += t.split ? "carry scans (split across threads)" : "carry scans";

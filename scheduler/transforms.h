@@ -47,6 +47,10 @@ struct Transform {
   /** map_parallel: an innermost unit-stride loop stays out of the collapse, for map_simd */
   bool keep_vector_loops = false;
   bool half = false;  ///< promote_accumulators: f16 and bf16 accumulate in registers too
+  /** promote_accumulators: a float sum along one loop longer than this many terms accumulates
+   *  in partial sums of blocks of this many, each added to the element (0: one register for the
+   *  whole loop) */
+  int64_t sum_block = 0;
   /** sink: a register tile follows, whose packed panels gather operands that every row shares
    *  (interchange.h) */
   bool packed = false;

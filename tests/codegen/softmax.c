@@ -216,25 +216,27 @@ static void kiln_softmax_0_loops(const int64_t s_batch0, const int64_t s_N, cons
         b2[(i0)] = (acc0_nan ? KILN_NAN : kiln_unkey_f32(acc0));
       }
     }
-    {
-      const int64_t i0 = c0;
-      if ((0 < s_N)) {
-        float acc1 = b3[(i0)];
-        KILN_INTERLEAVE
-        for (int64_t c1 = 0; c1 < s_N; c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b1[(s_N * i0 + i1)] = (float)kiln_exp2_f32(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+    for (int64_t c1b = 0; c1b < s_N; c1b += 4096) {
+      {
+        const int64_t i0 = c0;
+        if ((c1b < ((c1b + 4096) < s_N ? (c1b + 4096) : s_N))) {
+          float acc1 = (float)0;
+          KILN_INTERLEAVE
+          for (int64_t c1 = c1b; c1 < ((c1b + 4096) < s_N ? (c1b + 4096) : s_N); c1 += 1) {
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              b1[(s_N * i0 + i1)] = (float)kiln_exp2_f32(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+            }
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              const float kiln_v = (float)b1[(s_N * i0 + i1)];
+              { KILN_REASSOC acc1 = acc1 + kiln_v; }
+            }
           }
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const float kiln_v = (float)b1[(s_N * i0 + i1)];
-            { KILN_REASSOC acc1 = acc1 + kiln_v; }
-          }
+          b3[(i0)] = (b3[(i0)] + acc1);
         }
-        b3[(i0)] = acc1;
       }
     }
     for (int64_t c1 = 0; c1 < s_N; c1 += 1) {

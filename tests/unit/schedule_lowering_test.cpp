@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "scheduler/promote_accumulators.h"
 #include "tests/unit/schedule_sim.h"
 
 using namespace kiln;
@@ -221,6 +222,44 @@ TEST_CASE("schedule: a pooling over a middle axis is neither tiled nor register-
          op(Op::mul, {load(xw, {it(0), it(2), it(1)}), load(ww, {it(2)})}));
   ScheduledKernel rw = check_legal(w, opt, {{{"B", 3}, {"P", 5}, {"C", 7}}});
   CHECK(transforms_to_text(rw.transforms).find("register tile") != std::string::npos);
+}
+
+TEST_CASE("schedule: a long float sum accumulates in partial sums of blocks") {
+  // y[i] = sum(x[i, j], j) on the CPU: the j loop runs in blocks of kSumBlock, each block's
+  // register starting from 0 and added to y[i] after it (LoopNode::partial); a sum over a
+  // constant 100 terms keeps one register, and so does an integer sum (exact in any order).
+  auto row_sum = [](IntExpr n, DType t) {
+    KernelBuilder b;
+    int x = b.buffer("x", {M, n}), y = b.buffer("y", {M});
+    b.plan.buffers[x].dtype = b.plan.buffers[y].dtype = t;
+    b.stmt(Statement::Kind::reduce_init, {M}, y, {it(0)});
+    b.stmt(Statement::Kind::reduce_update, {M, n}, y, {it(0)}, load(x, {it(0), it(1)}));
+    return b;
+  };
+  ScheduleOptions opt = untiled();
+  opt.backend_simd = true;
+  ScheduledKernel r =
+      check_legal(row_sum(N, DType::f32), opt, {{{"M", 3}, {"N", 5}}, {{"M", 1}, {"N", 9000}}});
+  report("a long sum in blocks", r);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->partial);
+  REQUIRE(found[0]->body.size() == 1);
+  const LoopNode& inner = *found[0]->body[0];
+  CHECK(inner.mapping == Mapping::simd);
+  std::string text = loop_nest_to_text(r.nest);
+  CHECK(text.find("+= " + std::to_string(kSumBlock) + ")") != std::string::npos);
+  CHECK(text.find("min((" + inner.iter + "b + " + std::to_string(kSumBlock) + "), N)") !=
+        std::string::npos);
+  for (auto [n, t] : {std::pair<IntExpr, DType>{IntExpr(100), DType::f32},
+                      std::pair<IntExpr, DType>{N, DType::i32}}) {
+    ScheduledKernel one = check_legal(row_sum(n, t), opt, {{{"M", 3}, {"N", 5}}});
+    found.clear();
+    allocs(*one.nest.root, found);
+    REQUIRE(found.size() == 1);
+    CHECK_FALSE(found[0]->partial);
+  }
 }
 
 TEST_CASE("schedule: a column reduction's consumer walks rows, not columns") {
