@@ -440,8 +440,11 @@ class Builder {
         for (const IntExpr& x : n.view.index)
           inner.push_back(x.substitute(sub));
         bool input = g_[n.operands[0]].op == Op::input;
-        if (in_reduction_ && affine_in_iterators(index) && !affine_in_iterators(inner) &&
-            !batch_quotients(inner) && !windowed(n.view.index) && (opt_.copy_input_views || !input))
+        // (A copy serves a tile of the reduction's loads; a 1-D operand, a flattened tensor's
+        // sum, has none and reads its source where it lies.)
+        if (in_reduction_ && index.size() > 1 && affine_in_iterators(index) &&
+            !affine_in_iterators(inner) && !batch_quotients(inner) && !windowed(n.view.index) &&
+            (opt_.copy_input_views || !input))
           return layout_load(id, index);
         ScalarExprPtr src = expr(n.operands[0], inner);
         if (n.view.mask.empty()) return src;
