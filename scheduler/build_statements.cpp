@@ -233,13 +233,16 @@ class Builder {
       target[ax] = 0;
     in_reduction_ = true;
     reduction_iters_.clear();
+    element_iters_.clear();
     lane_iter_.clear();
     for (size_t k = 0; k < src.size(); ++k) {
       std::string it = iterator_name(static_cast<int>(k));
-      if (std::find(n.axes.begin(), n.axes.end(), static_cast<int>(k)) != n.axes.end())
+      if (std::find(n.axes.begin(), n.axes.end(), static_cast<int>(k)) != n.axes.end()) {
         reduction_iters_.insert(it);
-      else
+      } else {
         lane_iter_ = it;
+        if (src[k] != IntExpr(1)) element_iters_.insert(it);
+      }
     }
     ScalarExprPtr value = expr(n.operands[0], update_index);
     in_reduction_ = false;
@@ -440,9 +443,10 @@ class Builder {
         for (const IntExpr& x : n.view.index)
           inner.push_back(x.substitute(sub));
         bool input = g_[n.operands[0]].op == Op::input;
-        // (A copy serves a tile of the reduction's loads; a 1-D operand, a flattened tensor's
-        // sum, has none and reads its source where it lies.)
-        if (in_reduction_ && index.size() > 1 && affine_in_iterators(index) &&
+        // (A copy serves a tile of the reduction's loads, which keeps an operand the element's
+        // iterators reuse: one read at every element iterator, a group norm's input or a
+        // flattened tensor's, has nothing to keep and reads its source where it lies.)
+        if (in_reduction_ && reused_in_reduction(inner) && affine_in_iterators(index) &&
             !affine_in_iterators(inner) && !batch_quotients(inner) && !windowed(n.view.index) &&
             (opt_.copy_input_views || !input))
           return layout_load(id, index);
@@ -536,6 +540,17 @@ class Builder {
         if (v.size() > 1 && v[0] == '%' && affine_coefficient(x, v)) ++constant;
       if (constant >= 2) return true;
     }
+    return false;
+  }
+
+  /** Whether a load of a view's source at `index` inside the reduction being built is reused
+   *  along an iterator of the element it updates (does not use it). */
+  bool reused_in_reduction(const Index& index) const {
+    std::set<std::string> vars;
+    for (const IntExpr& x : index)
+      x.collect_vars(vars);
+    for (const std::string& it : element_iters_)
+      if (!vars.count(it)) return true;
     return false;
   }
 
@@ -646,7 +661,9 @@ class Builder {
   std::map<NodeId, std::pair<int, std::vector<size_t>>> broadcast_;
   bool in_reduction_ = false;              ///< building a reduction's operand
   std::set<std::string> reduction_iters_;  ///< that reduction's reduced iterators
-  std::string lane_iter_;                  ///< and its innermost other one ("" if none)
+  /** that reduction's iterators of the element it updates (of extent other than 1) */
+  std::set<std::string> element_iters_;
+  std::string lane_iter_;  ///< and its innermost other one ("" if none)
 };
 
 }  // namespace

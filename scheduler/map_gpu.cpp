@@ -1,5 +1,6 @@
 #include "scheduler/map_gpu.h"
 
+#include <cctype>
 #include <set>
 
 #include "scheduler/loop_algebra.h"
@@ -125,10 +126,10 @@ const IntExpr* moving_index(const std::vector<IntExpr>& index) {
   return nullptr;
 }
 
-/** Votes of the accesses of statements inside loops below `t`: `across` counts those whose
- *  contiguous index moves with `t` (consecutive threads on `t` touch neighbouring elements),
- *  `along` those whose contiguous index moves with an inner loop instead (a thread on `t`
- *  walks a row that its neighbours walk too, `t`'s stride apart). */
+/** Votes of the accesses of statements inside loops below `t` that move with those loops:
+ *  `across` counts those whose contiguous index moves with `t` (consecutive threads on `t`
+ *  touch neighbouring elements), `along` those whose contiguous index moves with an inner loop
+ *  instead (a thread on `t` walks a row that its neighbours walk too, `t`'s stride apart). */
 void access_votes(const Kernel& k, const LoopNode& n, const std::string& t, int& across,
                   int& along) {
   if (n.kind != LoopNode::Kind::loop) {
@@ -152,16 +153,39 @@ void access_votes(const Kernel& k, const LoopNode& n, const std::string& t, int&
     for (const std::vector<IntExpr>* a : accesses) {
       const IntExpr* last = moving_index(*a);
       if (!last) continue;
-      std::set<std::string> vars;
+      std::set<std::string> vars, all;
       last->collect_vars(vars);
-      auto meets = [&](const std::set<std::string>& its) {
-        for (const std::string& v : vars)
+      for (const IntExpr& x : *a)
+        x.collect_vars(all);
+      auto meets = [](const std::set<std::string>& used, const std::set<std::string>& its) {
+        for (const std::string& v : used)
           if (its.count(v)) return true;
         return false;
       };
-      if (meets(mine))
+      // An access that stays put while the loops inside run (a row's mean, a channel's
+      // weight) is read once per point of `t` however the threads take it: no vote.
+      if (!meets(all, theirs)) continue;
+      // Neighbouring elements: the index moves by one with the iterator (`g * P + i` moves
+      // with g by whole rows of P; `i % P`, whose step depends on i, is taken to move by one).
+      auto unit = [&](const std::set<std::string>& its) {
+        for (const std::string& v : vars) {
+          if (!its.count(v)) continue;
+          IntExpr step = last->substitute({{v, IntExpr::var(v) + 1}}) - *last;
+          if (std::optional<int64_t> c = step.as_constant()) {
+            if (*c == 1 || *c == -1) return true;
+            continue;
+          }
+          std::set<std::string> in_step;
+          step.collect_vars(in_step);
+          for (const std::string& w : in_step)  // a step that varies with an iterator
+            if (w.size() > 1 && w[0] == 'i' && std::isdigit(static_cast<unsigned char>(w[1])))
+              return true;
+        }
+        return false;
+      };
+      if (unit(mine))
         ++across;
-      else if (meets(theirs))
+      else if (unit(theirs))
         ++along;
     }
   }
@@ -244,9 +268,15 @@ class GpuMapper {
   LoopNodePtr chain_root(const std::vector<LoopNodePtr>& chain) {
     const std::vector<LoopNodePtr>& body = chain.back()->body;
     ++count_;
-    if (has_loop(*node_of(LoopNode::Kind::block, body)) &&
-        !threads_coalesce(kernel_, *chain.back()))
+    bool loops_inside = has_loop(*node_of(LoopNode::Kind::block, body));
+    if (loops_inside && !threads_coalesce(kernel_, *chain.back()))
       return collapse(chain, chain.size(), block_body(body), Mapping::block_x);
+    // Loops inside that walk memory across the threads (a sum over a middle axis, one column
+    // of [B, C, P] a thread): the whole chain across the grid's threads, a thread a point, its
+    // division paid once before the loops. Blocks over the outer loops alone would leave the
+    // grid as small as B (32 blocks of a 132-multiprocessor GPU, each thread walking tens of
+    // columns in turn).
+    if (loops_inside) return collapse(chain, chain.size(), body, Mapping::thread_x);
     ++count_;
     auto last = std::make_shared<LoopNode>(*chain.back());
     last->mapping = Mapping::thread_x;
@@ -298,6 +328,28 @@ class GpuMapper {
     return copy;
   }
 
+  /** Whether coincident loop `n` is better run an iteration at a time by the whole block than
+   *  a thread an iteration: its body holds a promoted accumulator that a block can reduce across
+   *  its threads (block_reduction), its bounds use no iterator (the same trip count on every
+   *  thread, so the barriers inside are reached by all), and threads on it would each walk a
+   *  row of their own: the reductions' accesses move along their loops, not across `n`
+   *  (`for g { sum over the group's elements }`). */
+  bool rows_of_reductions(const LoopNode& n) const {
+    if (!rectangular(n)) return false;
+    std::vector<LoopNodePtr> body;
+    flatten_blocks(n.body, body);
+    int across = 0, along = 0;
+    for (const LoopNodePtr& c : body) {
+      if (c->kind != LoopNode::Kind::alloc || c->body.size() != 1 ||
+          c->body[0]->kind != LoopNode::Kind::loop || !canonical_loop(*c->body[0]))
+        continue;
+      std::vector<const LoopNode*> loops;
+      if (perfect_nest(*c->body[0], loops) || c->body[0]->only_reductions)
+        access_votes(kernel_, *c->body[0], n.iter, across, along);
+    }
+    return along > across;
+  }
+
   /** `children` as a block body: thread loops, block reductions and single-thread runs, each
    *  followed by a barrier. */
   std::vector<LoopNodePtr> block_body(const std::vector<LoopNodePtr>& children) {
@@ -315,6 +367,25 @@ class GpuMapper {
         case LoopNode::Kind::loop:
           if (c->mapping != Mapping::serial) {
             mapped = c;  // a block tile's loop (gpu_tile.h): every thread of the block runs it
+          } else if (mappable(*c) && rows_of_reductions(*c)) {
+            // Each iteration a row the block reduces across its threads (a group norm's
+            // groups): the loop runs on every thread alike, its body a block body.
+            auto copy = std::make_shared<LoopNode>(*c);
+            copy->body = block_body(c->body);
+            flush();
+            out.push_back(copy);
+            continue;
+          } else if (mappable(*c) && rectangular(*c) && !threads_coalesce(kernel_, *c)) {
+            // Threads on it would each walk a row (`for c for p y[b, c, p]`): the loop inside,
+            // when it is one, goes to the threads, and this one runs alike on all of them.
+            auto copy = std::make_shared<LoopNode>(*c);
+            copy->body = {threads_below(c)};
+            if (copy->body[0]) {
+              mapped = copy;
+            } else {
+              ++count_;
+              mapped = with_mapping(c, Mapping::thread_x);
+            }
           } else if (mappable(*c)) {
             ++count_;
             mapped = with_mapping(c, Mapping::thread_x);
