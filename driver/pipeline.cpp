@@ -62,8 +62,8 @@ std::string cut(State& s) {
                                                                     ? BoundedTiles::cpu_registers
                                                                     : BoundedTiles::gpu_blocks)
                         : 0;
-  // Column sums apart from the rows on the CPU (on a GPU the rows are blocks either way).
-  int columns = s.opt.schedule.backend_gpu ? 0 : split_column_sums(s.out.plan);
+  // Column sums apart from the rows (scheduler/split_column_sums.h).
+  int columns = split_column_sums(s.out.plan);
   CutCount n = cut_kernels(s.out.plan, s.opt.cut);
   return "// " + std::to_string(demanded) + " value(s) computed where read only, " +
          std::to_string(rectangular) + " bounded contraction(s) made rectangular for tiles, " +

@@ -29,27 +29,42 @@ bool writes_along_first(const Statement& s) {
 /** Whether `s` is an update that reduces along its first iterator: it reads along it and its
  *  index does not use it. */
 bool column_update(const Statement& s) {
-  if (s.kind != Statement::Kind::reduce_update || s.extents.size() < 2 || !s.value) return false;
+  if (s.kind != Statement::Kind::reduce_update || s.extents.empty() || !s.value) return false;
   return !writes_along_first(s) && uses_vars(*s.value, {iterator_name(0)});
 }
 
-/** The statements of `k` that move for buffer `r`, or nothing where the conditions fail. */
+/** The statements of `k` that move for buffer `r`, or nothing where the conditions fail: those
+ *  that write it (its init and updates), and after them those that read what moving statements
+ *  write without writing an element per row themselves (a mean's division of the sum, a
+ *  loss's scale: they move along, so that nothing left behind reads the sums). */
 std::vector<size_t> movable(const Kernel& k, int r) {
   std::vector<size_t> group;
+  std::set<int> written = {r};
   for (size_t p = 0; p < k.statements.size(); ++p) {
     const Statement& s = k.statements[p];
     bool writes = s.buffer == r;
-    if (!writes && reads(s).count(r)) return {};
-    if (!writes) continue;
-    if (s.kind != Statement::Kind::reduce_init && s.kind != Statement::Kind::reduce_update)
-      return {};
+    std::set<int> read = reads(s);
+    bool reads_moved = false;
+    for (int b : written)
+      reads_moved = reads_moved || read.count(b) > 0;
+    if (writes) {
+      if (s.kind != Statement::Kind::reduce_init && s.kind != Statement::Kind::reduce_update)
+        return {};
+    } else if (reads_moved) {
+      if (writes_along_first(s) || s.kind == Statement::Kind::call) return {};
+      written.insert(s.buffer);
+    } else {
+      continue;
+    }
     group.push_back(p);
   }
   std::set<size_t> in(group.begin(), group.end());
   for (size_t p : group) {
     std::set<int> read = reads(k.statements[p]);
     for (size_t q = p + 1; q < k.statements.size(); ++q)
-      if (!in.count(q) && read.count(k.statements[q].buffer)) return {};
+      if (!in.count(q) &&
+          (read.count(k.statements[q].buffer) || k.statements[q].buffer == k.statements[p].buffer))
+        return {};
   }
   return group;
 }

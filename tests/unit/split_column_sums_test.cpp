@@ -74,6 +74,26 @@ TEST_CASE("split_column_sums: a sum over the rows beside row-wise work moves, it
   check_order(b.plan);
 }
 
+TEST_CASE("split_column_sums: a sum of the rows' values into a scalar moves, its readers with it") {
+  // r[i] = sum over j of x[i, j]; total = sum over i of r[i]; loss = total * 2 (a cross-entropy's
+  // mean over its rows): the rows stay in parallel, the total and its scale go after them.
+  KernelBuilder b;
+  int x = b.buffer("x", {M, N}), r = b.buffer("r", {M}), total = b.buffer("total", {}),
+      loss = b.buffer("loss", {});
+  b.plan.buffers[x].kind = BufferKind::input;
+  b.stmt(Statement::Kind::reduce_init, {M}, r, {it(0)});
+  b.stmt(Statement::Kind::reduce_update, {M, N}, r, {it(0)}, load(x, {it(0), it(1)}));
+  b.stmt(Statement::Kind::reduce_init, {}, total, {});
+  b.stmt(Statement::Kind::reduce_update, {M}, total, {}, load(r, {it(0)}));
+  b.stmt(Statement::Kind::assign, {}, loss, {},
+         test::op(Op::add, {load(total, {}), load(total, {})}));
+  REQUIRE(split_column_sums(b.plan) == 1);
+  REQUIRE(b.plan.kernels.size() == 2);
+  CHECK(written(b.plan, b.plan.kernels[0]) == std::set<std::string>{"r"});
+  CHECK(written(b.plan, b.plan.kernels[1]) == std::set<std::string>{"total", "loss"});
+  check_order(b.plan);
+}
+
 TEST_CASE("split_column_sums: what stays put") {
   SUBCASE("a later statement rewrites what the sum reads") {
     KernelBuilder b = rows_and_columns(true);
