@@ -15,17 +15,6 @@ struct Range {
   IntExpr lo, hi;
 };
 
-/** Whether atom `f` holds no index variable: a size, or a division or modulus of sizes. */
-bool size_atom(const IntAtom& f) {
-  std::set<std::string> vars;
-  if (f.kind == IntAtom::Kind::var) vars.insert(f.name);
-  f.a.collect_vars(vars);
-  f.b.collect_vars(vars);
-  for (const std::string& v : vars)
-    if (v[0] == '%') return false;
-  return true;
-}
-
 /** Whether `e` holds no index variable. */
 bool size_atom_expr(const IntExpr& e) {
   std::set<std::string> vars;
@@ -33,6 +22,12 @@ bool size_atom_expr(const IntExpr& e) {
   for (const std::string& v : vars)
     if (v[0] == '%') return false;
   return true;
+}
+
+/** Whether atom `f` holds no index variable: a size, or a division or modulus of sizes. */
+bool size_atom(const IntAtom& f) {
+  if (f.kind == IntAtom::Kind::var) return f.name[0] != '%';
+  return size_atom_expr(f.a) && size_atom_expr(f.b);
 }
 
 /** The atom `f` as an expression of its own. */

@@ -518,63 +518,6 @@ TEST_CASE("schedule: on the GPU a batch of rows runs a block per row, each row a
   CHECK(below[1]->mapping == Mapping::serial);  // k, in a register
 }
 
-TEST_CASE("schedule: on the GPU sums over a middle axis take the grid, groups take the block") {
-  ScheduleOptions opt = untiled();
-  opt.backend_gpu = true;
-  opt.gpu_tile.rows = 0;
-  IntExpr C = IntExpr::var("C"), P = IntExpr::var("P"), G = IntExpr(4);
-  const std::vector<Env> sizes = {{{"B", 3}, {"C", 5}, {"P", 7}}, {{"B", 1}, {"C", 2}, {"P", 1}}};
-
-  // s[b, p] = sum(x[b, c, p], c): threads on p read side by side, each walking its column; the
-  // batch and the column loops are one loop across the grid's threads (blocks over b alone
-  // would be as few as the batch).
-  KernelBuilder cols;
-  int x = cols.buffer("x", {B, C, P}), sum = cols.buffer("s", {B, P});
-  cols.stmt(Statement::Kind::reduce_init, {B, P}, sum, {it(0), it(1)});
-  cols.stmt(Statement::Kind::reduce_update, {B, P, C}, sum, {it(0), it(1)},
-            load(x, {it(0), it(2), it(1)}));
-  ScheduledKernel rc = check_legal(cols, opt, sizes);
-  report("sums over a middle axis, GPU", rc);
-  std::vector<const LoopNode*> top = top_level(*rc.nest.root);
-  REQUIRE(top.size() == 1);
-  CHECK(top[0]->mapping == Mapping::thread_x);
-  CHECK(top[0]->iter.rfind("g_", 0) == 0);
-  for (const LoopNode* l : loops(*top[0]))
-    if (l != top[0]) CHECK(l->mapping == Mapping::serial);
-
-  // Group sums, t[b, g] = sum(x[b, g * P + i], i) over G groups, then every element scaled by its
-  // group's sum: a thread per group would walk a row of its own (x[b, g * P + i] moves by whole
-  // rows with g). A block per (b, g) instead, its threads across the row.
-  KernelBuilder groups;
-  int xg = groups.buffer("x", {B, G * P}), tg = groups.buffer("t", {B, G}),
-      yg = groups.buffer("y", {B, G * P});
-  groups.stmt(Statement::Kind::reduce_init, {B, G}, tg, {it(0), it(1)});
-  groups.stmt(Statement::Kind::reduce_update, {B, G, P}, tg, {it(0), it(1)},
-              load(xg, {it(0), it(1) * P + it(2)}));
-  groups.stmt(Statement::Kind::assign, {B, G, P}, yg, {it(0), it(1) * P + it(2)},
-              op(Op::mul, {load(xg, {it(0), it(1) * P + it(2)}), load(tg, {it(0), it(1)})}));
-  ScheduledKernel rg = check_legal(groups, opt, sizes);
-  report("group sums, GPU", rg);
-  top = top_level(*rg.nest.root);
-  REQUIRE(top.size() == 1);
-  CHECK(top[0]->mapping == Mapping::block_x);
-  int block_reductions = 0, row_threads = 0;
-  std::vector<const LoopNode*> found;
-  allocs(*rg.nest.root, found);
-  for (const LoopNode* a : found)
-    if (a->body[0]->kind == LoopNode::Kind::loop && a->body[0]->mapping == Mapping::thread_x)
-      ++block_reductions;
-  for (const LoopNode* l : loops(*top[0]))
-    if (l != top[0] && l->mapping == Mapping::thread_x &&
-        loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*l)}).find("S2(") !=
-            std::string::npos) {
-      ++row_threads;
-      CHECK(l->body[0]->kind == LoopNode::Kind::stmt);  // the innermost loop, along the rows
-    }
-  CHECK(block_reductions == 1);
-  CHECK(row_threads == 1);
-}
-
 TEST_CASE("schedule: a warpgroup tile's kernel at each GPU_WGMMA shape, and where its tiles lie") {
   // The dimensions a launch counts tiles along, from the plan alone (a cached module has no
   // loop IR): C = A·B, x·wᵀ, and a batch of products.

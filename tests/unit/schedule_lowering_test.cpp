@@ -9,7 +9,6 @@
 #include <set>
 #include <stdexcept>
 
-#include "scheduler/promote_accumulators.h"
 #include "tests/unit/schedule_sim.h"
 
 using namespace kiln;
@@ -143,127 +142,6 @@ TEST_CASE("schedule: a contraction's parallel loop sinks below its reduction, ac
   found.clear();
   allocs(*rt.nest.root, found);
   CHECK(found.size() == 1);  // the dot product over k stays in a register
-}
-
-TEST_CASE("schedule: a sum over a middle axis with its stored terms sinks its lane loop") {
-  // e[c, p] = exp(x[c, p]); s[p] = sum(e[c, p], c) (softmax over a middle axis): isl fuses the
-  // store and the update under `for p for c`, every access P apart. The coincident p loop sinks
-  // below c with both statements, so they run along rows across vector lanes and the sums stay
-  // in memory, one per lane.
-  KernelBuilder b;
-  IntExpr C = IntExpr::var("C"), P = IntExpr::var("P");
-  int x = b.buffer("x", {C, P}), e = b.buffer("e", {C, P}), sum = b.buffer("s", {P});
-  b.stmt(Statement::Kind::reduce_init, {P}, sum, {it(0)});
-  b.stmt(Statement::Kind::assign, {P, C}, e, {it(1), it(0)},
-         op(Op::exp2, {load(x, {it(1), it(0)})}));
-  b.stmt(Statement::Kind::reduce_update, {P, C}, sum, {it(0)}, load(e, {it(1), it(0)}));
-  ScheduleOptions opt = untiled();
-  opt.backend_simd = true;
-  ScheduledKernel r = check_legal(b, opt, {{{"C", 3}, {"P", 5}}, {{"C", 1}, {"P", 4}}});
-  report("stored terms summed over a middle axis", r);
-  int sunk = 0;
-  for (const LoopNode* l : loops(*r.nest.root)) {
-    std::vector<const LoopNode*> inner = loops(*l);
-    if (inner.size() != 2 || l->coincident) continue;  // the c loop with p inside
-    ++sunk;
-    CHECK(inner[1]->mapping == Mapping::simd);
-    std::string text = loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*inner[1])});
-    CHECK(text.find("S1(") != std::string::npos);
-    CHECK(text.find("S2(") != std::string::npos);
-  }
-  CHECK(sunk == 1);
-  std::vector<const LoopNode*> found;
-  allocs(*r.nest.root, found);
-  CHECK(found.empty());
-  // A statement beside the update that reads with stride P along p keeps the loop above.
-  KernelBuilder t;
-  int xt = t.buffer("x", {P, C}), et = t.buffer("e", {C, P}), st = t.buffer("s", {P});
-  t.stmt(Statement::Kind::reduce_init, {P}, st, {it(0)});
-  t.stmt(Statement::Kind::assign, {P, C}, et, {it(1), it(0)},
-         op(Op::exp2, {load(xt, {it(0), it(1)})}));
-  t.stmt(Statement::Kind::reduce_update, {P, C}, st, {it(0)}, load(et, {it(1), it(0)}));
-  ScheduledKernel rt = check_legal(t, opt, {{{"C", 3}, {"P", 5}}});
-  report("stored terms read across", rt);
-  for (const LoopNode* l : loops(*rt.nest.root)) {
-    std::vector<const LoopNode*> inner = loops(*l);
-    for (size_t k = 1; k < inner.size() && !l->coincident; ++k)
-      CHECK_FALSE(inner[k]->coincident);  // no p loop below the c loop (or its blocks)
-  }
-}
-
-TEST_CASE("schedule: a pooling over a middle axis is neither tiled nor register-tiled") {
-  // y[b, c] = sum(x[b, p, c], p) reads each element of x once: no tile keeps an operand, and
-  // the walk streams once c runs innermost below p. A product with a weight w[p] reused along b
-  // and c still takes the register tile.
-  KernelBuilder b;
-  IntExpr B = IntExpr::var("B"), P = IntExpr::var("P"), C = IntExpr::var("C");
-  int x = b.buffer("x", {B, P, C}), y = b.buffer("y", {B, C});
-  b.stmt(Statement::Kind::reduce_init, {B, C}, y, {it(0), it(1)});
-  b.stmt(Statement::Kind::reduce_update, {B, C, P}, y, {it(0), it(1)},
-         load(x, {it(0), it(2), it(1)}));
-  ScheduleOptions opt;  // isl's tiles and the register tile both allowed
-  opt.micro = {6, 2, 64, 64};
-  opt.backend_simd = opt.backend_threads = true;
-  ScheduledKernel r = check_legal(b, opt, {{{"B", 3}, {"P", 5}, {"C", 7}}});
-  report("pooling over a middle axis", r);
-  std::string transforms = transforms_to_text(r.transforms);
-  CHECK(transforms.find("tile") == std::string::npos);
-  CHECK(transforms.find("sink parallel loops below reductions") != std::string::npos);
-  int walks = 0;
-  for (const LoopNode* l : loops(*r.nest.root)) {
-    std::vector<const LoopNode*> inner = loops(*l);
-    if (inner.size() != 2 || l->coincident) continue;  // the p loop with c inside
-    ++walks;
-    CHECK(inner[1]->mapping == Mapping::simd);
-    CHECK(loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*inner[1])}).find("S1(") !=
-          std::string::npos);
-  }
-  CHECK(walks == 1);
-  KernelBuilder w;
-  int xw = w.buffer("x", {B, P, C}), ww = w.buffer("w", {P}), yw = w.buffer("y", {B, C});
-  w.stmt(Statement::Kind::reduce_init, {B, C}, yw, {it(0), it(1)});
-  w.stmt(Statement::Kind::reduce_update, {B, C, P}, yw, {it(0), it(1)},
-         op(Op::mul, {load(xw, {it(0), it(2), it(1)}), load(ww, {it(2)})}));
-  ScheduledKernel rw = check_legal(w, opt, {{{"B", 3}, {"P", 5}, {"C", 7}}});
-  CHECK(transforms_to_text(rw.transforms).find("register tile") != std::string::npos);
-}
-
-TEST_CASE("schedule: a long float sum accumulates in partial sums of blocks") {
-  // y[i] = sum(x[i, j], j) on the CPU: the j loop runs in blocks of kSumBlock, each block's
-  // register starting from 0 and added to y[i] after it (LoopNode::partial); a sum over a
-  // constant 100 terms keeps one register, and so does an integer sum (exact in any order).
-  auto row_sum = [](IntExpr n, DType t) {
-    KernelBuilder b;
-    int x = b.buffer("x", {M, n}), y = b.buffer("y", {M});
-    b.plan.buffers[x].dtype = b.plan.buffers[y].dtype = t;
-    b.stmt(Statement::Kind::reduce_init, {M}, y, {it(0)});
-    b.stmt(Statement::Kind::reduce_update, {M, n}, y, {it(0)}, load(x, {it(0), it(1)}));
-    return b;
-  };
-  ScheduleOptions opt = untiled();
-  opt.backend_simd = true;
-  ScheduledKernel r =
-      check_legal(row_sum(N, DType::f32), opt, {{{"M", 3}, {"N", 5}}, {{"M", 1}, {"N", 9000}}});
-  report("a long sum in blocks", r);
-  std::vector<const LoopNode*> found;
-  allocs(*r.nest.root, found);
-  REQUIRE(found.size() == 1);
-  CHECK(found[0]->partial);
-  REQUIRE(found[0]->body.size() == 1);
-  const LoopNode& inner = *found[0]->body[0];
-  CHECK(inner.mapping == Mapping::simd);
-  std::string text = loop_nest_to_text(r.nest);
-  CHECK(text.find("+= " + std::to_string(kSumBlock) + ")") != std::string::npos);
-  CHECK(text.find("min((" + inner.iter + "b + " + std::to_string(kSumBlock) + "), N)") !=
-        std::string::npos);
-  for (auto [n, t] : {std::pair<IntExpr, DType>{IntExpr(100), DType::f32},
-                      std::pair<IntExpr, DType>{N, DType::i32}}) {
-    ScheduledKernel one = check_legal(row_sum(n, t), opt, {{{"M", 3}, {"N", 5}}});
-    found.clear();
-    allocs(*one.nest.root, found);
-    REQUIRE(found.size() == 1);
-    CHECK_FALSE(found[0]->partial);
-  }
 }
 
 TEST_CASE("schedule: a column reduction's consumer walks rows, not columns") {

@@ -1,0 +1,194 @@
+// Scheduler tests of reductions as users write them, beside the rows and contractions of the
+// other schedule tests: sums over a middle axis (the CPU's lane loop below them, the GPU's grid
+// of columns), a pooling that no tile helps, long sums in partial blocks, a group's sum across a
+// block (tests/unit/schedule_sim.h simulates the loop IR).
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scheduler/promote_accumulators.h"
+#include "tests/unit/schedule_sim.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+TEST_CASE("schedule: a sum over a middle axis with its stored terms sinks its lane loop") {
+  // e[c, p] = exp(x[c, p]); s[p] = sum(e[c, p], c) (softmax over a middle axis): isl fuses the
+  // store and the update under `for p for c`, every access P apart. The coincident p loop sinks
+  // below c with both statements, so they run along rows across vector lanes and the sums stay
+  // in memory, one per lane.
+  KernelBuilder b;
+  IntExpr C = IntExpr::var("C"), P = IntExpr::var("P");
+  int x = b.buffer("x", {C, P}), e = b.buffer("e", {C, P}), sum = b.buffer("s", {P});
+  b.stmt(Statement::Kind::reduce_init, {P}, sum, {it(0)});
+  b.stmt(Statement::Kind::assign, {P, C}, e, {it(1), it(0)},
+         op(Op::exp2, {load(x, {it(1), it(0)})}));
+  b.stmt(Statement::Kind::reduce_update, {P, C}, sum, {it(0)}, load(e, {it(1), it(0)}));
+  ScheduleOptions opt = untiled();
+  opt.backend_simd = true;
+  ScheduledKernel r = check_legal(b, opt, {{{"C", 3}, {"P", 5}}, {{"C", 1}, {"P", 4}}});
+  report("stored terms summed over a middle axis", r);
+  int sunk = 0;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<const LoopNode*> inner = loops(*l);
+    if (inner.size() != 2 || l->coincident) continue;  // the c loop with p inside
+    ++sunk;
+    CHECK(inner[1]->mapping == Mapping::simd);
+    std::string text = loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*inner[1])});
+    CHECK(text.find("S1(") != std::string::npos);
+    CHECK(text.find("S2(") != std::string::npos);
+  }
+  CHECK(sunk == 1);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  CHECK(found.empty());
+  // A statement beside the update that reads with stride P along p keeps the loop above.
+  KernelBuilder t;
+  int xt = t.buffer("x", {P, C}), et = t.buffer("e", {C, P}), st = t.buffer("s", {P});
+  t.stmt(Statement::Kind::reduce_init, {P}, st, {it(0)});
+  t.stmt(Statement::Kind::assign, {P, C}, et, {it(1), it(0)},
+         op(Op::exp2, {load(xt, {it(0), it(1)})}));
+  t.stmt(Statement::Kind::reduce_update, {P, C}, st, {it(0)}, load(et, {it(1), it(0)}));
+  ScheduledKernel rt = check_legal(t, opt, {{{"C", 3}, {"P", 5}}});
+  report("stored terms read across", rt);
+  for (const LoopNode* l : loops(*rt.nest.root)) {
+    std::vector<const LoopNode*> inner = loops(*l);
+    for (size_t k = 1; k < inner.size() && !l->coincident; ++k)
+      CHECK_FALSE(inner[k]->coincident);  // no p loop below the c loop (or its blocks)
+  }
+}
+
+TEST_CASE("schedule: a pooling over a middle axis is neither tiled nor register-tiled") {
+  // y[b, c] = sum(x[b, p, c], p) reads each element of x once: no tile keeps an operand, and
+  // the walk streams once c runs innermost below p. A product with a weight w[p] reused along b
+  // and c still takes the register tile.
+  KernelBuilder b;
+  IntExpr B = IntExpr::var("B"), P = IntExpr::var("P"), C = IntExpr::var("C");
+  int x = b.buffer("x", {B, P, C}), y = b.buffer("y", {B, C});
+  b.stmt(Statement::Kind::reduce_init, {B, C}, y, {it(0), it(1)});
+  b.stmt(Statement::Kind::reduce_update, {B, C, P}, y, {it(0), it(1)},
+         load(x, {it(0), it(2), it(1)}));
+  ScheduleOptions opt;  // isl's tiles and the register tile both allowed
+  opt.micro = {6, 2, 64, 64};
+  opt.backend_simd = opt.backend_threads = true;
+  ScheduledKernel r = check_legal(b, opt, {{{"B", 3}, {"P", 5}, {"C", 7}}});
+  report("pooling over a middle axis", r);
+  std::string transforms = transforms_to_text(r.transforms);
+  CHECK(transforms.find("tile") == std::string::npos);
+  CHECK(transforms.find("sink parallel loops below reductions") != std::string::npos);
+  int walks = 0;
+  for (const LoopNode* l : loops(*r.nest.root)) {
+    std::vector<const LoopNode*> inner = loops(*l);
+    if (inner.size() != 2 || l->coincident) continue;  // the p loop with c inside
+    ++walks;
+    CHECK(inner[1]->mapping == Mapping::simd);
+    CHECK(loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*inner[1])}).find("S1(") !=
+          std::string::npos);
+  }
+  CHECK(walks == 1);
+  KernelBuilder w;
+  int xw = w.buffer("x", {B, P, C}), ww = w.buffer("w", {P}), yw = w.buffer("y", {B, C});
+  w.stmt(Statement::Kind::reduce_init, {B, C}, yw, {it(0), it(1)});
+  w.stmt(Statement::Kind::reduce_update, {B, C, P}, yw, {it(0), it(1)},
+         op(Op::mul, {load(xw, {it(0), it(2), it(1)}), load(ww, {it(2)})}));
+  ScheduledKernel rw = check_legal(w, opt, {{{"B", 3}, {"P", 5}, {"C", 7}}});
+  CHECK(transforms_to_text(rw.transforms).find("register tile") != std::string::npos);
+}
+
+TEST_CASE("schedule: a long float sum accumulates in partial sums of blocks") {
+  // y[i] = sum(x[i, j], j) on the CPU: the j loop runs in blocks of kSumBlock, each block's
+  // register starting from 0 and added to y[i] after it (LoopNode::partial); a sum over a
+  // constant 100 terms keeps one register, and so does an integer sum (exact in any order).
+  auto row_sum = [](IntExpr n, DType t) {
+    KernelBuilder b;
+    int x = b.buffer("x", {M, n}), y = b.buffer("y", {M});
+    b.plan.buffers[x].dtype = b.plan.buffers[y].dtype = t;
+    b.stmt(Statement::Kind::reduce_init, {M}, y, {it(0)});
+    b.stmt(Statement::Kind::reduce_update, {M, n}, y, {it(0)}, load(x, {it(0), it(1)}));
+    return b;
+  };
+  ScheduleOptions opt = untiled();
+  opt.backend_simd = true;
+  ScheduledKernel r =
+      check_legal(row_sum(N, DType::f32), opt, {{{"M", 3}, {"N", 5}}, {{"M", 1}, {"N", 9000}}});
+  report("a long sum in blocks", r);
+  std::vector<const LoopNode*> found;
+  allocs(*r.nest.root, found);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->partial);
+  REQUIRE(found[0]->body.size() == 1);
+  const LoopNode& inner = *found[0]->body[0];
+  CHECK(inner.mapping == Mapping::simd);
+  std::string text = loop_nest_to_text(r.nest);
+  CHECK(text.find("+= " + std::to_string(kSumBlock) + ")") != std::string::npos);
+  CHECK(text.find("min((" + inner.iter + "b + " + std::to_string(kSumBlock) + "), N)") !=
+        std::string::npos);
+  for (auto [n, t] : {std::pair<IntExpr, DType>{IntExpr(100), DType::f32},
+                      std::pair<IntExpr, DType>{N, DType::i32}}) {
+    ScheduledKernel one = check_legal(row_sum(n, t), opt, {{{"M", 3}, {"N", 5}}});
+    found.clear();
+    allocs(*one.nest.root, found);
+    REQUIRE(found.size() == 1);
+    CHECK_FALSE(found[0]->partial);
+  }
+}
+
+TEST_CASE("schedule: on the GPU sums over a middle axis take the grid, groups take the block") {
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.gpu_tile.rows = 0;
+  IntExpr C = IntExpr::var("C"), P = IntExpr::var("P"), G = IntExpr(4);
+  const std::vector<Env> sizes = {{{"B", 3}, {"C", 5}, {"P", 7}}, {{"B", 1}, {"C", 2}, {"P", 1}}};
+
+  // s[b, p] = sum(x[b, c, p], c): threads on p read side by side, each walking its column; the
+  // batch and the column loops are one loop across the grid's threads (blocks over b alone
+  // would be as few as the batch).
+  KernelBuilder cols;
+  int x = cols.buffer("x", {B, C, P}), sum = cols.buffer("s", {B, P});
+  cols.stmt(Statement::Kind::reduce_init, {B, P}, sum, {it(0), it(1)});
+  cols.stmt(Statement::Kind::reduce_update, {B, P, C}, sum, {it(0), it(1)},
+            load(x, {it(0), it(2), it(1)}));
+  ScheduledKernel rc = check_legal(cols, opt, sizes);
+  report("sums over a middle axis, GPU", rc);
+  std::vector<const LoopNode*> top = top_level(*rc.nest.root);
+  REQUIRE(top.size() == 1);
+  CHECK(top[0]->mapping == Mapping::thread_x);
+  CHECK(top[0]->iter.rfind("g_", 0) == 0);
+  for (const LoopNode* l : loops(*top[0]))
+    if (l != top[0]) CHECK(l->mapping == Mapping::serial);
+
+  // Group sums, t[b, g] = sum(x[b, g * P + i], i) over G groups, then every element scaled by its
+  // group's sum: a thread per group would walk a row of its own (x[b, g * P + i] moves by whole
+  // rows with g). A block per (b, g) instead, its threads across the row.
+  KernelBuilder groups;
+  int xg = groups.buffer("x", {B, G * P}), tg = groups.buffer("t", {B, G}),
+      yg = groups.buffer("y", {B, G * P});
+  groups.stmt(Statement::Kind::reduce_init, {B, G}, tg, {it(0), it(1)});
+  groups.stmt(Statement::Kind::reduce_update, {B, G, P}, tg, {it(0), it(1)},
+              load(xg, {it(0), it(1) * P + it(2)}));
+  groups.stmt(Statement::Kind::assign, {B, G, P}, yg, {it(0), it(1) * P + it(2)},
+              op(Op::mul, {load(xg, {it(0), it(1) * P + it(2)}), load(tg, {it(0), it(1)})}));
+  ScheduledKernel rg = check_legal(groups, opt, sizes);
+  report("group sums, GPU", rg);
+  top = top_level(*rg.nest.root);
+  REQUIRE(top.size() == 1);
+  CHECK(top[0]->mapping == Mapping::block_x);
+  int block_reductions = 0, row_threads = 0;
+  std::vector<const LoopNode*> found;
+  allocs(*rg.nest.root, found);
+  for (const LoopNode* a : found)
+    if (a->body[0]->kind == LoopNode::Kind::loop && a->body[0]->mapping == Mapping::thread_x)
+      ++block_reductions;
+  for (const LoopNode* l : loops(*top[0]))
+    if (l != top[0] && l->mapping == Mapping::thread_x &&
+        loop_nest_to_text(LoopNest{std::make_shared<LoopNode>(*l)}).find("S2(") !=
+            std::string::npos) {
+      ++row_threads;
+      CHECK(l->body[0]->kind == LoopNode::Kind::stmt);  // the innermost loop, along the rows
+    }
+  CHECK(block_reductions == 1);
+  CHECK(row_threads == 1);
+}
