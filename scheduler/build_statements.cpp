@@ -33,6 +33,84 @@ Index iterators(size_t rank) {
   return out;
 }
 
+/** Whether every position of `x` is affine in the view positions `%k` (sizes may multiply
+ *  only constants and each other). */
+bool affine_in_positions(const Index& x) {
+  for (const IntExpr& e : x) {
+    std::set<std::string> vars;
+    e.collect_vars(vars);
+    for (const std::string& v : vars)
+      if (v[0] == '%' && !affine_coefficient(e, v)) return false;
+  }
+  return true;
+}
+
+/** A buffer of shape `source` addressed at `x` (over positions `%k` of extents `extents`) read
+ *  as an alias with dimensions split, where multiplying a position by a size is what keeps
+ *  `x` from being affine (heads in a feature axis: [B, L, E] at `[b, i, (E / H)·h + d]` is
+ *  [B, L, H, E / H] at `[b, i, h, d]`). */
+struct SplitAddress {
+  Shape shape;  ///< the alias's
+  Index index;  ///< over the same positions, affine
+};
+
+/** The split of `x` (see SplitAddress): each position that is not affine must be a sum of
+ *  positions whose size coefficients are a mixed radix of their extents (the innermost
+ *  coefficient 1, each next the product of the extents inside it), and the alias must hold as
+ *  many elements as `source` under `facts` (the reshape's own equality of element counts, which
+ *  the sizes are checked against). Nullopt where `x` is affine or does not split so. */
+std::optional<SplitAddress> split_address(const Index& x, const Shape& extents, const Shape& source,
+                                          const SizeFacts& facts) {
+  if (x.size() != source.size() || affine_in_positions(x)) return std::nullopt;
+  std::map<std::string, IntExpr> zero;
+  for (size_t d = 0; d < extents.size(); ++d)
+    zero["%" + std::to_string(d)] = 0;
+  SplitAddress out;
+  for (size_t s = 0; s < source.size(); ++s) {
+    if (affine_in_positions({x[s]})) {
+      out.shape.push_back(source[s]);
+      out.index.push_back(x[s]);
+      continue;
+    }
+    // x[s] = Σ c_v·%v with coefficients free of positions, and no offset
+    if (x[s].substitute(zero) != IntExpr(0)) return std::nullopt;
+    std::set<std::string> vars;
+    x[s].collect_vars(vars);
+    std::map<IntExpr, std::string> by_coeff;
+    IntExpr rebuilt = 0;
+    for (const std::string& v : vars) {
+      if (v[0] != '%') continue;
+      std::map<std::string, IntExpr> one = zero;
+      one[v] = 1;
+      IntExpr c = x[s].substitute(one);
+      if (!by_coeff.emplace(facts.normalize(c), v).second) return std::nullopt;
+      rebuilt = rebuilt + c * IntExpr::var(v);
+    }
+    if (rebuilt != x[s]) return std::nullopt;
+    size_t at = out.shape.size();
+    IntExpr stride = 1;
+    while (!by_coeff.empty()) {
+      auto next = by_coeff.find(facts.normalize(stride));
+      if (next == by_coeff.end()) return std::nullopt;
+      size_t d = std::stoul(next->second.substr(1));
+      if (d >= extents.size()) return std::nullopt;
+      out.shape.insert(out.shape.begin() + at, extents[d]);
+      out.index.insert(out.index.begin() + at, IntExpr::var(next->second));
+      stride = stride * extents[d];
+      by_coeff.erase(next);
+    }
+  }
+  if (out.shape.size() > static_cast<size_t>(kMaxRank)) return std::nullopt;
+  IntExpr whole = 1, alias = 1;
+  for (const IntExpr& d : source)
+    whole = whole * d;
+  for (const IntExpr& d : out.shape)
+    alias = alias * d;
+  if (whole != alias && facts.decide({whole, Relation::eq, alias}) != Truth::proved)
+    return std::nullopt;
+  return out;
+}
+
 class Builder {
  public:
   Builder(const Graph& g, const ValuePlan& values, const BuildOptions& opt)
@@ -40,6 +118,8 @@ class Builder {
 
   KernelPlan build() {
     plan_.size_vars = g_.size_vars;
+    for (const SizeCheck& c : g_.checks)
+      if (c.relation.rel == Relation::eq) facts_.assume(c.relation);
     for (NodeId in : g_.inputs)
       buffer_of_[in] = add_buffer(g_[in].name, g_[in], BufferKind::input);
     std::vector<int> out_buffers;
@@ -76,7 +156,11 @@ class Builder {
     }
     for (size_t o = 0; o < g_.outputs.size(); ++o) {
       NodeId id = g_.outputs[o].node;
-      if (buffer_of_.count(id) && buffer_of_.at(id) == out_buffers[o]) continue;
+      if (auto b = buffer_of_.find(id);
+          b != buffer_of_.end() &&
+          (b->second == out_buffers[o] || plan_.buffers[b->second].window_of == out_buffers[o]))
+        continue;
+      if (write_through_view(id, out_buffers[o])) continue;
       const Shape& shape = g_[id].shape;
       Index idx = iterators(shape.size());
       add_statement(Statement::Kind::assign, shape, out_buffers[o], idx, expr(id, idx));
@@ -125,9 +209,7 @@ class Builder {
    *  temp that the view's readers load), its statements writing at the view's inverse index,
    *  instead of into a buffer of its own that a copy with divisions then reorders. */
   void find_written_through(const std::vector<int>& out_buffers) {
-    SizeFacts facts;
-    for (const SizeCheck& c : g_.checks)
-      if (c.relation.rel == Relation::eq) facts.assume(c.relation);
+    const SizeFacts& facts = facts_;
     std::map<NodeId, std::set<NodeId>> readers;
     for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id)
       for (NodeId o : g_[id].operands)
@@ -174,6 +256,13 @@ class Builder {
       int target = -1;
       for (size_t o = 0; o < g_.outputs.size() && target < 0; ++o)
         if (g_.outputs[o].node == v) target = out_buffers[o];
+      // Heads merged into an output's feature axis by a size: written through its split alias.
+      if (target >= 0)
+        if (std::optional<SplitAddress> split =
+                split_address(*inverse, n.shape, plan_.buffers[target].shape, facts)) {
+          target = split_alias(target, split->shape);
+          inverse = split->index;
+        }
       if (target < 0) {
         Node held = view;
         held.shape = restricted.shape;
@@ -205,6 +294,47 @@ class Builder {
       for (const IntExpr& e : inverse)
         st.index.push_back(e.substitute(view_substitution(coords)));
     }
+  }
+
+  /** Output `id`, a view that merges dimensions of its source (heads back into the rows'
+   *  width: `y = reshape(o, [B, L, E])` reads `o[b, i, c / D, c % D]`), written by walking the
+   *  source's element instead, at the view's inverse (`y[b, i, D·h + d] = o[b, i, h, d]`: the
+   *  same points one for one, no division), into the output's split alias where the inverse
+   *  multiplies a position by a size (split_address). The value then lies in the source's
+   *  order, an epilogue of the statements that compute it. False, with nothing added, for a
+   *  view that is affine already (a permute: its readers walk it) or has no such inverse. */
+  bool write_through_view(NodeId id, int out) {
+    const Node& n = g_[id];
+    if (n.op != Op::view || affine_in_positions(n.view.index)) return false;
+    const Shape& src = g_[n.operands[0]].shape;
+    std::optional<Index> inverse = invert(n.view, src, facts_);
+    if (!inverse) return false;
+    int buffer = out;
+    if (!affine_in_positions(*inverse)) {
+      std::optional<SplitAddress> split = split_address(*inverse, src, n.shape, facts_);
+      if (!split) return false;
+      buffer = split_alias(out, split->shape);
+      inverse = split->index;
+    }
+    // The walk leaves out the source's dimensions of extent 1 (a reduce's kept axis).
+    std::set<std::string> used;
+    for (const IntExpr& x : *inverse)
+      x.collect_vars(used);
+    Shape extents;
+    Index element;
+    for (size_t d = 0; d < src.size(); ++d) {
+      if (src[d] == IntExpr(1) && !used.count("%" + std::to_string(d))) {
+        element.push_back(0);
+        continue;
+      }
+      element.push_back(IntExpr::var(iterator_name(static_cast<int>(extents.size()))));
+      extents.push_back(src[d]);
+    }
+    Index at;
+    for (const IntExpr& x : *inverse)
+      at.push_back(x.substitute(view_substitution(element)));
+    add_statement(Statement::Kind::assign, extents, buffer, at, expr(n.operands[0], element));
+    return true;
   }
 
   /** init over the kept axes, then update over all axes of the operand. */
@@ -443,6 +573,8 @@ class Builder {
         for (const IntExpr& x : n.view.index)
           inner.push_back(x.substitute(sub));
         bool input = g_[n.operands[0]].op == Op::input;
+        if (input && !affine_in_iterators(inner))
+          if (ScalarExprPtr split = split_load(id, index)) return split;
         // (A copy serves a tile of the reduction's loads, which keeps an operand the element's
         // iterators reuse: one read at every element iterator, a group norm's input or a
         // flattened tensor's, has nothing to keep and reads its source where it lies.)
@@ -473,6 +605,47 @@ class Builder {
           e->args.push_back(expr(o, index));
         return e;
     }
+  }
+
+  /** A view of an input that splits dimensions of its source by symbolic sizes (heads from a
+   *  feature axis, `q[b, i, (E / H)·h + d]` for a reshape of q to [B, L, H, E / H]) loaded at
+   *  `index` from the input's split alias ([B, L, H, E / H] at [b, i, h, d]; split_address),
+   *  read affinely, as isl sees an access exactly and a tile keeps its strides. nullptr where
+   *  the view does not split so. (An input is never written, so the alias and the buffer
+   *  need no dependence between them.) */
+  ScalarExprPtr split_load(NodeId id, const Index& index) {
+    const Node& n = g_[id];
+    auto buffer = buffer_of_.find(n.operands[0]);
+    if (buffer == buffer_of_.end()) return nullptr;
+    std::optional<SplitAddress> split =
+        split_address(n.view.index, n.shape, g_[n.operands[0]].shape, facts_);
+    if (!split) return nullptr;
+    auto sub = view_substitution(index);
+    auto e = std::make_shared<ScalarExpr>();
+    e->kind = ScalarExpr::Kind::load;
+    e->dtype = n.dtype;
+    e->buffer = split_alias(buffer->second, split->shape);
+    for (const IntExpr& x : split->index)
+      e->index.push_back(x.substitute(sub));
+    for (const MaskBound& m : n.view.mask)
+      e->mask.push_back({m.expr.substitute(sub), m.bound});
+    return e;
+  }
+
+  /** The alias of argument buffer `b` with shape `shape` (split_address): a window of it from
+   *  its first element (Buffer::window_of), one per buffer and shape. */
+  int split_alias(int b, const Shape& shape) {
+    std::string key = std::to_string(b) + shape_str(shape);
+    if (auto it = alias_.find(key); it != alias_.end()) return it->second;
+    Buffer w = plan_.buffers[b];
+    w.name += "_split" + std::to_string(alias_.size());
+    w.shape = shape;
+    w.window_of = b;
+    w.window_offset = 0;
+    plan_.buffers.push_back(w);
+    int at = static_cast<int>(plan_.buffers.size() - 1);
+    alias_.emplace(key, at);
+    return at;
   }
 
   /** Whether every position of `index` is affine in the statement iterators with constant
@@ -654,6 +827,8 @@ class Builder {
   std::map<NodeId, int> buffer_of_;  // inputs, materialised reduces, calls and call operands
   std::map<std::string, ScalarExprPtr> memo_;
   std::map<std::string, int> layout_;  ///< layout copies of views, by view and kept dimensions
+  std::map<std::string, int> alias_;   ///< split aliases of inputs, by buffer and shape
+  SizeFacts facts_;                    ///< the graph's equalities (its checks)
   std::map<NodeId, std::pair<NodeId, int>> through_;  ///< reduce -> (its view, the view's buffer)
   std::map<NodeId, Index> inverse_;                   ///< reduce -> its view's inverse
   /** Views whose buffer holds only the dimensions they read (a reduce written through them):

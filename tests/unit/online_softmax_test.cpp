@@ -64,6 +64,46 @@ TEST_CASE("cut: on the GPU attention read through a permute and a reshape stays 
   CHECK_FALSE(find_softmax_contraction(sliced, before, 0));
 }
 
+TEST_CASE("cut: attention on heads split from a feature axis by a size is one kernel") {
+  // q, k, v: [B, L, E] read as [B, L, H, E / H] by a reshape, the result merged back to
+  // [B, L, E]: the reads `q[b, i, (E / H)·h + d]` multiply an iterator by a size, so each input
+  // is read through an alias of its buffer with E split ([B, L, H, E / H], a window from its
+  // first element), and y is written through one at the output's element; no layout copy.
+  const std::string file = "tests/regressions/user_kernels.toml:attn_packed_heads";
+  KernelPlan plan = plan_of(file, {{"B", 2}, {"L", 17}, {"E", 32}}, DType::f16, {}, true);
+  std::map<std::string, const Buffer*> windows;
+  for (const Buffer& b : plan.buffers) {
+    CHECK(b.name.rfind("l", 0) != 0);  // no layout copy of a view
+    if (b.window_of < 0) continue;
+    windows[plan.buffers[b.window_of].name] = &b;
+    CHECK(b.window_offset == IntExpr(0));
+    CHECK(b.arg == plan.buffers[b.window_of].arg);
+    CHECK(shape_str(b.shape) == "[B, L, 4, (E / 4)]");
+  }
+  CHECK(windows.size() == 4);  // q, k, v and y
+  for (const Statement& s : plan.kernels.at(0).statements) {
+    std::vector<const ScalarExpr*> loads;
+    if (s.value) collect_loads(*s.value, loads);
+    for (const ScalarExpr* l : loads)
+      for (const IntExpr& i : l->index)
+        CHECK(i.is_affine());
+    for (const IntExpr& i : s.index)
+      CHECK(i.is_affine());
+  }
+  CHECK(cut_kernels(plan, gpu_cut_options()).kernels == 1);
+  check_order(plan);
+  const Kernel& k = plan.kernels.at(0);
+  REQUIRE(is_softmax_contraction_kernel(plan, k));
+  CHECK(plan.buffers[k.statements.back().buffer].window_of >= 0);
+
+  // A head that is a size of its own, the output merged by a reshape: the same one kernel.
+  KernelPlan merged =
+      plan_of("tests/regressions/attention_variants.toml:attn_merge_heads_sized",
+              {{"B", 2}, {"H", 3}, {"L", 5}, {"S", 7}, {"D", 16}}, DType::f16, {}, true);
+  CHECK(cut_kernels(merged, gpu_cut_options()).kernels == 1);
+  CHECK(is_softmax_contraction_kernel(merged, merged.kernels.at(0)));
+}
+
 TEST_CASE("cut: on the GPU attention in f16 and bf16 is one kernel with an online softmax") {
   const CutOptions opt = gpu_cut_options();
   const SizeBindings sizes = {{"B", 1}, {"H", 2}, {"L", 3}, {"S", 4}, {"D", 5}};
