@@ -28,6 +28,7 @@ void cpu_cuts(CutOptions& cut) {
 void cpu_build(BuildOptions& build) {
   build.copy_input_views = false;
   build.store_padding = true;
+  build.narrow_contraction_operands = false;
 }
 
 /** Plain C: one thread; the C compiler vectorises on its own. */

@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include "ir/limits.h"
+
 namespace kiln {
 
 namespace {
@@ -125,6 +127,73 @@ std::optional<std::vector<IntExpr>> invert(const View& v, const Shape& source,
   if (!same(product(v.shape, 0, v.shape.size()), product(source, 0, source.size())))
     return std::nullopt;
   return inverse;
+}
+
+bool affine_in_positions(const std::vector<IntExpr>& x) {
+  for (const IntExpr& e : x) {
+    std::set<std::string> vars;
+    e.collect_vars(vars);
+    for (const std::string& v : vars)
+      if (v[0] == '%' && !affine_coefficient(e, v)) return false;
+  }
+  return true;
+}
+
+std::optional<SplitAddress> split_address(const std::vector<IntExpr>& x, const Shape& extents,
+                                          const Shape& source, const SizeFacts& facts) {
+  if (x.size() != source.size() || affine_in_positions(x)) return std::nullopt;
+  std::map<std::string, IntExpr> zero;
+  for (size_t d = 0; d < extents.size(); ++d)
+    zero["%" + std::to_string(d)] = 0;
+  SplitAddress out;
+  bool exact = true;  // every split dimension's extents multiply to the source's, by proof
+  for (size_t s = 0; s < source.size(); ++s) {
+    if (affine_in_positions({x[s]})) {
+      out.shape.push_back(source[s]);
+      out.index.push_back(x[s]);
+      out.dims_of.push_back(1);
+      continue;
+    }
+    // x[s] = Σ c_v·%v with coefficients free of positions, and no offset
+    if (x[s].substitute(zero) != IntExpr(0)) return std::nullopt;
+    std::set<std::string> vars;
+    x[s].collect_vars(vars);
+    std::map<IntExpr, std::string> by_coeff;
+    IntExpr rebuilt = 0;
+    for (const std::string& v : vars) {
+      if (v[0] != '%') continue;
+      std::map<std::string, IntExpr> one = zero;
+      one[v] = 1;
+      IntExpr c = x[s].substitute(one);
+      if (!by_coeff.emplace(facts.normalize(c), v).second) return std::nullopt;
+      rebuilt = rebuilt + c * IntExpr::var(v);
+    }
+    if (rebuilt != x[s]) return std::nullopt;
+    size_t at = out.shape.size();
+    IntExpr stride = 1;
+    while (!by_coeff.empty()) {
+      auto next = by_coeff.find(facts.normalize(stride));
+      if (next == by_coeff.end()) return std::nullopt;
+      size_t d = std::stoul(next->second.substr(1));
+      if (d >= extents.size()) return std::nullopt;
+      out.shape.insert(out.shape.begin() + at, extents[d]);
+      out.index.insert(out.index.begin() + at, IntExpr::var(next->second));
+      stride = stride * extents[d];
+      by_coeff.erase(next);
+    }
+    out.dims_of.push_back(out.shape.size() - at);
+    exact = exact && (source[s] == stride ||
+                      facts.decide({source[s], Relation::eq, stride}) == Truth::proved);
+  }
+  if (out.shape.size() > static_cast<size_t>(kMaxRank)) return std::nullopt;
+  IntExpr whole = 1, alias = 1;
+  for (const IntExpr& d : source)
+    whole = whole * d;
+  for (const IntExpr& d : out.shape)
+    alias = alias * d;
+  if (!exact && whole != alias && facts.decide({whole, Relation::eq, alias}) != Truth::proved)
+    return std::nullopt;
+  return out;
 }
 
 bool View::is_identity(const Shape& source) const {

@@ -58,6 +58,29 @@ std::string describe_view(const Shape& source, const View& v);
 std::optional<std::vector<IntExpr>> invert(const View& v, const Shape& source,
                                            const SizeFacts& facts);
 
+/** Whether every position of `x` is affine in the view positions `%k` with integer
+ *  coefficients (sizes may multiply only constants and each other). */
+bool affine_in_positions(const std::vector<IntExpr>& x);
+
+/** A tensor of shape `source` addressed at `x` (over positions `%k` of extents `extents`) read
+ *  as an alias with dimensions split, where multiplying a position by a size is what keeps
+ *  `x` from being affine (heads in a feature axis: [B, L, E] at `[b, i, (E / H)·h + d]` is
+ *  [B, L, H, E / H] at `[b, i, h, d]`): the same elements in the same row-major order. */
+struct SplitAddress {
+  Shape shape;                  ///< the alias's
+  std::vector<IntExpr> index;   ///< over the same positions, affine
+  std::vector<size_t> dims_of;  ///< per source dimension, how many of the alias's it became
+};
+
+/** The split of `x` (see SplitAddress): each position that is not affine must be a sum of
+ *  positions whose size coefficients are a mixed radix of their extents (the innermost
+ *  coefficient 1, each next the product of the extents inside it), and under `facts` each
+ *  split dimension's extents must multiply to its source extent, or the alias hold as many
+ *  elements as `source` (the reshape's own equality of element counts, which the sizes are
+ *  checked against). Nullopt where `x` is affine or does not split so. */
+std::optional<SplitAddress> split_address(const std::vector<IntExpr>& x, const Shape& extents,
+                                          const Shape& source, const SizeFacts& facts);
+
 /** The view primitives. Each takes the source shape and returns a view of it. Callers check
  *  arguments first (the spec front end reports bad ones with a location); these assume them. */
 namespace views {

@@ -33,84 +33,6 @@ Index iterators(size_t rank) {
   return out;
 }
 
-/** Whether every position of `x` is affine in the view positions `%k` (sizes may multiply
- *  only constants and each other). */
-bool affine_in_positions(const Index& x) {
-  for (const IntExpr& e : x) {
-    std::set<std::string> vars;
-    e.collect_vars(vars);
-    for (const std::string& v : vars)
-      if (v[0] == '%' && !affine_coefficient(e, v)) return false;
-  }
-  return true;
-}
-
-/** A buffer of shape `source` addressed at `x` (over positions `%k` of extents `extents`) read
- *  as an alias with dimensions split, where multiplying a position by a size is what keeps
- *  `x` from being affine (heads in a feature axis: [B, L, E] at `[b, i, (E / H)·h + d]` is
- *  [B, L, H, E / H] at `[b, i, h, d]`). */
-struct SplitAddress {
-  Shape shape;  ///< the alias's
-  Index index;  ///< over the same positions, affine
-};
-
-/** The split of `x` (see SplitAddress): each position that is not affine must be a sum of
- *  positions whose size coefficients are a mixed radix of their extents (the innermost
- *  coefficient 1, each next the product of the extents inside it), and the alias must hold as
- *  many elements as `source` under `facts` (the reshape's own equality of element counts, which
- *  the sizes are checked against). Nullopt where `x` is affine or does not split so. */
-std::optional<SplitAddress> split_address(const Index& x, const Shape& extents, const Shape& source,
-                                          const SizeFacts& facts) {
-  if (x.size() != source.size() || affine_in_positions(x)) return std::nullopt;
-  std::map<std::string, IntExpr> zero;
-  for (size_t d = 0; d < extents.size(); ++d)
-    zero["%" + std::to_string(d)] = 0;
-  SplitAddress out;
-  for (size_t s = 0; s < source.size(); ++s) {
-    if (affine_in_positions({x[s]})) {
-      out.shape.push_back(source[s]);
-      out.index.push_back(x[s]);
-      continue;
-    }
-    // x[s] = Σ c_v·%v with coefficients free of positions, and no offset
-    if (x[s].substitute(zero) != IntExpr(0)) return std::nullopt;
-    std::set<std::string> vars;
-    x[s].collect_vars(vars);
-    std::map<IntExpr, std::string> by_coeff;
-    IntExpr rebuilt = 0;
-    for (const std::string& v : vars) {
-      if (v[0] != '%') continue;
-      std::map<std::string, IntExpr> one = zero;
-      one[v] = 1;
-      IntExpr c = x[s].substitute(one);
-      if (!by_coeff.emplace(facts.normalize(c), v).second) return std::nullopt;
-      rebuilt = rebuilt + c * IntExpr::var(v);
-    }
-    if (rebuilt != x[s]) return std::nullopt;
-    size_t at = out.shape.size();
-    IntExpr stride = 1;
-    while (!by_coeff.empty()) {
-      auto next = by_coeff.find(facts.normalize(stride));
-      if (next == by_coeff.end()) return std::nullopt;
-      size_t d = std::stoul(next->second.substr(1));
-      if (d >= extents.size()) return std::nullopt;
-      out.shape.insert(out.shape.begin() + at, extents[d]);
-      out.index.insert(out.index.begin() + at, IntExpr::var(next->second));
-      stride = stride * extents[d];
-      by_coeff.erase(next);
-    }
-  }
-  if (out.shape.size() > static_cast<size_t>(kMaxRank)) return std::nullopt;
-  IntExpr whole = 1, alias = 1;
-  for (const IntExpr& d : source)
-    whole = whole * d;
-  for (const IntExpr& d : out.shape)
-    alias = alias * d;
-  if (whole != alias && facts.decide({whole, Relation::eq, alias}) != Truth::proved)
-    return std::nullopt;
-  return out;
-}
-
 class Builder {
  public:
   Builder(const Graph& g, const ValuePlan& values, const BuildOptions& opt)
@@ -146,6 +68,7 @@ class Builder {
         materialize_reduce_through(id, w->second.first, w->second.second);
       else if (g_[id].op == Op::reduce)
         materialize_reduce(id, target);
+      if (g_[id].op == Op::reduce && target < 0 && !through_.count(id)) narrow_for_products(id);
       if (g_[id].op == Op::scan) materialize_scan(id, target);
       if (g_[id].op == Op::scatter) materialize_scatter(id, target);
       if (g_[id].op == Op::extern_call) materialize_extern(id, target);
@@ -335,6 +258,73 @@ class Builder {
       at.push_back(x.substitute(view_substitution(element)));
     add_statement(Statement::Kind::assign, extents, buffer, at, expr(n.operands[0], element));
     return true;
+  }
+
+  /** Reduce `id` in f16 or bf16, accumulated in an f32 buffer, also stored in its own dtype
+   *  where a contraction multiplies it inline (BuildOptions::narrow_contraction_operands): an
+   *  assignment after its statements (their epilogue) to a buffer its readers load instead. */
+  void narrow_for_products(NodeId id) {
+    const Node& n = g_[id];
+    if (!opt_.narrow_contraction_operands || !narrow_float(n.dtype) || !multiplied_in_sum(id))
+      return;
+    // Over the kept axes, as the reduce's init walks them.
+    Shape kept;
+    Index at;
+    for (size_t d = 0; d < n.shape.size(); ++d) {
+      bool reduced = std::find(n.axes.begin(), n.axes.end(), static_cast<int>(d)) != n.axes.end();
+      at.push_back(reduced ? IntExpr(0)
+                           : IntExpr::var(iterator_name(static_cast<int>(kept.size()))));
+      if (!reduced) kept.push_back(n.shape[d]);
+    }
+    ScalarExprPtr value = expr(id, at);
+    int narrow = add_buffer("n" + std::to_string(id), n, BufferKind::temp);
+    add_statement(Statement::Kind::assign, kept, narrow, at, value);
+    forget(id);
+    buffer_of_[id] = narrow;
+  }
+
+  /** Whether node `id` reaches one factor of a product that a sum reduces (the other factor
+   *  not reading it) through views, casts and arithmetic that keeps it linear (a rotary
+   *  embedding's products and sums, a where): a projection attention multiplies, not scores
+   *  that an exponential reads or a mean whose deviations a variance squares. */
+  bool multiplied_in_sum(NodeId id) {
+    if (readers_.empty()) {
+      readers_.resize(g_.size());
+      for (NodeId r = 0; r < static_cast<NodeId>(g_.size()); ++r)
+        for (NodeId o : g_[r].operands)
+          readers_[o].push_back(r);
+    }
+    std::vector<NodeId> work = {id};
+    std::set<NodeId> seen;
+    while (!work.empty()) {
+      NodeId at = work.back();
+      work.pop_back();
+      for (NodeId r : readers_[at]) {
+        const Node& x = g_[r];
+        if (x.op == Op::reduce && x.reduce_kind == ReduceKind::sum && g_[at].op == Op::mul &&
+            depends_on(g_[at].operands[0], id) != depends_on(g_[at].operands[1], id))
+          return true;
+        bool linear = x.op == Op::view || x.op == Op::cast || x.op == Op::mul || x.op == Op::add ||
+                      x.op == Op::neg || x.op == Op::where;
+        if (linear && !values_.stored(r) && seen.insert(r).second) work.push_back(r);
+      }
+    }
+    return false;
+  }
+
+  /** Whether node `id` reads node `of`, directly or through others. */
+  bool depends_on(NodeId id, NodeId of) const {
+    std::vector<NodeId> work = {id};
+    std::set<NodeId> seen;
+    while (!work.empty()) {
+      NodeId at = work.back();
+      work.pop_back();
+      if (at == of) return true;
+      if (at < of || !seen.insert(at).second) continue;  // operands precede their readers
+      for (NodeId o : g_[at].operands)
+        work.push_back(o);
+    }
+    return false;
   }
 
   /** init over the kept axes, then update over all axes of the operand. */
@@ -829,6 +819,7 @@ class Builder {
   std::map<std::string, int> layout_;  ///< layout copies of views, by view and kept dimensions
   std::map<std::string, int> alias_;   ///< split aliases of inputs, by buffer and shape
   SizeFacts facts_;                    ///< the graph's equalities (its checks)
+  std::vector<std::vector<NodeId>> readers_;          ///< per node, the nodes reading it (lazily)
   std::map<NodeId, std::pair<NodeId, int>> through_;  ///< reduce -> (its view, the view's buffer)
   std::map<NodeId, Index> inverse_;                   ///< reduce -> its view's inverse
   /** Views whose buffer holds only the dimensions they read (a reduce written through them):

@@ -36,6 +36,12 @@ struct BuildOptions {
    *  padded operand a contraction reads many times is stored once and its register tile loads
    *  whole vectors. GPU backends keep the tests inline (a predicated load). */
   bool store_padding = false;
+  /** A reduce in f16 or bf16 (accumulated in f32) that a contraction multiplies inline, a
+   *  projection whose result attention reads, is also stored in its own dtype by an epilogue,
+   *  which the contraction loads: GPU backends, whose tensor cores take f16 and bf16 operands
+   *  (and whose fused attention kernel does only then). CPU backends widen operands to f32 in
+   *  their packs anyway, and read the accumulator. */
+  bool narrow_contraction_operands = true;
 };
 
 /** Lowers a verified graph to a kernel plan, storing the values `values` stores. */

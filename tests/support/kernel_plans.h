@@ -12,6 +12,7 @@
 
 #include "scheduler/build_statements.h"
 #include "scheduler/cut_kernels.h"
+#include "scheduler/split_reduces.h"
 #include "tests/support/harness.h"
 
 namespace kiln::test {
@@ -29,6 +30,7 @@ inline KernelPlan plan_of(const std::string& target, SizeBindings sizes = {{"N",
   ValueOptions values;
   values.online_softmax = gpu;  // as the pipeline sets it for the CUDA backend
   Graph g = run(spec).graph;
+  split_reduces(g);  // as the pipeline does before planning the values
   return build_statements(g, plan_values(g, values));
 }
 

@@ -3,6 +3,7 @@
 // not), the tile shape it gets, and the score scale folded into the exponent.
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <functional>
 
 #include "ir/mma.h"
@@ -95,6 +96,33 @@ TEST_CASE("cut: attention on heads split from a feature axis by a size is one ke
   const Kernel& k = plan.kernels.at(0);
   REQUIRE(is_softmax_contraction_kernel(plan, k));
   CHECK(plan.buffers[k.statements.back().buffer].window_of >= 0);
+
+  // The heads split from projections computed beside the attention: each projection is
+  // computed in the split shape (scheduler/split_reduces.h), reading its weight through a
+  // split alias, and stored in f16 too for the tensor cores; the attention is one kernel.
+  KernelPlan mha = plan_of("tests/regressions/user_kernels.toml:mha_projections",
+                           {{"B", 2}, {"L", 17}, {"E", 32}}, DType::f16, {}, true);
+  int windows_of_weights = 0, layout_copies = 0;
+  for (const Buffer& b : mha.buffers) {
+    layout_copies += b.name[0] == 'l' && std::isdigit(static_cast<unsigned char>(b.name[1]));
+    windows_of_weights += b.window_of >= 0 && mha.buffers[b.window_of].name[0] == 'w';
+  }
+  CHECK(windows_of_weights == 3);  // wq, wk, wv
+  CHECK(layout_copies == 1);       // the merged heads the output projection reads
+  cut_kernels(mha, gpu_cut_options());
+  check_order(mha);
+  int fused = 0;
+  for (const Kernel& k : mha.kernels)
+    if (is_softmax_contraction_kernel(mha, k)) {
+      ++fused;
+      const Statement& scores = k.statements.at(1);
+      std::vector<const ScalarExpr*> loads;
+      collect_loads(*scores.value, loads);
+      REQUIRE(loads.size() == 2);
+      for (const ScalarExpr* l : loads)
+        CHECK(mha.buffers[l->buffer].dtype == DType::f16);
+    }
+  CHECK(fused == 1);
 
   // A head that is a size of its own, the output merged by a reshape: the same one kernel.
   KernelPlan merged =

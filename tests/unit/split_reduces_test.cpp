@@ -1,0 +1,65 @@
+// scheduler/split_reduces: a reduce read only through views that split one of its dimensions by
+// sizes (heads from a projection) is computed in the split shape, its operand read through the
+// split, and the graph computes the same values; reduces read otherwise stay as they are.
+#include <doctest/doctest.h>
+
+#include "ir/interpreter.h"
+#include "ir/verifier.h"
+#include "scheduler/split_reduces.h"
+#include "tests/support/harness.h"
+
+using namespace kiln;
+
+namespace {
+
+test::Run lowered(const std::string& target, SizeBindings sizes) {
+  test::RunSpec spec;
+  spec.target = target;
+  spec.sizes = std::move(sizes);
+  return test::run(spec);
+}
+
+}  // namespace
+
+TEST_CASE("split_reduces: projections read as heads are computed as heads") {
+  test::Run r = lowered("tests/regressions/user_kernels.toml:mha_projections",
+                        {{"B", 2}, {"L", 5}, {"E", 12}});
+  Graph g = r.graph;
+  CHECK(split_reduces(g) == 3);  // q2, k2, v2 (o is read merged, not split)
+  CHECK(verify(g).empty());
+  int split = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::reduce || shape_str(n.shape) != "[B, L, 4, (E / 4), 1]") continue;
+    // A projection's operand reads the weight at (E / 4)·h + d: its view splits it too. (P·V
+    // has this shape too, and reads no weight.)
+    const Node& product = g[n.operands[0]];
+    REQUIRE(product.op == Op::mul);
+    for (NodeId o : product.operands) {
+      const Node& v = g[o];
+      REQUIRE(v.op == Op::view);
+      if (g[v.operands[0]].op != Op::input || g[v.operands[0]].name[0] != 'w') continue;
+      ++split;
+      CHECK(v.view.index.at(0) ==
+            IntExpr::index(3) + IntExpr::index(2) * floordiv(IntExpr::var("E"), 4));
+    }
+  }
+  CHECK(split == 3);
+  std::vector<Tensor> got = interpret(g, r.sizes, r.inputs);
+  REQUIRE(got.size() == 1);
+  test::expect_close(got[0], r.outputs[0].f, 1e-5, 1e-5);
+  CHECK(split_reduces(g) == 0);  // done once
+}
+
+TEST_CASE("split_reduces: a reduce also read whole, or an output, stays as it is") {
+  // softmax's sums and layer norm's statistics are read by divisions, not splitting views.
+  for (const char* target : {"ops/nn.toml:softmax", "ops/nn.toml:layernorm"}) {
+    test::Run r = lowered(target, {{"N", 6}});
+    Graph g = r.graph;
+    CHECK(split_reduces(g) == 0);
+  }
+  // The heads split from an input (no reduce to split) leave the graph as it is.
+  test::Run packed = lowered("tests/regressions/user_kernels.toml:attn_packed_heads",
+                             {{"B", 1}, {"L", 3}, {"E", 8}});
+  Graph g = packed.graph;
+  CHECK(split_reduces(g) == 0);
+}
