@@ -267,6 +267,10 @@ class Builder {
     const Node& n = g_[id];
     if (!opt_.narrow_contraction_operands || !narrow_float(n.dtype) || !multiplied_in_sum(id))
       return;
+    for (NodeId r : readers_[id])  // they take the reduce's own buffer
+      if (g_[r].op == Op::gather || g_[r].op == Op::extern_call || g_[r].op == Op::scan ||
+          g_[r].op == Op::scatter)
+        return;
     // Over the kept axes, as the reduce's init walks them.
     Shape kept;
     Index at;
@@ -277,10 +281,14 @@ class Builder {
       if (!reduced) kept.push_back(n.shape[d]);
     }
     ScalarExprPtr value = expr(id, at);
-    int narrow = add_buffer("n" + std::to_string(id), n, BufferKind::temp);
-    add_statement(Statement::Kind::assign, kept, narrow, at, value);
+    Node held = n;
+    held.shape = kept;  // without the reduced axes: a tile's rows and lanes end the shape
+    int narrow = add_buffer("n" + std::to_string(id), held, BufferKind::temp);
+    Index its = iterators(kept.size());
+    add_statement(Statement::Kind::assign, kept, narrow, its, value);
     forget(id);
-    buffer_of_[id] = narrow;
+    buffer_of_.erase(id);
+    narrow_[id] = narrow;
   }
 
   /** Whether node `id` reaches one factor of a product that a sum reduces (the other factor
@@ -535,6 +543,14 @@ class Builder {
       e->kind = ScalarExpr::Kind::load;
       e->buffer = it->second;
       e->index = index;
+      return e;
+    }
+    if (auto it = narrow_.find(id); it != narrow_.end()) {  // narrow_for_products
+      e->kind = ScalarExpr::Kind::load;
+      e->buffer = it->second;
+      for (size_t d = 0; d < n.shape.size(); ++d)
+        if (std::find(n.axes.begin(), n.axes.end(), static_cast<int>(d)) == n.axes.end())
+          e->index.push_back(index[d]);
       return e;
     }
     switch (n.op) {
@@ -819,7 +835,10 @@ class Builder {
   std::map<std::string, int> layout_;  ///< layout copies of views, by view and kept dimensions
   std::map<std::string, int> alias_;   ///< split aliases of inputs, by buffer and shape
   SizeFacts facts_;                    ///< the graph's equalities (its checks)
-  std::vector<std::vector<NodeId>> readers_;          ///< per node, the nodes reading it (lazily)
+  std::vector<std::vector<NodeId>> readers_;  ///< per node, the nodes reading it (lazily)
+  /** Reduces stored in their own dtype too (narrow_for_products): reduce -> that buffer, which
+   *  holds the kept axes only. */
+  std::map<NodeId, int> narrow_;
   std::map<NodeId, std::pair<NodeId, int>> through_;  ///< reduce -> (its view, the view's buffer)
   std::map<NodeId, Index> inverse_;                   ///< reduce -> its view's inverse
   /** Views whose buffer holds only the dimensions they read (a reduce written through them):
