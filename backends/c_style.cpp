@@ -231,7 +231,9 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   for (int b : k.buffers) {
     const Buffer& buf = plan.buffers[b];
     std::string type = storage_type(buf.dtype);
-    std::string qual = buf.kind == BufferKind::input ? "const " : "";
+    // const where the kernel only reads it: an input, or a temporary an earlier kernel wrote
+    // (on CUDA its loads may take the read-only path).
+    std::string qual = written.count(b) ? "" : "const ";
     params += std::string(params.empty() ? "" : ", ") + buffer_space() + qual + type + pointer(b) +
               "b" + std::to_string(b) + " /* " + buf.name + " */";
     call += std::string(call.empty() ? "" : ", ") + "(" + buffer_space() + qual + type +
@@ -252,8 +254,8 @@ std::string CStyleRenderer::render_function(const KernelPlan& plan, const Kernel
   for (int b : k.buffers) {
     const Buffer& buf = plan.buffers[b];
     c.params += std::string(c.params.empty() ? "" : ", ") + buffer_space() +
-                (buf.kind == BufferKind::input ? "const " : "") + storage_type(buf.dtype) +
-                pointer(b) + "b" + std::to_string(b);
+                (written.count(b) ? "" : "const ") + storage_type(buf.dtype) + pointer(b) + "b" +
+                std::to_string(b);
     c.args += std::string(c.args.empty() ? "" : ", ") + "b" + std::to_string(b);
   }
   if (auto [param, arg] = kernel_scope_param(options); !param.empty()) {
