@@ -27,7 +27,8 @@ struct Split {
 std::optional<Split> plan_split(const Graph& g, NodeId r, const std::set<NodeId>& readers,
                                 const SizeFacts& facts) {
   const Node& n = g[r];
-  if (n.op != Op::reduce || !n.domain.empty() || readers.empty()) return std::nullopt;
+  if ((n.op != Op::reduce && !pointwise(n.op)) || !n.domain.empty() || readers.empty())
+    return std::nullopt;
   std::optional<Split> out;
   for (NodeId v : readers) {
     const Node& view = g[v];
@@ -44,35 +45,81 @@ std::optional<Split> plan_split(const Graph& g, NodeId r, const std::set<NodeId>
   return out;
 }
 
-/** Nodes of `g` rebuilt with the split reduces. */
+/** The lifted nodes of the new graph: old nodes of a split's region read through a view. */
 class Rebuild {
  public:
-  explicit Rebuild(Graph& out) : out_(out) {}
+  Rebuild(const Graph& g, Graph& out, const std::vector<NodeId>& remap,
+          const std::set<NodeId>& region)
+      : g_(g), out_(out), remap_(remap), region_(region) {}
 
-  /** Node `id` of the new graph read through `v`, the view pushed down through pointwise
-   *  nodes into the views below them (which compose with it). */
+  /** Old node `id` read through `v` (over v.shape, indexing id's dimensions), in the new
+   *  graph: a view pushed down through the region's views (composed), pointwise nodes
+   *  (cloned at v's shape) and reduces (computed at v's positions, their reduced axes after
+   *  them); a node outside the region is read through the view. */
   NodeId lift(NodeId id, const View& v) {
-    if (auto m = memo_.find(id); m != memo_.end()) return m->second;
-    const Node& n = out_[id];
+    std::string key = std::to_string(id) + v.str();
+    if (auto m = memo_.find(key); m != memo_.end()) return m->second;
+    const Node& n = g_[id];
     NodeId at;
-    if (pointwise(n.op) || n.op == Op::constant) {
+    if (!region_.count(id)) {
+      at = out_.view(remap_[id], v);
+    } else if (n.op == Op::view) {
+      at = lift(n.operands[0], View::compose(v, n.view));
+    } else if (pointwise(n.op)) {
       Node c = n;
       c.shape = v.shape;
       for (NodeId& o : c.operands)
         o = lift(o, v);
-      at = out_.add(std::move(c));
-    } else {
-      at = out_.view(id, v);
+      if (!v.mask.empty()) {  // the clone is read unmasked; its view keeps the mask
+        View plain = View::identity(v.shape);
+        plain.mask = v.mask;
+        c.shape = v.shape;
+        at = out_.view(out_.add(std::move(c)), plain);
+      } else {
+        at = out_.add(std::move(c));
+      }
+    } else {  // a reduce: its reduced axes appended to v's positions
+      const Shape& operand = g_[n.operands[0]].shape;
+      View inner;
+      inner.shape = v.shape;
+      std::vector<int> axes;
+      for (size_t d = 0; d < operand.size(); ++d) {
+        if (std::find(n.axes.begin(), n.axes.end(), static_cast<int>(d)) == n.axes.end()) {
+          inner.index.push_back(v.index[d]);
+          continue;
+        }
+        // A position of extent 1 that reads the reduced axis (the split of R itself) becomes
+        // the reduction's; else one is appended.
+        std::optional<std::string> p = v.index[d].as_var();
+        size_t at = inner.shape.size();
+        if (p && (*p)[0] == '%' && v.shape[std::stoul(p->substr(1))] == IntExpr(1))
+          at = std::stoul(p->substr(1));
+        else
+          inner.shape.push_back(1);
+        axes.push_back(static_cast<int>(at));
+        inner.index.push_back(IntExpr::index(static_cast<int>(at)));
+        inner.shape[at] = operand[d];
+      }
+      std::sort(axes.begin(), axes.end());
+      NodeId r = out_.reduce(n.reduce_kind, lift(n.operands[0], inner), axes);
+      View drop;  // back to v's positions, the reduced axes at 0
+      drop.shape = v.shape;
+      drop.index.assign(out_[r].shape.size(), 0);
+      for (size_t p = 0; p < v.shape.size(); ++p)
+        drop.index[p] = IntExpr::index(static_cast<int>(p));
+      drop.mask = v.mask;
+      at = out_.view(r, drop);
     }
-    memo_[id] = at;
+    memo_[key] = at;
     return at;
   }
 
-  void reset() { memo_.clear(); }
-
  private:
+  const Graph& g_;
   Graph& out_;
-  std::map<NodeId, NodeId> memo_;
+  const std::vector<NodeId>& remap_;
+  const std::set<NodeId>& region_;
+  std::map<std::string, NodeId> memo_;
 };
 
 }  // namespace
@@ -91,8 +138,9 @@ int split_reduces(Graph& g) {
   for (const Node& n : g.nodes)
     if (n.op == Op::gather) pinned.insert(n.operands[0]);
   std::map<NodeId, Split> splits;
-  for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
-    if (pinned.count(id)) continue;
+  std::set<NodeId> region;  // nodes computed inside a split (not emitted on their own)
+  for (NodeId id = static_cast<NodeId>(g.size()) - 1; id >= 0; --id) {
+    if (pinned.count(id) || region.count(id)) continue;
     bool gathered = false;
     for (NodeId r : readers[id])
       gathered = gathered || pinned.count(r);
@@ -113,7 +161,7 @@ int split_reduces(Graph& g) {
       SizeCheck check;
       check.relation = exact;
       check.claim = "shape equality '" + exact.str() + "' (dimension " + std::to_string(d) +
-                    " of a reduce read split into " + std::to_string(a.dims_of[d]) + ")";
+                    " of a value read split into " + std::to_string(a.dims_of[d]) + ")";
       for (const SizeCheck& c : g.checks)  // where the readers' split comes from
         if (c.relation.rel == Relation::eq &&
             c.relation.str().find(whole.str()) != std::string::npos) {
@@ -124,6 +172,19 @@ int split_reduces(Graph& g) {
       facts.assume(exact);
       g.checks.push_back(check);
     }
+    // The region: the value and what it alone reads through views, pointwise nodes and
+    // reduces (a bias added to a projection), each read only from inside the region.
+    region.insert(id);
+    for (NodeId q = id - 1; q >= 0; --q) {
+      const Node& n = g[q];
+      if (pinned.count(q) || readers[q].empty() || !n.domain.empty() ||
+          (n.op != Op::view && n.op != Op::reduce && !pointwise(n.op)))
+        continue;
+      bool inside = true;
+      for (NodeId r : readers[q])
+        inside = inside && region.count(r);
+      if (inside) region.insert(q);
+    }
     splits.emplace(id, *s);
   }
   if (splits.empty()) return 0;
@@ -132,14 +193,17 @@ int split_reduces(Graph& g) {
   out.size_vars = g.size_vars;
   out.checks = g.checks;
   std::vector<NodeId> remap(g.size(), -1);
-  std::map<NodeId, NodeId> split_of;  // reader view -> the split reduce it reads
-  Rebuild rebuild(out);
+  std::map<NodeId, NodeId> split_of;  // reader view -> the split value it reads
+  for (const auto& [id, s] : splits)
+    for (NodeId v : readers[id])
+      split_of[v] = id;
+  Rebuild rebuild(g, out, remap, region);
   for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
     Node n = g[id];
     for (NodeId& o : n.operands)
       o = remap[o];
     if (auto r = split_of.find(id); r != split_of.end()) {
-      // A reader: the split reduce at the reader's split index.
+      // A reader: the split value at the reader's split index.
       View v;
       v.shape = n.shape;
       v.index = splits.at(r->second).at.at(id);
@@ -149,34 +213,23 @@ int split_reduces(Graph& g) {
     }
     auto s = splits.find(id);
     if (s == splits.end()) {
-      remap[id] = out.add(std::move(n));
+      if (!region.count(id)) remap[id] = out.add(std::move(n));
       continue;
     }
-    // The operand read through the split: each dimension of R, split or not, at the positions
-    // of the split operand it became (the reduced ones at their full extent).
+    // The value read through its split: each of its dimensions at the split positions it
+    // became.
     const SplitAddress& a = s->second.address;
-    const Shape& operand = g[g[id].operands[0]].shape;
     View lifted;
-    std::vector<int> axes;
-    size_t p = 0;
-    for (size_t d = 0; d < operand.size(); ++d) {
-      bool reduced = std::find(n.axes.begin(), n.axes.end(), static_cast<int>(d)) != n.axes.end();
-      if (reduced) axes.push_back(static_cast<int>(p));
-      for (size_t k = 0; k < a.dims_of[d]; ++k)
-        lifted.shape.push_back(reduced ? operand[d] : a.shape[p + k]);
+    lifted.shape = a.shape;
+    for (size_t d = 0, p = 0; d < a.dims_of.size(); p += a.dims_of[d++]) {
       IntExpr index = 0, stride = 1;
       for (size_t k = a.dims_of[d]; k-- > 0;) {
         index = index + stride * IntExpr::index(static_cast<int>(p + k));
         stride = stride * a.shape[p + k];
       }
       lifted.index.push_back(index);
-      p += a.dims_of[d];
     }
-    rebuild.reset();
-    NodeId operand_split = rebuild.lift(n.operands[0], lifted);
-    remap[id] = out.reduce(n.reduce_kind, operand_split, axes);
-    for (NodeId v : readers[id])
-      split_of[v] = id;
+    remap[id] = rebuild.lift(id, lifted);
   }
   for (NodeId i : g.inputs)
     out.inputs.push_back(remap[i]);

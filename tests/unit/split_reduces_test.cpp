@@ -3,12 +3,16 @@
 // split, and the graph computes the same values; reduces read otherwise stay as they are.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
 #include "scheduler/split_reduces.h"
 #include "tests/support/harness.h"
 
 using namespace kiln;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -62,4 +66,58 @@ TEST_CASE("split_reduces: a reduce also read whole, or an output, stays as it is
                              {{"B", 1}, {"L", 3}, {"E", 8}});
   Graph g = packed.graph;
   CHECK(split_reduces(g) == 0);
+}
+
+TEST_CASE("split_reduces: a biased projection is computed as heads with its bias") {
+  test::Run r =
+      lowered("tests/regressions/user_kernels.toml:mha_bias", {{"B", 2}, {"L", 5}, {"E", 12}});
+  Graph g = r.graph;
+  CHECK(split_reduces(g) == 3);  // q2, k2, v2: the bias adds, with the reduces they read
+  CHECK(verify(g).empty());
+  int biases = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::view || g[n.operands[0]].op != Op::input || g[n.operands[0]].name[0] != 'b')
+      continue;
+    // The bias is read at the split position (E / 4)·h + d, not through a layout copy.
+    ++biases;
+    CHECK(n.view.index.size() == 1);
+    CHECK(n.view.index.at(0) ==
+          IntExpr::index(3) + IntExpr::index(2) * floordiv(IntExpr::var("E"), 4));
+  }
+  CHECK(biases == 3);
+  for (const Node& n : g.nodes)  // no reduce is left at the projections' merged shape
+    CHECK(!(n.op == Op::reduce && shape_str(n.shape) == "[B, L, E, 1]"));
+  std::vector<Tensor> got = interpret(g, r.sizes, r.inputs);
+  REQUIRE(got.size() == 1);
+  test::expect_close(got[0], r.outputs[0].f, 1e-5, 1e-5);
+}
+
+TEST_CASE("split_reduces: a reduce also read outside the split stays, its reader is split") {
+  // The raw projection is an output too: the bias add is computed as heads, reading the
+  // projection (kept whole) through a view.
+  fs::path spec = fs::temp_directory_path() / "kiln_split_reduces_region.toml";
+  std::ofstream(spec) << R"([proj_heads]
+in    = { x = "f32[B, L, E]", w = "f32[E, E]", bias = "f32[E]" }
+out   = { s = "f32[B, L, 4, E / 4]", raw = "f32[B, L, E]" }
+body  = """
+raw[b, l, o] = sum(x[b, l, e] * w[o, e], e)
+s = reshape(raw + bias, [B, L, 4, E / 4]) * 2.0
+"""
+)";
+  test::Run r = lowered(spec.string() + ":proj_heads", {{"B", 2}, {"L", 3}, {"E", 8}});
+  fs::remove(spec);
+  Graph g = r.graph;
+  CHECK(split_reduces(g) == 1);
+  CHECK(verify(g).empty());
+  int whole = 0, split_adds = 0;
+  for (const Node& n : g.nodes) {
+    whole += n.op == Op::reduce && shape_str(n.shape) == "[B, L, E, 1]";
+    split_adds += n.op == Op::add && shape_str(n.shape) == "[B, L, 4, (E / 4)]";
+  }
+  CHECK(whole == 1);
+  CHECK(split_adds == 1);
+  std::vector<Tensor> got = interpret(g, r.sizes, r.inputs);
+  REQUIRE(got.size() == 2);
+  for (size_t i = 0; i < got.size(); ++i)
+    test::expect_close(got[i], r.outputs[i].f, 1e-5, 1e-5);
 }
