@@ -75,6 +75,35 @@ bool rows_by_first_iterator(const std::vector<IntExpr>& index) {
   return false;
 }
 
+/** The statement iterator that `e` is, or -1. */
+int iterator_of(const IntExpr& e, size_t rank) {
+  for (size_t k = 0; k < rank; ++k)
+    if (e.key() == IntExpr::var(iterator_name(static_cast<int>(k))).key())
+      return static_cast<int>(k);
+  return -1;
+}
+
+/** Whether load `l` of `reader` reads, in a row, the element `writer` writes at iterators of
+ *  its own: each of the writer's dimensions indexed by an iterator is read at an iterator of
+ *  the reader over the same extent (a channels-first norm's statistics [B, 1, P] read at
+ *  [b, 0, p]). A reader that reads a row's elements at other
+ *  positions (a group norm's statistics, [B, G], read by channel at c / (C / G)) reads across
+ *  the writer's threads: fused, the kernel would run one block a row and the writer's other
+ *  dimensions in a loop inside it (32 blocks for a batch of 32). */
+bool same_element(const Statement& writer, const Statement& reader, const ScalarExpr& l) {
+  if (l.index.size() != writer.index.size()) return false;
+  for (size_t d = 0; d < writer.index.size(); ++d) {
+    const IntExpr& w = writer.index[d];
+    if (w.is_constant()) continue;
+    int k = iterator_of(w, writer.extents.size());
+    if (k >= 0 && writer.extents[k] == IntExpr(1)) continue;  // one point: a kept dimension
+    if (k < 0) continue;  // a scatter's position, written where it falls: the row's to see
+    int m = iterator_of(l.index[d], reader.extents.size());
+    if (m < 0 || reader.extents[m].key() != writer.extents[k].key()) return false;
+  }
+  return true;
+}
+
 /** Whether statement `reader` reads what `writer` writes other than row by row: at another
  *  first index than its own first iterator, or with a writer that does not write row by row
  *  over the same first extent (CutOptions::cut_before_grid_barriers). */
@@ -85,7 +114,9 @@ bool reads_across_rows(const Statement& writer, const Statement& reader) {
   bool row_writer = rows_by_first_iterator(writer.index) && !writer.extents.empty() &&
                     !reader.extents.empty() && writer.extents[0].key() == reader.extents[0].key();
   for (const ScalarExpr* l : loads)
-    if (l->buffer == writer.buffer && (!row_writer || !rows_by_first_iterator(l->index)))
+    if (l->buffer == writer.buffer &&
+        (!row_writer || !rows_by_first_iterator(l->index) ||
+         (writer.kind != Statement::Kind::reduce_init && !same_element(writer, reader, *l))))
       return true;
   return false;
 }
@@ -210,9 +241,15 @@ std::vector<int> group_starts(const KernelPlan& plan, const Kernel& k,
       }
     }
     if (opt.cut_before_grid_barriers && clean[p]) {
+      // A statement that reads across rows what the group wrote is cut from it at the latest
+      // clean point before it: the statements between stay with the writer (a group norm's
+      // variance with its mean, cut from the normalisation that reads both by channel).
+      int next_clean = p + 1;
+      while (next_clean < n && !clean[next_clean])
+        ++next_clean;
       bool across = false;
       for (int w = starts.back(); w < p && !across; ++w)
-        for (int r = p; r < n && !across; ++r)
+        for (int r = p; r < next_clean && !across; ++r)
           across = reads_across_rows(k.statements[w], k.statements[r]);
       // Sums across rows and statements row by row take kernels of their own.
       const bool next_sums = sums_across_rows(k, p);
@@ -244,6 +281,9 @@ class Cutter {
     for (int s = 0; s < static_cast<int>(in.statements.size()); ++s)
       last_write_[in.statements[s].buffer] = s;
     starts_ = group_starts(plan, in, last_write_, opt);
+    std::set<const ScalarExpr*> seen;
+    for (const Statement& st : in.statements)
+      if (st.value) count_uses(st.value, seen);
   }
 
   /** The kernels, in order, and how many temps were added. */
@@ -313,6 +353,16 @@ class Cutter {
     int last_write = -1;
   };
 
+  /** Counts the uses of `e` and, the first time it is seen, of its operands: a value used
+   *  once (a normalisation's output expression, read by no other statement) is not stored at
+   *  a cut, which would only add a store and a load of it. */
+  void count_uses(const ScalarExprPtr& e, std::set<const ScalarExpr*>& seen) {
+    ++uses_[e.get()];
+    if (!seen.insert(e.get()).second) return;
+    for (const ScalarExprPtr& a : e->args)
+      count_uses(a, seen);
+  }
+
   const Info& info(const ScalarExprPtr& e) {
     auto it = info_.find(e.get());
     if (it != info_.end()) return it->second;
@@ -338,8 +388,8 @@ class Cutter {
     ScalarExprPtr out = e;
     const Info& f = info(e);
     if (e->kind == ScalarExpr::Kind::op && f.loads >= 2 && f.last_write >= 0 &&
-        f.last_write < starts_[g] && uses_every_iterator(*e, extents) && !expands(*e, extents) &&
-        !cheaper_than_a_store(*e)) {
+        f.last_write < starts_[g] && (uses_[e.get()] >= 2 || e.get() == target_.first) &&
+        uses_every_iterator(*e, extents) && !expands(*e, extents) && !cheaper_than_a_store(*e)) {
       out = store(e, extents);
     } else if (e->kind == ScalarExpr::Kind::op && e->mask.empty() && e->op != Op::where) {
       auto copy = std::make_shared<ScalarExpr>(*e);
@@ -419,6 +469,7 @@ class Cutter {
    *  of that value writes instead of a buffer of its own. */
   std::pair<const ScalarExpr*, int> target_{nullptr, -1};
   std::unordered_map<const ScalarExpr*, Info> info_;
+  std::unordered_map<const ScalarExpr*, int> uses_;  ///< statements' and values' uses of each
   std::map<std::tuple<const ScalarExpr*, int, std::string>, ScalarExprPtr> memo_;
   std::map<std::pair<const ScalarExpr*, std::string>, ScalarExprPtr> stored_;
   int materialized_ = 0;

@@ -102,6 +102,30 @@ TEST_CASE("cut: on the GPU sums across rows and statements row by row take separ
   CHECK(column_kernels == 1);  // db and dg together
 }
 
+TEST_CASE("cut: on the GPU statistics read at other elements of their row get a kernel") {
+  // A group norm: its mean and variance are [B, G], read by the normalisation by channel at
+  // c / (C / G). Fused, the kernel would run one block an image and the G groups in a loop
+  // inside it; cut, the statistics run a block a group. The variance stays with the mean it
+  // reads at its own element, and the normalisation's value is computed where it is written,
+  // not stored at the cut and copied.
+  KernelPlan plan = plan_of("tests/regressions/user_kernels.toml:group_norm",
+                            {{"B", 2}, {"C", 8}, {"P", 5}}, DType::f32, {}, true);
+  CutCount n = cut_kernels(plan, gpu_cut_options());
+  check_order(plan);
+  CHECK(n.materialized == 0);
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(plan.kernels[0].statements.size() == 4);  // the mean's and the variance's sums
+  for (const Statement& s : plan.kernels[0].statements)
+    CHECK(plan.buffers[s.buffer].kind == BufferKind::temp);
+  REQUIRE(plan.kernels[1].statements.size() == 1);
+  CHECK(plan.buffers[plan.kernels[1].statements[0].buffer].name == "y");
+  // Softmax's normalisation reads its row's sums at its own element: it stays fused.
+  KernelPlan softmax = plan_of("tests/regressions/user_kernels.toml:softmax_dim1",
+                               {{"B", 2}, {"C", 8}, {"P", 5}}, DType::f32, {}, true);
+  cut_kernels(softmax, gpu_cut_options());
+  CHECK(softmax.kernels.size() == 1);
+}
+
 TEST_CASE("cut: on the GPU a contraction gets a kernel of its own, its epilogue stays with it") {
   const CutOptions opt = gpu_cut_options();
   // Attention in f32 (no fused online softmax): scores | the row's softmax | weighted sum.
@@ -414,28 +438,30 @@ TEST_CASE("store_shared: softmax computes its exponential once, stored in the ou
   CHECK(store_shared_values(mm) == 0);
 }
 
-TEST_CASE("cut: a value read from a contraction's result by head is stored after the tile") {
+TEST_CASE("cut: a value read from a contraction's result by head is computed after the tile") {
   // A projection's biased, activated result read through reshape and permute, at another
-  // element than the one each update writes: the statement storing that value once must not
-  // join the contraction's kernel, where it would keep the contraction from its block tile and
-  // run on one GPU thread per row (the CPU cuts agree).
+  // element than the one each update writes: the statement computing that value must not join
+  // the contraction's kernel, where it would keep the contraction from its block tile and run
+  // on one GPU thread per row (the CPU cuts agree). Used once, the value is not stored at the
+  // cut: the output's statement computes it in the next kernel.
   for (bool gpu : {true, false}) {
     CAPTURE(gpu);
     KernelPlan plan =
         plan_of("tests/data/cut.toml:proj_heads", {{"S", 4}, {"C", 8}}, DType::f32, {}, gpu);
     const CutOptions opt = gpu ? gpu_cut_options() : cpu_cut_options();
     CutCount n = cut_kernels(plan, opt);
-    CHECK(n.materialized == 1);
+    CHECK(n.materialized == 0);
     check_order(plan);
-    REQUIRE(plan.kernels.size() >= 2);
+    REQUIRE(plan.kernels.size() == 2);
     // The contraction's kernel: its init and update only.
     const Kernel& tile = plan.kernels[0];
     REQUIRE(tile.statements.size() == 2);
     CHECK(tile.statements[1].kind == Statement::Kind::reduce_update);
     const int sum = tile.statements[1].buffer;
-    // The next kernel stores the activation, reading the sum by head.
+    // The next kernel computes the activation into the output, reading the sum by head.
     const Kernel& next = plan.kernels[1];
     REQUIRE(next.statements.size() == 1);
+    CHECK(plan.buffers[next.statements[0].buffer].kind == BufferKind::output);
     std::vector<const ScalarExpr*> reads;
     collect_loads(*next.statements[0].value, reads);
     CHECK(std::any_of(reads.begin(), reads.end(),
