@@ -17,7 +17,9 @@
  * - Materialisation at a cut: elementwise values are inlined into the statements that use them
  *   (build_statements.h), so without more a later group would recompute every earlier group's
  *   chain and grow with it. A later statement's largest subexpression that loads at least twice,
- *   only buffers complete before a cut, at least one of them written by a statement, is stored once
+ *   only buffers complete before a cut, at least one of them written by a statement, and is used
+ *   twice or more (by statements or values; one used once would only add a store and a load,
+ *   and a kernel where it cannot join the group), is stored once
  *   into a new temp by a statement appended to the group before the earliest such cut, and
  *   loaded from there. Subexpressions under a mask or a `where` stay inline (evaluating them
  *   everywhere could read out of bounds or divide by zero), and so do those that do not read
@@ -43,11 +45,15 @@ namespace kiln {
 struct CutOptions {
   /** Cut after every completed reduction (GPU backends); CPU backends fuse across them. */
   bool cut_after_reductions = false;
-  /** Cut where a GPU would need a grid-wide barrier (GPU backends): at a clean point after a
-   *  statement that writes a buffer some later statement reads other than row by row, i.e.
-   *  other than at its own first iterator in the first dimension with the writer's first
-   *  iterator there too over the same extent. Row-by-row readers (softmax's normalisation of
-   *  its row sums) stay in the kernel: one block per row sees its row with a block barrier.
+  /** Cut where a GPU would need a grid-wide barrier (GPU backends): at the latest clean point
+   *  before a statement that reads a buffer written earlier in the group other than row by
+   *  row, i.e. other than at its own first iterator in the first dimension with the writer's
+   *  first iterator there too over the same extent, and each other dimension the writer
+   *  indexes by an iterator read at an iterator of the reader over the same extent.
+   *  Row-by-row readers (softmax's normalisation of its row sums) stay in the kernel: one
+   *  block per row sees its row with a block barrier. A reader at other elements of the row
+   *  (a group norm's statistics [B, G] read by channel) is cut: fused, the writer's G groups
+   *  would run in a loop inside the row's block.
    *  Sums across rows (a reduction whose element does not move with i0, and its init) and
    *  statements that go row by row are not fused either: together the kernel would have no
    *  loop to run across blocks (a layer norm's backward ran on one thread). */
