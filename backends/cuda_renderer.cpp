@@ -88,7 +88,8 @@ std::string CudaRenderer::kernel_exports(const KernelPlan&, const Kernel& k, con
   for (const TensorMapUse& u : maps) {
     auto at = std::find(k.buffers.begin(), k.buffers.end(), u.buffer);
     if (at == k.buffers.end() || u.box.size() > 5)
-      throw std::logic_error("a tensor map of a buffer the kernel lacks");
+      throw std::logic_error("a tensor map of a buffer the kernel lacks (buffer " +
+                             std::to_string(u.buffer) + " in " + symbol + ")");
     s += ", " + std::to_string(at - k.buffers.begin()) + ", " + std::to_string(u.fold) + ", " +
          std::to_string(u.box.size());
     for (size_t d = 0; d < 5; ++d)

@@ -23,6 +23,7 @@ class Renumber {
 
   std::string buffer(int b) {
     auto [it, fresh] = number_.try_emplace(b, static_cast<int>(number_.size()));
+    if (fresh) order_.push_back(b);
     std::string out = "B" + std::to_string(it->second);
     if (fresh) {
       out += "<" + std::string(dtype_name(plan_.buffers[b].dtype)) + ":";
@@ -33,9 +34,13 @@ class Renumber {
     return out;
   }
 
+  /** The buffers in the order they were numbered. */
+  const std::vector<int>& order() const { return order_; }
+
  private:
   const KernelPlan& plan_;
   std::map<int, int> number_;
+  std::vector<int> order_;
 };
 
 std::string index_text(const std::vector<IntExpr>& index) {
@@ -65,9 +70,31 @@ std::string value_shape(const ScalarExpr& e) {
   return out + ")";
 }
 
+/** `n` with the buffers of its TMA copies (StagedOperand::tma_buffer) renamed by `to`: a
+ *  schedule reused for another kernel reads that kernel's buffers. Nodes are shared, so the
+ *  path to each renamed tile is copied. */
+LoopNodePtr rename_tensor_maps(const LoopNodePtr& n, const std::map<int, int>& to) {
+  std::shared_ptr<LoopNode> copy;
+  auto own = [&] {
+    if (!copy) copy = std::make_shared<LoopNode>(*n);
+    return copy.get();
+  };
+  for (size_t i = 0; i < n->staged.size(); ++i)
+    if (auto it = to.find(n->staged[i].tma_buffer);
+        n->staged[i].tma_buffer >= 0 && it != to.end() && it->second != it->first)
+      own()->staged[i].tma_buffer = it->second;
+  for (size_t i = 0; i < n->body.size(); ++i)
+    if (LoopNodePtr c = rename_tensor_maps(n->body[i], to); c != n->body[i]) own()->body[i] = c;
+  return copy ? copy : n;
+}
+
 }  // namespace
 
 std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
+  return kernel_shape_key(plan, k, nullptr);
+}
+
+std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k, std::vector<int>* buffers) {
   Renumber names(plan);
   std::string key;
   for (const Statement& s : k.statements) {
@@ -99,14 +126,22 @@ std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k) {
     key += "\n";
   }
   if (is_softmax_contraction_kernel(plan, k)) key += "online softmax\n";  // online_softmax.h
+  if (buffers) *buffers = names.order();
   return key;
 }
 
 ScheduledKernel ScheduleCache::reuse(const KernelPlan& plan, const Kernel& k,
-                                     const ScheduledKernel& earlier) {
+                                     const Entry& earlier) {
   ++hits_;
-  ScheduledKernel reused = earlier;
+  ScheduledKernel reused = earlier.schedule;
   reused.milliseconds = 0;
+  // The nest names the earlier kernel's buffers where its tiles copy through tensor maps.
+  std::vector<int> mine;
+  kernel_shape_key(plan, k, &mine);
+  std::map<int, int> to;
+  for (size_t i = 0; i < mine.size() && i < earlier.buffers.size(); ++i)
+    to[earlier.buffers[i]] = mine[i];
+  if (reused.nest.root) reused.nest.root = rename_tensor_maps(reused.nest.root, to);
   // Which loops stream depends on what this kernel writes (an output or a temporary).
   if (!opt_.backend_gpu) stream_stores(plan, k, reused.nest, opt_.stream_bytes);
   // The threads per row depend on the narrowest element this kernel moves.
@@ -115,20 +150,21 @@ ScheduledKernel ScheduleCache::reuse(const KernelPlan& plan, const Kernel& k,
 }
 
 ScheduledKernel ScheduleCache::schedule(const KernelPlan& plan, const Kernel& k) {
-  std::string key = kernel_shape_key(plan, k);
+  Entry fresh;
+  std::string key = kernel_shape_key(plan, k, &fresh.buffers);
   if (auto it = by_key_.find(key); it != by_key_.end()) return reuse(plan, k, it->second);
-  ScheduledKernel fresh = schedule_kernel(plan, k, opt_);
-  by_key_.emplace(std::move(key), fresh);
-  return fresh;
+  fresh.schedule = schedule_kernel(plan, k, opt_);
+  return by_key_.emplace(std::move(key), std::move(fresh)).first->second.schedule;
 }
 
 std::vector<ScheduledKernel> ScheduleCache::schedule_all(const KernelPlan& plan, unsigned threads) {
   const size_t n = plan.kernels.size();
   std::vector<std::string> keys(n);
+  std::vector<std::vector<int>> buffers(n);
   std::vector<size_t> fresh;  // the kernels whose key this cache has not seen, first of each
   std::map<std::string, size_t> first;
   for (size_t i = 0; i < n; ++i) {
-    keys[i] = kernel_shape_key(plan, plan.kernels[i]);
+    keys[i] = kernel_shape_key(plan, plan.kernels[i], &buffers[i]);
     if (!by_key_.count(keys[i]) && first.emplace(keys[i], i).second) fresh.push_back(i);
   }
 
@@ -156,13 +192,14 @@ std::vector<ScheduledKernel> ScheduleCache::schedule_all(const KernelPlan& plan,
     if (e) std::rethrow_exception(e);
 
   for (size_t j = 0; j < fresh.size(); ++j)
-    by_key_.emplace(keys[fresh[j]], std::move(computed[j]));
+    by_key_.emplace(keys[fresh[j]], Entry{std::move(computed[j]), buffers[fresh[j]]});
   std::vector<ScheduledKernel> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    const ScheduledKernel& s = by_key_.at(keys[i]);
+    const Entry& e = by_key_.at(keys[i]);
     auto it = first.find(keys[i]);
-    out.push_back(it != first.end() && it->second == i ? s : reuse(plan, plan.kernels[i], s));
+    out.push_back(it != first.end() && it->second == i ? e.schedule
+                                                       : reuse(plan, plan.kernels[i], e));
   }
   return out;
 }

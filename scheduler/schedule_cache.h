@@ -31,6 +31,10 @@ namespace kiln {
 /** The canonical text of kernel `k` of `plan` that two kernels with one schedule share. */
 std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k);
 
+/** The same, and into `buffers` the kernel's buffers in the order the key numbers them: where
+ *  two kernels with one key read and write. */
+std::string kernel_shape_key(const KernelPlan& plan, const Kernel& k, std::vector<int>* buffers);
+
 /** schedule_kernel behind a memo of kernel shapes. */
 class ScheduleCache {
  public:
@@ -48,11 +52,18 @@ class ScheduleCache {
   int misses() const { return static_cast<int>(by_key_.size()); }
 
  private:
-  /** An earlier kernel's schedule for `k`, its streamed stores chosen for `k`. */
-  ScheduledKernel reuse(const KernelPlan& plan, const Kernel& k, const ScheduledKernel& earlier);
+  /** A schedule and the buffers of the kernel it was computed for (kernel_shape_key order). */
+  struct Entry {
+    ScheduledKernel schedule;
+    std::vector<int> buffers;
+  };
+
+  /** An earlier kernel's schedule for `k`: its tensor maps on `k`'s buffers, its streamed
+   *  stores and row groups chosen for `k`. */
+  ScheduledKernel reuse(const KernelPlan& plan, const Kernel& k, const Entry& earlier);
 
   ScheduleOptions opt_;
-  std::map<std::string, ScheduledKernel> by_key_;
+  std::map<std::string, Entry> by_key_;
   int hits_ = 0;
 };
 

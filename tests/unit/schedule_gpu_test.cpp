@@ -3,11 +3,13 @@
 // simulates the loop IR).
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "ir/mma.h"
 #include "scheduler/group_rows.h"
+#include "scheduler/schedule_cache.h"
 #include "scheduler/tile_choice.h"
 #include "tests/unit/schedule_sim.h"
 
@@ -790,4 +792,52 @@ TEST_CASE(
   ScheduleOptions off = opt;
   off.gpu_tile.tma = false;
   CHECK(tensor_maps_of(check_legal(matmul(DType::f16), off, sizes).nest).empty());
+}
+
+TEST_CASE("schedule cache: a schedule reused for another kernel names its tensor maps' buffers") {
+  // Two products of one shape on other buffers (a projection and a later one): the second runs
+  // the first's schedule, and its TMA copies must read its own operands, not the first's.
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.tile = true;
+  opt.gpu_tile = {};
+  opt.gpu_tile.wgmma = true;
+  opt.gpu_tile.tma = true;
+  KernelBuilder b = matmul(DType::f16);
+  KernelPlan& plan = b.plan;
+  const int first_buffers = static_cast<int>(plan.buffers.size());
+  std::function<ScalarExprPtr(const ScalarExprPtr&)> moved = [&](const ScalarExprPtr& e) {
+    auto c = std::make_shared<ScalarExpr>(*e);
+    if (c->kind == ScalarExpr::Kind::load) c->buffer += first_buffers;
+    for (ScalarExprPtr& a : c->args)
+      a = moved(a);
+    return ScalarExprPtr(c);
+  };
+  for (int i = 0; i < first_buffers; ++i)
+    plan.buffers.push_back(plan.buffers[i]);
+  Kernel second = plan.kernels[0];
+  for (Statement& st : second.statements) {
+    st.buffer += first_buffers;
+    if (st.value) st.value = moved(st.value);
+  }
+  for (int& buf : second.buffers)
+    buf += first_buffers;
+  plan.kernels.push_back(second);
+  ScheduleCache cache(opt);
+  std::vector<ScheduledKernel> s = cache.schedule_all(plan, 1);
+  CHECK(cache.hits() == 1);
+  REQUIRE(s.size() == 2);
+  const std::vector<TensorMapUse> one = tensor_maps_of(s[0].nest), two = tensor_maps_of(s[1].nest);
+  REQUIRE(one.size() == 2);
+  REQUIRE(two.size() == 2);
+  for (size_t m = 0; m < 2; ++m) {
+    CHECK(one[m].buffer < first_buffers);
+    CHECK(two[m].buffer == one[m].buffer + first_buffers);
+  }
+  // One at a time through schedule(), the same.
+  ScheduleCache single(opt);
+  single.schedule(plan, plan.kernels[0]);
+  ScheduledKernel again = single.schedule(plan, plan.kernels[1]);
+  CHECK(single.hits() == 1);
+  CHECK(tensor_maps_of(again.nest).at(0).buffer == one[0].buffer + first_buffers);
 }
