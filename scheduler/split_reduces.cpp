@@ -19,7 +19,7 @@ bool pointwise(Op op) {
 
 /** How reduce R is computed split, and how each of its readers reads the result. */
 struct Split {
-  SplitAddress address;                       ///< R's shape split (shape, dims_of)
+  SplitAddress address;  ///< R's shape split (shape, dims_of; 0 for a unit dimension left out)
   std::map<NodeId, std::vector<IntExpr>> at;  ///< reader view -> its index into R'
 };
 
@@ -41,6 +41,22 @@ std::optional<Split> plan_split(const Graph& g, NodeId r, const std::set<NodeId>
       return std::nullopt;
     }
     out->at[v] = a->index;
+  }
+  // A kept dimension of one point that every reader reads at 0 (a reduce's, `[B, L, E, 1]`)
+  // is left out of the split: its values are stored without it, their innermost dimension the
+  // split's last (a head's elements, contiguous for the attention kernel's TMA copies).
+  SplitAddress& a = out->address;
+  for (size_t d = a.dims_of.size(), p = a.shape.size(); d-- > 0;) {
+    p -= a.dims_of[d];
+    bool unit = a.dims_of[d] == 1 && n.shape[d] == IntExpr(1);
+    for (const auto& [v, index] : out->at)
+      unit = unit && index[p].as_constant() == std::optional<int64_t>(0);
+    if (!unit) continue;
+    a.shape.erase(a.shape.begin() + static_cast<std::ptrdiff_t>(p));
+    a.index.erase(a.index.begin() + static_cast<std::ptrdiff_t>(p));
+    a.dims_of[d] = 0;
+    for (auto& [v, index] : out->at)
+      index.erase(index.begin() + static_cast<std::ptrdiff_t>(p));
   }
   return out;
 }

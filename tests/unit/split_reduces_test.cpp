@@ -85,8 +85,14 @@ TEST_CASE("split_reduces: a biased projection is computed as heads with its bias
           IntExpr::index(3) + IntExpr::index(2) * floordiv(IntExpr::var("E"), 4));
   }
   CHECK(biases == 3);
-  for (const Node& n : g.nodes)  // no reduce is left at the projections' merged shape
+  int adds = 0;
+  for (const Node& n : g.nodes) {  // no reduce is left at the projections' merged shape
     CHECK(!(n.op == Op::reduce && shape_str(n.shape) == "[B, L, E, 1]"));
+    // The biased heads are stored without the reduce's kept unit dimension: each head's
+    // elements innermost, as the attention kernel's TMA copies take them.
+    adds += n.op == Op::add && shape_str(n.shape) == "[B, L, 4, (E / 4)]";
+  }
+  CHECK(adds == 3);
   std::vector<Tensor> got = interpret(g, r.sizes, r.inputs);
   REQUIRE(got.size() == 1);
   test::expect_close(got[0], r.outputs[0].f, 1e-5, 1e-5);
