@@ -29,6 +29,7 @@ void cpu_build(BuildOptions& build) {
   build.copy_input_views = false;
   build.store_padding = true;
   build.narrow_contraction_operands = false;
+  build.split_reduce_runs = false;
 }
 
 /** Plain C: one thread; the C compiler vectorises on its own. */

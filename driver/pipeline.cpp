@@ -23,6 +23,7 @@
 #include "scheduler/softmax_tile.h"
 #include "scheduler/split_column_sums.h"
 #include "scheduler/split_padding.h"
+#include "scheduler/split_reduce_runs.h"
 #include "scheduler/split_reduces.h"
 #include "scheduler/store_shared.h"
 #include "scheduler/tile_bounded.h"
@@ -47,6 +48,7 @@ void plan_kernels(State& s, bool online) {
   ValueOptions values;
   values.online_softmax = online;
   split_reduces(s.out.graph);
+  if (s.opt.build.split_reduce_runs) split_reduce_runs(s.out.graph);
   if (s.opt.build.store_padding) {
     split_padding(s.out.graph);
     values.masked_view_cost = kMaskedViewCost;

@@ -42,6 +42,10 @@ struct BuildOptions {
    *  (and whose fused attention kernel does only then). CPU backends widen operands to f32 in
    *  their packs anyway, and read the accumulator. */
   bool narrow_contraction_operands = true;
+  /** Before the values are planned, a reduce over separate runs of axes becomes one reduce per
+   *  run (scheduler/split_reduce_runs.h): GPU backends, where a batch norm's statistics would
+   *  otherwise run a block per channel. CPU backends run them in one pass over the rows. */
+  bool split_reduce_runs = true;
 };
 
 /** Lowers a verified graph to a kernel plan, storing the values `values` stores. */

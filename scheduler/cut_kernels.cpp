@@ -89,7 +89,8 @@ int iterator_of(const IntExpr& e, size_t rank) {
  *  [b, 0, p]). A reader that reads a row's elements at other
  *  positions (a group norm's statistics, [B, G], read by channel at c / (C / G)) reads across
  *  the writer's threads: fused, the kernel would run one block a row and the writer's other
- *  dimensions in a loop inside it (32 blocks for a batch of 32). */
+ *  dimensions in a loop inside it (32 blocks for a batch of 32). So does a reduction
+ *  that sums over them (a batch norm's partial sums per (c, b), summed over b). */
 bool same_element(const Statement& writer, const Statement& reader, const ScalarExpr& l) {
   if (l.index.size() != writer.index.size()) return false;
   for (size_t d = 0; d < writer.index.size(); ++d) {
@@ -100,6 +101,14 @@ bool same_element(const Statement& writer, const Statement& reader, const Scalar
     if (k < 0) continue;  // a scatter's position, written where it falls: the row's to see
     int m = iterator_of(l.index[d], reader.extents.size());
     if (m < 0 || reader.extents[m].key() != writer.extents[k].key()) return false;
+    // A reduction over a reduction's elements (partial sums summed again) reads across them.
+    if (writer.kind == Statement::Kind::reduce_update &&
+        reader.kind == Statement::Kind::reduce_update) {
+      bool kept = false;
+      for (const IntExpr& e : reader.index)
+        kept = kept || iterator_of(e, reader.extents.size()) == m;
+      if (!kept) return false;
+    }
   }
   return true;
 }
@@ -359,8 +368,9 @@ class Cutter {
   void count_uses(const ScalarExprPtr& e, std::set<const ScalarExpr*>& seen) {
     ++uses_[e.get()];
     if (!seen.insert(e.get()).second) return;
+    std::set<const ScalarExpr*> args;  // a square's operand is one use: the code computes it once
     for (const ScalarExprPtr& a : e->args)
-      count_uses(a, seen);
+      if (args.insert(a.get()).second) count_uses(a, seen);
   }
 
   const Info& info(const ScalarExprPtr& e) {

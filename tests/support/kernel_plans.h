@@ -12,6 +12,7 @@
 
 #include "scheduler/build_statements.h"
 #include "scheduler/cut_kernels.h"
+#include "scheduler/split_reduce_runs.h"
 #include "scheduler/split_reduces.h"
 #include "tests/support/harness.h"
 
@@ -31,7 +32,10 @@ inline KernelPlan plan_of(const std::string& target, SizeBindings sizes = {{"N",
   values.online_softmax = gpu;  // as the pipeline sets it for the CUDA backend
   Graph g = run(spec).graph;
   split_reduces(g);  // as the pipeline does before planning the values
-  return build_statements(g, plan_values(g, values));
+  BuildOptions build;
+  if (gpu) split_reduce_runs(g);  // GPU backends (BuildOptions::split_reduce_runs)
+  build.narrow_contraction_operands = gpu;
+  return build_statements(g, plan_values(g, values), build);
 }
 
 /** The cut options of the CUDA backend (backends/backend.cpp). */

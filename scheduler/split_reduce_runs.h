@@ -1,0 +1,29 @@
+/** \file
+ * A reduction over axes in separate runs becomes one reduction per run, a pass over the graph
+ * before the values are planned (GPU backends; BuildOptions::split_reduce_runs).
+ *
+ * A batch norm's statistics sum `x[b, c, p]` over b and p, the channel c between them. On a
+ * GPU such a reduce runs one block per channel (C blocks, 256 for ResNet's widest layer on 132
+ * multiprocessors), each walking B runs of P elements: too few blocks to keep the memory busy,
+ * and each block's sum one long chain. Summed one run at a time, innermost first, the same
+ * reduction is a row sum over p for every (b, c) — B · C rows, one block each, reading
+ * contiguous rows — then a column sum over b of B partial sums per channel. The runs are
+ * maximal sets of consecutive reduced axes; the split depends on the layout alone, never on
+ * the sizes or on what the composite is. Sums, products and maxima are associative, so the
+ * values agree up to rounding (the sums' partial sums are held as wide as the reduce's own
+ * accumulator).
+ *
+ * Reductions over one run (a row's, a column's, all of a tensor's) and bounded ones (a
+ * domain) stay as they are.
+ */
+#pragma once
+
+#include "ir/graph.h"
+
+namespace kiln {
+
+/** Splits every reduce of `g` over two or more runs of axes into one reduce per run, the
+ *  innermost run first; returns how many were split. The graph computes the same values. */
+int split_reduce_runs(Graph& g);
+
+}  // namespace kiln
