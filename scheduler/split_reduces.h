@@ -11,11 +11,15 @@
  * same split (`wq[(E / H)·h + d, e]`, a view of an input that build_statements reads through a
  * split alias of its buffer), and its readers read R' at `[b, l, h, d]`.
  *
- * A reduce qualifies when it is not an output and every reader is a view (not a gather's
- * source) whose index into R splits the same kept dimensions the same way (ir/view.h
- * split_address, under the graph's equalities). The operand is lifted by pushing the split
- * view down through its pointwise nodes into their views, which compose; any other node is
- * read through the view.
+ * A value qualifies — a reduce, or a pointwise node over one (a projection plus its bias,
+ * `sum(x·wq, e) + bq[o]`) — when it is not an output and every reader is a view (not a
+ * gather's source) whose index into it splits the same kept dimensions the same way (ir/view.h
+ * split_address, under the graph's equalities). A kept dimension of one point that every
+ * reader reads at 0 (a reduce's `[B, L, E, 1]`) is left out, so the heads are stored with
+ * their elements innermost. The value is lifted by pushing the split view down through the
+ * region it alone reads — views (which compose), pointwise nodes (cloned at the split shape)
+ * and reduces (computed at the split positions, their reduced axes after them) — while any
+ * node also read from outside the region is read through the view.
  */
 #pragma once
 
@@ -23,7 +27,7 @@
 
 namespace kiln {
 
-/** Computes every qualifying reduce of `g` in its readers' split shape (topological order
+/** Computes every qualifying value of `g` in its readers' split shape (topological order
  *  kept; the other nodes renumbered); returns how many. The graph computes the same values. */
 int split_reduces(Graph& g);
 
