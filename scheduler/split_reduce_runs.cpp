@@ -63,6 +63,17 @@ std::vector<std::vector<int>> runs_of(const Graph& g, NodeId r) {
     if (reduced) runs.back().push_back(p);
     open = reduced;
   }
+  // A whole tensor reduced to one value over two or more dimensions (a loss's mean): its
+  // innermost dimension first, a row sum per row, then the rest over the rows' sums.
+  bool scalar = runs.size() == 1 && runs[0].size() >= 2;
+  for (size_t p = 0; p < shape.size() && scalar; ++p)
+    scalar = std::find(n.axes.begin(), n.axes.end(), static_cast<int>(p)) != n.axes.end() ||
+             shape[p] == IntExpr(1);
+  if (scalar) {
+    int inner = runs[0].back();
+    runs[0].pop_back();
+    runs.push_back({inner});
+  }
   for (std::vector<int>& run : runs)
     std::sort(run.begin(), run.end());
   if (runs.size() < 2) return {n.axes};

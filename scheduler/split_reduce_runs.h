@@ -13,8 +13,11 @@
  * values agree up to rounding (the sums' partial sums are held as wide as the reduce's own
  * accumulator).
  *
- * Reductions over one run (a row's, a column's, all of a tensor's) and bounded ones (a
- * domain) stay as they are.
+ * A whole tensor reduced to one value over two or more dimensions (a loss's mean over
+ * [M, N]) ran on one block, each thread summing M · N / 1024 terms in order (an MSE over 64 M
+ * values 7e-5 off); its innermost dimension is summed first, a row sum per row, then the rows'
+ * sums. Other reductions over one run (a row's, a column's) and bounded ones (a domain) stay
+ * as they are.
  */
 #pragma once
 

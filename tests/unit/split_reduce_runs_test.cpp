@@ -95,6 +95,27 @@ y = reshape(sum(x, axis=[0, 2]), [C])
   test::expect_close(got[0], both.outputs[0].f, 1e-5, 1e-5);
 }
 
+TEST_CASE("split_reduce_runs: a whole tensor reduced to one value sums its rows first") {
+  fs::path spec = fs::temp_directory_path() / "kiln_split_reduce_runs_total.toml";
+  std::ofstream(spec) << R"([total]
+in    = { x = "f32[M, N]" }
+out   = { y = "f32[]" }
+body  = """
+y = reshape(sum(x * x, axis=[0, 1]), [])
+"""
+)";
+  test::Run r = lowered(spec.string() + ":total", {{"M", 5}, {"N", 7}});
+  fs::remove(spec);
+  Graph g = r.graph;
+  REQUIRE(reduce_axes(g) == std::vector<std::vector<int>>{{0, 1}});
+  CHECK(split_reduce_runs(g) == 1);
+  CHECK(verify(g).empty());
+  CHECK(reduce_axes(g) == std::vector<std::vector<int>>{{1}, {0}});
+  std::vector<Tensor> got = interpret(g, r.sizes, r.inputs);
+  REQUIRE(got.size() == 1);
+  test::expect_close(got[0], r.outputs[0].f, 1e-5, 1e-5);
+}
+
 TEST_CASE("split_reduce_runs: on the GPU the partial sums get a kernel, a block per row") {
   KernelPlan plan = test::plan_of("tests/regressions/user_kernels.toml:batch_norm_train",
                                   {{"B", 3}, {"C", 4}, {"P", 5}}, DType::f32, {}, true);
