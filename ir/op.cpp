@@ -28,6 +28,12 @@ const OpInfo& op_info(Op op) {
   return kOps[static_cast<int>(op)];
 }
 
+bool is_pointwise(Op op) {
+  OpClass c = op_info(op).cls;
+  return c == OpClass::unary || c == OpClass::binary || c == OpClass::ternary || op == Op::cast ||
+         op == Op::bitcast;
+}
+
 std::string_view op_name(Op op) {
   return op_info(op).name;
 }

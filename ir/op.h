@@ -71,6 +71,9 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(Op op);
+/** Whether `op` computes each element from its operands' elements at the same position:
+ *  unary, binary and ternary ops, casts and bitcasts. */
+bool is_pointwise(Op op);
 std::string_view op_name(Op op);
 /** Finds an op by its spelling. */
 std::optional<Op> parse_op(std::string_view name);

@@ -7,18 +7,13 @@ namespace kiln {
 
 namespace {
 
-bool pointwise(Op op) {
-  OpClass c = op_info(op).cls;
-  return c == OpClass::unary || c == OpClass::binary || c == OpClass::ternary || op == Op::cast;
-}
-
 /** Per position of `id`'s shape, the dimension of the memory it reads that the position walks
  *  alone: through pointwise nodes, the first view whose every position of extent above one
  *  indexes one source dimension by itself (`x[b, c, p]` read as [C, B, P]: 1, 0, 2), or the
  *  identity where a node is read as it is. Empty where none does. */
 std::vector<int> source_dims(const Graph& g, NodeId id) {
   const Node& n = g[id];
-  if (pointwise(n.op)) {
+  if (is_pointwise(n.op)) {
     for (NodeId o : n.operands)
       if (g[o].shape.size() == n.shape.size()) {
         std::vector<int> dims = source_dims(g, o);

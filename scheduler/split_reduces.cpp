@@ -11,12 +11,6 @@ namespace kiln {
 
 namespace {
 
-bool pointwise(Op op) {
-  OpClass c = op_info(op).cls;
-  return c == OpClass::unary || c == OpClass::binary || c == OpClass::ternary || op == Op::cast ||
-         op == Op::bitcast;
-}
-
 /** How reduce R is computed split, and how each of its readers reads the result. */
 struct Split {
   SplitAddress address;  ///< R's shape split (shape, dims_of; 0 for a unit dimension left out)
@@ -27,7 +21,7 @@ struct Split {
 std::optional<Split> plan_split(const Graph& g, NodeId r, const std::set<NodeId>& readers,
                                 const SizeFacts& facts) {
   const Node& n = g[r];
-  if ((n.op != Op::reduce && !pointwise(n.op)) || !n.domain.empty() || readers.empty())
+  if ((n.op != Op::reduce && !is_pointwise(n.op)) || !n.domain.empty() || readers.empty())
     return std::nullopt;
   std::optional<Split> out;
   for (NodeId v : readers) {
@@ -81,7 +75,7 @@ class Rebuild {
       at = out_.view(remap_[id], v);
     } else if (n.op == Op::view) {
       at = lift(n.operands[0], View::compose(v, n.view));
-    } else if (pointwise(n.op)) {
+    } else if (is_pointwise(n.op)) {
       Node c = n;
       c.shape = v.shape;
       for (NodeId& o : c.operands)
@@ -194,7 +188,7 @@ int split_reduces(Graph& g) {
     for (NodeId q = id - 1; q >= 0; --q) {
       const Node& n = g[q];
       if (pinned.count(q) || readers[q].empty() || !n.domain.empty() ||
-          (n.op != Op::view && n.op != Op::reduce && !pointwise(n.op)))
+          (n.op != Op::view && n.op != Op::reduce && !is_pointwise(n.op)))
         continue;
       bool inside = true;
       for (NodeId r : readers[q])

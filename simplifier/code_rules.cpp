@@ -14,10 +14,7 @@ std::vector<Op> elementwise_ops() {
   std::vector<Op> ops;
   for (int k = 0; k < kNumOps; ++k) {
     Op op = static_cast<Op>(k);
-    OpClass c = op_info(op).cls;
-    if (c == OpClass::unary || c == OpClass::binary || c == OpClass::ternary || op == Op::cast ||
-        op == Op::bitcast)
-      ops.push_back(op);
+    if (is_pointwise(op)) ops.push_back(op);
   }
   return ops;
 }
@@ -67,12 +64,6 @@ std::optional<Rewrite> view_index_arith(const Node& root, Rewriter& rw) {
   Node n = root;
   n.view = std::move(v);
   return Rewrite{std::nullopt, n};
-}
-
-bool is_pointwise(Op op) {
-  OpClass c = op_info(op).cls;
-  return c == OpClass::unary || c == OpClass::binary || c == OpClass::ternary || op == Op::cast ||
-         op == Op::bitcast;
 }
 
 /** view(op(a, b), v) -> op(view(a, v), view(b, v)) when v has no mask and a, b are views or
