@@ -428,6 +428,7 @@ std::string CStyleRenderer::render_loop(const Context& c, const LoopNode& n, int
   // The loops a parallel annotation collapsed are the next ones down a perfect nest.
   int inner = site.collapsed ? collapsed - 1 : site.collapse - 1;
   c.loops.push_back(&n);
+  s += loop_prologue(c, n, pad + "  ");
   if (n.mapping == Mapping::parallel && inner == 0 && outlines_parallel_bodies() &&
       !c.accumulator && !c.tile && !c.pack && !c.filling) {
     s += pad + "  " + outline_body(c, n) + "\n";
@@ -437,6 +438,11 @@ std::string CStyleRenderer::render_loop(const Context& c, const LoopNode& n, int
   }
   c.loops.pop_back();
   return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::loop_prologue(const Context&, const LoopNode&,
+                                          const std::string&) const {
+  return "";
 }
 
 std::string CStyleRenderer::render_vector_loop(const Context&, const LoopNode&, int) const {

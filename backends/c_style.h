@@ -190,6 +190,10 @@ class CStyleRenderer {
   /** `for (...)` of loop `n` with first value `init` and condition `cond` (C text). */
   virtual std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,
                                   const std::string& cond) const;
+  /** Lines that open the body of loop `n`, each ending in a newline, indented by `pad`: what
+   *  its header leaves to the body (none by default). */
+  virtual std::string loop_prologue(const Context& c, const LoopNode& n,
+                                    const std::string& pad) const;
   /** Loop `n` with its iterations grouped into vectors by the backend, or empty: as it is
    *  (the default). */
   virtual std::string render_vector_loop(const Context& c, const LoopNode& n, int depth) const;

@@ -31,11 +31,36 @@ bool CudaRenderer::in_block(const Context& c) {
 
 std::string CudaRenderer::group_threads(const Context& c) {
   for (size_t l = c.loops.size(); l-- > 0;)
-    if (c.loops[l]->mapping == Mapping::block_x)
-      return c.loops[l]->group_threads ? "(int64_t)" + ast_expr_to_c(*c.loops[l]->group_threads)
-                                       : "";
+    if (c.loops[l]->mapping == Mapping::block_x) {
+      if (!c.loops[l]->group_threads) return "";
+      // Interleaved groups' lanes: loop_prologue's.
+      if (lanes_loop(c)) return c.loops[l]->iter + "_lanes";
+      return "(int64_t)" + ast_expr_to_c(*c.loops[l]->group_threads);
+    }
   return "";
 }
+
+const LoopNode* CudaRenderer::lanes_loop(const Context& c) {
+  if (c.nest.one_block) return nullptr;
+  for (size_t l = c.loops.size(); l-- > 0;)
+    if (c.loops[l]->mapping == Mapping::block_x)
+      return c.loops[l]->lanes_apart && c.loops[l]->group_threads ? c.loops[l] : nullptr;
+  return nullptr;
+}
+
+namespace {
+
+/** The C text of the groups (rows at once) of a block of interleaved groups of `lanes`. */
+std::string lane_groups(const std::string& lanes) {
+  return "((int64_t)blockDim.x / " + lanes + ")";
+}
+
+/** The groups of the interleaved block loop `l` (loop_prologue's). */
+std::string lane_groups(const LoopNode& l) {
+  return l.iter + "_groups";
+}
+
+}  // namespace
 
 std::string CudaRenderer::prelude() const {
   return std::string(
@@ -140,6 +165,14 @@ std::string CudaRenderer::entry(const KernelPlan& plan, const LoopNest& nest,
   // triangle: from one key block to all of them): the plugin launches a block per tile, not one
   // wave striding over them (8×16×2048² causal f16 on an H200: 0.48 against 0.60 ms).
   if (softmax_tile) s = "extern \"C\" __device__ unsigned " + symbol + "_whole_grid = 1;\n" + s;
+  // Interleaved row groups (LoopNode::lanes_apart) step through the rows a block at a time,
+  // G rows a step: the geometry sizes the grid by points, and a block past the first wave would
+  // find no rows left (runtimes/cuda/cuda_plugin.c, launch_blocks).
+  bool lanes = false;
+  if (nest.root)
+    for (const LoopNode* l : nodes_of(*nest.root, LoopNode::Kind::loop))
+      lanes |= l->lanes_apart && l->group_threads != nullptr;
+  if (lanes) s = "extern \"C\" __device__ unsigned " + symbol + "_resident_grid = 1;\n" + s;
   if (block_tile) {  // backends/cuda_tile.cpp, backends/cuda_attention.cpp
     std::string bounds = "__launch_bounds__(" + std::to_string(kCudaBlockThreads) + ")";
     // f64 tiles, and tiles of more than 64 accumulators a thread, hold twice the registers:
@@ -194,6 +227,8 @@ std::pair<std::string, std::string> CudaRenderer::thread_span(const Context& c,
   }
   if (n.mapping == Mapping::block_x && !c.nest.one_block)
     return {"(int64_t)" + block, "(int64_t)" + blocks};
+  if (n.mapping == Mapping::thread_x && lanes_loop(c))
+    return {"((int64_t)" + thread + " / " + lane_groups(*lanes_loop(c)) + ")", group_threads(c)};
   if (n.mapping == Mapping::thread_x && in_block(c)) {
     if (std::string T = group_threads(c); !T.empty())
       return {"((int64_t)" + thread + " % " + T + ")", T};
@@ -207,6 +242,22 @@ std::pair<std::string, std::string> CudaRenderer::thread_span(const Context& c,
 
 std::string CudaRenderer::loop_header(const Context& c, const LoopNode& n, const std::string& init,
                                       const std::string& cond) const {
+  // Interleaved groups (LoopNode::lanes_apart): the block's threads step through the rows
+  // together, from the block's first row, so that every thread reaches the barriers of every
+  // step; a group past the last row runs the step without a row (loop_prologue).
+  if (n.mapping == Mapping::block_x && n.lanes_apart && n.group_threads && !c.nest.one_block) {
+    const std::string G = lane_groups("(int64_t)" + ast_expr_to_c(*n.group_threads));
+    const std::string base = n.iter + "_base";
+    return "for (int64_t " + base + " = " + init + " + (int64_t)" + gpu_id(GpuId::block) + " * " +
+           G + "; " + ast_expr_to_c(*substitute(n.cond, n.iter, ast_iter(base))) + "; " + base +
+           " += (int64_t)" + gpu_id(GpuId::blocks) + " * " + G + ")";
+  }
+  if (n.mapping == Mapping::thread_x && lanes_loop(c)) {
+    auto [index, stride] = thread_span(c, n);
+    return "for (int64_t " + n.iter + " = " + init + " + " + index + "; " + lanes_loop(c)->iter +
+           "_live && " + cond + "; " + n.iter + " += " + stride +
+           (n.step != 1 ? " * " + std::to_string(n.step) : "") + ")";
+  }
   auto [index, stride] = thread_span(c, n);
   if (index.empty()) return CStyleRenderer::loop_header(c, n, init, cond);
   std::string step = std::to_string(n.step);
@@ -215,11 +266,23 @@ std::string CudaRenderer::loop_header(const Context& c, const LoopNode& n, const
          " += " + stride + ")";
 }
 
+std::string CudaRenderer::loop_prologue(const Context& c, const LoopNode& n,
+                                        const std::string& pad) const {
+  if (n.mapping != Mapping::block_x || !n.lanes_apart || !n.group_threads || c.nest.one_block)
+    return "";
+  const std::string T = n.iter + "_lanes", G = lane_groups(n);
+  return pad + "const int64_t " + T + " = " + ast_expr_to_c(*n.group_threads) + ", " + G +
+         " = (int64_t)" + gpu_id(GpuId::threads) + " / " + T + ";\n" + pad + "const int64_t " +
+         n.iter + " = " + n.iter + "_base + (int64_t)" + gpu_id(GpuId::thread) + " % " + G + ";\n" +
+         pad + "const bool " + n.iter + "_live = " + ast_expr_to_c(*n.cond) + ";\n";
+}
+
 std::string CudaRenderer::loop_annotation(const LoopNode& loop, const LoopSite&) const {
   return loop.mapping == Mapping::thread_x ? "KILN_THREAD_UNROLL" : "";
 }
 
 std::string CudaRenderer::barrier(const Context& c) const {
+  if (lanes_loop(c)) return "kiln_lanes_sync(" + group_threads(c) + ");";
   if (std::string T = group_threads(c); !T.empty()) return "kiln_group_sync(" + T + ");";
   return "__syncthreads();";
 }
@@ -235,6 +298,9 @@ std::string CudaRenderer::shared_barrier() const {
 }
 
 std::string CudaRenderer::single_condition(const Context& c) const {
+  if (const LoopNode* l = lanes_loop(c))
+    return "((int64_t)" + gpu_id(GpuId::thread) + " < " + lane_groups(*l) + " && " + l->iter +
+           "_live)";
   if (std::string T = group_threads(c); !T.empty())
     return "(int64_t)" + gpu_id(GpuId::thread) + " % " + T + " == 0";
   return gpu_id(GpuId::thread) + " == 0";
@@ -293,9 +359,11 @@ std::string CudaRenderer::accumulator_finish(const Context& c, const LoopNode& n
   const Statement& st = c.kernel.statements.at(n.statement);
   std::string type = compute_type(c.plan.buffers[st.buffer].dtype);
   std::string T = group_threads(c);
-  std::string combine = T.empty() ? block_reduce(type, n.name, identity, op)
-                                  : "kiln_group_reduce(" + n.name + ", " + identity + ", kiln_" +
-                                        op + "(), " + T + ")";
+  std::string combine =
+      T.empty() ? block_reduce(type, n.name, identity, op)
+      : lanes_loop(c)
+          ? "kiln_lanes_reduce(" + n.name + ", kiln_" + op + "(), " + T + ")"
+          : "kiln_group_reduce(" + n.name + ", " + identity + ", kiln_" + op + "(), " + T + ")";
   return pad + n.name + " = " + combine + ";\n" + pad + "if (" + single_condition(c) + ") " +
          store + "\n";
 }

@@ -58,6 +58,9 @@ class CudaRenderer : public CStyleRenderer {
                     const std::string& call) const override;
   std::string loop_header(const Context& c, const LoopNode& n, const std::string& init,
                           const std::string& cond) const override;
+  /** An interleaved block loop's row and whether it is one (lanes_apart, loop_header). */
+  std::string loop_prologue(const Context& c, const LoopNode& n,
+                            const std::string& pad) const override;
   /** A thread loop is unrolled by KILN_THREAD_UNROLL (4): each thread has that many loads of
    *  its strided elements in flight, where a memory-bound row waits on one at a time.
    *  (A vector loop's own iterations are unrolled alike: render_vector_loop.) */
@@ -131,6 +134,9 @@ class CudaRenderer : public CStyleRenderer {
   /** The C text of the threads per row group of the `block.x` loop around this point
    *  (LoopNode::group_threads), or empty: the whole block takes each row. */
   static std::string group_threads(const Context& c);
+  /** The `block.x` loop around this point when its groups interleave (LoopNode::lanes_apart),
+   *  else null. */
+  static const LoopNode* lanes_loop(const Context& c);
   /** The first index and the stride of mapped loop `n`'s iterations on this thread (block or
    *  thread index, and the count); empty for a loop every thread runs whole. */
   std::pair<std::string, std::string> thread_span(const Context& c, const LoopNode& n) const;

@@ -46,7 +46,9 @@ const char* vector_type(int64_t bytes) {
 }  // namespace
 
 std::string CudaRenderer::render_vector_loop(const Context& c, const LoopNode& n, int depth) const {
-  if (n.mapping != Mapping::thread_x || n.step != 1 || c.options.bounds_checks) return "";
+  // (A row's lanes, LoopNode::lanes_apart, walk it a lane at a time, the rows across the warp.)
+  if (n.mapping != Mapping::thread_x || n.step != 1 || c.options.bounds_checks || lanes_loop(c))
+    return "";
   // `iter < end` or `iter <= end - 1`, end free of the iterator.
   const AstExpr& cond = *n.cond;
   if (cond.kind != AstExpr::Kind::op || (cond.op != "lt" && cond.op != "le") ||

@@ -70,7 +70,9 @@ std::string loop_notes(const LoopNode& n) {
   if (n.reduction) notes += std::string(notes.empty() ? "" : ", ") + "reduction";
   if (n.group_threads)
     notes += std::string(notes.empty() ? "" : ", ") + "groups of " + expr_text(*n.group_threads) +
-             " threads";
+             (n.lanes_apart ? " lanes apart" : " threads");
+  else if (n.lanes_apart)
+    notes += std::string(notes.empty() ? "" : ", ") + "lanes apart";
   if (n.stream_bytes > 0)
     notes += std::string(notes.empty() ? "" : ", ") + "streaming stores from " +
              std::to_string(n.stream_bytes) + " bytes";

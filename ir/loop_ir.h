@@ -173,6 +173,12 @@ struct LoopNode {
    *  reductions, single-thread runs and barriers span the group's threads only
    *  (scheduler/group_rows.h). Null: the whole block takes each iteration. */
   AstExprPtr group_threads;
+  /** loop mapped to `block.x` with group_threads: the groups interleave instead, group g of a
+   *  block of G groups being threads g, g + G, g + 2G, ... (its lanes, a warp or more apart),
+   *  so that a warp's consecutive threads take consecutive iterations: rows whose reductions
+   *  read across the rows (a column sum) stay coalesced while each row's sum is split among
+   *  its lanes. Set by map_gpu (scheduler/map_gpu.h); group_rows chooses the lanes. */
+  bool lanes_apart = false;
   Mapping mapping = Mapping::serial;  ///< loop; a carried alloc (see `carried`)
   /** loop mapped to simd: the vector lanes it runs at, chosen by map_simd from the target's
    *  full-width vectors (scheduler/map_loops.h); 0: the C compiler's choice. */

@@ -99,6 +99,33 @@ AstExprPtr threads_per_row(const LoopNode& loop, int64_t bytes) {
   return ast_op("select", {ast_op("le", {row, ast_int(most)}), ast_int(32), ast_int(256)});
 }
 
+/** The lanes a row of `loop` (a `block.x` loop with lanes_apart, its rows' groups interleaved)
+ *  takes, an expression of the sizes: a power of two up to 16, each lane summing at least 8 of
+ *  its row's terms, and more lanes only while the rows' threads stay under 2^19 (an H200 holds
+ *  270 336 at once), so that few long rows (a mean pool's 16 384 channels of 3136 pixels, a
+ *  norm's column sums over 4096 rows) fill the device while many short ones keep a thread each
+ *  and no combine. Null when the body cannot be grouped. */
+AstExprPtr lanes_per_row(const LoopNode& loop) {
+  std::vector<const LoopNode*> threads;
+  for (const LoopNodePtr& c : loop.body)
+    if (!within_a_row(*c, threads)) return nullptr;
+  if (threads.empty() || !rectangular(loop)) return nullptr;
+  std::vector<AstExprPtr> extents;
+  for (const LoopNode* t : threads) {
+    if (!rectangular(*t)) return nullptr;
+    extents.push_back(fold(extent(*t)));
+  }
+  AstExprPtr row = extents.size() == 1 ? extents[0] : ast_op("max", extents);
+  AstExprPtr rows = fold(extent(loop));
+  AstExprPtr lanes = ast_int(1);
+  for (int64_t k = 2; k <= kMaxRowLanes; k *= 2) {
+    AstExprPtr enough = ast_op("le", {ast_int(8 * k), row});
+    AstExprPtr few = ast_op("le", {ast_op("mul", {rows, ast_int(k)}), ast_int(int64_t{1} << 19)});
+    lanes = ast_op("select", {ast_op("and", {enough, few}), ast_int(k), lanes});
+  }
+  return lanes;
+}
+
 class Grouper {
  public:
   explicit Grouper(int64_t bytes) : bytes_(bytes) {}
@@ -106,7 +133,7 @@ class Grouper {
 
   LoopNodePtr visit(const LoopNodePtr& n) {
     if (n->kind == LoopNode::Kind::loop && n->mapping == Mapping::block_x) {
-      AstExprPtr t = threads_per_row(*n, bytes_);
+      AstExprPtr t = n->lanes_apart ? lanes_per_row(*n) : threads_per_row(*n, bytes_);
       if (!t && !n->group_threads) return n;
       auto copy = std::make_shared<LoopNode>(*n);
       copy->group_threads = t;
@@ -131,6 +158,13 @@ class Grouper {
 };
 
 }  // namespace
+
+bool groupable_rows(const LoopNode& loop) {
+  std::vector<const LoopNode*> threads;
+  for (const LoopNodePtr& c : loop.body)
+    if (!within_a_row(*c, threads)) return false;
+  return !threads.empty();
+}
 
 int64_t row_group_threads(int64_t length, int64_t bytes) {
   return length <= 32 * kRowVectorsPerThread * (16 / std::clamp<int64_t>(bytes, 1, 16)) ? 32 : 256;

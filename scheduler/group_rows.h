@@ -16,6 +16,11 @@
  * blocks). T is a constant where the length is known when compiling, else an expression of the
  * sizes evaluated at run time.
  *
+ * A loop map_gpu marked lanes_apart (a row's reductions read across rows: a column sum) takes
+ * interleaved groups instead, group g being threads g, g + G, ...: a warp takes consecutive
+ * rows, and each row's terms are split among its T lanes, T a power of two up to kMaxRowLanes
+ * chosen at run time from the row's length and the number of rows (lanes_per_row).
+ *
  * A `block.x` loop is grouped when its body holds only thread loops, block reductions (local
  * accumulators), single-thread runs, barriers, guards and statements, and the thread loops'
  * extents are free of iterators; not a block tile, a shared buffer or a scan carried across
@@ -28,6 +33,10 @@
 
 namespace kiln {
 
+/** The most lanes a row of interleaved groups takes (LoopNode::lanes_apart): 16 lanes leave 16
+ *  consecutive rows to a warp, a 32-byte sector of f16 per lane's step. */
+inline constexpr int64_t kMaxRowLanes = 16;
+
 /** The 16-byte vectors of a row a thread of a warp-sized group loads in a pass, at most. */
 inline constexpr int64_t kRowVectorsPerThread = 8;
 
@@ -38,6 +47,11 @@ int64_t row_group_threads(int64_t length, int64_t bytes);
 
 /** The narrowest element (in bytes, at least 1) of the buffers `k`'s statements store or load. */
 int64_t narrowest_element(const KernelPlan& plan, const Kernel& k);
+
+/** Whether the block body of `loop` may be grouped: it holds a thread loop or block reduction,
+ *  and only what runs within a row's threads (no block tile, shared buffer or scan carried
+ *  across threads). */
+bool groupable_rows(const LoopNode& loop);
 
 /** Sets LoopNode::group_threads on the `block.x` loops of `nest` (kernel `k` of `plan`) whose
  *  body is a groupable block body, clearing it on the others (a schedule the cache reuses,

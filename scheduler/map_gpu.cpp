@@ -3,6 +3,7 @@
 #include <cctype>
 #include <set>
 
+#include "scheduler/group_rows.h"
 #include "scheduler/loop_algebra.h"
 #include "scheduler/map_loops.h"
 
@@ -202,9 +203,42 @@ bool threads_coalesce(const Kernel& k, const LoopNode& t) {
   return across >= along;
 }
 
+/** Whether every thread of a block reaches each barrier below `n` (a block body's) as often as
+ *  the others when the block's rows differ per group: no guard whose condition uses an
+ *  iterator, no loop mapped to the block, and a loop that holds a barrier, a thread loop or a
+ *  promoted accumulator runs from and to bounds of the sizes alone. */
+bool uniform_body(const LoopNode& n) {
+  for (const LoopNodePtr& c : n.body) {
+    if (c->kind == LoopNode::Kind::guard && has_iterator(*c->cond)) return false;
+    if (c->kind == LoopNode::Kind::loop && c->mapping != Mapping::serial &&
+        c->mapping != Mapping::thread_x)
+      return false;
+    if (c->kind == LoopNode::Kind::loop && c->mapping == Mapping::serial && !rectangular(*c) &&
+        (!nodes_of(*c, LoopNode::Kind::barrier).empty() ||
+         !nodes_of(*c, LoopNode::Kind::alloc).empty()))
+      return false;
+    if (!uniform_body(*c)) return false;
+  }
+  return true;
+}
+
+/** Whether block body `body` holds a block reduction: a promoted accumulator whose loop runs
+ *  across the threads. */
+bool holds_block_reduction(const std::vector<LoopNodePtr>& body) {
+  for (const LoopNodePtr& c : body) {
+    if (c->kind == LoopNode::Kind::alloc && c->body.size() == 1 &&
+        c->body[0]->mapping == Mapping::thread_x)
+      return true;
+    if ((c->kind == LoopNode::Kind::block || c->kind == LoopNode::Kind::guard) &&
+        holds_block_reduction(c->body))
+      return true;
+  }
+  return false;
+}
+
 class GpuMapper {
  public:
-  explicit GpuMapper(const Kernel& k) : kernel_(k) {}
+  GpuMapper(const Kernel& k, bool lanes) : kernel_(k), lanes_(lanes) {}
   int count() const { return count_; }
 
   /** Set when the kernel became one block body, which runs on block 0. */
@@ -218,7 +252,7 @@ class GpuMapper {
     }
     // A sequence of independent nests: each across the whole grid, one after the other.
     if (n->kind == LoopNode::Kind::block && n->body.size() > 1 && independent(kernel_, n->body)) {
-      GpuMapper each(kernel_);
+      GpuMapper each(kernel_, lanes_);
       auto copy = std::make_shared<LoopNode>(*n);
       for (LoopNodePtr& c : copy->body)
         c = each.root(c);
@@ -246,6 +280,7 @@ class GpuMapper {
       top->mapping = Mapping::thread_x;
       return top;
     }
+    if (LoopNodePtr lanes = row_lanes({n}); lanes) return lanes;
     top->mapping = Mapping::block_x;
     if (LoopNodePtr inner = threads_below(n); inner) {
       top->body = {inner};
@@ -276,11 +311,39 @@ class GpuMapper {
     // division paid once before the loops. Blocks over the outer loops alone would leave the
     // grid as small as B (32 blocks of a 132-multiprocessor GPU, each thread walking tens of
     // columns in turn).
-    if (loops_inside) return collapse(chain, chain.size(), body, Mapping::thread_x);
+    if (loops_inside) {
+      if (LoopNodePtr lanes = row_lanes(chain); lanes) {
+        --count_;
+        return lanes;
+      }
+      return collapse(chain, chain.size(), body, Mapping::thread_x);
+    }
     ++count_;
     auto last = std::make_shared<LoopNode>(*chain.back());
     last->mapping = Mapping::thread_x;
     return collapse(chain, chain.size() - 1, {last}, Mapping::block_x);
+  }
+
+  /** The rows of the coincident loops `chain` (collapsed into one `block.x` loop) as
+   *  interleaved groups of lanes (LoopNode::lanes_apart), where the loops inside walk memory
+   *  across the rows and hold a reduction: a column sum `y[b, c] = sum(x[b, p, c], p)`, one
+   *  thread a point, left B · C threads each summing P terms in order (16 384 threads of
+   *  3136 terms under-fill an H200 tenfold); a warp's threads take consecutive points still, and
+   *  each point's sum is split among lanes a warp or more apart (group_rows.h chooses how many
+   *  at run time, one where the points alone fill the device). Null otherwise: the body is no
+   *  groupable block body, or its barriers would not be reached alike by rows that differ. */
+  LoopNodePtr row_lanes(const std::vector<LoopNodePtr>& chain) {
+    if (!lanes_ || !threads_coalesce(kernel_, *chain.back())) return nullptr;
+    const std::vector<LoopNodePtr>& body = chain.back()->body;
+    if (!has_loop(*node_of(LoopNode::Kind::block, body))) return nullptr;
+    GpuMapper inner(kernel_, lanes_);
+    auto loop = std::make_shared<LoopNode>(
+        *collapse(chain, chain.size(), inner.block_body(body), Mapping::block_x));
+    loop->lanes_apart = true;
+    if (!holds_block_reduction(loop->body) || !uniform_body(*loop) || !groupable_rows(*loop))
+      return nullptr;
+    count_ += inner.count() + 1;
+    return loop;
   }
 
   /** `n`'s body with its only loop (below single-child blocks and guards) mapped to threads,
@@ -422,14 +485,15 @@ class GpuMapper {
   }
 
   const Kernel& kernel_;
+  bool lanes_;
   int count_ = 0;
 };
 
 }  // namespace
 
-int map_gpu(const Kernel& k, LoopNest& nest) {
+int map_gpu(const Kernel& k, LoopNest& nest, bool row_lanes) {
   if (!nest.root) return 0;
-  GpuMapper m(k);
+  GpuMapper m(k, row_lanes);
   nest.root = m.root(nest.root);
   nest.one_block = m.one_block;
   return m.count();

@@ -15,6 +15,11 @@
  *   the other, every one across the whole grid;
  * - otherwise the whole kernel is a block body on block 0 (a reduction to a scalar; the cuda
  *   backend cuts kernels where a grid-wide barrier would be needed, scheduler/cut_kernels.h).
+ * - L (or a chain of coincident loops) with loops inside that walk memory across L and hold a
+ *   reduction (a column sum): with `row_lanes`, one `block.x` loop over the points whose
+ *   groups interleave (LoopNode::lanes_apart), a warp's threads on consecutive points and each
+ *   point's reduction split among its lanes; else the chain across the grid's threads, a thread
+ *   a point.
  * In a block body each child becomes a `thread.x` loop when it is a coincident loop, a block
  * reduction when it is a promoted accumulator (its outermost reduction loop `thread.x`: each
  * thread accumulates a strided share, then warp shuffles and shared memory combine the shares),
@@ -28,7 +33,9 @@
 
 namespace kiln {
 
-/** Maps `nest` (the loop IR of `k`) onto blocks and threads; returns how many loops it mapped. */
-int map_gpu(const Kernel& k, LoopNest& nest);
+/** Maps `nest` (the loop IR of `k`) onto blocks and threads; returns how many loops it mapped.
+ *  With `row_lanes`, rows whose reductions read across the rows take interleaved groups of
+ *  lanes (LoopNode::lanes_apart; the target groups rows, scheduler/group_rows.h). */
+int map_gpu(const Kernel& k, LoopNest& nest, bool row_lanes = false);
 
 }  // namespace kiln

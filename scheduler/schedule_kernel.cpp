@@ -7,6 +7,7 @@
 #include <set>
 
 #include "scheduler/carry_scans.h"
+#include "scheduler/distribute_reductions.h"
 #include "scheduler/group_rows.h"
 #include "scheduler/interchange.h"
 #include "scheduler/isl.h"
@@ -476,8 +477,11 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::map_simd:
         map_simd(plan, k, nest, t.vector_bytes);
         break;
+      case Transform::Kind::distribute_reductions:
+        distribute_reductions(k, nest);
+        break;
       case Transform::Kind::map_gpu:
-        map_gpu(k, nest);
+        map_gpu(k, nest, t.row_lanes);
         break;
       case Transform::Kind::group_rows:
         group_rows(plan, k, nest);
@@ -530,6 +534,9 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     t.micro = opt.micro;
     list.push_back(t);
   }
+  // A GPU block's row of two or more sums: one statement a loop, so that each runs across the
+  // block's threads (the CPU keeps its one pass over the row).
+  if (opt.backend_gpu) list.push_back({Transform::Kind::distribute_reductions});
   Transform promote{Transform::Kind::promote_accumulators};
   promote.half = opt.backend_gpu;
   // CPU sums in blocks (a GPU's sums are split across threads already, map_gpu.h).
@@ -544,7 +551,10 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     if (!opt.gpu_async_copy) t.gpu.mma_stages = 1;
     list.push_back(t);
   }
-  if (opt.backend_gpu) list.push_back({Transform::Kind::map_gpu});
+  if (opt.backend_gpu) {
+    list.push_back({Transform::Kind::map_gpu});
+    list.back().row_lanes = opt.gpu_row_groups;
+  }
   if (opt.backend_gpu && opt.gpu_row_groups) list.push_back({Transform::Kind::group_rows});
   if (opt.parallel && opt.backend_threads) {
     Transform t{Transform::Kind::map_parallel};

@@ -37,6 +37,9 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
                           std::to_string(t.micro.bf16_dot_bytes) + " bytes (vdpbf16ps)"
                     : "");
         break;
+      case Transform::Kind::distribute_reductions:
+        out += "distribute reductions";
+        break;
       case Transform::Kind::promote_accumulators:
         out += t.half ? "promote accumulators (f16 and bf16 too)" : "promote accumulators";
         if (t.sum_block > 0) out += " (long sums in blocks of " + std::to_string(t.sum_block) + ")";

@@ -27,9 +27,11 @@ struct TileOptions {
 /** One step of the list. */
 struct Transform {
   enum class Kind {
-    tile,                  ///< schedule tree: tile permutable bands (TileOptions)
-    sink,                  ///< loop IR: parallel loops below reductions (interchange.h)
-    register_tile,         ///< loop IR: contractions in register tiles (register_tile.h)
+    tile,           ///< schedule tree: tile permutable bands (TileOptions)
+    sink,           ///< loop IR: parallel loops below reductions (interchange.h)
+    register_tile,  ///< loop IR: contractions in register tiles (register_tile.h)
+    /** loop IR: loops of two or more reductions, one statement a loop (distribute_reductions.h) */
+    distribute_reductions,
     promote_accumulators,  ///< loop IR: reductions accumulate in registers
     carry_scans,           ///< loop IR: scans carry their running value in a register
     gpu_tile,              ///< loop IR: contractions in GPU block tiles (gpu_tile.h)
@@ -54,7 +56,9 @@ struct Transform {
   /** sink: a register tile follows, whose packed panels gather operands that every row shares
    *  (interchange.h) */
   bool packed = false;
-  bool split = false;        ///< carry_scans: long rows may split across threads
+  bool split = false;  ///< carry_scans: long rows may split across threads
+  /** map_gpu: rows whose reductions read across the rows take interleaved lanes (map_gpu.h) */
+  bool row_lanes = false;
   RegisterTileShape micro;   ///< register_tile
   GpuTileShape gpu;          ///< gpu_tile
   SoftmaxTileShape softmax;  ///< online_softmax

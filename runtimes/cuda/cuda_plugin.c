@@ -62,6 +62,10 @@ typedef struct kfunc {
      loop over a causal triangle), so every tile gets a block of its own and the hardware
      balances them, whatever shared memory it asks for */
   unsigned whole_grid;
+  /* its module's u32 `<name>_resident_grid` is nonzero: its `block.x` loop strides over rows
+     that each take a block's share alike (interleaved row groups, scheduler/map_gpu.h), so its
+     launches take at most one resident wave, as a tile kernel's do */
+  unsigned resident_grid;
   /* the blocks the device holds at once at `resident_key` (block size, shared bytes); 0 unknown */
   unsigned resident;
   unsigned long resident_key;
@@ -258,7 +262,8 @@ static int graphs_enabled(void) {
  *  taking the multiprocessor's whole shared memory while it does. KILN_CUDA_RESIDENT_GRID=0
  *  launches the geometry as given (to measure the difference). */
 static unsigned launch_blocks(kfunc* k, unsigned grid, unsigned block, unsigned shared) {
-  if (!k->shared_bytes || k->whole_grid || !cu.occupancy || dev.whole_grid) return grid;
+  if ((!k->shared_bytes && !k->resident_grid) || k->whole_grid || !cu.occupancy || dev.whole_grid)
+    return grid;
   unsigned long key = ((unsigned long)block << 32) | shared;
   if (k->resident_key != key) {
     int per_sm = 0;
@@ -455,6 +460,22 @@ static void* cuda_load(const void* artifact, size_t size, char** error) {
   return m;
 }
 
+/** The u32 global `<symbol><suffix>` of module `m` (what a kernel tells its launches), 0 where
+ *  the module has none. */
+static unsigned module_u32(kmodule* m, const char* symbol, const char* suffix) {
+  char global[512];
+  CUdeviceptr at;
+  size_t bytes = 0;
+  unsigned value = 0;
+  if (strlen(symbol) + strlen(suffix) >= sizeof global) return 0;
+  snprintf(global, sizeof global, "%s%s", symbol, suffix);
+  if (cu.module_global(&at, &bytes, m->m, global) == CUDA_SUCCESS && bytes == sizeof value &&
+      cu.copy_dtoh(&value, at, sizeof value, dev.stream) == CUDA_SUCCESS &&
+      cu.stream_sync(dev.stream) == CUDA_SUCCESS)
+    return value;
+  return 0;
+}
+
 static void* cuda_lookup(void* module, const char* symbol) {
   kmodule* m = module;
   for (int i = 0; i < m->count; ++i)
@@ -490,23 +511,9 @@ static void* cuda_lookup(void* module, const char* symbol) {
       k->param_bytes = 0;
   }
   if (cu.module_global) {
-    char global[512];
-    CUdeviceptr at;
-    size_t bytes = 0;
-    unsigned value = 0;
-    snprintf(global, sizeof global, "%s_shared_bytes", symbol);
-    if (strlen(symbol) + 14 < sizeof global &&
-        cu.module_global(&at, &bytes, m->m, global) == CUDA_SUCCESS && bytes == sizeof value &&
-        cu.copy_dtoh(&value, at, sizeof value, dev.stream) == CUDA_SUCCESS &&
-        cu.stream_sync(dev.stream) == CUDA_SUCCESS)
-      k->shared_bytes = value;
-    value = 0;
-    snprintf(global, sizeof global, "%s_whole_grid", symbol);
-    if (strlen(symbol) + 12 < sizeof global &&
-        cu.module_global(&at, &bytes, m->m, global) == CUDA_SUCCESS && bytes == sizeof value &&
-        cu.copy_dtoh(&value, at, sizeof value, dev.stream) == CUDA_SUCCESS &&
-        cu.stream_sync(dev.stream) == CUDA_SUCCESS)
-      k->whole_grid = value;
+    k->shared_bytes = module_u32(m, symbol, "_shared_bytes");
+    k->whole_grid = module_u32(m, symbol, "_whole_grid");
+    k->resident_grid = module_u32(m, symbol, "_resident_grid");
   }
   m->funcs[m->count++] = k;
   return k;

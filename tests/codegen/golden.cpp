@@ -42,6 +42,9 @@ const std::vector<GoldenCase>& golden_cases() {
        {{"T", DType::bf16}}, 0, "c", false, 0, 0, 64},
       {"matmul_const_i8_vnni", "tests/regressions/int8_contractions.toml:matmul_i8_i8_const", {}, 0,
        "c", false, 0, 64},
+      // A column sum: interleaved groups of lanes (LoopNode::lanes_apart).
+      {"mean_pool_cuda", "tests/regressions/user_kernels.toml:mean_pool_channels_last",
+       {{"T", DType::f16}}, 0, "cuda"},
   };
   return cases;
 }

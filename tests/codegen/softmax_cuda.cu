@@ -232,6 +232,29 @@ KILN_FN T kiln_group_reduce(T v, T identity, Op op, int64_t threads) {
   return v;
 }
 
+/* The barrier of a block's interleaved row groups (LoopNode::lanes_apart) of `lanes` threads
+   each, a warp or more apart: the block's, none where each row has one thread. */
+KILN_FN void kiln_lanes_sync(int64_t lanes) {
+  if (lanes > 1) __syncthreads();
+}
+
+/* Combines one value per lane of a block's interleaved row groups, group g of the block's
+   G = blockDim.x / `lanes` being threads g, g + G, ...: the result is the group's first
+   thread's (thread g), its lanes combined in order. Every thread of the block must call it
+   (blockDim.x at most 256). */
+template <class T, class Op>
+KILN_FN T kiln_lanes_reduce(T v, Op op, int64_t lanes) {
+  __shared__ T part[256];
+  if (lanes <= 1) return v;
+  const unsigned groups = blockDim.x / (unsigned)lanes;
+  __syncthreads(); /* an earlier combine of this type has read `part` */
+  part[threadIdx.x] = v;
+  __syncthreads();
+  if (threadIdx.x < groups)
+    for (unsigned l = 1; l < (unsigned)lanes; ++l) v = op(v, part[threadIdx.x + l * groups]);
+  return v;
+}
+
 /* Four consecutive elements of a block tile's shared operands, 16-byte aligned: one 16-byte
    shared load for floats (backends/cuda_tile.cpp). */
 template <class T>

@@ -4,6 +4,8 @@
 // block (tests/unit/schedule_sim.h simulates the loop IR).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -136,6 +138,36 @@ TEST_CASE("schedule: a long float sum accumulates in partial sums of blocks") {
   }
 }
 
+/** The value of `e`, an expression of the sizes `env` (the operators the scheduler's run-time
+ *  choices use). */
+int64_t eval_ast(const AstExpr& e, const std::map<std::string, int64_t>& env) {
+  switch (e.kind) {
+    case AstExpr::Kind::integer:
+      return e.value;
+    case AstExpr::Kind::param:
+    case AstExpr::Kind::iterator:
+      return env.at(e.name);
+    case AstExpr::Kind::op:
+      break;
+  }
+  std::vector<int64_t> v;
+  for (const AstExprPtr& a : e.args)
+    v.push_back(eval_ast(*a, env));
+  if (e.op == "select") return v[0] ? v[1] : v[2];
+  if (e.op == "max") return *std::max_element(v.begin(), v.end());
+  if (e.op == "min") return *std::min_element(v.begin(), v.end());
+  if (e.op == "add") return v[0] + v[1];
+  if (e.op == "sub") return v[0] - v[1];
+  if (e.op == "mul") return v[0] * v[1];
+  if (e.op == "and") return v[0] && v[1];
+  if (e.op == "le") return v[0] <= v[1];
+  if (e.op == "lt") return v[0] < v[1];
+  if (e.op == "ge") return v[0] >= v[1];
+  if (e.op == "gt") return v[0] > v[1];
+  FAIL("an operator the test does not evaluate: " << e.op);
+  return 0;
+}
+
 TEST_CASE("schedule: on the GPU sums over a middle axis take the grid, groups take the block") {
   ScheduleOptions opt = untiled();
   opt.backend_gpu = true;
@@ -144,8 +176,10 @@ TEST_CASE("schedule: on the GPU sums over a middle axis take the grid, groups ta
   const std::vector<Env> sizes = {{{"B", 3}, {"C", 5}, {"P", 7}}, {{"B", 1}, {"C", 2}, {"P", 1}}};
 
   // s[b, p] = sum(x[b, c, p], c): threads on p read side by side, each walking its column; the
-  // batch and the column loops are one loop across the grid's threads (blocks over b alone
-  // would be as few as the batch).
+  // batch and the column loops are one loop (blocks over b alone would be as few as the batch),
+  // whose points take interleaved groups of lanes: consecutive threads on consecutive points,
+  // each point's column split among its lanes (LoopNode::lanes_apart), so that few long columns
+  // fill the GPU too.
   KernelBuilder cols;
   int x = cols.buffer("x", {B, C, P}), sum = cols.buffer("s", {B, P});
   cols.stmt(Statement::Kind::reduce_init, {B, P}, sum, {it(0), it(1)});
@@ -155,10 +189,20 @@ TEST_CASE("schedule: on the GPU sums over a middle axis take the grid, groups ta
   report("sums over a middle axis, GPU", rc);
   std::vector<const LoopNode*> top = top_level(*rc.nest.root);
   REQUIRE(top.size() == 1);
-  CHECK(top[0]->mapping == Mapping::thread_x);
+  CHECK(top[0]->mapping == Mapping::block_x);
+  CHECK(top[0]->lanes_apart);
   CHECK(top[0]->iter.rfind("g_", 0) == 0);
   for (const LoopNode* l : loops(*top[0]))
-    if (l != top[0]) CHECK(l->mapping == Mapping::serial);
+    if (l != top[0]) CHECK(l->mapping == Mapping::thread_x);  // the column, across the lanes
+  // The lanes, chosen at run time: a power of two up to 16 as the columns are long and few.
+  REQUIRE(top[0]->group_threads);
+  auto lanes = [&](int64_t b, int64_t c, int64_t p) {
+    return eval_ast(*top[0]->group_threads, {{"B", b}, {"C", c}, {"P", p}});
+  };
+  CHECK(lanes(64, 3136, 256) == 16);   // 16 384 long columns
+  CHECK(lanes(32, 256, 3136) == 4);    // 100 352 columns of 256
+  CHECK(lanes(32, 12, 3136) == 1);     // a column of 12: a thread
+  CHECK(lanes(1024, 512, 1024) == 1);  // a million columns fill the GPU alone
 
   // Group sums, t[b, g] = sum(x[b, g * P + i], i) over G groups, then every element scaled by its
   // group's sum: a thread per group would walk a row of its own (x[b, g * P + i] moves by whole
@@ -191,4 +235,45 @@ TEST_CASE("schedule: on the GPU sums over a middle axis take the grid, groups ta
     }
   CHECK(block_reductions == 1);
   CHECK(row_threads == 1);
+}
+
+TEST_CASE("schedule: on the GPU a row's loop of two sums is distributed, each sum a block's") {
+  // A layer norm's backward in one row pass: c = x - m stored, then ss += c · c and
+  // sd += c · dy in the same loop. Fused, the loop carries two sums: no coincident loop, no one
+  // register, and the GPU block ran the row on one thread. Distributed, the store runs across
+  // the threads and each sum is a block reduction of its own; the CPU keeps one pass.
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.gpu_tile.rows = 0;
+  const std::vector<Env> sizes = {{{"M", 3}, {"N", 37}}, {{"M", 2}, {"N", 1}}};
+  KernelBuilder row;
+  int x = row.buffer("x", {M, N}), dy = row.buffer("dy", {M, N}), m = row.buffer("m", {M, 1}),
+      c = row.buffer("c", {M, N}), ss = row.buffer("ss", {M, 1}), sd = row.buffer("sd", {M, 1});
+  row.stmt(Statement::Kind::assign, {M, N}, c, {it(0), it(1)},
+           op(Op::add, {load(x, {it(0), it(1)}), load(m, {it(0), IntExpr(0)})}));
+  row.stmt(Statement::Kind::reduce_init, {M}, ss, {it(0), IntExpr(0)});
+  row.stmt(Statement::Kind::reduce_update, {M, N}, ss, {it(0), IntExpr(0)},
+           op(Op::mul, {load(c, {it(0), it(1)}), load(c, {it(0), it(1)})}));
+  row.stmt(Statement::Kind::reduce_init, {M}, sd, {it(0), IntExpr(0)});
+  row.stmt(Statement::Kind::reduce_update, {M, N}, sd, {it(0), IntExpr(0)},
+           op(Op::mul, {load(c, {it(0), it(1)}), load(dy, {it(0), it(1)})}));
+  ScheduledKernel rg = check_legal(row, opt, sizes);
+  report("a row's two sums, GPU", rg);
+  std::vector<const LoopNode*> top = top_level(*rg.nest.root);
+  REQUIRE(top.size() == 1);
+  CHECK(top[0]->mapping == Mapping::block_x);
+  std::vector<const LoopNode*> found;
+  allocs(*rg.nest.root, found);
+  int block_reductions = 0;
+  for (const LoopNode* a : found)
+    if (a->body[0]->kind == LoopNode::Kind::loop && a->body[0]->mapping == Mapping::thread_x)
+      ++block_reductions;
+  CHECK(block_reductions == 2);
+  for (const LoopNode* l : loops(*top[0]))
+    if (l != top[0]) CHECK(l->mapping == Mapping::thread_x);  // no row on one thread
+  CHECK(transforms_to_text(rg.transforms).find("distribute reductions") != std::string::npos);
+
+  // The CPU: one pass over the row.
+  ScheduledKernel rc = check_legal(row, untiled(), sizes);
+  CHECK(transforms_to_text(rc.transforms).find("distribute reductions") == std::string::npos);
 }
