@@ -189,10 +189,14 @@ std::string CStyleRenderer::bind_shared(const Context& c, const ScalarExpr& root
   count_uses(root, uses);
   std::string out;
   std::set<const ScalarExpr*> visited;
-  std::function<void(const ScalarExpr&)> visit = [&](const ScalarExpr& e) {
+  // `guarded`: below a masked node, whose value is computed only where its mask holds (a
+  // padded view of a computed value, a slice past a tensor's end): its loads may lie outside
+  // their buffers elsewhere, so nothing below it is computed ahead of the mask.
+  std::function<void(const ScalarExpr&, bool)> visit = [&](const ScalarExpr& e, bool guarded) {
     if (!visited.insert(&e).second) return;
+    guarded = guarded || !e.mask.empty();
     for (const ScalarExprPtr& a : e.args)
-      visit(*a);
+      visit(*a, guarded);
     if (e.kind == ScalarExpr::Kind::load && !is_gather(e)) {
       // An index that divides by a run-time value is computed here, unconditionally, not under
       // the mask or select that guards its load: LLVM 19's loop vectoriser miscompiles a
@@ -206,13 +210,13 @@ std::string CStyleRenderer::bind_shared(const Context& c, const ScalarExpr& root
       }
     }
     bool worth = e.kind == ScalarExpr::Kind::op || e.kind == ScalarExpr::Kind::load;
-    if (&e == &root || uses[&e] < 2 || !worth) return;
+    if (&e == &root || uses[&e] < 2 || !worth || guarded) return;
     std::string name = "v" + std::to_string(c.bound.size());
     std::string value = render_value(c, e);
     out += "const " + compute_type(e.dtype) + " " + name + " = " + value + ";\n";
     c.bound.emplace(&e, name);
   };
-  visit(root);
+  visit(root, false);
   return out;
 }
 
@@ -224,13 +228,15 @@ std::string CStyleRenderer::bind_shared_lanes(const Context& c, const ScalarExpr
   count_uses(root, uses);
   std::string out;
   std::set<const ScalarExpr*> visited;
-  std::function<void(const ScalarExpr&)> visit = [&](const ScalarExpr& e) {
+  // `guarded`: below a masked node (bind_shared).
+  std::function<void(const ScalarExpr&, bool)> visit = [&](const ScalarExpr& e, bool guarded) {
     if (!visited.insert(&e).second) return;
+    guarded = guarded || !e.mask.empty();
     for (const ScalarExprPtr& a : e.args)
-      visit(*a);
+      visit(*a, guarded);
     bool worth = (e.kind == ScalarExpr::Kind::op || e.kind == ScalarExpr::Kind::load) &&
                  !is_gather(e) && c.index_bound.find(&e) == c.index_bound.end();
-    if (&e == &root || uses[&e] < 2 || !worth) return;
+    if (&e == &root || uses[&e] < 2 || !worth || guarded) return;
     if (!uses_vars(e, lanes)) {
       std::string name = "v" + std::to_string(c.bound.size());
       out += "const " + compute_type(e.dtype) + " " + name + " = " + render_value(c, e) + "; ";
@@ -241,7 +247,7 @@ std::string CStyleRenderer::bind_shared_lanes(const Context& c, const ScalarExpr
       c.lane_bound.emplace(&e, name);
     }
   };
-  visit(root);
+  visit(root, false);
   return out;
 }
 

@@ -127,6 +127,60 @@ const IntExpr* moving_index(const std::vector<IntExpr>& index) {
   return nullptr;
 }
 
+/** Whether index `last` moves to a neighbouring element as one of the iterators `its` steps by
+ *  one: its step is ±1 (`g * P + i` moves with g by whole rows of P), or varies with an iterator
+ *  (`i % P`, taken to move by one). */
+bool moves_by_one(const IntExpr& last, const std::set<std::string>& its) {
+  std::set<std::string> vars;
+  last.collect_vars(vars);
+  for (const std::string& v : vars) {
+    if (!its.count(v)) continue;
+    IntExpr step = last.substitute({{v, IntExpr::var(v) + 1}}) - last;
+    if (std::optional<int64_t> c = step.as_constant()) {
+      if (*c == 1 || *c == -1) return true;
+      continue;
+    }
+    std::set<std::string> in_step;
+    step.collect_vars(in_step);
+    for (const std::string& w : in_step)  // a step that varies with an iterator
+      if (w.size() > 1 && w[0] == 'i' && std::isdigit(static_cast<unsigned char>(w[1])))
+        return true;
+  }
+  return false;
+}
+
+/** Whether a statement inside a loop below `n` reads or writes memory along that loop, at
+ *  elements of its own point of the loops `points` (around `n`): the contiguous index of one of
+ *  its accesses moves by one with the loop and depends on the point (a row's sum; a flattened
+ *  tensor's slices, `(4096 · s + j) % N`; not a row's statistic that every point reads alike). */
+bool walks_along_loops(const Kernel& k, const LoopNode& n, const std::vector<LoopNodePtr>& points) {
+  for (const LoopNode* l : loops_of(n))
+    for (const LoopNode* st : nodes_of(*l, LoopNode::Kind::stmt)) {
+      const Statement& s = k.statements.at(st->statement);
+      std::set<std::string> along = driven_iterators(*st, l->iter), own;
+      for (const LoopNodePtr& p : points)
+        for (const std::string& v : driven_iterators(*st, p->iter))
+          own.insert(v);
+      std::vector<const std::vector<IntExpr>*> accesses;
+      if (s.kind != Statement::Kind::reduce_update) accesses.push_back(&s.index);
+      std::vector<const ScalarExpr*> loads;
+      if (s.value) collect_loads(*s.value, loads);
+      for (const ScalarExpr* ld : loads)
+        accesses.push_back(&ld->index);
+      for (const std::vector<IntExpr>* a : accesses) {
+        std::set<std::string> vars;
+        for (const IntExpr& x : *a)
+          x.collect_vars(vars);
+        bool per_point = false;
+        for (const std::string& v : vars)
+          per_point = per_point || own.count(v) > 0;
+        if (const IntExpr* last = moving_index(*a); last && per_point && moves_by_one(*last, along))
+          return true;
+      }
+    }
+  return false;
+}
+
 /** Votes of the accesses of statements inside loops below `t` that move with those loops:
  *  `across` counts those whose contiguous index moves with `t` (consecutive threads on `t`
  *  touch neighbouring elements), `along` those whose contiguous index moves with an inner loop
@@ -166,27 +220,9 @@ void access_votes(const Kernel& k, const LoopNode& n, const std::string& t, int&
       // An access that stays put while the loops inside run (a row's mean, a channel's
       // weight) is read once per point of `t` however the threads take it: no vote.
       if (!meets(all, theirs)) continue;
-      // Neighbouring elements: the index moves by one with the iterator (`g * P + i` moves
-      // with g by whole rows of P; `i % P`, whose step depends on i, is taken to move by one).
-      auto unit = [&](const std::set<std::string>& its) {
-        for (const std::string& v : vars) {
-          if (!its.count(v)) continue;
-          IntExpr step = last->substitute({{v, IntExpr::var(v) + 1}}) - *last;
-          if (std::optional<int64_t> c = step.as_constant()) {
-            if (*c == 1 || *c == -1) return true;
-            continue;
-          }
-          std::set<std::string> in_step;
-          step.collect_vars(in_step);
-          for (const std::string& w : in_step)  // a step that varies with an iterator
-            if (w.size() > 1 && w[0] == 'i' && std::isdigit(static_cast<unsigned char>(w[1])))
-              return true;
-        }
-        return false;
-      };
-      if (unit(mine))
+      if (moves_by_one(*last, mine))
         ++across;
-      else if (unit(theirs))
+      else if (moves_by_one(*last, theirs))
         ++along;
     }
   }
@@ -335,7 +371,9 @@ class GpuMapper {
   LoopNodePtr row_lanes(const std::vector<LoopNodePtr>& chain) {
     if (!lanes_ || !threads_coalesce(kernel_, *chain.back())) return nullptr;
     const std::vector<LoopNodePtr>& body = chain.back()->body;
-    if (!has_loop(*node_of(LoopNode::Kind::block, body))) return nullptr;
+    if (!has_loop(*node_of(LoopNode::Kind::block, body)) ||
+        walks_along_loops(kernel_, *node_of(LoopNode::Kind::block, body), chain))
+      return nullptr;
     GpuMapper inner(kernel_, lanes_);
     auto loop = std::make_shared<LoopNode>(
         *collapse(chain, chain.size(), inner.block_body(body), Mapping::block_x));

@@ -1,6 +1,7 @@
 #include "scheduler/split_reduce_runs.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace kiln {
@@ -75,6 +76,65 @@ std::vector<std::vector<int>> runs_of(const Graph& g, NodeId r) {
   return {runs.rbegin(), runs.rend()};
 }
 
+/** Whether a node that reads `r`'s value, directly or through others, has more than one
+ *  element: the one value is read back over a tensor (a vector's mean subtracted from each of
+ *  its elements), so the sum is a statistic of work that reads the row again, which its kernel
+ *  keeps (a block that sums the row and then normalises it). */
+bool read_back(const Graph& g, NodeId r) {
+  std::vector<bool> reached(g.size(), false);
+  reached[r] = true;
+  for (NodeId id = r + 1; id < static_cast<NodeId>(g.size()); ++id) {
+    for (NodeId o : g[id].operands)
+      reached[id] = reached[id] || reached[o];
+    if (!reached[id]) continue;
+    for (const IntExpr& d : g[id].shape)
+      if (d != IntExpr(1)) return true;
+  }
+  return false;
+}
+
+/** The one axis of more than one point that sum `r` reduces when its result is one value (every
+ *  other dimension of its operand is 1) that nothing reads back over a tensor, and that axis may
+ *  be long: -1 otherwise, and where its extent is a constant under two slices
+ *  (split_scalar_sum). */
+int scalar_sum_axis(const Graph& g, NodeId r) {
+  const Node& n = g[r];
+  if (n.reduce_kind != ReduceKind::sum || n.axes.size() != 1 || !n.domain.empty()) return -1;
+  const Shape& shape = g[n.operands[0]].shape;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (static_cast<int>(d) != n.axes[0] && shape[d] != IntExpr(1)) return -1;
+  std::optional<int64_t> extent = shape[n.axes[0]].as_constant();
+  if ((extent && *extent < 2 * kScalarSlice) || read_back(g, r)) return -1;
+  return n.axes[0];
+}
+
+/** Sum `r` (one value over axis `a` of its operand, already in `out` as `at`) in slices of
+ *  kScalarSlice terms: the operand read as [..., S, kScalarSlice, ...] (S = ⌈R / slice⌉, the
+ *  points past R masked to zero), summed over the slice, then over the slices, and read back
+ *  at the reduce's shape. */
+NodeId split_scalar_sum(Graph& out, const Node& r, NodeId at, int a) {
+  const Shape& shape = out[at].shape;
+  const IntExpr R = shape[a], L(kScalarSlice);
+  View v;
+  for (int d = 0; d <= static_cast<int>(shape.size()); ++d)
+    v.shape.push_back(d < a        ? shape[d]
+                      : d == a     ? floordiv(R + L - IntExpr(1), L)
+                      : d == a + 1 ? L
+                                   : shape[d - 1]);
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d)
+    v.index.push_back(d < a    ? IntExpr::index(d)
+                      : d == a ? IntExpr::index(a) * L + IntExpr::index(a + 1)
+                               : IntExpr::index(d + 1));
+  v.mask.push_back({v.index[a], R});
+  NodeId slices = out.reduce(r.reduce_kind, out.view(at, v), {a + 1});
+  NodeId total = out.reduce(r.reduce_kind, slices, {a});
+  View back;
+  back.shape = r.shape;
+  for (size_t d = 0; d < v.shape.size(); ++d)
+    back.index.push_back(IntExpr(0));
+  return out.view(total, back);
+}
+
 }  // namespace
 
 int split_reduce_runs(Graph& g) {
@@ -82,7 +142,8 @@ int split_reduce_runs(Graph& g) {
   int count = 0;
   for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id) {
     const Node& n = g[id];
-    split[id] = n.op == Op::reduce && n.domain.empty() && runs_of(g, id).size() > 1;
+    split[id] = n.op == Op::reduce &&
+                ((n.domain.empty() && runs_of(g, id).size() > 1) || scalar_sum_axis(g, id) >= 0);
     count += split[id];
   }
   if (count == 0) return 0;
@@ -97,6 +158,10 @@ int split_reduce_runs(Graph& g) {
       o = remap[o];
     if (!split[id]) {
       remap[id] = out.add(std::move(n));
+      continue;
+    }
+    if (int a = scalar_sum_axis(g, id); a >= 0) {
+      remap[id] = split_scalar_sum(out, n, n.operands[0], a);
       continue;
     }
     // Each run reduced in turn, the kept dimensions of one point in place: the shapes (and so

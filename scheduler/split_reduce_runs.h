@@ -16,8 +16,13 @@
  * A whole tensor reduced to one value over two or more dimensions (a loss's mean over
  * [M, N]) ran on one block, each thread summing M · N / 1024 terms in order (an MSE over 64 M
  * values 7e-5 off); its innermost dimension is summed first, a row sum per row, then the rows'
- * sums. Other reductions over one run (a row's, a column's) and bounded ones (a domain) stay
- * as they are.
+ * sums. A sum to one value over one axis (a loss over a flattened tensor, `sum(x)` of a vector)
+ * ran on one block too; unless the axis is a constant under two slices or the value is read back
+ * over a tensor (a vector's mean: its block sums and then normalises the row), it is summed in
+ * slices of kScalarSlice terms (the operand read as [S, kScalarSlice], the points past its end
+ * masked to zero), a row sum per slice, then the slices' sums. Other reductions over one run (a
+ * row's, a column's), maxima and products to one value over one axis, and bounded ones (a domain)
+ * stay as they are.
  */
 #pragma once
 
@@ -25,8 +30,13 @@
 
 namespace kiln {
 
+/** The terms of a slice of a sum to one value over one axis (see above): 4096, 16 a thread of a
+ *  block of 256. */
+inline constexpr int64_t kScalarSlice = 4096;
+
 /** Splits every reduce of `g` over two or more runs of axes into one reduce per run, the
- *  innermost run first; returns how many were split. The graph computes the same values. */
+ *  innermost run first, and every long sum to one value over one axis into slices; returns how
+ *  many were split. The graph computes the same values. */
 int split_reduce_runs(Graph& g);
 
 }  // namespace kiln

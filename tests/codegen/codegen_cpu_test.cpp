@@ -324,3 +324,32 @@ TEST_CASE("codegen: a scatter runs its scattered loop in order and the others in
   CHECK(cuda.find("256) == 0) {\n        for (int64_t c1 = 0; c1 < s_S; c1 += 1)") !=
         std::string::npos);
 }
+
+TEST_CASE("codegen: a masked value's shared subexpressions are computed under its mask") {
+  // pad(t · t) reads x[i - 1] only where 0 <= i - 1 < N; the square's two uses of t made it a
+  // shared value, computed before the mask and so at x[-1] and x[N] (on a GPU: a launch
+  // failure; the sums of a slice past a tensor's end read the same way).
+  std::filesystem::path spec =
+      std::filesystem::temp_directory_path() / ("kiln_masked_shared_" + std::to_string(getpid()) + ".toml");
+  std::ofstream(spec) << R"([padded_square]
+in    = { x = "f32[N]" }
+out   = { y = "f32[N + 2]" }
+body  = """
+t = x * 2.0 + 1.0
+y = pad(t * t, 0, 1, 1)
+"""
+)";
+  for (const char* backend : {"c", "cuda"}) {
+    CAPTURE(backend);
+    GoldenCase c{"padded_square", spec.string() + ":padded_square", {}, 0, backend};
+    std::string src = render_source(c);
+    REQUIRE(src.find("b0[") != std::string::npos);
+    std::istringstream lines(src);
+    for (std::string line; std::getline(lines, line);) {
+      // A load of x bound to a name of its own, ahead of the statement's masked value.
+      bool bound = line.find("const float v") != std::string::npos;
+      CHECK_MESSAGE(!(bound && line.find("b0[") != std::string::npos), line);
+    }
+  }
+  std::filesystem::remove(spec);
+}

@@ -501,9 +501,9 @@ TEST_CASE("schedule: on the GPU a batch of rows runs a block per row, each row a
   CHECK(inner[1]->mapping == Mapping::thread_x);
 
   // A batched product without block tiles: threads on j read b[k, j] side by side, a[i, k] is the
-  // same for all of them; the loops around k are one loop over the elements (not B·M blocks of
-  // which threads past N idle), in interleaved groups: a warp's threads on consecutive elements,
-  // each element's k loop split among its lanes (one lane where the elements fill the GPU).
+  // same for all of them; each thread keeps its k loop, and the loops around it are one loop
+  // across the grid's threads (a thread an element, whatever N: not B·M blocks of which
+  // threads past N idle). (No lanes: a[i, k] walks along k at each element's own row.)
   KernelBuilder bmm;
   int pa = bmm.buffer("a", {B, M, K}), pb = bmm.buffer("b", {B, K, N}),
       pc = bmm.buffer("c", {B, M, N});
@@ -513,13 +513,11 @@ TEST_CASE("schedule: on the GPU a batch of rows runs a block per row, each row a
   ScheduledKernel rb = check_legal(bmm, opt, sizes);
   report("batched matmul, GPU, no block tile", rb);
   const LoopNode& grid = root_loop(rb);
-  CHECK(grid.mapping == Mapping::block_x);
-  CHECK(grid.lanes_apart);
-  CHECK(grid.group_threads);
+  CHECK(grid.mapping == Mapping::thread_x);
   CHECK(grid.iter.rfind("g_", 0) == 0);
   std::vector<const LoopNode*> below = loops(grid);
   REQUIRE(below.size() == 2);
-  CHECK(below[1]->mapping == Mapping::thread_x);  // k, a lane's share in a register
+  CHECK(below[1]->mapping == Mapping::serial);  // k, in a register
 }
 
 TEST_CASE("schedule: a warpgroup tile's kernel at each GPU_WGMMA shape, and where its tiles lie") {

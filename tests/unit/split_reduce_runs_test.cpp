@@ -20,10 +20,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-test::Run lowered(const std::string& target, SizeBindings sizes) {
+test::Run lowered(const std::string& target, SizeBindings sizes,
+                  std::vector<int64_t> batch = {}) {
   test::RunSpec spec;
   spec.target = target;
   spec.sizes = std::move(sizes);
+  spec.batch = std::move(batch);
   return test::run(spec);
 }
 
@@ -62,7 +64,8 @@ TEST_CASE("split_reduce_runs: reductions over one run of memory stay as they are
                              "tests/regressions/user_kernels.toml:group_norm",
                              "tests/regressions/user_kernels.toml:layernorm_channels_first"}) {
     CAPTURE(target);
-    test::Run r = lowered(target, {{"N", 6}, {"B", 2}, {"C", 4}, {"P", 5}});
+    // (A batch of rows: one row alone is a sum to one value, split in slices, below.)
+    test::Run r = lowered(target, {{"N", 6}, {"B", 2}, {"C", 4}, {"P", 5}}, {3});
     Graph g = r.graph;
     CHECK(split_reduce_runs(g) == 0);
   }
@@ -114,6 +117,51 @@ y = reshape(sum(x * x, axis=[0, 1]), [])
   std::vector<Tensor> got = interpret(g, r.sizes, r.inputs);
   REQUIRE(got.size() == 1);
   test::expect_close(got[0], r.outputs[0].f, 1e-5, 1e-5);
+}
+
+TEST_CASE("split_reduce_runs: a long sum to one value over one axis runs in slices") {
+  // A loss over a flattened tensor: one reduce over its one axis, on one GPU block before.
+  fs::path spec = fs::temp_directory_path() / "kiln_split_reduce_runs_slices.toml";
+  std::ofstream(spec) << R"([flat]
+in    = { x = "f32[M, N]" }
+out   = { y = "f32[]" }
+body  = """
+d = reshape(x, [-1])
+y = reshape(sum(d * d, axis=0), [])
+"""
+
+[peak]
+in    = { x = "f32[N]" }
+out   = { y = "f32[]" }
+body  = """
+y = max(x, axis=0)
+"""
+
+[short]
+in    = { x = "f32[100]" }
+out   = { y = "f32[]" }
+body  = """
+y = sum(x, axis=0)
+"""
+)";
+  // 5 · 1700 terms: three slices of 4096, the last one partial (masked to zero past the end).
+  test::Run r = lowered(spec.string() + ":flat", {{"M", 5}, {"N", 1700}});
+  Graph g = r.graph;
+  REQUIRE(reduce_axes(g) == std::vector<std::vector<int>>{{0}});
+  CHECK(split_reduce_runs(g) == 1);
+  CHECK(verify(g).empty());
+  CHECK(reduce_axes(g) == std::vector<std::vector<int>>{{1}, {0}});
+  std::vector<Tensor> got = interpret(g, r.sizes, r.inputs);
+  REQUIRE(got.size() == 1);
+  test::expect_close(got[0], r.outputs[0].f, 1e-5, 1e-5);
+  // A maximum (the masked points would read as zero) and a sum known to be short stay.
+  test::Run peak = lowered(spec.string() + ":peak", {{"N", 9000}});
+  Graph p = peak.graph;
+  CHECK(split_reduce_runs(p) == 0);
+  test::Run small = lowered(spec.string() + ":short", {});
+  fs::remove(spec);
+  Graph q = small.graph;
+  CHECK(split_reduce_runs(q) == 0);
 }
 
 TEST_CASE("split_reduce_runs: on the GPU the partial sums get a kernel, a block per row") {
