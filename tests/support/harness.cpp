@@ -23,6 +23,16 @@ const Tensor& Run::out(const std::string& name) const {
   throw std::runtime_error("no output " + name);
 }
 
+Run lowered(const std::string& target, SizeBindings sizes, std::vector<int64_t> batch,
+            std::map<std::string, AttrValue> attrs) {
+  RunSpec spec;
+  spec.target = target;
+  spec.sizes = std::move(sizes);
+  spec.batch = std::move(batch);
+  spec.attrs = std::move(attrs);
+  return run(spec);
+}
+
 Run run(const RunSpec& spec) {
   Run r;
   r.lib = std::make_shared<Library>();

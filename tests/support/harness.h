@@ -47,6 +47,11 @@ struct RunSpec {
 /** Loads, lowers (verifying the graph), fills inputs and interprets. */
 Run run(const RunSpec& spec);
 
+/** run() of `target` (FILE:COMPOSITE) at `sizes`, with a batch and attributes where given: the
+ *  graph a pass test rewrites, and the interpreter's outputs it must still compute. */
+Run lowered(const std::string& target, SizeBindings sizes, std::vector<int64_t> batch = {},
+            std::map<std::string, AttrValue> attrs = {});
+
 /** Every composite with a test table in the spec files of `dirs` (sorted by path), as a RunSpec
  *  at its first test case, its first dtype choice and, where an input is batched, its table's
  *  last batch shape: what a test that walks the whole library runs each composite at. */

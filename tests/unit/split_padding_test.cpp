@@ -13,15 +13,6 @@ using namespace kiln;
 
 namespace {
 
-test::Run lowered(const std::string& target, SizeBindings sizes,
-                  std::map<std::string, AttrValue> attrs = {}) {
-  test::RunSpec spec;
-  spec.target = target;
-  spec.sizes = std::move(sizes);
-  spec.attrs = std::move(attrs);
-  return test::run(spec);
-}
-
 std::vector<NodeId> view_nodes(const Graph& g, bool masked) {
   std::vector<NodeId> out;
   for (NodeId id = 0; id < static_cast<NodeId>(g.size()); ++id)
@@ -33,7 +24,7 @@ std::vector<NodeId> view_nodes(const Graph& g, bool masked) {
 
 TEST_CASE("split_padding: conv2d's padded input becomes a value; the window reads it unmasked") {
   SizeBindings sizes{{"B", 2}, {"C", 3}, {"H", 7}, {"W", 9}, {"F", 4}, {"R", 3}, {"S", 3}};
-  test::Run r = lowered("ops/nn.toml:conv2d", sizes, {{"pad", test::attr_int(1)}});
+  test::Run r = test::lowered("ops/nn.toml:conv2d", sizes, {}, {{"pad", test::attr_int(1)}});
   Graph g = simplify(r.graph, shipped_rules(), {}).graph;  // as the pipeline plans it
   REQUIRE(view_nodes(g, true).size() == 1);
   CHECK(split_padding(g) == 1);
@@ -62,16 +53,16 @@ TEST_CASE("split_padding: conv2d's padded input becomes a value; the window read
 
 TEST_CASE("split_padding: strided and dilated windows, and pads read once, stay as they are") {
   SizeBindings sizes{{"B", 1}, {"C", 2}, {"H", 11}, {"W", 10}, {"F", 3}, {"R", 3}, {"S", 2}};
-  test::Run r = lowered(
-      "ops/nn.toml:conv2d", sizes,
+  test::Run r = test::lowered(
+      "ops/nn.toml:conv2d", sizes, {},
       {{"pad", test::attr_int(2)}, {"stride", test::attr_int(2)}, {"dilation", test::attr_int(2)}});
   Graph g = r.graph;
   CHECK(split_padding(g) == 1);
   std::vector<Tensor> got = interpret(g, r.sizes, r.inputs);
   test::expect_close(got[0], r.outputs[0].f, 0, 0);
   // An elementwise op on a pad reads each padded element once: nothing to gain.
-  test::Run once = lowered("ops/tensor.toml:pad", {{"N", 5}},
-                           {{"before", test::attr_int(2)}, {"after", test::attr_int(1)}});
+  test::Run once = test::lowered("ops/tensor.toml:pad", {{"N", 5}}, {},
+                                 {{"before", test::attr_int(2)}, {"after", test::attr_int(1)}});
   Graph h = once.graph;
   CHECK(split_padding(h) == 0);
 }

@@ -20,15 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-test::Run lowered(const std::string& target, SizeBindings sizes,
-                  std::vector<int64_t> batch = {}) {
-  test::RunSpec spec;
-  spec.target = target;
-  spec.sizes = std::move(sizes);
-  spec.batch = std::move(batch);
-  return test::run(spec);
-}
-
 /** The axes of every reduce of `g`, in order. */
 std::vector<std::vector<int>> reduce_axes(const Graph& g) {
   std::vector<std::vector<int>> out;
@@ -40,8 +31,8 @@ std::vector<std::vector<int>> reduce_axes(const Graph& g) {
 }  // namespace
 
 TEST_CASE("split_reduce_runs: a batch norm's statistics are summed a run at a time") {
-  test::Run r = lowered("tests/regressions/user_kernels.toml:batch_norm_train",
-                        {{"B", 3}, {"C", 4}, {"P", 5}});
+  test::Run r = test::lowered("tests/regressions/user_kernels.toml:batch_norm_train",
+                              {{"B", 3}, {"C", 4}, {"P", 5}});
   Graph g = r.graph;
   // mean and var: sum(x[b, c, p], b, p) reads x as [C, B, P], reduced over positions 1 and 2,
   // which are x's dimensions 0 and 2 with the channel between them.
@@ -65,7 +56,7 @@ TEST_CASE("split_reduce_runs: reductions over one run of memory stay as they are
                              "tests/regressions/user_kernels.toml:layernorm_channels_first"}) {
     CAPTURE(target);
     // (A batch of rows: one row alone is a sum to one value, split in slices, below.)
-    test::Run r = lowered(target, {{"N", 6}, {"B", 2}, {"C", 4}, {"P", 5}}, {3});
+    test::Run r = test::lowered(target, {{"N", 6}, {"B", 2}, {"C", 4}, {"P", 5}}, {3});
     Graph g = r.graph;
     CHECK(split_reduce_runs(g) == 0);
   }
@@ -84,11 +75,12 @@ body  = """
 y = reshape(sum(x, axis=[0, 2]), [C])
 """
 )";
-  test::Run trailing = lowered(spec.string() + ":trailing", {{"B", 2}, {"C", 3}, {"P", 4}});
+  test::Run trailing = test::lowered(spec.string() + ":trailing", {{"B", 2}, {"C", 3}, {"P", 4}});
   Graph t = trailing.graph;
   CHECK(split_reduce_runs(t) == 0);
   // Axes 0 and 2 of x itself, no view between: split too.
-  test::Run both = lowered(spec.string() + ":outer_and_inner", {{"B", 2}, {"C", 3}, {"P", 4}});
+  test::Run both =
+      test::lowered(spec.string() + ":outer_and_inner", {{"B", 2}, {"C", 3}, {"P", 4}});
   fs::remove(spec);
   Graph o = both.graph;
   CHECK(split_reduce_runs(o) == 1);
@@ -107,7 +99,7 @@ body  = """
 y = reshape(sum(x * x, axis=[0, 1]), [])
 """
 )";
-  test::Run r = lowered(spec.string() + ":total", {{"M", 5}, {"N", 7}});
+  test::Run r = test::lowered(spec.string() + ":total", {{"M", 5}, {"N", 7}});
   fs::remove(spec);
   Graph g = r.graph;
   REQUIRE(reduce_axes(g) == std::vector<std::vector<int>>{{0, 1}});
@@ -145,7 +137,7 @@ y = sum(x, axis=0)
 """
 )";
   // 5 · 1700 terms: three slices of 4096, the last one partial (masked to zero past the end).
-  test::Run r = lowered(spec.string() + ":flat", {{"M", 5}, {"N", 1700}});
+  test::Run r = test::lowered(spec.string() + ":flat", {{"M", 5}, {"N", 1700}});
   Graph g = r.graph;
   REQUIRE(reduce_axes(g) == std::vector<std::vector<int>>{{0}});
   CHECK(split_reduce_runs(g) == 1);
@@ -155,10 +147,10 @@ y = sum(x, axis=0)
   REQUIRE(got.size() == 1);
   test::expect_close(got[0], r.outputs[0].f, 1e-5, 1e-5);
   // A maximum (the masked points would read as zero) and a sum known to be short stay.
-  test::Run peak = lowered(spec.string() + ":peak", {{"N", 9000}});
+  test::Run peak = test::lowered(spec.string() + ":peak", {{"N", 9000}});
   Graph p = peak.graph;
   CHECK(split_reduce_runs(p) == 0);
-  test::Run small = lowered(spec.string() + ":short", {});
+  test::Run small = test::lowered(spec.string() + ":short", {});
   fs::remove(spec);
   Graph q = small.graph;
   CHECK(split_reduce_runs(q) == 0);

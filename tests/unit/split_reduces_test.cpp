@@ -14,20 +14,9 @@
 using namespace kiln;
 namespace fs = std::filesystem;
 
-namespace {
-
-test::Run lowered(const std::string& target, SizeBindings sizes) {
-  test::RunSpec spec;
-  spec.target = target;
-  spec.sizes = std::move(sizes);
-  return test::run(spec);
-}
-
-}  // namespace
-
 TEST_CASE("split_reduces: projections read as heads are computed as heads") {
-  test::Run r = lowered("tests/regressions/user_kernels.toml:mha_projections",
-                        {{"B", 2}, {"L", 5}, {"E", 12}});
+  test::Run r = test::lowered("tests/regressions/user_kernels.toml:mha_projections",
+                              {{"B", 2}, {"L", 5}, {"E", 12}});
   Graph g = r.graph;
   CHECK(split_reduces(g) == 3);  // q2, k2, v2 (o is read merged, not split)
   CHECK(verify(g).empty());
@@ -57,20 +46,20 @@ TEST_CASE("split_reduces: projections read as heads are computed as heads") {
 TEST_CASE("split_reduces: a reduce also read whole, or an output, stays as it is") {
   // softmax's sums and layer norm's statistics are read by divisions, not splitting views.
   for (const char* target : {"ops/nn.toml:softmax", "ops/nn.toml:layernorm"}) {
-    test::Run r = lowered(target, {{"N", 6}});
+    test::Run r = test::lowered(target, {{"N", 6}});
     Graph g = r.graph;
     CHECK(split_reduces(g) == 0);
   }
   // The heads split from an input (no reduce to split) leave the graph as it is.
-  test::Run packed = lowered("tests/regressions/user_kernels.toml:attn_packed_heads",
-                             {{"B", 1}, {"L", 3}, {"E", 8}});
+  test::Run packed = test::lowered("tests/regressions/user_kernels.toml:attn_packed_heads",
+                                   {{"B", 1}, {"L", 3}, {"E", 8}});
   Graph g = packed.graph;
   CHECK(split_reduces(g) == 0);
 }
 
 TEST_CASE("split_reduces: a biased projection is computed as heads with its bias") {
-  test::Run r =
-      lowered("tests/regressions/user_kernels.toml:mha_bias", {{"B", 2}, {"L", 5}, {"E", 12}});
+  test::Run r = test::lowered("tests/regressions/user_kernels.toml:mha_bias",
+                              {{"B", 2}, {"L", 5}, {"E", 12}});
   Graph g = r.graph;
   CHECK(split_reduces(g) == 3);  // q2, k2, v2: the bias adds, with the reduces they read
   CHECK(verify(g).empty());
@@ -110,7 +99,7 @@ raw[b, l, o] = sum(x[b, l, e] * w[o, e], e)
 s = reshape(raw + bias, [B, L, 4, E / 4]) * 2.0
 """
 )";
-  test::Run r = lowered(spec.string() + ":proj_heads", {{"B", 2}, {"L", 3}, {"E", 8}});
+  test::Run r = test::lowered(spec.string() + ":proj_heads", {{"B", 2}, {"L", 3}, {"E", 8}});
   fs::remove(spec);
   Graph g = r.graph;
   CHECK(split_reduces(g) == 1);
