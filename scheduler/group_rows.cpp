@@ -159,11 +159,8 @@ class Grouper {
 
 }  // namespace
 
-bool groupable_rows(const LoopNode& loop) {
-  std::vector<const LoopNode*> threads;
-  for (const LoopNodePtr& c : loop.body)
-    if (!within_a_row(*c, threads)) return false;
-  return !threads.empty();
+bool groupable_lanes(const LoopNode& loop) {
+  return lanes_per_row(loop) != nullptr;
 }
 
 int64_t row_group_threads(int64_t length, int64_t bytes) {

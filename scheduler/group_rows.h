@@ -48,10 +48,11 @@ int64_t row_group_threads(int64_t length, int64_t bytes);
 /** The narrowest element (in bytes, at least 1) of the buffers `k`'s statements store or load. */
 int64_t narrowest_element(const KernelPlan& plan, const Kernel& k);
 
-/** Whether the block body of `loop` may be grouped: it holds a thread loop or block reduction,
- *  and only what runs within a row's threads (no block tile, shared buffer or scan carried
- *  across threads). */
-bool groupable_rows(const LoopNode& loop);
+/** Whether group_rows gives `loop` (a `block.x` loop with a block body) interleaved lanes: its
+ *  body holds a thread loop or block reduction, only what runs within a row's threads (no block
+ *  tile, shared buffer or scan carried across threads), and its loops run from and to bounds of
+ *  the sizes alone (the same lanes for every row, and every barrier reached alike). */
+bool groupable_lanes(const LoopNode& loop);
 
 /** Sets LoopNode::group_threads on the `block.x` loops of `nest` (kernel `k` of `plan`) whose
  *  body is a groupable block body, clearing it on the others (a schedule the cache reuses,

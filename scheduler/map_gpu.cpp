@@ -378,7 +378,7 @@ class GpuMapper {
     auto loop = std::make_shared<LoopNode>(
         *collapse(chain, chain.size(), inner.block_body(body), Mapping::block_x));
     loop->lanes_apart = true;
-    if (!holds_block_reduction(loop->body) || !uniform_body(*loop) || !groupable_rows(*loop))
+    if (!holds_block_reduction(loop->body) || !uniform_body(*loop) || !groupable_lanes(*loop))
       return nullptr;
     count_ += inner.count() + 1;
     return loop;

@@ -277,3 +277,25 @@ TEST_CASE("schedule: on the GPU a row's loop of two sums is distributed, each su
   ScheduledKernel rc = check_legal(row, untiled(), sizes);
   CHECK(transforms_to_text(rc.transforms).find("distribute reductions") == std::string::npos);
 }
+
+TEST_CASE("schedule: on the GPU a column sum whose terms depend on the point keeps a thread each") {
+  // y[i, c] = sum(x[j, c], j <= i), a running sum down each column: the terms of point (i, c)
+  // end at i, so lanes of interleaved groups would each run a different count of steps and the
+  // block's barriers would not be reached alike. The points stay a thread each, across the grid.
+  ScheduleOptions opt = untiled();
+  opt.backend_gpu = true;
+  opt.gpu_tile.rows = 0;
+  KernelBuilder run;
+  int x = run.buffer("x", {M, N}), y = run.buffer("y", {M, N});
+  run.stmt(Statement::Kind::reduce_init, {M, N}, y, {it(0), it(1)});
+  Statement& update = run.stmt(Statement::Kind::reduce_update, {M, N, M}, y, {it(0), it(1)},
+                               load(x, {it(2), it(1)}));
+  update.domain = {it(0) - it(2)};  // j <= i (the simulator walks rectangular domains only)
+  ScheduledKernel r = schedule_kernel(run.plan, run.kernel(), opt);
+  report("a running column sum, GPU", r);
+  for (const LoopNode* l : loops(*r.nest.root))
+    CHECK_FALSE(l->lanes_apart);
+  std::vector<const LoopNode*> top = top_level(*r.nest.root);
+  REQUIRE(top.size() == 1);
+  CHECK(top[0]->mapping == Mapping::thread_x);
+}
