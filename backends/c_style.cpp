@@ -611,6 +611,8 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
       return render_alloc(c, n, depth);
     case LoopNode::Kind::barrier:
       return pad + barrier(c) + "\n";
+    case LoopNode::Kind::prefetch:
+      return render_prefetch(c, n, depth);
     case LoopNode::Kind::single: {
       std::string cond = single_condition(c);
       if (cond.empty()) {

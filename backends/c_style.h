@@ -282,6 +282,10 @@ class CStyleRenderer {
   /** `const int64_t i0 = ...;` for each non-null entry of a stmt's or alloc's args. */
   std::string bind_iterators(const std::vector<AstExprPtr>& args, const std::string& pad) const;
   std::string render_index(const Context& c, int buffer, const std::vector<IntExpr>& index) const;
+  /** Prefetch node `n` (ir/loop_ir.h): `__builtin_prefetch` of each distinct element its
+   *  statement's instance reads through an unmasked load and, an assignment, writes (for
+   *  writing), unchecked: a prefetch never faults. */
+  std::string render_prefetch(const Context& c, const LoopNode& n, int depth) const;
   /** Declares a local for every subexpression of `e` used more than once, children first. */
   std::string bind_shared(const Context& c, const ScalarExpr& e) const;
   /** The same for `e` rendered across the lanes of a vector along `lanes` (render_stream): a

@@ -98,6 +98,31 @@ std::string CStyleRenderer::render_index(const Context& c, int buffer,
   return render_access(c, buffer, int_expr_to_c(linear_index(c, buffer, index), c.sizes));
 }
 
+std::string CStyleRenderer::render_prefetch(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  std::vector<std::pair<std::string, int>> lines;  // address, 1 for writing
+  auto add = [&](int buffer, const std::vector<IntExpr>& index, int write) {
+    std::string at = "b" + std::to_string(buffer) + " + (" +
+                     int_expr_to_c(linear_index(c, buffer, index), c.sizes) + ")";
+    for (auto& [a, w] : lines)
+      if (a == at) {
+        w |= write;
+        return;
+      }
+    lines.emplace_back(at, write);
+  };
+  if (st.kind == Statement::Kind::assign) add(st.buffer, st.index, 1);
+  std::vector<const ScalarExpr*> loads;
+  if (st.value) collect_loads(*st.value, loads);
+  for (const ScalarExpr* l : loads)
+    if (l->mask.empty() && !is_gather(*l)) add(l->buffer, l->index, 0);
+  std::string s = pad + "{\n" + bind_iterators(n.args, pad + "  ");
+  for (const auto& [at, write] : lines)
+    s += pad + "  __builtin_prefetch(" + at + ", " + std::to_string(write) + ", 3);\n";
+  return s + pad + "}\n";
+}
+
 std::string CStyleRenderer::render_access(const Context& c, int buffer,
                                           const std::string& offset) const {
   std::string b = std::to_string(buffer);

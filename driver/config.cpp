@@ -342,6 +342,11 @@ std::vector<Knob> make_knobs() {
           "PARALLEL", KnobStage::scheduler,
           "1: the outermost coincident loops run across threads, on backends with threads (openmp)",
           "1", [](auto& o) -> auto& { return o.schedule.parallel; }),
+      flag_knob(
+          "PREFETCH", KnobStage::scheduler,
+          "CPU: the middle passes of a row-wise kernel (softmax's exponentials) prefetch "
+          "the next row's cache lines; 0: off; docs/decisions.md",
+          "1", [](auto& o) -> auto& { return o.schedule.prefetch_rows; }),
       {"SIMD", KnobStage::scheduler,
        "CPU: the bytes a vector of the float loops mapped to vector lanes (openmp): auto (the "
        "CPU's full width: 64 where AVX-512 runs at full width, else 32), 32 (the C compiler's "

@@ -89,6 +89,8 @@ class Writer {
                (n.space == MemorySpace::shared ? "plum" : "lightyellow");
       case LoopNode::Kind::barrier:
         return "label=\"barrier\", shape=octagon";
+      case LoopNode::Kind::prefetch:
+        return "label=" + dot_string(loop_node_to_text(n)) + ", shape=note, style=dashed";
       case LoopNode::Kind::single:
         return "label=" + dot_string(loop_node_to_text(n)) + ", shape=box, style=dashed";
       case LoopNode::Kind::block:

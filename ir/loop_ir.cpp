@@ -240,6 +240,12 @@ std::string node_line(const LoopNode& n) {
       return alloc_line(n);
     case LoopNode::Kind::barrier:
       return "barrier";
+    case LoopNode::Kind::prefetch: {
+      std::string out = "prefetch S" + std::to_string(n.statement) + "(";
+      for (size_t k = 0; k < n.args.size(); ++k)
+        out += (k ? ", " : "") + unwrap(expr_text(*n.args[k]));
+      return out + ");";
+    }
     case LoopNode::Kind::single:
       return "single  // one thread of the block";
   }

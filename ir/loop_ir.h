@@ -141,6 +141,10 @@ enum class DotSigns {
  *    In `shared` space it is a GPU block tile of a contraction instead (see thread_rows).
  *  - barrier: every thread of a GPU block waits for the others (none on the CPU).
  *  - single: `body` runs on one thread of the GPU block (thread 0); on the CPU a plain block.
+ *  - prefetch: the cache lines of the elements statement `statement`'s instance at `args` would
+ *    read (its unmasked loads) and, an assignment, write are fetched ahead, for writing where it
+ *    writes; no value changes (scheduler/prefetch_rows.h). Not a statement instance: stmt walks
+ *    do not see it.
  *
  * GPU mappings (scheduler/map_gpu.h): a `block.x` loop strides over the grid's blocks (its
  * first value offset by the block index, its step times the block count), so any grid size
@@ -148,7 +152,7 @@ enum class DotSigns {
  * outside any `block.x` loop over every thread of the grid, unless the kernel runs on block 0
  * alone (LoopNest::one_block). */
 struct LoopNode {
-  enum class Kind { block, loop, guard, stmt, alloc, barrier, single } kind = Kind::block;
+  enum class Kind { block, loop, guard, stmt, alloc, barrier, single, prefetch } kind = Kind::block;
   std::vector<LoopNodePtr> body;  ///< block: children in order; loop, guard, alloc: the body
   std::string iter;               ///< loop: the iterator (a C identifier, e.g. "c0")
   AstExprPtr init;                ///< loop: first value

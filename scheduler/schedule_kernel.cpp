@@ -16,6 +16,7 @@
 #include "scheduler/map_gpu.h"
 #include "scheduler/map_loops.h"
 #include "scheduler/online_softmax.h"
+#include "scheduler/prefetch_rows.h"
 #include "scheduler/promote_accumulators.h"
 #include "scheduler/stream_stores.h"
 
@@ -489,6 +490,9 @@ void apply_loop_steps(const KernelPlan& plan, const Kernel& k, LoopNest& nest,
       case Transform::Kind::stream_stores:
         stream_stores(plan, k, nest, t.stream_bytes);
         break;
+      case Transform::Kind::prefetch_rows:
+        prefetch_rows(plan, k, nest);
+        break;
       case Transform::Kind::online_softmax:
         break;  // the nest itself (schedule_kernel)
     }
@@ -582,6 +586,7 @@ std::vector<Transform> transform_list(const ScheduleOptions& opt, const KernelPl
     t.stream_bytes = opt.stream_bytes;
     list.push_back(t);
   }
+  if (!opt.backend_gpu && opt.prefetch_rows) list.push_back({Transform::Kind::prefetch_rows});
   return list;
 }
 

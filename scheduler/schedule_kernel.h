@@ -87,6 +87,9 @@ struct ScheduleOptions {
   /** CPU: outputs written once stream (non-temporal stores) when they have at least this many
    *  bytes (scheduler/stream_stores.h; STREAM); 0: never. */
   int64_t stream_bytes = int64_t{16} << 20;
+  /** CPU: the middle passes of a row prefetch the next row's lines (scheduler/prefetch_rows.h;
+   *  PREFETCH). */
+  bool prefetch_rows = true;
   bool vectorize = true;  ///< VECTORIZE: map innermost loops to vector lanes where it can
   /** What the backend can map loops to (backends/backend.h): threads (OpenMP) and vector lanes;
    *  PARALLEL and VECTORIZE take effect only where it can. */

@@ -68,6 +68,9 @@ std::string transforms_to_text(const std::vector<Transform>& list) {
       case Transform::Kind::stream_stores:
         out += "stream stores from " + std::to_string(t.stream_bytes) + " bytes";
         break;
+      case Transform::Kind::prefetch_rows:
+        out += "prefetch next rows";
+        break;
       case Transform::Kind::online_softmax:
         out += "online softmax " + std::to_string(t.softmax.rows) + " rows x " +
                std::to_string(t.softmax.lanes) + " lanes per block, keys in blocks of " +

@@ -40,6 +40,7 @@ struct Transform {
     map_gpu,               ///< loop IR: loops across GPU blocks and threads (map_gpu.h)
     group_rows,            ///< loop IR: short rows in groups of a block's threads (group_rows.h)
     stream_stores,         ///< loop IR: outputs written once with non-temporal stores
+    prefetch_rows,         ///< loop IR: middle passes of a row prefetch the next row's lines
     /** instead of isl: a softmax-weighted contraction (attention) as one GPU kernel with an
      *  online softmax (online_softmax.h) */
     online_softmax,

@@ -221,19 +221,51 @@ static void kiln_softmax_0_body0(const int64_t s_batch0, const int64_t s_N, cons
       const int64_t i0 = c0;
       if ((c1b < ((c1b + 4096) < s_N ? (c1b + 4096) : s_N))) {
         float acc1 = (float)0;
-        #pragma omp simd reduction(+:acc1)
-        KILN_INTERLEAVE
-        for (int64_t c1 = c1b; c1 < ((c1b + 4096) < s_N ? (c1b + 4096) : s_N); c1 += 1) {
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            b1[(s_N * i0 + i1)] = (float)kiln_exp2_f32(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+        for (int64_t c1p = c1b; c1p < ((c1b + 4096) < s_N ? (c1b + 4096) : s_N); c1p += 64) {
+          if ((c0 + 1) < s_batch0) {
+            {
+              const int64_t i0 = (c0 + 1);
+              const int64_t i1 = c1p;
+              __builtin_prefetch(b1 + ((s_N * i0 + i1)), 1, 3);
+              __builtin_prefetch(b0 + ((s_N * i0 + i1)), 0, 3);
+              __builtin_prefetch(b2 + ((i0)), 0, 3);
+            }
+            {
+              const int64_t i0 = (c0 + 1);
+              const int64_t i1 = (c1p + 16);
+              __builtin_prefetch(b1 + ((s_N * i0 + i1)), 1, 3);
+              __builtin_prefetch(b0 + ((s_N * i0 + i1)), 0, 3);
+              __builtin_prefetch(b2 + ((i0)), 0, 3);
+            }
+            {
+              const int64_t i0 = (c0 + 1);
+              const int64_t i1 = (c1p + 32);
+              __builtin_prefetch(b1 + ((s_N * i0 + i1)), 1, 3);
+              __builtin_prefetch(b0 + ((s_N * i0 + i1)), 0, 3);
+              __builtin_prefetch(b2 + ((i0)), 0, 3);
+            }
+            {
+              const int64_t i0 = (c0 + 1);
+              const int64_t i1 = (c1p + 48);
+              __builtin_prefetch(b1 + ((s_N * i0 + i1)), 1, 3);
+              __builtin_prefetch(b0 + ((s_N * i0 + i1)), 0, 3);
+              __builtin_prefetch(b2 + ((i0)), 0, 3);
+            }
           }
-          {
-            const int64_t i0 = c0;
-            const int64_t i1 = c1;
-            const float kiln_v = (float)b1[(s_N * i0 + i1)];
-            { KILN_REASSOC acc1 = acc1 + kiln_v; }
+          #pragma omp simd reduction(+:acc1)
+          KILN_INTERLEAVE
+          for (int64_t c1 = c1p; c1 < ((c1p + 64) < ((c1b + 4096) < s_N ? (c1b + 4096) : s_N) ? (c1p + 64) : ((c1b + 4096) < s_N ? (c1b + 4096) : s_N)); c1 += 1) {
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              b1[(s_N * i0 + i1)] = (float)kiln_exp2_f32(((b0[(s_N * i0 + i1)] + (-b2[(i0)])) * 1.44269504f));
+            }
+            {
+              const int64_t i0 = c0;
+              const int64_t i1 = c1;
+              const float kiln_v = (float)b1[(s_N * i0 + i1)];
+              { KILN_REASSOC acc1 = acc1 + kiln_v; }
+            }
           }
         }
         b3[(i0)] = (b3[(i0)] + acc1);

@@ -195,8 +195,9 @@ TEST_CASE("cli: size-1 batch dimensions cost no loops and still match the interp
   REQUIRE(one.code == 0);
   REQUIRE(many.code == 0);
   REQUIRE(fixed.code == 0);
-  // the batch loop, then three loops over N, the sum's in blocks (promote_accumulators.h)
-  CHECK(loops(one) == 5);
+  // the batch loop, then three loops over N, the sum's in blocks (promote_accumulators.h), its
+  // exponentials' pass in strips that prefetch the next row (prefetch_rows.h)
+  CHECK(loops(one) == 6);
   CHECK(loops(many) == loops(one));
   CHECK(loops(none) == 4);
   CHECK(loops(fixed) == 3);  // N = 8: the sum in one block
@@ -351,7 +352,7 @@ TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2")
       "ISL_OPS, "
       "MATRIX, "
       "MICRO, "
-      "PARALLEL, "
+      "PARALLEL, PREFETCH, "
       "SIMD, "
       "SIMPLIFY, "
       "STREAM, "

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "scheduler/promote_accumulators.h"
+#include "tests/support/kernel_plans.h"
 #include "tests/unit/schedule_sim.h"
 
 using namespace kiln;
@@ -298,4 +299,37 @@ TEST_CASE("schedule: on the GPU a column sum whose terms depend on the point kee
   std::vector<const LoopNode*> top = top_level(*r.nest.root);
   REQUIRE(top.size() == 1);
   CHECK(top[0]->mapping == Mapping::thread_x);
+}
+
+TEST_CASE("schedule: a row's pass of exponentials prefetches the next row (prefetch_rows)") {
+  // softmax over each row of scores [B, H, L, S]: the max, exp(m - max) stored and summed, the
+  // division. The middle pass runs in strips of four lines, each prefetching row i + 1's lines
+  // of what it reads and writes; the first and last passes and layernorm's cheap passes do not.
+  KernelPlan plan = kiln::test::plan_of("tests/regressions/user_kernels.toml:masked_softmax",
+                                        {{"B", 2}, {"H", 2}, {"L", 8}, {"S", 64}});
+  ScheduleOptions opt;
+  int prefetches = 0, strips = 0;
+  for (const Kernel& k : plan.kernels) {
+    ScheduledKernel r = schedule_kernel(plan, k, opt);
+    std::string text = loop_nest_to_text(r.nest);
+    CAPTURE(text);
+    for (const LoopNode* p : nodes_of(*r.nest.root, LoopNode::Kind::prefetch)) {
+      ++prefetches;
+      // the next row, at the strip's lines
+      bool next = false;
+      for (const AstExprPtr& a : p->args)
+        next |= a && loop_expr_to_text(*a).find("+ 1") != std::string::npos;
+      CHECK(next);
+    }
+    for (const LoopNode* l : loops_of(*r.nest.root))
+      strips += l->step == 64 && !l->body.empty() && l->body[0]->kind == LoopNode::Kind::guard;
+    opt.prefetch_rows = false;
+    CHECK(nodes_of(*schedule_kernel(plan, k, opt).nest.root, LoopNode::Kind::prefetch).empty());
+    opt.prefetch_rows = true;
+  }
+  CHECK(strips == 1);
+  CHECK(prefetches == 4);  // one statement, four lines
+  KernelPlan ln = kiln::test::plan_of("ops/nn.toml:layernorm", {{"N", 64}});
+  for (const Kernel& k : ln.kernels)
+    CHECK(nodes_of(*schedule_kernel(ln, k, opt).nest.root, LoopNode::Kind::prefetch).empty());
 }

@@ -122,6 +122,7 @@ void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode
         run(*c, env, out, tile);
       break;
     case LoopNode::Kind::barrier:
+    case LoopNode::Kind::prefetch:
       break;
     case LoopNode::Kind::guard:
       if (eval(*n.cond, env))
