@@ -36,12 +36,14 @@ bool uses(const LoopNode& s, const std::string& iter) {
 
 /** Whether `e` computes an exponential, logarithm or sine: a pass of those is bound by its
  *  arithmetic long enough to hide the next row's fetch (a variance's pass is not: strips there
- *  cost layernorm 12 %). */
-bool transcendental(const ScalarExpr& e) {
+ *  cost layernorm 12 %). Each shared subexpression is visited once (`seen`): a backward graph's
+ *  value is a DAG whose tree is exponentially large. */
+bool transcendental(const ScalarExpr& e, std::set<const ScalarExpr*>& seen) {
+  if (!seen.insert(&e).second) return false;
   if (e.kind == ScalarExpr::Kind::op && (e.op == Op::exp2 || e.op == Op::log2 || e.op == Op::sin))
     return true;
   return std::any_of(e.args.begin(), e.args.end(),
-                     [](const ScalarExprPtr& a) { return a && transcendental(*a); });
+                     [&](const ScalarExprPtr& a) { return a && transcendental(*a, seen); });
 }
 
 class Prefetcher {
@@ -120,7 +122,8 @@ class Prefetcher {
     return true;
   }
 
-  /** Pass `p` of row loop `r` in strips of a line, each prefetching the next row's, or null. */
+  /** Pass `p` of row loop `r` in strips of kStripLines lines, each prefetching the next row's,
+   *  or null. */
   LoopNodePtr strip(const LoopNode& r, const LoopNode& p) const {
     if (p.step != 1 || !canonical_loop(p) || p.stream_bytes > 0 || p.tile ||
         (p.mapping != Mapping::serial && p.mapping != Mapping::simd))
@@ -149,9 +152,10 @@ class Prefetcher {
       if (adds) picked.push_back(s.get());
     }
     bool heavy = false;
+    std::set<const ScalarExpr*> seen;
     for (const LoopNodePtr& s : pass_statements(p))
       if (const Statement& st = kernel_.statements.at(s->statement); st.value)
-        heavy |= transcendental(*st.value);
+        heavy = heavy || transcendental(*st.value, seen);
     if (picked.empty() || !heavy) return nullptr;
     const int64_t per_line = std::max<int64_t>(1, kLineBytes / widest);
     const int64_t lines = per_line * kStripLines;

@@ -7,15 +7,17 @@
  * ones find it in L1 and are bound by their arithmetic, while memory idles until the next row's
  * first pass stalls on it again. This step overlaps the two: in each pass after the first and
  * before the last (the last writes the output, often streamed), a loop running unit-stride
- * along the row is strip-mined into strips of one cache line (64 bytes of its widest element),
- * and each strip first prefetches, for the row loop's next iteration, the line of every element
- * its statements read and write (a prefetch node, ir/loop_ir.h):
+ * along the row is strip-mined into strips of four cache lines (64 bytes of its widest element
+ * each: a strip of one line is shorter than the vectorised loop's body, which then never
+ * runs), and each strip first prefetches, for the row loop's next iteration, the four lines of
+ * every element its statements read and write (prefetch nodes, ir/loop_ir.h):
  *
  *     for (r ...)                                // the row loop (across threads or not)
  *       for (j ...) S1(r, j)                     // pass 1: reads row r from memory
- *       for (jp = 0; jp < N; jp += 16)           // pass 2, strips of a line
- *         if (r + 1 < R) prefetch S3(r + 1, jp)  // row r + 1's lines of x and y
- *         for (j = jp; j < min(jp + 16, N); j++) S3(r, j); S4(r, j)
+ *       for (jp = 0; jp < N; jp += 64)           // pass 2, strips of four lines (f32)
+ *         if (r + 1 < R)                         // row r + 1's lines of x and y
+ *           prefetch S3(r + 1, jp); prefetch S3(r + 1, jp + 16); ... jp + 48
+ *         for (j = jp; j < min(jp + 64, N); j++) S3(r, j); S4(r, j)
  *       for (j ...) S5(r, j)                     // the last pass
  *
  * softmax 4096 × 4096 f32 on a 2-core Sapphire Rapids: 8.5 -> 5.8 ms on two threads (a copy
