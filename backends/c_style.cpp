@@ -489,8 +489,8 @@ std::string CStyleRenderer::render_alloc(const Context& c, const LoopNode& n, in
   if (n.space == MemorySpace::shared) return render_block_tile(c, n, depth);
   if (n.matrix)
     return n.pack_depth > 0 ? render_matrix_pack(c, n, depth) : render_matrix_tile(c, n, depth);
-  if (n.tile_rows > 0) return render_tile(c, n, depth);
   if (n.pack_depth > 0) return render_pack(c, n, depth);
+  if (n.tile_rows > 0) return render_tile(c, n, depth);
   if (n.carried) return render_carry(c, n, depth);
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
@@ -632,7 +632,9 @@ std::string CStyleRenderer::render_node(const Context& c, const LoopNode& n, int
       return s + pad + "}\n";
     case LoopNode::Kind::stmt: {
       if (c.filling && c.filling->statement == n.statement)
-        return c.filling->matrix ? render_matrix_fill(c, n, depth) : render_pack_fill(c, n, depth);
+        return c.filling->matrix          ? render_matrix_fill(c, n, depth)
+               : c.filling->tile_rows > 0 ? render_row_fill(c, n, depth)
+                                          : render_pack_fill(c, n, depth);
       if (c.tile && c.tile->statement == n.statement) return render_tile_update(c, n, depth);
       s += pad + "{\n" + bind_iterators(n.args, pad + "  ");
       const Statement& st = c.kernel.statements[n.statement];

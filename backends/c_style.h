@@ -124,7 +124,8 @@ class CStyleRenderer {
     /** The packed panel (an alloc with pack_depth) being filled, or whose tiles are rendered. */
     mutable const LoopNode* filling = nullptr;
     mutable const LoopNode* pack = nullptr;
-    /** The matrix pack of the row operand whose matrix tiles are rendered (LoopNode::matrix). */
+    /** The pack of the row operands whose tiles are rendered: a matrix pack (LoopNode::matrix)
+     *  or one of vector tiles' rows (tile_rows > 0). */
     mutable const LoopNode* row_pack = nullptr;
     /** Packed panels kept in the kernel's workspace (backends/packed_weights.h): the region
      *  of each one's first array (`kiln_pwR`; the others follow) and the element offset of the
@@ -232,6 +233,11 @@ class CStyleRenderer {
   std::string render_tile_update(const Context& c, const LoopNode& n, int depth) const;
   /** A packed panel (LoopNode::pack_depth): its arrays, the loop that fills them, the tiles. */
   std::string render_pack(const Context& c, const LoopNode& n, int depth) const;
+  /** A pack of vector tiles' row operands (pack_depth with tile_rows): an array of tile_rows
+   *  × pack_depth values per operand, row r's k row at r · pack_depth + k − pack_origin. */
+  std::string render_row_pack(const Context& c, const LoopNode& n, int depth) const;
+  /** One instance of a row pack's fill: each row operand's element, as the tile computes it. */
+  std::string render_row_fill(const Context& c, const LoopNode& n, int depth) const;
   /** The fill's statement node `n`: each row-shared lane load stored into its array. */
   std::string render_pack_fill(const Context& c, const LoopNode& n, int depth) const;
   /** A fill node with fill_k > 0: per block of fill_k lanes, each lane's `loads` read along k

@@ -424,9 +424,20 @@ std::string CStyleRenderer::render_lanes(const Context& c, const ScalarExpr& e,
   DType t = e.dtype;
   auto arg = [&](size_t k) { return render_lanes(c, *e.args[k], lanes); };
   if (e.kind == ScalarExpr::Kind::load && (t == DType::f16 || t == DType::bf16) && e.mask.empty()) {
-    // f16 and bf16 lanes compute in f32: each lane's element converted (the C compiler turns
-    // the eight conversions of neighbours into one vector conversion where it can).
-    return lane_by_lane(c, e, *lanes.begin(), "f32", c.options.vector_bytes / 4);
+    // f16 and bf16 lanes compute in f32. Neighbours in memory (every lane in) are widened as
+    // one vector (kiln_vld_f16: vcvtph2ps with F16C; kiln_vld_bf16: a shift); otherwise each
+    // lane's element is converted on its own.
+    const int width = c.options.vector_bytes / 4;
+    if (lanes.size() == 1 && c.lane_limit.empty() && !is_gather(e) &&
+        c.plan.buffers[e.buffer].dtype == t) {
+      const std::string& v = *lanes.begin();
+      IntExpr linear = linear_index(c, e.buffer, e.index);
+      std::map<std::string, IntExpr> next = {{v, IntExpr::var(v) + IntExpr(1)}};
+      if (linear.substitute(next) - linear == IntExpr(1))
+        return std::string(t == DType::f16 ? "kiln_vld_f16(" : "kiln_vld_bf16(") +
+               render_vector_address(c, e.buffer, int_expr_to_c(linear, c.sizes), width) + ")";
+    }
+    return lane_by_lane(c, e, *lanes.begin(), "f32", width);
   }
   if (e.kind == ScalarExpr::Kind::load && (t == DType::f32 || t == DType::f64)) {
     IntExpr linear = linear_index(c, e.buffer, e.index);

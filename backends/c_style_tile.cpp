@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "backends/c_style.h"
+#include "backends/packed_weights.h"
 
 namespace kiln {
 
@@ -133,6 +134,28 @@ std::string CStyleRenderer::vector_helpers(const RenderOptions& options) const {
         text.replace(at, from.size(), to);
     s += text;
   }
+  // A vector of f16 or bf16 neighbours widened to f32 at once: vcvtph2ps where the processor
+  // has F16C (else each lane by the portable conversion); a bf16 is the upper half of its f32.
+  const std::string n = std::to_string(options.vector_bytes / 4),
+                    half = std::to_string(options.vector_bytes / 2);
+  s += "KILN_FN kiln_vf32 kiln_vld_f16(const uint16_t* p) {\n#ifdef KILN_F16C\n"
+       "  typedef _Float16 kiln_vh __attribute__((vector_size(" +
+       half +
+       "), aligned(2)));\n"
+       "  kiln_vh h; memcpy(&h, p, sizeof h); return __builtin_convertvector(h, kiln_vf32);\n"
+       "#else\n  kiln_vf32 v; for (int l = 0; l < " +
+       n +
+       "; ++l) v[l] = kiln_f16_to_f32(p[l]); return v;\n#endif\n}\n"
+       "KILN_FN kiln_vf32 kiln_vld_bf16(const uint16_t* p) {\n"
+       "  typedef uint16_t kiln_vu16 __attribute__((vector_size(" +
+       half +
+       "), aligned(2)));\n"
+       "  typedef uint32_t kiln_vu32 __attribute__((vector_size(" +
+       std::to_string(options.vector_bytes) +
+       ")));\n"
+       "  kiln_vu16 h; memcpy(&h, p, sizeof h);\n"
+       "  kiln_vu32 w = __builtin_convertvector(h, kiln_vu32) << 16;\n"
+       "  kiln_vf32 v; memcpy(&v, &w, sizeof v); return v;\n}\n";
   s += "KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }\n";
   // Orders a thread's non-temporal stores before whatever follows (another thread's reads).
   s += "KILN_FN void kiln_sfence(void) {\n#if defined(__x86_64__) || defined(__i386__)\n"
@@ -338,20 +361,9 @@ std::string CStyleRenderer::render_k_update(const Context& c, const LoopNode& n,
       const std::string bind =
           bind_line(k_tile_args(t, n.args, row_side ? at : 0, row_side ? 0 : at));
       const std::string value = render_lanes(c, e, along);
-      if (e.dtype == DType::f16 && c.plan.buffers[e.buffer].dtype == DType::f16) {
-        // f16 along k: one vector of halves converted at once (vcvtph2ps) where the processor
-        // has F16C, else each element as render_lanes converts it.
-        const int width = c.options.vector_bytes / 4;
-        const std::string offset = int_expr_to_c(linear_index(c, e.buffer, e.index), c.sizes);
-        s += pad + vt + " " + local + ";\n" + pad + "{ " + bind + "\n" + "#ifdef KILN_F16C\n" +
-             pad + "  " + local + " = ({ typedef _Float16 kiln_vh __attribute__((vector_size(" +
-             std::to_string(2 * width) + "), aligned(2))); kiln_vh kiln_h; memcpy(&kiln_h, " +
-             render_vector_address(c, e.buffer, offset, width) +
-             ", sizeof kiln_h); __builtin_convertvector(kiln_h, " + vt + "); });\n#else\n" + pad +
-             "  " + local + " = " + value + ";\n#endif\n" + pad + "}\n";
-      } else {
-        s += pad + vt + " " + local + "; { " + bind + local + " = " + value + "; }\n";
-      }
+      // f16 and bf16 along k: one vector widened at once (render_lanes: kiln_vld_f16 is
+      // vcvtph2ps where the processor has F16C).
+      s += pad + vt + " " + local + "; { " + bind + local + " = " + value + "; }\n";
       (row_side ? by_row[at] : by_lane[at])[&e] = local;
     }
   };
@@ -387,7 +399,65 @@ std::string CStyleRenderer::pack_element(const Context& c, const LoopNode& pack,
          std::to_string(lane) + "]";
 }
 
+namespace {
+
+/** The row operands of row pack `p` in statement node `n` (its fill or a tile's update). */
+std::vector<const ScalarExpr*> row_operands(const Statement& st, const LoopNode& n,
+                                            const LoopNode& p) {
+  return row_operand_loads(st, driven_iterators(n, p.tile_row), driven_iterators(n, p.pack_iter),
+                           driven_iterators(n, p.tile_lane));
+}
+
+/** Element (row `row` from the pack's origin, the current k) of row pack `p`'s array `k`. */
+std::string row_element(const LoopNode& p, size_t k, const std::string& row) {
+  return p.name + "_" + std::to_string(k) + "[(" + row + ") * " + std::to_string(p.pack_depth) +
+         " + (" + p.pack_iter + " - " + ast_expr_to_c(*p.pack_origin) + ")]";
+}
+
+}  // namespace
+
+std::string CStyleRenderer::render_row_pack(const Context& c, const LoopNode& n, int depth) const {
+  std::string pad(2 * depth, ' ');
+  const Statement& st = c.kernel.statements.at(n.statement);
+  std::vector<const LoopNode*> fill = nodes_of(*n.body.at(0), LoopNode::Kind::stmt);
+  if (fill.empty()) throw std::logic_error("a row pack without its fill statement");
+  const std::string type = st.value->dtype == DType::f64 ? "double" : "float";
+  std::string s = pad + "{\n";
+  for (size_t k = 0; k < row_operands(st, *fill[0], n).size(); ++k)
+    s += pad + "  " + type + " " + n.name + "_" + std::to_string(k) + "[" +
+         std::to_string(n.tile_rows * n.pack_depth) + "] __attribute__((aligned(64)));\n";
+  const LoopNode* filling = c.filling;
+  c.filling = &n;
+  s += render_node(c, *n.body[0], depth + 1);
+  c.filling = filling;
+  const LoopNode* outer = c.row_pack;
+  c.row_pack = &n;
+  for (size_t i = 1; i < n.body.size(); ++i)
+    s += render_node(c, *n.body[i], depth + 1);
+  c.row_pack = outer;
+  return s + pad + "}\n";
+}
+
+std::string CStyleRenderer::render_row_fill(const Context& c, const LoopNode& n, int depth) const {
+  const LoopNode& p = *c.filling;
+  const Statement& st = c.kernel.statements.at(n.statement);
+  // The lane iterator is not bound here; the loads packed do not read it.
+  std::vector<AstExprPtr> args;
+  for (const AstExprPtr& a : n.args)
+    args.push_back(a ? substitute(a, p.tile_lane, ast_int(0)) : nullptr);
+  c.bound.clear();
+  c.index_bound.clear();
+  const std::string row = p.tile_row + " - " + ast_expr_to_c(*p.tile_row_origin);
+  std::string s = std::string(2 * depth, ' ') + "{ " + bind_line(args);
+  std::vector<const ScalarExpr*> loads = row_operands(st, n, p);
+  for (size_t k = 0; k < loads.size(); ++k)
+    s += std::string(k ? " " : "") + row_element(p, k, row) + " = " + render_value(c, *loads[k]) +
+         ";";
+  return s + " }\n";
+}
+
 std::string CStyleRenderer::render_pack(const Context& c, const LoopNode& n, int depth) const {
+  if (n.tile_rows > 0) return render_row_pack(c, n, depth);
   std::string pad(2 * depth, ' ');
   const Statement& st = c.kernel.statements.at(n.statement);
   std::vector<const LoopNode*> fill = nodes_of(*n.body.at(0), LoopNode::Kind::stmt);
@@ -548,6 +618,18 @@ std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode&
   std::string t_name = st.value->dtype == DType::f64 ? "f64" : "f32";
   std::string type = "kiln_v" + t_name + " ";
   const LoopNode* pack = c.pack && c.pack->statement == n.statement ? c.pack : nullptr;
+  // The rows' operands from their pack where there is one (render_row_pack): row r's, or past
+  // the tile's row count the last existing row's.
+  const LoopNode* rp = c.row_pack && !c.row_pack->matrix && c.row_pack->statement == n.statement
+                           ? c.row_pack
+                           : nullptr;
+  std::vector<const ScalarExpr*> row_loads;
+  if (rp) row_loads = row_operands(st, n, *rp);
+  auto row_offset = [&](int64_t r) {
+    if (r == 0) return std::string("0");
+    if (!t.tile_row_count) return std::to_string(r);
+    return clamped_row(t, r) + " - (" + ast_expr_to_c(*t.tile_row_origin) + ")";
+  };
   std::string s;
   for (int64_t v = 0; v < t.tile_lanes / lanes; ++v) {
     c.lane_limit = t.tile_lane_count ? lane_count(t, v * lanes) : "";
@@ -569,6 +651,8 @@ std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode&
     for (int64_t r = 0; r < t.tile_rows; ++r) {
       c.bound.clear();
       c.index_bound.clear();
+      for (size_t k = 0; k < row_loads.size(); ++k)
+        c.bound[row_loads[k]] = row_element(*rp, k, row_offset(r));
       s += in + "{ " + bind_line(tile_args(t, n.args, r, v * lanes)) + t.name + "_" +
            std::to_string(r) + "_" + std::to_string(v) +
            " += " + render_lanes(c, *st.value, along) + "; }\n";
@@ -577,6 +661,7 @@ std::string CStyleRenderer::render_tile_update(const Context& c, const LoopNode&
   }
   c.lane_limit.clear();
   c.lane_bound.clear();
+  c.bound.clear();
   return s;
 }
 

@@ -16,6 +16,16 @@ std::vector<const ScalarExpr*> row_shared_loads(const Statement& st,
   return out;
 }
 
+std::vector<const ScalarExpr*> row_operand_loads(const Statement& st,
+                                                 const std::set<std::string>& rows,
+                                                 const std::set<std::string>& ks,
+                                                 const std::set<std::string>& lanes) {
+  std::vector<const ScalarExpr*> out;
+  for (const ScalarExpr* l : row_shared_loads(st, rows, lanes))
+    if (uses_vars(*l, ks)) out.push_back(l);
+  return out;
+}
+
 namespace {
 
 /** The statement iterator whose argument in `fill` is loop iterator `iter` itself, or -1. */
@@ -37,6 +47,8 @@ PersistentPack check(const KernelPlan& plan, const Kernel& k, const LoopNode& p,
   // A matrix pack is kept when it is the lane operand's of a tile on vectors (its words hold
   // the values as the tile reads them); the row operand's and AMX's are not (the header).
   if (p.matrix && (p.tile_rows > 0 || p.dot_bytes <= 0 || !p.pack_lane_base)) return out;
+  // A vector tile's row pack holds the rows' operands (an activation), filled per row tile.
+  if (!p.matrix && p.tile_rows > 0) return out;
   // A panel of vector registers holds f32 or f64; f16 and bf16 values are widened to f32 by
   // its fill (render_pack_fill), so their panels are f32 too and are kept alike.
   const DType v = st.value ? st.value->dtype : DType::f32;

@@ -58,6 +58,14 @@ std::vector<const ScalarExpr*> row_shared_loads(const Statement& st,
                                                 const std::set<std::string>& along,
                                                 const std::set<std::string>& across);
 
+/** The loads of `st` that move along the rows (`rows`) and along k (`ks`) but not along the
+ *  lanes (`lanes`): a row pack's operands (LoopNode::pack_depth with tile_rows). Each once, in
+ *  evaluation order. */
+std::vector<const ScalarExpr*> row_operand_loads(const Statement& st,
+                                                 const std::set<std::string>& rows,
+                                                 const std::set<std::string>& ks,
+                                                 const std::set<std::string>& lanes);
+
 /** The packed panels of kernel `k` under `root` that may persist across calls, in pre-order:
  *  every row-shared load reads a constant input with no iterator but the k and lane ones, those
  *  two are the fill's arguments as they are, the statement computes f32 or f64 (or f16 or bf16,

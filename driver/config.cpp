@@ -339,6 +339,12 @@ std::vector<Knob> make_knobs() {
        "over several loops (conv); docs/performance.md",
        "auto", true, parse_micro, show_micro},
       flag_knob(
+          "PACK_ROWS", KnobStage::scheduler,
+          "CPU: register tiles whose row operands are f16 or bf16 or not contiguous along "
+          "k (a[k, i] of aT * b) read them from a pack of each row tile's rows per k "
+          "block; 0: in place; docs/decisions.md",
+          "1", [](auto& o) -> auto& { return o.schedule.pack_rows; }),
+      flag_knob(
           "PARALLEL", KnobStage::scheduler,
           "1: the outermost coincident loops run across threads, on backends with threads (openmp)",
           "1", [](auto& o) -> auto& { return o.schedule.parallel; }),

@@ -210,6 +210,7 @@ const std::vector<Stage>& stages() {
            options.micro.block_bytes = options.pack_block_bytes;
          }
          options.micro.amx_bf16 = options.amx_bf16;
+         options.micro.pack_rows = options.pack_rows;
          options.micro.amx_int8 = options.amx_int8;
          options.micro.dot_bytes = options.dot_bytes;
          options.micro.bf16_dot_bytes = options.bf16_dot_bytes;

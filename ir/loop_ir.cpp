@@ -179,6 +179,11 @@ std::string alloc_line(const LoopNode& n) {
            range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +
            range(n.tile_lane, n.tile_lane_origin, n.tile_lanes) + lanes_below + count + dot;
   }
+  if (n.pack_depth > 0 && n.tile_rows > 0)
+    return "pack " + n.name + " = the rows' operands along " + n.pack_iter + " of S" +
+           std::to_string(n.statement) + " for " + range(n.pack_iter, n.pack_origin, n.pack_depth) +
+           ", " + range(n.tile_row, n.tile_row_origin, n.tile_rows) +
+           (n.tile_row_count ? ", rows below " + unwrap(expr_text(*n.tile_row_count)) : "");
   if (n.pack_depth > 0)
     return "pack " + n.name + " = the row-shared lane operands of S" + std::to_string(n.statement) +
            " for " + range(n.pack_iter, n.pack_origin, n.pack_depth) + ", " +

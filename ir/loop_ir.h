@@ -243,7 +243,12 @@ struct LoopNode {
    *  tile_lane_count of them when set) that statement `statement`'s loads read alike for every
    *  row of its register tiles (they do not use `tile_row`), copied into contiguous local
    *  arrays. body[0] is the loop that fills them (its stmt node names the statement), the rest
-   *  the tiles that read them. */
+   *  the tiles that read them. With tile_rows > 0 (and not `matrix`) it is a row pack instead:
+   *  the loads that move along `tile_row` and `pack_iter` but not `tile_lane` (a's rows), of
+   *  tile_rows rows from tile_row_origin (tile_row_count of them when set), as the tiles
+   *  compute them (f16 and bf16 widened to f32), row r's value at k at r · pack_depth + k −
+   *  pack_origin; body[0] fills it (a nest of the rows and k around the statement), the rest
+   *  are the row tile's lane tiles (RegisterTileShape::pack_rows). */
   int64_t pack_depth = 0;
   std::string pack_iter;
   AstExprPtr pack_origin;

@@ -358,6 +358,65 @@ bool Tiler::lanes_contiguous(const TileNest& t, const LoopNode& row) const {
   return true;
 }
 
+bool Tiler::packs_rows(const TileNest& t, const LoopNode& row,
+                       const std::vector<const LoopNode*>& loops) const {
+  if (!shape_.pack_rows) return false;
+  const Statement& s = kernel_.statements.at(t.stmt->statement);
+  std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
+                        rows = driven_iterators(*t.stmt, row.iter),
+                        ks = driven_iterators(*t.stmt, loops.front()->iter);
+  if (ks.size() != 1) return false;
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  for (const ScalarExpr* l : loads) {
+    if (!uses_vars(*l, rows) || !uses_vars(*l, ks) || uses_vars(*l, lanes)) continue;
+    const Buffer& b = plan_.buffers.at(l->buffer);
+    if (b.dtype == DType::f16 || b.dtype == DType::bf16 ||
+        !unit_stride(l->index, b.shape, *ks.begin()))
+      return true;
+  }
+  return false;
+}
+
+LoopNodePtr Tiler::row_pack(const LoopNode& row, const TileNest& t,
+                            const std::vector<const LoopNode*>& loops, const std::string& row_t,
+                            int64_t rows, LoopNodePtr tiles) {
+  const LoopNode& k = *loops.front();  // the k loop of one block
+  const Statement& s = kernel_.statements.at(t.stmt->statement);
+  auto p = std::make_shared<LoopNode>();
+  p->kind = LoopNode::Kind::alloc;
+  p->space = MemorySpace::local;
+  p->statement = t.stmt->statement;
+  p->name = "pack" + std::to_string(packs_++);
+  p->tile_row = row.iter;
+  p->tile_lane = t.loops.back()->iter;
+  p->tile_rows = rows;
+  p->tile_row_origin = ast_iter(row_t);
+  if (rows > 1)
+    p->tile_row_count = ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))});
+  p->pack_depth = shape_.depth;
+  p->pack_iter = k.iter;
+  p->pack_origin = k.init;
+  // The fill reads along k where the first row operand lies along k (x[i, k]), else along the
+  // rows (a[k, i]): each instance copies one element of each row operand.
+  std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
+                        rs = driven_iterators(*t.stmt, row.iter),
+                        ks = driven_iterators(*t.stmt, k.iter);
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  bool k_inner = true;
+  for (const ScalarExpr* l : loads)
+    if (uses_vars(*l, rs) && uses_vars(*l, ks) && !uses_vars(*l, lanes)) {
+      k_inner = unit_stride(l->index, plan_.buffers.at(l->buffer).shape, *ks.begin());
+      break;
+    }
+  LoopNodePtr k_loop = std::make_shared<LoopNode>(k);
+  LoopNodePtr row_loop = restricted(row, ast_iter(row_t), rows);
+  p->body = {k_inner ? nest({row_loop, k_loop}, *t.stmt) : nest({k_loop, row_loop}, *t.stmt),
+             std::move(tiles)};
+  return p;
+}
+
 int Tiler::shared_operands(const TileNest& t, const LoopNode& row) const {
   const Statement& s = kernel_.statements.at(t.stmt->statement);
   std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
@@ -481,9 +540,11 @@ LoopNodePtr Tiler::lane_block(const LoopNode& row, const TileNest& t,
                         ast_op("min", {add(ast_iter(row_c), ast_int(block_rows)), upper(row)})});
     }
     row_tiles->step = rows;
-    row_tiles->body = {tile_lanes(tile_alloc(
+    LoopNodePtr tiles = tile_lanes(tile_alloc(
         row, t, loops, lanes, partial, rows, row_t,
-        rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr))};
+        rows > 1 ? ast_op("min", {ast_int(rows), sub(upper(row), ast_iter(row_t))}) : nullptr));
+    row_tiles->body = {packs_rows(t, row, loops) ? row_pack(row, t, loops, row_t, rows, tiles)
+                                                 : tiles};
     row_tiles->mapping = Mapping::serial;
     return row_tiles;
   };

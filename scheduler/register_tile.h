@@ -29,6 +29,12 @@
  *             for (it = ic; ...) for (jt = jc; ...; jt += L) alloc tile(...) reading P at jt
  *           pack for the lanes left, the same way, a vector at a time
  *
+ * Where a's rows are f16 or bf16, or do not lie along k (a[k, i] of aᵀ · b), each row tile
+ * copies them for its k block first (`pack A = a[it..it+R, kt..]`, widened to f32, filled along
+ * whichever of k and the rows a lies along), and its lane tiles read them there
+ * (RegisterTileShape::pack_rows): a conversion once per row tile instead of once per lane
+ * tile, and R contiguous rows of D values instead of D rows of a apart.
+ *
  * Each (lane block, row block) packs its own panel: no pack is shared between threads, there
  * are pairs enough for the threads whether the rows are few (decode) or the lanes, and b is
  * packed M / C times (C = 128 row tiles: under 1 % of the work). The loops inside a pair stay
@@ -139,6 +145,12 @@ struct RegisterTileShape {
    *  fastest runs 5.5 ms direct against 7.1 packed; at 1024³ and 2048³ the pack is as fast or
    *  faster. 0: always pack. */
   int direct_row_tiles = 4;
+  /** Each row tile copies its row operands (the loads that move along the rows and along k,
+   *  not the lanes: a's rows) for one k block into a local pack, which its lane tiles then
+   *  read, where one of them is f16 or bf16 (widened once per row tile and k block, not once
+   *  per lane tile) or does not lie contiguous along k (a[k, i] of aᵀ · b: its k rows a row of
+   *  a apart, which a power-of-two row length puts in one L1 set). false: read them in place. */
+  bool pack_rows = true;
   /** A row block of at most this many rows (a decode step) whose lane operand lies along k
    *  and not along the lanes (w[j, k] of x · wᵀ, a plain weight) runs its reduction along k
    *  instead of packing that operand transposed at every call: tiles of these rows by 4 lanes

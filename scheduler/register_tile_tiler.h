@@ -121,6 +121,20 @@ class Tiler {
                          const std::string& lane_c, int64_t block_lanes, const std::string& row_c,
                          LoopNodePtr packed);
 
+  /** Whether the row tiles of `t` inside row loop `row` read their row operands from a pack
+   *  (RegisterTileShape::pack_rows): a load of `t`'s statement that moves along `row` and
+   *  along k (`loops`' first) but not along the lanes is f16 or bf16, or is not contiguous
+   *  along k. Decided from the loads' dtypes and access relations alone. */
+  bool packs_rows(const TileNest& t, const LoopNode& row,
+                  const std::vector<const LoopNode*>& loops) const;
+
+  /** `tiles` (the lane tiles of the row tile at iterator `row_t`, `rows` rows) inside the pack
+   *  of their row operands for one k block (LoopNode::pack_depth with tile_rows): body[0]
+   *  fills it, k inner where the first row operand lies along k. */
+  LoopNodePtr row_pack(const LoopNode& row, const TileNest& t,
+                       const std::vector<const LoopNode*>& loops, const std::string& row_t,
+                       int64_t rows, LoopNodePtr tiles);
+
   /** How many loads of `t`'s statement move along the lanes but not along row loop `row`. */
   int shared_operands(const TileNest& t, const LoopNode& row) const;
 

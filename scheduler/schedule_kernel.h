@@ -90,6 +90,9 @@ struct ScheduleOptions {
   /** CPU: the middle passes of a row prefetch the next row's lines (scheduler/prefetch_rows.h;
    *  PREFETCH). */
   bool prefetch_rows = true;
+  /** CPU: register tiles read f16, bf16 or strided row operands from a pack of their rows
+   *  (RegisterTileShape::pack_rows; PACK_ROWS). */
+  bool pack_rows = true;
   bool vectorize = true;  ///< VECTORIZE: map innermost loops to vector lanes where it can
   /** What the backend can map loops to (backends/backend.h): threads (OpenMP) and vector lanes;
    *  PARALLEL and VECTORIZE take effect only where it can. */

@@ -192,18 +192,44 @@ TEST_CASE("codegen: x · wᵀ with a plain weight: a row block of at most 4 rows
   CHECK(src.find("for (int64_t c2 = ((s_K / 8) * 8); c2 < s_K; c2 += 1) {") != std::string::npos);
   CHECK(src.find("if (3 < tile3_rows && 1 < tile3_lanes) { const int64_t i0 = tile3_row3, i1 = "
                  "tile3_lane1; b4[(s_N * i0 + i1)] = tile3_s3_1; }") != std::string::npos);
-  // f16 operands along k: one vector of halves converted at once where the processor has F16C
-  // (vcvtph2ps), each element converted elsewhere; bf16 widened by the renderer's shifts.
+  // f16 operands along k: one vector of halves converted at once (kiln_vld_f16: vcvtph2ps
+  // where the processor has F16C, each element converted elsewhere); bf16 widened by a shift.
   const GoldenCase f16 = {"", "tests/regressions/linear_layouts.toml:linear_t_plain",
                           {{"T", DType::f16}}, 0};
   const std::string h = render_source(f16);
   CHECK(h.find("#ifdef KILN_F16C\n") != std::string::npos);
-  CHECK(h.find("kiln_vh kiln_h; memcpy(&kiln_h, &b1[(s_K * i1 + i2)], sizeof kiln_h); "
-               "__builtin_convertvector(kiln_h, kiln_vf32); });") != std::string::npos);
+  CHECK(h.find("= kiln_vld_f16(&b1[(s_K * i1 + i2)]); }") != std::string::npos);
   const GoldenCase bf16 = {"", "tests/regressions/linear_layouts.toml:linear_t_plain",
                            {{"T", DType::bf16}}, 0};
-  CHECK(render_source(bf16).find("kiln_bf16_to_f32(b1[(7 + s_K * i1 + i2)])") !=
+  CHECK(render_source(bf16).find("= kiln_vld_bf16(&b1[(s_K * i1 + i2)]); }") !=
         std::string::npos);
+}
+
+TEST_CASE("codegen: f16 and aᵀ · b row operands come from a pack of each row tile's rows") {
+  // RegisterTileShape::pack_rows: per row tile and k block, a's 3 rows of 256 k copied (f16
+  // widened once) into a local pack, filled along k where a lies along k and along the rows
+  // where it lies along the rows; each row of the tile reads its value there (the rows past
+  // the tile's count the last existing row's).
+  const std::string h = render_source({"", "ops/nn.toml:matmul", {{"T", DType::f16}}, 0});
+  CHECK(h.find("float pack2_0[768] __attribute__((aligned(64)));") != std::string::npos);
+  CHECK(h.find("for (int64_t c0 = c0t; c0 < ((c0t + 3) < s_M ? (c0t + 3) : s_M); c0 += 1) {\n"
+               "                for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : "
+               "s_K); c2 += 1) {\n                  { const int64_t i0 = c0, i1 = 0, i2 = c2; "
+               "pack2_0[(c0 - c0t) * 256 + (c2 - c2t)] = kiln_f16_to_f32(b0[(s_K * i0 + i2)]); }") !=
+        std::string::npos);
+  CHECK(h.find("tile1_2_0 += (pack2_0[(tile1_row2 - (c0t)) * 256 + (c2 - c2t)] * kiln_lane0);") !=
+        std::string::npos);
+  // b's lanes widened a vector at a time into its own pack.
+  CHECK(h.find("kiln_vld_f16(&b1[(s_N * i2 + i1)])") != std::string::npos);
+  const std::string at =
+      render_source({"", "tests/regressions/linear_layouts.toml:matmul_at", {{"T", DType::f32}}, 0});
+  CHECK(at.find("for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) "
+                "{\n                for (int64_t c0 = c0t; c0 < ((c0t + 3) < s_M ? (c0t + 3) : "
+                "s_M); c0 += 1) {\n                  { const int64_t i0 = c0, i1 = 0, i2 = c2; "
+                "pack2_0[(c0 - c0t) * 256 + (c2 - c2t)] = b0[(s_M * i2 + i0)]; }") !=
+        std::string::npos);
+  // f32 a along k is read in place.
+  CHECK(render_source(golden_cases()[1]).find("float pack2_0") == std::string::npos);
 }
 
 TEST_CASE("codegen: gelu f32, batch rank 1, matches its golden source") {

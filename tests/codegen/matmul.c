@@ -242,6 +242,21 @@ KILN_FN void kiln_vstm_f64(double* p, int64_t off, int64_t lo, int64_t hi, kiln_
   memcpy(t, &v, sizeof v);
   for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 4; ++l) p[off + l] = t[l];
 }
+KILN_FN kiln_vf32 kiln_vld_f16(const uint16_t* p) {
+#ifdef KILN_F16C
+  typedef _Float16 kiln_vh __attribute__((vector_size(16), aligned(2)));
+  kiln_vh h; memcpy(&h, p, sizeof h); return __builtin_convertvector(h, kiln_vf32);
+#else
+  kiln_vf32 v; for (int l = 0; l < 8; ++l) v[l] = kiln_f16_to_f32(p[l]); return v;
+#endif
+}
+KILN_FN kiln_vf32 kiln_vld_bf16(const uint16_t* p) {
+  typedef uint16_t kiln_vu16 __attribute__((vector_size(16), aligned(2)));
+  typedef uint32_t kiln_vu32 __attribute__((vector_size(32)));
+  kiln_vu16 h; memcpy(&h, p, sizeof h);
+  kiln_vu32 w = __builtin_convertvector(h, kiln_vu32) << 16;
+  kiln_vf32 v; memcpy(&v, &w, sizeof v); return v;
+}
 KILN_FN int64_t kiln_min_int(int64_t a, int64_t b) { return a < b ? a : b; }
 KILN_FN void kiln_sfence(void) {
 #if defined(__x86_64__) || defined(__i386__)

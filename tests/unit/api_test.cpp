@@ -276,7 +276,7 @@ TEST_CASE("api: an unknown config key or a bad value throws std::invalid_argumen
         "unknown --config key 'TIEL' (did you mean TILE?); known keys: BF16DOT, BLAS, "
         "CHECK, FASTMATH, GPU_ATTN, GPU_MMA, GPU_TILE, GPU_TMA, GPU_WGMMA, ISL_MS, ISL_OPS, "
         "MATRIX, MICRO, "
-        "PARALLEL, PREFETCH, "
+        "PACK_ROWS, PARALLEL, PREFETCH, "
         "SIMD, "
         "SIMPLIFY, STREAM, THREADS, TILE, TUNED, "
         "VECTORIZE, VNNI",

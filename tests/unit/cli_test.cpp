@@ -352,7 +352,7 @@ TEST_CASE("cli: --config keys are the knobs of the registry; others are exit 2")
       "ISL_OPS, "
       "MATRIX, "
       "MICRO, "
-      "PARALLEL, PREFETCH, "
+      "PACK_ROWS, PARALLEL, PREFETCH, "
       "SIMD, "
       "SIMPLIFY, "
       "STREAM, "

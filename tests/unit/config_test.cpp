@@ -32,7 +32,7 @@ const char* kKnown =
     "ISL_OPS, "
     "MATRIX, "
     "MICRO, "
-    "PARALLEL, PREFETCH, "
+    "PACK_ROWS, PARALLEL, PREFETCH, "
     "SIMD, "
     "SIMPLIFY, "
     "STREAM, "
@@ -42,7 +42,7 @@ const char* kKnown =
 }  // namespace
 
 TEST_CASE("config: every knob parses its default to the default options") {
-  REQUIRE(knobs().size() == 23);
+  REQUIRE(knobs().size() == 24);
   const CompileOptions defaults;
   CompileOptions all;
   for (const Knob& k : knobs()) {
