@@ -112,11 +112,14 @@ std::string CStyleRenderer::render_prefetch(const Context& c, const LoopNode& n,
       }
     lines.emplace_back(at, write);
   };
-  if (st.kind == Statement::Kind::assign) add(st.buffer, st.index, 1);
+  const std::vector<int>& only = n.prefetch_buffers;
+  if (st.kind == Statement::Kind::assign && only.empty()) add(st.buffer, st.index, 1);
   std::vector<const ScalarExpr*> loads;
   if (st.value) collect_loads(*st.value, loads);
   for (const ScalarExpr* l : loads)
-    if (l->mask.empty() && !is_gather(*l)) add(l->buffer, l->index, 0);
+    if (l->mask.empty() && !is_gather(*l) &&
+        (only.empty() || std::find(only.begin(), only.end(), l->buffer) != only.end()))
+      add(l->buffer, l->index, 0);
   std::string s = pad + "{\n" + bind_iterators(n.args, pad + "  ");
   for (const auto& [at, write] : lines)
     s += pad + "  __builtin_prefetch(" + at + ", " + std::to_string(write) + ", 3);\n";

@@ -351,7 +351,8 @@ std::vector<Knob> make_knobs() {
       flag_knob(
           "PREFETCH", KnobStage::scheduler,
           "CPU: the middle passes of a row-wise kernel (softmax's exponentials) prefetch "
-          "the next row's cache lines; 0: off; docs/decisions.md",
+          "the next row's cache lines, and register tiles of few rows that read b where it "
+          "lies (a decode step) its lines 16 k rows ahead; 0: off; docs/decisions.md",
           "1", [](auto& o) -> auto& { return o.schedule.prefetch_rows; }),
       {"SIMD", KnobStage::scheduler,
        "CPU: the bytes a vector of the float loops mapped to vector lanes (openmp): auto (the "

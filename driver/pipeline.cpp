@@ -211,6 +211,7 @@ const std::vector<Stage>& stages() {
          }
          options.micro.amx_bf16 = options.amx_bf16;
          options.micro.pack_rows = options.pack_rows;
+         if (!options.prefetch_rows) options.micro.prefetch_k = 0;
          options.micro.amx_int8 = options.amx_int8;
          options.micro.dot_bytes = options.dot_bytes;
          options.micro.bf16_dot_bytes = options.bf16_dot_bytes;

@@ -249,7 +249,10 @@ std::string node_line(const LoopNode& n) {
       std::string out = "prefetch S" + std::to_string(n.statement) + "(";
       for (size_t k = 0; k < n.args.size(); ++k)
         out += (k ? ", " : "") + unwrap(expr_text(*n.args[k]));
-      return out + ");";
+      out += ")";
+      for (size_t b = 0; b < n.prefetch_buffers.size(); ++b)
+        out += (b ? ", " : ", the loads of b") + std::to_string(n.prefetch_buffers[b]);
+      return out + ";";
     }
     case LoopNode::Kind::single:
       return "single  // one thread of the block";

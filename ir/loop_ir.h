@@ -188,6 +188,9 @@ struct LoopNode {
    *  full-width vectors (scheduler/map_loops.h); 0: the C compiler's choice. */
   int simd_lanes = 0;
   int statement = -1;  ///< stmt, alloc: index into Kernel::statements
+  /** prefetch: when not empty, only the lines of the statement's loads of these buffers (a
+   *  register tile's lane operand), not its other loads or its write. */
+  std::vector<int> prefetch_buffers;
   /** stmt in a packed panel's fill (alloc with pack_depth > 0, body[0]): when > 0 this instance
    *  fills fill_k k rows from its k on for blocks of fill_k lanes at once: each lane's operands
    *  read along k in one vector (they lie contiguous there, as w[j, k] of x · wᵀ does), the

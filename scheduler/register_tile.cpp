@@ -1,6 +1,7 @@
 #include "scheduler/register_tile.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -600,7 +601,12 @@ LoopNodePtr Tiler::lane_block(const LoopNode& row, const TileNest& t,
       few > 0 && !row_c.empty() && lanes_contiguous(t, row)) {
     AstExprPtr left = sub(upper(row), ast_iter(row_c));
     auto both = std::make_shared<LoopNode>();
-    both->body = {make_guard(ast_op("le", {left, ast_int(few)}), make_row_tiles()),
+    // Read in place, the lane operand's k rows lie a row of b apart (a new page every k
+    // at N ≥ 1024 f32): the tiles fetch them ahead (RegisterTileShape::prefetch_k).
+    prefetch_lanes_ = !partial && shape_.prefetch_k > 0;
+    LoopNodePtr direct = make_row_tiles();
+    prefetch_lanes_ = false;
+    both->body = {make_guard(ast_op("le", {left, ast_int(few)}), direct),
                   make_guard(ast_op("gt", {left, ast_int(few)}), pack)};
     return both;
   }
@@ -647,7 +653,65 @@ LoopNodePtr Tiler::tile_alloc(const LoopNode& row, const TileNest& t,
   if (LoopNodePtr narrow =
           narrowed_to_rows(s, *t.stmt, *alloc->body[0], row.iter, origin, n, plan_.size_vars))
     alloc->body[0] = narrow;
+  if (prefetch_lanes_) prefetch_lane_rows(*alloc, row, t, loops, origin, lanes);
   return epilogue_ ? with_epilogue(alloc, row, lane) : LoopNodePtr(alloc);
+}
+
+void Tiler::prefetch_lane_rows(LoopNode& tile, const LoopNode& row, const TileNest& t,
+                               const std::vector<const LoopNode*>& loops, const std::string& origin,
+                               int64_t lanes) {
+  const LoopNode& k = *loops.front();
+  const LoopNode& lane = *t.loops.back();
+  if (tile.body.empty()) return;
+  const Statement& s = kernel_.statements.at(t.stmt->statement);
+  std::set<std::string> ls = driven_iterators(*t.stmt, lane.iter),
+                        rs = driven_iterators(*t.stmt, row.iter);
+  std::vector<const ScalarExpr*> loads;
+  collect_loads(*s.value, loads);
+  int64_t bytes = 0;
+  std::vector<int> buffers;
+  for (const ScalarExpr* l : loads)
+    if (uses_vars(*l, ls) && !uses_vars(*l, rs)) {
+      bytes = std::max<int64_t>(bytes, dtype_bits(plan_.buffers.at(l->buffer).dtype) / 8);
+      if (std::find(buffers.begin(), buffers.end(), l->buffer) == buffers.end())
+        buffers.push_back(l->buffer);
+    }
+  if (bytes == 0) return;
+  // One prefetch per cache line of the tile's lanes, prefetch_k k rows ahead (the last k row
+  // past the end: no address outside the operand).
+  const int64_t per_line = std::max<int64_t>(1, 64 / bytes);
+  AstExprPtr ahead = ast_op("min", {add(ast_iter(k.iter), ast_int(shape_.prefetch_k)),
+                                    sub(upper(*t.loops.front()), ast_int(1))});
+  std::vector<LoopNodePtr> fetches;
+  for (int64_t at = 0; at < lanes; at += per_line) {
+    auto f = std::make_shared<LoopNode>();
+    f->kind = LoopNode::Kind::prefetch;
+    f->statement = t.stmt->statement;
+    f->prefetch_buffers = buffers;
+    AstExprPtr l = add(ast_iter(lane.iter + "t"), ast_int(at));
+    for (const AstExprPtr& a : t.stmt->args)
+      f->args.push_back(
+          a ? substitute(substitute(substitute(a, row.iter, ast_iter(origin)), lane.iter, l),
+                         k.iter, ahead)
+            : a);
+    fetches.push_back(f);
+  }
+  // A copy of the tile's loops down to its k loop (the reduction over one block), the
+  // prefetches at the front of that loop's body.
+  std::function<LoopNodePtr(const LoopNodePtr&)> with = [&](const LoopNodePtr& n) -> LoopNodePtr {
+    if (n->kind != LoopNode::Kind::loop) return nullptr;
+    auto copy = std::make_shared<LoopNode>(*n);
+    if (n->iter == k.iter) {
+      copy->body.insert(copy->body.begin(), fetches.begin(), fetches.end());
+      return copy;
+    }
+    if (n->body.size() != 1) return nullptr;
+    LoopNodePtr inner = with(n->body[0]);
+    if (!inner) return nullptr;
+    copy->body = {inner};
+    return copy;
+  };
+  if (LoopNodePtr b = with(tile.body[0])) tile.body[0] = b;
 }
 
 LoopNodePtr Tiler::lane_tiles(const LoopNode& row, const TileNest& t,

@@ -151,6 +151,11 @@ struct RegisterTileShape {
    *  per lane tile) or does not lie contiguous along k (a[k, i] of aᵀ · b: its k rows a row of
    *  a apart, which a power-of-two row length puts in one L1 set). false: read them in place. */
   bool pack_rows = true;
+  /** A row block of few row tiles that reads its lane operand in place (direct_row_tiles: a
+   *  decode step's b[k, n]) prefetches the lines of each tile's lanes this many k rows ahead:
+   *  read in place, those rows lie a row of b apart, a new page at every k that the hardware's
+   *  prefetchers do not cross. 0: no prefetch (PREFETCH=0). */
+  int prefetch_k = 16;
   /** A row block of at most this many rows (a decode step) whose lane operand lies along k
    *  and not along the lanes (w[j, k] of x · wᵀ, a plain weight) runs its reduction along k
    *  instead of packing that operand transposed at every call: tiles of these rows by 4 lanes

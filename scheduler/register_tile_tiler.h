@@ -135,6 +135,13 @@ class Tiler {
                        const std::vector<const LoopNode*>& loops, const std::string& row_t,
                        int64_t rows, LoopNodePtr tiles);
 
+  /** Prefetch nodes at the front of register tile `tile`'s k loop (of nest `t` in row loop
+   *  `row`, its rows from iterator `origin`, `lanes` lanes): one per cache line of the tile's
+   *  lanes, for the lane operand's elements prefetch_k k rows ahead (RegisterTileShape). */
+  void prefetch_lane_rows(LoopNode& tile, const LoopNode& row, const TileNest& t,
+                          const std::vector<const LoopNode*>& loops, const std::string& origin,
+                          int64_t lanes);
+
   /** How many loads of `t`'s statement move along the lanes but not along row loop `row`. */
   int shared_operands(const TileNest& t, const LoopNode& row) const;
 
@@ -193,8 +200,9 @@ class Tiler {
   const Kernel& kernel_;
   RegisterTileShape shape_;
   int count_ = 0, packs_ = 0;
-  bool matrix_ = false;  ///< tile_alloc makes matrix-unit tiles
-  int dot_bytes_ = 0;    ///< ... on vectors of this many bytes when > 0 (LoopNode::dot_bytes)
+  bool matrix_ = false;          ///< tile_alloc makes matrix-unit tiles
+  bool prefetch_lanes_ = false;  ///< ... whose k loops prefetch the lane operand ahead
+  int dot_bytes_ = 0;  ///< ... on vectors of this many bytes when > 0 (LoopNode::dot_bytes)
   DotSigns dot_signs_ = DotSigns::unsigned_signed;  ///< ... with these operand signs
   const LoopNode* epilogue_ = nullptr;  ///< the epilogue of the nest being blocked, or null
   std::string epilogue_lane_;           ///< its lane loop's iterator

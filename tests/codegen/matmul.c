@@ -330,6 +330,30 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
                   { const int64_t i0 = tile1_row2, i1 = (c1t + 56); tile1_2_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
                 }
                 for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+                  {
+                    const int64_t i0 = c0t;
+                    const int64_t i1 = c1t;
+                    const int64_t i2 = ((c2 + 16) < (s_K - 1) ? (c2 + 16) : (s_K - 1));
+                    __builtin_prefetch(b1 + ((s_N * i2 + i1)), 0, 3);
+                  }
+                  {
+                    const int64_t i0 = c0t;
+                    const int64_t i1 = (c1t + 16);
+                    const int64_t i2 = ((c2 + 16) < (s_K - 1) ? (c2 + 16) : (s_K - 1));
+                    __builtin_prefetch(b1 + ((s_N * i2 + i1)), 0, 3);
+                  }
+                  {
+                    const int64_t i0 = c0t;
+                    const int64_t i1 = (c1t + 32);
+                    const int64_t i2 = ((c2 + 16) < (s_K - 1) ? (c2 + 16) : (s_K - 1));
+                    __builtin_prefetch(b1 + ((s_N * i2 + i1)), 0, 3);
+                  }
+                  {
+                    const int64_t i0 = c0t;
+                    const int64_t i1 = (c1t + 48);
+                    const int64_t i2 = ((c2 + 16) < (s_K - 1) ? (c2 + 16) : (s_K - 1));
+                    __builtin_prefetch(b1 + ((s_N * i2 + i1)), 0, 3);
+                  }
                   { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
                     { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile1_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
                     { const int64_t i0 = tile1_row1, i1 = (c1t + 0), i2 = c2; tile1_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }

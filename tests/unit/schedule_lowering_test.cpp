@@ -266,6 +266,22 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
   std::vector<const LoopNode*> inner = loops(tile);
   REQUIRE(inner.size() == 1);
   CHECK_FALSE(inner[0]->coincident);
+  // Read where it lies, b's k rows are a row of b apart: the direct tile's k loop prefetches
+  // the lines of its 32 lanes (two of 64 bytes) 16 k rows ahead, b's loads only
+  // (RegisterTileShape::prefetch_k); the packed tiles read the pack and prefetch nothing.
+  std::vector<const LoopNode*> fetched = nodes_of(*inner[0], LoopNode::Kind::prefetch);
+  REQUIRE(fetched.size() == 2);
+  for (const LoopNode* f : fetched) {
+    CHECK(f->prefetch_buffers == std::vector<int>{1});
+    CHECK(loop_node_to_text(*f).find("min((c2 + 16), (K - 1))), the loads of b1;") !=
+          std::string::npos);
+  }
+  CHECK(loop_node_to_text(*fetched[1]).find("c1t + 16") != std::string::npos);
+  CHECK(nodes_of(*found[1], LoopNode::Kind::prefetch).empty());
+  CHECK(nodes_of(*found[2], LoopNode::Kind::prefetch).empty());
+  ScheduleOptions quiet = opt;
+  quiet.micro.prefetch_k = 0;
+  CHECK(nodes_of(*check_legal(b, quiet, sizes).nest.root, LoopNode::Kind::prefetch).empty());
   // BLIS's order: lane blocks by row blocks run across threads (collapsed), each with its own
   // packs; inside them the k-block loop is a serial tile loop around the pack, whose lane tiles
   // each row tile sweeps.
