@@ -268,7 +268,93 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
   for (int64_t c1c = 0; c1c < s_N; c1c += 512) {
     for (int64_t c0c = 0; c0c < s_M; c0c += 384) {
       for (int64_t c2t = 0; c2t < s_K; c2t += 256) {
-        if ((s_M - c0c) <= 12) {
+        if ((s_M - c0c) == 1) {
+          for (int64_t c0t = c0c; c0t < ((c0c + 384) < s_M ? (c0c + 384) : s_M); c0t += 1) {
+            for (int64_t c1t = c1c; c1t < ((c1c + 512) < (s_N - 63) ? (c1c + 512) : (s_N - 63)); c1t += 64) {
+              {
+                kiln_vf32 tile2_0_0, tile2_0_1, tile2_0_2, tile2_0_3, tile2_0_4, tile2_0_5, tile2_0_6, tile2_0_7;
+                if ((c2t == 0)) {
+                  tile2_0_0 = (kiln_vf32){0};
+                  tile2_0_1 = (kiln_vf32){0};
+                  tile2_0_2 = (kiln_vf32){0};
+                  tile2_0_3 = (kiln_vf32){0};
+                  tile2_0_4 = (kiln_vf32){0};
+                  tile2_0_5 = (kiln_vf32){0};
+                  tile2_0_6 = (kiln_vf32){0};
+                  tile2_0_7 = (kiln_vf32){0};
+                } else {
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); tile2_0_1 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); tile2_0_2 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); tile2_0_3 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); tile2_0_4 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); tile2_0_5 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); tile2_0_6 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); tile2_0_7 = kiln_vld_f32(&b2[(s_N * i0 + i1)]); }
+                }
+                for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
+                  {
+                    const int64_t i0 = c0t;
+                    const int64_t i1 = c1t;
+                    const int64_t i2 = ((c2 + 16) < (s_K - 1) ? (c2 + 16) : (s_K - 1));
+                    __builtin_prefetch(b1 + ((s_N * i2 + i1)), 0, 3);
+                  }
+                  {
+                    const int64_t i0 = c0t;
+                    const int64_t i1 = (c1t + 16);
+                    const int64_t i2 = ((c2 + 16) < (s_K - 1) ? (c2 + 16) : (s_K - 1));
+                    __builtin_prefetch(b1 + ((s_N * i2 + i1)), 0, 3);
+                  }
+                  {
+                    const int64_t i0 = c0t;
+                    const int64_t i1 = (c1t + 32);
+                    const int64_t i2 = ((c2 + 16) < (s_K - 1) ? (c2 + 16) : (s_K - 1));
+                    __builtin_prefetch(b1 + ((s_N * i2 + i1)), 0, 3);
+                  }
+                  {
+                    const int64_t i0 = c0t;
+                    const int64_t i1 = (c1t + 48);
+                    const int64_t i2 = ((c2 + 16) < (s_K - 1) ? (c2 + 16) : (s_K - 1));
+                    __builtin_prefetch(b1 + ((s_N * i2 + i1)), 0, 3);
+                  }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                  }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 8), i2 = c2; tile2_0_1 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                  }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 16), i2 = c2; tile2_0_2 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                  }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 24), i2 = c2; tile2_0_3 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                  }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 32), i2 = c2; tile2_0_4 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                  }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 40), i2 = c2; tile2_0_5 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                  }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 48), i2 = c2; tile2_0_6 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                  }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&b1[(s_N * i2 + i1)]);
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 56), i2 = c2; tile2_0_7 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                  }
+                }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_0_0); }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 8); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_0_1); }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 16); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_0_2); }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 24); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_0_3); }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 32); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_0_4); }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 40); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_0_5); }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 48); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_0_6); }
+                { const int64_t i0 = (c0t + 0), i1 = (c1t + 56); kiln_vst_f32(&b2[(s_N * i0 + i1)], tile2_0_7); }
+              }
+            }
+          }
+        }
+        if (((s_M - c0c) > 1) && ((s_M - c0c) <= 12)) {
           for (int64_t c0t = c0c; c0t < ((c0c + 384) < s_M ? (c0c + 384) : s_M); c0t += 3) {
             for (int64_t c1t = c1c; c1t < ((c1c + 512) < (s_N - 63) ? (c1c + 512) : (s_N - 63)); c1t += 64) {
               {
@@ -590,34 +676,34 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
             for (int64_t c0t = c0c; c0t < ((c0c + 384) < s_M ? (c0c + 384) : s_M); c0t += 3) {
               for (int64_t c1t = (c1c > (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64))) ? c1c : (0 > (64 * kiln_fdiv(s_N, 64)) ? 0 : (64 * kiln_fdiv(s_N, 64)))); c1t < ((c1c + 512) < s_N ? (c1c + 512) : s_N); c1t += 8) {
                 {
-                  const int64_t tile2_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
-                  const int64_t tile2_row1 = c0t + (1 < tile2_rows ? 1 : tile2_rows - 1);
-                  const int64_t tile2_row2 = c0t + (2 < tile2_rows ? 2 : tile2_rows - 1);
-                  kiln_vf32 tile2_0_0;
-                  kiln_vf32 tile2_1_0;
-                  kiln_vf32 tile2_2_0;
+                  const int64_t tile3_rows = (3 < (s_M - c0t) ? 3 : (s_M - c0t));
+                  const int64_t tile3_row1 = c0t + (1 < tile3_rows ? 1 : tile3_rows - 1);
+                  const int64_t tile3_row2 = c0t + (2 < tile3_rows ? 2 : tile3_rows - 1);
+                  kiln_vf32 tile3_0_0;
+                  kiln_vf32 tile3_1_0;
+                  kiln_vf32 tile3_2_0;
                   if ((c2t == 0)) {
-                    tile2_0_0 = (kiln_vf32){0};
-                    tile2_1_0 = (kiln_vf32){0};
-                    tile2_2_0 = (kiln_vf32){0};
+                    tile3_0_0 = (kiln_vf32){0};
+                    tile3_1_0 = (kiln_vf32){0};
+                    tile3_2_0 = (kiln_vf32){0};
                   } else {
-                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile2_0_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
-                    { const int64_t i0 = tile2_row1, i1 = (c1t + 0); tile2_1_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
-                    { const int64_t i0 = tile2_row2, i1 = (c1t + 0); tile2_2_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                    { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); tile3_0_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                    { const int64_t i0 = tile3_row1, i1 = (c1t + 0); tile3_1_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
+                    { const int64_t i0 = tile3_row2, i1 = (c1t + 0); tile3_2_0 = kiln_vldm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), (s_M * s_N)); }
                   }
                   for (int64_t c2 = c2t; c2 < ((c2t + 256) < s_K ? (c2t + 256) : s_K); c2 += 1) {
                     { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; kiln_vf32 kiln_lane0 = kiln_vld_f32(&pack1_0[(c1t - pack1_base) * 256 + (c2 - c2t) * 8 + 0]);
-                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile2_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                      { const int64_t i0 = tile2_row1, i1 = (c1t + 0), i2 = c2; tile2_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
-                      { const int64_t i0 = tile2_row2, i1 = (c1t + 0), i2 = c2; tile2_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = (c0t + 0), i1 = (c1t + 0), i2 = c2; tile3_0_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile3_row1, i1 = (c1t + 0), i2 = c2; tile3_1_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
+                      { const int64_t i0 = tile3_row2, i1 = (c1t + 0), i2 = c2; tile3_2_0 += (b0[(s_K * i0 + i2)] * kiln_lane0); }
                     }
                   }
-                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile2_0_0); }
-                  if (1 < tile2_rows) {
-                    { const int64_t i0 = tile2_row1, i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile2_1_0); }
+                  { const int64_t i0 = (c0t + 0), i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile3_0_0); }
+                  if (1 < tile3_rows) {
+                    { const int64_t i0 = tile3_row1, i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile3_1_0); }
                   }
-                  if (2 < tile2_rows) {
-                    { const int64_t i0 = tile2_row2, i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile2_2_0); }
+                  if (2 < tile3_rows) {
+                    { const int64_t i0 = tile3_row2, i1 = (c1t + 0); kiln_vstm_f32(b2, (s_N * i0 + i1), 0, (8 < (s_N - c1t) ? 8 : (s_N - c1t)), tile3_2_0); }
                   }
                 }
               }

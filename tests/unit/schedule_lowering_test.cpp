@@ -239,23 +239,29 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
         std::string::npos);
   CHECK(transforms_to_text(r.transforms).find("tile 32") == std::string::npos);  // not isl's
   // Tiles of two vectors, then masked tiles of one vector for the lanes left; each of 6 rows,
-  // the last of them holding the rows left (min(6, M - it)): three copies of the reduction, as
-  // the full tiles of a row block of at most 4 row tiles read b where it lies, those of a
-  // larger one from b's packed panel (RegisterTileShape::direct_row_tiles).
+  // the last of them holding the rows left (min(6, M - it)): the full tiles of a row block of
+  // at most 4 row tiles read b where it lies, those of a larger one from b's packed panel
+  // (RegisterTileShape::direct_row_tiles), and a block of one row (a decode step) runs direct
+  // tiles of one row: four copies of the reduction.
   std::vector<const LoopNode*> found;
   allocs(*r.nest.root, found);
-  REQUIRE(found.size() == 3);
-  const LoopNode& tile = *found[0];
+  REQUIRE(found.size() == 4);
+  CHECK(found[0]->tile_rows == 1);
+  CHECK_FALSE(found[0]->tile_row_count);
+  CHECK(found[0]->tile_lanes == 32);
+  CHECK(found[0]->tile_init == 0);
+  const LoopNode& tile = *found[1];
   CHECK(tile.tile_lanes == 32);  // two 64-byte vectors of f32
   CHECK_FALSE(tile.tile_lane_count);
   const std::string text = loop_nest_to_text(r.nest);
-  CHECK(text.find("if ((M - c0c) <= 24)") != std::string::npos);
+  CHECK(text.find("if ((M - c0c) == 1)") != std::string::npos);
+  CHECK(text.find("(M - c0c) <= 24)") != std::string::npos);
   CHECK(text.find("if ((M - c0c) > 24)") != std::string::npos);
-  for (size_t k = 0; k < 3; ++k) {
+  for (size_t k = 1; k < 4; ++k) {
     CHECK(found[k]->tile_rows == 6);
     CHECK(found[k]->tile_row_count);
-    CHECK(found[k]->tile_lanes == (k < 2 ? 32 : 16));
-    CHECK(static_cast<bool>(found[k]->tile_lane_count) == (k == 2));  // min(16, N - jt) lanes
+    CHECK(found[k]->tile_lanes == (k < 3 ? 32 : 16));
+    CHECK(static_cast<bool>(found[k]->tile_lane_count) == (k == 3));  // min(16, N - jt) lanes
     // The init (S0) is folded in: each tile starts from 0 in the first k block instead of
     // loading what a pass of its own stored (check_legal ran it there, and alone for K = 0).
     CHECK(found[k]->tile_init == 0);
@@ -277,8 +283,9 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
           std::string::npos);
   }
   CHECK(loop_node_to_text(*fetched[1]).find("c1t + 16") != std::string::npos);
-  CHECK(nodes_of(*found[1], LoopNode::Kind::prefetch).empty());
+  CHECK(nodes_of(*found[0], LoopNode::Kind::prefetch).size() == 2);
   CHECK(nodes_of(*found[2], LoopNode::Kind::prefetch).empty());
+  CHECK(nodes_of(*found[3], LoopNode::Kind::prefetch).empty());
   ScheduleOptions quiet = opt;
   quiet.micro.prefetch_k = 0;
   CHECK(nodes_of(*check_legal(b, quiet, sizes).nest.root, LoopNode::Kind::prefetch).empty());
@@ -299,16 +306,18 @@ TEST_CASE("schedule: a contraction keeps a register tile of rows by vector lanes
   CHECK(rows_parallel);
   CHECK(swept);
 
-  // f64: 16 lanes per two vectors (the full tiles twice: b where it lies and packed).
+  // f64: 16 lanes per two vectors (the full tiles three times: b where it lies, in tiles of
+  // one row and of six, and packed).
   KernelBuilder d = matmul(DType::f64);
   ScheduledKernel rd = check_legal(d, opt, {{{"M", 7}, {"N", 17}, {"K", 65}}});
   found.clear();
   allocs(*rd.nest.root, found);
-  REQUIRE(found.size() == 3);
+  REQUIRE(found.size() == 4);
   CHECK(found[0]->tile_lanes == 16);
   CHECK(found[1]->tile_lanes == 16);
-  CHECK(found[2]->tile_lanes == 8);
-  CHECK(found[2]->tile_lane_count);
+  CHECK(found[2]->tile_lanes == 16);
+  CHECK(found[3]->tile_lanes == 8);
+  CHECK(found[3]->tile_lane_count);
 
   // Sizes past 4 row tiles a row block run the packed tiles too (M = 30: 5 tiles of 6).
   check_legal(b, opt, {{{"M", 30}, {"N", 70}, {"K", 130}}});
@@ -517,13 +526,13 @@ TEST_CASE("schedule: f16 and strided row operands are packed per row tile and k 
     std::vector<const LoopNode*> packs = row_packs(r);
     REQUIRE(!packs.empty());
     for (const LoopNode* p : packs) {
-      CHECK(p->tile_rows == 3);
+      CHECK((p->tile_rows == 3 || p->tile_rows == 1));  // 1: a block of one row
       CHECK(p->pack_depth == 64);
       CHECK(fill_inner(*p) == p->pack_iter);  // a[i, k]: the fill reads along k
       int tiles = 0;
       for (size_t c = 1; c < p->body.size(); ++c)
         for (const LoopNode* a : nodes_of(*p->body[c], LoopNode::Kind::alloc))
-          tiles += a->tile_rows == 3 && a->pack_depth == 0 &&
+          tiles += a->tile_rows == p->tile_rows && a->pack_depth == 0 &&
                    same_expr(*a->tile_row_origin, *p->tile_row_origin);
       CHECK(tiles >= 1);
     }
@@ -752,7 +761,8 @@ TEST_CASE(
     const std::string cond = loop_expr_to_text(*inner[0]->cond);
     const std::string origin = loop_expr_to_text(*t->tile_row_origin);
     CAPTURE(cond);
-    narrowed += cond.find(origin + " + 5") != std::string::npos;
+    narrowed += cond.find(t->tile_rows > 1 ? origin + " + " + std::to_string(t->tile_rows - 1)
+                                           : origin) != std::string::npos;
   }
   CHECK(register_tiles > 0);
   CHECK(narrowed == register_tiles);

@@ -26,6 +26,12 @@ for n in 1024 2048; do
     rows+=("$bt $t --test B=4,M=$n,N=$n,K=$n --vs torch")
   done
 done
+# A decode step: one row against a 4096² weight (b read where it lies, direct row tiles).
+for d in f32 f16; do
+  for t in "$one" "$two"; do
+    rows+=("$mm $t --dtype T=$d --test M=1,N=4096,K=4096 --vs torch")
+  done
+done
 for d in f16 bf16; do
   for t in "$one" "$two"; do
     rows+=("$mm $t --dtype T=$d --test M=1024,N=1024,K=1024 --vs torch")
