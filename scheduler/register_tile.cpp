@@ -359,21 +359,32 @@ bool Tiler::lanes_contiguous(const TileNest& t, const LoopNode& row) const {
   return true;
 }
 
-bool Tiler::packs_rows(const TileNest& t, const LoopNode& row,
-                       const std::vector<const LoopNode*>& loops) const {
-  if (!shape_.pack_rows) return false;
+std::vector<const ScalarExpr*> Tiler::row_operands(const TileNest& t, const LoopNode& row,
+                                                   const LoopNode& k) const {
   const Statement& s = kernel_.statements.at(t.stmt->statement);
   std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
                         rows = driven_iterators(*t.stmt, row.iter),
-                        ks = driven_iterators(*t.stmt, loops.front()->iter);
-  if (ks.size() != 1) return false;
-  std::vector<const ScalarExpr*> loads;
+                        ks = driven_iterators(*t.stmt, k.iter);
+  std::vector<const ScalarExpr*> loads, out;
+  if (ks.size() != 1) return out;
   collect_loads(*s.value, loads);
-  for (const ScalarExpr* l : loads) {
-    if (!uses_vars(*l, rows) || !uses_vars(*l, ks) || uses_vars(*l, lanes)) continue;
-    const Buffer& b = plan_.buffers.at(l->buffer);
-    if (b.dtype == DType::f16 || b.dtype == DType::bf16 ||
-        !unit_stride(l->index, b.shape, *ks.begin()))
+  for (const ScalarExpr* l : loads)
+    if (uses_vars(*l, rows) && uses_vars(*l, ks) && !uses_vars(*l, lanes)) out.push_back(l);
+  return out;
+}
+
+bool Tiler::contiguous_along_k(const ScalarExpr& load, const TileNest& t, const LoopNode& k) const {
+  std::set<std::string> ks = driven_iterators(*t.stmt, k.iter);
+  return ks.size() == 1 &&
+         unit_stride(load.index, plan_.buffers.at(load.buffer).shape, *ks.begin());
+}
+
+bool Tiler::packs_rows(const TileNest& t, const LoopNode& row,
+                       const std::vector<const LoopNode*>& loops) const {
+  if (!shape_.pack_rows) return false;
+  for (const ScalarExpr* l : row_operands(t, row, *loops.front())) {
+    const DType d = plan_.buffers.at(l->buffer).dtype;
+    if (d == DType::f16 || d == DType::bf16 || !contiguous_along_k(*l, t, *loops.front()))
       return true;
   }
   return false;
@@ -383,7 +394,6 @@ LoopNodePtr Tiler::row_pack(const LoopNode& row, const TileNest& t,
                             const std::vector<const LoopNode*>& loops, const std::string& row_t,
                             int64_t rows, LoopNodePtr tiles) {
   const LoopNode& k = *loops.front();  // the k loop of one block
-  const Statement& s = kernel_.statements.at(t.stmt->statement);
   auto p = std::make_shared<LoopNode>();
   p->kind = LoopNode::Kind::alloc;
   p->space = MemorySpace::local;
@@ -400,17 +410,8 @@ LoopNodePtr Tiler::row_pack(const LoopNode& row, const TileNest& t,
   p->pack_origin = k.init;
   // The fill reads along k where the first row operand lies along k (x[i, k]), else along the
   // rows (a[k, i]): each instance copies one element of each row operand.
-  std::set<std::string> lanes = driven_iterators(*t.stmt, t.loops.back()->iter),
-                        rs = driven_iterators(*t.stmt, row.iter),
-                        ks = driven_iterators(*t.stmt, k.iter);
-  std::vector<const ScalarExpr*> loads;
-  collect_loads(*s.value, loads);
-  bool k_inner = true;
-  for (const ScalarExpr* l : loads)
-    if (uses_vars(*l, rs) && uses_vars(*l, ks) && !uses_vars(*l, lanes)) {
-      k_inner = unit_stride(l->index, plan_.buffers.at(l->buffer).shape, *ks.begin());
-      break;
-    }
+  std::vector<const ScalarExpr*> operands = row_operands(t, row, k);
+  const bool k_inner = operands.empty() || contiguous_along_k(*operands.front(), t, k);
   LoopNodePtr k_loop = std::make_shared<LoopNode>(k);
   LoopNodePtr row_loop = restricted(row, ast_iter(row_t), rows);
   p->body = {k_inner ? nest({row_loop, k_loop}, *t.stmt) : nest({k_loop, row_loop}, *t.stmt),
@@ -605,12 +606,12 @@ LoopNodePtr Tiler::lane_block(const LoopNode& row, const TileNest& t,
     auto both = std::make_shared<LoopNode>();
     // Read in place, the lane operand's k rows lie a row of b apart (a new page every k
     // at N ≥ 1024 f32): the tiles fetch them ahead (RegisterTileShape::prefetch_k).
-    prefetch_lanes_ = !partial && shape_.prefetch_k > 0;
+    prefetch_lanes_ = shape_.prefetch_k > 0;
     LoopNodePtr direct = make_row_tiles(rows);
     // A block of one row (a decode step) runs tiles of one row: a full tile would multiply
     // rows - 1 copies of it for nothing (f32 M = 1, N = K = 4096: 3.8-4.2 ms against 3.0-3.3
     // with MICRO's rows at 1).
-    LoopNodePtr single = rows > 1 && !partial ? make_row_tiles(1) : nullptr;
+    LoopNodePtr single = rows > 1 ? make_row_tiles(1) : nullptr;
     prefetch_lanes_ = false;
     if (single) {
       both->body = {make_guard(ast_op("eq", {left, ast_int(1)}), single),

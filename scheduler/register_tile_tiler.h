@@ -121,6 +121,14 @@ class Tiler {
                          const std::string& lane_c, int64_t block_lanes, const std::string& row_c,
                          LoopNodePtr packed);
 
+  /** The loads of `t`'s statement that move along row loop `row` and along k loop `k` but
+   *  not along the lanes (a's rows: what a row pack holds), in evaluation order. */
+  std::vector<const ScalarExpr*> row_operands(const TileNest& t, const LoopNode& row,
+                                              const LoopNode& k) const;
+
+  /** Whether `load` of `t`'s statement lies contiguous along k loop `k`. */
+  bool contiguous_along_k(const ScalarExpr& load, const TileNest& t, const LoopNode& k) const;
+
   /** Whether the row tiles of `t` inside row loop `row` read their row operands from a pack
    *  (RegisterTileShape::pack_rows): a load of `t`'s statement that moves along `row` and
    *  along k (`loops`' first) but not along the lanes is f16 or bf16, or is not contiguous
