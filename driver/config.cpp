@@ -336,7 +336,7 @@ std::vector<Knob> make_knobs() {
        "CPU register tile of contractions: R rows of V vectors of B bytes over k blocks of D "
        "(6x2x256x64: 6x32 f32 over 256 k), 0: off, auto: 3x8x256x32 for one-loop reductions "
        "(matmul; 6x4x256x64 on CPUs with full-width AVX-512), 6x2x256x64 where a reduction runs "
-       "over several loops (conv); docs/performance.md",
+       "over several loops (conv; 8x2x256x64 with full-width AVX-512); docs/performance.md",
        "auto", true, parse_micro, show_micro},
       flag_knob(
           "PACK_ROWS", KnobStage::scheduler,

@@ -494,13 +494,18 @@ LoopNodePtr Tiler::blocked(const LoopNode& row, const TileNest& t) {
     return blocks;
   }
   std::vector<LoopNodePtr> body;
-  body.push_back(lane_tiles(row, t, loops, lane.init, shape_.vectors * vector, false));
-  // The lanes past the last full-width tile, a vector at a time, masked: min(vector, end - jt)
-  // lanes each. One tile shape for every remainder: a tile of whole vectors beside a partial
-  // one would be a third and fourth copy of the reduction for C to compile (issue 28's cold
-  // compile), and the mask costs only the tile's loads and stores outside the reduction.
-  body.push_back(lane_tiles(
-      row, t, loops, after_tiles(lane.init, upper(lane), shape_.vectors * vector), vector, true));
+  body.push_back(lane_tiles(row, t, loops, lane.init, width, false));
+  // The lanes past the last full-width tile (fewer than `width`) in one masked tile of as many
+  // vectors as they need (docs/decisions.md, "The lanes left in one tile of the vectors they
+  // need"): a tile of v vectors runs 6v FMAs a k step, where v tiles of one vector each wait
+  // on their FMAs' latency and broadcast every row operand v times.
+  AstExprPtr rest = after_tiles(lane.init, upper(lane), width);
+  AstExprPtr left = sub(upper(lane), rest);
+  for (int64_t v = 1; v <= shape_.vectors; ++v) {
+    AstExprPtr fits = ast_op("le", {left, ast_int(v * vector)});
+    AstExprPtr cond = ast_op("and", {ast_op("gt", {left, ast_int((v - 1) * vector)}), fits});
+    body.push_back(make_guard(cond, lane_tiles(row, t, loops, rest, v * vector, true)));
+  }
   block->body = std::move(body);
   return block;
 }

@@ -199,6 +199,15 @@ KILN_FN void kiln_vstnt_f32(float* p, kiln_vf32 v) { *(kiln_vaf32*)p = (kiln_vaf
 KILN_FN kiln_vf32 kiln_vldm_f32(const float* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
   if (lo <= 0 && hi >= 8) return kiln_vld_f32(p + off);
   int64_t a = lo > 0 ? lo : 0, e = hi < 8 ? hi : 8;
+#if defined(__AVX__)
+  {
+    typedef float kiln_vn __attribute__((vector_size(32)));
+    const kiln_vi32 iota = {0, 1, 2, 3, 4, 5, 6, 7};
+    const kiln_vi32 keep = (iota >= (int32_t)a) & (iota < (int32_t)e);
+    typedef int kiln_vk __attribute__((vector_size(32)));
+    return (kiln_vf32)__builtin_ia32_maskloadps256((const kiln_vn*)(p + off), (kiln_vk)keep);
+  }
+#endif
   if (off >= 0 && off + 8 <= count) {
     const kiln_vi32 iota = {0, 1, 2, 3, 4, 5, 6, 7};
     kiln_vi32 keep = (iota >= (int32_t)a) & (iota < (int32_t)e);
@@ -210,9 +219,20 @@ KILN_FN kiln_vf32 kiln_vldm_f32(const float* p, int64_t off, int64_t lo, int64_t
 }
 KILN_FN void kiln_vstm_f32(float* p, int64_t off, int64_t lo, int64_t hi, kiln_vf32 v) {
   if (lo <= 0 && hi >= 8) { kiln_vst_f32(p + off, v); return; }
+  int64_t a = lo > 0 ? lo : 0, e = hi < 8 ? hi : 8;
+#if defined(__AVX__)
+  if (a < e) {
+    typedef float kiln_vn __attribute__((vector_size(32)));
+    const kiln_vi32 iota = {0, 1, 2, 3, 4, 5, 6, 7};
+    const kiln_vi32 keep = (iota >= (int32_t)a) & (iota < (int32_t)e);
+    typedef int kiln_vk __attribute__((vector_size(32)));
+    __builtin_ia32_maskstoreps256((kiln_vn*)(p + off), (kiln_vk)keep, (kiln_vn)v);
+    return;
+  }
+#endif
   float t[8];
   memcpy(t, &v, sizeof v);
-  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 8; ++l) p[off + l] = t[l];
+  for (int64_t l = a; l < e; ++l) p[off + l] = t[l];
 }
 typedef double kiln_vf64 __attribute__((vector_size(32), aligned(8)));
 typedef int64_t kiln_vi64 __attribute__((vector_size(32)));
@@ -227,6 +247,15 @@ KILN_FN void kiln_vstnt_f64(double* p, kiln_vf64 v) { *(kiln_vaf64*)p = (kiln_va
 KILN_FN kiln_vf64 kiln_vldm_f64(const double* p, int64_t off, int64_t lo, int64_t hi, int64_t count) {
   if (lo <= 0 && hi >= 4) return kiln_vld_f64(p + off);
   int64_t a = lo > 0 ? lo : 0, e = hi < 4 ? hi : 4;
+#if defined(__AVX__)
+  {
+    typedef double kiln_vn __attribute__((vector_size(32)));
+    const kiln_vi64 iota = {0, 1, 2, 3};
+    const kiln_vi64 keep = (iota >= (int64_t)a) & (iota < (int64_t)e);
+    typedef long long kiln_vk __attribute__((vector_size(32)));
+    return (kiln_vf64)__builtin_ia32_maskloadpd256((const kiln_vn*)(p + off), (kiln_vk)keep);
+  }
+#endif
   if (off >= 0 && off + 4 <= count) {
     const kiln_vi64 iota = {0, 1, 2, 3};
     kiln_vi64 keep = (iota >= (int64_t)a) & (iota < (int64_t)e);
@@ -238,9 +267,20 @@ KILN_FN kiln_vf64 kiln_vldm_f64(const double* p, int64_t off, int64_t lo, int64_
 }
 KILN_FN void kiln_vstm_f64(double* p, int64_t off, int64_t lo, int64_t hi, kiln_vf64 v) {
   if (lo <= 0 && hi >= 4) { kiln_vst_f64(p + off, v); return; }
+  int64_t a = lo > 0 ? lo : 0, e = hi < 4 ? hi : 4;
+#if defined(__AVX__)
+  if (a < e) {
+    typedef double kiln_vn __attribute__((vector_size(32)));
+    const kiln_vi64 iota = {0, 1, 2, 3};
+    const kiln_vi64 keep = (iota >= (int64_t)a) & (iota < (int64_t)e);
+    typedef long long kiln_vk __attribute__((vector_size(32)));
+    __builtin_ia32_maskstorepd256((kiln_vn*)(p + off), (kiln_vk)keep, (kiln_vn)v);
+    return;
+  }
+#endif
   double t[4];
   memcpy(t, &v, sizeof v);
-  for (int64_t l = lo > 0 ? lo : 0; l < hi && l < 4; ++l) p[off + l] = t[l];
+  for (int64_t l = a; l < e; ++l) p[off + l] = t[l];
 }
 KILN_FN kiln_vf32 kiln_vld_f16(const uint16_t* p) {
 #ifdef KILN_F16C

@@ -14,6 +14,8 @@ int64_t floor_div(int64_t a, int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
 }
 
+}  // namespace
+
 int64_t eval(const AstExpr& e, const Env& env) {
   if (e.kind == AstExpr::Kind::integer) return e.value;
   if (e.kind == AstExpr::Kind::iterator || e.kind == AstExpr::Kind::param) return env.at(e.name);
@@ -40,6 +42,8 @@ int64_t eval(const AstExpr& e, const Env& env) {
   if (o == "select") return a[0] ? a[1] : a[2];
   throw std::runtime_error("unknown op " + o);
 }
+
+namespace {
 
 void run(const LoopNode& n, Env& env, std::vector<Instance>& out, const LoopNode* tile = nullptr);
 

@@ -24,6 +24,8 @@ using Instance = std::pair<int, std::vector<int64_t>>;
 const IntExpr M = IntExpr::var("M"), N = IntExpr::var("N"), K = IntExpr::var("K");
 const IntExpr B = IntExpr::var("B"), H = IntExpr::var("H"), R = IntExpr::var("R");
 
+/** The value of `e` (iterators and sizes from `env`). */
+int64_t eval(const AstExpr& e, const Env& env);
 /** Schedules, simulates and checks legality; returns the result for structural checks. */
 ScheduledKernel check_legal(const KernelBuilder& b, const ScheduleOptions& opt,
                             const std::vector<Env>& size_sets);
