@@ -108,6 +108,10 @@ class CStyleRenderer {
     mutable std::set<const Statement*> keyed;
     /** The register tile (an alloc node with tile_rows > 0) being rendered, or null. */
     mutable const LoopNode* tile = nullptr;
+    /** In a matrix tile's epilogue (LoopNode::sums_to_epilogue): the buffer of its sums and
+     *  the element of the tile's local copy that a load of it reads instead, or -1. */
+    mutable int sums_buffer = -1;
+    mutable std::string sums_element = {};
     /** In a partial register tile: how many lanes of the vector being rendered exist. */
     mutable std::string lane_limit = {};
     /** Vector loads of a register tile's update that its rows share, bound to locals. */

@@ -286,7 +286,9 @@ std::string CStyleRenderer::render_value(const Context& c, const ScalarExpr& e) 
   std::string v;
   switch (e.kind) {
     case ScalarExpr::Kind::load:
-      if (auto it = c.index_bound.find(&e); it != c.index_bound.end())
+      if (e.buffer == c.sums_buffer)
+        v = c.sums_element;
+      else if (auto it = c.index_bound.find(&e); it != c.index_bound.end())
         v = from_storage(c.plan.buffers[e.buffer].dtype, render_access(c, e.buffer, it->second));
       else
         v = from_storage(c.plan.buffers[e.buffer].dtype, render_index(c, e.buffer, e.index));

@@ -493,11 +493,25 @@ std::string CStyleRenderer::render_matrix_tile(const Context& c, const LoopNode&
   for (const char* q : {"0, 4, 6", "1, 4, 7", "2, 5, 6", "3, 5, 7"})
     s += in + "  KILN_AMX_DP(" + op + ", " + q + ");\n";
   s += in + "}\n";
-  s += in + "if (" + t + "_direct) {\n" + moves("KILN_AMX_STORE", in + "  ") + in + "} else {\n" +
-       local("KILN_AMX_STORE", in + "  ") + in + "  for (int64_t r = 0; r < " + t +
-       "_rows; ++r)\n" + in + "    for (int64_t l = 0; l < " + t + "_lanes; ++l)\n" + in +
-       "      " + render_access(c, st.buffer, element) + " = " + sums + "[r * 32 + l];\n" + in +
-       "}\n";
+  auto store = [&](const std::string& in) {
+    return in + "if (" + t + "_direct) {\n" + moves("KILN_AMX_STORE", in + "  ") + in +
+           "} else {\n" + local("KILN_AMX_STORE", in + "  ") + in + "  for (int64_t r = 0; r < " +
+           t + "_rows; ++r)\n" + in + "    for (int64_t l = 0; l < " + t + "_lanes; ++l)\n" + in +
+           "      " + render_access(c, st.buffer, element) + " = " + sums + "[r * 32 + l];\n" + in +
+           "}\n";
+  };
+  if (!n.sums_to_epilogue) return s + store(in) + pad + "}\n";
+  // In the last block the sums go to the local copy and the epilogue reads them there; the
+  // buffer, which nothing else reads, never holds them (Tiler::with_epilogue).
+  const LoopNode& last = *n.body.at(1);
+  s += in + "if " + ast_expr_to_c(*last.cond) + " {\n" + local("KILN_AMX_STORE", in + "  ");
+  c.sums_buffer = st.buffer;
+  c.sums_element = sums + "[(" + n.tile_row + " - " + ast_expr_to_c(*n.tile_row_origin) +
+                   ") * 32 + (" + n.tile_lane + " - " + ast_expr_to_c(*n.tile_lane_origin) + ")]";
+  for (const LoopNodePtr& child : last.body)
+    s += render_node(c, *child, depth + 2);
+  c.sums_buffer = -1;
+  s += in + "} else {\n" + store(in + "  ") + in + "}\n";
   return s + pad + "}\n";
 }
 

@@ -211,7 +211,7 @@ std::string alloc_line(const LoopNode& n) {
             : n.tile_fresh ? ", S" + std::to_string(n.tile_init) + " in registers where " +
                                  unwrap(expr_text(*n.tile_fresh))
                            : "") +
-           dot;
+           dot + (n.sums_to_epilogue ? ", its sums kept for the epilogue in the last block" : "");
   return out;
 }
 

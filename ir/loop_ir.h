@@ -276,6 +276,12 @@ struct LoopNode {
    *  k rows (up to the next multiple of 32) are zeros, and lanes or rows past a tile's count
    *  are never stored. */
   bool matrix = false;
+  /** alloc, a matrix-unit tile: body[1] is its epilogue (a guard on the last k block around
+   *  the nest over the tile's elements), and the buffer its sums go to is read by nothing else
+   *  (a temp of this kernel). Where that guard holds, the sums stay in a local copy of the
+   *  tile instead of the buffer, and the epilogue's loads of the buffer read the copy: the
+   *  f32 sums of a bf16 product never reach memory (Tiler::with_epilogue). */
+  bool sums_to_epilogue = false;
   /** alloc, a matrix pack: how many of its pack_depth k rows exist (fewer in the last k block);
    *  null when all do. */
   AstExprPtr pack_count;

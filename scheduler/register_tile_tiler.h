@@ -65,7 +65,13 @@ class Tiler {
    *  nothing runs in between. Null otherwise. */
   const LoopNode* init_of(const TileNest& t, const LoopNode& prev);
 
-  /** Tile `alloc` followed by the epilogue over its elements, in the last block only. */
+  /** Whether `buffer`, the sums of a tile whose epilogue is epilogue_, is read by nothing but
+   *  that epilogue: a temp of this kernel alone that no other statement of it loads. */
+  bool sums_only_for_epilogue(int buffer) const;
+
+  /** Tile `alloc` followed by the epilogue over its elements, in the last block only; for a
+   *  matrix-unit tile whose buffer only the epilogue reads, the epilogue inside the tile
+   *  (LoopNode::sums_to_epilogue). */
   LoopNodePtr with_epilogue(const LoopNodePtr& alloc, const LoopNode& row, const LoopNode& lane);
 
   /** Whether 8-bit products run on a matrix tile: on the matrix unit (AMX-INT8) or on VNNI

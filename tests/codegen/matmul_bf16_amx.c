@@ -405,29 +405,34 @@ static void kiln_matmul_0_loops(const int64_t s_M, const int64_t s_K, const int6
                     KILN_AMX_DP(tdpbf16ps, 2, 5, 6);
                     KILN_AMX_DP(tdpbf16ps, 3, 5, 7);
                   }
-                  if (tile0_direct) {
-                    KILN_AMX_STORE(0, &b3[tile0_at + 0], tile0_ld * 4);
-                    KILN_AMX_STORE(1, &b3[tile0_at + 16], tile0_ld * 4);
-                    KILN_AMX_STORE(2, &b3[tile0_at + 16 * tile0_ld + 0], tile0_ld * 4);
-                    KILN_AMX_STORE(3, &b3[tile0_at + 16 * tile0_ld + 16], tile0_ld * 4);
-                  } else {
+                  if ((c2t + 1024) >= s_K) {
                     KILN_AMX_STORE(0, &tile0_c[0], 128);
                     KILN_AMX_STORE(1, &tile0_c[16], 128);
                     KILN_AMX_STORE(2, &tile0_c[512], 128);
                     KILN_AMX_STORE(3, &tile0_c[528], 128);
-                    for (int64_t r = 0; r < tile0_rows; ++r)
-                      for (int64_t l = 0; l < tile0_lanes; ++l)
-                        b3[(tile0_at + r * tile0_ld + l)] = tile0_c[r * 32 + l];
-                  }
-                }
-                if ((c2t + 1024) >= s_K) {
-                  for (int64_t c0 = c0t; c0 < (c0t + (32 < (s_M - c0t) ? 32 : (s_M - c0t))); c0 += 1) {
-                    for (int64_t c1 = c1t; c1 < (c1t + (32 < (s_N - c1t) ? 32 : (s_N - c1t))); c1 += 1) {
-                      {
-                        const int64_t i0 = c0;
-                        const int64_t i1 = c1;
-                        b2[(s_N * i0 + i1)] = kiln_f32_to_bf16((float)b3[(s_N * i0 + i1)]);
+                    for (int64_t c0 = c0t; c0 < (c0t + (32 < (s_M - c0t) ? 32 : (s_M - c0t))); c0 += 1) {
+                      for (int64_t c1 = c1t; c1 < (c1t + (32 < (s_N - c1t) ? 32 : (s_N - c1t))); c1 += 1) {
+                        {
+                          const int64_t i0 = c0;
+                          const int64_t i1 = c1;
+                          b2[(s_N * i0 + i1)] = kiln_f32_to_bf16((float)tile0_c[(c0 - c0t) * 32 + (c1 - c1t)]);
+                        }
                       }
+                    }
+                  } else {
+                    if (tile0_direct) {
+                      KILN_AMX_STORE(0, &b3[tile0_at + 0], tile0_ld * 4);
+                      KILN_AMX_STORE(1, &b3[tile0_at + 16], tile0_ld * 4);
+                      KILN_AMX_STORE(2, &b3[tile0_at + 16 * tile0_ld + 0], tile0_ld * 4);
+                      KILN_AMX_STORE(3, &b3[tile0_at + 16 * tile0_ld + 16], tile0_ld * 4);
+                    } else {
+                      KILN_AMX_STORE(0, &tile0_c[0], 128);
+                      KILN_AMX_STORE(1, &tile0_c[16], 128);
+                      KILN_AMX_STORE(2, &tile0_c[512], 128);
+                      KILN_AMX_STORE(3, &tile0_c[528], 128);
+                      for (int64_t r = 0; r < tile0_rows; ++r)
+                        for (int64_t l = 0; l < tile0_lanes; ++l)
+                          b3[(tile0_at + r * tile0_ld + l)] = tile0_c[r * 32 + l];
                     }
                   }
                 }

@@ -318,3 +318,60 @@ TEST_CASE("schedule: a bf16 product runs on vdpbf16ps vectors where there is no 
     CHECK(vector_tiles > 0);
   }
 }
+
+TEST_CASE(
+    "schedule: a matrix tile's sums reach its epilogue in the tile where nothing else reads them") {
+  // y = bf16(a · b): the f32 sums C are a temp that only the epilogue (the cast) reads, so the
+  // matrix-unit tile runs the epilogue inside itself in the last k block (sums_to_epilogue),
+  // and its sums never go to C there. A second reader of C keeps them in C.
+  auto product = [](bool second_reader) {
+    KernelBuilder b = matmul(DType::bf16);
+    const int C = 2;
+    b.plan.buffers[C].dtype = DType::f32;
+    int y = b.buffer("y", {M, N});
+    b.plan.buffers[y].dtype = DType::bf16;
+    b.plan.buffers[y].kind = BufferKind::output;
+    ScalarExprPtr sum = load(C, {it(0), it(1)});
+    auto cast = std::make_shared<ScalarExpr>();
+    cast->kind = ScalarExpr::Kind::op;
+    cast->op = Op::cast;
+    cast->dtype = DType::bf16;
+    cast->args = {sum};
+    b.stmt(Statement::Kind::assign, {M, N}, y, {it(0), it(1)}, cast);
+    if (second_reader) {
+      int z = b.buffer("z", {M, N});
+      b.plan.buffers[z].kind = BufferKind::output;
+      b.stmt(Statement::Kind::assign, {M, N}, z, {it(0), it(1)}, load(C, {it(0), it(1)}));
+    }
+    return b;
+  };
+  ScheduleOptions opt;
+  opt.micro = {3, 2, 64, 32};
+  opt.micro.amx_bf16 = true;
+  opt.micro.matrix_depth = 64;
+  opt.micro.matrix_block_lanes = 64;
+  opt.micro.matrix_block_rows = 32;
+  std::vector<Env> sizes = {{{"M", 7}, {"N", 40}, {"K", 150}}, {{"M", 33}, {"N", 5}, {"K", 3}}};
+  auto tiles = [](const ScheduledKernel& r) {
+    std::vector<const LoopNode*> out;
+    for (const LoopNode* a : nodes_of(*r.nest.root, LoopNode::Kind::alloc))
+      if (a->matrix && a->pack_depth == 0) out.push_back(a);
+    return out;
+  };
+  // The simulator runs the epilogue where the tile holds it: after the tile's last block.
+  ScheduledKernel r = check_legal(product(false), opt, sizes);
+  report("bf16 matmul with its cast inside the tile", r);
+  REQUIRE(!tiles(r).empty());
+  for (const LoopNode* t : tiles(r)) {
+    CHECK(t->sums_to_epilogue);
+    REQUIRE(t->body.size() == 2);
+    CHECK(t->body[1]->kind == LoopNode::Kind::guard);
+    CHECK(nodes_of(*t->body[1], LoopNode::Kind::stmt).at(0)->statement == 2);
+  }
+  ScheduledKernel kept = check_legal(product(true), opt, sizes);
+  REQUIRE(!tiles(kept).empty());
+  for (const LoopNode* t : tiles(kept)) {
+    CHECK(!t->sums_to_epilogue);
+    CHECK(t->body.size() == 1);
+  }
+}
