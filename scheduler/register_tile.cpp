@@ -290,8 +290,8 @@ LoopNodePtr Tiler::with_epilogue(const LoopNodePtr& alloc, const LoopNode& row,
   LoopNodePtr last = last_block_ ? make_guard(last_block_, nest) : nest;
   // A matrix-unit tile's sums reach its epilogue through a local copy where the buffer they
   // go to is read by nothing else: the unit stores them in L1 and the epilogue reads them
-  // there (bf16 1024³ on a Sapphire Rapids core: 2.53 → 2.09 ms, the f32 sums' 4 MiB no longer
-  // written and read back).
+  // there (bf16 1024³ on a Sapphire Rapids core: 3.26–3.42 → 2.98–3.19 ms, the f32 sums' 4 MiB
+  // no longer written and read back; docs/decisions.md).
   if (alloc->matrix && alloc->dot_bytes == 0 && last_block_ &&
       sums_only_for_epilogue(kernel_.statements.at(alloc->statement).buffer)) {
     auto inside = std::make_shared<LoopNode>(*alloc);

@@ -214,16 +214,16 @@ bool matrix_statement(const KernelPlan& plan, const Statement& s, bool bf16, boo
 /** The load of factor `f` of such a product summing in `sum` (f32 or i32), or null. */
 const ScalarExpr* matrix_factor(const KernelPlan& plan, const ScalarExpr& f, DType sum);
 
-/** The register tile shape for a program (MICRO=auto): rows of 2 64-byte vectors over k
- *  blocks of 256 when some reduction it may tile runs over several loops (a convolution's c, r
- *  and s, whose rows of 56 lanes take a tile of 32 and one of 24 lanes left): 8 rows where the
- *  target runs 64-byte operations at full width (32 registers), else 6; else, for a one-loop
- * contraction (matmul, which packs b's panel), 6 rows of 4 64-byte vectors where the target runs
- * 64-byte operations at full width (`full_width_bytes` 64: 24 of AVX-512's 32 registers
- * accumulate), 3 rows of 8 32-byte vectors elsewhere (AVX2; and AVX-512 machines that run 64-byte
- *  operations in two halves, where a 64-byte broadcast of a costs a multiply-add port and a
- *  32-byte one does not; docs/decisions.md). One width serves the whole program: the renderer
- *  emits one set of vector types. */
+/** The register tile shape for a program (MICRO=auto). Where some reduction it may tile runs
+ *  over several loops (a convolution's c, r and s, whose rows of 56 lanes take a tile of 32
+ *  and one of the 24 lanes left): rows of 2 64-byte vectors over k blocks of 256, 8 rows where
+ *  the target runs 64-byte operations at full width (32 registers), else 6. Otherwise, for a
+ *  one-loop contraction (matmul, which packs b's panel): 6 rows of 4 64-byte vectors where the
+ *  target runs 64-byte operations at full width (`full_width_bytes` 64: 24 of AVX-512's 32
+ *  registers accumulate), 3 rows of 8 32-byte vectors elsewhere (AVX2; and AVX-512 machines
+ *  that run 64-byte operations in two halves, where a 64-byte broadcast of a costs a
+ *  multiply-add port and a 32-byte one does not; docs/decisions.md). One width serves the
+ *  whole program: the renderer emits one set of vector types. */
 RegisterTileShape automatic_tile_shape(const KernelPlan& plan, int full_width_bytes = 32);
 
 /** Register-tiles the contractions of `nest` (the loop IR of kernel `k` of `plan`); returns how
